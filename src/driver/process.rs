@@ -1,0 +1,65 @@
+//! Running one replayed step as nvcc's `sh -c` would: same environment, program found on the
+//! step's PATH, argv[0] as printed, output captured so nothing is shown unless the whole
+//! replay succeeds.
+
+use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, ExitStatus, Stdio};
+
+/// What a step printed and how it ended.
+#[derive(Debug)]
+pub struct Captured {
+    pub status: ExitStatus,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+/// The environment every step of one replay runs in.
+#[derive(Debug, Clone)]
+pub struct StepContext {
+    /// The complete environment of a step: nvcc's own plus the dry run's assignments.
+    pub env: Vec<(OsString, OsString)>,
+    /// Where the user ran nvcc.
+    pub cwd: PathBuf,
+}
+
+impl StepContext {
+    fn path_var(&self) -> Option<&OsString> {
+        self.env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v)
+    }
+
+    /// Resolve `argv[0]` like the shell: a name with a slash is a path, else search PATH.
+    pub fn resolve(&self, program: &str) -> std::io::Result<PathBuf> {
+        if program.contains('/') {
+            return Ok(PathBuf::from(program));
+        }
+        which::which_in(program, self.path_var(), &self.cwd).map_err(|e| {
+            std::io::Error::new(std::io::ErrorKind::NotFound, format!("{program}: {e}"))
+        })
+    }
+
+    /// Run `argv` to completion, capturing its output.
+    pub fn run(&self, argv: &[String]) -> std::io::Result<Captured> {
+        let (program, args) = argv.split_first().ok_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, "empty command")
+        })?;
+        let out = Command::new(self.resolve(program)?)
+            .arg0(program)
+            .args(args)
+            .env_clear()
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(&self.cwd)
+            .stdin(Stdio::inherit())
+            .output()?;
+        Ok(Captured {
+            status: out.status,
+            stdout: out.stdout,
+            stderr: out.stderr,
+        })
+    }
+}

@@ -1,0 +1,9 @@
+//! nvcc-orion: a drop-in `nvcc` that replays the real toolkit's compilation steps and tunes
+//! each kernel's register budget. See `DESIGN.md` for the architecture; data flows
+//! `cli` → `driver` → `tune` → outputs.
+
+pub mod cli;
+pub mod driver;
+pub mod settings;
+pub mod toolkit;
+pub mod tune;

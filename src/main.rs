@@ -1,0 +1,113 @@
+//! `nvcc-orion`: use it exactly as nvcc.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, ExitCode};
+
+use nvcc_orion::cli::{self, Class};
+use nvcc_orion::driver;
+use nvcc_orion::settings::{self, Mode, Settings};
+use nvcc_orion::toolkit::Toolkit;
+
+fn main() -> ExitCode {
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let env_str = |k: &str| std::env::var(k).ok();
+    // nvcc never sees nvcc-orion's own variables.
+    let nvcc_env: Vec<(OsString, OsString)> = std::env::vars_os()
+        .filter(|(k, _)| !k.to_str().is_some_and(settings::is_ours))
+        .collect();
+
+    let me = std::env::current_exe().unwrap_or_else(|_| "nvcc-orion".into());
+    let tk = match Toolkit::locate(&|k| std::env::var_os(k), &me) {
+        Ok(tk) => tk,
+        Err(e) => {
+            eprintln!("nvcc-orion: error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+
+    let inv = match cli::parse(&args, &env_str) {
+        Ok(inv) => inv,
+        Err(e) => {
+            // nvcc reports a bad options file itself; we only keep our options away from it.
+            let plain: Vec<OsString> = args
+                .into_iter()
+                .filter(|a| !a.to_str().is_some_and(|s| s.starts_with("--orion-")))
+                .collect();
+            return exec_nvcc(&tk, &plain, &nvcc_env, Some(&format!("{e}")), false);
+        }
+    };
+    let (settings, warnings) = Settings::read(&env_str, &inv.orion_args);
+    for w in &warnings {
+        eprintln!("{w}");
+    }
+    let why = match (&settings.mode, &inv.class) {
+        (Mode::Off, _) => Some("NVCC_ORION=off".to_string()),
+        (_, Class::PassThrough(reason)) => Some(reason.clone()),
+        (_, Class::Tunable) => None,
+    };
+    if let Some(why) = why {
+        return exec_nvcc(&tk, &inv.nvcc_args, &nvcc_env, Some(&why), settings.verbose);
+    }
+
+    let cwd = match std::env::current_dir() {
+        Ok(d) => d,
+        Err(e) => return exec_nvcc(&tk, &inv.nvcc_args, &nvcc_env, Some(&e.to_string()), true),
+    };
+    match driver::replay(&tk, &inv.facts, &nvcc_env, &cwd) {
+        Ok(done) => {
+            // Write errors (a closed pipe) must not turn a good build into a failed one.
+            let _ = std::io::stdout().write_all(&done.stdout);
+            let _ = std::io::stderr().write_all(&done.stderr);
+            if settings.verbose {
+                eprintln!(
+                    "nvcc-orion: replayed {} steps ({} ptxas) of {}",
+                    done.steps,
+                    done.ptxas_steps,
+                    inv.facts
+                        .inputs
+                        .iter()
+                        .map(|p| p.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            let internal = e.is_internal();
+            // The user's own errors are reported by nvcc itself, silently; ours get one line.
+            exec_nvcc(
+                &tk,
+                &inv.nvcc_args,
+                &nvcc_env,
+                Some(&e.to_string()),
+                internal || settings.verbose,
+            )
+        }
+    }
+}
+
+/// Replace this process with the real nvcc: same arguments, environment, streams, exit code.
+fn exec_nvcc(
+    tk: &Toolkit,
+    args: &[OsString],
+    env: &[(OsString, OsString)],
+    why: Option<&str>,
+    say: bool,
+) -> ExitCode {
+    if say && let Some(why) = why {
+        eprintln!("nvcc-orion: warning: {why}; running plain nvcc");
+    }
+    let err = Command::new(tk.nvcc())
+        .args(args)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .exec();
+    eprintln!(
+        "nvcc-orion: error: cannot run {}: {err}",
+        tk.nvcc().display()
+    );
+    ExitCode::from(1)
+}

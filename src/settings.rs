@@ -1,0 +1,143 @@
+//! nvcc-orion's own settings: `NVCC_ORION_*` environment variables and `--orion-*` options
+//! (the command line wins). None of them ever reaches nvcc.
+
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// Exec the real nvcc unchanged.
+    Off,
+    /// Split with `--dryrun` and replay every step, changing nothing.
+    Replay,
+    /// Replay, tuning each ptxas step.
+    #[default]
+    Tune,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Settings {
+    pub mode: Mode,
+    /// `NVCC_ORION_VERBOSE=1`: say on stderr what was done per invocation and kernel.
+    pub verbose: bool,
+    /// `NVCC_ORION_REPORT` / `--orion-report`: where to write the JSON report.
+    pub report: Option<PathBuf>,
+    /// `--orion-block-size=N` or `kernel:N` (repeatable) / `NVCC_ORION_BLOCK_SIZE`.
+    pub block_sizes: Vec<(Option<String>, u32)>,
+    /// `--orion-force=KIND`: force one variant kind (testing).
+    pub force: Option<String>,
+}
+
+/// Environment variables that belong to nvcc-orion and are removed before running nvcc.
+pub fn is_ours(var: &str) -> bool {
+    var == "NVCC_ORION" || var.starts_with("NVCC_ORION_")
+}
+
+impl Settings {
+    /// Read settings; returns them and one warning line per setting that was not understood
+    /// (a typo must not break a build, but must not pass silently either).
+    pub fn read(
+        env: &dyn Fn(&str) -> Option<String>,
+        orion_args: &[(String, Option<String>)],
+    ) -> (Settings, Vec<String>) {
+        let mut s = Settings::default();
+        let mut warnings = Vec::new();
+        let mut pairs: Vec<(String, Option<String>, &str)> = Vec::new();
+        for (var, key) in [
+            ("NVCC_ORION", "mode"),
+            ("NVCC_ORION_VERBOSE", "verbose"),
+            ("NVCC_ORION_REPORT", "report"),
+            ("NVCC_ORION_BLOCK_SIZE", "block-size"),
+            ("NVCC_ORION_FORCE", "force"),
+        ] {
+            if let Some(v) = env(var).filter(|v| !v.is_empty()) {
+                pairs.push((key.to_string(), Some(v), "environment"));
+            }
+        }
+        pairs.extend(
+            orion_args
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone(), "command line")),
+        );
+        for (key, value, origin) in pairs {
+            let bad =
+                |what: &str| format!("nvcc-orion: warning: ignoring {what} from the {origin}");
+            match (key.as_str(), value.as_deref()) {
+                ("mode", Some(v)) => match v {
+                    "off" | "0" | "false" | "no" => s.mode = Mode::Off,
+                    "replay" => s.mode = Mode::Replay,
+                    "tune" | "on" | "1" | "true" | "yes" => s.mode = Mode::Tune,
+                    _ => warnings.push(bad(&format!(
+                        "unknown mode {v:?} (use off, replay or tune)"
+                    ))),
+                },
+                ("off", None) => s.mode = Mode::Off,
+                ("verbose", None) => s.verbose = true,
+                ("verbose", Some(v)) => s.verbose = !matches!(v, "0" | "false" | "no" | "off"),
+                ("report", Some(v)) => s.report = Some(PathBuf::from(v)),
+                ("block-size", Some(v)) => {
+                    for item in v.split(',') {
+                        let (kernel, n) = match item.rsplit_once(':') {
+                            Some((k, n)) => (Some(k.to_string()), n),
+                            None => (None, item),
+                        };
+                        match n.parse::<u32>() {
+                            Ok(n) if (1..=1024).contains(&n) => s.block_sizes.push((kernel, n)),
+                            _ => warnings.push(bad(&format!(
+                                "block size {item:?} (use N or kernel:N, 1..1024)"
+                            ))),
+                        }
+                    }
+                }
+                ("force", Some(v)) => s.force = Some(v.to_string()),
+                _ => warnings.push(bad(&format!(
+                    "unknown setting --orion-{key}{}",
+                    value.map(|v| format!("={v}")).unwrap_or_default()
+                ))),
+            }
+        }
+        (s, warnings)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_then_command_line() {
+        let env = |k: &str| match k {
+            "NVCC_ORION" => Some("replay".to_string()),
+            "NVCC_ORION_BLOCK_SIZE" => Some("256".to_string()),
+            _ => None,
+        };
+        let (s, w) = Settings::read(
+            &env,
+            &[
+                ("mode".into(), Some("off".into())),
+                ("block-size".into(), Some("k:128".into())),
+            ],
+        );
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(s.mode, Mode::Off);
+        assert_eq!(s.block_sizes, [(None, 256), (Some("k".to_string()), 128)]);
+        let (s, _) = Settings::read(&env, &[]);
+        assert_eq!(s.mode, Mode::Replay);
+    }
+
+    #[test]
+    fn typos_warn_and_are_ignored() {
+        let (s, w) = Settings::read(
+            &|_| None,
+            &[
+                ("blok-size".into(), Some("1".into())),
+                ("mode".into(), Some("fast".into())),
+            ],
+        );
+        assert_eq!(s, Settings::default());
+        assert_eq!(w.len(), 2);
+        assert!(w[0].contains("--orion-blok-size=1"), "{w:?}");
+        assert!(
+            is_ours("NVCC_ORION") && is_ours("NVCC_ORION_NVCC") && !is_ours("NVCC_APPEND_FLAGS")
+        );
+    }
+}
