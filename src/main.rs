@@ -48,19 +48,25 @@ fn main() -> ExitCode {
         (_, Class::Tunable) => None,
     };
     if let Some(why) = why {
-        return exec_nvcc(&tk, &inv.nvcc_args, &nvcc_env, Some(&why), settings.verbose);
+        if settings.verbose {
+            eprintln!("nvcc-orion: passing to nvcc unchanged: {why}");
+        }
+        return exec_nvcc(&tk, &inv.nvcc_args, &nvcc_env, None, false);
     }
 
     let cwd = match std::env::current_dir() {
         Ok(d) => d,
         Err(e) => return exec_nvcc(&tk, &inv.nvcc_args, &nvcc_env, Some(&e.to_string()), true),
     };
-    match driver::replay(&tk, &inv.facts, &nvcc_env, &cwd) {
+    match driver::replay(&tk, &inv.facts, &settings, &nvcc_env, &cwd) {
         Ok(done) => {
             // Write errors (a closed pipe) must not turn a good build into a failed one.
             let _ = std::io::stdout().write_all(&done.stdout);
             let _ = std::io::stderr().write_all(&done.stderr);
             if settings.verbose {
+                for note in &done.notes {
+                    eprintln!("{note}");
+                }
                 eprintln!(
                     "nvcc-orion: replayed {} steps ({} ptxas) of {}",
                     done.steps,

@@ -7,6 +7,7 @@ use std::process::Command;
 
 use nvcc_orion::cli::Facts;
 use nvcc_orion::driver::{self, DriverError};
+use nvcc_orion::settings::Settings;
 use nvcc_orion::toolkit::Toolkit;
 
 fn toolkit() -> Option<Toolkit> {
@@ -98,7 +99,7 @@ fn replay_matches_nvcc_outputs_and_depfiles() {
         dep_phony: true,
         ..Facts::default()
     };
-    let done = driver::replay(&tk, &facts, &env(), &b).unwrap();
+    let done = driver::replay(&tk, &facts, &Settings::default(), &env(), &b).unwrap();
     assert_eq!(done.ptxas_steps, 2, "one ptxas step per real target");
     assert_eq!(sass(&tk, &a.join("k.o")), sass(&tk, &b.join("k.o")));
     let (da, db) = (
@@ -138,7 +139,7 @@ fn full_depfile_and_default_names_match_nvcc() {
         dryrun_args: args(&common),
         ..Facts::default()
     };
-    driver::replay(&tk, &facts, &env(), &b).unwrap();
+    driver::replay(&tk, &facts, &Settings::default(), &env(), &b).unwrap();
     assert_eq!(
         std::fs::read(a.join("k.d")).unwrap(),
         std::fs::read(b.join("k.d")).unwrap()
@@ -155,13 +156,13 @@ fn user_errors_surface_as_failed_steps_or_dry_runs() {
         dryrun_args: args(&["-c", "bad.cu"]),
         ..Facts::default()
     };
-    let err = driver::replay(&tk, &facts, &env(), dir.path()).unwrap_err();
+    let err = driver::replay(&tk, &facts, &Settings::default(), &env(), dir.path()).unwrap_err();
     assert!(matches!(err, DriverError::StepFailed { .. }), "{err}");
     assert!(!err.is_internal());
     let facts = Facts {
         dryrun_args: args(&["-c", "missing.cu"]),
         ..Facts::default()
     };
-    let err = driver::replay(&tk, &facts, &env(), dir.path()).unwrap_err();
+    let err = driver::replay(&tk, &facts, &Settings::default(), &env(), dir.path()).unwrap_err();
     assert!(!err.is_internal(), "{err}");
 }

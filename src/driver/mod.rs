@@ -15,7 +15,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::cli::Facts;
+use crate::settings::Settings;
 use crate::toolkit::Toolkit;
+use crate::tune::TuneContext;
 use dryrun::Step;
 use process::{Captured, StepContext};
 
@@ -27,6 +29,8 @@ pub struct Replayed {
     /// How many ptxas steps went through the tuning hook.
     pub ptxas_steps: usize,
     pub steps: usize,
+    /// What the tuning hook reported (shown in verbose mode).
+    pub notes: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -75,6 +79,7 @@ impl DriverError {
 pub fn replay(
     tk: &Toolkit,
     facts: &Facts,
+    settings: &Settings,
     nvcc_env: &[(OsString, OsString)],
     cwd: &Path,
 ) -> Result<Replayed, DriverError> {
@@ -133,7 +138,15 @@ pub fn replay(
         env,
         cwd: cwd.to_path_buf(),
     };
-    let result = run_steps(&plan, &ctx, facts);
+    let result = run_steps(
+        &plan,
+        &ctx,
+        facts,
+        TuneContext {
+            toolkit: tk,
+            settings,
+        },
+    );
     drop(tmp);
     let mut replayed = result?;
     let mut messages = Vec::new();
@@ -150,6 +163,7 @@ fn run_steps(
     plan: &dryrun::Plan,
     ctx: &StepContext,
     facts: &Facts,
+    tune: TuneContext<'_>,
 ) -> Result<Replayed, DriverError> {
     let mut done = Replayed::default();
     // Preprocessed outputs since the last dependency step: nvcc reads them to write the `.d`.
@@ -161,7 +175,7 @@ fn run_steps(
                 let tool = step.tool().unwrap_or_default().to_string();
                 let result = if tool == "ptxas" {
                     done.ptxas_steps += 1;
-                    crate::tune::ptxas_step(argv, ctx)
+                    crate::tune::ptxas_step(argv, ctx, tune, &mut done.notes)
                 } else {
                     ctx.run(argv)
                 };
