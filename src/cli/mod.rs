@@ -7,6 +7,13 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+mod classify;
+mod optfile;
+mod parse;
+pub mod table;
+
+use parse::{Origin, Stop};
+
 /// One nvcc command line, understood.
 #[derive(Debug, Clone)]
 pub struct Invocation {
@@ -55,13 +62,27 @@ pub struct Facts {
     pub device_debug: bool,
     /// `-rdc=true`/`-dc`.
     pub relocatable: bool,
+    /// `-MMD`/`-MM`: dependency files leave out system headers.
+    pub dep_skip_system: bool,
+    /// `-MP`: dependency files get a phony target per header.
+    pub dep_phony: bool,
 }
 
 impl Facts {
     /// The target name nvcc writes into a `-MD`/`-MMD` dependency file for `input`: the last
     /// `-MT`, else `-o`, else `[odir/]stem.o` (also for `-cubin`/`-fatbin`, as nvcc 13.5 does).
     pub fn dep_target(&self, input: &std::path::Path) -> String {
-        todo_dep_target(self, input)
+        if let Some(t) = self.dep_targets.last() {
+            return t.clone();
+        }
+        if let Some(o) = &self.output {
+            return o.display().to_string();
+        }
+        let stem = input.file_stem().unwrap_or_default().to_string_lossy();
+        match &self.output_dir {
+            Some(d) => format!("{}/{stem}.o", d.display()),
+            None => format!("{stem}.o"),
+        }
     }
 }
 
@@ -77,45 +98,521 @@ pub enum CliError {
 /// Parse `args` (argv without argv[0]). `env` looks up environment variables
 /// (`NVCC_PREPEND_FLAGS`, `NVCC_APPEND_FLAGS`); relative options-file paths resolve against the
 /// current directory. Never fails on an unknown option: that makes the invocation pass-through.
-pub fn parse(args: &[OsString], env: &dyn Fn(&str) -> Option<String>) -> Result<Invocation, CliError> {
-    let _ = env;
-    todo_parse(args)
-}
-
-// Placeholders until the grammar lands (kept so the crate builds meanwhile).
-fn todo_parse(args: &[OsString]) -> Result<Invocation, CliError> {
+/// Fails only when an options file cannot be read (nvcc would fail too).
+pub fn parse(
+    args: &[OsString],
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Invocation, CliError> {
     let mut nvcc_args = Vec::new();
     let mut orion_args = Vec::new();
     for a in args {
-        match a.to_str().and_then(|s| s.strip_prefix("--orion-")) {
-            Some(rest) => {
-                let (k, v) = match rest.split_once('=') {
-                    Some((k, v)) => (k.to_string(), Some(v.to_string())),
-                    None => (rest.to_string(), None),
-                };
-                orion_args.push((k, v));
-            }
-            None => nvcc_args.push(a.clone()),
+        if a.as_encoded_bytes().starts_with(b"--orion-") {
+            let s = a.to_string_lossy();
+            let rest = &s["--orion-".len()..];
+            orion_args.push(match rest.split_once('=') {
+                Some((k, v)) => (k.to_string(), Some(v.to_string())),
+                None => (rest.to_string(), None),
+            });
+        } else {
+            nvcc_args.push(a.clone());
         }
     }
-    Ok(Invocation {
-        facts: Facts { dryrun_args: nvcc_args.clone(), ..Facts::default() },
+    let pass = |nvcc_args: Vec<OsString>, orion_args, why: String| Invocation {
+        facts: Facts {
+            dryrun_args: nvcc_args.clone(),
+            ..Facts::default()
+        },
         nvcc_args,
         orion_args,
-        class: Class::PassThrough("grammar not implemented yet".into()),
+        class: Class::PassThrough(why),
+    };
+    let Some(utf8) = nvcc_args
+        .iter()
+        .map(|a| a.to_str().map(str::to_string))
+        .collect::<Option<Vec<_>>>()
+    else {
+        return Ok(pass(nvcc_args, orion_args, "non-UTF-8 argument".into()));
+    };
+    // nvcc's order: NVCC_PREPEND_FLAGS, the command line, NVCC_APPEND_FLAGS.
+    let prepend = env("NVCC_PREPEND_FLAGS")
+        .map(|s| optfile::split_env_flags(&s))
+        .unwrap_or_default();
+    let append = env("NVCC_APPEND_FLAGS")
+        .map(|s| optfile::split_env_flags(&s))
+        .unwrap_or_default();
+    let mut items = Vec::new();
+    let tokenized = parse::tokenize(&prepend, false, Origin::Env, 0, &mut items)
+        .and_then(|()| parse::tokenize(&utf8, true, Origin::Env, 0, &mut items))
+        .and_then(|()| parse::tokenize(&append, false, Origin::Env, 0, &mut items));
+    match tokenized {
+        Ok(()) => {}
+        Err(Stop::Pass(why)) => return Ok(pass(nvcc_args, orion_args, why)),
+        Err(Stop::Io(e)) => return Err(e),
+    }
+    let (class, facts) = classify::classify(&items, &nvcc_args);
+    Ok(Invocation {
+        nvcc_args,
+        orion_args,
+        class,
+        facts,
     })
 }
 
-fn todo_dep_target(f: &Facts, input: &std::path::Path) -> String {
-    if let Some(t) = f.dep_targets.last() {
-        return t.clone();
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn os(v: &[&str]) -> Vec<OsString> {
+        v.iter().map(OsString::from).collect()
     }
-    if let Some(o) = &f.output {
-        return o.display().to_string();
+
+    fn run_env(args: &[&str], prepend: Option<&str>, append: Option<&str>) -> Invocation {
+        let (p, a) = (prepend.map(str::to_string), append.map(str::to_string));
+        let env = move |k: &str| match k {
+            "NVCC_PREPEND_FLAGS" => p.clone(),
+            "NVCC_APPEND_FLAGS" => a.clone(),
+            _ => None,
+        };
+        parse(&os(args), &env).expect("parse")
     }
-    let stem = input.file_stem().unwrap_or_default().to_string_lossy();
-    match &f.output_dir {
-        Some(d) => format!("{}/{stem}.o", d.display()),
-        None => format!("{stem}.o"),
+
+    fn run(args: &[&str]) -> Invocation {
+        run_env(args, None, None)
+    }
+
+    fn reason(args: &[&str]) -> String {
+        match run(args).class {
+            Class::PassThrough(r) => r,
+            Class::Tunable => panic!("{args:?} is tunable"),
+        }
+    }
+
+    #[test]
+    fn tunable_compiles() {
+        for args in [
+            &["-c", "k.cu"][..],
+            &[
+                "-c",
+                "k.cu",
+                "-o",
+                "k.o",
+                "-O3",
+                "-Ifoo",
+                "-DX=1",
+                "-std=c++17",
+            ],
+            &["-dc", "k.cu"],
+            &["-dw", "k.cu"],
+            &["-cubin", "-arch=sm_80", "k.cu"],
+            &["--fatbin", "k.cu"],
+            &["-c", "a.cu", "b.cu", "-odir", "out"],
+            &["-x", "cu", "-c", "k.cpp"],
+            &["-c", "k.cu", "-MD", "-MF", "k.d", "-MT", "k.o", "-MP"],
+            &[
+                "-c",
+                "k.cu",
+                "--generate-code=arch=compute_80,code=[compute_80,sm_80]",
+            ],
+            &[
+                "-c",
+                "k.cu",
+                "-gencode",
+                "arch=compute_90,code=compute_90",
+                "-gencode=arch=compute_80,code=sm_80",
+            ],
+            &["-c", "k.cu", "-arch=compute_80", "-code=sm_80,compute_80"],
+            &["-c", "k.cu", "-arch=native"],
+            &[
+                "-c",
+                "k.cu",
+                "-rdc=true",
+                "-Xcompiler",
+                "-fPIC,-Wall",
+                "-Xptxas=-v",
+            ],
+            &[
+                "-c",
+                "k.cu",
+                "-t",
+                "4",
+                "--threads=2",
+                "-lineinfo",
+                "-keep",
+                "-keep-dir",
+                "tmp",
+            ],
+        ] {
+            assert_eq!(run(args).class, Class::Tunable, "{args:?}");
+        }
+    }
+
+    #[test]
+    fn pass_through_reasons() {
+        for (args, want) in [
+            (&["k.cu"][..], "no compile mode"),
+            (&["-c", "k.cpp"], "no .cu input"),
+            (&["-c", "k.cu", "k.ptx"], "input k.ptx"),
+            (&["-c", "k.cu", "a.o"], "input a.o"),
+            (&["-c", "k.cu", "-x", "c++"], "-x c++"),
+            (&["-E", "k.cu"], "-E"),
+            (&["-M", "-c", "k.cu"], "-M"),
+            (&["-MM", "k.cu"], "-MM"),
+            (&["--version"], "--version"),
+            (&["-c", "k.cu", "-V"], "--version"),
+            (&["-h"], "--help"),
+            (&["-c", "k.cu", "-v"], "-v"),
+            (&["-c", "k.cu", "-dryrun"], "--dryrun"),
+            (&["--list-gpu-arch"], "--list-gpu-arch"),
+            (&["-c", "k.cu", "-G"], "-G"),
+            (&["-ptx", "k.cu"], "-ptx"),
+            (&["-lib", "-c", "k.cu"], "-lib"),
+            (&["-dlink", "a.o"], "-dlink"),
+            (&["-c", "k.cu", "-dlto"], "-dlto"),
+            (&["-c", "k.cu", "-arch=lto_90"], "LTO"),
+            (&["-c", "k.cu", "-time", "t.csv"], "-time"),
+            (&["-c", "k.cu", "-enable-tile"], "-enable-tile"),
+            (&["-c", "k.cu", "-Xptxas", "-O3,-g"], "-Xptxas -g"),
+            (&["-c", "k.cu", "-arch=compute_80"], "PTX only"),
+            (
+                &["-c", "k.cu", "-gencode", "arch=compute_80,code=compute_80"],
+                "PTX only",
+            ),
+            (
+                &["-c", "a.cu", "b.cu", "-o", "x.o"],
+                "-o with several inputs",
+            ),
+            (
+                &["-c", "k.cu", "-frobnicate"],
+                "unknown option '-frobnicate'",
+            ),
+            (&["-c", "k.cu", "-ox.o"], "unknown option"),
+            (&["-c", "k.cu", "-o"], "argument expected"),
+            (&["-c", "-cubin", "k.cu"], "several compile modes"),
+            (&["-dc", "-rdc=false", "k.cu"], "contradict"),
+            (&["-c", "k.cu", "-maxrregcount=lots"], "bad -maxrregcount"),
+        ] {
+            let r = reason(args);
+            assert!(r.contains(want), "{args:?}: {r:?} lacks {want:?}");
+        }
+    }
+
+    #[test]
+    fn orion_args_are_removed_and_recorded() {
+        let inv = run(&[
+            "--orion-verbose",
+            "-c",
+            "--orion-budget=3",
+            "k.cu",
+            "--orion-x=",
+        ]);
+        assert_eq!(inv.nvcc_args, os(&["-c", "k.cu"]));
+        assert_eq!(
+            inv.orion_args,
+            vec![
+                ("verbose".to_string(), None),
+                ("budget".to_string(), Some("3".to_string())),
+                ("x".to_string(), Some(String::new())),
+            ]
+        );
+        assert_eq!(inv.class, Class::Tunable);
+    }
+
+    #[test]
+    fn non_utf8_passes_through() {
+        use std::os::unix::ffi::OsStringExt;
+        let args = vec![
+            OsString::from("-c"),
+            OsString::from_vec(b"k\xff.cu".to_vec()),
+        ];
+        let inv = parse(&args, &|_| None).unwrap();
+        assert_eq!(inv.class, Class::PassThrough("non-UTF-8 argument".into()));
+        assert_eq!(inv.nvcc_args, args);
+    }
+
+    #[test]
+    fn facts() {
+        let inv = run(&[
+            "-c",
+            "-o",
+            "out/k.o",
+            "k.cu",
+            "-odir",
+            "d",
+            "-MT",
+            "a",
+            "--dependency-target-name=b",
+            "-save-temps",
+            "--keep-dir=kd",
+            "-rdc",
+            "true",
+        ]);
+        let f = &inv.facts;
+        assert_eq!(f.inputs, vec![PathBuf::from("k.cu")]);
+        assert_eq!(f.output, Some(PathBuf::from("out/k.o")));
+        assert_eq!(f.output_dir, Some(PathBuf::from("d")));
+        assert_eq!(f.dep_targets, vec!["a".to_string(), "b".to_string()]);
+        assert!(f.keep && f.relocatable && !f.device_debug);
+        assert_eq!(f.keep_dir, Some(PathBuf::from("kd")));
+        assert_eq!(f.user_maxrregcount, None);
+        assert!(run(&["-dc", "k.cu"]).facts.relocatable);
+        assert!(!run(&["-c", "k.cu", "-rdc=false"]).facts.relocatable);
+        assert!(run(&["-c", "k.cu", "--device-debug"]).facts.device_debug);
+    }
+
+    #[test]
+    fn dependency_file_style() {
+        let f = run(&["-c", "k.cu", "-MMD", "-MP"]).facts;
+        assert!(f.dep_skip_system && f.dep_phony);
+        let f = run(&[
+            "-c",
+            "k.cu",
+            "--generate-dependencies-with-compile",
+            "-MF",
+            "k.d",
+        ])
+        .facts;
+        assert!(!f.dep_skip_system && !f.dep_phony);
+        let f = run(&[
+            "-c",
+            "k.cu",
+            "--generate-nonsystem-dependencies-with-compile",
+            "--generate-dependency-targets",
+        ])
+        .facts;
+        assert!(f.dep_skip_system && f.dep_phony);
+    }
+
+    #[test]
+    fn dryrun_args_drop_threads_in_every_spelling() {
+        let inv = run(&[
+            "-t",
+            "4",
+            "-c",
+            "-t8",
+            "k.cu",
+            "--threads",
+            "2",
+            "--threads=3",
+            "-t=5",
+            "-O2",
+        ]);
+        assert_eq!(inv.nvcc_args.len(), 10);
+        assert_eq!(inv.facts.dryrun_args, os(&["-c", "k.cu", "-O2"]));
+        assert_eq!(inv.class, Class::Tunable);
+    }
+
+    #[test]
+    fn threads_outside_the_command_line_pass_through() {
+        let inv = run_env(&["-c", "k.cu"], None, Some("-t 4"));
+        assert_eq!(
+            inv.class,
+            Class::PassThrough("--threads inside options file or NVCC_*_FLAGS".into())
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("o.txt");
+        std::fs::write(&f, "--threads=2").unwrap();
+        let inv = run(&["-c", "k.cu", "-optf", f.to_str().unwrap()]);
+        assert!(matches!(inv.class, Class::PassThrough(r) if r.contains("--threads")));
+    }
+
+    #[test]
+    fn maxrregcount_precedence() {
+        let m = |args: &[&str], pre: Option<&str>, app: Option<&str>| {
+            run_env(args, pre, app).facts.user_maxrregcount
+        };
+        assert_eq!(
+            m(
+                &["-c", "k.cu", "-maxrregcount=64", "--maxrregcount", "48"],
+                None,
+                None
+            ),
+            Some(48)
+        );
+        assert_eq!(
+            m(&["-c", "k.cu", "-Xptxas", "-maxrregcount=32"], None, None),
+            Some(32)
+        );
+        assert_eq!(
+            m(
+                &["-c", "k.cu", "--ptxas-options=--maxrregcount,40"],
+                None,
+                None
+            ),
+            Some(40)
+        );
+        assert_eq!(
+            m(&["-c", "k.cu", "-Xptxas", "--maxrregcount 36"], None, None),
+            Some(36)
+        );
+        // ptxas sees -Xptxas options before nvcc's own -maxrregcount, whatever the order.
+        assert_eq!(
+            m(
+                &[
+                    "-c",
+                    "k.cu",
+                    "-maxrregcount=64",
+                    "-Xptxas",
+                    "-maxrregcount=32"
+                ],
+                None,
+                None
+            ),
+            Some(64)
+        );
+        assert_eq!(
+            m(
+                &["-c", "k.cu", "-maxrregcount=64"],
+                None,
+                Some("-maxrregcount=40")
+            ),
+            Some(40)
+        );
+        assert_eq!(
+            m(
+                &["-c", "k.cu", "-maxrregcount=64"],
+                Some("-maxrregcount=40"),
+                None
+            ),
+            Some(64)
+        );
+        let inv = run_env(&["-c", "k.cu"], Some("-O2"), Some("-maxrregcount=40"));
+        assert_eq!(
+            inv.nvcc_args,
+            os(&["-c", "k.cu"]),
+            "env flags are not copied into nvcc_args"
+        );
+        assert_eq!(inv.facts.dryrun_args, os(&["-c", "k.cu"]));
+    }
+
+    #[test]
+    fn env_flags_classify() {
+        assert!(matches!(
+            run_env(&["-c", "k.cu"], Some("-G"), None).class,
+            Class::PassThrough(_)
+        ));
+        // nvcc does not unquote these: `"-O1"` is an input it does not know what to do with.
+        let inv = run_env(&["-c", "k.cu"], None, Some("\"-O1\""));
+        assert!(matches!(inv.class, Class::PassThrough(r) if r.contains("\"-O1\"")));
+        assert_eq!(run_env(&["k.cu"], Some("-c"), None).class, Class::Tunable);
+    }
+
+    #[test]
+    fn options_file_on_command_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("o.txt");
+        std::fs::write(&f, "-c \"k.cu\"\n-arch=sm_80\n").unwrap();
+        let inv = run(&["--options-file", f.to_str().unwrap()]);
+        assert_eq!(inv.class, Class::Tunable);
+        assert_eq!(inv.facts.inputs, vec![PathBuf::from("k.cu")]);
+        assert_eq!(inv.nvcc_args.len(), 2);
+        let missing = dir.path().join("missing.txt");
+        let r = parse(&os(&["-optf", missing.to_str().unwrap()]), &|_| None);
+        assert!(matches!(r, Err(CliError::OptionsFile { .. })));
+        // `--orion-*` inside a file is an ordinary unknown option.
+        std::fs::write(&f, "--orion-x -c k.cu").unwrap();
+        assert!(matches!(
+            run(&["-optf", f.to_str().unwrap()]).class,
+            Class::PassThrough(_)
+        ));
+    }
+
+    #[test]
+    fn dep_target() {
+        let p = std::path::Path::new("src/k.cu");
+        let mut f = Facts::default();
+        assert_eq!(f.dep_target(p), "k.o");
+        f.output_dir = Some("d".into());
+        assert_eq!(f.dep_target(p), "d/k.o");
+        f.output = Some("x/y.o".into());
+        assert_eq!(f.dep_target(p), "x/y.o");
+        f.dep_targets = vec!["a".into(), "b".into()];
+        assert_eq!(f.dep_target(p), "b");
+    }
+
+    /// Random token soup never panics, and the invariants of `nvcc_args`/`dryrun_args` hold.
+    #[test]
+    fn random_command_lines_do_not_panic() {
+        const VOCAB: &[&str] = &[
+            "-c",
+            "-dc",
+            "-o",
+            "x.o",
+            "k.cu",
+            "a.cpp",
+            "-t",
+            "4",
+            "-t4",
+            "--threads=",
+            "-arch",
+            "-arch=sm_80",
+            "compute_80",
+            "-code",
+            "sm_80",
+            "-gencode",
+            "arch=compute_80,code=[",
+            "code=sm_80,arch=compute_80",
+            "]",
+            "-Xptxas",
+            "-maxrregcount",
+            "--maxrregcount=",
+            "-maxrregcount=12",
+            "-x",
+            "cu",
+            "-",
+            "",
+            "=",
+            "--",
+            "-=",
+            "--=",
+            "-D",
+            "-I=",
+            "é",
+            "-é",
+            "--orion-",
+            "--orion-a=b",
+            "-rdc",
+            "true",
+            "-optf",
+            "--options-file=",
+            ",",
+            "-MT",
+            "-odir",
+            "-G",
+            "-E",
+            "-?",
+            "-keep=1",
+            "-Xptxas=-g",
+            "-O",
+            "-m64",
+            "-lfoo",
+        ];
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..5000 {
+            let n = (next() % 10) as usize;
+            let args: Vec<&str> = (0..n)
+                .map(|_| VOCAB[(next() as usize) % VOCAB.len()])
+                .collect();
+            let inv = match parse(&os(&args), &|_| None) {
+                Ok(inv) => inv,
+                Err(CliError::OptionsFile { .. }) => continue,
+            };
+            assert!(
+                inv.nvcc_args
+                    .iter()
+                    .all(|a| !a.to_string_lossy().starts_with("--orion-"))
+            );
+            assert!(inv.facts.dryrun_args.len() <= inv.nvcc_args.len());
+            let orion = args.iter().filter(|a| a.starts_with("--orion-")).count();
+            assert_eq!(inv.nvcc_args.len() + orion, args.len());
+            if let Class::PassThrough(r) = &inv.class {
+                assert!(!r.is_empty());
+            }
+        }
     }
 }
