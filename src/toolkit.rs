@@ -91,12 +91,15 @@ fn is_us(p: &Path, me: &Path) -> bool {
         return true;
     }
     // Shims are small scripts; a real nvcc is an ELF binary and never mentions us.
-    let Ok(bytes) = std::fs::read(p).map(|mut b| {
-        b.truncate(4096);
-        b
-    }) else {
+    // Read only the head: a real nvcc is tens of MB and this runs on every invocation.
+    let mut bytes = Vec::with_capacity(4096);
+    let read = std::fs::File::open(p).and_then(|f| {
+        use std::io::Read;
+        f.take(4096).read_to_end(&mut bytes)
+    });
+    if read.is_err() {
         return false;
-    };
+    }
     bytes.starts_with(b"#!") && bytes.windows(10).any(|w| w == b"nvcc-orion")
 }
 

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Wall-clock overhead of nvcc-orion against the real nvcc on examples/kernels/*.cu:
+#   nvcc -c | NVCC_ORION=off nvcc-orion -c | NVCC_ORION=replay nvcc-orion -c
+# Median of RUNS runs each, the three interleaved (a plain date +%s%N loop rather than
+# hyperfine, which times one command after the other); targets are off <= 1.02x and
+# replay <= 1.10x. Writes bench/results/overhead.md.
+# Env: RUNS (default 7), WARMUP (default 1), BENCH_ARCH (default sm_90), BENCH_OUT.
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$REPO"
+RUNS="${RUNS:-7}"
+WARMUP="${WARMUP:-1}"
+ARCH="${BENCH_ARCH:-sm_90}"
+RESULT="${BENCH_OUT:-bench/results/overhead.md}"
+((RUNS >= 5)) || { echo "RUNS must be >= 5" >&2; exit 1; }
+
+eval "$(scripts/setup.sh)"
+cargo build --release >&2
+ORION="$REPO/target/release/nvcc-orion"
+NVCC="$CUDA_HOME/bin/nvcc"
+unset NVCC_ORION NVCC_ORION_REPORT NVCC_ORION_VERBOSE
+export NVCC_ORION_NVCC="$NVCC" # same toolkit for all three, no lookup differences
+TMP="$(mktemp -d)"
+trap 'rm -rf "$TMP"' EXIT
+
+# One sample: wall time in microseconds of running "$@" (output discarded).
+time_us() {
+    local t0
+    t0=$(date +%s%N)
+    "$@" >/dev/null 2>&1 || { echo "bench: failed: $*" >&2; exit 1; }
+    echo $((($(date +%s%N) - t0) / 1000))
+}
+
+# "median min" in ms of a list of microsecond samples.
+stats_ms() {
+    printf '%s\n' "$@" | sort -n |
+        awk '{a[NR]=$1} END {m = NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2; printf "%.1f %.1f\n", m / 1000, a[1] / 1000}'
+}
+
+# The three compilers under test; `env` in all three so each pays the same extra exec.
+compiler() {
+    local c="$1"
+    shift
+    case "$c" in
+        0) env "$NVCC" "$@" ;;
+        1) env NVCC_ORION=off "$ORION" "$@" ;;
+        2) env NVCC_ORION=replay "$ORION" "$@" ;;
+    esac
+}
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; }
+verdict() { awk -v r="$1" -v t="$2" 'BEGIN {print (r <= t ? "ok" : "OVER")}'; }
+
+rows=()
+over=0
+load_start="$(cut -d' ' -f1-3 /proc/loadavg)"
+# First row: `--version`, i.e. the fixed start-up cost without compile-time noise.
+for k in --version examples/kernels/*.cu; do
+    if [[ $k == --version ]]; then
+        name="(start-up: --version)"
+        args=(--version)
+        n=$((RUNS * 5))
+    else
+        name="$(basename "$k" .cu)"
+        args=(-c "-arch=$ARCH" "$k" -o "$TMP/$name.o")
+        n=$RUNS
+    fi
+    samples=("" "" "")
+    for ((w = 0; w < WARMUP; w++)); do
+        for c in 0 1 2; do time_us compiler "$c" "${args[@]}" >/dev/null; done
+    done
+    # Interleave the three commands (rotating the order) so load drift on a shared machine
+    # hits all of them alike instead of whichever was measured during a busy stretch.
+    for ((i = 0; i < n; i++)); do
+        for j in 0 1 2; do
+            c=$(((i + j) % 3))
+            t=$(time_us compiler "$c" "${args[@]}") # a failed compile ends the script (set -e)
+            samples[c]+=" $t"
+        done
+    done
+    # shellcheck disable=SC2086
+    {
+        read -r t_nvcc m_nvcc < <(stats_ms ${samples[0]})
+        read -r t_off m_off < <(stats_ms ${samples[1]})
+        read -r t_rep m_rep < <(stats_ms ${samples[2]})
+    }
+    r_off=$(ratio "$t_off" "$t_nvcc")
+    r_rep=$(ratio "$t_rep" "$t_nvcc")
+    v_off=$(verdict "$r_off" 1.02)
+    v_rep=$(verdict "$r_rep" 1.10)
+    [[ $v_off == ok && $v_rep == ok ]] || over=$((over + 1))
+    rows+=("| $name | $t_nvcc | $t_off | $r_off ($v_off) | $t_rep | $r_rep ($v_rep) | $(ratio "$m_off" "$m_nvcc") / $(ratio "$m_rep" "$m_nvcc") |")
+    echo "bench: $name nvcc ${t_nvcc} ms, off ${r_off}x, replay ${r_rep}x" >&2
+done
+load_end="$(cut -d' ' -f1-3 /proc/loadavg)"
+
+cpu="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
+mkdir -p "$(dirname "$RESULT")"
+{
+    echo "# nvcc-orion compile-time overhead"
+    echo
+    echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+    echo "- machine: ${cpu:-unknown CPU}, $(nproc) cores, $(uname -srm)"
+    echo "- toolkit: $("$NVCC" --version | grep -o 'release [0-9.]*, V[0-9.]*') ($NVCC)"
+    echo "- nvcc-orion: $(git rev-parse --short HEAD 2>/dev/null || echo 'no commit'), $(git status --porcelain -- src 2>/dev/null | grep -q . && echo 'uncommitted src changes' || echo 'clean src')"
+    echo "- timing: date +%s%N around each run; median of $RUNS runs per command ($((RUNS * 5)) for --version) after $WARMUP warm-up;"
+    echo "  the three commands interleaved, one process at a time"
+    echo "- load average (1/5/15 min) before: $load_start, after: $load_end"
+    echo "- command per kernel: \`<compiler> -c -arch=$ARCH examples/kernels/<k>.cu -o <tmp>.o\`"
+    echo "  with compiler = \`nvcc\`, \`NVCC_ORION=off nvcc-orion\`, \`NVCC_ORION=replay nvcc-orion\`"
+    echo "- targets: off <= 1.02x, replay <= 1.10x of nvcc"
+    echo "- reproduce: \`scripts/bench-overhead.sh\` (env RUNS, WARMUP, BENCH_ARCH)"
+    echo "- note: off mode adds only an exec, see the --version row for the fixed cost; when the load"
+    echo "  average exceeds the core count, compile rows move by several percent between runs"
+    echo
+    echo "| kernel | nvcc ms | off ms | off / nvcc | replay ms | replay / nvcc | min-based off / replay |"
+    echo "|---|---:|---:|---:|---:|---:|---:|"
+    printf '%s\n' "${rows[@]}"
+} >"$RESULT"
+cat "$RESULT"
+if ((over)); then
+    echo "bench: $over kernel(s) over target (check the load average; rerun with RUNS=15 on an idle machine)" >&2
+fi

@@ -1,0 +1,202 @@
+//! End-to-end: configure and build `examples/cmake` with nvcc-orion as `CMAKE_CUDA_COMPILER`,
+//! once with `NVCC_ORION=off` (pure pass-through) and once in the default mode.
+//!
+//! Needs a CUDA 13.5 toolkit, cmake and ninja (`eval "$(scripts/setup.sh)"`). Without them the
+//! test prints a skip line and passes, unless `CI` is set, in which case it fails.
+
+use std::env;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const ORION: &str = env!("CARGO_BIN_EXE_nvcc-orion");
+
+struct Tools {
+    nvcc: PathBuf,
+    cmake: PathBuf,
+    ninja: PathBuf,
+}
+
+fn canon(p: &Path) -> PathBuf {
+    fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// A real nvcc: `NVCC_ORION_NVCC`, else `$CUDA_HOME/bin/nvcc`, else `nvcc` on PATH, never
+/// nvcc-orion itself or one of the repository's shims (that would make it call itself).
+fn find_nvcc() -> Option<PathBuf> {
+    let is_real = |p: &Path| {
+        let c = canon(p);
+        let shims = canon(&Path::new(env!("CARGO_MANIFEST_DIR")).join("shims"));
+        p.is_file() && c != canon(Path::new(ORION)) && !c.starts_with(&shims)
+    };
+    if let Some(p) = env::var_os("NVCC_ORION_NVCC").filter(|v| !v.is_empty()) {
+        return Some(PathBuf::from(p)).filter(|p| is_real(p));
+    }
+    if let Some(home) = env::var_os("CUDA_HOME").filter(|v| !v.is_empty()) {
+        let p = Path::new(&home).join("bin").join("nvcc");
+        if is_real(&p) {
+            return Some(p);
+        }
+    }
+    which::which_all("nvcc").ok()?.find(|p| is_real(p))
+}
+
+fn tools_or_skip(test: &str) -> Option<Tools> {
+    let nvcc = find_nvcc();
+    let cmake = which::which("cmake").ok();
+    let ninja = which::which("ninja").ok();
+    match (nvcc, cmake, ninja) {
+        (Some(nvcc), Some(cmake), Some(ninja)) => Some(Tools { nvcc, cmake, ninja }),
+        (nvcc, cmake, ninja) => {
+            let missing: Vec<&str> = [
+                ("nvcc", nvcc.is_none()),
+                ("cmake", cmake.is_none()),
+                ("ninja", ninja.is_none()),
+            ]
+            .iter()
+            .filter(|(_, m)| *m)
+            .map(|(n, _)| *n)
+            .collect();
+            let msg = format!(
+                "{test}: {} not found (run `eval \"$(scripts/setup.sh)\"`)",
+                missing.join(", ")
+            );
+            if env::var_os("CI").is_some() {
+                panic!("{msg}; CI is set, so this test may not be skipped");
+            }
+            eprintln!("SKIPPED {msg}");
+            None
+        }
+    }
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn run(cmd: &mut Command, what: &str) -> String {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("{what}: cannot start {cmd:?}: {e}"));
+    let log = text(&out);
+    assert!(
+        out.status.success(),
+        "{what} failed ({}):\n{cmd:?}\n{log}",
+        out.status
+    );
+    log
+}
+
+/// `mode`: value for `NVCC_ORION`, or `None` for the default mode.
+fn build_example(mode: Option<&str>) {
+    let label = format!("cmake_example[NVCC_ORION={}]", mode.unwrap_or("<default>"));
+    let Some(t) = tools_or_skip(&label) else {
+        return;
+    };
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/cmake");
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let build = tmp.path().join("build");
+
+    let with_env = |cmd: &mut Command| {
+        cmd.env("NVCC_ORION_NVCC", &t.nvcc)
+            .env("LC_ALL", "C")
+            .env_remove("NVCC_ORION_REPORT")
+            .env_remove("CUDAARCHS")
+            .env_remove("CUDACXX");
+        match mode {
+            Some(m) => cmd.env("NVCC_ORION", m),
+            None => cmd.env_remove("NVCC_ORION"),
+        };
+    };
+
+    let mut configure = Command::new(&t.cmake);
+    configure
+        .arg("-G")
+        .arg("Ninja")
+        .arg(format!("-DCMAKE_MAKE_PROGRAM={}", t.ninja.display()))
+        .arg(format!("-DCMAKE_CUDA_COMPILER={ORION}"))
+        .arg("-S")
+        .arg(&src)
+        .arg("-B")
+        .arg(&build);
+    with_env(&mut configure);
+    let log = run(&mut configure, &format!("{label} configure"));
+    assert!(
+        log.contains("The CUDA compiler identification is NVIDIA 13.5"),
+        "{label}: unexpected compiler identification:\n{log}"
+    );
+
+    // CMake must have kept nvcc-orion as the compiler but found the real toolkit behind it.
+    let cache = fs::read_to_string(build.join("CMakeCache.txt")).expect("CMakeCache.txt");
+    assert!(
+        cache.lines().any(|l| l.starts_with("CMAKE_CUDA_COMPILER:")
+            && canon(Path::new(l.split_once('=').unwrap().1)) == canon(Path::new(ORION))),
+        "{label}: CMAKE_CUDA_COMPILER is not nvcc-orion"
+    );
+    let toolkit = canon(t.nvcc.parent().and_then(Path::parent).unwrap());
+    let root = toolkit_root(&build).expect("CMAKE_CUDA_COMPILER_TOOLKIT_ROOT in CMakeFiles");
+    assert_eq!(
+        canon(&root),
+        toolkit,
+        "{label}: CMake found the wrong toolkit root"
+    );
+
+    let mut compile = Command::new(&t.cmake);
+    compile.arg("--build").arg(&build).arg("--verbose");
+    with_env(&mut compile);
+    let log = run(&mut compile, &format!("{label} build"));
+    assert!(
+        log.contains(ORION),
+        "{label}: the build did not call nvcc-orion:\n{log}"
+    );
+
+    let exe = build.join("particles_demo");
+    assert!(exe.is_file(), "{label}: {} was not built", exe.display());
+    // Exits 0 without a GPU; with one it checks its result against the CPU.
+    let demo = run(&mut Command::new(&exe), &format!("{label} particles_demo"));
+    eprintln!("{label}: {}", demo.trim());
+
+    let cuobjdump = t.nvcc.with_file_name("cuobjdump");
+    let dump = run(
+        Command::new(&cuobjdump).arg("-res-usage").arg(&exe),
+        &format!("{label} cuobjdump"),
+    );
+    for needle in ["arch = sm_80", "arch = sm_90", "chain_step", "spring_force"] {
+        assert!(
+            dump.contains(needle),
+            "{label}: cuobjdump output lacks {needle:?}:\n{dump}"
+        );
+    }
+}
+
+/// `set(CMAKE_CUDA_COMPILER_TOOLKIT_ROOT "…")` from `CMakeFiles/<version>/CMakeCUDACompiler.cmake`.
+fn toolkit_root(build: &Path) -> Option<PathBuf> {
+    for entry in fs::read_dir(build.join("CMakeFiles")).ok()?.flatten() {
+        let Ok(s) = fs::read_to_string(entry.path().join("CMakeCUDACompiler.cmake")) else {
+            continue;
+        };
+        for line in s.lines() {
+            if let Some(rest) = line
+                .trim()
+                .strip_prefix("set(CMAKE_CUDA_COMPILER_TOOLKIT_ROOT ")
+            {
+                return Some(PathBuf::from(rest.trim_end_matches(')').trim_matches('"')));
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn cmake_example_pass_through() {
+    build_example(Some("off"));
+}
+
+#[test]
+fn cmake_example_default_mode() {
+    build_example(None);
+}
