@@ -24,12 +24,12 @@ export NVCC_ORION_NVCC="$NVCC" # same toolkit for all three, no lookup differenc
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
 
-# One sample: wall time in microseconds of running "$@" (output discarded).
+# One sample: "wall_us cpu_us" of running "$@" (output discarded). CPU is user+sys of the
+# whole process tree (bash's `time`), which a busy machine disturbs far less than wall time.
 time_us() {
-    local t0
-    t0=$(date +%s%N)
-    "$@" >/dev/null 2>&1 || { echo "bench: failed: $*" >&2; exit 1; }
-    echo $((($(date +%s%N) - t0) / 1000))
+    local TIMEFORMAT='%3R %3U %3S' out
+    out=$({ time "$@" >/dev/null 2>&1; } 2>&1) || { echo "bench: failed: $*" >&2; exit 1; }
+    awk '{printf "%d %d\n", $1 * 1e6, ($2 + $3) * 1e6}' <<<"$out"
 }
 
 # "median min" in ms of a list of microsecond samples.
@@ -67,6 +67,7 @@ for k in --version examples/kernels/*.cu; do
         n=$RUNS
     fi
     samples=("" "" "")
+    cpus=("" "" "")
     for ((w = 0; w < WARMUP; w++)); do
         for c in 0 1 2; do time_us compiler "$c" "${args[@]}" >/dev/null; done
     done
@@ -75,8 +76,9 @@ for k in --version examples/kernels/*.cu; do
     for ((i = 0; i < n; i++)); do
         for j in 0 1 2; do
             c=$(((i + j) % 3))
-            t=$(time_us compiler "$c" "${args[@]}") # a failed compile ends the script (set -e)
+            read -r t u < <(time_us compiler "$c" "${args[@]}") # a failure ends the script
             samples[c]+=" $t"
+            cpus[c]+=" $u"
         done
     done
     # shellcheck disable=SC2086
@@ -84,14 +86,17 @@ for k in --version examples/kernels/*.cu; do
         read -r t_nvcc m_nvcc < <(stats_ms ${samples[0]})
         read -r t_off m_off < <(stats_ms ${samples[1]})
         read -r t_rep m_rep < <(stats_ms ${samples[2]})
+        read -r u_nvcc _ < <(stats_ms ${cpus[0]})
+        read -r u_off _ < <(stats_ms ${cpus[1]})
+        read -r u_rep _ < <(stats_ms ${cpus[2]})
     }
     r_off=$(ratio "$t_off" "$t_nvcc")
     r_rep=$(ratio "$t_rep" "$t_nvcc")
     v_off=$(verdict "$r_off" 1.02)
     v_rep=$(verdict "$r_rep" 1.10)
     [[ $v_off == ok && $v_rep == ok ]] || over=$((over + 1))
-    rows+=("| $name | $t_nvcc | $t_off | $r_off ($v_off) | $t_rep | $r_rep ($v_rep) | $(ratio "$m_off" "$m_nvcc") / $(ratio "$m_rep" "$m_nvcc") |")
-    echo "bench: $name nvcc ${t_nvcc} ms, off ${r_off}x, replay ${r_rep}x" >&2
+    rows+=("| $name | $t_nvcc | $t_off | $r_off ($v_off) | $t_rep | $r_rep ($v_rep) | $(ratio "$m_off" "$m_nvcc") / $(ratio "$m_rep" "$m_nvcc") | $u_nvcc | $(ratio "$u_off" "$u_nvcc") / $(ratio "$u_rep" "$u_nvcc") |")
+    echo "bench: $name nvcc ${t_nvcc} ms, off ${r_off}x, replay ${r_rep}x (cpu: off $(ratio "$u_off" "$u_nvcc")x, replay $(ratio "$u_rep" "$u_nvcc")x)" >&2
 done
 load_end="$(cut -d' ' -f1-3 /proc/loadavg)"
 
@@ -104,7 +109,7 @@ mkdir -p "$(dirname "$RESULT")"
     echo "- machine: ${cpu:-unknown CPU}, $(nproc) cores, $(uname -srm)"
     echo "- toolkit: $("$NVCC" --version | grep -o 'release [0-9.]*, V[0-9.]*') ($NVCC)"
     echo "- nvcc-orion: $(git rev-parse --short HEAD 2>/dev/null || echo 'no commit'), $(git status --porcelain -- src 2>/dev/null | grep -q . && echo 'uncommitted src changes' || echo 'clean src')"
-    echo "- timing: date +%s%N around each run; median of $RUNS runs per command ($((RUNS * 5)) for --version) after $WARMUP warm-up;"
+    echo "- timing: bash \`time\` around each run; median of $RUNS runs per command ($((RUNS * 5)) for --version) after $WARMUP warm-up;"
     echo "  the three commands interleaved, one process at a time"
     echo "- load average (1/5/15 min) before: $load_start, after: $load_end"
     echo "- command per kernel: \`<compiler> -c -arch=$ARCH examples/kernels/<k>.cu -o <tmp>.o\`"
@@ -113,9 +118,11 @@ mkdir -p "$(dirname "$RESULT")"
     echo "- reproduce: \`scripts/bench-overhead.sh\` (env RUNS, WARMUP, BENCH_ARCH)"
     echo "- note: off mode adds only an exec, see the --version row for the fixed cost; when the load"
     echo "  average exceeds the core count, compile rows move by several percent between runs"
+    echo "- cpu columns: median user+sys CPU time of the whole process tree (bash \`time\`), the"
+    echo "  ratio least disturbed by other load on the machine"
     echo
-    echo "| kernel | nvcc ms | off ms | off / nvcc | replay ms | replay / nvcc | min-based off / replay |"
-    echo "|---|---:|---:|---:|---:|---:|---:|"
+    echo "| kernel | nvcc ms | off ms | off / nvcc | replay ms | replay / nvcc | min-based off / replay | nvcc cpu ms | cpu off / replay |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
     printf '%s\n' "${rows[@]}"
 } >"$RESULT"
 cat "$RESULT"
