@@ -17,7 +17,9 @@ RESULT="${BENCH_OUT:-bench/results/overhead.md}"
 
 eval "$(scripts/setup.sh)"
 cargo build --release >&2
-ORION="$REPO/target/release/nvcc-orion"
+# shellcheck source=scripts/target-dir.sh
+source scripts/target-dir.sh
+ORION="$TARGET_DIR/release/nvcc-orion"
 NVCC="$CUDA_HOME/bin/nvcc"
 unset NVCC_ORION NVCC_ORION_REPORT NVCC_ORION_VERBOSE
 export NVCC_ORION_NVCC="$NVCC" # same toolkit for all three, no lookup differences

@@ -13,7 +13,9 @@ MODE="${NVCC_ORION:-tune}"
 eval "$(scripts/setup.sh)"
 echo "== cargo build --release" >&2
 cargo build --release
-ORION="$REPO/target/release/nvcc-orion"
+# shellcheck source=scripts/target-dir.sh
+source scripts/target-dir.sh
+ORION="$TARGET_DIR/release/nvcc-orion"
 NVCC="$CUDA_HOME/bin/nvcc"
 
 OUT="$(mktemp -d "${TMPDIR:-/tmp}/nvcc-orion-demo.XXXXXX")"

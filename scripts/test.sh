@@ -19,7 +19,7 @@ unset NVCC_ORION NVCC_ORION_REPORT NVCC_ORION_VERBOSE
 
 if command -v shellcheck >/dev/null; then
     step "shellcheck"
-    shellcheck scripts/*.sh .ci/run
+    shellcheck -x scripts/*.sh .ci/run
 fi
 
 step "cargo fmt --check"
