@@ -28,6 +28,8 @@
 
 #![allow(dead_code)]
 
+pub mod fixtures;
+
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
