@@ -397,9 +397,6 @@ fn load_or_build(nvcc: &Path) -> Fixtures {
             .unwrap_or_else(|e| panic!("cannot open {}: {e}", lock_path.display()));
         // Blocks while another process builds. Released when `lock` is dropped, also on panic
         // (unwinding) and when the process dies.
-        // `File::lock` is Rust 1.89; the crate's MSRV (1.85) is for the library, and the tests
-        // are built with the pinned toolchain.
-        #[allow(clippy::incompatible_msrv)]
         lock.lock()
             .unwrap_or_else(|e| panic!("cannot lock {}: {e}", lock_path.display()));
         if !dir.join(STAMP).is_file() {
