@@ -75,6 +75,11 @@ if [[ -z "$NVCC" ]]; then
     fi
     NVCC="$(venv_toolkit_root)/bin/nvcc"
     usable_nvcc "$NVCC" || die "$NVCC does not report CUDA release 13.x"
+    # CCCL (cooperative_groups, CUB, Thrust, libcu++) is part of every real toolkit; on PyPI it is
+    # versioned on its own, so take the newest 13.x rather than the compiler's pin.
+    if [[ ! -f "$(venv_toolkit_root)/include/nv/target" ]]; then
+        pip_install "nvidia-cuda-cccl>=13,<14"
+    fi
 fi
 CUDA_ROOT="$(dirname "$(dirname "$NVCC")")"
 for tool in ptxas cuobjdump nvdisasm fatbinary nvlink; do
