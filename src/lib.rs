@@ -4,6 +4,7 @@
 
 pub mod cli;
 pub mod driver;
+pub mod predict;
 pub mod report;
 pub mod settings;
 pub mod toolkit;
