@@ -3,6 +3,8 @@
 //! `cli` → `driver` → `tune` → outputs.
 
 pub mod cli;
+pub mod container;
+pub mod cubin;
 pub mod driver;
 pub mod predict;
 pub mod report;
