@@ -8,6 +8,7 @@ pub mod cubin;
 pub mod driver;
 pub mod predict;
 pub mod report;
+pub mod sass;
 pub mod settings;
 pub mod toolkit;
 pub mod tune;

@@ -1,9 +1,11 @@
 //! Prediction: what a compiled kernel variant will achieve before it runs. For now the occupancy
-//! calculator (per-architecture tables, `cuda_occupancy.h`'s rules) and the register budgets a
-//! tuner should try; the static stall model joins it here (DESIGN.md §7).
+//! calculator (per-architecture tables, `cuda_occupancy.h`'s rules), the register budgets a
+//! tuner should try, and the static stall model over a variant's SASS (DESIGN.md §7).
 
 pub mod arch;
+pub mod latency;
 pub mod occupancy;
+pub mod stalls;
 
 pub use arch::{Arch, ArchError, ArchParams};
 pub use occupancy::{

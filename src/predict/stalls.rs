@@ -1,0 +1,391 @@
+//! The static stall model (DESIGN.md §7; RegDem, papers/004 §4): how many cycles a warp of
+//! one kernel variant spends, read from the variant's SASS.
+//!
+//! Per instruction, with `w` the weight of its loop nest ([`LOOP_FACTOR`] per level):
+//! - **latency**: the stall count in its control field (at least one cycle, the issue
+//!   itself), plus, for each scoreboard it waits on, what is left of the producer's latency
+//!   (a per-class table) after the cycles that have passed since the producer issued: RegDem's
+//!   barrier tracker. Trackers are cleared at branches and branch targets: ptxas releases
+//!   scoreboards before control flow, so a wait never spans blocks.
+//! - **issue**: the cycles the instruction occupies its scheduler's pipe,
+//!   `MAX_THROUGHPUT / throughput(class)` (RegDem's equation 2 without its occupancy factor,
+//!   which enters below).
+//! - a `CALL` adds the callee's totals (once per call site, recursion counted once).
+//!
+//! With `W` warps resident per scheduler, one scheduler finishes its warps in
+//! `max(latency, W · issue)` cycles: latency overlaps across warps until the pipes are busy
+//! (the saturation point of Resios' model, notes-003). The prediction per warp is that over
+//! `W`, so a variant that trades a few instructions for more resident warps wins exactly when
+//! the kernel is latency-bound.
+
+use std::collections::{HashMap, HashSet};
+
+use serde::Serialize;
+
+use super::latency::{
+    LOOP_FACTOR, MAX_LOOP_DEPTH, MAX_THROUGHPUT, READ_RELEASE, SCHEDULERS_PER_SM,
+    scoreboard_latency, throughput,
+};
+use crate::sass::control::SCOREBOARDS;
+use crate::sass::{Function, OpClass};
+
+/// Totals for one function, per warp, loop-weighted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Cost {
+    /// Cycles the warp spends waiting or issuing, if it had its scheduler to itself.
+    pub latency: f64,
+    /// Cycles the warp occupies its scheduler's pipes.
+    pub issue: f64,
+    /// Loop-weighted local-memory (spill and local array) instructions.
+    pub local_accesses: f64,
+    /// Loop-weighted instructions.
+    pub instructions: f64,
+}
+
+impl Cost {
+    fn add(&mut self, o: &Cost, times: f64) {
+        self.latency += o.latency * times;
+        self.issue += o.issue * times;
+        self.local_accesses += o.local_accesses * times;
+        self.instructions += o.instructions * times;
+    }
+}
+
+/// The predictor's verdict on one kernel variant.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Prediction {
+    pub cost: Cost,
+    /// Resident warps per scheduler at the variant's occupancy.
+    pub warps_per_scheduler: f64,
+    /// Predicted cycles per warp: `max(latency / W, issue)`. Lower is better.
+    pub cycles_per_warp: f64,
+    /// True when the pipes, not latency, bound the time.
+    pub issue_bound: bool,
+}
+
+/// Predict a kernel `kernel` among `functions` (its device functions included) on `sm` with
+/// `warps_per_sm` resident warps.
+pub fn predict(
+    sm: u32,
+    functions: &[Function],
+    kernel: &str,
+    warps_per_sm: u32,
+) -> Option<Prediction> {
+    let cost = function_cost(sm, functions, kernel)?;
+    Some(combine(cost, warps_per_sm))
+}
+
+/// Combine a warp's cost with the occupancy.
+pub fn combine(cost: Cost, warps_per_sm: u32) -> Prediction {
+    let w = (f64::from(warps_per_sm) / f64::from(SCHEDULERS_PER_SM)).max(f64::MIN_POSITIVE);
+    let latency_share = cost.latency / w;
+    Prediction {
+        cost,
+        warps_per_scheduler: w,
+        cycles_per_warp: latency_share.max(cost.issue),
+        issue_bound: cost.issue >= latency_share,
+    }
+}
+
+/// The loop-weighted cost of `name`, its callees included.
+pub fn function_cost(sm: u32, functions: &[Function], name: &str) -> Option<Cost> {
+    let by_name: HashMap<&str, &Function> =
+        functions.iter().map(|f| (f.name.as_str(), f)).collect();
+    let mut memo = HashMap::new();
+    let mut visiting = HashSet::new();
+    cost_of(sm, &by_name, name, &mut memo, &mut visiting)
+}
+
+fn cost_of<'a>(
+    sm: u32,
+    by_name: &HashMap<&'a str, &'a Function>,
+    name: &str,
+    memo: &mut HashMap<String, Cost>,
+    visiting: &mut HashSet<String>,
+) -> Option<Cost> {
+    if let Some(c) = memo.get(name) {
+        return Some(*c);
+    }
+    let f = *by_name.get(name)?;
+    if !visiting.insert(name.to_string()) {
+        // Recursion: the recursive call itself is counted as free; the body once.
+        return Some(Cost::default());
+    }
+    let weights = loop_weights(f);
+    let leaders = block_leaders(f);
+    let mut total = Cost::default();
+    // Per scoreboard: the producer's latency and the cycles elapsed since it issued.
+    let mut tracker: [Option<(f64, f64)>; SCOREBOARDS as usize] = [None; SCOREBOARDS as usize];
+    for (i, ins) in f.instrs.iter().enumerate() {
+        let w = weights[i];
+        if leaders.contains(&i) {
+            tracker = [None; SCOREBOARDS as usize];
+        }
+        let mut cycles = 0.0;
+        for b in ins.ctrl.waits() {
+            if let Some((lat, elapsed)) = tracker[usize::from(b)].take() {
+                let exposed = (lat - elapsed).max(0.0);
+                cycles += exposed;
+                advance(&mut tracker, exposed);
+            }
+        }
+        // The producer's clock starts at its issue, so its own stall counts.
+        if let Some(b) = ins.ctrl.write_sb {
+            tracker[usize::from(b)] = Some((scoreboard_latency(ins.class), 0.0));
+        }
+        if let Some(b) = ins.ctrl.read_sb {
+            // A write release of the same scoreboard subsumes the read release.
+            if ins.ctrl.write_sb != Some(b) {
+                tracker[usize::from(b)] = Some((READ_RELEASE, 0.0));
+            }
+        }
+        let stall = f64::from(ins.ctrl.stall.max(1));
+        cycles += stall;
+        advance(&mut tracker, stall);
+        total.latency += cycles * w;
+        total.issue += MAX_THROUGHPUT / throughput(sm, ins.class) * w;
+        total.instructions += w;
+        if ins.class == OpClass::Local {
+            total.local_accesses += w;
+        }
+        if let Some(callee) = ins.callee()
+            && let Some(c) = cost_of(sm, by_name, callee, memo, visiting)
+        {
+            total.add(&c, w);
+        }
+        if ins.class == OpClass::Control {
+            tracker = [None; SCOREBOARDS as usize];
+        }
+    }
+    visiting.remove(name);
+    memo.insert(name.to_string(), total);
+    Some(total)
+}
+
+fn advance(tracker: &mut [Option<(f64, f64)>], cycles: f64) {
+    for (_, elapsed) in tracker.iter_mut().flatten() {
+        *elapsed += cycles;
+    }
+}
+
+/// Instructions that start a basic block: branch targets and the instruction after a branch.
+fn block_leaders(f: &Function) -> HashSet<usize> {
+    let mut leaders = HashSet::new();
+    for (i, ins) in f.instrs.iter().enumerate() {
+        if let Some(t) = ins.branch_target().and_then(|t| f.index_of(t)) {
+            leaders.insert(t);
+        }
+        if ins.class == OpClass::Control {
+            leaders.insert(i + 1);
+        }
+    }
+    leaders
+}
+
+/// Loop weight of every instruction: `LOOP_FACTOR` to the power of the number of loops
+/// around it. A loop is the span from a backward branch's target to the branch (ptxas lays
+/// loops out contiguously); depth is capped at `MAX_LOOP_DEPTH`.
+pub fn loop_weights(f: &Function) -> Vec<f64> {
+    let mut depth = vec![0u32; f.instrs.len()];
+    for (i, ins) in f.instrs.iter().enumerate() {
+        if let Some(t) = ins.branch_target().and_then(|t| f.index_of(t))
+            && t <= i
+        {
+            for d in &mut depth[t..=i] {
+                *d += 1;
+            }
+        }
+    }
+    depth
+        .into_iter()
+        .map(|d| LOOP_FACTOR.powi(d.min(MAX_LOOP_DEPTH) as i32))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sass::{Control, Instr};
+
+    /// An instruction at index `i` of a function starting at 0.
+    fn ins(i: u64, opcode: &str, operands: &str, ctrl: Control) -> Instr {
+        Instr {
+            offset: 16 * i,
+            predicate: None,
+            opcode: opcode.into(),
+            operands: operands.into(),
+            ctrl,
+            class: OpClass::of(opcode),
+        }
+    }
+
+    fn stall(n: u8) -> Control {
+        Control {
+            stall: n,
+            yield_bit: true,
+            ..Control::default()
+        }
+    }
+
+    fn func(name: &str, body: Vec<(&str, &str, Control)>) -> Function {
+        Function {
+            name: name.into(),
+            start: 0,
+            instrs: body
+                .into_iter()
+                .enumerate()
+                .map(|(i, (o, a, c))| ins(i as u64, o, a, c))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn stall_counts_add_up_and_warps_hide_them() {
+        // Three dependent FFMAs at 4 cycles each: 12 cycles of latency, 3 issue slots at
+        // full FP32 rate on sm_86 (128 per SM per clock).
+        let f = func("k", vec![("FFMA", "R0,R0,R1,R2", stall(4)); 3]);
+        let c = function_cost(86, std::slice::from_ref(&f), "k").unwrap();
+        assert_eq!((c.latency, c.issue, c.instructions), (12.0, 3.0, 3.0));
+        // One warp per scheduler: latency-bound, 12 cycles.
+        let p = combine(c, 4);
+        assert_eq!((p.cycles_per_warp, p.issue_bound), (12.0, false));
+        // Four warps per scheduler hide the stalls completely: 3 cycles, issue-bound.
+        let p = combine(c, 16);
+        assert_eq!((p.cycles_per_warp, p.issue_bound), (3.0, true));
+        // On sm_80 FP32 runs at 64 per SM per clock: two cycles per warp instruction.
+        assert_eq!(function_cost(80, &[f], "k").unwrap().issue, 6.0);
+    }
+
+    #[test]
+    fn scoreboard_wait_on_a_global_load() {
+        // LDG sets SB0 and stalls 1; an FFMA 2 cycles later waits on SB0 and stalls 4.
+        let ldg = Control {
+            stall: 1,
+            write_sb: Some(0),
+            ..stall(1)
+        };
+        let wait = Control {
+            wait_mask: 0b1,
+            ..stall(4)
+        };
+        let f = func(
+            "k",
+            vec![
+                ("LDG.E", "R2,[R4.64]", ldg),
+                ("IADD3", "R6,R6,0x1,RZ", stall(2)),
+                ("FFMA", "R0,R2,R2,R0", wait),
+            ],
+        );
+        let c = function_cost(90, &[f], "k").unwrap();
+        // 1 + 2 cycles pass before the wait; 200 - 3 are exposed; then the FFMA's 4.
+        assert_eq!(c.latency, 1.0 + 2.0 + 197.0 + 4.0);
+        // Issue: LDG 128/32 = 4, IADD3 128/64 = 2, FFMA 1 (sm_90).
+        assert_eq!(c.issue, 7.0);
+        // The same load from local memory (a spill reload) costs the same wait and counts
+        // as a local access; from shared memory the wait is 24 - 3.
+        let mut lo = func(
+            "k",
+            vec![
+                ("LDL", "R2,[R1+0x10]", ldg),
+                ("IADD3", "", stall(2)),
+                ("FFMA", "", wait),
+            ],
+        );
+        assert_eq!(
+            function_cost(90, &[lo.clone()], "k")
+                .unwrap()
+                .local_accesses,
+            1.0
+        );
+        lo.instrs[0] = ins(0, "LDS", "R2,[R3]", ldg);
+        assert_eq!(
+            function_cost(90, &[lo], "k").unwrap().latency,
+            1.0 + 2.0 + 21.0 + 4.0
+        );
+    }
+
+    #[test]
+    fn waits_do_not_cross_branches() {
+        // The scoreboard set before a branch is not waited on after it.
+        let ldg = Control {
+            write_sb: Some(1),
+            ..stall(1)
+        };
+        let f = func(
+            "k",
+            vec![
+                ("LDG.E", "R2,[R4.64]", ldg),
+                ("BRA", "0x20", stall(5)),
+                (
+                    "FFMA",
+                    "R0,R2,R2,R0",
+                    Control {
+                        wait_mask: 0b10,
+                        ..stall(4)
+                    },
+                ),
+            ],
+        );
+        assert_eq!(
+            function_cost(86, &[f], "k").unwrap().latency,
+            1.0 + 5.0 + 4.0
+        );
+    }
+
+    #[test]
+    fn loops_are_weighted() {
+        // 0: MOV; 1-2: loop body; 3: backward branch to 1; 4: EXIT.
+        let f = func(
+            "k",
+            vec![
+                ("MOV", "R0,RZ", stall(1)),
+                ("FFMA", "R0,R0,R0,R0", stall(4)),
+                ("ISETP.NE.AND", "P0,PT,R0,RZ,PT", stall(2)),
+                ("BRA", "0x10", stall(5)),
+                ("EXIT", "", stall(5)),
+            ],
+        );
+        assert_eq!(loop_weights(&f), vec![1.0, 10.0, 10.0, 10.0, 1.0]);
+        let c = function_cost(86, &[f], "k").unwrap();
+        assert_eq!(c.latency, 1.0 + 10.0 * (4.0 + 2.0 + 5.0) + 5.0);
+        assert_eq!(c.instructions, 32.0);
+    }
+
+    #[test]
+    fn calls_add_the_callee_and_fp64_is_slow_on_consumer_parts() {
+        let callee = func(
+            "$k$g",
+            vec![
+                ("DFMA", "R0,R0,R0,R0", stall(2)),
+                ("RET.REL.NODEC", "R2 0x0", stall(5)),
+            ],
+        );
+        let k = func(
+            "k",
+            vec![
+                ("CALL.REL.NOINC", "$k$g", stall(1)),
+                ("CALL.REL.NOINC", "$k$g", stall(1)),
+                ("EXIT", "", stall(5)),
+            ],
+        );
+        let fs = [k, callee];
+        let c = function_cost(86, &fs, "k").unwrap();
+        assert_eq!(c.latency, 1.0 + 1.0 + 5.0 + 2.0 * (2.0 + 5.0));
+        // DFMA: 128 / 2 = 64 cycles on sm_86, 2 on sm_90.
+        assert_eq!(c.issue, 3.0 + 2.0 * (64.0 + 1.0));
+        assert_eq!(
+            function_cost(90, &fs, "k").unwrap().issue,
+            3.0 + 2.0 * (2.0 + 1.0)
+        );
+        // A recursive function is counted once, without looping forever.
+        let rec = func(
+            "r",
+            vec![
+                ("CALL.REL.NOINC", "r", stall(1)),
+                ("RET.REL.NODEC", "R2 0x0", stall(5)),
+            ],
+        );
+        assert_eq!(function_cost(86, &[rec], "r").unwrap().latency, 6.0);
+        assert!(function_cost(86, &fs, "missing").is_none());
+    }
+}

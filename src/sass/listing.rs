@@ -1,0 +1,189 @@
+//! A cubin's instructions as the toolkit sees them: `nvdisasm -json` names each instruction
+//! (mnemonic with modifiers, operands, guard predicate; DESIGN.md §4: nvdisasm is the
+//! authority on what an instruction is), and the raw 16 bytes from the function's section
+//! give its control field. Branch targets come from the operands, which nvdisasm prints as
+//! section offsets.
+
+use std::path::Path;
+use std::process::Command;
+
+use object::{Object, ObjectSection, ObjectSymbol};
+use serde::Deserialize;
+
+use super::class::OpClass;
+use super::control::Control;
+
+/// One instruction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Instr {
+    /// Byte offset in the function's section.
+    pub offset: u64,
+    /// `@P0`, `@!PT`, ... when guarded.
+    pub predicate: Option<String>,
+    /// The mnemonic with its modifiers, `LDG.E.64.CONSTANT`.
+    pub opcode: String,
+    pub operands: String,
+    pub ctrl: Control,
+    pub class: OpClass,
+}
+
+impl Instr {
+    /// The mnemonic without modifiers: `LDG`.
+    pub fn base(&self) -> &str {
+        self.opcode.split('.').next().unwrap_or("")
+    }
+
+    /// The section offset a direct branch (`BRA`, `BRA.U`, `BSSY`, `BRX` fall-through not
+    /// included) goes to, when the operand says.
+    pub fn branch_target(&self) -> Option<u64> {
+        if !matches!(self.base(), "BRA" | "JMP") {
+            return None;
+        }
+        let last = self.operands.rsplit(',').next()?.trim();
+        u64::from_str_radix(last.strip_prefix("0x")?, 16).ok()
+    }
+
+    /// The function a `CALL.REL` names (`$kernel$callee` or `$__internal_...`).
+    pub fn callee(&self) -> Option<&str> {
+        (self.base() == "CALL" && self.operands.starts_with('$')).then_some(self.operands.trim())
+    }
+
+    /// Whether the instruction is unconditional (no guard, or `@PT`).
+    pub fn always(&self) -> bool {
+        self.predicate.as_deref().is_none_or(|p| p == "@PT")
+    }
+}
+
+/// One function (kernel or device function) in its section.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Function {
+    pub name: String,
+    /// Offset of the first instruction in the section.
+    pub start: u64,
+    pub instrs: Vec<Instr>,
+}
+
+impl Function {
+    /// Index of the instruction at section offset `off`.
+    pub fn index_of(&self, off: u64) -> Option<usize> {
+        let rel = off.checked_sub(self.start)?;
+        (rel % 16 == 0)
+            .then_some((rel / 16) as usize)
+            .filter(|&i| i < self.instrs.len())
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ListingError {
+    #[error("cannot run {tool}: {source}")]
+    Spawn {
+        tool: String,
+        source: std::io::Error,
+    },
+    #[error("nvdisasm failed: {0}")]
+    Tool(String),
+    #[error("nvdisasm -json printed something unexpected: {0}")]
+    Json(String),
+    #[error("cubin: {0}")]
+    Elf(String),
+    #[error("function {name}: {what}")]
+    Function { name: String, what: String },
+}
+
+#[derive(Deserialize)]
+struct JsonFunction {
+    #[serde(rename = "function-name")]
+    name: String,
+    start: u64,
+    length: u64,
+    #[serde(rename = "sass-instructions")]
+    instrs: Vec<JsonInstr>,
+}
+
+#[derive(Deserialize)]
+struct JsonInstr {
+    predicate: Option<String>,
+    opcode: String,
+    #[serde(default)]
+    operands: String,
+}
+
+/// Disassemble every function of the cubin at `path` with `nvdisasm`.
+pub fn list(nvdisasm: &Path, path: &Path) -> Result<Vec<Function>, ListingError> {
+    let out = Command::new(nvdisasm)
+        .arg("-json")
+        .arg(path)
+        .output()
+        .map_err(|source| ListingError::Spawn {
+            tool: nvdisasm.display().to_string(),
+            source,
+        })?;
+    if !out.status.success() {
+        return Err(ListingError::Tool(
+            String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        ));
+    }
+    let bytes = std::fs::read(path).map_err(|e| ListingError::Elf(e.to_string()))?;
+    from_json(&out.stdout, &bytes)
+}
+
+/// Combine `nvdisasm -json` output with the cubin's bytes.
+pub fn from_json(json: &[u8], cubin: &[u8]) -> Result<Vec<Function>, ListingError> {
+    // [header, [function, ...]]
+    let (_, funcs): (serde_json::Value, Vec<JsonFunction>) =
+        serde_json::from_slice(json).map_err(|e| ListingError::Json(e.to_string()))?;
+    let elf = object::File::parse(cubin).map_err(|e| ListingError::Elf(e.to_string()))?;
+    funcs
+        .into_iter()
+        .map(|f| {
+            let err = |what: String| ListingError::Function {
+                name: f.name.clone(),
+                what,
+            };
+            let sym = elf
+                .symbols()
+                .find(|s| s.name() == Ok(f.name.as_str()))
+                .ok_or_else(|| err("no symbol".into()))?;
+            let section = sym
+                .section_index()
+                .and_then(|i| elf.section_by_index(i).ok())
+                .ok_or_else(|| err("symbol has no section".into()))?;
+            let data = section.data().map_err(|e| err(e.to_string()))?;
+            if f.length != 16 * f.instrs.len() as u64 {
+                return Err(err(format!(
+                    "{} bytes but {} instructions",
+                    f.length,
+                    f.instrs.len()
+                )));
+            }
+            let instrs = f
+                .instrs
+                .into_iter()
+                .enumerate()
+                .map(|(i, j)| {
+                    let offset = f.start + 16 * i as u64;
+                    let word = usize::try_from(offset)
+                        .ok()
+                        .and_then(|o| data.get(o..o.checked_add(16)?))
+                        .ok_or_else(|| {
+                            err(format!("instruction at {offset:#x} is past the section"))
+                        })?;
+                    let class = OpClass::of(&j.opcode);
+                    Ok(Instr {
+                        offset,
+                        predicate: j.predicate,
+                        ctrl: Control::from_bytes(word).expect("16 bytes"),
+                        opcode: j.opcode,
+                        operands: j.operands,
+                        class,
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(Function {
+                name: f.name,
+                start: f.start,
+                instrs,
+            })
+        })
+        .collect()
+}

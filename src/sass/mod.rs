@@ -1,0 +1,12 @@
+//! SASS: what the instructions of a cubin are. For now read-only: the control field of every
+//! instruction (the same on sm_70 to sm_120), the toolkit's own disassembly of each function,
+//! and a class per mnemonic for the stall predictor. Encoding, operand tables and re-layout
+//! come with the SASS rewriting layer.
+
+pub mod class;
+pub mod control;
+pub mod listing;
+
+pub use class::OpClass;
+pub use control::Control;
+pub use listing::{Function, Instr, ListingError};
