@@ -135,12 +135,20 @@ fn queries_agree_with_res_usage_and_symbols() {
             let f = funcs
                 .get(&r.function)
                 .unwrap_or_else(|| panic!("{label}: res-usage lists {} we do not", r.function));
+            // Kernels: EIATTR_REGCOUNT. Device functions: cuobjdump prints the `.text`
+            // sh_info high byte (0 on sm_90+, even where EIATTR_REGCOUNT has the count).
+            let ours = if f.is_kernel {
+                f.registers
+            } else {
+                f.section_registers
+            };
             assert_eq!(
-                f.registers.unwrap_or(0),
+                ours.unwrap_or(0),
                 r.reg,
                 "{label}: {} registers",
                 r.function
             );
+
             assert_eq!(
                 f.static_shared, r.shared as u64,
                 "{label}: {} shared",

@@ -67,8 +67,11 @@ pub struct Section {
 }
 
 impl Section {
+    /// No bytes in the file: NOBITS, and the CUDA types that behave like it
+    /// (0x70000007 `.nv.global` and 0x7000000a `.nv.shared.*` in ET_REL cubins, 0x70000015
+    /// reserved shared memory on sm_100+).
     pub fn is_nobits(&self) -> bool {
-        self.sh_type == SHT_NOBITS
+        is_nobits_type(self.sh_type)
     }
     /// Bytes the section occupies in the file.
     pub fn file_size(&self) -> u64 {
@@ -78,6 +81,10 @@ impl Section {
             self.data.len() as u64
         }
     }
+}
+
+pub fn is_nobits_type(t: u32) -> bool {
+    matches!(t, SHT_NOBITS | 0x7000_0007 | 0x7000_000a | 0x7000_0015)
 }
 
 /// One program header.
@@ -186,7 +193,7 @@ impl Elf {
             let sh_type = sh.sh_type(e).0;
             let sh_offset = sh.sh_offset(e);
             let sh_size = sh.sh_size(e);
-            let bytes = if sh_type == SHT_NOBITS || i == 0 {
+            let bytes = if is_nobits_type(sh_type) || i == 0 {
                 Vec::new()
             } else {
                 let start = usize::try_from(sh_offset).ok();
@@ -502,14 +509,38 @@ impl Elf {
         let mut shift: i128 = 0;
         let mut new_offsets = vec![0u64; self.sections.len()];
         let mut old_offsets = vec![0u64; self.sections.len()];
+        // Sections that alias (lie inside) an earlier one's bytes keep their place in it
+        // (sm_100+: `.nv.merc.nv.constant.pic` shares `.nv.constant4`'s bytes).
+        let mut placed: Vec<(u64, u64, u64)> = Vec::new();
         for (orig, _, _, item) in items {
+            if let Item::Sec(i) = item {
+                let s = &self.sections[i];
+                let end = orig.saturating_add(s.file_size());
+                if s.file_size() > 0 {
+                    if let Some(&(o, _, n)) =
+                        placed.iter().find(|&&(o, e, _)| o <= orig && end <= e)
+                    {
+                        old_offsets[i] = orig;
+                        new_offsets[i] = n + (orig - o);
+                        continue;
+                    }
+                }
+            }
             let (align, size) = match item {
                 Item::Sec(i) => {
                     let s = &self.sections[i];
                     (s.sh_addralign.max(1), s.file_size())
                 }
-                Item::Shdrs => (4, (self.sections.len() * SHDR_SIZE) as u64),
-                Item::Phdrs => (4, (self.phdrs.len() * PHDR_SIZE) as u64),
+                // The tables keep the alignment their offset had (ptxas leaves them at
+                // 2- or 4-byte offsets), up to 8.
+                Item::Shdrs => (
+                    offset_alignment(orig),
+                    (self.sections.len() * SHDR_SIZE) as u64,
+                ),
+                Item::Phdrs => (
+                    offset_alignment(orig),
+                    (self.phdrs.len() * PHDR_SIZE) as u64,
+                ),
             };
             let candidate = (orig as i128 + shift).max(0) as u64;
             let at = align_up(candidate.max(cursor), align)
@@ -518,6 +549,9 @@ impl Elf {
             cursor = at
                 .checked_add(size)
                 .ok_or_else(|| hdr_err("layout overflows"))?;
+            if size > 0 {
+                placed.push((orig, orig.saturating_add(size), at));
+            }
             match item {
                 Item::Sec(i) => {
                     old_offsets[i] = self.sections[i].sh_offset;
@@ -610,6 +644,15 @@ impl Elf {
 
     pub fn section_index_by_name(&self, name: &str) -> Option<usize> {
         self.sections.iter().position(|s| s.name == name)
+    }
+}
+
+/// The largest power of two (at most 8) dividing `off`.
+fn offset_alignment(off: u64) -> u64 {
+    if off == 0 {
+        8
+    } else {
+        (1u64 << off.trailing_zeros().min(3)).max(1)
     }
 }
 

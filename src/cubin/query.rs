@@ -28,11 +28,16 @@ pub struct FunctionInfo {
     /// `EIATTR_REGCOUNT`; else `.text` `sh_info[31:24]` (sm_75-89) for a function owning its
     /// section; `None` when unknown.
     pub registers: Option<u32>,
+    /// `.text` `sh_info[31:24]` of a function that owns its section on sm_75-89 (`None`
+    /// otherwise or when 0). This is what `cuobjdump -res-usage` prints as `REG` for device
+    /// functions (it prints `REG:0` on sm_90+ even where `EIATTR_REGCOUNT` has the count).
+    pub section_registers: Option<u32>,
     /// `sh_size` of `.nv.shared.<k>` (on sm_90+ it includes the 1 KiB reserved area); 0 if
     /// absent.
     pub static_shared: u64,
     pub frame_size: Option<u32>,
-    /// `EIATTR_MIN_STACK_SIZE`; `None` when absent or 0xffffffff (cuobjdump's STACK:UNKNOWN).
+    /// `EIATTR_MIN_STACK_SIZE` (0 when absent); `None` for 0xffffffff (cuobjdump's
+    /// STACK:UNKNOWN: recursion or indirect calls).
     pub min_stack: Option<u32>,
     pub max_stack: Option<u32>,
     /// `EIATTR_ANNOTATIONS` SpillRefill entries inside this function's own code.
@@ -150,17 +155,17 @@ impl Cubin {
             .global_info()
             .map(|g| self.records(g))
             .unwrap_or_default();
-        let mut registers = self.global_value(&globals, Attr::Regcount, i);
-        if registers.is_none() && owns && self.arch() < 90 {
-            let hi = tsec.sh_info >> 24;
-            if hi != 0 {
-                registers = Some(hi);
-            }
-        }
+        let section_registers = Some(tsec.sh_info >> 24).filter(|&r| owns && r != 0);
+        let registers = self
+            .global_value(&globals, Attr::Regcount, i)
+            .or(section_registers);
         let frame_size = self.global_value(&globals, Attr::FrameSize, i);
-        let min_stack = self
-            .global_value(&globals, Attr::MinStackSize, i)
-            .filter(|&v| v != 0xffff_ffff);
+        // Absent means 0 (cuobjdump prints STACK:0); 0xffffffff means unknown (recursion).
+        let min_stack = match self.global_value(&globals, Attr::MinStackSize, i) {
+            None => Some(0),
+            Some(0xffff_ffff) => None,
+            Some(v) => Some(v),
+        };
         let max_stack = self
             .global_value(&globals, Attr::MaxStackSize, i)
             .filter(|&v| v != 0xffff_ffff);
@@ -260,6 +265,7 @@ impl Cubin {
             text_offset: s.st_value,
             text_size: s.st_size,
             registers,
+            section_registers,
             static_shared: if owns { self.shared_size(text) } else { 0 },
             frame_size,
             min_stack,
