@@ -1,0 +1,1 @@
+//! `.debug_frame` (64-bit DWARF CFI).

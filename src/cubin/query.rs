@@ -1,0 +1,301 @@
+//! Per-function resource numbers, as `cuobjdump -res-usage` and the occupancy model need them.
+
+use super::Cubin;
+use super::eiattr::Attr;
+use super::elf::{SHT_CUDA_CALLGRAPH, SHT_NOBITS};
+use super::nvinfo::{EIFMT_SVAL, Record, parse_callgraph};
+use super::symbols::STT_FUNC;
+use serde::Serialize;
+
+const SHF_EXECINSTR: u64 = 0x4;
+
+/// What the cubin says about one function (kernel or device function).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FunctionInfo {
+    /// Mangled name.
+    pub name: String,
+    /// `STO_CUDA_ENTRY` (a `__global__` kernel).
+    pub is_kernel: bool,
+    /// Symbol-table index.
+    pub symbol: usize,
+    /// Index of the `.text.*` section holding the code.
+    pub text_section: usize,
+    /// Byte offset of the code in that section (non-zero for sub-functions inside a kernel's
+    /// section).
+    pub text_offset: u64,
+    /// `st_size` of the symbol.
+    pub text_size: u64,
+    /// `EIATTR_REGCOUNT`; else `.text` `sh_info[31:24]` (sm_75-89) for a function owning its
+    /// section; `None` when unknown.
+    pub registers: Option<u32>,
+    /// `.text` `sh_info[31:24]` of a function that owns its section on sm_75-89 (`None`
+    /// otherwise or when 0). This is what `cuobjdump -res-usage` prints as `REG` for device
+    /// functions (it prints `REG:0` on sm_90+ even where `EIATTR_REGCOUNT` has the count).
+    pub section_registers: Option<u32>,
+    /// `sh_size` of `.nv.shared.<k>` (on sm_90+ it includes the 1 KiB reserved area); 0 if
+    /// absent.
+    pub static_shared: u64,
+    pub frame_size: Option<u32>,
+    /// `EIATTR_MIN_STACK_SIZE` (0 when absent); `None` for 0xffffffff (cuobjdump's
+    /// STACK:UNKNOWN: recursion or indirect calls).
+    pub min_stack: Option<u32>,
+    pub max_stack: Option<u32>,
+    /// `EIATTR_ANNOTATIONS` SpillRefill entries inside this function's own code.
+    pub spill_instructions: u32,
+    pub max_threads: Option<[u32; 3]>,
+    pub reqntid: Option<[u32; 3]>,
+    /// `EIATTR_MAXREG_COUNT` (`None` for 0xff, "no limit").
+    pub maxreg_count: Option<u32>,
+    /// `EIATTR_CBANK_PARAM_SIZE`.
+    pub param_bytes: Option<u32>,
+    /// Callees from `.nv.callgraph`, by name (externals such as `vprintf` included).
+    pub callees: Vec<String>,
+    /// Occupancy-relevant attributes present (`CTAIDZ_USED`, `NUM_BARRIERS=1`, ...).
+    pub flags: Vec<String>,
+}
+
+impl Cubin {
+    /// Kernels and device functions defined in the cubin, in symbol order.
+    pub fn functions(&self) -> Vec<FunctionInfo> {
+        (0..self.symbols.len())
+            .filter_map(|i| self.info_for(i))
+            .collect()
+    }
+
+    /// Kernels only.
+    pub fn kernels(&self) -> Vec<FunctionInfo> {
+        self.functions()
+            .into_iter()
+            .filter(|f| f.is_kernel)
+            .collect()
+    }
+
+    /// One function by mangled name.
+    pub fn function_info(&self, name: &str) -> Option<FunctionInfo> {
+        let i = self.function_symbol(name)?;
+        self.info_for(i)
+    }
+
+    /// Symbol index of a defined function named `name`.
+    pub(crate) fn function_symbol(&self, name: &str) -> Option<usize> {
+        (0..self.symbols.len()).find(|&i| self.symbols[i].name == name && self.is_function(i))
+    }
+
+    pub(crate) fn is_function(&self, i: usize) -> bool {
+        let Some(s) = self.symbols.get(i) else {
+            return false;
+        };
+        s.kind() == STT_FUNC
+            && s.st_shndx != 0
+            && s.st_shndx < 0xff00
+            && self
+                .elf
+                .sections
+                .get(s.st_shndx as usize)
+                .is_some_and(|t| t.sh_flags & SHF_EXECINSTR != 0)
+    }
+
+    /// Whether symbol `i` is the one its text section is named after (`sh_info[23:0]`).
+    pub(crate) fn owns_section(&self, i: usize) -> bool {
+        let Some(s) = self.symbols.get(i) else {
+            return false;
+        };
+        self.elf
+            .sections
+            .get(s.st_shndx as usize)
+            .is_some_and(|t| (t.sh_info & 0x00ff_ffff) as usize == i)
+    }
+
+    /// `[sym, value]` records of the global `.nv.info` for symbol `sym`.
+    fn global_value(&self, globals: &[Record], attr: Attr, sym: usize) -> Option<u32> {
+        globals
+            .iter()
+            .filter(|r| r.attr == attr && r.format == EIFMT_SVAL)
+            .find(|r| r.word(0) == Some(sym as u32))
+            .and_then(|r| r.word(1))
+    }
+
+    /// Own code ranges of function `i`: its symbol range minus the ranges of other functions
+    /// inside it.
+    fn own_ranges(&self, i: usize) -> Vec<(u64, u64)> {
+        let s = &self.symbols[i];
+        let start = s.st_value;
+        let end = s.st_value.saturating_add(s.st_size);
+        let mut others: Vec<(u64, u64)> = (0..self.symbols.len())
+            .filter(|&j| j != i && self.is_function(j))
+            .map(|j| &self.symbols[j])
+            .filter(|o| o.st_shndx == s.st_shndx)
+            .map(|o| (o.st_value, o.st_value.saturating_add(o.st_size)))
+            .filter(|&(a, b)| a < end && b > start && !(a <= start && b >= end))
+            .collect();
+        others.sort();
+        let mut out = Vec::new();
+        let mut at = start;
+        for (a, b) in others {
+            if a > at {
+                out.push((at, a.min(end)));
+            }
+            at = at.max(b);
+        }
+        if at < end {
+            out.push((at, end));
+        }
+        out
+    }
+
+    fn info_for(&self, i: usize) -> Option<FunctionInfo> {
+        if !self.is_function(i) {
+            return None;
+        }
+        let s = &self.symbols[i];
+        let text = s.st_shndx as usize;
+        let tsec = &self.elf.sections[text];
+        let owns = self.owns_section(i);
+        let globals = self
+            .global_info()
+            .map(|g| self.records(g))
+            .unwrap_or_default();
+        let section_registers = Some(tsec.sh_info >> 24).filter(|&r| owns && r != 0);
+        let registers = self
+            .global_value(&globals, Attr::Regcount, i)
+            .or(section_registers);
+        let frame_size = self.global_value(&globals, Attr::FrameSize, i);
+        // Absent means 0 (cuobjdump prints STACK:0); 0xffffffff means unknown (recursion).
+        let min_stack = match self.global_value(&globals, Attr::MinStackSize, i) {
+            None => Some(0),
+            Some(0xffff_ffff) => None,
+            Some(v) => Some(v),
+        };
+        let max_stack = self
+            .global_value(&globals, Attr::MaxStackSize, i)
+            .filter(|&v| v != 0xffff_ffff);
+
+        let local = if owns {
+            self.function_info_section(text)
+                .map(|k| self.records(k))
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        // Spills: annotations of the section, counted in this function's own code.
+        let section_records = self
+            .function_info_section(text)
+            .map(|k| self.records(k))
+            .unwrap_or_default();
+        let ranges = self.own_ranges(i);
+        let spill_instructions = section_records
+            .iter()
+            .filter(|r| r.attr == Attr::Annotations && r.format == EIFMT_SVAL)
+            .flat_map(|r| {
+                let w: Vec<u32> = r.words().collect();
+                w.chunks_exact(2)
+                    .filter(|p| p[0] == 1)
+                    .map(|p| p[1] as u64)
+                    .collect::<Vec<_>>()
+            })
+            .filter(|&off| ranges.iter().any(|&(a, b)| off >= a && off < b))
+            .count() as u32;
+
+        let xyz = |attr: Attr| -> Option<[u32; 3]> {
+            let r = local
+                .iter()
+                .find(|r| r.attr == attr && r.format == EIFMT_SVAL)?;
+            Some([r.word(0)?, r.word(1)?, r.word(2)?])
+        };
+        let short = |attr: Attr| -> Option<u32> {
+            local
+                .iter()
+                .find(|r| r.attr == attr && r.format != EIFMT_SVAL)
+                .map(|r| r.short as u32)
+        };
+        let maxreg_count = short(Attr::MaxregCount).filter(|&v| v != 0xff);
+        let param_bytes = short(Attr::CbankParamSize);
+
+        let mut flags = Vec::new();
+        for r in &local {
+            match r.attr {
+                Attr::CtaidzUsed
+                | Attr::ExplicitCluster
+                | Attr::WmmaUsed
+                | Attr::BlocksAreClusters
+                | Attr::Tcgen051ctaUsed
+                | Attr::Tcgen052ctaUsed
+                | Attr::ClusterLaunchControlUsed
+                | Attr::ReservedSmemUsed
+                | Attr::RegReconfig
+                | Attr::CoopGroupInstrOffsets
+                | Attr::PreexitUsed => flags.push(r.attr.name().to_string()),
+                Attr::NumBarriers | Attr::NumMbarriers | Attr::MaxClusterRank => {
+                    flags.push(format!("{}={}", r.attr.name(), r.short))
+                }
+                Attr::CtaPerCluster => {
+                    let w: Vec<String> = r.words().map(|v| v.to_string()).collect();
+                    flags.push(format!("{}={}", r.attr.name(), w.join("x")));
+                }
+                Attr::CrsStackSize => {
+                    if let Some(v) = r.word(0).filter(|&v| v != 0) {
+                        flags.push(format!("{}={v}", r.attr.name()));
+                    }
+                }
+                _ => {}
+            }
+        }
+
+        let mut callees = Vec::new();
+        for (k, sec) in self.elf.sections.iter().enumerate() {
+            if sec.sh_type != SHT_CUDA_CALLGRAPH || k == 0 {
+                continue;
+            }
+            for (caller, callee) in parse_callgraph(&sec.data) {
+                if caller as i64 == i as i64 && callee >= 0 {
+                    if let Some(c) = self.symbols.get(callee as usize) {
+                        if !callees.contains(&c.name) {
+                            callees.push(c.name.clone());
+                        }
+                    }
+                }
+            }
+        }
+
+        Some(FunctionInfo {
+            name: s.name.clone(),
+            is_kernel: s.is_kernel(),
+            symbol: i,
+            text_section: text,
+            text_offset: s.st_value,
+            text_size: s.st_size,
+            registers,
+            section_registers,
+            static_shared: if owns { self.shared_size(text) } else { 0 },
+            frame_size,
+            min_stack,
+            max_stack,
+            spill_instructions,
+            max_threads: xyz(Attr::MaxThreads),
+            reqntid: xyz(Attr::Reqntid),
+            maxreg_count,
+            param_bytes,
+            callees,
+            flags,
+        })
+    }
+
+    /// Index of the `.nv.shared.<k>` section of text section `text`.
+    pub(crate) fn shared_section(&self, text: usize) -> Option<usize> {
+        let tname = self.elf.sections.get(text)?.name.clone();
+        let want = tname
+            .strip_prefix(".text.")
+            .map(|k| format!(".nv.shared.{k}"));
+        self.elf.sections.iter().position(|s| {
+            s.name.starts_with(".nv.shared.")
+                && (Some(&s.name) == want.as_ref()
+                    || (s.sh_info as usize == text && s.sh_type == SHT_NOBITS))
+        })
+    }
+
+    fn shared_size(&self, text: usize) -> u64 {
+        self.shared_section(text)
+            .map(|i| self.elf.sections[i].sh_size)
+            .unwrap_or(0)
+    }
+}
