@@ -14,7 +14,7 @@ pub enum Mode {
     Tune,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
     pub mode: Mode,
     /// `NVCC_ORION_VERBOSE=1`: say on stderr what was done per invocation and kernel.
@@ -25,6 +25,28 @@ pub struct Settings {
     pub block_sizes: Vec<(Option<String>, u32)>,
     /// `--orion-force=KIND`: force one variant kind (testing).
     pub force: Option<String>,
+    /// `--orion-margin=PCT` / `NVCC_ORION_MARGIN`: the predicted gain a variant must clear to
+    /// replace ptxas's own choice, in percent.
+    pub margin_percent: f64,
+    /// Where built variants are cached (`NVCC_ORION_CACHE`, `off` for none).
+    pub cache: Option<PathBuf>,
+}
+
+/// The default margin: a predicted gain below this is within the model's noise.
+pub const DEFAULT_MARGIN_PERCENT: f64 = 5.0;
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            mode: Mode::default(),
+            verbose: false,
+            report: None,
+            block_sizes: Vec::new(),
+            force: None,
+            margin_percent: DEFAULT_MARGIN_PERCENT,
+            cache: None,
+        }
+    }
 }
 
 /// Environment variables that belong to nvcc-orion and are removed before running nvcc.
@@ -39,7 +61,10 @@ impl Settings {
         env: &dyn Fn(&str) -> Option<String>,
         orion_args: &[(String, Option<String>)],
     ) -> (Settings, Vec<String>) {
-        let mut s = Settings::default();
+        let mut s = Settings {
+            cache: crate::tune::variants::cache_dir(env),
+            ..Settings::default()
+        };
         let mut warnings = Vec::new();
         let mut pairs: Vec<(String, Option<String>, &str)> = Vec::new();
         for (var, key) in [
@@ -48,6 +73,7 @@ impl Settings {
             ("NVCC_ORION_REPORT", "report"),
             ("NVCC_ORION_BLOCK_SIZE", "block-size"),
             ("NVCC_ORION_FORCE", "force"),
+            ("NVCC_ORION_MARGIN", "margin"),
         ] {
             if let Some(v) = env(var).filter(|v| !v.is_empty()) {
                 pairs.push((key.to_string(), Some(v), "environment"));
@@ -88,7 +114,16 @@ impl Settings {
                         }
                     }
                 }
-                ("force", Some(v)) => s.force = Some(v.to_string()),
+                ("force", Some(v)) => match v {
+                    "baseline" | "lowest" => s.force = Some(v.to_string()),
+                    _ => warnings.push(bad(&format!(
+                        "unknown --orion-force={v} (use baseline or lowest)"
+                    ))),
+                },
+                ("margin", Some(v)) => match v.trim_end_matches('%').parse::<f64>() {
+                    Ok(m) if (0.0..=1000.0).contains(&m) => s.margin_percent = m,
+                    _ => warnings.push(bad(&format!("margin {v:?} (use a percentage, 0 to 1000)"))),
+                },
                 _ => warnings.push(bad(&format!(
                     "unknown setting --orion-{key}{}",
                     value.map(|v| format!("={v}")).unwrap_or_default()

@@ -10,7 +10,7 @@ use serde::Serialize;
 const SHF_EXECINSTR: u64 = 0x4;
 
 /// What the cubin says about one function (kernel or device function).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct FunctionInfo {
     /// Mangled name.
     pub name: String,

@@ -110,6 +110,13 @@ struct JsonInstr {
 
 /// Disassemble every function of the cubin at `path` with `nvdisasm`.
 pub fn list(nvdisasm: &Path, path: &Path) -> Result<Vec<Function>, ListingError> {
+    let json = json(nvdisasm, path)?;
+    let bytes = std::fs::read(path).map_err(|e| ListingError::Elf(e.to_string()))?;
+    from_json(&json, &bytes)
+}
+
+/// `nvdisasm -json` of the cubin at `path`, as printed.
+pub fn json(nvdisasm: &Path, path: &Path) -> Result<Vec<u8>, ListingError> {
     let out = Command::new(nvdisasm)
         .arg("-json")
         .arg(path)
@@ -123,8 +130,7 @@ pub fn list(nvdisasm: &Path, path: &Path) -> Result<Vec<Function>, ListingError>
             String::from_utf8_lossy(&out.stderr).trim().to_string(),
         ));
     }
-    let bytes = std::fs::read(path).map_err(|e| ListingError::Elf(e.to_string()))?;
-    from_json(&out.stdout, &bytes)
+    Ok(out.stdout)
 }
 
 /// Combine `nvdisasm -json` output with the cubin's bytes.

@@ -1,0 +1,191 @@
+//! Which register budgets to compile a kernel at: the occupancy cliffs below the budget ptxas
+//! chose by itself (papers/002 §3.3), for the block size the kernel will run with.
+
+use serde::Serialize;
+
+use crate::cubin::FunctionInfo;
+use crate::predict::{Arch, KernelResources, Launch, SharedBytes, occupancy, register_cliffs};
+
+/// Block sizes assumed when neither the cubin nor the settings say; the worst case among them
+/// decides (a budget must pay off at each).
+pub const DEFAULT_BLOCKS: [u32; 3] = [128, 256, 512];
+
+/// Budgets tried per kernel besides the baseline (so at most five variants per kernel).
+pub const MAX_CANDIDATES: usize = 4;
+
+/// ptxas does not go below this many registers per thread in practice; budgets under it only
+/// spill.
+pub const MIN_BUDGET: u32 = 16;
+
+/// Where the block size came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BlockFrom {
+    /// `.reqntid` (`EIATTR_REQNTID`): the only size the kernel launches with.
+    Reqntid,
+    /// `__launch_bounds__` (`EIATTR_MAX_THREADS`): its largest block.
+    LaunchBounds,
+    /// `--orion-block-size` / `NVCC_ORION_BLOCK_SIZE`.
+    Setting,
+    /// Nothing said: [`DEFAULT_BLOCKS`].
+    Assumed,
+}
+
+/// What a kernel is tuned for and with.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KernelPlan {
+    pub name: String,
+    pub baseline_regs: u32,
+    pub static_shared: u64,
+    /// Block sizes the occupancy is computed for (one unless assumed).
+    pub blocks: Vec<u32>,
+    pub block_from: BlockFrom,
+    /// Budgets to try, highest first, each below `baseline_regs`.
+    pub budgets: Vec<u32>,
+}
+
+impl KernelPlan {
+    /// The kernel's resources at `regs` registers per thread.
+    pub fn resources(&self, regs: u32, relocatable: bool) -> KernelResources {
+        let shared = u32::try_from(self.static_shared).unwrap_or(u32::MAX);
+        KernelResources::new(
+            regs,
+            if relocatable {
+                SharedBytes::User(shared)
+            } else {
+                SharedBytes::FromCubin(shared)
+            },
+        )
+    }
+
+    /// Resident warps per SM at `regs`, for each block size (0 when it cannot launch).
+    pub fn warps(&self, arch: Arch, regs: u32, relocatable: bool) -> Vec<u32> {
+        let k = self.resources(regs, relocatable);
+        self.blocks
+            .iter()
+            .map(|&t| occupancy(arch, &k, &Launch::new(t)).map_or(0, |o| o.warps_per_sm))
+            .collect()
+    }
+}
+
+/// The block sizes for kernel `f`: its own declaration, then the settings (a per-kernel one
+/// before a global one), else the defaults.
+pub fn block_sizes(f: &FunctionInfo, settings: &[(Option<String>, u32)]) -> (Vec<u32>, BlockFrom) {
+    let product = |d: [u32; 3]| d.iter().try_fold(1u32, |a, &x| a.checked_mul(x.max(1)));
+    if let Some(t) = f.reqntid.and_then(product) {
+        return (vec![t], BlockFrom::Reqntid);
+    }
+    if let Some(t) = f.max_threads.and_then(product) {
+        return (vec![t], BlockFrom::LaunchBounds);
+    }
+    let named = settings
+        .iter()
+        .rev()
+        .find(|(k, _)| k.as_deref() == Some(f.name.as_str()));
+    let global = settings.iter().rev().find(|(k, _)| k.is_none());
+    if let Some((_, n)) = named.or(global) {
+        return (vec![*n], BlockFrom::Setting);
+    }
+    (DEFAULT_BLOCKS.to_vec(), BlockFrom::Assumed)
+}
+
+/// The plan for kernel `f` of a cubin for `arch`, or `None` when its register count is
+/// unknown.
+pub fn plan(
+    arch: Arch,
+    f: &FunctionInfo,
+    relocatable: bool,
+    settings: &[(Option<String>, u32)],
+) -> Option<KernelPlan> {
+    let baseline_regs = f.registers?;
+    let (blocks, block_from) = block_sizes(f, settings);
+    let mut p = KernelPlan {
+        name: f.name.clone(),
+        baseline_regs,
+        static_shared: f.static_shared,
+        blocks,
+        block_from,
+        budgets: Vec::new(),
+    };
+    let k = p.resources(baseline_regs, relocatable);
+    let mut budgets: Vec<u32> = p
+        .blocks
+        .iter()
+        .filter_map(|&t| register_cliffs(arch, &k, &Launch::new(t)).ok())
+        .flatten()
+        .map(|(regs, _)| regs)
+        .filter(|&r| r < baseline_regs && r >= MIN_BUDGET)
+        .collect();
+    budgets.sort_unstable_by(|a, b| b.cmp(a));
+    budgets.dedup();
+    budgets.truncate(MAX_CANDIDATES);
+    p.budgets = budgets;
+    Some(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kernel(regs: u32, shared: u64) -> FunctionInfo {
+        FunctionInfo {
+            name: "k".into(),
+            is_kernel: true,
+            registers: Some(regs),
+            static_shared: shared,
+            ..FunctionInfo::default()
+        }
+    }
+
+    #[test]
+    fn budgets_are_the_cliffs_below_the_baseline() {
+        let sm86 = Arch::from_cc(8, 6).unwrap();
+        let mut f = kernel(96, 0);
+        f.max_threads = Some([256, 1, 1]);
+        let p = plan(sm86, &f, false, &[]).unwrap();
+        assert_eq!(
+            (p.blocks.clone(), p.block_from),
+            (vec![256], BlockFrom::LaunchBounds)
+        );
+        // sm_86: 64K registers, 1536 threads. At 256 threads: 96 regs → 2 blocks, 80 → 3,
+        // 64 → 4, 48 → 5, 40 → 6 (the thread limit).
+        assert_eq!(p.budgets, vec![80, 64, 48, 40]);
+        // Each budget really raises occupancy.
+        let w: Vec<u32> = std::iter::once(96)
+            .chain(p.budgets.iter().copied())
+            .map(|r| p.warps(sm86, r, false)[0])
+            .collect();
+        assert!(w.windows(2).all(|x| x[0] < x[1]), "{w:?}");
+    }
+
+    #[test]
+    fn block_size_sources_in_order() {
+        let mut f = kernel(64, 0);
+        let s = vec![
+            (None, 128),
+            (Some("k".to_string()), 64),
+            (Some("other".to_string()), 32),
+        ];
+        assert_eq!(block_sizes(&f, &s), (vec![64], BlockFrom::Setting));
+        assert_eq!(block_sizes(&f, &s[..1]), (vec![128], BlockFrom::Setting));
+        assert_eq!(
+            block_sizes(&f, &[]),
+            (DEFAULT_BLOCKS.to_vec(), BlockFrom::Assumed)
+        );
+        f.max_threads = Some([16, 16, 1]);
+        assert_eq!(block_sizes(&f, &s), (vec![256], BlockFrom::LaunchBounds));
+        f.reqntid = Some([32, 4, 1]);
+        assert_eq!(block_sizes(&f, &s), (vec![128], BlockFrom::Reqntid));
+    }
+
+    #[test]
+    fn nothing_to_gain_means_no_budgets() {
+        let sm90 = Arch::from_cc(9, 0).unwrap();
+        // 32 registers at 256 threads is already full occupancy.
+        let mut f = kernel(32, 0);
+        f.max_threads = Some([256, 1, 1]);
+        assert!(plan(sm90, &f, false, &[]).unwrap().budgets.is_empty());
+        f.registers = None;
+        assert!(plan(sm90, &f, false, &[]).is_none());
+    }
+}

@@ -1,0 +1,246 @@
+//! Per-kernel register budgets written into PTX: a `.maxnreg N` performance directive on an
+//! `.entry`, between its parameter list and its body (PTX ISA, "Performance-Tuning
+//! Directives"). `-maxrregcount` is per module; `.maxnreg` is per kernel, and ptxas 13.5 gives a
+//! kernel the same SASS under either (DESIGN.md §4, guarded by a test), so one ptxas run can
+//! evaluate a different budget for every kernel of a module.
+
+use std::collections::BTreeMap;
+
+/// An `.entry` of a PTX module.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntryDecl {
+    pub name: String,
+    /// The budget the module already gives it (`__maxnreg__`), if any.
+    pub maxnreg: Option<u32>,
+    /// Byte offset just past the parameter list's `)`.
+    after_params: usize,
+    /// Byte offset of the body's `{`.
+    body: usize,
+    /// Byte range of an existing `.maxnreg N` directive.
+    directive: Option<(usize, usize)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PtxError {
+    #[error("PTX: .entry at byte {0} has no parameter list or body")]
+    Malformed(usize),
+    #[error("PTX: no .entry named {0}")]
+    NoSuchEntry(String),
+}
+
+/// Every `.entry` with a body, in order. Comments are skipped.
+pub fn entries(ptx: &str) -> Result<Vec<EntryDecl>, PtxError> {
+    let code = blank_comments(ptx);
+    let b = code.as_bytes();
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(pos) = code[from..].find(".entry").map(|p| p + from) {
+        from = pos + ".entry".len();
+        let before_ok = pos == 0 || b[pos - 1].is_ascii_whitespace();
+        let after_ok = b.get(from).is_some_and(|c| c.is_ascii_whitespace());
+        if !before_ok || !after_ok {
+            continue;
+        }
+        let name_start = from + count_while(&b[from..], |c| c.is_ascii_whitespace());
+        let name_len = count_while(&b[name_start..], |c| {
+            c.is_ascii_alphanumeric() || matches!(c, b'_' | b'$' | b'%' | b'.')
+        });
+        if name_len == 0 {
+            return Err(PtxError::Malformed(pos));
+        }
+        let name = code[name_start..name_start + name_len].to_string();
+        let mut i = name_start + name_len;
+        i += count_while(&b[i..], |c| c.is_ascii_whitespace());
+        let after_params = if b.get(i) == Some(&b'(') {
+            i + 1 + code[i + 1..].find(')').ok_or(PtxError::Malformed(pos))? + 1
+        } else {
+            i
+        };
+        // A declaration without a body (`;` before `{`) has nothing to tune.
+        let rest = &code[after_params..];
+        let (Some(body_rel), semi) = (rest.find('{'), rest.find(';')) else {
+            return Err(PtxError::Malformed(pos));
+        };
+        if semi.is_some_and(|s| s < body_rel) {
+            continue;
+        }
+        let body = after_params + body_rel;
+        let directives = &code[after_params..body];
+        let (maxnreg, directive) = match directives.find(".maxnreg") {
+            Some(d) => {
+                let start = after_params + d;
+                let num_start = start + ".maxnreg".len();
+                let ws = count_while(&b[num_start..body], |c| c.is_ascii_whitespace());
+                let digits = count_while(&b[num_start + ws..body], |c| c.is_ascii_digit());
+                let n = code[num_start + ws..num_start + ws + digits]
+                    .parse()
+                    .map_err(|_| PtxError::Malformed(pos))?;
+                (Some(n), Some((start, num_start + ws + digits)))
+            }
+            None => (None, None),
+        };
+        out.push(EntryDecl {
+            name,
+            maxnreg,
+            after_params,
+            body,
+            directive,
+        });
+        from = body;
+    }
+    Ok(out)
+}
+
+/// `ptx` with `.maxnreg` set for the kernels in `budgets` (mangled name → registers). A budget
+/// never raises one the module already has. Kernels not named are left as they are.
+pub fn with_budgets(ptx: &str, budgets: &BTreeMap<String, u32>) -> Result<String, PtxError> {
+    let decls = entries(ptx)?;
+    for name in budgets.keys() {
+        if !decls.iter().any(|d| &d.name == name) {
+            return Err(PtxError::NoSuchEntry(name.clone()));
+        }
+    }
+    let mut out = String::with_capacity(ptx.len() + 16 * budgets.len());
+    let mut copied = 0;
+    for d in &decls {
+        let Some(&n) = budgets.get(&d.name) else {
+            continue;
+        };
+        let n = d.maxnreg.map_or(n, |m| m.min(n));
+        match d.directive {
+            Some((start, end)) => {
+                out.push_str(&ptx[copied..start]);
+                out.push_str(&format!(".maxnreg {n}"));
+                copied = end;
+            }
+            None => {
+                out.push_str(&ptx[copied..d.after_params]);
+                out.push_str(&format!("\n.maxnreg {n}"));
+                copied = d.after_params;
+            }
+        }
+        debug_assert!(copied <= d.body);
+    }
+    out.push_str(&ptx[copied..]);
+    Ok(out)
+}
+
+fn count_while(b: &[u8], f: impl Fn(u8) -> bool) -> usize {
+    b.iter().take_while(|&&c| f(c)).count()
+}
+
+/// `ptx` with every comment and string literal replaced by spaces (same byte offsets), so
+/// that searches see code only.
+fn blank_comments(ptx: &str) -> String {
+    let b = ptx.as_bytes();
+    let mut out = b.to_vec();
+    let mut i = 0;
+    while i < b.len() {
+        let end = if b[i..].starts_with(b"//") {
+            b[i..]
+                .iter()
+                .position(|&c| c == b'\n')
+                .map_or(b.len(), |p| i + p)
+        } else if b[i..].starts_with(b"/*") {
+            b[i + 2..]
+                .windows(2)
+                .position(|w| w == b"*/")
+                .map_or(b.len(), |p| i + 2 + p + 2)
+        } else if b[i] == b'"' {
+            b[i + 1..]
+                .iter()
+                .position(|&c| c == b'"')
+                .map_or(b.len(), |p| i + 1 + p + 1)
+        } else {
+            i += 1;
+            continue;
+        };
+        for c in &mut out[i..end] {
+            // Keep the bytes of multi-byte characters' positions; only ASCII matters here.
+            *c = b' ';
+        }
+        i = end;
+    }
+    // Only ASCII bytes were replaced by ASCII spaces over whole comment spans, which may cut
+    // a multi-byte character; fall back to a lossy copy, whose offsets match for ASCII PTX.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PTX: &str = "\
+.version 9.0
+.target sm_90
+// .entry commented_out(
+.extern .func (.param .b32 r) g(.param .b32 x);
+.visible .entry _Z1aPf(
+\t.param .u64 _Z1aPf_param_0
+)
+{
+\tret;
+}
+/* .entry also_commented() { } */
+.visible .entry _Z1bv()
+.maxntid 256, 1, 1
+.minnctapersm 4
+{
+\tret;
+}
+.visible .entry _Z1cv()
+.maxnreg 40
+{
+\tret;
+}
+";
+
+    #[test]
+    fn finds_entries_and_existing_budgets() {
+        let e = entries(PTX).unwrap();
+        let names: Vec<_> = e.iter().map(|d| (d.name.as_str(), d.maxnreg)).collect();
+        assert_eq!(
+            names,
+            vec![("_Z1aPf", None), ("_Z1bv", None), ("_Z1cv", Some(40))]
+        );
+    }
+
+    #[test]
+    fn sets_budgets_without_raising_a_users_cap() {
+        let budgets = BTreeMap::from([
+            ("_Z1aPf".to_string(), 32),
+            ("_Z1bv".to_string(), 64),
+            ("_Z1cv".to_string(), 72),
+        ]);
+        let out = with_budgets(PTX, &budgets).unwrap();
+        assert!(out.contains("_Z1aPf_param_0\n)\n.maxnreg 32\n{"), "{out}");
+        assert!(
+            out.contains("_Z1bv()\n.maxnreg 64\n.maxntid 256, 1, 1"),
+            "{out}"
+        );
+        // The user's __maxnreg__(40) stays the bound.
+        assert!(out.contains("_Z1cv()\n.maxnreg 40\n{"), "{out}");
+        assert_eq!(out.matches(".maxnreg").count(), 3);
+        // Re-applying is stable, and comments are untouched.
+        assert_eq!(with_budgets(&out, &budgets).unwrap(), out);
+        assert!(out.contains("// .entry commented_out("));
+        let lower = BTreeMap::from([("_Z1cv".to_string(), 24)]);
+        assert!(
+            with_budgets(PTX, &lower)
+                .unwrap()
+                .contains("_Z1cv()\n.maxnreg 24\n{")
+        );
+    }
+
+    #[test]
+    fn unknown_entry_and_malformed_input() {
+        let b = BTreeMap::from([("nope".to_string(), 32)]);
+        assert_eq!(
+            with_budgets(PTX, &b),
+            Err(PtxError::NoSuchEntry("nope".into()))
+        );
+        assert!(entries(".entry k(").is_err());
+        assert!(entries(".entry \n").is_err());
+        assert_eq!(entries("").unwrap(), vec![]);
+    }
+}

@@ -1,0 +1,176 @@
+//! Choosing a kernel's variant: the lowest predicted time, where "lower" must hold at every
+//! block size the kernel may run with, by at least the margin; otherwise ptxas's own choice
+//! stays.
+
+use serde::Serialize;
+
+/// One evaluated option for a kernel.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Evaluated {
+    /// The `.maxnreg` budget; `None` for ptxas's own choice (the baseline).
+    pub budget: Option<u32>,
+    /// Registers ptxas used under it.
+    pub registers: u32,
+    pub spill_instructions: u32,
+    /// Stack frame bytes (local memory per thread).
+    pub frame_bytes: u32,
+    /// Resident warps per SM, per block size of the plan.
+    pub warps_per_sm: Vec<u32>,
+    /// Predicted cycles per warp, per block size (`None`: cannot launch).
+    pub cycles_per_warp: Vec<Option<f64>>,
+    /// Loop-weighted latency and issue cycles per warp, and local accesses.
+    pub latency: f64,
+    pub issue: f64,
+    pub local_accesses: f64,
+}
+
+/// The decision for a kernel.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Choice {
+    /// Index into the evaluated options (0 is the baseline).
+    pub index: usize,
+    /// Predicted gain over the baseline in percent, worst case over the block sizes.
+    pub gain_percent: f64,
+    pub reason: String,
+}
+
+/// The worst-case gain of `c` over `base` in percent; `None` when `c` cannot launch at some
+/// block size where the baseline can.
+pub fn gain_percent(base: &Evaluated, c: &Evaluated) -> Option<f64> {
+    base.cycles_per_warp
+        .iter()
+        .zip(&c.cycles_per_warp)
+        .map(|(b, v)| match (b, v) {
+            (Some(b), Some(v)) if *v > 0.0 => Some(100.0 * (b / v - 1.0)),
+            (None, _) => Some(0.0),
+            _ => None,
+        })
+        .try_fold(f64::INFINITY, |acc, g| g.map(|g| acc.min(g)))
+        .map(|g| if g.is_finite() { g } else { 0.0 })
+}
+
+/// Pick among `options` (the baseline first). `force`: `baseline` or `lowest` (the
+/// lowest budget that built), for testing.
+pub fn choose(options: &[Evaluated], margin_percent: f64, force: Option<&str>) -> Choice {
+    let baseline = Choice {
+        index: 0,
+        gain_percent: 0.0,
+        reason: String::new(),
+    };
+    let Some(base) = options.first() else {
+        return Choice {
+            reason: "no options".into(),
+            ..baseline
+        };
+    };
+    if options.len() == 1 {
+        return Choice {
+            reason: "no lower budget raises occupancy".into(),
+            ..baseline
+        };
+    }
+    match force {
+        Some("baseline") => {
+            return Choice {
+                reason: "forced: baseline".into(),
+                ..baseline
+            };
+        }
+        Some("lowest") => {
+            let (i, c) = options
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, o)| o.budget.unwrap_or(u32::MAX))
+                .expect("non-empty");
+            return Choice {
+                index: i,
+                gain_percent: gain_percent(base, c).unwrap_or(f64::NEG_INFINITY),
+                reason: "forced: lowest budget".into(),
+            };
+        }
+        _ => {}
+    }
+    let best = options
+        .iter()
+        .enumerate()
+        .skip(1)
+        .filter_map(|(i, c)| Some((i, gain_percent(base, c)?)))
+        .max_by(|a, b| a.1.total_cmp(&b.1));
+    match best {
+        Some((i, g)) if g >= margin_percent => Choice {
+            index: i,
+            gain_percent: g,
+            reason: format!(
+                "predicted {g:.1}% faster than ptxas's choice (margin {margin_percent}%)"
+            ),
+        },
+        Some((i, g)) => Choice {
+            gain_percent: 0.0,
+            reason: format!(
+                "best candidate ({} registers) predicted {g:+.1}%, below the {margin_percent}% margin",
+                options[i].registers
+            ),
+            ..baseline
+        },
+        None => Choice {
+            reason: "no candidate launches at every block size".into(),
+            ..baseline
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(budget: Option<u32>, regs: u32, cycles: &[Option<f64>]) -> Evaluated {
+        Evaluated {
+            budget,
+            registers: regs,
+            spill_instructions: 0,
+            frame_bytes: 0,
+            warps_per_sm: vec![],
+            cycles_per_warp: cycles.to_vec(),
+            latency: 0.0,
+            issue: 0.0,
+            local_accesses: 0.0,
+        }
+    }
+
+    #[test]
+    fn worst_case_gain_decides() {
+        let base = ev(None, 96, &[Some(100.0), Some(100.0)]);
+        let a = ev(Some(64), 64, &[Some(50.0), Some(95.0)]); // +100%, +5.3%
+        let b = ev(Some(48), 48, &[Some(80.0), Some(80.0)]); // +25% at both
+        assert!((gain_percent(&base, &a).unwrap() - 5.263).abs() < 0.01);
+        let c = choose(&[base.clone(), a.clone(), b.clone()], 5.0, None);
+        assert_eq!(c.index, 2);
+        assert!((c.gain_percent - 25.0).abs() < 1e-9);
+        // Under a 30% margin the baseline stays, and the reason says why.
+        let c = choose(&[base.clone(), a.clone(), b.clone()], 30.0, None);
+        assert_eq!(c.index, 0);
+        assert!(c.reason.contains("below the 30% margin"), "{}", c.reason);
+        // Forcing.
+        assert_eq!(
+            choose(&[base.clone(), a.clone(), b.clone()], 5.0, Some("lowest")).index,
+            2
+        );
+        assert_eq!(
+            choose(&[base.clone(), b.clone()], 5.0, Some("baseline")).index,
+            0
+        );
+    }
+
+    #[test]
+    fn a_variant_that_cannot_launch_never_wins() {
+        let base = ev(None, 96, &[Some(100.0)]);
+        let broken = ev(Some(32), 32, &[None]);
+        assert_eq!(gain_percent(&base, &broken), None);
+        let c = choose(&[base.clone(), broken], 0.0, None);
+        assert_eq!(c.index, 0);
+        assert_eq!(
+            choose(&[base], 0.0, None).reason,
+            "no lower budget raises occupancy"
+        );
+    }
+}

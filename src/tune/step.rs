@@ -1,0 +1,359 @@
+//! Tuning one ptxas step: plan each kernel's budgets from the cubin ptxas made by itself (the
+//! baseline, already where nvcc expects it), build the variants, predict each kernel's time
+//! under each, choose, assemble the chosen budgets in one final ptxas run, check that every
+//! kernel's SASS is what was evaluated, and put the result in place of the baseline.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use super::TuneContext;
+use super::candidates::{self, BlockFrom, KernelPlan};
+use super::select::{self, Evaluated};
+use super::variants::{self, Budgets, Builder, VariantError};
+use crate::cubin::Cubin;
+use crate::driver::process::StepContext;
+use crate::predict::Arch;
+use crate::predict::stalls::{combine, function_cost};
+use crate::sass::{Function, listing};
+
+/// One kernel's record in the report (`NVCC_ORION_REPORT`, one JSON object per line).
+#[derive(Debug, Clone, Serialize)]
+pub struct KernelRecord {
+    pub arch: String,
+    pub kernel: String,
+    /// The cubin nvcc asked ptxas for.
+    pub output: String,
+    pub block_sizes: Vec<u32>,
+    pub block_from: BlockFrom,
+    /// The baseline first, then each budget tried that ptxas built.
+    pub candidates: Vec<Evaluated>,
+    /// Index into `candidates`.
+    pub chosen: usize,
+    pub chosen_registers: u32,
+    pub gain_percent: f64,
+    pub reason: String,
+}
+
+/// What tuning did to one step.
+#[derive(Debug, Default)]
+pub struct Tuned {
+    /// ptxas's diagnostics for the cubin that was kept (the final run's when it changed).
+    pub stderr: Option<Vec<u8>>,
+    pub records: Vec<KernelRecord>,
+    pub changed: bool,
+    /// Variants built, and how many came from the cache.
+    pub built: usize,
+    pub cached: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TuneError {
+    #[error("cubin {0}: {1}")]
+    Cubin(String, crate::cubin::CubinError),
+    #[error(transparent)]
+    Variant(#[from] VariantError),
+    #[error("disassembly: {0}")]
+    Listing(#[from] listing::ListingError),
+    #[error("{0}")]
+    Io(String),
+    #[error(
+        "the final ptxas run gave kernel {0} different SASS from the variant that was evaluated"
+    )]
+    Mismatch(String),
+}
+
+fn io_err(what: &Path) -> impl FnOnce(std::io::Error) -> TuneError + '_ {
+    move |e| TuneError::Io(format!("{}: {e}", what.display()))
+}
+
+/// The PTX input and cubin output of a ptxas command line.
+pub fn step_files(argv: &[String]) -> Option<(usize, PathBuf)> {
+    let out = argv.iter().position(|a| a == "-o")?;
+    let ptx = argv
+        .iter()
+        .enumerate()
+        .skip(1)
+        .find(|(i, a)| *i != out + 1 && a.ends_with(".ptx"))?
+        .0;
+    Some((ptx, PathBuf::from(argv.get(out + 1)?)))
+}
+
+/// Tune the step whose baseline cubin ptxas has just written.
+pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result<Tuned, TuneError> {
+    let Some((ptx_index, out)) = step_files(argv) else {
+        return Ok(Tuned::default());
+    };
+    let out = ctx.cwd.join(out);
+    let ptx_path = ctx.cwd.join(&argv[ptx_index]);
+    let ptx = std::fs::read_to_string(&ptx_path).map_err(io_err(&ptx_path))?;
+    let baseline_bytes = std::fs::read(&out).map_err(io_err(&out))?;
+    let baseline = Cubin::parse(&baseline_bytes)
+        .map_err(|e| TuneError::Cubin(out.display().to_string(), e))?;
+    let sm = baseline.arch();
+    let arch_name = format!("sm_{sm}");
+    let Some(arch) = u8::try_from(sm / 10)
+        .ok()
+        .and_then(|major| Arch::from_cc(major, (sm % 10) as u8).ok())
+    else {
+        return Ok(Tuned::default());
+    };
+    let relocatable = baseline.is_relocatable();
+    let plans: Vec<KernelPlan> = baseline
+        .kernels()
+        .iter()
+        .filter_map(|f| candidates::plan(arch, f, relocatable, &tune.settings.block_sizes))
+        .collect();
+
+    let work = tempfile::Builder::new()
+        .prefix("nvcc-orion-variants-")
+        .tempdir()
+        .map_err(|e| TuneError::Io(format!("temporary folder: {e}")))?;
+    let nvdisasm = tune.toolkit.tool("nvdisasm");
+    let cache = tune.settings.cache.clone();
+    let lister = Lister {
+        nvdisasm: &nvdisasm,
+        work: work.path(),
+        cache: cache.as_deref(),
+    };
+    let ptxas = ctx
+        .resolve(&argv[0])
+        .map_err(|e| TuneError::Io(format!("ptxas: {e}")))?;
+    let builder = Builder {
+        ctx,
+        argv,
+        ptx_index,
+        ptx: &ptx,
+        ptxas_id: variants::ptxas_id(&ptxas),
+        cache: cache.clone(),
+        work: work.path(),
+        jobs: std::thread::available_parallelism().map_or(2, |n| n.get()),
+        jobserver: jobserver_client(),
+    };
+
+    // Variant i gives every kernel its i-th budget.
+    let rounds = plans.iter().map(|p| p.budgets.len()).max().unwrap_or(0);
+    let wanted: Vec<Budgets> = (0..rounds)
+        .map(|i| {
+            plans
+                .iter()
+                .filter_map(|p| Some((p.name.clone(), *p.budgets.get(i)?)))
+                .collect()
+        })
+        .collect();
+    let built = builder.build_all(&wanted);
+    let mut result = Tuned {
+        built: built.iter().filter(|b| b.is_ok()).count(),
+        cached: built
+            .iter()
+            .filter(|b| b.as_ref().is_ok_and(|b| b.cached))
+            .count(),
+        ..Tuned::default()
+    };
+    // A variant ptxas refuses is no candidate; anything else is an internal failure.
+    let built: Vec<Option<variants::Built>> = built
+        .into_iter()
+        .map(|b| match b {
+            Ok(b) => Ok(Some(b)),
+            Err(VariantError::Refused { .. }) => Ok(None),
+            Err(e) => Err(e),
+        })
+        .collect::<Result<_, _>>()?;
+
+    let base_listing = if rounds > 0 {
+        lister.list(&baseline_bytes)?
+    } else {
+        Vec::new()
+    };
+    let mut parsed: Vec<Option<(Cubin, Vec<Function>)>> = Vec::new();
+    for b in &built {
+        parsed.push(match b {
+            Some(b) => Some((
+                Cubin::parse(&b.cubin).map_err(|e| {
+                    TuneError::Cubin(format!("variant {}", variants::describe(&b.budgets)), e)
+                })?,
+                lister.list(&b.cubin)?,
+            )),
+            None => None,
+        });
+    }
+
+    let mut chosen: Budgets = BTreeMap::new();
+    // Per kernel: which evaluated listing its final SASS must equal (None = baseline).
+    let mut expected: BTreeMap<String, Option<usize>> = BTreeMap::new();
+    for p in &plans {
+        let evaluate =
+            |cubin: &Cubin, funcs: &[Function], budget: Option<u32>| -> Option<Evaluated> {
+                let info = cubin.function_info(&p.name)?;
+                let regs = info.registers?;
+                let warps = p.warps(arch, regs, relocatable);
+                let cost = if funcs.is_empty() {
+                    None
+                } else {
+                    function_cost(sm, funcs, &p.name)
+                };
+                Some(Evaluated {
+                    budget,
+                    registers: regs,
+                    spill_instructions: info.spill_instructions,
+                    frame_bytes: info.frame_size.unwrap_or(0),
+                    cycles_per_warp: warps
+                        .iter()
+                        .map(|&w| {
+                            cost.filter(|_| w > 0)
+                                .map(|c| combine(c, w).cycles_per_warp)
+                        })
+                        .collect(),
+                    warps_per_sm: warps,
+                    latency: cost.map_or(0.0, |c| c.latency),
+                    issue: cost.map_or(0.0, |c| c.issue),
+                    local_accesses: cost.map_or(0.0, |c| c.local_accesses),
+                })
+            };
+        let mut options = Vec::new();
+        let mut sources = vec![None];
+        options.extend(evaluate(&baseline, &base_listing, None));
+        for (i, v) in parsed.iter().enumerate() {
+            if let (Some(budget), Some((c, l))) = (p.budgets.get(i), v)
+                && let Some(e) = evaluate(c, l, Some(*budget))
+            {
+                options.push(e);
+                sources.push(Some(i));
+            }
+        }
+        if options.is_empty() {
+            continue;
+        }
+        let choice = select::choose(
+            &options,
+            tune.settings.margin_percent,
+            tune.settings.force.as_deref(),
+        );
+        if let Some(i) = sources[choice.index] {
+            chosen.insert(p.name.clone(), p.budgets[i]);
+        }
+        expected.insert(p.name.clone(), sources[choice.index]);
+        result.records.push(KernelRecord {
+            arch: arch_name.clone(),
+            kernel: p.name.clone(),
+            output: out.display().to_string(),
+            block_sizes: p.blocks.clone(),
+            block_from: p.block_from,
+            chosen_registers: options[choice.index].registers,
+            candidates: options,
+            chosen: choice.index,
+            gain_percent: choice.gain_percent,
+            reason: choice.reason,
+        });
+    }
+    if chosen.is_empty() {
+        return Ok(result);
+    }
+
+    // The final cubin: a variant that is exactly the choice, or one more ptxas run.
+    let final_built = match built.iter().flatten().find(|b| b.budgets == chosen) {
+        Some(b) => b.clone(),
+        None => builder.build(rounds, &chosen)?,
+    };
+    let final_listing = lister.list(&final_built.cubin)?;
+    for (kernel, source) in &expected {
+        let evaluated: &[Function] = match source {
+            None => &base_listing,
+            Some(i) => parsed[*i]
+                .as_ref()
+                .map(|(_, l)| l.as_slice())
+                .unwrap_or(&[]),
+        };
+        if kernel_code(&final_listing, kernel) != kernel_code(evaluated, kernel) {
+            return Err(TuneError::Mismatch(kernel.clone()));
+        }
+    }
+    write_atomically(&out, &final_built.cubin).map_err(io_err(&out))?;
+    result.stderr = Some(final_built.stderr);
+    result.changed = true;
+    Ok(result)
+}
+
+/// A kernel's instructions and those of its own sub-functions (`$kernel$...`), in order.
+fn kernel_code<'a>(funcs: &'a [Function], kernel: &str) -> Vec<&'a Function> {
+    let prefix = format!("${kernel}$");
+    funcs
+        .iter()
+        .filter(|f| f.name == kernel || f.name.starts_with(&prefix))
+        .collect()
+}
+
+/// `nvdisasm -json` of cubins, cached by the cubin's hash next to the variants.
+struct Lister<'a> {
+    nvdisasm: &'a Path,
+    work: &'a Path,
+    cache: Option<&'a Path>,
+}
+
+impl Lister<'_> {
+    fn list(&self, cubin: &[u8]) -> Result<Vec<Function>, TuneError> {
+        let key: String = Sha256::digest(cubin)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let cached = self.cache.map(|d| d.join(format!("{key}.nvdisasm.json")));
+        if let Some(json) = cached.as_ref().and_then(|p| std::fs::read(p).ok())
+            && let Ok(f) = listing::from_json(&json, cubin)
+        {
+            return Ok(f);
+        }
+        let path = self.work.join(format!("{key}.cubin"));
+        std::fs::write(&path, cubin).map_err(io_err(&path))?;
+        let json = listing::json(self.nvdisasm, &path)?;
+        let funcs = listing::from_json(&json, cubin)?;
+        if let Some(p) = cached {
+            let _ = write_atomically(&p, &json);
+        }
+        Ok(funcs)
+    }
+}
+
+fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// The build's jobserver (GNU make's or cargo's), when one is handed down.
+fn jobserver_client() -> Option<jobserver::Client> {
+    // SAFETY: `from_env_ext` reads the descriptors named in MAKEFLAGS / CARGO_MAKEFLAGS. They
+    // were inherited from the parent build for this purpose; with `check_pipe` the crate
+    // checks that they really are the jobserver's pipe or fifo before using them, so a stale
+    // MAKEFLAGS whose numbers now name one of our own files is refused rather than read.
+    unsafe { jobserver::Client::from_env_ext(true) }.client.ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_of_a_ptxas_step() {
+        let argv: Vec<String> = [
+            "ptxas",
+            "-arch=sm_90",
+            "-m64",
+            "/t/x.ptx",
+            "-o",
+            "/t/x.cubin",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(step_files(&argv), Some((3, PathBuf::from("/t/x.cubin"))));
+        let no_out: Vec<String> = ["ptxas", "-arch=sm_90", "/t/x.ptx"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(step_files(&no_out), None);
+    }
+}

@@ -1,0 +1,290 @@
+//! Building register-budget variants: the step's PTX with `.maxnreg` edits, through the same
+//! ptxas command line, in parallel within the build's job budget (the GNU make / cargo
+//! jobserver when there is one), and cached on disk by everything that decides the output.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use sha2::{Digest, Sha256};
+
+use crate::driver::process::StepContext;
+
+/// One variant to build: a budget per kernel (kernels not named keep ptxas's own choice).
+pub type Budgets = BTreeMap<String, u32>;
+
+/// A built variant.
+#[derive(Debug, Clone)]
+pub struct Built {
+    pub budgets: Budgets,
+    pub cubin: Vec<u8>,
+    /// ptxas's diagnostics for this variant (`-v` output included).
+    pub stderr: Vec<u8>,
+    pub cached: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum VariantError {
+    #[error("variant PTX: {0}")]
+    Ptx(#[from] super::ptx::PtxError),
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
+    #[error("ptxas refused a variant ({budgets}): {stderr}")]
+    Refused { budgets: String, stderr: String },
+}
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> VariantError {
+    let what = what.into();
+    move |source| VariantError::Io { what, source }
+}
+
+/// Where variants are cached: `$NVCC_ORION_CACHE/variants`, else
+/// `$XDG_CACHE_HOME/nvcc-orion/variants`, else `~/.cache/nvcc-orion/variants`. `None` when
+/// there is no home to put it in, or `NVCC_ORION_CACHE=off`.
+pub fn cache_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    let base = match env("NVCC_ORION_CACHE").filter(|v| !v.is_empty()) {
+        Some(v) if v == "off" => return None,
+        Some(v) => PathBuf::from(v),
+        None => env("XDG_CACHE_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| env("HOME").map(|h| Path::new(&h).join(".cache")))?
+            .join("nvcc-orion"),
+    };
+    Some(base.join("variants"))
+}
+
+/// The ptxas command line of a variant: `argv` with its PTX input and `-o` output replaced.
+/// `-v` stays, so each variant's stderr says what ptxas made of it.
+pub fn variant_argv(argv: &[String], ptx_index: usize, ptx: &Path, out: &Path) -> Vec<String> {
+    let mut v = argv.to_vec();
+    v[ptx_index] = ptx.display().to_string();
+    if let Some(i) = v.iter().position(|a| a == "-o") {
+        if let Some(o) = v.get_mut(i + 1) {
+            *o = out.display().to_string();
+        }
+    } else {
+        v.push("-o".into());
+        v.push(out.display().to_string());
+    }
+    v
+}
+
+/// What makes a variant's output what it is: the PTX, the ptxas binary and its arguments (the
+/// input and output paths aside), and this tool's version.
+fn cache_key(argv: &[String], ptx_index: usize, ptxas_id: &str, ptx: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(env!("CARGO_PKG_VERSION").as_bytes());
+    h.update([0]);
+    h.update(ptxas_id.as_bytes());
+    h.update([0]);
+    let out_index = argv.iter().position(|a| a == "-o").map(|i| i + 1);
+    for (i, a) in argv.iter().enumerate().skip(1) {
+        if i != ptx_index && Some(i) != out_index {
+            h.update(a.as_bytes());
+        }
+        h.update([0]);
+    }
+    h.update(ptx.as_bytes());
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Identify the ptxas binary without running it: its path, size and modification time.
+pub fn ptxas_id(ptxas: &Path) -> String {
+    let meta = std::fs::metadata(ptxas).ok();
+    let mtime = meta
+        .as_ref()
+        .and_then(|m| m.modified().ok())
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    format!(
+        "{}:{}:{mtime}",
+        ptxas.display(),
+        meta.map_or(0, |m| m.len())
+    )
+}
+
+/// Everything a batch of variants shares.
+pub struct Builder<'a> {
+    pub ctx: &'a StepContext,
+    /// The step's ptxas argv, exactly as nvcc's dry run printed it.
+    pub argv: &'a [String],
+    /// Index of the PTX input in `argv`.
+    pub ptx_index: usize,
+    pub ptx: &'a str,
+    pub ptxas_id: String,
+    pub cache: Option<PathBuf>,
+    /// A private folder for variant inputs and outputs.
+    pub work: &'a Path,
+    /// How many ptxas runs may go at once (besides any jobserver limit).
+    pub jobs: usize,
+    pub jobserver: Option<jobserver::Client>,
+}
+
+impl Builder<'_> {
+    /// Build every variant of `all`, in parallel; results in the same order.
+    pub fn build_all(&self, all: &[Budgets]) -> Vec<Result<Built, VariantError>> {
+        let results: Vec<Mutex<Option<Result<Built, VariantError>>>> =
+            all.iter().map(|_| Mutex::new(None)).collect();
+        let next = Mutex::new(0usize);
+        let workers = self.jobs.clamp(1, all.len().max(1));
+        std::thread::scope(|s| {
+            for w in 0..workers {
+                let (results, next) = (&results, &next);
+                s.spawn(move || {
+                    // The first worker runs on this process's own job slot; the others hold
+                    // a jobserver token while they run.
+                    let _token = match (&self.jobserver, w) {
+                        (Some(js), 1..) => match js.acquire() {
+                            Ok(t) => Some(t),
+                            Err(_) => return,
+                        },
+                        _ => None,
+                    };
+                    loop {
+                        let i = {
+                            let mut n = next.lock().unwrap_or_else(|e| e.into_inner());
+                            let i = *n;
+                            *n += 1;
+                            i
+                        };
+                        let Some(budgets) = all.get(i) else { break };
+                        let r = self.build(i, budgets);
+                        *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+                    }
+                });
+            }
+        });
+        results
+            .into_iter()
+            .map(|m| {
+                m.into_inner()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .unwrap_or_else(|| {
+                        Err(VariantError::Io {
+                            what: "jobserver".into(),
+                            source: std::io::Error::other("no job slot for the variant"),
+                        })
+                    })
+            })
+            .collect()
+    }
+
+    /// Build one variant (from the cache when it is there).
+    pub fn build(&self, i: usize, budgets: &Budgets) -> Result<Built, VariantError> {
+        let ptx = super::ptx::with_budgets(self.ptx, budgets)?;
+        let key = cache_key(self.argv, self.ptx_index, &self.ptxas_id, &ptx);
+        if let Some(dir) = &self.cache
+            && let Ok(cubin) = std::fs::read(dir.join(format!("{key}.cubin")))
+        {
+            let stderr = std::fs::read(dir.join(format!("{key}.stderr"))).unwrap_or_default();
+            return Ok(Built {
+                budgets: budgets.clone(),
+                cubin,
+                stderr,
+                cached: true,
+            });
+        }
+        let ptx_path = self.work.join(format!("variant{i}.ptx"));
+        let out = self.work.join(format!("variant{i}.cubin"));
+        std::fs::write(&ptx_path, &ptx).map_err(io(ptx_path.display().to_string()))?;
+        let argv = variant_argv(self.argv, self.ptx_index, &ptx_path, &out);
+        let run = self.ctx.run(&argv).map_err(io("ptxas"))?;
+        if !run.status.success() {
+            return Err(VariantError::Refused {
+                budgets: describe(budgets),
+                stderr: String::from_utf8_lossy(&run.stderr)
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .to_string(),
+            });
+        }
+        let cubin = std::fs::read(&out).map_err(io(out.display().to_string()))?;
+        if let Some(dir) = &self.cache {
+            // A cache that cannot be written is only slower, never wrong.
+            let _ = store(dir, &format!("{key}.stderr"), &run.stderr)
+                .and_then(|()| store(dir, &format!("{key}.cubin"), &cubin));
+        }
+        Ok(Built {
+            budgets: budgets.clone(),
+            cubin,
+            stderr: run.stderr,
+            cached: false,
+        })
+    }
+}
+
+/// `k1=32 k2=40`, for messages.
+pub fn describe(b: &Budgets) -> String {
+    b.iter()
+        .map(|(k, n)| format!("{k}={n}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Write `name` in `dir` through a temporary file and a rename, so that concurrent builds
+/// never read half a file.
+fn store(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.persist(dir.join(name)).map_err(|e| e.error)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn argv_and_key() {
+        let argv: Vec<String> = [
+            "ptxas",
+            "-arch=sm_90",
+            "-m64",
+            "/t/a.ptx",
+            "-o",
+            "/t/a.cubin",
+        ]
+        .map(String::from)
+        .to_vec();
+        let v = variant_argv(&argv, 3, Path::new("/w/v0.ptx"), Path::new("/w/v0.cubin"));
+        assert_eq!(v[3], "/w/v0.ptx");
+        assert_eq!(v[5], "/w/v0.cubin");
+        // Paths of the input and output do not change the key; arguments and PTX do.
+        let k = cache_key(&argv, 3, "id", "ptx");
+        assert_eq!(k, cache_key(&v, 3, "id", "ptx"));
+        assert_ne!(k, cache_key(&argv, 3, "id", "ptx2"));
+        assert_ne!(k, cache_key(&argv, 3, "id2", "ptx"));
+        let mut o3 = argv.clone();
+        o3[2] = "-O2".into();
+        assert_ne!(k, cache_key(&o3, 3, "id", "ptx"));
+        assert_eq!(k.len(), 64);
+    }
+
+    #[test]
+    fn cache_location() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                vars.iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        assert_eq!(
+            cache_dir(&env(&[("NVCC_ORION_CACHE", "/c"), ("HOME", "/h")])),
+            Some(PathBuf::from("/c/variants"))
+        );
+        assert_eq!(cache_dir(&env(&[("NVCC_ORION_CACHE", "off")])), None);
+        assert_eq!(
+            cache_dir(&env(&[("HOME", "/h")])),
+            Some(PathBuf::from("/h/.cache/nvcc-orion/variants"))
+        );
+        assert_eq!(cache_dir(&env(&[])), None);
+    }
+}
