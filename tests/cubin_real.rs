@@ -17,9 +17,12 @@ fn fx() -> Option<&'static Fixtures> {
     fixtures::fixtures()
 }
 
-/// Every distinct cubin of the matrix: (label, path, bytes), deduplicated by contents.
-fn all_cubins() -> &'static Vec<(String, PathBuf, Vec<u8>)> {
-    static ALL: OnceLock<Vec<(String, PathBuf, Vec<u8>)>> = OnceLock::new();
+/// A cubin of the matrix: (label, path, bytes).
+type Extracted = (String, PathBuf, Vec<u8>);
+
+/// Every distinct cubin of the matrix, deduplicated by contents.
+fn all_cubins() -> &'static Vec<Extracted> {
+    static ALL: OnceLock<Vec<Extracted>> = OnceLock::new();
     ALL.get_or_init(|| {
         let fx = fx().expect("fixtures");
         let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
@@ -177,11 +180,11 @@ fn spill_annotations_in_nvdisasm(path: &Path) -> BTreeMap<String, u32> {
     let mut current = String::new();
     for line in text.lines() {
         let t = line.trim();
-        if let Some(rest) = t.strip_prefix(".text.") {
-            if let Some(name) = rest.strip_suffix(':') {
-                current = name.to_string();
-                continue;
-            }
+        if let Some(rest) = t.strip_prefix(".text.")
+            && let Some(name) = rest.strip_suffix(':')
+        {
+            current = name.to_string();
+            continue;
         }
         if t.ends_with(':') && !t.starts_with('/') && !t.starts_with(".L") && !t.contains(' ') {
             // A label of a sub-function (`$callee:`) or of the kernel itself.
@@ -238,8 +241,8 @@ fn spill_counts_agree_with_nvdisasm_and_ptxas() {
 // ---------------------------------------------------------------------------------------------
 
 /// One whole-program cubin per architecture (the one with the most kernels).
-fn one_per_arch() -> Vec<(u32, &'static (String, PathBuf, Vec<u8>))> {
-    let mut best: BTreeMap<u32, (usize, &'static (String, PathBuf, Vec<u8>))> = BTreeMap::new();
+fn one_per_arch() -> Vec<(u32, &'static Extracted)> {
+    let mut best: BTreeMap<u32, (usize, &'static Extracted)> = BTreeMap::new();
     for entry in all_cubins() {
         let c = Cubin::parse(&entry.2).unwrap();
         if c.is_relocatable() {

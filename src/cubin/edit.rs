@@ -378,10 +378,10 @@ impl Cubin {
             } else if t == super::elf::SHT_CUDA_CALLGRAPH {
                 let data = &mut self.elf.sections[i].data;
                 for w in 0..data.len() / 4 {
-                    if let Some(v) = rd_u32(data, w * 4) {
-                        if (v as i32) > 0 {
-                            wr_u32(data, w * 4, f(v));
-                        }
+                    if let Some(v) = rd_u32(data, w * 4)
+                        && (v as i32) > 0
+                    {
+                        wr_u32(data, w * 4, f(v));
                     }
                 }
             } else if t == SHT_REL || t == SHT_RELA {
@@ -433,7 +433,7 @@ impl Cubin {
                 what: "does not own its text section".to_string(),
             });
         }
-        if code.len() % 16 != 0 {
+        if !code.len().is_multiple_of(16) {
             return Err(CubinError::Function {
                 name: kernel.to_string(),
                 what: format!("new code is {} bytes, not a multiple of 16", code.len()),
@@ -442,7 +442,7 @@ impl Cubin {
         let text = self.symbols[sym].st_shndx as usize;
         let old_size = self.elf.sections[text].data.len() as u64;
         let mut code = code;
-        while code.len() % TEXT_UNIT != 0 {
+        while !code.len().is_multiple_of(TEXT_UNIT) {
             code.extend_from_slice(&NOP);
         }
         let new_size = code.len() as u64;
@@ -578,22 +578,21 @@ impl Cubin {
 
         // 5. Jump tables.
         let mut const2 = None;
-        if !targets.is_empty() {
-            if let Some(c) =
+        if !targets.is_empty()
+            && let Some(c) =
                 self.elf.sections.iter().position(|s| {
                     s.name.starts_with(".nv.constant2.") && s.sh_info as usize == text
                 })
-            {
-                let mut data = self.elf.sections[c].data.clone();
-                for w in 0..data.len() / 4 {
-                    if let Some(v) = rd_u32(&data, w * 4) {
-                        if targets.contains(&v) {
-                            wr_u32(&mut data, w * 4, map.map_u32(v, "jump table")?);
-                        }
-                    }
+        {
+            let mut data = self.elf.sections[c].data.clone();
+            for w in 0..data.len() / 4 {
+                if let Some(v) = rd_u32(&data, w * 4)
+                    && targets.contains(&v)
+                {
+                    wr_u32(&mut data, w * 4, map.map_u32(v, "jump table")?);
                 }
-                const2 = Some((c, data));
             }
+            const2 = Some((c, data));
         }
 
         // Everything checked: apply.

@@ -521,14 +521,14 @@ impl Elf {
         for (orig, _, _, item) in items {
             if let Item::Sec(i) = item {
                 let end = orig.saturating_add(old_sizes[i]);
-                if old_sizes[i] > 0 && self.sections[i].file_size() > 0 {
-                    if let Some(&(o, _, n)) =
+                if old_sizes[i] > 0
+                    && self.sections[i].file_size() > 0
+                    && let Some(&(o, _, n)) =
                         placed.iter().find(|&&(o, e, _)| o <= orig && end <= e)
-                    {
-                        old_offsets[i] = orig;
-                        new_offsets[i] = n + (orig - o);
-                        continue;
-                    }
+                {
+                    old_offsets[i] = orig;
+                    new_offsets[i] = n + (orig - o);
+                    continue;
                 }
             }
             let (align, size) = match item {
