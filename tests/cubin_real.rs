@@ -17,9 +17,12 @@ fn fx() -> Option<&'static Fixtures> {
     fixtures::fixtures()
 }
 
-/// Every distinct cubin of the matrix: (label, path, bytes), deduplicated by contents.
-fn all_cubins() -> &'static Vec<(String, PathBuf, Vec<u8>)> {
-    static ALL: OnceLock<Vec<(String, PathBuf, Vec<u8>)>> = OnceLock::new();
+/// A cubin of the matrix: (label, path, bytes).
+type Extracted = (String, PathBuf, Vec<u8>);
+
+/// Every distinct cubin of the matrix, deduplicated by contents.
+fn all_cubins() -> &'static Vec<Extracted> {
+    static ALL: OnceLock<Vec<Extracted>> = OnceLock::new();
     ALL.get_or_init(|| {
         let fx = fx().expect("fixtures");
         let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
@@ -177,11 +180,11 @@ fn spill_annotations_in_nvdisasm(path: &Path) -> BTreeMap<String, u32> {
     let mut current = String::new();
     for line in text.lines() {
         let t = line.trim();
-        if let Some(rest) = t.strip_prefix(".text.") {
-            if let Some(name) = rest.strip_suffix(':') {
-                current = name.to_string();
-                continue;
-            }
+        if let Some(rest) = t.strip_prefix(".text.")
+            && let Some(name) = rest.strip_suffix(':')
+        {
+            current = name.to_string();
+            continue;
         }
         if t.ends_with(':') && !t.starts_with('/') && !t.starts_with(".L") && !t.contains(' ') {
             // A label of a sub-function (`$callee:`) or of the kernel itself.
@@ -233,5 +236,289 @@ fn spill_counts_agree_with_nvdisasm_and_ptxas() {
     assert!(compared >= 2, "only {compared} functions compared");
 }
 
-#[allow(dead_code)]
-fn unused(_: OffsetMap) {}
+// ---------------------------------------------------------------------------------------------
+// Edits
+// ---------------------------------------------------------------------------------------------
+
+/// One whole-program cubin per architecture (the one with the most kernels).
+fn one_per_arch() -> Vec<(u32, &'static Extracted)> {
+    let mut best: BTreeMap<u32, (usize, &'static Extracted)> = BTreeMap::new();
+    for entry in all_cubins() {
+        let c = Cubin::parse(&entry.2).unwrap();
+        if c.is_relocatable() {
+            continue;
+        }
+        let n = c.kernels().len();
+        let e = best.entry(c.arch()).or_insert((n, entry));
+        if n > e.0 {
+            *e = (n, entry);
+        }
+    }
+    best.into_iter().map(|(a, (_, e))| (a, e)).collect()
+}
+
+fn toolkit_accepts(path: &Path, label: &str) {
+    fixtures::run_tool("nvdisasm", &["-c"], path)
+        .unwrap_or_else(|e| panic!("{label}: nvdisasm -c rejects the edited cubin: {e}"));
+    fixtures::nvdisasm_ok(path).unwrap_or_else(|e| panic!("{label}: {e}"));
+    fixtures::elf_dump(path)
+        .unwrap_or_else(|e| panic!("{label}: cuobjdump -elf rejects the edited cubin: {e}"));
+}
+
+#[test]
+fn register_and_shared_edits_show_in_res_usage() {
+    if fx().is_none() {
+        return;
+    }
+    let dir = scratch("edit");
+    let picked = one_per_arch();
+    assert_eq!(
+        picked.iter().map(|p| p.0).collect::<BTreeSet<_>>(),
+        BTreeSet::from([75, 80, 86, 89, 90, 100, 120])
+    );
+    let mut created = 0;
+    for (arch, (label, _, bytes)) in picked {
+        let mut c = Cubin::parse(bytes).unwrap();
+        let kernels = c.kernels();
+        let grow = kernels
+            .iter()
+            .max_by_key(|k| k.static_shared)
+            .unwrap()
+            .clone();
+        let fresh = kernels
+            .iter()
+            .filter(|k| k.name != grow.name)
+            .min_by_key(|k| k.static_shared)
+            .unwrap()
+            .clone();
+        let regs = (grow.registers.unwrap() + 8).min(255);
+        c.set_register_count(&grow.name, regs).unwrap();
+        let shared = grow.static_shared + 4096;
+        c.set_shared_size(&grow.name, shared).unwrap();
+        let had_section = c
+            .elf()
+            .section_index_by_name(&format!(".nv.shared.{}", fresh.name))
+            .is_some();
+        c.set_shared_size(&fresh.name, 2048).unwrap();
+        if !had_section {
+            created += 1;
+        }
+        let out = c.write().unwrap();
+        // Our own view of the result.
+        let back = Cubin::parse(&out).unwrap();
+        assert_eq!(
+            back.write().unwrap(),
+            out,
+            "{label}: edited file round-trips"
+        );
+        let g = back.function_info(&grow.name).unwrap();
+        assert_eq!(g.registers, Some(regs));
+        assert_eq!(g.static_shared, shared);
+        assert_eq!(back.function_info(&fresh.name).unwrap().static_shared, 2048);
+        let symtab = back
+            .elf()
+            .sections
+            .iter()
+            .find(|s| s.name == ".symtab")
+            .unwrap();
+        // Locals first, `sh_info` = first global, where the toolkit's file followed that
+        // rule (sm_75-89); sm_90+ ET_EXEC cubins interleave them and set `sh_info` to the
+        // symbol count, which must stay so.
+        let orig = Cubin::parse(bytes).unwrap();
+        let orig_symtab = orig
+            .elf()
+            .sections
+            .iter()
+            .find(|s| s.name == ".symtab")
+            .unwrap();
+        let rule = |cb: &Cubin, first: usize| {
+            cb.symbols()
+                .iter()
+                .enumerate()
+                .all(|(i, s)| (s.bind() == 0) == (i < first))
+        };
+        let first_global = symtab.sh_info as usize;
+        if rule(&orig, orig_symtab.sh_info as usize) {
+            assert!(rule(&back, first_global), "{label}: locals first");
+        } else {
+            assert_eq!(
+                first_global,
+                back.symbols().len(),
+                "{label}: symtab sh_info"
+            );
+        }
+        // Every other function is unchanged.
+        for f in Cubin::parse(bytes).unwrap().functions() {
+            if f.name != grow.name && f.name != fresh.name {
+                let mut b = back.function_info(&f.name).unwrap();
+                b.symbol = f.symbol;
+                b.text_section = f.text_section;
+                assert_eq!(b, f, "{label}: {} changed", f.name);
+            }
+        }
+        let path = dir.path().join(format!("edited_sm{arch}.cubin"));
+        std::fs::write(&path, &out).unwrap();
+        toolkit_accepts(&path, label);
+        let ru = fixtures::res_usage(&path).unwrap();
+        let r = ru.iter().find(|r| r.function == grow.name).unwrap();
+        assert_eq!(r.reg, regs, "{label}: REG after the edit");
+        assert_eq!(r.shared as u64, shared, "{label}: SHARED after the edit");
+        let r = ru.iter().find(|r| r.function == fresh.name).unwrap();
+        assert_eq!(
+            r.shared, 2048,
+            "{label}: SHARED of {} after creation",
+            fresh.name
+        );
+        let dump = fixtures::elf_dump(&path).unwrap();
+        assert!(
+            dump.contains(&format!(".nv.shared.{}", fresh.name)),
+            "{label}"
+        );
+        if arch < 90 {
+            // sh_info high byte too (nvdisasm's SHI_REGISTERS).
+            let text = back.elf().sections[g.text_section].sh_info >> 24;
+            assert_eq!(text, regs, "{label}: sh_info[31:24]");
+        }
+    }
+    assert!(created > 0, "no kernel without a shared section was found");
+}
+
+/// Insert 8 NOPs (128 bytes) after the first instruction of every kernel of every
+/// whole-program cubin and check the metadata moved with the code: EXIT offsets point at EXIT
+/// instructions, sub-function symbols and annotations moved by 128, jump tables follow.
+#[test]
+fn text_replacement_moves_every_offset() {
+    if fx().is_none() {
+        return;
+    }
+    let dir = scratch("text");
+    let mut kernels_done = 0;
+    let mut with_subfunctions = 0;
+    let mut with_branch_targets = 0;
+    let mut toolkit_checked = BTreeSet::new();
+    for (label, _, bytes) in all_cubins() {
+        let orig = Cubin::parse(bytes).unwrap();
+        if orig.is_relocatable() {
+            continue;
+        }
+        for k in orig.kernels() {
+            let mut c = orig.clone();
+            let text = &orig.elf().sections[k.text_section].data;
+            let insert_at = 16u64;
+            let mut code = text[..16].to_vec();
+            for _ in 0..8 {
+                code.extend_from_slice(&nvcc_orion::cubin::edit::NOP);
+            }
+            code.extend_from_slice(&text[16..]);
+            let map = OffsetMap::shift_from(insert_at, 128);
+            match c.replace_text(&k.name, code, &map) {
+                Ok(()) => {}
+                Err(e) => panic!("{label}: {}: {e}", k.name),
+            }
+            let out = c.write().unwrap();
+            let back = Cubin::parse(&out).unwrap();
+            let nk = back.function_info(&k.name).unwrap();
+            let new_text = &back.elf().sections[nk.text_section].data;
+            assert_eq!(new_text.len(), text.len() + 128);
+            assert_eq!(nk.text_size, new_text.len() as u64);
+            // EXIT offsets: each old one moved by 128 and points at an EXIT (0x94d).
+            let recs = |cb: &Cubin, t: usize| {
+                let idx = cb
+                    .elf()
+                    .sections
+                    .iter()
+                    .position(|s| s.name.starts_with(".nv.info.") && s.sh_info as usize == t)
+                    .unwrap();
+                cb.records(idx)
+            };
+            let words = |rs: &[nvcc_orion::cubin::Record], code: u8| -> Vec<u32> {
+                rs.iter()
+                    .filter(|r| r.attr.code() == code)
+                    .flat_map(|r| r.words().collect::<Vec<_>>())
+                    .collect()
+            };
+            let old_recs = recs(&orig, k.text_section);
+            let new_recs = recs(&back, nk.text_section);
+            let old_exits = words(&old_recs, 0x1c);
+            let new_exits = words(&new_recs, 0x1c);
+            assert!(
+                !old_exits.is_empty(),
+                "{label}: {} has no EXIT offsets",
+                k.name
+            );
+            assert_eq!(
+                new_exits,
+                old_exits
+                    .iter()
+                    .map(|&o| if o >= 16 { o + 128 } else { o })
+                    .collect::<Vec<_>>()
+            );
+            for &o in &new_exits {
+                let lo = u16::from_le_bytes([new_text[o as usize], new_text[o as usize + 1]]);
+                assert_eq!(lo & 0xfff, 0x94d, "{label}: {}: no EXIT at {o:#x}", k.name);
+            }
+            // Annotations: pairs {kind, offset}, offsets moved.
+            let old_ann = words(&old_recs, 0x55);
+            let new_ann = words(&new_recs, 0x55);
+            for (i, (a, b)) in old_ann.iter().zip(&new_ann).enumerate() {
+                if i % 2 == 1 {
+                    assert_eq!(*b, if *a >= 16 { a + 128 } else { *a });
+                } else {
+                    assert_eq!(a, b);
+                }
+            }
+            // Branch targets and the jump table.
+            let old_ibt = words(&old_recs, 0x34);
+            if !old_ibt.is_empty() {
+                with_branch_targets += 1;
+                let new_ibt = words(&new_recs, 0x34);
+                assert_ne!(old_ibt, new_ibt);
+                let c2 = |cb: &Cubin, t: usize| {
+                    cb.elf()
+                        .sections
+                        .iter()
+                        .find(|s| s.name.starts_with(".nv.constant2.") && s.sh_info as usize == t)
+                        .map(|s| s.data.clone())
+                };
+                if let (Some(a), Some(b)) = (c2(&orig, k.text_section), c2(&back, nk.text_section))
+                {
+                    assert_ne!(a, b, "{label}: jump table unchanged");
+                }
+            }
+            // Sub-functions moved by 128.
+            for f in orig.functions() {
+                if f.text_section == k.text_section && f.name != k.name {
+                    with_subfunctions += 1;
+                    let nf = back.function_info(&f.name).unwrap();
+                    assert_eq!(nf.text_offset, f.text_offset + 128, "{label}: {}", f.name);
+                    assert_eq!(nf.text_size, f.text_size, "{label}: {}", f.name);
+                    assert_eq!(
+                        &new_text
+                            [nf.text_offset as usize..(nf.text_offset + nf.text_size) as usize],
+                        &text[f.text_offset as usize..(f.text_offset + f.text_size) as usize]
+                    );
+                }
+            }
+            // Everything else about the kernel is unchanged.
+            let mut same = nk.clone();
+            same.text_size = k.text_size;
+            same.symbol = k.symbol;
+            same.text_section = k.text_section;
+            assert_eq!(same, k, "{label}");
+            kernels_done += 1;
+            if toolkit_checked.insert(orig.arch()) || !old_ibt.is_empty() {
+                let path = dir.path().join(format!("text_{}.cubin", kernels_done));
+                std::fs::write(&path, &out).unwrap();
+                toolkit_accepts(&path, label);
+                // cuobjdump reads the moved EXIT offsets back.
+                let dump = fixtures::elf_dump(&path).unwrap();
+                assert!(dump.contains("EIATTR_EXIT_INSTR_OFFSETS"));
+            }
+        }
+    }
+    eprintln!(
+        "{kernels_done} kernels moved, {with_subfunctions} sub-functions, {with_branch_targets} with indirect branch targets"
+    );
+    assert!(kernels_done >= 100);
+    assert!(with_subfunctions > 0);
+}

@@ -1,7 +1,624 @@
-//! Edits.
+//! Edits: register count, static shared size, text replacement, symbol ranges. Each edit
+//! leaves every cross-reference consistent (attributes, symbols, relocations, `.debug_frame`,
+//! program headers) and relays the file out.
 
-/// Maps old instruction byte offsets to new ones.
+use super::Cubin;
+use super::debug_frame;
+use super::eiattr::{Attr, OffsetLayout};
+use super::elf::{SHF_ALLOC, SHF_WRITE, SHT_NOBITS, SHT_REL, SHT_RELA, Section, rd_u32, wr_u32};
+use super::error::CubinError;
+use super::nvinfo::{EIFMT_SVAL, Record, encode_records, parse_records};
+use super::symbols::{Reloc, STB_LOCAL, STT_SECTION, Symbol, encode_relocs, parse_relocs};
+use std::collections::BTreeMap;
+
+/// The 16-byte NOP ptxas pads text sections with (`NOP` with no wait, no scoreboard).
+pub const NOP: [u8; 16] = {
+    let lo = 0x0000_0000_0000_7918u64.to_le_bytes();
+    let hi = 0x000f_c000_0000_0000u64.to_le_bytes();
+    let mut b = [0u8; 16];
+    let mut i = 0;
+    while i < 8 {
+        b[i] = lo[i];
+        b[i + 8] = hi[i];
+        i += 1;
+    }
+    b
+};
+
+/// Text sections are a multiple of this many bytes.
+pub const TEXT_UNIT: usize = 128;
+
+/// Maps old instruction byte offsets of one text section to new ones, as a list of anchors:
+/// an offset maps through the greatest anchor at or below it, keeping its distance to it.
+/// The empty map is the identity; [`OffsetMap::shift_from`] describes one insertion.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OffsetMap {
-    anchors: std::collections::BTreeMap<u64, u64>,
+    anchors: BTreeMap<u64, u64>,
+}
+
+impl OffsetMap {
+    /// The identity.
+    pub fn new() -> OffsetMap {
+        OffsetMap::default()
+    }
+
+    /// Offsets at or after `at` move by `delta` bytes (an insertion of `delta` bytes at `at`
+    /// when positive); offsets before `at` stay.
+    pub fn shift_from(at: u64, delta: i64) -> OffsetMap {
+        let mut m = OffsetMap::new();
+        m.insert(0, 0);
+        m.insert(at, at.saturating_add_signed(delta));
+        m
+    }
+
+    /// Old offset `old` (and the offsets after it, up to the next anchor) goes to `new`.
+    pub fn insert(&mut self, old: u64, new: u64) {
+        self.anchors.insert(old, new);
+    }
+
+    /// The new offset of `old`.
+    pub fn map(&self, old: u64) -> Option<u64> {
+        match self.anchors.range(..=old).next_back() {
+            None => Some(old),
+            Some((&a_old, &a_new)) => a_new.checked_add(old - a_old),
+        }
+    }
+
+    fn map_or_err(&self, old: u64, what: &str) -> Result<u64, CubinError> {
+        self.map(old).ok_or_else(|| CubinError::Unmapped {
+            what: what.to_string(),
+            offset: old,
+        })
+    }
+
+    fn map_u32(&self, old: u32, what: &str) -> Result<u32, CubinError> {
+        let n = self.map_or_err(old as u64, what)?;
+        u32::try_from(n).map_err(|_| CubinError::Range(format!("{what}: offset {n:#x}")))
+    }
+}
+
+/// Rewrite every instruction offset held by `records` (one function's `.nv.info.<k>`)
+/// through `map`. The one place that knows which attributes hold offsets and how (§4.3):
+/// u32 lists, `INDIRECT_BRANCH_TARGETS` (branch offset and targets), `MBARRIER_INSTR_OFFSETS`
+/// (16-byte records, offset first) and `ANNOTATIONS` (`{kind, offset}` pairs). Refuses
+/// attributes whose offsets are in an unknown layout.
+pub fn remap_offsets(
+    records: &mut [Record],
+    map: &OffsetMap,
+    func: &str,
+) -> Result<(), CubinError> {
+    for r in records.iter_mut() {
+        let layout = r.attr.offset_layout();
+        if layout == OffsetLayout::None {
+            continue;
+        }
+        let what = format!("function `{func}`: {}", r.attr.name());
+        if layout == OffsetLayout::Unknown {
+            return Err(CubinError::UnknownOffsetLayout {
+                name: func.to_string(),
+                attr: r.attr.name(),
+                code: r.attr.code(),
+            });
+        }
+        if r.format != EIFMT_SVAL {
+            continue;
+        }
+        let n = r.data.len() / 4;
+        let bad = |at: usize| CubinError::Range(format!("{what}: malformed value at word {at}"));
+        match layout {
+            OffsetLayout::List => {
+                for i in 0..n {
+                    let v = r.word(i).ok_or_else(|| bad(i))?;
+                    r.set_word(i, map.map_u32(v, &what)?)
+                        .ok_or_else(|| bad(i))?;
+                }
+            }
+            OffsetLayout::Stride16 => {
+                for i in (0..n).step_by(4) {
+                    let v = r.word(i).ok_or_else(|| bad(i))?;
+                    r.set_word(i, map.map_u32(v, &what)?)
+                        .ok_or_else(|| bad(i))?;
+                }
+            }
+            OffsetLayout::KindOffsetPairs => {
+                for i in (1..n).step_by(2) {
+                    let v = r.word(i).ok_or_else(|| bad(i))?;
+                    r.set_word(i, map.map_u32(v, &what)?)
+                        .ok_or_else(|| bad(i))?;
+                }
+            }
+            OffsetLayout::BranchTargets => {
+                let mut i = 0;
+                // Each step consumes at least 3 words, so this ends.
+                while i < n {
+                    let brx = r.word(i).ok_or_else(|| bad(i))?;
+                    r.set_word(i, map.map_u32(brx, &what)?)
+                        .ok_or_else(|| bad(i))?;
+                    let count = r.word(i + 2).ok_or_else(|| bad(i + 2))? as usize;
+                    let first = i + 3;
+                    let end = first
+                        .checked_add(count)
+                        .filter(|&e| e <= n)
+                        .ok_or_else(|| bad(i + 2))?;
+                    for t in first..end {
+                        let v = r.word(t).ok_or_else(|| bad(t))?;
+                        r.set_word(t, map.map_u32(v, &what)?)
+                            .ok_or_else(|| bad(t))?;
+                    }
+                    i = end;
+                }
+            }
+            OffsetLayout::None | OffsetLayout::Unknown => {}
+        }
+    }
+    Ok(())
+}
+
+/// Attributes of the global `.nv.info` whose first word is a symbol index.
+fn sym_first_word(attr: Attr) -> bool {
+    matches!(
+        attr,
+        Attr::Regcount
+            | Attr::FrameSize
+            | Attr::MinStackSize
+            | Attr::MaxStackSize
+            | Attr::ParamCbank
+    )
+}
+
+impl Cubin {
+    fn function_or_err(&self, name: &str) -> Result<usize, CubinError> {
+        self.function_symbol(name)
+            .ok_or_else(|| CubinError::NoFunction(name.to_string()))
+    }
+
+    fn set_records(&mut self, index: usize, records: &[Record]) -> Result<(), CubinError> {
+        let sec = &self.elf.sections[index];
+        let bytes = encode_records(records).map_err(|e| CubinError::Record {
+            index,
+            name: sec.name.clone(),
+            offset: e.offset,
+            what: e.what,
+        })?;
+        self.elf.sections[index].data = bytes;
+        Ok(())
+    }
+
+    /// Sizes changed: sync `sh_size`, move what follows, rebuild program headers.
+    fn finish(&mut self) -> Result<(), CubinError> {
+        self.elf.relayout()
+    }
+
+    /// Set the register count of `kernel`: `EIATTR_REGCOUNT` in `.nv.info` (added when
+    /// missing) and, on sm_75-89, `sh_info[31:24]` of its `.text` section.
+    pub fn set_register_count(&mut self, kernel: &str, regs: u32) -> Result<(), CubinError> {
+        let sym = self.function_or_err(kernel)?;
+        if regs > 255 {
+            return Err(CubinError::Range(format!(
+                "function `{kernel}`: {regs} registers"
+            )));
+        }
+        let g = self.global_info().ok_or_else(|| CubinError::Function {
+            name: kernel.to_string(),
+            what: "the cubin has no .nv.info".to_string(),
+        })?;
+        let mut recs = parse_records(&self.elf.sections[g].data).unwrap_or_default();
+        let mut found = false;
+        for r in recs.iter_mut() {
+            if r.attr == Attr::Regcount && r.format == EIFMT_SVAL && r.word(0) == Some(sym as u32) {
+                r.set_word(1, regs);
+                found = true;
+            }
+        }
+        if !found {
+            let mut data = Vec::with_capacity(8);
+            data.extend_from_slice(&(sym as u32).to_le_bytes());
+            data.extend_from_slice(&regs.to_le_bytes());
+            recs.push(Record {
+                format: EIFMT_SVAL,
+                attr: Attr::Regcount,
+                short: 8,
+                data,
+            });
+        }
+        self.set_records(g, &recs)?;
+        if self.arch() < 90 && self.owns_section(sym) {
+            let text = self.symbols[sym].st_shndx as usize;
+            let s = &mut self.elf.sections[text];
+            s.sh_info = (s.sh_info & 0x00ff_ffff) | (regs << 24);
+        }
+        self.finish()
+    }
+
+    /// Set the static shared memory of `kernel` (the `sh_size` of `.nv.shared.<k>`, which on
+    /// sm_90+ includes the 1 KiB reserved area). Creates the section (and its section symbol)
+    /// when the kernel has none.
+    pub fn set_shared_size(&mut self, kernel: &str, bytes: u64) -> Result<(), CubinError> {
+        let sym = self.function_or_err(kernel)?;
+        if !self.owns_section(sym) {
+            return Err(CubinError::Function {
+                name: kernel.to_string(),
+                what: "does not own its text section".to_string(),
+            });
+        }
+        let text = self.symbols[sym].st_shndx as usize;
+        match self.shared_section(text) {
+            Some(i) => self.elf.sections[i].sh_size = bytes,
+            None => self.create_shared_section(text, bytes)?,
+        }
+        self.finish()
+    }
+
+    fn create_shared_section(&mut self, text: usize, bytes: u64) -> Result<(), CubinError> {
+        let tname = self.elf.sections[text].name.clone();
+        let base = tname.strip_prefix(".text.").unwrap_or(&tname);
+        let name = format!(".nv.shared.{base}");
+        // Same type as the other shared sections of this file (ET_REL uses a CUDA type).
+        let sh_type = self
+            .elf
+            .sections
+            .iter()
+            .find(|s| s.name.starts_with(".nv.shared.") && s.name != ".nv.shared.reserved.0")
+            .map(|s| s.sh_type)
+            .unwrap_or(SHT_NOBITS);
+        let offset = self
+            .elf
+            .sections
+            .iter()
+            .filter(|s| s.is_nobits() && s.sh_flags & SHF_ALLOC != 0)
+            .map(|s| s.sh_offset)
+            .max()
+            .unwrap_or(self.elf.header.e_shoff);
+        let sh_name = self.elf.add_section_name(&name)?;
+        let index = self.elf.push_section(Section {
+            name: name.clone(),
+            sh_name,
+            sh_type,
+            sh_flags: SHF_WRITE | SHF_ALLOC | 0x40,
+            sh_addr: 0,
+            sh_offset: offset,
+            sh_size: bytes,
+            sh_link: 0,
+            sh_info: text as u32,
+            sh_addralign: 16,
+            sh_entsize: 0,
+            data: Vec::new(),
+        })?;
+        if self.symtab != 0 {
+            let strtab = self.elf.sections[self.symtab].sh_link as usize;
+            let st_name = match self.elf.sections.get_mut(strtab).filter(|_| strtab != 0) {
+                Some(s) => {
+                    let off = u32::try_from(s.data.len())
+                        .map_err(|_| CubinError::Range(".strtab size".to_string()))?;
+                    s.data.extend_from_slice(name.as_bytes());
+                    s.data.push(0);
+                    off
+                }
+                None => 0,
+            };
+            let symbol = Symbol {
+                name,
+                st_name,
+                st_info: (STB_LOCAL << 4) | STT_SECTION,
+                st_other: 0,
+                st_shndx: u16::try_from(index)
+                    .map_err(|_| CubinError::Range("section index".to_string()))?,
+                st_value: 0,
+                st_size: 0,
+            };
+            self.insert_local_symbol(symbol)?;
+        }
+        Ok(())
+    }
+
+    /// Add a LOCAL symbol. ELF wants locals first (`.symtab` `sh_info` = first global), so
+    /// it goes at that index and every later symbol is renumbered (see
+    /// [`Cubin::renumber_symbols`]); at the end when there are no globals.
+    fn insert_local_symbol(&mut self, symbol: Symbol) -> Result<u32, CubinError> {
+        let first_global =
+            (self.elf.sections[self.symtab].sh_info as usize).min(self.symbols.len());
+        if first_global >= self.symbols.len() {
+            self.symbols.push(symbol);
+            let n = self.symbols.len() as u32;
+            self.elf.sections[self.symtab].sh_info = n;
+            self.store_symbols();
+            return Ok(n - 1);
+        }
+        let at = first_global as u32;
+        self.renumber_symbols(&|old| if old >= at { old + 1 } else { old })?;
+        self.symbols.insert(first_global, symbol);
+        self.elf.sections[self.symtab].sh_info = at + 1;
+        self.store_symbols();
+        Ok(at)
+    }
+
+    /// The one place that renumbers symbol references: `.nv.info` symbol fields
+    /// (REGCOUNT, FRAME_SIZE, MIN/MAX_STACK_SIZE, PARAM_CBANK, EXTERNS), `.nv.callgraph`,
+    /// relocation `r_info`s, and `.text` `sh_info[23:0]`. The symbol list itself is not
+    /// touched (the caller inserts). Refuses files with sections that hold symbol indices in
+    /// layouts it does not know (`.nv.prototype`).
+    pub(crate) fn renumber_symbols(&mut self, f: &dyn Fn(u32) -> u32) -> Result<(), CubinError> {
+        let symtab = self.symtab;
+        for (i, s) in self.elf.sections.iter().enumerate() {
+            if s.sh_type == 0x7000_0002 && s.sh_link as usize == symtab {
+                return Err(CubinError::section(
+                    i,
+                    &s.name,
+                    "holds symbol indices in an unknown layout; cannot renumber symbols",
+                ));
+            }
+        }
+        for i in 0..self.elf.sections.len() {
+            let s = &self.elf.sections[i];
+            if s.sh_link as usize != symtab || i == 0 {
+                continue;
+            }
+            let (t, name) = (s.sh_type, s.name.clone());
+            if t == super::elf::SHT_CUDA_INFO {
+                let mut recs = parse_records(&s.data).map_err(|e| CubinError::Record {
+                    index: i,
+                    name: name.clone(),
+                    offset: e.offset,
+                    what: e.what,
+                })?;
+                for r in recs.iter_mut().filter(|r| r.format == EIFMT_SVAL) {
+                    if sym_first_word(r.attr) {
+                        if let Some(v) = r.word(0) {
+                            r.set_word(0, f(v));
+                        }
+                    } else if r.attr == Attr::Externs {
+                        for w in 0..r.data.len() / 4 {
+                            if let Some(v) = r.word(w) {
+                                r.set_word(w, f(v));
+                            }
+                        }
+                    }
+                }
+                self.set_records(i, &recs)?;
+            } else if t == super::elf::SHT_CUDA_CALLGRAPH {
+                let data = &mut self.elf.sections[i].data;
+                for w in 0..data.len() / 4 {
+                    if let Some(v) = rd_u32(data, w * 4)
+                        && (v as i32) > 0
+                    {
+                        wr_u32(data, w * 4, f(v));
+                    }
+                }
+            } else if t == SHT_REL || t == SHT_RELA {
+                let mut rel = parse_relocs(&s.data, t == SHT_RELA)
+                    .ok_or_else(|| CubinError::section(i, &name, "partial relocation entry"))?;
+                for r in rel.iter_mut() {
+                    r.sym = f(r.sym);
+                }
+                self.elf.sections[i].data = encode_relocs(&rel);
+            } else if s.sh_flags & 0x4 != 0 {
+                let info = s.sh_info;
+                self.elf.sections[i].sh_info =
+                    (info & 0xff00_0000) | (f(info & 0x00ff_ffff) & 0x00ff_ffff);
+            }
+        }
+        Ok(())
+    }
+
+    /// Set a symbol's value and size.
+    pub fn set_symbol_range(&mut self, sym: &str, value: u64, size: u64) -> Result<(), CubinError> {
+        let i = self
+            .symbols
+            .iter()
+            .position(|s| s.name == sym)
+            .ok_or_else(|| CubinError::NoFunction(sym.to_string()))?;
+        self.symbols[i].st_value = value;
+        self.symbols[i].st_size = size;
+        self.store_symbols();
+        Ok(())
+    }
+
+    /// Replace the code of `kernel` (which must own its `.text` section) with `code`
+    /// (padded with NOPs to a multiple of 128 bytes). `map` takes every old instruction
+    /// offset to its new place; through it the edit moves the offsets in `.nv.info.<k>`
+    /// ([`remap_offsets`]), the symbols inside the section (sub-functions), relocation
+    /// offsets in `.rel(a).text.<k>`, relocations pointing into the section (addends),
+    /// `.nv.constant2.<k>` jump-table entries, and `.debug_frame` FDE ranges. Branch
+    /// immediates inside `code` are the caller's business.
+    pub fn replace_text(
+        &mut self,
+        kernel: &str,
+        code: Vec<u8>,
+        map: &OffsetMap,
+    ) -> Result<(), CubinError> {
+        let sym = self.function_or_err(kernel)?;
+        if !self.owns_section(sym) {
+            return Err(CubinError::Function {
+                name: kernel.to_string(),
+                what: "does not own its text section".to_string(),
+            });
+        }
+        if !code.len().is_multiple_of(16) {
+            return Err(CubinError::Function {
+                name: kernel.to_string(),
+                what: format!("new code is {} bytes, not a multiple of 16", code.len()),
+            });
+        }
+        let text = self.symbols[sym].st_shndx as usize;
+        let old_size = self.elf.sections[text].data.len() as u64;
+        let mut code = code;
+        while !code.len().is_multiple_of(TEXT_UNIT) {
+            code.extend_from_slice(&NOP);
+        }
+        let new_size = code.len() as u64;
+
+        // 1. Attributes (checked before anything changes).
+        let mut info = None;
+        if let Some(k) = self.function_info_section(text) {
+            let mut recs = self.records(k);
+            remap_offsets(&mut recs, map, kernel)?;
+            info = Some((k, recs));
+        }
+        // Jump-table targets (from INDIRECT_BRANCH_TARGETS) before the remap.
+        let targets: Vec<u32> = self
+            .function_info_section(text)
+            .map(|k| self.records(k))
+            .unwrap_or_default()
+            .iter()
+            .filter(|r| r.attr == Attr::IndirectBranchTargets && r.format == EIFMT_SVAL)
+            .flat_map(|r| {
+                let w: Vec<u32> = r.words().collect();
+                let mut out = Vec::new();
+                let mut i = 0;
+                while i + 3 <= w.len() {
+                    let n = w[i + 2] as usize;
+                    let end = (i + 3).saturating_add(n).min(w.len());
+                    out.extend_from_slice(&w[i + 3..end]);
+                    i = end.max(i + 3);
+                }
+                out
+            })
+            .collect();
+
+        let old_symbols = self.symbols.clone();
+        let mut symbols = self.symbols.clone();
+        // 2. Symbols inside the section.
+        for (j, s) in symbols.iter_mut().enumerate() {
+            if s.st_shndx as usize != text || s.kind() == STT_SECTION {
+                continue;
+            }
+            if j == sym {
+                s.st_size = new_size;
+                continue;
+            }
+            let what = format!("symbol `{}`", s.name);
+            let v = map.map_or_err(s.st_value, &what)?;
+            if s.st_size > 0 {
+                let end = s
+                    .st_value
+                    .checked_add(s.st_size)
+                    .ok_or_else(|| CubinError::Range(what.clone()))?;
+                let e = if end >= old_size {
+                    map.map_or_err(end, &what)?.max(v)
+                } else {
+                    map.map_or_err(end, &what)?
+                };
+                s.st_size = e.saturating_sub(v);
+            }
+            s.st_value = v;
+        }
+
+        // 3. Relocations: offsets in this section's relocation sections; addends of
+        // relocations elsewhere whose symbol lives in this section.
+        let symtab = self.symtab;
+        let mut new_data: Vec<(usize, Vec<u8>)> = Vec::new();
+        let mut inline_patches: Vec<(usize, u64, u64, u32)> = Vec::new(); // (section, offset, value, width)
+        for (i, s) in self.elf.sections.iter().enumerate() {
+            if !(s.sh_type == SHT_REL || s.sh_type == SHT_RELA)
+                || s.sh_link as usize != symtab
+                || i == 0
+            {
+                continue;
+            }
+            let rela = s.sh_type == SHT_RELA;
+            let mut rel: Vec<Reloc> = parse_relocs(&s.data, rela)
+                .ok_or_else(|| CubinError::section(i, &s.name, "partial relocation entry"))?;
+            let target = s.sh_info as usize;
+            let mut changed = false;
+            for r in rel.iter_mut() {
+                if target == text {
+                    r.r_offset =
+                        map.map_or_err(r.r_offset, &format!("relocation in {}", s.name))?;
+                    changed = true;
+                }
+                let Some(os) = old_symbols.get(r.sym as usize) else {
+                    continue;
+                };
+                if os.st_shndx as usize != text {
+                    continue;
+                }
+                let ns = &symbols[r.sym as usize];
+                let what = format!("relocation in {} at {:#x}", s.name, r.r_offset);
+                match r.addend {
+                    Some(a) => {
+                        let old = os.st_value.wrapping_add(a as u64);
+                        let new = map.map_or_err(old, &what)?;
+                        r.addend = Some(new.wrapping_sub(ns.st_value) as i64);
+                        changed = true;
+                    }
+                    None => {
+                        let width = match r.r_type {
+                            1 => 4,
+                            2 => 8,
+                            _ => continue,
+                        };
+                        let tsec = self.elf.sections.get(target).ok_or_else(|| {
+                            CubinError::section(i, &s.name, "relocates a missing section")
+                        })?;
+                        let at = usize::try_from(r.r_offset).unwrap_or(usize::MAX);
+                        let inline = if width == 8 {
+                            super::elf::rd_u64(&tsec.data, at)
+                        } else {
+                            rd_u32(&tsec.data, at).map(u64::from)
+                        }
+                        .ok_or_else(|| CubinError::Range(what.clone()))?;
+                        let old = os.st_value.wrapping_add(inline);
+                        let new = map.map_or_err(old, &what)?;
+                        inline_patches.push((
+                            target,
+                            r.r_offset,
+                            new.wrapping_sub(ns.st_value),
+                            width,
+                        ));
+                    }
+                }
+            }
+            if changed {
+                new_data.push((i, encode_relocs(&rel)));
+            }
+        }
+
+        // 4. .debug_frame address ranges of FDEs that start in this section.
+        let fde_patch = debug_frame::plan_range_updates(self, text, map, &old_symbols)?;
+
+        // 5. Jump tables.
+        let mut const2 = None;
+        if !targets.is_empty()
+            && let Some(c) =
+                self.elf.sections.iter().position(|s| {
+                    s.name.starts_with(".nv.constant2.") && s.sh_info as usize == text
+                })
+        {
+            let mut data = self.elf.sections[c].data.clone();
+            for w in 0..data.len() / 4 {
+                if let Some(v) = rd_u32(&data, w * 4)
+                    && targets.contains(&v)
+                {
+                    wr_u32(&mut data, w * 4, map.map_u32(v, "jump table")?);
+                }
+            }
+            const2 = Some((c, data));
+        }
+
+        // Everything checked: apply.
+        if let Some((k, recs)) = info {
+            self.set_records(k, &recs)?;
+        }
+        self.symbols = symbols;
+        self.store_symbols();
+        for (i, d) in new_data {
+            self.elf.sections[i].data = d;
+        }
+        for (sec, off, v, width) in inline_patches {
+            let data = &mut self.elf.sections[sec].data;
+            let at = usize::try_from(off).unwrap_or(usize::MAX);
+            let ok = if width == 8 {
+                super::elf::wr_u64(data, at, v)
+            } else {
+                wr_u32(data, at, v as u32)
+            };
+            ok.ok_or_else(|| CubinError::Range(format!("relocation target at {off:#x}")))?;
+        }
+        debug_frame::apply_range_updates(self, &fde_patch);
+        if let Some((c, d)) = const2 {
+            self.elf.sections[c].data = d;
+        }
+        self.elf.sections[text].data = code;
+        self.finish()
+    }
 }

@@ -482,6 +482,12 @@ impl Elf {
     /// rounded up to its alignment, so an unchanged file keeps every offset. Then rebuild the
     /// program headers from what they covered, and drop the gap bytes (they are padding).
     pub fn relayout(&mut self) -> Result<(), CubinError> {
+        // File sizes as last laid out (`sh_size` is synced from the data only here).
+        let old_sizes: Vec<u64> = self
+            .sections
+            .iter()
+            .map(|s| if s.is_nobits() { 0 } else { s.sh_size })
+            .collect();
         for s in &mut self.sections {
             if !s.is_nobits() {
                 s.sh_size = s.data.len() as u64;
@@ -514,16 +520,15 @@ impl Elf {
         let mut placed: Vec<(u64, u64, u64)> = Vec::new();
         for (orig, _, _, item) in items {
             if let Item::Sec(i) = item {
-                let s = &self.sections[i];
-                let end = orig.saturating_add(s.file_size());
-                if s.file_size() > 0 {
-                    if let Some(&(o, _, n)) =
+                let end = orig.saturating_add(old_sizes[i]);
+                if old_sizes[i] > 0
+                    && self.sections[i].file_size() > 0
+                    && let Some(&(o, _, n)) =
                         placed.iter().find(|&&(o, e, _)| o <= orig && end <= e)
-                    {
-                        old_offsets[i] = orig;
-                        new_offsets[i] = n + (orig - o);
-                        continue;
-                    }
+                {
+                    old_offsets[i] = orig;
+                    new_offsets[i] = n + (orig - o);
+                    continue;
                 }
             }
             let (align, size) = match item {
@@ -549,8 +554,12 @@ impl Elf {
             cursor = at
                 .checked_add(size)
                 .ok_or_else(|| hdr_err("layout overflows"))?;
-            if size > 0 {
-                placed.push((orig, orig.saturating_add(size), at));
+            let old_size = match item {
+                Item::Sec(i) => old_sizes[i],
+                _ => size,
+            };
+            if old_size > 0 {
+                placed.push((orig, orig.saturating_add(old_size), at));
             }
             match item {
                 Item::Sec(i) => {

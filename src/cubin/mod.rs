@@ -158,8 +158,6 @@ impl Cubin {
     pub(crate) fn store_symbols(&mut self) {
         if self.symtab != 0 {
             self.elf.sections[self.symtab].data = symbols::encode_symbols(&self.symbols);
-            self.elf.sections[self.symtab].sh_size =
-                self.elf.sections[self.symtab].data.len() as u64;
         }
     }
 }

@@ -247,12 +247,12 @@ impl Cubin {
                 continue;
             }
             for (caller, callee) in parse_callgraph(&sec.data) {
-                if caller as i64 == i as i64 && callee >= 0 {
-                    if let Some(c) = self.symbols.get(callee as usize) {
-                        if !callees.contains(&c.name) {
-                            callees.push(c.name.clone());
-                        }
-                    }
+                if caller as i64 == i as i64
+                    && callee >= 0
+                    && let Some(c) = self.symbols.get(callee as usize)
+                    && !callees.contains(&c.name)
+                {
+                    callees.push(c.name.clone());
                 }
             }
         }

@@ -36,7 +36,7 @@ impl Symbol {
 /// Parse a symbol table's bytes (whole entries only; a trailing partial entry is an error
 /// for the caller to report).
 pub fn parse_symbols(data: &[u8], strtab: &[u8]) -> Option<Vec<Symbol>> {
-    if data.len() % SYM_SIZE != 0 {
+    if !data.len().is_multiple_of(SYM_SIZE) {
         return None;
     }
     data.chunks_exact(SYM_SIZE)
@@ -80,7 +80,7 @@ pub struct Reloc {
 /// Parse REL (`rela == false`, 16-byte) or RELA (24-byte) entries.
 pub fn parse_relocs(data: &[u8], rela: bool) -> Option<Vec<Reloc>> {
     let size = if rela { 24 } else { 16 };
-    if data.len() % size != 0 {
+    if !data.len().is_multiple_of(size) {
         return None;
     }
     data.chunks_exact(size)
