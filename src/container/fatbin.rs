@@ -234,9 +234,30 @@ impl Entry {
         }
     }
 
-    /// The image: the payload, decompressed. Uncompressed payloads are returned as stored
-    /// (padding included: cubins are multiples of 16 bytes, PTX text is NUL-padded).
+    /// The image: the payload, decompressed, and for ELF entries cut to the ELF's own extent
+    /// (the end of its last section or header table), which drops the payload padding: nvcc
+    /// pads payloads (and, for some compressed cubins, the decompressed data) to 8 bytes, and
+    /// `cuobjdump -xelf` extracts the exact ELF. PTX keeps its NUL padding.
     pub fn image(&self) -> Result<Cow<'_, [u8]>, ContainerError> {
+        let data = self.decompressed()?;
+        if self.kind() != EntryKind::Elf {
+            return Ok(data);
+        }
+        let Some(extent) = elf_extent(&data).filter(|&e| e < data.len() as u64) else {
+            return Ok(data);
+        };
+        Ok(match data {
+            Cow::Borrowed(b) => Cow::Borrowed(&b[..extent as usize]),
+            Cow::Owned(mut v) => {
+                v.truncate(extent as usize);
+                Cow::Owned(v)
+            }
+        })
+    }
+
+    /// The payload, decompressed (`decompressed_size` bytes), or as stored when raw; padding
+    /// included.
+    pub fn decompressed(&self) -> Result<Cow<'_, [u8]>, ContainerError> {
         let compression = self.compression()?;
         if compression == Compression::None {
             return Ok(Cow::Borrowed(&self.payload));
@@ -264,12 +285,12 @@ impl Entry {
         }
         let input = slice(&self.payload, 0, cs).unwrap_or_default();
         let cap = usize::try_from(ds).map_err(|_| bad(format!("size {ds:#x} too large")))?;
-        let out = match compression {
-            Compression::Zstd => zstd::bulk::decompress(input, cap)
-                .map_err(|e| bad(format!("zstd ({cs:#x} bytes -> {ds:#x}): {e}")))?,
-            Compression::Lz4 => lz4_flex::block::decompress(input, cap)
-                .map_err(|e| bad(format!("lz4 ({cs:#x} bytes -> {ds:#x}): {e}")))?,
-            Compression::None => unreachable_none(),
+        let out = if compression == Compression::Zstd {
+            zstd::bulk::decompress(input, cap)
+                .map_err(|e| bad(format!("zstd ({cs:#x} bytes -> {ds:#x}): {e}")))?
+        } else {
+            lz4_flex::block::decompress(input, cap)
+                .map_err(|e| bad(format!("lz4 ({cs:#x} bytes -> {ds:#x}): {e}")))?
         };
         if out.len() as u64 != ds {
             return Err(bad(format!(
@@ -282,14 +303,14 @@ impl Entry {
     }
 
     /// Replace the image. It is stored uncompressed: the compression flags are cleared, the
-    /// compressed and decompressed sizes set to 0, the payload padded (ELF to 16 bytes, others
-    /// to 8, PTX keeps at least one NUL) and `payload_size` set. Every other header byte (the
+    /// compressed and decompressed sizes set to 0, the payload padded with zeros to 8 bytes (as
+    /// nvcc pads uncompressed cubins, e.g. 0x1f252 → 0x1f258; PTX keeps at least one NUL) and
+    /// `payload_size` set. Every other header byte (the
     /// sm_100+ compat copy included) is kept. `--concat` and unknown entries cannot be edited.
     pub fn set_image(&mut self, image: Vec<u8>) -> Result<(), ContainerError> {
         let kind = self.kind();
         let align = match kind {
-            EntryKind::Elf => 16,
-            EntryKind::Ptx => 8,
+            EntryKind::Elf | EntryKind::Ptx => 8,
             EntryKind::Concat | EntryKind::Other(_) => {
                 return Err(ContainerError::unsupported(
                     "",
@@ -318,9 +339,38 @@ impl Entry {
     }
 }
 
-fn unreachable_none() -> Vec<u8> {
-    // `image` returns early for uncompressed payloads.
-    Vec::new()
+/// Bytes a 64-bit little-endian ELF image covers: the end of its ELF header, section and
+/// program header tables, and of every section and segment stored in the file. `None` when
+/// `b` is not such an ELF.
+pub fn elf_extent(b: &[u8]) -> Option<u64> {
+    if !b.starts_with(b"\x7fELF") || b.get(4) != Some(&2) || b.get(5) != Some(&1) {
+        return None;
+    }
+    let phoff = u64_le(b, 0x20)?;
+    let shoff = u64_le(b, 0x28)?;
+    let phentsize = u64::from(u16_le(b, 0x36)?);
+    let phnum = u64::from(u16_le(b, 0x38)?);
+    let shentsize = u64::from(u16_le(b, 0x3a)?);
+    let shnum = u64::from(u16_le(b, 0x3c)?);
+    let end = |off: u64, size: u64| off.checked_add(size);
+    let mut extent = 64u64;
+    if phoff != 0 {
+        extent = extent.max(end(phoff, phentsize.checked_mul(phnum)?)?);
+        for i in 0..phnum {
+            let h = phoff + i * phentsize;
+            extent = extent.max(end(u64_le(b, h + 8)?, u64_le(b, h + 0x20)?)?);
+        }
+    }
+    if shoff != 0 {
+        extent = extent.max(end(shoff, shentsize.checked_mul(shnum)?)?);
+        for i in 0..shnum {
+            let h = shoff + i * shentsize;
+            if u32_le(b, h + 4)? != 8 {
+                extent = extent.max(end(u64_le(b, h + 0x18)?, u64_le(b, h + 0x20)?)?);
+            }
+        }
+    }
+    Some(extent)
 }
 
 /// One container: header (kept verbatim, `fat_size` recomputed on write) and entries.

@@ -391,14 +391,14 @@ mod tests {
         put(&mut f, 0x3e, &3u16.to_le_bytes());
         let fat_off = f.len() as u64;
         f.extend_from_slice(fatbin);
-        while f.len() % 16 != 0 {
+        while !f.len().is_multiple_of(16) {
             f.push(0);
         }
         let data_off = f.len() as u64;
         f.extend_from_slice(&[0xaa; 16]);
         let str_off = f.len() as u64;
         f.extend_from_slice(names);
-        while f.len() % 8 != 0 {
+        while !f.len().is_multiple_of(8) {
             f.push(0);
         }
         let shoff = f.len() as u64;
