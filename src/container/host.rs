@@ -332,7 +332,12 @@ fn replace_section(data: &[u8], index: usize, new: &[u8]) -> Result<Vec<u8>, Con
     };
     let shift = |off: u64| -> u64 {
         if off >= old_end {
-            if grow { off + amount } else { off - amount }
+            // NOBITS sections may carry any offset: saturate rather than overflow.
+            if grow {
+                off.saturating_add(amount)
+            } else {
+                off.saturating_sub(amount)
+            }
         } else {
             off
         }
