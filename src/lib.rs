@@ -3,6 +3,7 @@
 //! `cli` → `driver` → `tune` → outputs.
 
 pub mod cli;
+pub mod commands;
 pub mod container;
 pub mod cubin;
 pub mod driver;

@@ -6,12 +6,17 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitCode};
 
 use nvcc_orion::cli::{self, Class};
+use nvcc_orion::commands;
 use nvcc_orion::driver;
 use nvcc_orion::settings::{self, Mode, Settings};
 use nvcc_orion::toolkit::Toolkit;
 
 fn main() -> ExitCode {
-    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let argv: Vec<OsString> = std::env::args_os().collect();
+    if let Some(sub) = argv.get(1).and_then(|a| commands::Subcommand::from_arg(a)) {
+        return commands::run(sub, &argv);
+    }
+    let args: Vec<OsString> = argv.into_iter().skip(1).collect();
     let env_str = |k: &str| std::env::var(k).ok();
     // nvcc never sees nvcc-orion's own variables.
     let nvcc_env: Vec<(OsString, OsString)> = std::env::vars_os()

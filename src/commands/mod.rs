@@ -1,0 +1,69 @@
+//! nvcc-orion's own subcommands, tools over the container and cubin layers. `main` hands
+//! argv here when its first word names one; every other command line is nvcc's. nvcc would
+//! refuse an input file called `inspect` (it has no known suffix), so the names cannot
+//! shadow a real nvcc invocation.
+
+use std::ffi::{OsStr, OsString};
+use std::process::ExitCode;
+
+use clap::Parser;
+
+pub mod inspect;
+pub mod rewrite;
+
+/// The subcommands, by the word that selects them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subcommand {
+    Inspect,
+    Rewrite,
+}
+
+impl Subcommand {
+    /// The subcommand `first` (argv[1]) selects, if any.
+    pub fn from_arg(first: &OsStr) -> Option<Subcommand> {
+        match first.to_str()? {
+            "inspect" => Some(Subcommand::Inspect),
+            "rewrite" => Some(Subcommand::Rewrite),
+            _ => None,
+        }
+    }
+}
+
+/// Run `sub` with `args` (argv with the program name first, the subcommand word second).
+/// Errors are one line each on stderr; the exit code is 0 when every file was handled, 1 when
+/// one failed, 2 for a usage error.
+pub fn run(sub: Subcommand, args: &[OsString]) -> ExitCode {
+    // clap sees "nvcc-orion <sub>" as the program name, so usage lines read correctly.
+    let argv = std::iter::once(OsString::from(match sub {
+        Subcommand::Inspect => "nvcc-orion inspect",
+        Subcommand::Rewrite => "nvcc-orion rewrite",
+    }))
+    .chain(args.iter().skip(2).cloned());
+    let mut out = std::io::stdout().lock();
+    let failed = match sub {
+        Subcommand::Inspect => match inspect::Args::try_parse_from(argv) {
+            Ok(a) => inspect::run(&a, &mut out),
+            Err(e) => return usage(e),
+        },
+        Subcommand::Rewrite => match rewrite::Args::try_parse_from(argv) {
+            Ok(a) => rewrite::run(&a),
+            Err(e) => return usage(e),
+        },
+    };
+    if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn usage(e: clap::Error) -> ExitCode {
+    let code = if e.use_stderr() { 2 } else { 0 };
+    let _ = e.print();
+    ExitCode::from(code)
+}
+
+/// Print one error line in the form every nvcc-orion command uses.
+pub(crate) fn report_error(what: impl std::fmt::Display) {
+    eprintln!("nvcc-orion: error: {what}");
+}

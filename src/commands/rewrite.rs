@@ -1,0 +1,164 @@
+//! `nvcc-orion rewrite IN -o OUT`: read a CUDA file through the container and cubin layers and
+//! write it back. `--identity` changes nothing and checks that the result is byte-identical
+//! (the round trip every later rewrite stands on); `--set-regs`/`--set-shared` edit kernels'
+//! resource records, for debugging and for the tests of those edits.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use clap::Parser;
+
+use crate::container::{self, ContainerError};
+use crate::cubin::Cubin;
+
+#[derive(Debug, Parser)]
+#[command(about = "Read a CUDA object, cubin, fatbin, executable or archive and write it back")]
+pub struct Args {
+    /// Change nothing; fail unless the output is byte-identical to the input.
+    #[arg(long, conflicts_with_all = ["set_regs", "set_shared"], required_unless_present_any = ["set_regs", "set_shared"])]
+    pub identity: bool,
+    /// Set a kernel's register count (in every cubin that has the kernel): KERNEL=N, mangled name.
+    #[arg(long, value_name = "KERNEL=N", value_parser = kernel_value)]
+    pub set_regs: Vec<(String, u64)>,
+    /// Set a kernel's static shared-memory size in bytes: KERNEL=BYTES.
+    #[arg(long, value_name = "KERNEL=BYTES", value_parser = kernel_value)]
+    pub set_shared: Vec<(String, u64)>,
+    /// Output file (may be the input).
+    #[arg(short = 'o', long = "output", value_name = "OUT")]
+    pub output: PathBuf,
+    #[arg(value_name = "IN")]
+    pub input: PathBuf,
+}
+
+fn kernel_value(s: &str) -> Result<(String, u64), String> {
+    let (k, v) = s
+        .rsplit_once('=')
+        .ok_or_else(|| format!("expected KERNEL=NUMBER, got {s:?}"))?;
+    let v = match v.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => v.parse(),
+    }
+    .map_err(|e| format!("{v:?}: {e}"))?;
+    if k.is_empty() {
+        return Err("empty kernel name".into());
+    }
+    Ok((k.to_string(), v))
+}
+
+/// Run the command; true on failure (already reported on stderr).
+pub fn run(args: &Args) -> bool {
+    match rewrite(args) {
+        Ok(()) => false,
+        Err(e) => {
+            super::report_error(e);
+            true
+        }
+    }
+}
+
+fn rewrite(args: &Args) -> Result<(), String> {
+    let input = std::fs::read(&args.input).map_err(|e| format!("{}: {e}", args.input.display()))?;
+    let at = |e: &dyn std::fmt::Display| format!("{}: {e}", args.input.display());
+    let mut artifact = container::read(input.clone()).map_err(|e| at(&e))?;
+    let mut found = BTreeSet::new();
+    let edited = artifact
+        .edit_cubins(|loc, bytes| {
+            let fail = |e: &dyn std::fmt::Display| ContainerError::Edit {
+                at: loc.to_string(),
+                what: e.to_string(),
+            };
+            let mut cubin = Cubin::parse(bytes).map_err(|e| fail(&e))?;
+            let names: BTreeSet<String> = cubin.kernels().into_iter().map(|k| k.name).collect();
+            let mut changed = false;
+            for (kernel, n) in &args.set_regs {
+                if names.contains(kernel) {
+                    let n = u32::try_from(*n)
+                        .map_err(|_| fail(&format!("{kernel}: {n} registers is out of range")))?;
+                    cubin.set_register_count(kernel, n).map_err(|e| fail(&e))?;
+                    found.insert(kernel.clone());
+                    changed = true;
+                }
+            }
+            for (kernel, bytes) in &args.set_shared {
+                if names.contains(kernel) {
+                    cubin
+                        .set_shared_size(kernel, *bytes)
+                        .map_err(|e| fail(&e))?;
+                    found.insert(kernel.clone());
+                    changed = true;
+                }
+            }
+            let out = cubin.write().map_err(|e| fail(&e))?;
+            if changed {
+                return Ok(Some(out));
+            }
+            // Unedited: the cubin writer must give the same bytes back.
+            if out != bytes {
+                return Err(fail(&format!(
+                    "the cubin writer changed an unedited cubin ({})",
+                    first_difference(bytes, &out)
+                )));
+            }
+            Ok(None)
+        })
+        .map_err(|e| at(&e))?;
+    let missing: Vec<&str> = args
+        .set_regs
+        .iter()
+        .chain(&args.set_shared)
+        .map(|(k, _)| k.as_str())
+        .filter(|k| !found.contains(*k))
+        .collect();
+    if !missing.is_empty() {
+        return Err(at(&format!("no cubin has kernel {}", missing.join(", "))));
+    }
+    let out = artifact.write().map_err(|e| at(&e))?;
+    if args.identity && out != input {
+        return Err(at(&format!(
+            "writing it back is not byte-identical ({}); output not written",
+            first_difference(&input, &out)
+        )));
+    }
+    debug_assert!(args.identity || edited > 0);
+    write_atomically(&args.output, &args.input, &out)
+        .map_err(|e| format!("{}: {e}", args.output.display()))
+}
+
+fn first_difference(a: &[u8], b: &[u8]) -> String {
+    match a.iter().zip(b).position(|(x, y)| x != y) {
+        Some(i) => format!("first difference at byte {i:#x}"),
+        None => format!("sizes {} and {}", a.len(), b.len()),
+    }
+}
+
+/// Write through a temporary file in the same folder, then rename, so that a failed write
+/// never leaves half a file, and `-o` may name the input. The input's permissions carry over
+/// (an executable stays executable).
+fn write_atomically(out: &Path, like: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = match out.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(bytes)?;
+    if let Ok(meta) = std::fs::metadata(like) {
+        tmp.as_file().set_permissions(meta.permissions())?;
+    }
+    tmp.persist(out).map_err(|e| e.error)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_values() {
+        assert_eq!(kernel_value("_Z1kPf=64"), Ok(("_Z1kPf".into(), 64)));
+        assert_eq!(kernel_value("k=0x800"), Ok(("k".into(), 0x800)));
+        assert!(kernel_value("k").is_err());
+        assert!(kernel_value("=3").is_err());
+        assert!(kernel_value("k=x").is_err());
+    }
+}
