@@ -3,7 +3,7 @@
 //! numbers that decide occupancy. `--json` prints the same as one JSON document.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Parser;
 use serde::Serialize;
@@ -93,7 +93,7 @@ pub struct OccupancyReport {
 
 /// Run the command; true when some file or image could not be read.
 pub fn run(args: &Args, out: &mut impl Write) -> bool {
-    let reports: Vec<FileReport> = args.files.iter().map(inspect_file).collect();
+    let reports: Vec<FileReport> = args.files.iter().map(|p| inspect_file(p)).collect();
     for r in &reports {
         if let Some(e) = &r.error {
             super::report_error(e);
@@ -119,7 +119,7 @@ pub fn run(args: &Args, out: &mut impl Write) -> bool {
 }
 
 /// Read `path` and describe everything in it. Never fails: problems become `error` fields.
-pub fn inspect_file(path: &PathBuf) -> FileReport {
+pub fn inspect_file(path: &Path) -> FileReport {
     let mut report = FileReport {
         path: path.display().to_string(),
         kind: None,
