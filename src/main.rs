@@ -16,6 +16,9 @@ fn main() -> ExitCode {
     if let Some(sub) = argv.get(1).and_then(|a| commands::Subcommand::from_arg(a)) {
         return commands::run(sub, &argv);
     }
+    if argv.get(1).is_some_and(|a| a == "--ptxas") {
+        return ptxas_mode(&argv[2..]);
+    }
     let args: Vec<OsString> = argv.into_iter().skip(1).collect();
     let env_str = |k: &str| std::env::var(k).ok();
     // nvcc never sees nvcc-orion's own variables.
@@ -120,5 +123,92 @@ fn exec_nvcc(
         "nvcc-orion: error: cannot run {}: {err}",
         tk.nvcc().display()
     );
+    ExitCode::from(1)
+}
+
+/// `nvcc-orion --ptxas ARGS...`: ptxas's own command line (as Triton, numba or a build script
+/// runs it), tuned like a ptxas step of an nvcc compile. `--orion-*` options and
+/// `NVCC_ORION_*` variables apply; ptxas never sees them.
+fn ptxas_mode(args: &[OsString]) -> ExitCode {
+    let me = std::env::current_exe().unwrap_or_else(|_| "nvcc-orion".into());
+    let tk = match Toolkit::locate(&|k| std::env::var_os(k), &me) {
+        Ok(tk) => tk,
+        Err(e) => {
+            eprintln!("nvcc-orion: error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let ptxas = tk.tool("ptxas");
+    let mut orion_args = Vec::new();
+    let mut ptxas_args: Vec<String> = Vec::new();
+    for a in args {
+        let Some(a) = a.to_str() else {
+            // Not UTF-8: nothing we could tune; let ptxas have it all.
+            return exec_plain(&ptxas, args);
+        };
+        match a.strip_prefix("--orion-") {
+            Some(o) => orion_args.push(match o.split_once('=') {
+                Some((k, v)) => (k.to_string(), Some(v.to_string())),
+                None => (o.to_string(), None),
+            }),
+            None => ptxas_args.push(a.to_string()),
+        }
+    }
+    let env_str = |k: &str| std::env::var(k).ok();
+    let (settings, warnings) = Settings::read(&env_str, &orion_args);
+    for w in &warnings {
+        eprintln!("{w}");
+    }
+    if settings.mode == Mode::Off {
+        let plain: Vec<OsString> = ptxas_args.iter().map(OsString::from).collect();
+        return exec_plain(&ptxas, &plain);
+    }
+    let Ok(cwd) = std::env::current_dir() else {
+        let plain: Vec<OsString> = ptxas_args.iter().map(OsString::from).collect();
+        return exec_plain(&ptxas, &plain);
+    };
+    let ctx = driver::process::StepContext {
+        env: std::env::vars_os()
+            .filter(|(k, _)| !k.to_str().is_some_and(settings::is_ours))
+            .collect(),
+        cwd,
+    };
+    let mut argv = vec![ptxas.display().to_string()];
+    argv.extend(ptxas_args);
+    let mut notes = Vec::new();
+    let tune = nvcc_orion::tune::TuneContext {
+        toolkit: &tk,
+        settings: &settings,
+    };
+    match nvcc_orion::tune::ptxas_step(&argv, &ctx, tune, &mut notes) {
+        Ok(done) => {
+            let _ = std::io::stdout().write_all(&done.stdout);
+            let _ = std::io::stderr().write_all(&done.stderr);
+            if settings.verbose {
+                for n in &notes {
+                    eprintln!("{n}");
+                }
+            }
+            match done.status.code() {
+                Some(0) => ExitCode::SUCCESS,
+                Some(c) => ExitCode::from(u8::try_from(c).unwrap_or(1)),
+                None => ExitCode::from(1),
+            }
+        }
+        Err(e) => {
+            eprintln!("nvcc-orion: error: cannot run {}: {e}", ptxas.display());
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Replace this process with `program args` (the environment minus our own variables).
+fn exec_plain(program: &std::path::Path, args: &[OsString]) -> ExitCode {
+    let err = Command::new(program)
+        .args(args)
+        .env_clear()
+        .envs(std::env::vars_os().filter(|(k, _)| !k.to_str().is_some_and(settings::is_ours)))
+        .exec();
+    eprintln!("nvcc-orion: error: cannot run {}: {err}", program.display());
     ExitCode::from(1)
 }
