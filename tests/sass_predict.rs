@@ -8,8 +8,9 @@
 mod common;
 
 use common::fixtures::{self, Fixtures};
+use nvcc_orion::cubin::Cubin;
 use nvcc_orion::predict::stalls::function_cost;
-use nvcc_orion::sass::listing;
+use nvcc_orion::sass::{listing, raw};
 use std::process::Command;
 
 fn fx() -> Option<&'static Fixtures> {
@@ -114,4 +115,65 @@ fn predictor_prices_spills_above_registers() {
         compared += 1;
     }
     assert_eq!(compared, 2);
+}
+
+/// The tuner decodes variants from their bytes (`sass::raw`), not with nvdisasm: on every
+/// function of every arch it must agree with nvdisasm on what nvdisasm says.
+#[test]
+fn raw_decoding_agrees_with_nvdisasm() {
+    let Some(fx) = fx() else { return };
+    let dir = scratch("raw");
+    let mut cubins = fixtures::extract_elfs(&fx.get("calls_all.o").path, dir.path()).unwrap();
+    cubins.push(fx.get("spill_sm89_r24.cubin").path.clone());
+    cubins.push(fx.get("memory_sm86.cubin").path.clone());
+    let nvdisasm = fixtures::tool("nvdisasm");
+    let (mut known, mut total, mut branches, mut calls) = (0, 0, 0, 0);
+    for c in &cubins {
+        let theirs = listing::list(&nvdisasm, c).unwrap();
+        let cubin = Cubin::parse(&std::fs::read(c).unwrap()).unwrap();
+        let ours = raw::functions(&cubin);
+        // nvdisasm lists a sub-function reached only through a function pointer inside its
+        // kernel's range, so compare by section and offset, not by function.
+        let section_of: std::collections::HashMap<String, usize> = cubin
+            .functions()
+            .into_iter()
+            .map(|f| (f.name, f.text_section))
+            .collect();
+        let mut by_offset = std::collections::HashMap::new();
+        for o in &ours {
+            for i in &o.instrs {
+                by_offset.insert((section_of[&o.name], i.offset), i);
+            }
+        }
+        for f in &theirs {
+            let section = section_of[&f.name];
+            for b in &f.instrs {
+                let at = format!("{} {} {:#x}", c.display(), f.name, b.offset);
+                let a = by_offset
+                    .get(&(section, b.offset))
+                    .unwrap_or_else(|| panic!("{at}: not decoded"));
+                assert_eq!(a.ctrl, b.ctrl, "{at}");
+                assert_eq!(a.target, b.target, "{at}: {} {}", b.opcode, b.operands);
+                assert_eq!(a.callee, b.callee, "{at}: {} {}", b.opcode, b.operands);
+                let pred = |p: &Option<String>| p.clone().filter(|p| p != "@PT");
+                assert_eq!(pred(&a.predicate), pred(&b.predicate), "{at}");
+                total += 1;
+                if !a.opcode.starts_with("UNKNOWN") {
+                    assert_eq!(a.base(), b.base(), "{at}");
+                    assert_eq!(a.class, b.class, "{at}");
+                    known += 1;
+                }
+                branches += usize::from(b.target.is_some());
+                calls += usize::from(b.callee.is_some());
+            }
+        }
+    }
+    assert!(
+        branches > 100 && calls > 10,
+        "{branches} branches, {calls} calls"
+    );
+    assert!(
+        known * 100 >= total * 95,
+        "only {known} of {total} mnemonics known"
+    );
 }

@@ -188,8 +188,9 @@ fn block_leaders(f: &Function) -> HashSet<usize> {
 pub fn loop_weights(f: &Function) -> Vec<f64> {
     let mut depth = vec![0u32; f.instrs.len()];
     for (i, ins) in f.instrs.iter().enumerate() {
+        // A branch to itself is the spin ptxas puts after the last EXIT, not a loop.
         if let Some(t) = ins.branch_target().and_then(|t| f.index_of(t))
-            && t <= i
+            && t < i
         {
             for d in &mut depth[t..=i] {
                 *d += 1;
@@ -209,6 +210,7 @@ mod tests {
 
     /// An instruction at index `i` of a function starting at 0.
     fn ins(i: u64, opcode: &str, operands: &str, ctrl: Control) -> Instr {
+        let base = opcode.split('.').next().unwrap();
         Instr {
             offset: 16 * i,
             predicate: None,
@@ -216,6 +218,10 @@ mod tests {
             operands: operands.into(),
             ctrl,
             class: OpClass::of(opcode),
+            target: (base == "BRA")
+                .then(|| u64::from_str_radix(operands.trim_start_matches("0x"), 16).ok())
+                .flatten(),
+            callee: (base == "CALL").then(|| operands.to_string()),
         }
     }
 

@@ -25,6 +25,10 @@ pub struct Instr {
     pub operands: String,
     pub ctrl: Control,
     pub class: OpClass,
+    /// Where a direct branch (`BRA`) goes, as a section offset.
+    pub target: Option<u64>,
+    /// The function a `CALL` enters, by symbol name.
+    pub callee: Option<String>,
 }
 
 impl Instr {
@@ -33,19 +37,28 @@ impl Instr {
         self.opcode.split('.').next().unwrap_or("")
     }
 
-    /// The section offset a direct branch (`BRA`, `BRA.U`, `BSSY`, `BRX` fall-through not
-    /// included) goes to, when the operand says.
+    /// The section offset a direct branch goes to.
     pub fn branch_target(&self) -> Option<u64> {
-        if !matches!(self.base(), "BRA" | "JMP") {
-            return None;
-        }
-        let last = self.operands.rsplit(',').next()?.trim();
-        u64::from_str_radix(last.strip_prefix("0x")?, 16).ok()
+        self.target
     }
 
-    /// The function a `CALL.REL` names (`$kernel$callee` or `$__internal_...`).
+    /// The function a `CALL` enters.
     pub fn callee(&self) -> Option<&str> {
-        (self.base() == "CALL" && self.operands.starts_with('$')).then_some(self.operands.trim())
+        self.callee.as_deref()
+    }
+
+    /// Fill `target` and `callee` from nvdisasm's operand text: `BRA 0x2a0` prints the
+    /// target as a section offset, `CALL.REL.NOINC $k$f` names the function.
+    fn resolve_operands(&mut self) {
+        if matches!(self.base(), "BRA" | "JMP") {
+            let last = self.operands.rsplit(',').next().unwrap_or("").trim();
+            self.target = last
+                .strip_prefix("0x")
+                .and_then(|h| u64::from_str_radix(h, 16).ok());
+        }
+        if self.base() == "CALL" && self.operands.starts_with('$') {
+            self.callee = Some(self.operands.trim().to_string());
+        }
     }
 
     /// Whether the instruction is unconditional (no guard, or `@PT`).
@@ -175,14 +188,18 @@ pub fn from_json(json: &[u8], cubin: &[u8]) -> Result<Vec<Function>, ListingErro
                             err(format!("instruction at {offset:#x} is past the section"))
                         })?;
                     let class = OpClass::of(&j.opcode);
-                    Ok(Instr {
+                    let mut ins = Instr {
                         offset,
                         predicate: j.predicate,
                         ctrl: Control::from_bytes(word).expect("16 bytes"),
                         opcode: j.opcode,
                         operands: j.operands,
                         class,
-                    })
+                        target: None,
+                        callee: None,
+                    };
+                    ins.resolve_operands();
+                    Ok(ins)
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             Ok(Function {

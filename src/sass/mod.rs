@@ -1,11 +1,15 @@
 //! SASS: what the instructions of a cubin are. For now read-only: the control field of every
-//! instruction (the same on sm_70 to sm_120), the toolkit's own disassembly of each function,
-//! and a class per mnemonic for the stall predictor. Encoding, operand tables and re-layout
+//! instruction (the same on sm_70 to sm_120), the toolkit's own disassembly of each function
+//! (`listing`, the authority), a decoding straight from the bytes for the tuner's hot path
+//! (`raw`: mnemonic, predicate, branch and call targets), and a class per mnemonic for the
+//! stall predictor. Encoding, operand tables and re-layout
 //! come with the SASS rewriting layer.
 
 pub mod class;
 pub mod control;
 pub mod listing;
+pub mod opcodes;
+pub mod raw;
 
 pub use class::OpClass;
 pub use control::Control;

@@ -8,7 +8,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 use super::TuneContext;
 use super::candidates::{self, BlockFrom, KernelPlan};
@@ -18,7 +17,7 @@ use crate::cubin::Cubin;
 use crate::driver::process::StepContext;
 use crate::predict::Arch;
 use crate::predict::stalls::{combine, function_cost};
-use crate::sass::{Function, listing};
+use crate::sass::{Function, raw};
 
 /// One kernel's record in the report (`NVCC_ORION_REPORT`, one JSON object per line).
 #[derive(Debug, Clone, Serialize)]
@@ -56,8 +55,6 @@ pub enum TuneError {
     Cubin(String, crate::cubin::CubinError),
     #[error(transparent)]
     Variant(#[from] VariantError),
-    #[error("disassembly: {0}")]
-    Listing(#[from] listing::ListingError),
     #[error("{0}")]
     Io(String),
     #[error(
@@ -112,13 +109,7 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         .prefix("nvcc-orion-variants-")
         .tempdir()
         .map_err(|e| TuneError::Io(format!("temporary folder: {e}")))?;
-    let nvdisasm = tune.toolkit.tool("nvdisasm");
     let cache = tune.settings.cache.clone();
-    let lister = Lister {
-        nvdisasm: &nvdisasm,
-        work: work.path(),
-        cache: cache.as_deref(),
-    };
     let ptxas = ctx
         .resolve(&argv[0])
         .map_err(|e| TuneError::Io(format!("ptxas: {e}")))?;
@@ -164,19 +155,20 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         .collect::<Result<_, _>>()?;
 
     let base_listing = if rounds > 0 {
-        lister.list(&baseline_bytes)?
+        raw::functions(&baseline)
     } else {
         Vec::new()
     };
     let mut parsed: Vec<Option<(Cubin, Vec<Function>)>> = Vec::new();
     for b in &built {
         parsed.push(match b {
-            Some(b) => Some((
-                Cubin::parse(&b.cubin).map_err(|e| {
+            Some(b) => {
+                let c = Cubin::parse(&b.cubin).map_err(|e| {
                     TuneError::Cubin(format!("variant {}", variants::describe(&b.budgets)), e)
-                })?,
-                lister.list(&b.cubin)?,
-            )),
+                })?;
+                let f = raw::functions(&c);
+                Some((c, f))
+            }
             None => None,
         });
     }
@@ -258,16 +250,17 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         Some(b) => b.clone(),
         None => builder.build(rounds, &chosen)?,
     };
-    let final_listing = lister.list(&final_built.cubin)?;
+    let final_cubin =
+        Cubin::parse(&final_built.cubin).map_err(|e| TuneError::Cubin("final".to_string(), e))?;
     for (kernel, source) in &expected {
-        let evaluated: &[Function] = match source {
-            None => &base_listing,
-            Some(i) => parsed[*i]
-                .as_ref()
-                .map(|(_, l)| l.as_slice())
-                .unwrap_or(&[]),
+        let evaluated = match source {
+            None => &baseline,
+            Some(i) => match &parsed[*i] {
+                Some((c, _)) => c,
+                None => return Err(TuneError::Mismatch(kernel.clone())),
+            },
         };
-        if kernel_code(&final_listing, kernel) != kernel_code(evaluated, kernel) {
+        if kernel_code(&final_cubin, kernel) != kernel_code(evaluated, kernel) {
             return Err(TuneError::Mismatch(kernel.clone()));
         }
     }
@@ -277,43 +270,28 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
     Ok(result)
 }
 
-/// A kernel's instructions and those of its own sub-functions (`$kernel$...`), in order.
-fn kernel_code<'a>(funcs: &'a [Function], kernel: &str) -> Vec<&'a Function> {
+/// The bytes of a kernel's code and of its own sub-functions (`$kernel$...`), in symbol
+/// order: what must not change between the evaluated variant and the cubin that ships.
+fn kernel_code(cubin: &Cubin, kernel: &str) -> Vec<Vec<u8>> {
     let prefix = format!("${kernel}$");
-    funcs
-        .iter()
+    let sections = &cubin.elf().sections;
+    cubin
+        .functions()
+        .into_iter()
         .filter(|f| f.name == kernel || f.name.starts_with(&prefix))
+        .map(|f| {
+            let data = sections
+                .get(f.text_section)
+                .map_or(&[][..], |s| &s.data[..]);
+            let start = usize::try_from(f.text_offset)
+                .unwrap_or(usize::MAX)
+                .min(data.len());
+            let end = usize::try_from(f.text_offset.saturating_add(f.text_size))
+                .unwrap_or(usize::MAX)
+                .min(data.len());
+            data[start..end.max(start)].to_vec()
+        })
         .collect()
-}
-
-/// `nvdisasm -json` of cubins, cached by the cubin's hash next to the variants.
-struct Lister<'a> {
-    nvdisasm: &'a Path,
-    work: &'a Path,
-    cache: Option<&'a Path>,
-}
-
-impl Lister<'_> {
-    fn list(&self, cubin: &[u8]) -> Result<Vec<Function>, TuneError> {
-        let key: String = Sha256::digest(cubin)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        let cached = self.cache.map(|d| d.join(format!("{key}.nvdisasm.json")));
-        if let Some(json) = cached.as_ref().and_then(|p| std::fs::read(p).ok())
-            && let Ok(f) = listing::from_json(&json, cubin)
-        {
-            return Ok(f);
-        }
-        let path = self.work.join(format!("{key}.cubin"));
-        std::fs::write(&path, cubin).map_err(io_err(&path))?;
-        let json = listing::json(self.nvdisasm, &path)?;
-        let funcs = listing::from_json(&json, cubin)?;
-        if let Some(p) = cached {
-            let _ = write_atomically(&p, &json);
-        }
-        Ok(funcs)
-    }
 }
 
 fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
