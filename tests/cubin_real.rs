@@ -522,3 +522,101 @@ fn text_replacement_moves_every_offset() {
     assert!(kernels_done >= 100);
     assert!(with_subfunctions > 0);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Bad input
+// ---------------------------------------------------------------------------------------------
+
+/// Parse, and when that succeeds exercise everything: no panic anywhere.
+fn exercise(bytes: &[u8]) -> bool {
+    let Ok(c) = Cubin::parse(bytes) else {
+        return false;
+    };
+    let funcs = c.functions();
+    let _ = c.kernels();
+    let _ = c.write();
+    if let Some(f) = funcs.first() {
+        let _ = c.function_info(&f.name);
+        let mut e = c.clone();
+        if e.set_register_count(&f.name, 33).is_ok() {
+            let _ = e.write().map(|b| Cubin::parse(&b));
+        }
+        let mut e = c.clone();
+        if e.set_shared_size(&f.name, 8192).is_ok() {
+            let _ = e.write().map(|b| Cubin::parse(&b));
+        }
+        let mut e = c.clone();
+        let code = vec![0u8; (f.text_size as usize).min(1 << 16) / 16 * 16 + 128];
+        if e.replace_text(&f.name, code, &OffsetMap::shift_from(16, 128))
+            .is_ok()
+        {
+            let _ = e.write().map(|b| Cubin::parse(&b));
+        }
+    }
+    true
+}
+
+#[test]
+fn truncated_and_corrupted_cubins_never_panic() {
+    if fx().is_none() {
+        return;
+    }
+    assert!(Cubin::parse(&[]).is_err());
+    let picked: Vec<&Extracted> = one_per_arch()
+        .into_iter()
+        .map(|(_, e)| e)
+        .chain(
+            all_cubins()
+                .iter()
+                .filter(|e| Cubin::parse(&e.2).unwrap().is_relocatable())
+                .take(1),
+        )
+        .collect();
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let (mut ok, mut err) = (0, 0);
+    for (label, _, bytes) in picked {
+        // Truncations: every length near the start, the tables, the end, and a stride.
+        let n = bytes.len();
+        let c = Cubin::parse(bytes).unwrap();
+        let shoff = c.elf().header.e_shoff as usize;
+        let mut lens: BTreeSet<usize> = (0..=80).collect();
+        lens.extend((0..n).step_by(n / 150 + 1));
+        lens.extend(shoff.saturating_sub(8)..(shoff + 80).min(n));
+        lens.extend(n.saturating_sub(80)..n);
+        for len in lens {
+            if exercise(&bytes[..len]) {
+                ok += 1;
+            } else {
+                err += 1;
+            }
+        }
+        // Bit flips: anywhere, and concentrated on the header and section header table.
+        for round in 0..400 {
+            let mut m = bytes.clone();
+            let flips = 1 + (next() % 4) as usize;
+            for _ in 0..flips {
+                let r = next();
+                let at = match round % 3 {
+                    0 => (r as usize) % 64,
+                    1 => shoff + (r as usize) % (n - shoff),
+                    _ => (r as usize) % n,
+                };
+                m[at] ^= 1 << ((r >> 32) % 8);
+            }
+            if exercise(&m) {
+                ok += 1;
+            } else {
+                err += 1;
+            }
+        }
+        eprintln!("{label}: done");
+    }
+    eprintln!("{ok} mutated inputs parsed, {err} refused");
+    assert!(ok > 0 && err > 0);
+}
