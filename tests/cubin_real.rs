@@ -620,3 +620,120 @@ fn truncated_and_corrupted_cubins_never_panic() {
     eprintln!("{ok} mutated inputs parsed, {err} refused");
     assert!(ok > 0 && err > 0);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Indirect branches (no fixture has BRX jump tables, so this test compiles a dense switch)
+// ---------------------------------------------------------------------------------------------
+
+fn switch_source() -> String {
+    let mut cases = String::new();
+    for i in 0..24 {
+        cases.push_str(&format!(
+            "        case {i}: v = v * {} + {}; v ^= v >> {}; break;\n",
+            i + 3,
+            i * 7 + 1,
+            i % 5 + 1
+        ));
+    }
+    format!(
+        "__global__ void sw2(const int* in, int* out, int n) {{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i >= n) return;\n    int v = in[i + n];\n    switch (in[i]) {{\n{cases}        default: v = -1; break;\n    }}\n    out[i] = v;\n}}\n"
+    )
+}
+
+/// `(brx offset, targets)` groups of `Offset of Indirect Branch: … Targets: …` in
+/// `cuobjdump -elf`.
+fn cuobjdump_branch_targets(dump: &str) -> Vec<(u32, Vec<u32>)> {
+    let hex = |s: &str| u32::from_str_radix(s.trim().trim_start_matches("0x"), 16).unwrap();
+    let mut out = Vec::new();
+    for line in dump.lines() {
+        let t = line.trim();
+        if let Some(rest) = t.strip_prefix("Offset of Indirect Branch:") {
+            let off = rest.split_whitespace().next().unwrap();
+            out.push((hex(off), Vec::new()));
+        } else if let Some(rest) = t.strip_prefix("Targets:") {
+            let last = out.last_mut().unwrap();
+            last.1 = rest.split_whitespace().map(hex).collect();
+        }
+    }
+    out
+}
+
+#[test]
+fn text_replacement_moves_indirect_branch_targets_and_jump_tables() {
+    if fx().is_none() {
+        return;
+    }
+    let dir = scratch("brx");
+    let src = dir.path().join("sw2.cu");
+    std::fs::write(&src, switch_source()).unwrap();
+    let nvcc = common::find_nvcc().unwrap();
+    for arch in [80, 90] {
+        let cubin = dir.path().join(format!("sw2_{arch}.cubin"));
+        let st = std::process::Command::new(&nvcc)
+            .args(["-cubin", &format!("-arch=sm_{arch}"), "-o"])
+            .arg(&cubin)
+            .arg(&src)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let bytes = std::fs::read(&cubin).unwrap();
+        let before = cuobjdump_branch_targets(&fixtures::elf_dump(&cubin).unwrap());
+        assert!(before.len() >= 2, "sm_{arch}: no BRX in the switch kernel");
+        let mut c = Cubin::parse(&bytes).unwrap();
+        assert_eq!(c.write().unwrap(), bytes);
+        let k = c.kernels().remove(0);
+        let text = c.elf().sections[k.text_section].data.clone();
+        let c2 = |cb: &Cubin| {
+            cb.elf()
+                .sections
+                .iter()
+                .find(|s| s.name.starts_with(".nv.constant2."))
+                .unwrap()
+                .data
+                .clone()
+        };
+        let table_before = c2(&c);
+        let mut code = text[..16].to_vec();
+        for _ in 0..8 {
+            code.extend_from_slice(&nvcc_orion::cubin::edit::NOP);
+        }
+        code.extend_from_slice(&text[16..]);
+        c.replace_text(&k.name, code, &OffsetMap::shift_from(16, 128))
+            .unwrap();
+        let out = c.write().unwrap();
+        let edited = dir.path().join(format!("sw2_{arch}_edited.cubin"));
+        std::fs::write(&edited, &out).unwrap();
+        toolkit_accepts(&edited, &format!("sw2 sm_{arch}"));
+        let after = cuobjdump_branch_targets(&fixtures::elf_dump(&edited).unwrap());
+        let shifted: Vec<(u32, Vec<u32>)> = before
+            .iter()
+            .map(|(b, t)| (b + 128, t.iter().map(|x| x + 128).collect()))
+            .collect();
+        assert_eq!(after, shifted, "sm_{arch}: INDIRECT_BRANCH_TARGETS");
+        // Every jump-table word that was a target moved with it; others are untouched.
+        let targets: BTreeSet<u32> = before.iter().flat_map(|g| g.1.clone()).collect();
+        let back = Cubin::parse(&out).unwrap();
+        let table_after = c2(&back);
+        let mut moved = 0;
+        for (a, b) in table_before.chunks(4).zip(table_after.chunks(4)) {
+            let a = u32::from_le_bytes(a.try_into().unwrap());
+            let b = u32::from_le_bytes(b.try_into().unwrap());
+            if targets.contains(&a) {
+                assert_eq!(b, a + 128);
+                moved += 1;
+            } else {
+                assert_eq!(a, b);
+            }
+        }
+        assert!(
+            moved >= targets.len(),
+            "sm_{arch}: jump table entries moved: {moved}"
+        );
+        // The BRX instructions are where the attribute says.
+        let new_text = &back.elf().sections[k.text_section].data;
+        for (b, _) in &after {
+            let lo = u16::from_le_bytes([new_text[*b as usize], new_text[*b as usize + 1]]);
+            assert_eq!(lo & 0xfff, 0x949, "sm_{arch}: no BRX at {b:#x}");
+        }
+    }
+}

@@ -545,7 +545,19 @@ impl Cubin {
                         let width = match r.r_type {
                             1 => 4,
                             2 => 8,
-                            _ => continue,
+                            // R_CUDA_UNUSED_CLEAR32/64: the field is cleared, no address.
+                            0x48 | 0x49 => continue,
+                            t => {
+                                // An inline addend inside an instruction field: this layer
+                                // does not know where it sits, so moving the code would
+                                // leave the target stale.
+                                return Err(CubinError::Function {
+                                    name: kernel.to_string(),
+                                    what: format!(
+                                        "{what}: REL type {t:#x} into the moved section has an inline addend this layer cannot rewrite"
+                                    ),
+                                });
+                            }
                         };
                         let tsec = self.elf.sections.get(target).ok_or_else(|| {
                             CubinError::section(i, &s.name, "relocates a missing section")
