@@ -325,7 +325,13 @@ impl Cubin {
             return Ok(n - 1);
         }
         let at = first_global as u32;
-        self.renumber_symbols(&|old| if old >= at { old + 1 } else { old })?;
+        self.renumber_symbols(&|old| {
+            if old >= at {
+                old.saturating_add(1)
+            } else {
+                old
+            }
+        })?;
         self.symbols.insert(first_global, symbol);
         self.elf.sections[self.symtab].sh_info = at + 1;
         self.store_symbols();
