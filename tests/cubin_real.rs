@@ -240,15 +240,22 @@ fn spill_counts_agree_with_nvdisasm_and_ptxas() {
 // Edits
 // ---------------------------------------------------------------------------------------------
 
-/// One whole-program cubin per architecture (the one with the most kernels).
+/// One whole-program cubin per architecture: one where some kernel has no `.nv.shared.<k>`
+/// section (so that it must be created), and among those the one with the most kernels.
 fn one_per_arch() -> Vec<(u32, &'static Extracted)> {
-    let mut best: BTreeMap<u32, (usize, &'static Extracted)> = BTreeMap::new();
+    let mut best: BTreeMap<u32, ((bool, usize), &'static Extracted)> = BTreeMap::new();
     for entry in all_cubins() {
         let c = Cubin::parse(&entry.2).unwrap();
         if c.is_relocatable() {
             continue;
         }
-        let n = c.kernels().len();
+        let kernels = c.kernels();
+        let lacks = kernels.iter().any(|k| {
+            c.elf()
+                .section_index_by_name(&format!(".nv.shared.{}", k.name))
+                .is_none()
+        });
+        let n = (lacks, kernels.len());
         let e = best.entry(c.arch()).or_insert((n, entry));
         if n > e.0 {
             *e = (n, entry);
@@ -277,6 +284,7 @@ fn register_and_shared_edits_show_in_res_usage() {
         BTreeSet::from([75, 80, 86, 89, 90, 100, 120])
     );
     let mut created = 0;
+    let mut renumbered = 0;
     for (arch, (label, _, bytes)) in picked {
         let mut c = Cubin::parse(bytes).unwrap();
         let kernels = c.kernels();
@@ -285,14 +293,23 @@ fn register_and_shared_edits_show_in_res_usage() {
             .max_by_key(|k| k.static_shared)
             .unwrap()
             .clone();
+        let has_section = |name: &str| {
+            c.elf()
+                .section_index_by_name(&format!(".nv.shared.{name}"))
+                .is_some()
+        };
         let fresh = kernels
             .iter()
             .filter(|k| k.name != grow.name)
-            .min_by_key(|k| k.static_shared)
+            .min_by_key(|k| (has_section(&k.name), k.static_shared))
             .unwrap()
             .clone();
         let regs = (grow.registers.unwrap() + 8).min(255);
         c.set_register_count(&grow.name, regs).unwrap();
+        let grow_had_section = c
+            .elf()
+            .section_index_by_name(&format!(".nv.shared.{}", grow.name))
+            .is_some();
         let shared = grow.static_shared + 4096;
         c.set_shared_size(&grow.name, shared).unwrap();
         let had_section = c
@@ -356,10 +373,52 @@ fn register_and_shared_edits_show_in_res_usage() {
                 assert_eq!(b, f, "{label}: {} changed", f.name);
             }
         }
+        // The section symbol of a created section: inserted before the globals (renumbering
+        // every reference) where the file keeps locals first, else appended.
+        if !had_section {
+            let idx = back
+                .symbols()
+                .iter()
+                .position(|s| s.name == format!(".nv.shared.{}", fresh.name))
+                .unwrap_or_else(|| panic!("{label}: no section symbol"));
+            assert_eq!(
+                back.symbols().len(),
+                orig.symbols().len() + 1 + usize::from(!grow_had_section)
+            );
+            if idx + 1 < back.symbols().len() {
+                renumbered += 1;
+            }
+        }
+        // The writable LOAD segment grew with the shared sections.
+        let rw = |cb: &Cubin| {
+            cb.elf()
+                .phdrs
+                .iter()
+                .filter(|p| p.p_type == 1 && p.p_flags & 2 != 0)
+                .map(|p| p.p_memsz)
+                .sum::<u64>()
+        };
+        assert!(
+            rw(&back) >= rw(&orig) + 4096,
+            "{label}: RW segment {:#x} -> {:#x}",
+            rw(&orig),
+            rw(&back)
+        );
         let path = dir.path().join(format!("edited_sm{arch}.cubin"));
         std::fs::write(&path, &out).unwrap();
         toolkit_accepts(&path, label);
         let ru = fixtures::res_usage(&path).unwrap();
+        // cuobjdump sees every other function exactly as before (symbol renumbering kept
+        // every reference right).
+        let orig_path = dir.path().join(format!("orig_sm{arch}.cubin"));
+        std::fs::write(&orig_path, bytes).unwrap();
+        let ru_orig = fixtures::res_usage(&orig_path).unwrap();
+        assert_eq!(ru.len(), ru_orig.len());
+        for (a, b) in ru.iter().zip(&ru_orig) {
+            if a.function != grow.name && a.function != fresh.name {
+                assert_eq!(a, b, "{label}: res-usage of {} changed", a.function);
+            }
+        }
         let r = ru.iter().find(|r| r.function == grow.name).unwrap();
         assert_eq!(r.reg, regs, "{label}: REG after the edit");
         assert_eq!(r.shared as u64, shared, "{label}: SHARED after the edit");
@@ -381,6 +440,11 @@ fn register_and_shared_edits_show_in_res_usage() {
         }
     }
     assert!(created > 0, "no kernel without a shared section was found");
+    assert!(
+        renumbered > 0,
+        "no creation went through symbol renumbering"
+    );
+    eprintln!("{created} shared sections created, {renumbered} with renumbering");
 }
 
 /// Insert 8 NOPs (128 bytes) after the first instruction of every kernel of every
