@@ -801,3 +801,69 @@ fn text_replacement_moves_indirect_branch_targets_and_jump_tables() {
         }
     }
 }
+
+#[test]
+fn symbol_ranges_and_errors() {
+    let Some(fx) = fx() else { return };
+    let bytes = std::fs::read(&fx.get("calls_sm80_lineinfo.cubin").path).unwrap();
+    let mut c = Cubin::parse(&bytes).unwrap();
+    let sub = c
+        .functions()
+        .into_iter()
+        .find(|f| !f.is_kernel)
+        .expect("calls.cu has sub-functions");
+    c.set_symbol_range(&sub.name, sub.text_offset + 16, sub.text_size - 16)
+        .unwrap();
+    let back = Cubin::parse(&c.write().unwrap()).unwrap();
+    let f = back.function_info(&sub.name).unwrap();
+    assert_eq!(
+        (f.text_offset, f.text_size),
+        (sub.text_offset + 16, sub.text_size - 16)
+    );
+    // Errors name what and where, on one line.
+    let e = c.set_register_count("no_such_kernel", 32).unwrap_err();
+    assert_eq!(e.to_string(), "no function `no_such_kernel` in the cubin");
+    let k = c.kernels().remove(0);
+    let e = c.set_register_count(&k.name, 300).unwrap_err();
+    assert!(e.to_string().contains("300 registers"), "{e}");
+    let e = c
+        .replace_text(&k.name, vec![0; 20], &OffsetMap::new())
+        .unwrap_err();
+    assert!(e.to_string().contains("not a multiple of 16"), "{e}");
+    let e = c
+        .replace_text(&sub.name, vec![0; 32], &OffsetMap::new())
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("does not own its text section"),
+        "{e}"
+    );
+    // A truncated .nv.info record is reported with its section and offset.
+    let info = c
+        .elf()
+        .sections
+        .iter()
+        .position(|s| s.name.starts_with(".nv.info."))
+        .unwrap();
+    let s = &c.elf().sections[info];
+    let mut bad = bytes.clone();
+    // First record: make it an SVAL whose length runs past the section.
+    let at = s.sh_offset as usize;
+    bad[at] = 4;
+    bad[at + 2] = 0xff;
+    bad[at + 3] = 0xff;
+    let e = Cubin::parse(&bad).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "section {info} ({}): record at 0x0 runs past the end",
+            s.name
+        )
+    );
+    // ELF-level problems.
+    assert!(
+        Cubin::parse(b"not an elf")
+            .unwrap_err()
+            .to_string()
+            .starts_with("ELF header:")
+    );
+}

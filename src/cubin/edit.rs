@@ -425,7 +425,9 @@ impl Cubin {
     /// ([`remap_offsets`]), the symbols inside the section (sub-functions), relocation
     /// offsets in `.rel(a).text.<k>`, relocations pointing into the section (addends),
     /// `.nv.constant2.<k>` jump-table entries, and `.debug_frame` FDE ranges. Branch
-    /// immediates inside `code` are the caller's business.
+    /// immediates inside `code` are the caller's business. On sm_100+ the "merc" copy of the
+    /// code (`.nv.capmerc.text.<k>`) is left as it was; DWARF line programs are not updated.
+    /// Nothing changes when an error is returned.
     pub fn replace_text(
         &mut self,
         kernel: &str,
