@@ -240,15 +240,22 @@ fn spill_counts_agree_with_nvdisasm_and_ptxas() {
 // Edits
 // ---------------------------------------------------------------------------------------------
 
-/// One whole-program cubin per architecture (the one with the most kernels).
+/// One whole-program cubin per architecture: one where some kernel has no `.nv.shared.<k>`
+/// section (so that it must be created), and among those the one with the most kernels.
 fn one_per_arch() -> Vec<(u32, &'static Extracted)> {
-    let mut best: BTreeMap<u32, (usize, &'static Extracted)> = BTreeMap::new();
+    let mut best: BTreeMap<u32, ((bool, usize), &'static Extracted)> = BTreeMap::new();
     for entry in all_cubins() {
         let c = Cubin::parse(&entry.2).unwrap();
         if c.is_relocatable() {
             continue;
         }
-        let n = c.kernels().len();
+        let kernels = c.kernels();
+        let lacks = kernels.iter().any(|k| {
+            c.elf()
+                .section_index_by_name(&format!(".nv.shared.{}", k.name))
+                .is_none()
+        });
+        let n = (lacks, kernels.len());
         let e = best.entry(c.arch()).or_insert((n, entry));
         if n > e.0 {
             *e = (n, entry);
@@ -277,6 +284,7 @@ fn register_and_shared_edits_show_in_res_usage() {
         BTreeSet::from([75, 80, 86, 89, 90, 100, 120])
     );
     let mut created = 0;
+    let mut renumbered = 0;
     for (arch, (label, _, bytes)) in picked {
         let mut c = Cubin::parse(bytes).unwrap();
         let kernels = c.kernels();
@@ -285,14 +293,23 @@ fn register_and_shared_edits_show_in_res_usage() {
             .max_by_key(|k| k.static_shared)
             .unwrap()
             .clone();
+        let has_section = |name: &str| {
+            c.elf()
+                .section_index_by_name(&format!(".nv.shared.{name}"))
+                .is_some()
+        };
         let fresh = kernels
             .iter()
             .filter(|k| k.name != grow.name)
-            .min_by_key(|k| k.static_shared)
+            .min_by_key(|k| (has_section(&k.name), k.static_shared))
             .unwrap()
             .clone();
         let regs = (grow.registers.unwrap() + 8).min(255);
         c.set_register_count(&grow.name, regs).unwrap();
+        let grow_had_section = c
+            .elf()
+            .section_index_by_name(&format!(".nv.shared.{}", grow.name))
+            .is_some();
         let shared = grow.static_shared + 4096;
         c.set_shared_size(&grow.name, shared).unwrap();
         let had_section = c
@@ -356,10 +373,52 @@ fn register_and_shared_edits_show_in_res_usage() {
                 assert_eq!(b, f, "{label}: {} changed", f.name);
             }
         }
+        // The section symbol of a created section: inserted before the globals (renumbering
+        // every reference) where the file keeps locals first, else appended.
+        if !had_section {
+            let idx = back
+                .symbols()
+                .iter()
+                .position(|s| s.name == format!(".nv.shared.{}", fresh.name))
+                .unwrap_or_else(|| panic!("{label}: no section symbol"));
+            assert_eq!(
+                back.symbols().len(),
+                orig.symbols().len() + 1 + usize::from(!grow_had_section)
+            );
+            if idx + 1 < back.symbols().len() {
+                renumbered += 1;
+            }
+        }
+        // The writable LOAD segment grew with the shared sections.
+        let rw = |cb: &Cubin| {
+            cb.elf()
+                .phdrs
+                .iter()
+                .filter(|p| p.p_type == 1 && p.p_flags & 2 != 0)
+                .map(|p| p.p_memsz)
+                .sum::<u64>()
+        };
+        assert!(
+            rw(&back) >= rw(&orig) + 4096,
+            "{label}: RW segment {:#x} -> {:#x}",
+            rw(&orig),
+            rw(&back)
+        );
         let path = dir.path().join(format!("edited_sm{arch}.cubin"));
         std::fs::write(&path, &out).unwrap();
         toolkit_accepts(&path, label);
         let ru = fixtures::res_usage(&path).unwrap();
+        // cuobjdump sees every other function exactly as before (symbol renumbering kept
+        // every reference right).
+        let orig_path = dir.path().join(format!("orig_sm{arch}.cubin"));
+        std::fs::write(&orig_path, bytes).unwrap();
+        let ru_orig = fixtures::res_usage(&orig_path).unwrap();
+        assert_eq!(ru.len(), ru_orig.len());
+        for (a, b) in ru.iter().zip(&ru_orig) {
+            if a.function != grow.name && a.function != fresh.name {
+                assert_eq!(a, b, "{label}: res-usage of {} changed", a.function);
+            }
+        }
         let r = ru.iter().find(|r| r.function == grow.name).unwrap();
         assert_eq!(r.reg, regs, "{label}: REG after the edit");
         assert_eq!(r.shared as u64, shared, "{label}: SHARED after the edit");
@@ -381,6 +440,11 @@ fn register_and_shared_edits_show_in_res_usage() {
         }
     }
     assert!(created > 0, "no kernel without a shared section was found");
+    assert!(
+        renumbered > 0,
+        "no creation went through symbol renumbering"
+    );
+    eprintln!("{created} shared sections created, {renumbered} with renumbering");
 }
 
 /// Insert 8 NOPs (128 bytes) after the first instruction of every kernel of every
@@ -521,4 +585,285 @@ fn text_replacement_moves_every_offset() {
     );
     assert!(kernels_done >= 100);
     assert!(with_subfunctions > 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bad input
+// ---------------------------------------------------------------------------------------------
+
+/// Parse, and when that succeeds exercise everything: no panic anywhere.
+fn exercise(bytes: &[u8]) -> bool {
+    let Ok(c) = Cubin::parse(bytes) else {
+        return false;
+    };
+    let funcs = c.functions();
+    let _ = c.kernels();
+    let _ = c.write();
+    if let Some(f) = funcs.first() {
+        let _ = c.function_info(&f.name);
+        let mut e = c.clone();
+        if e.set_register_count(&f.name, 33).is_ok() {
+            let _ = e.write().map(|b| Cubin::parse(&b));
+        }
+        let mut e = c.clone();
+        if e.set_shared_size(&f.name, 8192).is_ok() {
+            let _ = e.write().map(|b| Cubin::parse(&b));
+        }
+        let mut e = c.clone();
+        let code = vec![0u8; (f.text_size as usize).min(1 << 16) / 16 * 16 + 128];
+        if e.replace_text(&f.name, code, &OffsetMap::shift_from(16, 128))
+            .is_ok()
+        {
+            let _ = e.write().map(|b| Cubin::parse(&b));
+        }
+    }
+    true
+}
+
+#[test]
+fn truncated_and_corrupted_cubins_never_panic() {
+    if fx().is_none() {
+        return;
+    }
+    assert!(Cubin::parse(&[]).is_err());
+    let picked: Vec<&Extracted> = one_per_arch()
+        .into_iter()
+        .map(|(_, e)| e)
+        .chain(
+            all_cubins()
+                .iter()
+                .filter(|e| Cubin::parse(&e.2).unwrap().is_relocatable())
+                .take(1),
+        )
+        .collect();
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let (mut ok, mut err) = (0, 0);
+    for (label, _, bytes) in picked {
+        // Truncations: every length near the start, the tables, the end, and a stride.
+        let n = bytes.len();
+        let c = Cubin::parse(bytes).unwrap();
+        let shoff = c.elf().header.e_shoff as usize;
+        let mut lens: BTreeSet<usize> = (0..=80).collect();
+        lens.extend((0..n).step_by(n / 150 + 1));
+        lens.extend(shoff.saturating_sub(8)..(shoff + 80).min(n));
+        lens.extend(n.saturating_sub(80)..n);
+        for len in lens {
+            if exercise(&bytes[..len]) {
+                ok += 1;
+            } else {
+                err += 1;
+            }
+        }
+        // Bit flips: anywhere, and concentrated on the header and section header table.
+        for round in 0..400 {
+            let mut m = bytes.clone();
+            let flips = 1 + (next() % 4) as usize;
+            for _ in 0..flips {
+                let r = next();
+                let at = match round % 3 {
+                    0 => (r as usize) % 64,
+                    1 => shoff + (r as usize) % (n - shoff),
+                    _ => (r as usize) % n,
+                };
+                m[at] ^= 1 << ((r >> 32) % 8);
+            }
+            if exercise(&m) {
+                ok += 1;
+            } else {
+                err += 1;
+            }
+        }
+        eprintln!("{label}: done");
+    }
+    eprintln!("{ok} mutated inputs parsed, {err} refused");
+    assert!(ok > 0 && err > 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Indirect branches (no fixture has BRX jump tables, so this test compiles a dense switch)
+// ---------------------------------------------------------------------------------------------
+
+fn switch_source() -> String {
+    let mut cases = String::new();
+    for i in 0..24 {
+        cases.push_str(&format!(
+            "        case {i}: v = v * {} + {}; v ^= v >> {}; break;\n",
+            i + 3,
+            i * 7 + 1,
+            i % 5 + 1
+        ));
+    }
+    format!(
+        "__global__ void sw2(const int* in, int* out, int n) {{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i >= n) return;\n    int v = in[i + n];\n    switch (in[i]) {{\n{cases}        default: v = -1; break;\n    }}\n    out[i] = v;\n}}\n"
+    )
+}
+
+/// `(brx offset, targets)` groups of `Offset of Indirect Branch: … Targets: …` in
+/// `cuobjdump -elf`.
+fn cuobjdump_branch_targets(dump: &str) -> Vec<(u32, Vec<u32>)> {
+    let hex = |s: &str| u32::from_str_radix(s.trim().trim_start_matches("0x"), 16).unwrap();
+    let mut out = Vec::new();
+    for line in dump.lines() {
+        let t = line.trim();
+        if let Some(rest) = t.strip_prefix("Offset of Indirect Branch:") {
+            let off = rest.split_whitespace().next().unwrap();
+            out.push((hex(off), Vec::new()));
+        } else if let Some(rest) = t.strip_prefix("Targets:") {
+            let last = out.last_mut().unwrap();
+            last.1 = rest.split_whitespace().map(hex).collect();
+        }
+    }
+    out
+}
+
+#[test]
+fn text_replacement_moves_indirect_branch_targets_and_jump_tables() {
+    if fx().is_none() {
+        return;
+    }
+    let dir = scratch("brx");
+    let src = dir.path().join("sw2.cu");
+    std::fs::write(&src, switch_source()).unwrap();
+    let nvcc = common::find_nvcc().unwrap();
+    for arch in [80, 90] {
+        let cubin = dir.path().join(format!("sw2_{arch}.cubin"));
+        let st = std::process::Command::new(&nvcc)
+            .args(["-cubin", &format!("-arch=sm_{arch}"), "-o"])
+            .arg(&cubin)
+            .arg(&src)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let bytes = std::fs::read(&cubin).unwrap();
+        let before = cuobjdump_branch_targets(&fixtures::elf_dump(&cubin).unwrap());
+        assert!(before.len() >= 2, "sm_{arch}: no BRX in the switch kernel");
+        let mut c = Cubin::parse(&bytes).unwrap();
+        assert_eq!(c.write().unwrap(), bytes);
+        let k = c.kernels().remove(0);
+        let text = c.elf().sections[k.text_section].data.clone();
+        let c2 = |cb: &Cubin| {
+            cb.elf()
+                .sections
+                .iter()
+                .find(|s| s.name.starts_with(".nv.constant2."))
+                .unwrap()
+                .data
+                .clone()
+        };
+        let table_before = c2(&c);
+        let mut code = text[..16].to_vec();
+        for _ in 0..8 {
+            code.extend_from_slice(&nvcc_orion::cubin::edit::NOP);
+        }
+        code.extend_from_slice(&text[16..]);
+        c.replace_text(&k.name, code, &OffsetMap::shift_from(16, 128))
+            .unwrap();
+        let out = c.write().unwrap();
+        let edited = dir.path().join(format!("sw2_{arch}_edited.cubin"));
+        std::fs::write(&edited, &out).unwrap();
+        toolkit_accepts(&edited, &format!("sw2 sm_{arch}"));
+        let after = cuobjdump_branch_targets(&fixtures::elf_dump(&edited).unwrap());
+        let shifted: Vec<(u32, Vec<u32>)> = before
+            .iter()
+            .map(|(b, t)| (b + 128, t.iter().map(|x| x + 128).collect()))
+            .collect();
+        assert_eq!(after, shifted, "sm_{arch}: INDIRECT_BRANCH_TARGETS");
+        // Every jump-table word that was a target moved with it; others are untouched.
+        let targets: BTreeSet<u32> = before.iter().flat_map(|g| g.1.clone()).collect();
+        let back = Cubin::parse(&out).unwrap();
+        let table_after = c2(&back);
+        let mut moved = 0;
+        for (a, b) in table_before.chunks(4).zip(table_after.chunks(4)) {
+            let a = u32::from_le_bytes(a.try_into().unwrap());
+            let b = u32::from_le_bytes(b.try_into().unwrap());
+            if targets.contains(&a) {
+                assert_eq!(b, a + 128);
+                moved += 1;
+            } else {
+                assert_eq!(a, b);
+            }
+        }
+        assert!(
+            moved >= targets.len(),
+            "sm_{arch}: jump table entries moved: {moved}"
+        );
+        // The BRX instructions are where the attribute says.
+        let new_text = &back.elf().sections[k.text_section].data;
+        for (b, _) in &after {
+            let lo = u16::from_le_bytes([new_text[*b as usize], new_text[*b as usize + 1]]);
+            assert_eq!(lo & 0xfff, 0x949, "sm_{arch}: no BRX at {b:#x}");
+        }
+    }
+}
+
+#[test]
+fn symbol_ranges_and_errors() {
+    let Some(fx) = fx() else { return };
+    let bytes = std::fs::read(&fx.get("calls_sm80_lineinfo.cubin").path).unwrap();
+    let mut c = Cubin::parse(&bytes).unwrap();
+    let sub = c
+        .functions()
+        .into_iter()
+        .find(|f| !f.is_kernel)
+        .expect("calls.cu has sub-functions");
+    c.set_symbol_range(&sub.name, sub.text_offset + 16, sub.text_size - 16)
+        .unwrap();
+    let back = Cubin::parse(&c.write().unwrap()).unwrap();
+    let f = back.function_info(&sub.name).unwrap();
+    assert_eq!(
+        (f.text_offset, f.text_size),
+        (sub.text_offset + 16, sub.text_size - 16)
+    );
+    // Errors name what and where, on one line.
+    let e = c.set_register_count("no_such_kernel", 32).unwrap_err();
+    assert_eq!(e.to_string(), "no function `no_such_kernel` in the cubin");
+    let k = c.kernels().remove(0);
+    let e = c.set_register_count(&k.name, 300).unwrap_err();
+    assert!(e.to_string().contains("300 registers"), "{e}");
+    let e = c
+        .replace_text(&k.name, vec![0; 20], &OffsetMap::new())
+        .unwrap_err();
+    assert!(e.to_string().contains("not a multiple of 16"), "{e}");
+    let e = c
+        .replace_text(&sub.name, vec![0; 32], &OffsetMap::new())
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("does not own its text section"),
+        "{e}"
+    );
+    // A truncated .nv.info record is reported with its section and offset.
+    let info = c
+        .elf()
+        .sections
+        .iter()
+        .position(|s| s.name.starts_with(".nv.info."))
+        .unwrap();
+    let s = &c.elf().sections[info];
+    let mut bad = bytes.clone();
+    // First record: make it an SVAL whose length runs past the section.
+    let at = s.sh_offset as usize;
+    bad[at] = 4;
+    bad[at + 2] = 0xff;
+    bad[at + 3] = 0xff;
+    let e = Cubin::parse(&bad).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "section {info} ({}): record at 0x0 runs past the end",
+            s.name
+        )
+    );
+    // ELF-level problems.
+    assert!(
+        Cubin::parse(b"not an elf")
+            .unwrap_err()
+            .to_string()
+            .starts_with("ELF header:")
+    );
 }

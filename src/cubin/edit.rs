@@ -325,7 +325,13 @@ impl Cubin {
             return Ok(n - 1);
         }
         let at = first_global as u32;
-        self.renumber_symbols(&|old| if old >= at { old + 1 } else { old })?;
+        self.renumber_symbols(&|old| {
+            if old >= at {
+                old.saturating_add(1)
+            } else {
+                old
+            }
+        })?;
         self.symbols.insert(first_global, symbol);
         self.elf.sections[self.symtab].sh_info = at + 1;
         self.store_symbols();
@@ -419,7 +425,9 @@ impl Cubin {
     /// ([`remap_offsets`]), the symbols inside the section (sub-functions), relocation
     /// offsets in `.rel(a).text.<k>`, relocations pointing into the section (addends),
     /// `.nv.constant2.<k>` jump-table entries, and `.debug_frame` FDE ranges. Branch
-    /// immediates inside `code` are the caller's business.
+    /// immediates inside `code` are the caller's business. On sm_100+ the "merc" copy of the
+    /// code (`.nv.capmerc.text.<k>`) is left as it was; DWARF line programs are not updated.
+    /// Nothing changes when an error is returned.
     pub fn replace_text(
         &mut self,
         kernel: &str,
@@ -545,7 +553,19 @@ impl Cubin {
                         let width = match r.r_type {
                             1 => 4,
                             2 => 8,
-                            _ => continue,
+                            // R_CUDA_UNUSED_CLEAR32/64: the field is cleared, no address.
+                            0x48 | 0x49 => continue,
+                            t => {
+                                // An inline addend inside an instruction field: this layer
+                                // does not know where it sits, so moving the code would
+                                // leave the target stale.
+                                return Err(CubinError::Function {
+                                    name: kernel.to_string(),
+                                    what: format!(
+                                        "{what}: REL type {t:#x} into the moved section has an inline addend this layer cannot rewrite"
+                                    ),
+                                });
+                            }
                         };
                         let tsec = self.elf.sections.get(target).ok_or_else(|| {
                             CubinError::section(i, &s.name, "relocates a missing section")
@@ -620,5 +640,78 @@ impl Cubin {
         }
         self.elf.sections[text].data = code;
         self.finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(attr: u8, words: &[u32]) -> Record {
+        Record {
+            format: EIFMT_SVAL,
+            attr: Attr::from_code(attr),
+            short: (words.len() * 4) as u16,
+            data: words.iter().flat_map(|w| w.to_le_bytes()).collect(),
+        }
+    }
+
+    #[test]
+    fn offset_map_shifts_after_the_insertion_point() {
+        let m = OffsetMap::shift_from(0x40, 0x80);
+        assert_eq!(m.map(0x30), Some(0x30));
+        assert_eq!(m.map(0x40), Some(0xc0));
+        assert_eq!(m.map(0x100), Some(0x180));
+        assert_eq!(OffsetMap::new().map(0x1234), Some(0x1234));
+        let mut m = OffsetMap::new();
+        m.insert(0, 0);
+        m.insert(0x20, 0x40);
+        m.insert(0x60, 0x70);
+        assert_eq!(m.map(0x30), Some(0x50));
+        assert_eq!(m.map(0x70), Some(0x80));
+    }
+
+    #[test]
+    fn remap_offsets_knows_every_layout() {
+        let m = OffsetMap::shift_from(0x20, 0x80);
+        let mut recs = vec![
+            rec(0x1c, &[0x10, 0x100]),                              // EXIT offsets
+            rec(0x34, &[0x30, 0, 2, 0x10, 0x40, 0x50, 0, 1, 0x60]), // branch targets
+            rec(0x39, &[0x40, 0xff, 0, 7]),                         // mbarrier
+            rec(0x55, &[1, 0x20, 1, 0x10]),                         // annotations
+            rec(0x2f, &[0x30, 24]),                                 // not an offset
+        ];
+        remap_offsets(&mut recs, &m, "k").unwrap();
+        let w = |r: &Record| r.words().collect::<Vec<_>>();
+        assert_eq!(w(&recs[0]), [0x10, 0x180]);
+        assert_eq!(w(&recs[1]), [0xb0, 0, 2, 0x10, 0xc0, 0xd0, 0, 1, 0xe0]);
+        assert_eq!(w(&recs[2]), [0xc0, 0xff, 0, 7]);
+        assert_eq!(w(&recs[3]), [1, 0xa0, 1, 0x10]);
+        assert_eq!(w(&recs[4]), [0x30, 24]);
+    }
+
+    #[test]
+    fn unknown_offset_layouts_and_bad_values_are_refused() {
+        let m = OffsetMap::shift_from(0, 16);
+        for code in [0x2e, 0x40, 0x4b, 0x4f, 0x6a] {
+            let err = remap_offsets(&mut [rec(code, &[0x10])], &m, "k").unwrap_err();
+            assert!(
+                matches!(err, CubinError::UnknownOffsetLayout { .. }),
+                "{err}"
+            );
+            assert!(err.to_string().contains("refusing"));
+        }
+        // A branch-target record whose count runs past the end.
+        let err = remap_offsets(&mut [rec(0x34, &[0x10, 0, 9, 0x20])], &m, "k").unwrap_err();
+        assert!(matches!(err, CubinError::Range(_)));
+        // An offset pushed past u32.
+        let big = OffsetMap::shift_from(0, u32::MAX as i64);
+        assert!(remap_offsets(&mut [rec(0x1c, &[0x10])], &big, "k").is_err());
+    }
+
+    #[test]
+    fn nop_is_the_padding_ptxas_uses() {
+        assert_eq!(&NOP[..8], &0x7918u64.to_le_bytes());
+        assert_eq!(&NOP[8..], &0x000f_c000_0000_0000u64.to_le_bytes());
     }
 }

@@ -8,6 +8,32 @@
 //! * [`query`]: [`FunctionInfo`] (registers, shared, stack, spills, launch bounds, callees).
 //! * [`edit`]: register count, shared size, text replacement with an [`OffsetMap`].
 //! * [`debug_frame`]: the 64-bit DWARF CFI FDEs of `.debug_frame`.
+//!
+//! # Facts the code relies on (CUDA 13.5, checked on the fixture matrix)
+//!
+//! * Layout: ELF header, sections in index order, section headers, program headers last.
+//!   The header tables sit at 2- or 4-byte-aligned offsets; NOBITS sections share the offset
+//!   of what follows. sm_100+ cubins have sections that alias others' bytes
+//!   (`.nv.merc.nv.constant.pic` = `.nv.constant4`, `.nv.merc.nv.global.init` =
+//!   `.nv.global.init`). ET_REL cubins use CUDA section types without file bytes: 0x70000007
+//!   (`.nv.global`, overlapping `.nv.constant0.*`), 0x7000000a (`.nv.shared.*`); sm_100+ has
+//!   0x70000015 (reserved shared). [`elf::Elf::relayout`] reproduces every toolkit layout
+//!   byte for byte (tested), including `p_memsz` of the writable LOAD segment: its file size
+//!   plus every allocated NOBITS section laid out in index order with its alignment.
+//! * Symbols: sm_75-89 keep locals first (`.symtab` `sh_info` = first global); sm_90+ ET_EXEC
+//!   interleave globals and locals and set `sh_info` to the symbol count. A new local goes
+//!   before the first global in the first case (renumbering every reference through
+//!   `renumber_symbols`) and at the end in the second.
+//! * Registers: kernels' `EIATTR_REGCOUNT` is what `cuobjdump -res-usage` prints. For device
+//!   functions in their own section it prints the `.text` `sh_info[31:24]` (0 on sm_90+, even
+//!   where `.nv.info` has a REGCOUNT for them, e.g. 38 for `__internal_trig_reduction_slowpathd`
+//!   under `-G`). Under `-G` on sm_75 a kernel's REGCOUNT (32) and `sh_info[31:24]` (24)
+//!   differ; res-usage follows REGCOUNT.
+//! * `-G` cubins on sm_90+ relocate call return addresses (`R_CUDA_ABS32_LO_32/HI_32` against
+//!   the function, RELA addend = return offset); text replacement moves those addends.
+//! * Not updated by text replacement: the sm_100+ "merc" copy (`.nv.capmerc.text.*`,
+//!   `.nv.merc.*`), DWARF line programs (`.debug_line`) and `.debug_info` ranges beyond
+//!   relocated addresses. Branch immediates inside the code are the SASS layer's job.
 
 pub mod debug_frame;
 pub mod edit;

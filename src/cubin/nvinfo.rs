@@ -122,3 +122,53 @@ pub fn parse_callgraph(bytes: &[u8]) -> Vec<(i32, i32)> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_round_trip_and_name_codes() {
+        // REGCOUNT [sym 5, 24 regs], MAXREG_COUNT 0xff, CTAIDZ_USED, an unknown 0x5f HVAL.
+        let bytes = [
+            4, 0x2f, 8, 0, 5, 0, 0, 0, 24, 0, 0, 0, //
+            3, 0x1b, 0xff, 0, //
+            1, 0x04, 0, 0, //
+            3, 0x5f, 0x01, 0x01,
+        ];
+        let recs = parse_records(&bytes).unwrap();
+        assert_eq!(recs.len(), 4);
+        assert_eq!(recs[0].attr, Attr::Regcount);
+        assert_eq!(recs[0].word(1), Some(24));
+        assert_eq!(recs[1].attr.name(), "MAXREG_COUNT");
+        assert_eq!(recs[2].attr, Attr::CtaidzUsed);
+        assert_eq!(recs[3].attr, Attr::Unknown(0x5f));
+        assert_eq!(encode_records(&recs).unwrap(), bytes);
+    }
+
+    #[test]
+    fn malformed_records_are_errors() {
+        assert_eq!(parse_records(&[4, 0x2f, 8, 0, 1]).unwrap_err().offset, 0);
+        assert_eq!(
+            parse_records(&[1, 4, 0, 0, 9, 4, 0, 0]).unwrap_err(),
+            RecordError {
+                offset: 4,
+                what: "has unknown format 9".to_string()
+            }
+        );
+        assert!(parse_records(&[1, 4]).is_err());
+        assert_eq!(parse_records(&[]).unwrap(), vec![]);
+    }
+
+    #[test]
+    fn every_code_has_a_stable_identity() {
+        for c in 0..=255u8 {
+            assert_eq!(Attr::from_code(c).code(), c);
+        }
+        let named = (0..=0x6du8)
+            .filter(|&c| !matches!(Attr::from_code(c), Attr::Unknown(_)))
+            .count();
+        // 0x47, 0x56, 0x5a, 0x5f, 0x60, 0x63, 0x67 have no name in cuobjdump 13.5.
+        assert_eq!(named, 0x6e - 7);
+    }
+}

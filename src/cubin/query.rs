@@ -2,12 +2,26 @@
 
 use super::Cubin;
 use super::eiattr::Attr;
-use super::elf::{SHT_CUDA_CALLGRAPH, SHT_NOBITS};
+use super::elf::{SHT_CUDA_CALLGRAPH, SHT_CUDA_INFO, SHT_NOBITS};
 use super::nvinfo::{EIFMT_SVAL, Record, parse_callgraph};
 use super::symbols::STT_FUNC;
 use serde::Serialize;
+use std::collections::HashMap;
 
 const SHF_EXECINSTR: u64 = 0x4;
+
+/// Lookup tables for the per-function queries.
+#[derive(Debug, Default)]
+struct Index {
+    have_globals: bool,
+    /// `(attribute code, symbol)` → second word, from the global `.nv.info`.
+    globals: HashMap<(u8, u32), u32>,
+    /// Text section index → records of its `.nv.info.<k>`.
+    info_by_text: HashMap<usize, Vec<Record>>,
+    callgraph: Vec<(i32, i32)>,
+    /// Text section index → the functions defined in it.
+    section_functions: HashMap<usize, Vec<usize>>,
+}
 
 /// What the cubin says about one function (kernel or device function).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -57,8 +71,9 @@ pub struct FunctionInfo {
 impl Cubin {
     /// Kernels and device functions defined in the cubin, in symbol order.
     pub fn functions(&self) -> Vec<FunctionInfo> {
+        let ix = self.index();
         (0..self.symbols.len())
-            .filter_map(|i| self.info_for(i))
+            .filter_map(|i| self.info_for(i, &ix))
             .collect()
     }
 
@@ -73,7 +88,47 @@ impl Cubin {
     /// One function by mangled name.
     pub fn function_info(&self, name: &str) -> Option<FunctionInfo> {
         let i = self.function_symbol(name)?;
-        self.info_for(i)
+        self.info_for(i, &self.index())
+    }
+
+    /// Everything the per-function queries look up, gathered in one pass (so that
+    /// [`Cubin::functions`] stays linear in the file size).
+    fn index(&self) -> Index {
+        let mut ix = Index::default();
+        for (k, sec) in self.elf.sections.iter().enumerate() {
+            if k == 0 {
+                continue;
+            }
+            if sec.sh_type == SHT_CUDA_INFO {
+                if sec.name == ".nv.info" {
+                    if !ix.have_globals {
+                        ix.have_globals = true;
+                        for r in self.records(k) {
+                            if r.format == EIFMT_SVAL
+                                && let (Some(sym), Some(v)) = (r.word(0), r.word(1))
+                            {
+                                ix.globals.entry((r.attr.code(), sym)).or_insert(v);
+                            }
+                        }
+                    }
+                } else {
+                    ix.info_by_text
+                        .entry(sec.sh_info as usize)
+                        .or_insert_with(|| self.records(k));
+                }
+            } else if sec.sh_type == SHT_CUDA_CALLGRAPH {
+                ix.callgraph.extend(parse_callgraph(&sec.data));
+            }
+        }
+        for j in 0..self.symbols.len() {
+            if self.is_function(j) {
+                ix.section_functions
+                    .entry(self.symbols[j].st_shndx as usize)
+                    .or_default()
+                    .push(j);
+            }
+        }
+        ix
     }
 
     /// Symbol index of a defined function named `name`.
@@ -106,25 +161,27 @@ impl Cubin {
             .is_some_and(|t| (t.sh_info & 0x00ff_ffff) as usize == i)
     }
 
-    /// `[sym, value]` records of the global `.nv.info` for symbol `sym`.
-    fn global_value(&self, globals: &[Record], attr: Attr, sym: usize) -> Option<u32> {
-        globals
-            .iter()
-            .filter(|r| r.attr == attr && r.format == EIFMT_SVAL)
-            .find(|r| r.word(0) == Some(sym as u32))
-            .and_then(|r| r.word(1))
+    /// `[sym, value]` records of the global `.nv.info` for symbol `sym` (the first one).
+    fn global_value(ix: &Index, attr: Attr, sym: usize) -> Option<u32> {
+        let sym = u32::try_from(sym).ok()?;
+        ix.globals.get(&(attr.code(), sym)).copied()
     }
 
     /// Own code ranges of function `i`: its symbol range minus the ranges of other functions
     /// inside it.
-    fn own_ranges(&self, i: usize) -> Vec<(u64, u64)> {
+    fn own_ranges(&self, i: usize, ix: &Index) -> Vec<(u64, u64)> {
         let s = &self.symbols[i];
         let start = s.st_value;
         let end = s.st_value.saturating_add(s.st_size);
-        let mut others: Vec<(u64, u64)> = (0..self.symbols.len())
-            .filter(|&j| j != i && self.is_function(j))
-            .map(|j| &self.symbols[j])
-            .filter(|o| o.st_shndx == s.st_shndx)
+        let same: &[usize] = ix
+            .section_functions
+            .get(&(s.st_shndx as usize))
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        let mut others: Vec<(u64, u64)> = same
+            .iter()
+            .filter(|&&j| j != i)
+            .map(|&j| &self.symbols[j])
             .map(|o| (o.st_value, o.st_value.saturating_add(o.st_size)))
             .filter(|&(a, b)| a < end && b > start && !(a <= start && b >= end))
             .collect();
@@ -143,7 +200,7 @@ impl Cubin {
         out
     }
 
-    fn info_for(&self, i: usize) -> Option<FunctionInfo> {
+    fn info_for(&self, i: usize, ix: &Index) -> Option<FunctionInfo> {
         if !self.is_function(i) {
             return None;
         }
@@ -151,38 +208,22 @@ impl Cubin {
         let text = s.st_shndx as usize;
         let tsec = &self.elf.sections[text];
         let owns = self.owns_section(i);
-        let globals = self
-            .global_info()
-            .map(|g| self.records(g))
-            .unwrap_or_default();
         let section_registers = Some(tsec.sh_info >> 24).filter(|&r| owns && r != 0);
-        let registers = self
-            .global_value(&globals, Attr::Regcount, i)
-            .or(section_registers);
-        let frame_size = self.global_value(&globals, Attr::FrameSize, i);
+        let registers = Self::global_value(ix, Attr::Regcount, i).or(section_registers);
+        let frame_size = Self::global_value(ix, Attr::FrameSize, i);
         // Absent means 0 (cuobjdump prints STACK:0); 0xffffffff means unknown (recursion).
-        let min_stack = match self.global_value(&globals, Attr::MinStackSize, i) {
+        let min_stack = match Self::global_value(ix, Attr::MinStackSize, i) {
             None => Some(0),
             Some(0xffff_ffff) => None,
             Some(v) => Some(v),
         };
-        let max_stack = self
-            .global_value(&globals, Attr::MaxStackSize, i)
-            .filter(|&v| v != 0xffff_ffff);
+        let max_stack = Self::global_value(ix, Attr::MaxStackSize, i).filter(|&v| v != 0xffff_ffff);
 
-        let local = if owns {
-            self.function_info_section(text)
-                .map(|k| self.records(k))
-                .unwrap_or_default()
-        } else {
-            Vec::new()
-        };
+        let section_records: &[Record] =
+            ix.info_by_text.get(&text).map(Vec::as_slice).unwrap_or(&[]);
+        let local: &[Record] = if owns { section_records } else { &[] };
         // Spills: annotations of the section, counted in this function's own code.
-        let section_records = self
-            .function_info_section(text)
-            .map(|k| self.records(k))
-            .unwrap_or_default();
-        let ranges = self.own_ranges(i);
+        let ranges = self.own_ranges(i, ix);
         let spill_instructions = section_records
             .iter()
             .filter(|r| r.attr == Attr::Annotations && r.format == EIFMT_SVAL)
@@ -212,7 +253,7 @@ impl Cubin {
         let param_bytes = short(Attr::CbankParamSize);
 
         let mut flags = Vec::new();
-        for r in &local {
+        for r in local {
             match r.attr {
                 Attr::CtaidzUsed
                 | Attr::ExplicitCluster
@@ -242,18 +283,13 @@ impl Cubin {
         }
 
         let mut callees = Vec::new();
-        for (k, sec) in self.elf.sections.iter().enumerate() {
-            if sec.sh_type != SHT_CUDA_CALLGRAPH || k == 0 {
-                continue;
-            }
-            for (caller, callee) in parse_callgraph(&sec.data) {
-                if caller as i64 == i as i64
-                    && callee >= 0
-                    && let Some(c) = self.symbols.get(callee as usize)
-                    && !callees.contains(&c.name)
-                {
-                    callees.push(c.name.clone());
-                }
+        for &(caller, callee) in &ix.callgraph {
+            if caller as i64 == i as i64
+                && callee >= 0
+                && let Some(c) = self.symbols.get(callee as usize)
+                && !callees.contains(&c.name)
+            {
+                callees.push(c.name.clone());
             }
         }
 
