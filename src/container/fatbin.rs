@@ -302,6 +302,62 @@ impl Entry {
         Ok(Cow::Owned(out))
     }
 
+    /// The parts of a `--concat` entry (kind 0x100): the extra header holds `u32 count`,
+    /// `u32 bytes`, then `count` 64-byte sub-headers laid out like an entry header, where
+    /// +0x04 is the part's offset into the decompressed blob and +0x08 its size.
+    pub fn concat_parts(&self) -> Result<Vec<ConcatPart>, ContainerError> {
+        if self.kind() != EntryKind::Concat {
+            return Ok(Vec::new());
+        }
+        let count = u32_le(&self.header, 0x40).unwrap_or(0);
+        let avail = self.header.len().saturating_sub(0x48) as u64 / 0x40;
+        if u64::from(count) > avail {
+            return Err(ContainerError::malformed(
+                "",
+                format!(
+                    "concat entry lists {count} parts, its header ({:#x} bytes) holds {avail}",
+                    self.header.len()
+                ),
+            ));
+        }
+        Ok((0..u64::from(count))
+            .map(|i| {
+                let h = 0x48 + i * 0x40;
+                let f32 = |o: u64| u32_le(&self.header, h + o).unwrap_or(0);
+                ConcatPart {
+                    kind: EntryKind::from_raw(u16_le(&self.header, h).unwrap_or(0)),
+                    offset: u64::from(f32(E_HEADER_SIZE)),
+                    size: u64_le(&self.header, h + E_PAYLOAD_SIZE).unwrap_or(0),
+                    arch: f32(E_ARCH),
+                    flags: u64_le(&self.header, h + E_FLAGS).unwrap_or(0),
+                }
+            })
+            .collect())
+    }
+
+    /// The image of one `--concat` part (cut to its ELF extent, as [`Entry::image`]).
+    pub fn concat_part_image(&self, part: &ConcatPart) -> Result<Vec<u8>, ContainerError> {
+        let blob = self.decompressed()?;
+        let bytes = slice(&blob, part.offset, part.size).ok_or_else(|| {
+            ContainerError::malformed(
+                "",
+                format!(
+                    "concat part (offset {:#x}, size {:#x}) runs past the end of the blob ({:#x})",
+                    part.offset,
+                    part.size,
+                    blob.len()
+                ),
+            )
+        })?;
+        let end = match part.kind {
+            EntryKind::Elf => elf_extent(bytes)
+                .filter(|&e| e < part.size)
+                .unwrap_or(part.size),
+            _ => part.size,
+        };
+        Ok(bytes[..end as usize].to_vec())
+    }
+
     /// Replace the image. It is stored uncompressed: the compression flags are cleared, the
     /// compressed and decompressed sizes set to 0, the payload padded with zeros to 8 bytes (as
     /// nvcc pads uncompressed cubins, e.g. 0x1f252 → 0x1f258; PTX keeps at least one NUL) and
@@ -371,6 +427,17 @@ pub fn elf_extent(b: &[u8]) -> Option<u64> {
         }
     }
     Some(extent)
+}
+
+/// One part of a `--concat` entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConcatPart {
+    pub kind: EntryKind,
+    pub arch: u32,
+    pub flags: u64,
+    /// Offset into the decompressed blob.
+    pub offset: u64,
+    pub size: u64,
 }
 
 /// One container: header (kept verbatim, `fat_size` recomputed on write) and entries.
