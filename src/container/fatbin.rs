@@ -772,6 +772,67 @@ mod tests {
     }
 
     #[test]
+    fn concat_parts_come_from_the_extra_header() {
+        let blob: Vec<u8> = (0..48u8).collect();
+        let z = zstd::bulk::compress(&blob, 3).unwrap();
+        let mut pay = z.clone();
+        pay.resize(z.len().div_ceil(8) * 8, 0);
+        let mut h = entry_header(0x100, 0xc8, pay.len() as u64, FLAG_ZSTD, z.len() as u32, 48);
+        put(&mut h, 0x40, &2u32.to_le_bytes());
+        put(&mut h, 0x44, &0x88u32.to_le_bytes());
+        for (i, (off, size, arch)) in [(0u32, 16u64, 80u32), (16, 32, 90)].iter().enumerate() {
+            let at = 0x48 + 0x40 * i as u64;
+            put(&mut h, at, &2u16.to_le_bytes());
+            put(&mut h, at + 4, &off.to_le_bytes());
+            put(&mut h, at + 8, &size.to_le_bytes());
+            put(&mut h, at + 0x1c, &arch.to_le_bytes());
+        }
+        let data = container(&[(h.clone(), pay.clone())]);
+        let fb = Fatbin::parse(&data).unwrap();
+        let e = fb.entries().next().unwrap().2;
+        let parts = e.concat_parts().unwrap();
+        assert_eq!(parts.len(), 2);
+        assert_eq!(
+            (parts[1].offset, parts[1].size, parts[1].arch),
+            (16, 32, 90)
+        );
+        assert_eq!(e.concat_part_image(&parts[1]).unwrap(), &blob[16..]);
+        // A count the header cannot hold, and a part past the blob.
+        let mut bad = h.clone();
+        put(&mut bad, 0x40, &3u32.to_le_bytes());
+        let fb = Fatbin::parse(&container(&[(bad, pay.clone())])).unwrap();
+        assert!(fb.entries().next().unwrap().2.concat_parts().is_err());
+        let mut bad = h;
+        put(&mut bad, 0x48 + 0x40 + 8, &33u64.to_le_bytes());
+        let fb = Fatbin::parse(&container(&[(bad, pay)])).unwrap();
+        let e = fb.entries().next().unwrap().2;
+        let parts = e.concat_parts().unwrap();
+        assert!(e.concat_part_image(&parts[1]).is_err());
+    }
+
+    #[test]
+    fn elf_extent_covers_headers_and_sections() {
+        assert_eq!(elf_extent(b"not an elf"), None);
+        let mut elf = vec![0u8; 0x200];
+        elf[..4].copy_from_slice(b"\x7fELF");
+        elf[4] = 2;
+        elf[5] = 1;
+        // Two section headers at 0x100; section 1 at 0x1c0, size 0x30 (ends past the table).
+        put(&mut elf, 0x28, &0x100u64.to_le_bytes());
+        put(&mut elf, 0x3a, &0x40u16.to_le_bytes());
+        put(&mut elf, 0x3c, &2u16.to_le_bytes());
+        put(&mut elf, 0x140 + 4, &1u32.to_le_bytes());
+        put(&mut elf, 0x140 + 0x18, &0x1c0u64.to_le_bytes());
+        put(&mut elf, 0x140 + 0x20, &0x30u64.to_le_bytes());
+        assert_eq!(elf_extent(&elf), Some(0x1f0));
+        // NOBITS does not count.
+        put(&mut elf, 0x140 + 4, &8u32.to_le_bytes());
+        assert_eq!(elf_extent(&elf), Some(0x180));
+        // Truncated tables are None, not a panic.
+        assert_eq!(elf_extent(&elf[..0x120]), None);
+    }
+
+    #[test]
     fn ptx_set_image_keeps_a_nul() {
         let h = entry_header(1, 0x50, 8, 0, 0, 0);
         let data = container(&[(h, b"abc\0\0\0\0\0".to_vec())]);
