@@ -70,11 +70,14 @@ fn extract_ptx(path: &Path, dir: &Path) -> Vec<PathBuf> {
 /// (and lists, with the same architectures and counts).
 fn assert_images_match_cuobjdump(a: &Fx, art: &Artifact, path: &Path, dir: &Path) {
     let images = visible(a, art.images().unwrap());
+    assert_listed_images_match(a.name, images, path, dir);
+}
+
+fn assert_listed_images_match(name: &str, images: Vec<ImageRef>, path: &Path, dir: &Path) {
     let elfs: Vec<&ImageRef> = images.iter().filter(|i| i.kind == EntryKind::Elf).collect();
     let ptxs: Vec<&ImageRef> = images.iter().filter(|i| i.kind == EntryKind::Ptx).collect();
     let listed_elf = fixtures::list_elf(path).unwrap();
     let listed_ptx = fixtures::list_ptx(path).unwrap();
-    let name = a.name;
     assert_eq!(
         elfs.iter().map(|i| i.arch).collect::<Vec<_>>(),
         listed_elf.iter().map(|l| l.arch).collect::<Vec<_>>(),
@@ -727,4 +730,52 @@ fn truncated_fatbin_error_says_where() {
             && e.contains("container 0 entry 0: payload runs past the end of the container"),
         "{e}"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// `--concat` entries (CUDA 13, opt-in: not in the fixture matrix)
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn concat_entries_are_listed_part_by_part_and_kept() {
+    let Some(fx) = fx() else { return };
+    let dir = scratch("concat");
+    for f in std::fs::read_dir(fx.src_dir()).unwrap().flatten() {
+        std::fs::copy(f.path(), dir.path().join(f.file_name())).unwrap();
+    }
+    let arches = [
+        "-gencode=arch=compute_80,code=sm_80",
+        "-gencode=arch=compute_90,code=sm_90",
+        "-gencode=arch=compute_100,code=[sm_100,compute_100]",
+    ];
+    for (mode, out) in [("-fatbin", "calls_concat.fatbin"), ("-c", "calls_concat.o")] {
+        let mut args = vec![mode, "--concat"];
+        args.extend(arches);
+        args.extend(["calls.cu", "-o", out]);
+        nvcc(&args, dir.path());
+        let path = dir.path().join(out);
+        let bytes = std::fs::read(&path).unwrap();
+        let mut art = container::read(bytes.clone()).unwrap();
+        assert!(art.write().unwrap() == bytes, "{out}: identity");
+        let images = art.images().unwrap();
+        let parts: Vec<String> = images
+            .iter()
+            .filter(|i| i.location.part.is_some())
+            .map(|i| i.location.to_string())
+            .collect();
+        // sm_100 (its entry carries the compat header) and the PTX stay separate entries; the
+        // sm_80 and sm_90 cubins share one concat entry.
+        assert_eq!(parts.len(), 2, "{out}: {parts:?}");
+        assert!(
+            parts[0].ends_with(" part 0") && parts[1].ends_with(" part 1"),
+            "{parts:?}"
+        );
+        assert_listed_images_match(out, images, &path, &dir.path().join(format!("{out}.x")));
+        // The parts are read-only: edit_cubins does not visit them.
+        let n = art.edit_cubins(|loc, _| {
+            assert!(loc.part.is_none());
+            Ok(None)
+        });
+        assert_eq!(n.unwrap(), 0);
+    }
 }

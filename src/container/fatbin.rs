@@ -302,6 +302,62 @@ impl Entry {
         Ok(Cow::Owned(out))
     }
 
+    /// The parts of a `--concat` entry (kind 0x100): the extra header holds `u32 count`,
+    /// `u32 bytes`, then `count` 64-byte sub-headers laid out like an entry header, where
+    /// +0x04 is the part's offset into the decompressed blob and +0x08 its size.
+    pub fn concat_parts(&self) -> Result<Vec<ConcatPart>, ContainerError> {
+        if self.kind() != EntryKind::Concat {
+            return Ok(Vec::new());
+        }
+        let count = u32_le(&self.header, 0x40).unwrap_or(0);
+        let avail = self.header.len().saturating_sub(0x48) as u64 / 0x40;
+        if u64::from(count) > avail {
+            return Err(ContainerError::malformed(
+                "",
+                format!(
+                    "concat entry lists {count} parts, its header ({:#x} bytes) holds {avail}",
+                    self.header.len()
+                ),
+            ));
+        }
+        Ok((0..u64::from(count))
+            .map(|i| {
+                let h = 0x48 + i * 0x40;
+                let f32 = |o: u64| u32_le(&self.header, h + o).unwrap_or(0);
+                ConcatPart {
+                    kind: EntryKind::from_raw(u16_le(&self.header, h).unwrap_or(0)),
+                    offset: u64::from(f32(E_HEADER_SIZE)),
+                    size: u64_le(&self.header, h + E_PAYLOAD_SIZE).unwrap_or(0),
+                    arch: f32(E_ARCH),
+                    flags: u64_le(&self.header, h + E_FLAGS).unwrap_or(0),
+                }
+            })
+            .collect())
+    }
+
+    /// The image of one `--concat` part (cut to its ELF extent, as [`Entry::image`]).
+    pub fn concat_part_image(&self, part: &ConcatPart) -> Result<Vec<u8>, ContainerError> {
+        let blob = self.decompressed()?;
+        let bytes = slice(&blob, part.offset, part.size).ok_or_else(|| {
+            ContainerError::malformed(
+                "",
+                format!(
+                    "concat part (offset {:#x}, size {:#x}) runs past the end of the blob ({:#x})",
+                    part.offset,
+                    part.size,
+                    blob.len()
+                ),
+            )
+        })?;
+        let end = match part.kind {
+            EntryKind::Elf => elf_extent(bytes)
+                .filter(|&e| e < part.size)
+                .unwrap_or(part.size),
+            _ => part.size,
+        };
+        Ok(bytes[..end as usize].to_vec())
+    }
+
     /// Replace the image. It is stored uncompressed: the compression flags are cleared, the
     /// compressed and decompressed sizes set to 0, the payload padded with zeros to 8 bytes (as
     /// nvcc pads uncompressed cubins, e.g. 0x1f252 → 0x1f258; PTX keeps at least one NUL) and
@@ -371,6 +427,17 @@ pub fn elf_extent(b: &[u8]) -> Option<u64> {
         }
     }
     Some(extent)
+}
+
+/// One part of a `--concat` entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConcatPart {
+    pub kind: EntryKind,
+    pub arch: u32,
+    pub flags: u64,
+    /// Offset into the decompressed blob.
+    pub offset: u64,
+    pub size: u64,
 }
 
 /// One container: header (kept verbatim, `fat_size` recomputed on write) and entries.
@@ -702,6 +769,67 @@ mod tests {
             c.entries[0].set_image(vec![1]),
             Err(ContainerError::Unsupported { .. })
         ));
+    }
+
+    #[test]
+    fn concat_parts_come_from_the_extra_header() {
+        let blob: Vec<u8> = (0..48u8).collect();
+        let z = zstd::bulk::compress(&blob, 3).unwrap();
+        let mut pay = z.clone();
+        pay.resize(z.len().div_ceil(8) * 8, 0);
+        let mut h = entry_header(0x100, 0xc8, pay.len() as u64, FLAG_ZSTD, z.len() as u32, 48);
+        put(&mut h, 0x40, &2u32.to_le_bytes());
+        put(&mut h, 0x44, &0x88u32.to_le_bytes());
+        for (i, (off, size, arch)) in [(0u32, 16u64, 80u32), (16, 32, 90)].iter().enumerate() {
+            let at = 0x48 + 0x40 * i as u64;
+            put(&mut h, at, &2u16.to_le_bytes());
+            put(&mut h, at + 4, &off.to_le_bytes());
+            put(&mut h, at + 8, &size.to_le_bytes());
+            put(&mut h, at + 0x1c, &arch.to_le_bytes());
+        }
+        let data = container(&[(h.clone(), pay.clone())]);
+        let fb = Fatbin::parse(&data).unwrap();
+        let e = fb.entries().next().unwrap().2;
+        let parts = e.concat_parts().unwrap();
+        assert_eq!(parts.len(), 2);
+        assert_eq!(
+            (parts[1].offset, parts[1].size, parts[1].arch),
+            (16, 32, 90)
+        );
+        assert_eq!(e.concat_part_image(&parts[1]).unwrap(), &blob[16..]);
+        // A count the header cannot hold, and a part past the blob.
+        let mut bad = h.clone();
+        put(&mut bad, 0x40, &3u32.to_le_bytes());
+        let fb = Fatbin::parse(&container(&[(bad, pay.clone())])).unwrap();
+        assert!(fb.entries().next().unwrap().2.concat_parts().is_err());
+        let mut bad = h;
+        put(&mut bad, 0x48 + 0x40 + 8, &33u64.to_le_bytes());
+        let fb = Fatbin::parse(&container(&[(bad, pay)])).unwrap();
+        let e = fb.entries().next().unwrap().2;
+        let parts = e.concat_parts().unwrap();
+        assert!(e.concat_part_image(&parts[1]).is_err());
+    }
+
+    #[test]
+    fn elf_extent_covers_headers_and_sections() {
+        assert_eq!(elf_extent(b"not an elf"), None);
+        let mut elf = vec![0u8; 0x200];
+        elf[..4].copy_from_slice(b"\x7fELF");
+        elf[4] = 2;
+        elf[5] = 1;
+        // Two section headers at 0x100; section 1 at 0x1c0, size 0x30 (ends past the table).
+        put(&mut elf, 0x28, &0x100u64.to_le_bytes());
+        put(&mut elf, 0x3a, &0x40u16.to_le_bytes());
+        put(&mut elf, 0x3c, &2u16.to_le_bytes());
+        put(&mut elf, 0x140 + 4, &1u32.to_le_bytes());
+        put(&mut elf, 0x140 + 0x18, &0x1c0u64.to_le_bytes());
+        put(&mut elf, 0x140 + 0x20, &0x30u64.to_le_bytes());
+        assert_eq!(elf_extent(&elf), Some(0x1f0));
+        // NOBITS does not count.
+        put(&mut elf, 0x140 + 4, &8u32.to_le_bytes());
+        assert_eq!(elf_extent(&elf), Some(0x180));
+        // Truncated tables are None, not a panic.
+        assert_eq!(elf_extent(&elf[..0x120]), None);
     }
 
     #[test]

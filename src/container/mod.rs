@@ -24,7 +24,7 @@ pub mod host;
 
 pub use archive::{Archive, Member, MemberData};
 pub use error::ContainerError;
-pub use fatbin::{Compression, Container, Entry, EntryKind, Fatbin, Piece};
+pub use fatbin::{Compression, ConcatPart, Container, Entry, EntryKind, Fatbin, Piece};
 pub use host::{FatbinSection, HostElf, Section};
 
 use std::borrow::Cow;
@@ -114,6 +114,8 @@ pub struct ImageLocation {
     pub container: usize,
     /// Entry index in the container; 0 for a bare cubin.
     pub entry: usize,
+    /// Part of a `--concat` entry (those are listed part by part, read-only).
+    pub part: Option<usize>,
     /// The image is a bare cubin file, not in a fatbin.
     pub bare: bool,
 }
@@ -133,6 +135,9 @@ impl fmt::Display for ImageLocation {
                 parts.push(s.clone());
             }
             parts.push(format!("container {} entry {}", self.container, self.entry));
+            if let Some(p) = self.part {
+                parts.push(format!("part {p}"));
+            }
         }
         f.write_str(&parts.join(" "))
     }
@@ -179,6 +184,33 @@ fn fatbin_images<'a>(
             ..base.clone()
         };
         let at = location.to_string();
+        if e.kind() == EntryKind::Concat {
+            let compression = e.compression().map_err(|err| err.within(&at))?;
+            for (p, part) in e
+                .concat_parts()
+                .map_err(|err| err.within(&at))?
+                .iter()
+                .enumerate()
+            {
+                let location = ImageLocation {
+                    part: Some(p),
+                    ..location.clone()
+                };
+                let at = location.to_string();
+                out.push(ImageRef {
+                    kind: part.kind,
+                    arch: part.arch,
+                    compression,
+                    flags: part.flags,
+                    stored_size: part.size,
+                    version: e.version(),
+                    identifier: None,
+                    image: Cow::Owned(e.concat_part_image(part).map_err(|err| err.within(&at))?),
+                    location,
+                });
+            }
+            continue;
+        }
         out.push(ImageRef {
             kind: e.kind(),
             arch: e.arch(),
@@ -288,7 +320,8 @@ impl Artifact {
     }
 
     /// Every device image in file order, with a human-readable location
-    /// ("librdc.a(rdc_lib.o) __nv_relfatbin container 0 entry 2").
+    /// ("librdc.a(rdc_lib.o) __nv_relfatbin container 0 entry 2"). A `--concat` entry gives
+    /// one image per part ("container 0 entry 0 part 1"), with the part's kind and arch.
     pub fn images(&self) -> Result<Vec<ImageRef<'_>>, ContainerError> {
         let mut out = Vec::new();
         match self {
@@ -327,7 +360,8 @@ impl Artifact {
 
     /// Call `f` on every ELF (cubin) image; when it returns `Some(new)`, the image is replaced
     /// (stored uncompressed) and every enclosing size is fixed when the artifact is written.
-    /// Returns how many images were replaced. PTX and `--concat` entries are not visited.
+    /// Returns how many images were replaced. PTX entries and the parts of `--concat` entries
+    /// (read-only) are not visited.
     ///
     /// A replacement that makes a fatbin section of a linked executable larger is refused with
     /// [`ContainerError::ExecutableGrow`] (the artifact keeps the edits made until then).
@@ -401,6 +435,7 @@ mod tests {
             section: Some(".nv_fatbin".into()),
             container: 0,
             entry: 2,
+            part: None,
             bare: false,
         };
         assert_eq!(
