@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+use super::ptx::Budget;
 use crate::cubin::FunctionInfo;
 use crate::predict::{Arch, KernelResources, Launch, SharedBytes, occupancy, register_cliffs};
 
@@ -10,7 +11,8 @@ use crate::predict::{Arch, KernelResources, Launch, SharedBytes, occupancy, regi
 /// decides (a budget must pay off at each).
 pub const DEFAULT_BLOCKS: [u32; 3] = [128, 256, 512];
 
-/// Budgets tried per kernel besides the baseline (so at most five variants per kernel).
+/// Budgets tried per kernel besides the baseline (so at most five variants per kernel); when
+/// shared-memory spilling is tried, it takes the last place.
 pub const MAX_CANDIDATES: usize = 4;
 
 /// ptxas does not go below this many registers per thread in practice; budgets under it only
@@ -40,8 +42,9 @@ pub struct KernelPlan {
     /// Block sizes the occupancy is computed for (one unless assumed).
     pub blocks: Vec<u32>,
     pub block_from: BlockFrom,
-    /// Budgets to try, highest first, each below `baseline_regs`.
-    pub budgets: Vec<u32>,
+    /// Budgets to try, highest first, each below `baseline_regs`; the shared-memory spilling
+    /// one (if any) last.
+    pub budgets: Vec<Budget>,
 }
 
 impl KernelPlan {
@@ -60,7 +63,22 @@ impl KernelPlan {
 
     /// Resident warps per SM at `regs`, for each block size (0 when it cannot launch).
     pub fn warps(&self, arch: Arch, regs: u32, relocatable: bool) -> Vec<u32> {
-        let k = self.resources(regs, relocatable);
+        self.warps_with_shared(arch, regs, self.static_shared, relocatable)
+    }
+
+    /// The same, for a variant whose static shared size differs (shared-memory spilling).
+    pub fn warps_with_shared(
+        &self,
+        arch: Arch,
+        regs: u32,
+        static_shared: u64,
+        relocatable: bool,
+    ) -> Vec<u32> {
+        let k = KernelPlan {
+            static_shared,
+            ..self.clone()
+        }
+        .resources(regs, relocatable);
         self.blocks
             .iter()
             .map(|&t| occupancy(arch, &k, &Launch::new(t)).map_or(0, |o| o.warps_per_sm))
@@ -90,12 +108,14 @@ pub fn block_sizes(f: &FunctionInfo, settings: &[(Option<String>, u32)]) -> (Vec
 }
 
 /// The plan for kernel `f` of a cubin for `arch`, or `None` when its register count is
-/// unknown.
+/// unknown. With `smem_spilling`, the lowest register budget is also tried with ptxas's
+/// shared-memory spilling (never for relocatable code, which ptxas refuses).
 pub fn plan(
     arch: Arch,
     f: &FunctionInfo,
     relocatable: bool,
     settings: &[(Option<String>, u32)],
+    smem_spilling: bool,
 ) -> Option<KernelPlan> {
     let baseline_regs = f.registers?;
     let (blocks, block_from) = block_sizes(f, settings);
@@ -118,8 +138,15 @@ pub fn plan(
         .collect();
     budgets.sort_unstable_by(|a, b| b.cmp(a));
     budgets.dedup();
-    budgets.truncate(MAX_CANDIDATES);
-    p.budgets = budgets;
+    let spill = smem_spilling && !relocatable && !budgets.is_empty();
+    budgets.truncate(MAX_CANDIDATES - usize::from(spill));
+    p.budgets = budgets.iter().map(|&r| Budget::regs(r)).collect();
+    if spill && let Some(&lowest) = budgets.last() {
+        p.budgets.push(Budget {
+            regs: lowest,
+            smem_spill: true,
+        });
+    }
     Some(p)
 }
 
@@ -184,8 +211,8 @@ mod tests {
         // 32 registers at 256 threads is already full occupancy.
         let mut f = kernel(32, 0);
         f.max_threads = Some([256, 1, 1]);
-        assert!(plan(sm90, &f, false, &[]).unwrap().budgets.is_empty());
+        assert!(plan(sm90, &f, false, &[], true).unwrap().budgets.is_empty());
         f.registers = None;
-        assert!(plan(sm90, &f, false, &[]).is_none());
+        assert!(plan(sm90, &f, false, &[], true).is_none());
     }
 }

@@ -108,7 +108,10 @@ fn verbose_line(r: &step::KernelRecord) -> String {
     };
     let tried: Vec<String> = r.candidates[1..]
         .iter()
-        .map(|c| format!("{}", c.registers))
+        .map(|c| match c.budget {
+            Some(b) if b.smem_spill => format!("{}+smem", c.registers),
+            _ => c.registers.to_string(),
+        })
         .collect();
     format!(
         "nvcc-orion: {} {}: {} -> {} registers, {} -> {} warps/SM at {} threads{}; tried [{}]; {}",

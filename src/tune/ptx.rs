@@ -1,10 +1,46 @@
 //! Per-kernel register budgets written into PTX: a `.maxnreg N` performance directive on an
 //! `.entry`, between its parameter list and its body (PTX ISA, "Performance-Tuning
-//! Directives"). `-maxrregcount` is per module; `.maxnreg` is per kernel, and ptxas 13.5 gives a
+//! Directives"), and optionally CUDA 13's `.pragma "enable_smem_spilling";` at the top of the
+//! body, which lets ptxas put spills in shared memory where it can (it refuses modules with
+//! dynamic shared memory, per-function compilation or ABI calls). `-maxrregcount` is per module; `.maxnreg` is per kernel, and ptxas 13.5 gives a
 //! kernel the same SASS under either (DESIGN.md §4, guarded by a test), so one ptxas run can
 //! evaluate a different budget for every kernel of a module.
 
 use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+/// What a kernel is compiled with in a variant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct Budget {
+    /// `.maxnreg`.
+    pub regs: u32,
+    /// `.pragma "enable_smem_spilling";`.
+    pub smem_spill: bool,
+}
+
+impl Budget {
+    pub fn regs(regs: u32) -> Budget {
+        Budget {
+            regs,
+            smem_spill: false,
+        }
+    }
+}
+
+impl std::fmt::Display for Budget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}{}",
+            self.regs,
+            if self.smem_spill { "+smem" } else { "" }
+        )
+    }
+}
+
+/// The pragma, as ptxas 13.5 accepts it at the top of a kernel body.
+pub const SMEM_SPILL_PRAGMA: &str = ".pragma \"enable_smem_spilling\";";
 
 /// An `.entry` of a PTX module.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,9 +127,9 @@ pub fn entries(ptx: &str) -> Result<Vec<EntryDecl>, PtxError> {
     Ok(out)
 }
 
-/// `ptx` with `.maxnreg` set for the kernels in `budgets` (mangled name → registers). A budget
+/// `ptx` with `.maxnreg` (and the spilling pragma) set for the kernels in `budgets`. A budget
 /// never raises one the module already has. Kernels not named are left as they are.
-pub fn with_budgets(ptx: &str, budgets: &BTreeMap<String, u32>) -> Result<String, PtxError> {
+pub fn with_budgets(ptx: &str, budgets: &BTreeMap<String, Budget>) -> Result<String, PtxError> {
     let decls = entries(ptx)?;
     for name in budgets.keys() {
         if !decls.iter().any(|d| &d.name == name) {
@@ -103,10 +139,10 @@ pub fn with_budgets(ptx: &str, budgets: &BTreeMap<String, u32>) -> Result<String
     let mut out = String::with_capacity(ptx.len() + 16 * budgets.len());
     let mut copied = 0;
     for d in &decls {
-        let Some(&n) = budgets.get(&d.name) else {
+        let Some(&b) = budgets.get(&d.name) else {
             continue;
         };
-        let n = d.maxnreg.map_or(n, |m| m.min(n));
+        let n = d.maxnreg.map_or(b.regs, |m| m.min(b.regs));
         match d.directive {
             Some((start, end)) => {
                 out.push_str(&ptx[copied..start]);
@@ -120,9 +156,20 @@ pub fn with_budgets(ptx: &str, budgets: &BTreeMap<String, u32>) -> Result<String
             }
         }
         debug_assert!(copied <= d.body);
+        if b.smem_spill && !code_after_brace_has_pragma(ptx, d.body) {
+            out.push_str(&ptx[copied..=d.body]);
+            out.push_str(&format!("\n{SMEM_SPILL_PRAGMA}"));
+            copied = d.body + 1;
+        }
     }
     out.push_str(&ptx[copied..]);
     Ok(out)
+}
+
+/// Whether the body starting at `brace` already opens with the pragma (re-applying budgets
+/// must be stable).
+fn code_after_brace_has_pragma(ptx: &str, brace: usize) -> bool {
+    ptx[brace + 1..].trim_start().starts_with(SMEM_SPILL_PRAGMA)
 }
 
 fn count_while(b: &[u8], f: impl Fn(u8) -> bool) -> usize {
@@ -208,9 +255,9 @@ mod tests {
     #[test]
     fn sets_budgets_without_raising_a_users_cap() {
         let budgets = BTreeMap::from([
-            ("_Z1aPf".to_string(), 32),
-            ("_Z1bv".to_string(), 64),
-            ("_Z1cv".to_string(), 72),
+            ("_Z1aPf".to_string(), Budget::regs(32)),
+            ("_Z1bv".to_string(), Budget::regs(64)),
+            ("_Z1cv".to_string(), Budget::regs(72)),
         ]);
         let out = with_budgets(PTX, &budgets).unwrap();
         assert!(out.contains("_Z1aPf_param_0\n)\n.maxnreg 32\n{"), "{out}");
@@ -234,7 +281,7 @@ mod tests {
 
     #[test]
     fn unknown_entry_and_malformed_input() {
-        let b = BTreeMap::from([("nope".to_string(), 32)]);
+        let b = BTreeMap::from([("nope".to_string(), Budget::regs(32))]);
         assert_eq!(
             with_budgets(PTX, &b),
             Err(PtxError::NoSuchEntry("nope".into()))

@@ -7,13 +7,15 @@ use serde::Serialize;
 /// One evaluated option for a kernel.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Evaluated {
-    /// The `.maxnreg` budget; `None` for ptxas's own choice (the baseline).
-    pub budget: Option<u32>,
+    /// The budget; `None` for ptxas's own choice (the baseline).
+    pub budget: Option<super::ptx::Budget>,
     /// Registers ptxas used under it.
     pub registers: u32,
     pub spill_instructions: u32,
     /// Stack frame bytes (local memory per thread).
     pub frame_bytes: u32,
+    /// Static shared memory as the cubin records it (grows with shared-memory spilling).
+    pub static_shared: u64,
     /// Resident warps per SM, per block size of the plan.
     pub warps_per_sm: Vec<u32>,
     /// Predicted cycles per warp, per block size (`None`: cannot launch).
@@ -80,7 +82,10 @@ pub fn choose(options: &[Evaluated], margin_percent: f64, force: Option<&str>) -
             let (i, c) = options
                 .iter()
                 .enumerate()
-                .min_by_key(|(_, o)| o.budget.unwrap_or(u32::MAX))
+                .min_by_key(|(_, o)| {
+                    o.budget
+                        .map_or((u32::MAX, false), |b| (b.regs, !b.smem_spill))
+                })
                 .expect("non-empty");
             return Choice {
                 index: i,
@@ -125,10 +130,11 @@ mod tests {
 
     fn ev(budget: Option<u32>, regs: u32, cycles: &[Option<f64>]) -> Evaluated {
         Evaluated {
-            budget,
+            budget: budget.map(crate::tune::ptx::Budget::regs),
             registers: regs,
             spill_instructions: 0,
             frame_bytes: 0,
+            static_shared: 0,
             warps_per_sm: vec![],
             cycles_per_warp: cycles.to_vec(),
             latency: 0.0,

@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use super::TuneContext;
 use super::candidates::{self, BlockFrom, KernelPlan};
+use super::ptx::Budget;
 use super::select::{self, Evaluated};
 use super::variants::{self, Budgets, Builder, VariantError};
 use crate::cubin::Cubin;
@@ -102,7 +103,7 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
     let plans: Vec<KernelPlan> = baseline
         .kernels()
         .iter()
-        .filter_map(|f| candidates::plan(arch, f, relocatable, &tune.settings.block_sizes))
+        .filter_map(|f| candidates::plan(arch, f, relocatable, &tune.settings.block_sizes, true))
         .collect();
 
     let work = tempfile::Builder::new()
@@ -125,16 +126,38 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         jobserver: jobserver_client(),
     };
 
-    // Variant i gives every kernel its i-th budget.
-    let rounds = plans.iter().map(|p| p.budgets.len()).max().unwrap_or(0);
-    let wanted: Vec<Budgets> = (0..rounds)
+    // Variant i gives every kernel its i-th register budget; the shared-memory spilling
+    // budgets go in a variant of their own, since ptxas refuses the pragma for a whole module
+    // when one kernel cannot have it (dynamic shared memory), and a refusal must not cost the
+    // plain budgets.
+    let plain = |p: &KernelPlan| -> Vec<Budget> {
+        p.budgets
+            .iter()
+            .copied()
+            .filter(|b| !b.smem_spill)
+            .collect()
+    };
+    let rounds = plans.iter().map(|p| plain(p).len()).max().unwrap_or(0);
+    let mut wanted: Vec<Budgets> = (0..rounds)
         .map(|i| {
             plans
                 .iter()
-                .filter_map(|p| Some((p.name.clone(), *p.budgets.get(i)?)))
+                .filter_map(|p| Some((p.name.clone(), *plain(p).get(i)?)))
                 .collect()
         })
         .collect();
+    let spilling: Budgets = plans
+        .iter()
+        .flat_map(|p| {
+            p.budgets
+                .iter()
+                .filter(|b| b.smem_spill)
+                .map(|b| (p.name.clone(), *b))
+        })
+        .collect();
+    if !spilling.is_empty() {
+        wanted.push(spilling);
+    }
     let built = builder.build_all(&wanted);
     let mut result = Tuned {
         built: built.iter().filter(|b| b.is_ok()).count(),
@@ -154,7 +177,7 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         })
         .collect::<Result<_, _>>()?;
 
-    let base_listing = if rounds > 0 {
+    let base_listing = if !wanted.is_empty() {
         raw::functions(&baseline)
     } else {
         Vec::new()
@@ -177,39 +200,42 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
     // Per kernel: which evaluated listing its final SASS must equal (None = baseline).
     let mut expected: BTreeMap<String, Option<usize>> = BTreeMap::new();
     for p in &plans {
-        let evaluate =
-            |cubin: &Cubin, funcs: &[Function], budget: Option<u32>| -> Option<Evaluated> {
-                let info = cubin.function_info(&p.name)?;
-                let regs = info.registers?;
-                let warps = p.warps(arch, regs, relocatable);
-                let cost = if funcs.is_empty() {
-                    None
-                } else {
-                    function_cost(sm, funcs, &p.name)
-                };
-                Some(Evaluated {
-                    budget,
-                    registers: regs,
-                    spill_instructions: info.spill_instructions,
-                    frame_bytes: info.frame_size.unwrap_or(0),
-                    cycles_per_warp: warps
-                        .iter()
-                        .map(|&w| {
-                            cost.filter(|_| w > 0)
-                                .map(|c| combine(c, w).cycles_per_warp)
-                        })
-                        .collect(),
-                    warps_per_sm: warps,
-                    latency: cost.map_or(0.0, |c| c.latency),
-                    issue: cost.map_or(0.0, |c| c.issue),
-                    local_accesses: cost.map_or(0.0, |c| c.local_accesses),
-                })
+        let evaluate = |cubin: &Cubin,
+                        funcs: &[Function],
+                        budget: Option<super::ptx::Budget>|
+         -> Option<Evaluated> {
+            let info = cubin.function_info(&p.name)?;
+            let regs = info.registers?;
+            let warps = p.warps_with_shared(arch, regs, info.static_shared, relocatable);
+            let cost = if funcs.is_empty() {
+                None
+            } else {
+                function_cost(sm, funcs, &p.name)
             };
+            Some(Evaluated {
+                budget,
+                registers: regs,
+                spill_instructions: info.spill_instructions,
+                frame_bytes: info.frame_size.unwrap_or(0),
+                static_shared: info.static_shared,
+                cycles_per_warp: warps
+                    .iter()
+                    .map(|&w| {
+                        cost.filter(|_| w > 0)
+                            .map(|c| combine(c, w).cycles_per_warp)
+                    })
+                    .collect(),
+                warps_per_sm: warps,
+                latency: cost.map_or(0.0, |c| c.latency),
+                issue: cost.map_or(0.0, |c| c.issue),
+                local_accesses: cost.map_or(0.0, |c| c.local_accesses),
+            })
+        };
         let mut options = Vec::new();
         let mut sources = vec![None];
         options.extend(evaluate(&baseline, &base_listing, None));
         for (i, v) in parsed.iter().enumerate() {
-            if let (Some(budget), Some((c, l))) = (p.budgets.get(i), v)
+            if let (Some(budget), Some((c, l))) = (wanted[i].get(&p.name), v)
                 && let Some(e) = evaluate(c, l, Some(*budget))
             {
                 options.push(e);
@@ -225,7 +251,7 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
             tune.settings.force.as_deref(),
         );
         if let Some(i) = sources[choice.index] {
-            chosen.insert(p.name.clone(), p.budgets[i]);
+            chosen.insert(p.name.clone(), wanted[i][&p.name]);
         }
         expected.insert(p.name.clone(), sources[choice.index]);
         result.records.push(KernelRecord {
@@ -248,7 +274,7 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
     // The final cubin: a variant that is exactly the choice, or one more ptxas run.
     let final_built = match built.iter().flatten().find(|b| b.budgets == chosen) {
         Some(b) => b.clone(),
-        None => builder.build(rounds, &chosen)?,
+        None => builder.build(wanted.len(), &chosen)?,
     };
     let final_cubin =
         Cubin::parse(&final_built.cubin).map_err(|e| TuneError::Cubin("final".to_string(), e))?;

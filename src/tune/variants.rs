@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 use crate::driver::process::StepContext;
 
 /// One variant to build: a budget per kernel (kernels not named keep ptxas's own choice).
-pub type Budgets = BTreeMap<String, u32>;
+pub type Budgets = BTreeMap<String, super::ptx::Budget>;
 
 /// A built variant.
 #[derive(Debug, Clone)]
@@ -219,7 +219,7 @@ impl Builder<'_> {
     }
 }
 
-/// `k1=32 k2=40`, for messages.
+/// `k1=32 k2=40+smem`, for messages.
 pub fn describe(b: &Budgets) -> String {
     b.iter()
         .map(|(k, n)| format!("{k}={n}"))
