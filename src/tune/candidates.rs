@@ -169,20 +169,28 @@ mod tests {
         let sm86 = Arch::from_cc(8, 6).unwrap();
         let mut f = kernel(96, 0);
         f.max_threads = Some([256, 1, 1]);
-        let p = plan(sm86, &f, false, &[]).unwrap();
+        let p = plan(sm86, &f, false, &[], false).unwrap();
         assert_eq!(
             (p.blocks.clone(), p.block_from),
             (vec![256], BlockFrom::LaunchBounds)
         );
         // sm_86: 64K registers, 1536 threads. At 256 threads: 96 regs → 2 blocks, 80 → 3,
         // 64 → 4, 48 → 5, 40 → 6 (the thread limit).
-        assert_eq!(p.budgets, vec![80, 64, 48, 40]);
+        let regs: Vec<u32> = p.budgets.iter().map(|b| b.regs).collect();
+        assert_eq!(regs, vec![80, 64, 48, 40]);
         // Each budget really raises occupancy.
         let w: Vec<u32> = std::iter::once(96)
-            .chain(p.budgets.iter().copied())
+            .chain(regs.iter().copied())
             .map(|r| p.warps(sm86, r, false)[0])
             .collect();
         assert!(w.windows(2).all(|x| x[0] < x[1]), "{w:?}");
+        // With shared-memory spilling: three register budgets, then the spilling one at the
+        // lowest of them; never for relocatable code.
+        let s = plan(sm86, &f, false, &[], true).unwrap();
+        let got: Vec<String> = s.budgets.iter().map(|b| b.to_string()).collect();
+        assert_eq!(got, ["80", "64", "48", "48+smem"]);
+        let rel = plan(sm86, &f, true, &[], true).unwrap();
+        assert!(rel.budgets.iter().all(|b| !b.smem_spill));
     }
 
     #[test]
