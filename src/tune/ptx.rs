@@ -271,12 +271,29 @@ mod tests {
         // Re-applying is stable, and comments are untouched.
         assert_eq!(with_budgets(&out, &budgets).unwrap(), out);
         assert!(out.contains("// .entry commented_out("));
-        let lower = BTreeMap::from([("_Z1cv".to_string(), 24)]);
+        let lower = BTreeMap::from([("_Z1cv".to_string(), Budget::regs(24))]);
         assert!(
             with_budgets(PTX, &lower)
                 .unwrap()
                 .contains("_Z1cv()\n.maxnreg 24\n{")
         );
+    }
+
+    #[test]
+    fn spilling_pragma_opens_the_body() {
+        let b = BTreeMap::from([(
+            "_Z1aPf".to_string(),
+            Budget {
+                regs: 32,
+                smem_spill: true,
+            },
+        )]);
+        let out = with_budgets(PTX, &b).unwrap();
+        let want = "_Z1aPf_param_0\n)\n.maxnreg 32\n{\n.pragma \"enable_smem_spilling\";\n\tret;";
+        assert!(out.contains(want), "{out}");
+        assert_eq!(with_budgets(&out, &b).unwrap(), out);
+        assert_eq!(out.matches("enable_smem_spilling").count(), 1);
+        assert_eq!(b["_Z1aPf"].to_string(), "32+smem");
     }
 
     #[test]
