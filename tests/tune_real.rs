@@ -469,3 +469,71 @@ fn walk_example_is_tuned_and_smem_spilling_is_a_candidate() {
         chosen["registers"].as_u64()
     );
 }
+
+/// `nvcc-orion --ptxas` (what `shims/ptxas` runs) takes ptxas's own command line: the tuned
+/// cubin where ptxas would write it, ptxas's `-v` output of the cubin that ships, and ptxas's
+/// own errors and exit code for bad PTX.
+#[test]
+fn ptxas_mode_tunes_and_passes_errors_through() {
+    let Some(_) = fixtures::fixtures() else {
+        return;
+    };
+    let dir = scratch("ptxas");
+    let ptx = dir.path().join("walk.ptx");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/kernels/walk.cu");
+    let r = Command::new(fixtures::tool("nvcc"))
+        .args(["-ptx", "-arch=sm_90", "-o"])
+        .arg(&ptx)
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert!(r.status.success());
+    let shim = Path::new(env!("CARGO_MANIFEST_DIR")).join("shims/ptxas");
+    let run = |args: &[&str]| {
+        Command::new(&shim)
+            .current_dir(dir.path())
+            .args(args)
+            .env("NVCC_ORION_BIN", env!("CARGO_BIN_EXE_nvcc-orion"))
+            .env("NVCC_ORION_CACHE", dir.path().join("cache"))
+            .env_remove("NVCC_ORION")
+            .output()
+            .unwrap()
+    };
+    let out = run(&["-arch=sm_90", "-v", "walk.ptx", "-o", "walk.cubin"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    let tuned = regs(&dir.path().join("walk.cubin"));
+    let n = *tuned.values().next().unwrap();
+    assert!(n < 64, "tuned below ptxas's 64 registers: {n}");
+    assert!(
+        err.contains(&format!("Used {n} registers")),
+        "-v of the shipped cubin: {err}"
+    );
+    // ptxas alone, for comparison.
+    let plain = Command::new(fixtures::tool("ptxas"))
+        .current_dir(dir.path())
+        .args(["-arch=sm_90", "walk.ptx", "-o", "plain.cubin"])
+        .output()
+        .unwrap();
+    assert!(plain.status.success());
+    assert!(
+        regs(&dir.path().join("plain.cubin"))
+            .values()
+            .all(|&r| r > n)
+    );
+    // Bad PTX: ptxas's message and exit code, nothing from us.
+    std::fs::write(
+        dir.path().join("bad.ptx"),
+        ".version 9.0\n.target sm_90\nthis is not ptx\n",
+    )
+    .unwrap();
+    let bad = run(&["-arch=sm_90", "bad.ptx", "-o", "bad.cubin"]);
+    let real = Command::new(fixtures::tool("ptxas"))
+        .current_dir(dir.path())
+        .args(["-arch=sm_90", "bad.ptx", "-o", "bad2.cubin"])
+        .output()
+        .unwrap();
+    assert!(!real.status.success());
+    assert_eq!(bad.status.code(), real.status.code());
+    assert_eq!(text(&bad.stderr), text(&real.stderr));
+}
