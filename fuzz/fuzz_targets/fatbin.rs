@@ -2,7 +2,7 @@
 //! Bytes → fatbin (a sequence of containers with zero padding). If it parses: writing it back
 //! gives the input exactly (a successful parse consumes every byte), every entry's image either
 //! decodes or is an error, and storing each image uncompressed gives a fatbin that parses again
-//! with the same images.
+//! with the same images. `--concat` parts are listed and extracted (read-only).
 use nvcc_orion::container::{EntryKind, Fatbin};
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
@@ -13,6 +13,11 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     let mut images = Vec::new();
     for c in fb.containers_mut() {
         for e in &mut c.entries {
+            if let Ok(parts) = e.concat_parts() {
+                for p in &parts {
+                    let _ = e.concat_part_image(p);
+                }
+            }
             let img = e.image().map(|i| i.into_owned());
             if let Ok(img) = img
                 && matches!(e.kind(), EntryKind::Elf | EntryKind::Ptx)

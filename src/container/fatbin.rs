@@ -24,7 +24,7 @@ pub const FLAG_LZ4: u64 = 0x2000;
 pub const FLAG_ZSTD: u64 = 0x8000;
 /// Largest decompressed image accepted (a corrupt size must not make us allocate more).
 pub const MAX_IMAGE_SIZE: u64 = 1 << 30;
-/// Largest accepted ratio of decompressed to compressed size (plus [`RATIO_SLACK`]).
+/// Largest accepted ratio of decompressed to compressed size (plus 16 MiB of slack).
 pub const MAX_RATIO: u64 = 4096;
 const RATIO_SLACK: u64 = 1 << 24;
 

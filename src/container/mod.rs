@@ -12,6 +12,17 @@
 //! # let _ = n; Ok(()) }
 //! ```
 //!
+//! Facts this layer relies on, checked on CUDA 13.5 output (`tests/container_real.rs`):
+//! - payloads are padded to 8 bytes, uncompressed cubins included (an sm_100 cubin of 0x1f252
+//!   bytes sits in a 0x1f258 payload); ZSTD-compressed relocatable cubins decompress to the
+//!   padded size too. `cuobjdump -xelf` extracts the exact ELF, so [`Entry::image`] cuts ELF
+//!   images to their extent (end of the last section / header table).
+//! - `--concat` puts several cubins of one entry (kind 0x100) in one ZSTD blob; sm_100+ cubins
+//!   and PTX stay separate entries. cuobjdump lists the parts as ordinary ELF files.
+//! - in linked executables cuobjdump ignores `__nv_relfatbin` (the inputs of the device link).
+//! - a relocatable object whose `.nv_fatbin`/`__nv_relfatbin` changes size links and runs the
+//!   toolkit's tools fine once later sections and `e_shoff` move (nothing stores the size).
+//!
 //! Modules: [`fatbin`] (containers and entries, compression), [`host`] (host ELF sections and
 //! re-layout), [`archive`] (`ar`), [`error`]. Writing an unedited artifact gives back the input
 //! bytes exactly. No input makes any of it panic: every size is checked before it is used.
