@@ -14,18 +14,9 @@ ARCH="${BENCH_ARCH:-sm_90}"
 RESULT="${BENCH_OUT:-bench/results/build.md}"
 ((RUNS >= 3)) || { echo "RUNS must be >= 3" >&2; exit 1; }
 
-eval "$(scripts/setup.sh)"
-cargo build --release >&2
-# shellcheck source=scripts/target-dir.sh
-source scripts/target-dir.sh
 # shellcheck source=scripts/bench-lib.sh
 source scripts/bench-lib.sh
-ORION="$TARGET_DIR/release/nvcc-orion"
-NVCC="$CUDA_HOME/bin/nvcc"
-unset NVCC_ORION NVCC_ORION_REPORT NVCC_ORION_VERBOSE NVCC_ORION_FORCE
-export NVCC_ORION_NVCC="$NVCC"
-TMP="$(mktemp -d)"
-trap 'rm -rf "$TMP"' EXIT
+bench_setup
 
 # Cold runs get a new cache folder each (time_us runs us in a subshell, so no counter).
 compiler() {

@@ -1,5 +1,23 @@
 # shellcheck shell=bash
-# Timing helpers shared by the bench scripts (sourced).
+# Set-up and timing helpers shared by the bench scripts (sourced from the repository root).
+
+# The toolkit (scripts/setup.sh), a release build, and for the caller: ORION (our binary),
+# NVCC (the real one, also exported as NVCC_ORION_NVCC so every run uses the same toolkit)
+# and TMP (a scratch folder removed on exit). nvcc-orion settings from the caller's shell are
+# cleared.
+# shellcheck disable=SC2034 # ORION and TMP are for the sourcing script
+bench_setup() {
+    eval "$(scripts/setup.sh)"
+    cargo build --release >&2
+    # shellcheck source=scripts/target-dir.sh
+    source scripts/target-dir.sh
+    ORION="$TARGET_DIR/release/nvcc-orion"
+    NVCC="$CUDA_HOME/bin/nvcc"
+    unset NVCC_ORION NVCC_ORION_REPORT NVCC_ORION_VERBOSE NVCC_ORION_FORCE
+    export NVCC_ORION_NVCC="$NVCC"
+    TMP="$(mktemp -d)"
+    trap 'rm -rf "$TMP"' EXIT
+}
 
 # One sample: "wall_us cpu_us" of running "$@" (output discarded). CPU is user+sys of the
 # whole process tree (bash's `time`), which a busy machine disturbs far less than wall time.

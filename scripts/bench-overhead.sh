@@ -15,19 +15,9 @@ ARCH="${BENCH_ARCH:-sm_90}"
 RESULT="${BENCH_OUT:-bench/results/overhead.md}"
 ((RUNS >= 5)) || { echo "RUNS must be >= 5" >&2; exit 1; }
 
-eval "$(scripts/setup.sh)"
-cargo build --release >&2
-# shellcheck source=scripts/target-dir.sh
-source scripts/target-dir.sh
-ORION="$TARGET_DIR/release/nvcc-orion"
-NVCC="$CUDA_HOME/bin/nvcc"
-unset NVCC_ORION NVCC_ORION_REPORT NVCC_ORION_VERBOSE
-export NVCC_ORION_NVCC="$NVCC" # same toolkit for all three, no lookup differences
-TMP="$(mktemp -d)"
-trap 'rm -rf "$TMP"' EXIT
-
 # shellcheck source=scripts/bench-lib.sh
 source scripts/bench-lib.sh
+bench_setup
 
 # The three compilers under test; `env` in all three so each pays the same extra exec.
 compiler() {

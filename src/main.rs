@@ -26,13 +26,9 @@ fn main() -> ExitCode {
         .filter(|(k, _)| !k.to_str().is_some_and(settings::is_ours))
         .collect();
 
-    let me = std::env::current_exe().unwrap_or_else(|_| "nvcc-orion".into());
-    let tk = match Toolkit::locate(&|k| std::env::var_os(k), &me) {
+    let tk = match toolkit() {
         Ok(tk) => tk,
-        Err(e) => {
-            eprintln!("nvcc-orion: error: {e}");
-            return ExitCode::from(1);
-        }
+        Err(code) => return code,
     };
 
     let inv = match cli::parse(&args, &env_str) {
@@ -114,15 +110,30 @@ fn exec_nvcc(
     if say && let Some(why) = why {
         eprintln!("nvcc-orion: warning: {why}; running plain nvcc");
     }
-    let err = Command::new(tk.nvcc())
+    exec_with(tk.nvcc(), args, env)
+}
+
+/// The real toolkit, or the exit code after saying why there is none.
+fn toolkit() -> Result<Toolkit, ExitCode> {
+    let me = std::env::current_exe().unwrap_or_else(|_| "nvcc-orion".into());
+    Toolkit::locate(&|k| std::env::var_os(k), &me).map_err(|e| {
+        eprintln!("nvcc-orion: error: {e}");
+        ExitCode::from(1)
+    })
+}
+
+/// Replace this process with `program args` in exactly the environment `env`.
+fn exec_with(
+    program: &std::path::Path,
+    args: &[OsString],
+    env: &[(OsString, OsString)],
+) -> ExitCode {
+    let err = Command::new(program)
         .args(args)
         .env_clear()
         .envs(env.iter().map(|(k, v)| (k, v)))
         .exec();
-    eprintln!(
-        "nvcc-orion: error: cannot run {}: {err}",
-        tk.nvcc().display()
-    );
+    eprintln!("nvcc-orion: error: cannot run {}: {err}", program.display());
     ExitCode::from(1)
 }
 
@@ -130,13 +141,9 @@ fn exec_nvcc(
 /// runs it), tuned like a ptxas step of an nvcc compile. `--orion-*` options and
 /// `NVCC_ORION_*` variables apply; ptxas never sees them.
 fn ptxas_mode(args: &[OsString]) -> ExitCode {
-    let me = std::env::current_exe().unwrap_or_else(|_| "nvcc-orion".into());
-    let tk = match Toolkit::locate(&|k| std::env::var_os(k), &me) {
+    let tk = match toolkit() {
         Ok(tk) => tk,
-        Err(e) => {
-            eprintln!("nvcc-orion: error: {e}");
-            return ExitCode::from(1);
-        }
+        Err(code) => return code,
     };
     let ptxas = tk.tool("ptxas");
     let mut orion_args = Vec::new();
@@ -204,11 +211,8 @@ fn ptxas_mode(args: &[OsString]) -> ExitCode {
 
 /// Replace this process with `program args` (the environment minus our own variables).
 fn exec_plain(program: &std::path::Path, args: &[OsString]) -> ExitCode {
-    let err = Command::new(program)
-        .args(args)
-        .env_clear()
-        .envs(std::env::vars_os().filter(|(k, _)| !k.to_str().is_some_and(settings::is_ours)))
-        .exec();
-    eprintln!("nvcc-orion: error: cannot run {}: {err}", program.display());
-    ExitCode::from(1)
+    let env: Vec<(OsString, OsString)> = std::env::vars_os()
+        .filter(|(k, _)| !k.to_str().is_some_and(settings::is_ours))
+        .collect();
+    exec_with(program, args, &env)
 }
