@@ -8,7 +8,7 @@
 mod common;
 
 use common::fixtures::{self, Fixtures};
-use nvcc_orion::cubin::{Cubin, OffsetMap};
+use nvcc_orion::cubin::{Cubin, OffsetMap, debug_frame};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -459,6 +459,7 @@ fn text_replacement_moves_every_offset() {
     let mut kernels_done = 0;
     let mut with_subfunctions = 0;
     let mut with_branch_targets = 0;
+    let mut fde_moved = 0;
     let mut toolkit_checked = BTreeSet::new();
     for (label, _, bytes) in all_cubins() {
         let orig = Cubin::parse(bytes).unwrap();
@@ -563,6 +564,32 @@ fn text_replacement_moves_every_offset() {
                     );
                 }
             }
+            // .debug_frame: the kernel's FDE grew by the insertion, no other range changed.
+            let ranges = |cb: &Cubin| -> Vec<u64> {
+                let Some(df) = cb.elf().sections.iter().find(|s| s.name == ".debug_frame") else {
+                    return Vec::new();
+                };
+                debug_frame::fdes(&df.data)
+                    .iter()
+                    .map(|f| nvcc_orion::cubin::elf::rd_u64(&df.data, f.range_at).unwrap())
+                    .collect()
+            };
+            let (ra, rb) = (ranges(&orig), ranges(&back));
+            assert_eq!(ra.len(), rb.len());
+            let grown: Vec<(u64, u64)> = ra
+                .iter()
+                .zip(&rb)
+                .filter(|(a, b)| a != b)
+                .map(|(a, b)| (*a, *b))
+                .collect();
+            assert!(
+                grown.len() <= 1 && grown.iter().all(|(a, b)| b == &(a + 128)),
+                "{label}: {}: FDE ranges {grown:?}",
+                k.name
+            );
+            if grown.len() == 1 {
+                fde_moved += 1;
+            }
             // Everything else about the kernel is unchanged.
             let mut same = nk.clone();
             same.text_size = k.text_size;
@@ -581,10 +608,14 @@ fn text_replacement_moves_every_offset() {
         }
     }
     eprintln!(
-        "{kernels_done} kernels moved, {with_subfunctions} sub-functions, {with_branch_targets} with indirect branch targets"
+        "{kernels_done} kernels moved, {with_subfunctions} sub-functions, {with_branch_targets} with indirect branch targets, {fde_moved} FDE ranges grown"
     );
     assert!(kernels_done >= 100);
     assert!(with_subfunctions > 0);
+    assert!(
+        fde_moved * 2 > kernels_done,
+        "only {fde_moved} FDE ranges followed"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
