@@ -447,6 +447,27 @@ fn register_and_shared_edits_show_in_res_usage() {
     eprintln!("{created} shared sections created, {renumbered} with renumbering");
 }
 
+/// The value lists of every `EIATTR_EXIT_INSTR_OFFSETS` in `cuobjdump -elf`, in order.
+fn exit_lists(dump: &str) -> Vec<Vec<u32>> {
+    let mut out = Vec::new();
+    let mut pending = false;
+    for line in dump.lines() {
+        let t = line.trim();
+        if t == "Attribute:\tEIATTR_EXIT_INSTR_OFFSETS" || t.ends_with("EIATTR_EXIT_INSTR_OFFSETS")
+        {
+            pending = true;
+        } else if pending && let Some(v) = t.strip_prefix("Value:") {
+            out.push(
+                v.split_whitespace()
+                    .map(|x| u32::from_str_radix(x.trim_start_matches("0x"), 16).unwrap())
+                    .collect(),
+            );
+            pending = false;
+        }
+    }
+    out
+}
+
 /// Insert 8 NOPs (128 bytes) after the first instruction of every kernel of every
 /// whole-program cubin and check the metadata moved with the code: EXIT offsets point at EXIT
 /// instructions, sub-function symbols and annotations moved by 128, jump tables follow.
@@ -601,9 +622,21 @@ fn text_replacement_moves_every_offset() {
                 let path = dir.path().join(format!("text_{}.cubin", kernels_done));
                 std::fs::write(&path, &out).unwrap();
                 toolkit_accepts(&path, label);
-                // cuobjdump reads the moved EXIT offsets back.
-                let dump = fixtures::elf_dump(&path).unwrap();
-                assert!(dump.contains("EIATTR_EXIT_INSTR_OFFSETS"));
+                // cuobjdump reads the moved EXIT offsets back: exactly this kernel's list
+                // changed, by the shift.
+                let orig_path = dir.path().join(format!("orig_{kernels_done}.cubin"));
+                std::fs::write(&orig_path, bytes).unwrap();
+                let before = exit_lists(&fixtures::elf_dump(&orig_path).unwrap());
+                let after = exit_lists(&fixtures::elf_dump(&path).unwrap());
+                assert_eq!(before.len(), after.len());
+                let changed: Vec<_> = before.iter().zip(&after).filter(|(a, b)| a != b).collect();
+                let shifted: Vec<u32> = old_exits
+                    .iter()
+                    .map(|&o| if o >= 16 { o + 128 } else { o })
+                    .collect();
+                assert_eq!(changed.len(), 1, "{label}: {}", k.name);
+                assert_eq!(changed[0].0, &old_exits, "{label}: {}", k.name);
+                assert_eq!(changed[0].1, &shifted, "{label}: {}", k.name);
             }
         }
     }
