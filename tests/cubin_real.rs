@@ -8,7 +8,7 @@
 mod common;
 
 use common::fixtures::{self, Fixtures};
-use nvcc_orion::cubin::{Cubin, OffsetMap};
+use nvcc_orion::cubin::{Cubin, OffsetMap, debug_frame};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -447,6 +447,27 @@ fn register_and_shared_edits_show_in_res_usage() {
     eprintln!("{created} shared sections created, {renumbered} with renumbering");
 }
 
+/// The value lists of every `EIATTR_EXIT_INSTR_OFFSETS` in `cuobjdump -elf`, in order.
+fn exit_lists(dump: &str) -> Vec<Vec<u32>> {
+    let mut out = Vec::new();
+    let mut pending = false;
+    for line in dump.lines() {
+        let t = line.trim();
+        if t == "Attribute:\tEIATTR_EXIT_INSTR_OFFSETS" || t.ends_with("EIATTR_EXIT_INSTR_OFFSETS")
+        {
+            pending = true;
+        } else if pending && let Some(v) = t.strip_prefix("Value:") {
+            out.push(
+                v.split_whitespace()
+                    .map(|x| u32::from_str_radix(x.trim_start_matches("0x"), 16).unwrap())
+                    .collect(),
+            );
+            pending = false;
+        }
+    }
+    out
+}
+
 /// Insert 8 NOPs (128 bytes) after the first instruction of every kernel of every
 /// whole-program cubin and check the metadata moved with the code: EXIT offsets point at EXIT
 /// instructions, sub-function symbols and annotations moved by 128, jump tables follow.
@@ -459,6 +480,7 @@ fn text_replacement_moves_every_offset() {
     let mut kernels_done = 0;
     let mut with_subfunctions = 0;
     let mut with_branch_targets = 0;
+    let mut fde_moved = 0;
     let mut toolkit_checked = BTreeSet::new();
     for (label, _, bytes) in all_cubins() {
         let orig = Cubin::parse(bytes).unwrap();
@@ -563,6 +585,32 @@ fn text_replacement_moves_every_offset() {
                     );
                 }
             }
+            // .debug_frame: the kernel's FDE grew by the insertion, no other range changed.
+            let ranges = |cb: &Cubin| -> Vec<u64> {
+                let Some(df) = cb.elf().sections.iter().find(|s| s.name == ".debug_frame") else {
+                    return Vec::new();
+                };
+                debug_frame::fdes(&df.data)
+                    .iter()
+                    .map(|f| nvcc_orion::cubin::elf::rd_u64(&df.data, f.range_at).unwrap())
+                    .collect()
+            };
+            let (ra, rb) = (ranges(&orig), ranges(&back));
+            assert_eq!(ra.len(), rb.len());
+            let grown: Vec<(u64, u64)> = ra
+                .iter()
+                .zip(&rb)
+                .filter(|(a, b)| a != b)
+                .map(|(a, b)| (*a, *b))
+                .collect();
+            assert!(
+                grown.len() <= 1 && grown.iter().all(|(a, b)| b == &(a + 128)),
+                "{label}: {}: FDE ranges {grown:?}",
+                k.name
+            );
+            if grown.len() == 1 {
+                fde_moved += 1;
+            }
             // Everything else about the kernel is unchanged.
             let mut same = nk.clone();
             same.text_size = k.text_size;
@@ -574,17 +622,33 @@ fn text_replacement_moves_every_offset() {
                 let path = dir.path().join(format!("text_{}.cubin", kernels_done));
                 std::fs::write(&path, &out).unwrap();
                 toolkit_accepts(&path, label);
-                // cuobjdump reads the moved EXIT offsets back.
-                let dump = fixtures::elf_dump(&path).unwrap();
-                assert!(dump.contains("EIATTR_EXIT_INSTR_OFFSETS"));
+                // cuobjdump reads the moved EXIT offsets back: exactly this kernel's list
+                // changed, by the shift.
+                let orig_path = dir.path().join(format!("orig_{kernels_done}.cubin"));
+                std::fs::write(&orig_path, bytes).unwrap();
+                let before = exit_lists(&fixtures::elf_dump(&orig_path).unwrap());
+                let after = exit_lists(&fixtures::elf_dump(&path).unwrap());
+                assert_eq!(before.len(), after.len());
+                let changed: Vec<_> = before.iter().zip(&after).filter(|(a, b)| a != b).collect();
+                let shifted: Vec<u32> = old_exits
+                    .iter()
+                    .map(|&o| if o >= 16 { o + 128 } else { o })
+                    .collect();
+                assert_eq!(changed.len(), 1, "{label}: {}", k.name);
+                assert_eq!(changed[0].0, &old_exits, "{label}: {}", k.name);
+                assert_eq!(changed[0].1, &shifted, "{label}: {}", k.name);
             }
         }
     }
     eprintln!(
-        "{kernels_done} kernels moved, {with_subfunctions} sub-functions, {with_branch_targets} with indirect branch targets"
+        "{kernels_done} kernels moved, {with_subfunctions} sub-functions, {with_branch_targets} with indirect branch targets, {fde_moved} FDE ranges grown"
     );
     assert!(kernels_done >= 100);
     assert!(with_subfunctions > 0);
+    assert!(
+        fde_moved * 2 > kernels_done,
+        "only {fde_moved} FDE ranges followed"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

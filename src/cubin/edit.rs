@@ -427,7 +427,8 @@ impl Cubin {
     /// `.nv.constant2.<k>` jump-table entries, and `.debug_frame` FDE ranges. Branch
     /// immediates inside `code` are the caller's business. On sm_100+ the "merc" copy of the
     /// code (`.nv.capmerc.text.<k>`) is left as it was; DWARF line programs are not updated.
-    /// Nothing changes when an error is returned.
+    /// Everything is checked before the first change (an error leaves the cubin as it was,
+    /// short of an arithmetic overflow in the final relayout).
     pub fn replace_text(
         &mut self,
         kernel: &str,

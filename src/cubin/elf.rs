@@ -613,20 +613,6 @@ impl Elf {
         Ok(())
     }
 
-    /// Recompute `p_memsz` of writable segments after a NOBITS size changed (no file bytes
-    /// move).
-    pub fn refresh_nobits_segments(&mut self) -> Result<(), CubinError> {
-        for idx in 0..self.phdrs.len() {
-            if self.coverage[idx].nobits_tracked {
-                let f = self.phdrs[idx].p_filesz;
-                self.phdrs[idx].p_memsz = self
-                    .nobits_extent(f)
-                    .ok_or_else(|| hdr_err("segment size overflows"))?;
-            }
-        }
-        Ok(())
-    }
-
     /// Append a section header (index returned); `relayout` gives it an offset.
     pub fn push_section(&mut self, s: Section) -> Result<usize, CubinError> {
         if self.sections.len() >= 0xff00 {
