@@ -139,7 +139,7 @@ pub fn plan(
     budgets.sort_unstable_by(|a, b| b.cmp(a));
     budgets.dedup();
     let spill = smem_spilling && !relocatable && !budgets.is_empty();
-    budgets.truncate(MAX_CANDIDATES - usize::from(spill));
+    let budgets = spread(&budgets, MAX_CANDIDATES - usize::from(spill));
     p.budgets = budgets.iter().map(|&r| Budget::regs(r)).collect();
     if spill && let Some(&lowest) = budgets.last() {
         p.budgets.push(Budget {
@@ -148,6 +148,20 @@ pub fn plan(
         });
     }
     Some(p)
+}
+
+/// At most `n` of `cliffs` (highest first), evenly spread and always keeping both ends: the
+/// nearest cliff (fewest spills) and the one with the most warps.
+fn spread(cliffs: &[u32], n: usize) -> Vec<u32> {
+    if cliffs.len() <= n || n < 2 {
+        return cliffs.iter().copied().take(n.max(1).min(cliffs.len())).collect();
+    }
+    let last = cliffs.len() - 1;
+    let mut picked: Vec<u32> = (0..n)
+        .map(|i| cliffs[(i * last + (n - 1) / 2) / (n - 1)])
+        .collect();
+    picked.dedup();
+    picked
 }
 
 #[cfg(test)]
@@ -188,9 +202,18 @@ mod tests {
         // lowest of them; never for relocatable code.
         let s = plan(sm86, &f, false, &[], true).unwrap();
         let got: Vec<String> = s.budgets.iter().map(|b| b.to_string()).collect();
-        assert_eq!(got, ["80", "64", "48", "48+smem"]);
+        assert_eq!(got, ["80", "48", "40", "40+smem"]);
         let rel = plan(sm86, &f, true, &[], true).unwrap();
         assert!(rel.budgets.iter().all(|b| !b.smem_spill));
+    }
+
+    #[test]
+    fn spread_keeps_both_ends() {
+        assert_eq!(spread(&[80, 72, 64, 56, 48], 3), vec![80, 64, 48]);
+        assert_eq!(spread(&[80, 72, 64, 56, 48, 40], 4), vec![80, 64, 56, 40]);
+        assert_eq!(spread(&[80, 72], 3), vec![80, 72]);
+        assert_eq!(spread(&[80, 72, 64], 1), vec![80]);
+        assert_eq!(spread(&[], 3), Vec::<u32>::new());
     }
 
     #[test]
