@@ -156,6 +156,17 @@ fn report_lists_candidates_and_one_kernel_gains_occupancy() {
             gained.push(r["kernel"].as_str().unwrap().to_string());
         }
     }
+    // Budgets that cannot clear the margin even with more warps alone are not built, and
+    // the report says what each could have given at best.
+    let pruned: Vec<&Value> = t
+        .report
+        .iter()
+        .flat_map(|r| r["pruned"].as_array().unwrap())
+        .collect();
+    assert!(!pruned.is_empty(), "some kernel here is issue-bound");
+    for p in &pruned {
+        assert!(p["bound_percent"].as_f64().unwrap() < 5.0, "{p}");
+    }
     assert!(
         gained.iter().any(|k| k.contains("chase_live_state")),
         "the pointer chase with live state is latency-bound and gains: {gained:?}"

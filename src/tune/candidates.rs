@@ -154,7 +154,11 @@ pub fn plan(
 /// nearest cliff (fewest spills) and the one with the most warps.
 fn spread(cliffs: &[u32], n: usize) -> Vec<u32> {
     if cliffs.len() <= n || n < 2 {
-        return cliffs.iter().copied().take(n.max(1).min(cliffs.len())).collect();
+        return cliffs
+            .iter()
+            .copied()
+            .take(n.max(1).min(cliffs.len()))
+            .collect();
     }
     let last = cliffs.len() - 1;
     let mut picked: Vec<u32> = (0..n)

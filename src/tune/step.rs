@@ -31,11 +31,23 @@ pub struct KernelRecord {
     pub block_from: BlockFrom,
     /// The baseline first, then each budget tried that ptxas built.
     pub candidates: Vec<Evaluated>,
+    /// Budgets not built because even an optimistic bound on their gain was below the margin.
+    pub pruned: Vec<Pruned>,
     /// Index into `candidates`.
     pub chosen: usize,
     pub chosen_registers: u32,
     pub gain_percent: f64,
     pub reason: String,
+}
+
+/// A budget skipped before building: its gain if the variant had the baseline's own latency
+/// and issue cycles per warp, only more warps (a lower budget adds spills; it does not make a
+/// warp's own work shorter), was below the margin.
+#[derive(Debug, Clone, Serialize)]
+pub struct Pruned {
+    pub budget: Budget,
+    /// The bound on the gain, in percent, worst case over the block sizes.
+    pub bound_percent: f64,
 }
 
 /// What tuning did to one step.
@@ -100,11 +112,50 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         return Ok(Tuned::default());
     };
     let relocatable = baseline.is_relocatable();
-    let plans: Vec<KernelPlan> = baseline
+    let mut plans: Vec<KernelPlan> = baseline
         .kernels()
         .iter()
         .filter_map(|f| candidates::plan(arch, f, relocatable, &tune.settings.block_sizes, true))
         .collect();
+    // Prune budgets that cannot clear the margin even in the best case: a kernel whose warps
+    // are issue-bound gains nothing from more of them. Forcing a choice (testing) builds all.
+    let base_functions = raw::functions(&baseline);
+    let mut pruned: BTreeMap<String, Vec<Pruned>> = BTreeMap::new();
+    if tune.settings.force.is_none() {
+        for p in &mut plans {
+            let Some(cost) = function_cost(sm, &base_functions, &p.name) else {
+                continue;
+            };
+            let base_cycles: Vec<f64> = p
+                .warps(arch, p.baseline_regs, relocatable)
+                .iter()
+                .map(|&w| combine(cost, w).cycles_per_warp)
+                .collect();
+            let (keep, drop): (Vec<Budget>, Vec<Budget>) = p.budgets.iter().partition(|b| {
+                bound_percent(p, arch, relocatable, cost, &base_cycles, b)
+                    >= tune.settings.margin_percent
+            });
+            if !drop.is_empty() {
+                pruned.insert(
+                    p.name.clone(),
+                    drop.iter()
+                        .map(|b| Pruned {
+                            budget: *b,
+                            bound_percent: bound_percent(
+                                p,
+                                arch,
+                                relocatable,
+                                cost,
+                                &base_cycles,
+                                b,
+                            ),
+                        })
+                        .collect(),
+                );
+            }
+            p.budgets = keep;
+        }
+    }
 
     let work = tempfile::Builder::new()
         .prefix("nvcc-orion-variants-")
@@ -177,11 +228,7 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         })
         .collect::<Result<_, _>>()?;
 
-    let base_listing = if !wanted.is_empty() {
-        raw::functions(&baseline)
-    } else {
-        Vec::new()
-    };
+    let base_listing = base_functions;
     let mut parsed: Vec<Option<(Cubin, Vec<Function>)>> = Vec::new();
     for b in &built {
         parsed.push(match b {
@@ -245,7 +292,8 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         if options.is_empty() {
             continue;
         }
-        let choice = select::choose(
+        let kernel_pruned = pruned.remove(&p.name).unwrap_or_default();
+        let mut choice = select::choose(
             &options,
             tune.settings.margin_percent,
             tune.settings.force.as_deref(),
@@ -254,6 +302,16 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
             chosen.insert(p.name.clone(), wanted[i][&p.name]);
         }
         expected.insert(p.name.clone(), sources[choice.index]);
+        if options.len() == 1 && !kernel_pruned.is_empty() {
+            let best = kernel_pruned
+                .iter()
+                .map(|x| x.bound_percent)
+                .fold(f64::NEG_INFINITY, f64::max);
+            choice.reason = format!(
+                "no lower budget can clear the {}% margin: at best {best:+.1}% with more warps alone",
+                tune.settings.margin_percent
+            );
+        }
         result.records.push(KernelRecord {
             arch: arch_name.clone(),
             kernel: p.name.clone(),
@@ -265,6 +323,7 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
             chosen: choice.index,
             gain_percent: choice.gain_percent,
             reason: choice.reason,
+            pruned: kernel_pruned,
         });
     }
     if chosen.is_empty() {
@@ -294,6 +353,29 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
     result.stderr = Some(final_built.stderr);
     result.changed = true;
     Ok(result)
+}
+
+/// The best gain `b` could give `p` over `base_cycles` (per block size) in percent, worst case
+/// over the block sizes, if the variant kept the baseline's latency and issue per warp.
+fn bound_percent(
+    p: &KernelPlan,
+    arch: Arch,
+    relocatable: bool,
+    cost: crate::predict::stalls::Cost,
+    base_cycles: &[f64],
+    b: &Budget,
+) -> f64 {
+    p.warps(arch, b.regs, relocatable)
+        .iter()
+        .zip(base_cycles)
+        .map(|(&w, &base)| {
+            if w == 0 {
+                f64::NEG_INFINITY
+            } else {
+                100.0 * (base / combine(cost, w).cycles_per_warp - 1.0)
+            }
+        })
+        .fold(f64::INFINITY, f64::min)
 }
 
 /// The bytes of a kernel's code and of its own sub-functions (`$kernel$...`), in symbol
