@@ -43,19 +43,12 @@ import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1])] if __import__("os").path.exists(sys.argv[1]) else []
 print(len(recs), max((len(r["candidates"]) for r in recs), default=1), sum(r["chosen"] != 0 for r in recs))
 ' "$rep")
-    samples=("" "" "")
-    for ((i = 0; i < RUNS; i++)); do
-        for j in 0 1 2; do
-            c=$(((i + j) % 3))
-            read -r t _ < <(time_us compiler "$c" "${args[@]}")
-            samples[c]+=" $t"
-        done
-    done
+    measure_three "$RUNS" "${args[@]}"
     # shellcheck disable=SC2086
     {
-        read -r t_nvcc _ < <(stats_ms ${samples[0]})
-        read -r t_cold _ < <(stats_ms ${samples[1]})
-        read -r t_warm _ < <(stats_ms ${samples[2]})
+        read -r t_nvcc _ < <(stats_ms ${WALL[0]})
+        read -r t_cold _ < <(stats_ms ${WALL[1]})
+        read -r t_warm _ < <(stats_ms ${WALL[2]})
     }
     r_cold=$(ratio "$t_cold" "$t_nvcc")
     r_warm=$(ratio "$t_warm" "$t_nvcc")

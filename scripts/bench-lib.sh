@@ -35,3 +35,22 @@ stats_ms() {
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; }
 verdict() { awk -v r="$1" -v t="$2" 'BEGIN {print (r <= t ? "ok" : "OVER")}'; }
+
+# Run the caller's `compiler 0|1|2 ARGS...` N times each, interleaved in a rotating order so
+# load drift on a shared machine hits all three alike instead of whichever ran during a busy
+# stretch. Wall and CPU microseconds go to the global arrays WALL[0..2] and CPU[0..2], each a
+# space-separated list. A failed run ends the script.
+measure_three() {
+    local n="$1" i j c t u
+    shift
+    WALL=("" "" "")
+    CPU=("" "" "")
+    for ((i = 0; i < n; i++)); do
+        for j in 0 1 2; do
+            c=$(((i + j) % 3))
+            read -r t u < <(time_us compiler "$c" "$@")
+            WALL[c]+=" $t"
+            CPU[c]+=" $u"
+        done
+    done
+}

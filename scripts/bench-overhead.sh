@@ -44,29 +44,18 @@ for k in --version examples/kernels/*.cu; do
         args=(-c "-arch=$ARCH" "$k" -o "$TMP/$name.o")
         n=$RUNS
     fi
-    samples=("" "" "")
-    cpus=("" "" "")
     for ((w = 0; w < WARMUP; w++)); do
         for c in 0 1 2; do time_us compiler "$c" "${args[@]}" >/dev/null; done
     done
-    # Interleave the three commands (rotating the order) so load drift on a shared machine
-    # hits all of them alike instead of whichever was measured during a busy stretch.
-    for ((i = 0; i < n; i++)); do
-        for j in 0 1 2; do
-            c=$(((i + j) % 3))
-            read -r t u < <(time_us compiler "$c" "${args[@]}") # a failure ends the script
-            samples[c]+=" $t"
-            cpus[c]+=" $u"
-        done
-    done
+    measure_three "$n" "${args[@]}"
     # shellcheck disable=SC2086
     {
-        read -r t_nvcc m_nvcc < <(stats_ms ${samples[0]})
-        read -r t_off m_off < <(stats_ms ${samples[1]})
-        read -r t_rep m_rep < <(stats_ms ${samples[2]})
-        read -r u_nvcc _ < <(stats_ms ${cpus[0]})
-        read -r u_off _ < <(stats_ms ${cpus[1]})
-        read -r u_rep _ < <(stats_ms ${cpus[2]})
+        read -r t_nvcc m_nvcc < <(stats_ms ${WALL[0]})
+        read -r t_off m_off < <(stats_ms ${WALL[1]})
+        read -r t_rep m_rep < <(stats_ms ${WALL[2]})
+        read -r u_nvcc _ < <(stats_ms ${CPU[0]})
+        read -r u_off _ < <(stats_ms ${CPU[1]})
+        read -r u_rep _ < <(stats_ms ${CPU[2]})
     }
     r_off=$(ratio "$t_off" "$t_nvcc")
     r_rep=$(ratio "$t_rep" "$t_nvcc")
