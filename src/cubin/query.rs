@@ -274,8 +274,11 @@ impl Cubin {
                     flags.push(format!("{}={}", r.attr.name(), w.join("x")));
                 }
                 Attr::CrsStackSize => {
-                    if let Some(v) = r.word(0).filter(|&v| v != 0) {
-                        flags.push(format!("{}={v}", r.attr.name()));
+                    // 0xffffffff: unbounded (recursion), as cuobjdump's STACK:UNKNOWN.
+                    match r.word(0) {
+                        Some(0) | None => {}
+                        Some(u32::MAX) => flags.push(format!("{}=unknown", r.attr.name())),
+                        Some(v) => flags.push(format!("{}={v}", r.attr.name())),
                     }
                 }
                 _ => {}
