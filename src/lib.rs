@@ -2,6 +2,7 @@
 //! each kernel's register budget. See `DESIGN.md` for the architecture; data flows
 //! `cli` → `driver` → `tune` → outputs.
 
+pub mod analysis;
 pub mod cli;
 pub mod commands;
 pub mod container;

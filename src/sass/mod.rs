@@ -7,9 +7,14 @@
 
 pub mod class;
 pub mod control;
+pub mod decode;
+pub mod encode;
+pub mod ir;
 pub mod listing;
 pub mod opcodes;
+pub mod operands;
 pub mod raw;
+pub mod relayout;
 
 pub use class::OpClass;
 pub use control::Control;
