@@ -8,6 +8,9 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+pub mod debug;
+pub mod debug_relayout;
+pub mod debug_sass;
 pub mod inspect;
 pub mod rewrite;
 
@@ -16,6 +19,7 @@ pub mod rewrite;
 pub enum Subcommand {
     Inspect,
     Rewrite,
+    Debug,
 }
 
 impl Subcommand {
@@ -24,6 +28,7 @@ impl Subcommand {
         match first.to_str()? {
             "inspect" => Some(Subcommand::Inspect),
             "rewrite" => Some(Subcommand::Rewrite),
+            "debug" => Some(Subcommand::Debug),
             _ => None,
         }
     }
@@ -37,6 +42,7 @@ pub fn run(sub: Subcommand, args: &[OsString]) -> ExitCode {
     let argv = std::iter::once(OsString::from(match sub {
         Subcommand::Inspect => "nvcc-orion inspect",
         Subcommand::Rewrite => "nvcc-orion rewrite",
+        Subcommand::Debug => "nvcc-orion debug",
     }))
     .chain(args.iter().skip(2).cloned());
     let mut out = std::io::stdout().lock();
@@ -47,6 +53,10 @@ pub fn run(sub: Subcommand, args: &[OsString]) -> ExitCode {
         },
         Subcommand::Rewrite => match rewrite::Args::try_parse_from(argv) {
             Ok(a) => rewrite::run(&a),
+            Err(e) => return usage(e),
+        },
+        Subcommand::Debug => match debug::Args::try_parse_from(argv) {
+            Ok(a) => debug::run(&a, &mut out),
             Err(e) => return usage(e),
         },
     };

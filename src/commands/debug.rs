@@ -1,0 +1,28 @@
+//! `nvcc-orion debug sass|relayout ...`: developer views of the SASS layer.
+
+use clap::{Parser, Subcommand};
+
+use super::{debug_relayout, debug_sass};
+
+#[derive(Debug, Parser)]
+#[command(about = "Developer views of the SASS layer")]
+pub struct Args {
+    #[command(subcommand)]
+    pub what: What,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum What {
+    /// Print the decoded IR of a cubin's (or object's) kernels.
+    Sass(debug_sass::Args),
+    /// Insert NOPs at pseudo-random places with a full re-layout (a test hook).
+    Relayout(debug_relayout::Args),
+}
+
+/// Run the command; true on failure (already reported on stderr).
+pub fn run(args: &Args, out: &mut impl std::io::Write) -> bool {
+    match &args.what {
+        What::Sass(a) => debug_sass::run(a, out),
+        What::Relayout(a) => debug_relayout::run(a),
+    }
+}
