@@ -520,6 +520,35 @@ fn ptxas_mode_tunes_and_passes_errors_through() {
         err.contains(&format!("Used {n} registers")),
         "-v of the shipped cubin: {err}"
     );
+    // The forms Triton and other JIT tools use: --gpu-name=, -lineinfo, --opt-level N,
+    // --output-file=, and -arch with a separate value.
+    for (args, out) in [
+        (
+            &[
+                "-lineinfo",
+                "-v",
+                "--gpu-name=sm_90",
+                "--opt-level",
+                "3",
+                "walk.ptx",
+                "--output-file=t1.cubin",
+            ][..],
+            "t1.cubin",
+        ),
+        (
+            &["-arch", "sm_90", "walk.ptx", "--output-file", "t2.cubin"][..],
+            "t2.cubin",
+        ),
+    ] {
+        let o = run(args);
+        assert!(o.status.success(), "{args:?}: {}", text(&o.stderr));
+        let got = regs(&dir.path().join(out));
+        assert_eq!(
+            got.values().copied().collect::<Vec<_>>(),
+            vec![n],
+            "{args:?}"
+        );
+    }
     // ptxas alone, for comparison.
     let plain = Command::new(fixtures::tool("ptxas"))
         .current_dir(dir.path())

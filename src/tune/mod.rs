@@ -8,6 +8,7 @@
 
 pub mod candidates;
 pub mod ptx;
+pub mod ptxas_args;
 pub mod select;
 pub mod step;
 pub mod variants;
@@ -37,14 +38,13 @@ pub fn ptxas_step(
     let mut captured = ctx.run(argv)?;
     // A failed ptxas is the user's error (nvcc reports it); a PTX-only target runs ptxas
     // without -o as a syntax check: nothing to tune.
-    if !captured.status.success() || step::step_files(argv).is_none() {
+    if !captured.status.success() {
         return Ok(captured);
     }
-    let arch = argv
-        .iter()
-        .find_map(|a| a.strip_prefix("-arch="))
-        .unwrap_or("?")
-        .to_string();
+    let Some(files) = step::step_files(argv) else {
+        return Ok(captured);
+    };
+    let arch = files.arch.unwrap_or_else(|| "?".to_string());
     if tune.settings.mode != Mode::Tune {
         if tune.settings.verbose {
             notes.push(format!(

@@ -5,13 +5,14 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Serialize;
 
 use super::TuneContext;
 use super::candidates::{self, BlockFrom, KernelPlan};
 use super::ptx::Budget;
+use super::ptxas_args::PtxasArgs;
 use super::select::{self, Evaluated};
 use super::variants::{self, Budgets, Builder, VariantError};
 use crate::cubin::Cubin;
@@ -80,25 +81,18 @@ fn io_err(what: &Path) -> impl FnOnce(std::io::Error) -> TuneError + '_ {
     move |e| TuneError::Io(format!("{}: {e}", what.display()))
 }
 
-/// The PTX input and cubin output of a ptxas command line.
-pub fn step_files(argv: &[String]) -> Option<(usize, PathBuf)> {
-    let out = argv.iter().position(|a| a == "-o")?;
-    let ptx = argv
-        .iter()
-        .enumerate()
-        .skip(1)
-        .find(|(i, a)| *i != out + 1 && a.ends_with(".ptx"))?
-        .0;
-    Some((ptx, PathBuf::from(argv.get(out + 1)?)))
+/// The files of a ptxas step that can be tuned.
+pub fn step_files(argv: &[String]) -> Option<PtxasArgs> {
+    PtxasArgs::parse(argv)
 }
 
 /// Tune the step whose baseline cubin ptxas has just written.
 pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result<Tuned, TuneError> {
-    let Some((ptx_index, out)) = step_files(argv) else {
+    let Some(files) = step_files(argv) else {
         return Ok(Tuned::default());
     };
-    let out = ctx.cwd.join(out);
-    let ptx_path = ctx.cwd.join(&argv[ptx_index]);
+    let out = ctx.cwd.join(files.output_path(argv));
+    let ptx_path = ctx.cwd.join(&argv[files.input]);
     let ptx = std::fs::read_to_string(&ptx_path).map_err(io_err(&ptx_path))?;
     let baseline_bytes = std::fs::read(&out).map_err(io_err(&out))?;
     let baseline = Cubin::parse(&baseline_bytes)
@@ -168,7 +162,7 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
     let builder = Builder {
         ctx,
         argv,
-        ptx_index,
+        files,
         ptx: &ptx,
         ptxas_id: variants::ptxas_id(&ptxas),
         cache: cache.clone(),
@@ -436,7 +430,9 @@ mod tests {
         ]
         .map(String::from)
         .to_vec();
-        assert_eq!(step_files(&argv), Some((3, PathBuf::from("/t/x.cubin"))));
+        let f = step_files(&argv).unwrap();
+        assert_eq!(f.input, 3);
+        assert_eq!(f.output_path(&argv), std::path::PathBuf::from("/t/x.cubin"));
         let no_out: Vec<String> = ["ptxas", "-arch=sm_90", "/t/x.ptx"]
             .map(String::from)
             .to_vec();

@@ -9,6 +9,7 @@ use std::sync::Mutex;
 
 use sha2::{Digest, Sha256};
 
+use super::ptxas_args::PtxasArgs;
 use crate::driver::process::StepContext;
 
 /// One variant to build: a budget per kernel (kernels not named keep ptxas's own choice).
@@ -58,33 +59,22 @@ pub fn cache_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
     Some(base.join("variants"))
 }
 
-/// The ptxas command line of a variant: `argv` with its PTX input and `-o` output replaced.
-/// `-v` stays, so each variant's stderr says what ptxas made of it.
-pub fn variant_argv(argv: &[String], ptx_index: usize, ptx: &Path, out: &Path) -> Vec<String> {
-    let mut v = argv.to_vec();
-    v[ptx_index] = ptx.display().to_string();
-    if let Some(i) = v.iter().position(|a| a == "-o") {
-        if let Some(o) = v.get_mut(i + 1) {
-            *o = out.display().to_string();
-        }
-    } else {
-        v.push("-o".into());
-        v.push(out.display().to_string());
-    }
-    v
+/// The ptxas command line of a variant: `argv` with its PTX input and output replaced. `-v`
+/// stays, so each variant's stderr says what ptxas made of it.
+pub fn variant_argv(argv: &[String], files: &PtxasArgs, ptx: &Path, out: &Path) -> Vec<String> {
+    files.with_files(argv, &ptx.display().to_string(), &out.display().to_string())
 }
 
 /// What makes a variant's output what it is: the PTX, the ptxas binary and its arguments (the
 /// input and output paths aside), and this tool's version.
-fn cache_key(argv: &[String], ptx_index: usize, ptxas_id: &str, ptx: &str) -> String {
+fn cache_key(argv: &[String], files: &PtxasArgs, ptxas_id: &str, ptx: &str) -> String {
     let mut h = Sha256::new();
     h.update(env!("CARGO_PKG_VERSION").as_bytes());
     h.update([0]);
     h.update(ptxas_id.as_bytes());
     h.update([0]);
-    let out_index = argv.iter().position(|a| a == "-o").map(|i| i + 1);
     for (i, a) in argv.iter().enumerate().skip(1) {
-        if i != ptx_index && Some(i) != out_index {
+        if !files.is_file_arg(i) {
             h.update(a.as_bytes());
         }
         h.update([0]);
@@ -113,8 +103,8 @@ pub struct Builder<'a> {
     pub ctx: &'a StepContext,
     /// The step's ptxas argv, exactly as nvcc's dry run printed it.
     pub argv: &'a [String],
-    /// Index of the PTX input in `argv`.
-    pub ptx_index: usize,
+    /// Where the input and output are in `argv`.
+    pub files: PtxasArgs,
     pub ptx: &'a str,
     pub ptxas_id: String,
     pub cache: Option<PathBuf>,
@@ -177,7 +167,7 @@ impl Builder<'_> {
     /// Build one variant (from the cache when it is there).
     pub fn build(&self, i: usize, budgets: &Budgets) -> Result<Built, VariantError> {
         let ptx = super::ptx::with_budgets(self.ptx, budgets)?;
-        let key = cache_key(self.argv, self.ptx_index, &self.ptxas_id, &ptx);
+        let key = cache_key(self.argv, &self.files, &self.ptxas_id, &ptx);
         if let Some(dir) = &self.cache
             && let Ok(cubin) = std::fs::read(dir.join(format!("{key}.cubin")))
         {
@@ -192,7 +182,7 @@ impl Builder<'_> {
         let ptx_path = self.work.join(format!("variant{i}.ptx"));
         let out = self.work.join(format!("variant{i}.cubin"));
         std::fs::write(&ptx_path, &ptx).map_err(io(ptx_path.display().to_string()))?;
-        let argv = variant_argv(self.argv, self.ptx_index, &ptx_path, &out);
+        let argv = variant_argv(self.argv, &self.files, &ptx_path, &out);
         let run = self.ctx.run(&argv).map_err(io("ptxas"))?;
         if !run.status.success() {
             return Err(VariantError::Refused {
@@ -253,17 +243,23 @@ mod tests {
         ]
         .map(String::from)
         .to_vec();
-        let v = variant_argv(&argv, 3, Path::new("/w/v0.ptx"), Path::new("/w/v0.cubin"));
+        let files = PtxasArgs::parse(&argv).unwrap();
+        let v = variant_argv(
+            &argv,
+            &files,
+            Path::new("/w/v0.ptx"),
+            Path::new("/w/v0.cubin"),
+        );
         assert_eq!(v[3], "/w/v0.ptx");
         assert_eq!(v[5], "/w/v0.cubin");
         // Paths of the input and output do not change the key; arguments and PTX do.
-        let k = cache_key(&argv, 3, "id", "ptx");
-        assert_eq!(k, cache_key(&v, 3, "id", "ptx"));
-        assert_ne!(k, cache_key(&argv, 3, "id", "ptx2"));
-        assert_ne!(k, cache_key(&argv, 3, "id2", "ptx"));
+        let k = cache_key(&argv, &files, "id", "ptx");
+        assert_eq!(k, cache_key(&v, &files, "id", "ptx"));
+        assert_ne!(k, cache_key(&argv, &files, "id", "ptx2"));
+        assert_ne!(k, cache_key(&argv, &files, "id2", "ptx"));
         let mut o3 = argv.clone();
         o3[2] = "-O2".into();
-        assert_ne!(k, cache_key(&o3, 3, "id", "ptx"));
+        assert_ne!(k, cache_key(&o3, &files, "id", "ptx"));
         assert_eq!(k.len(), 64);
     }
 
