@@ -200,3 +200,99 @@ fn cmake_example_pass_through() {
 fn cmake_example_default_mode() {
     build_example(None);
 }
+
+/// `cmake/NvccOrion.cmake`: as a toolchain file for the CUDA language, or `include()`d by a
+/// project that uses the legacy FindCUDA module. Either way the build goes through nvcc-orion
+/// (the report it asks for has the kernel for both architectures) and links.
+fn build_with_module(findcuda: bool) {
+    let label = format!("cmake_module[findcuda={findcuda}]");
+    let Some(t) = tools_or_skip(&label) else {
+        return;
+    };
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let build = tmp.path().join("build");
+    let report = tmp.path().join("report.jsonl");
+    let mut configure = Command::new(&t.cmake);
+    configure
+        .args(["-G", "Ninja"])
+        .arg(format!("-DCMAKE_MAKE_PROGRAM={}", t.ninja.display()))
+        .arg(format!("-DNVCC_ORION_EXECUTABLE={ORION}"))
+        .arg(format!("-DNVCC_ORION_REPORT={}", report.display()))
+        .arg("-DNVCC_ORION_BLOCK_SIZE=256")
+        .arg("-DCMAKE_CUDA_ARCHITECTURES=80;90")
+        .arg("-S")
+        .arg(repo.join("examples/cmake"))
+        .arg("-B")
+        .arg(&build);
+    if findcuda {
+        configure.arg("-DORION_EXAMPLE_FINDCUDA=ON");
+    } else {
+        configure.arg(format!(
+            "-DCMAKE_TOOLCHAIN_FILE={}",
+            repo.join("cmake/NvccOrion.cmake").display()
+        ));
+    }
+    for cmd in [&mut configure] {
+        cmd.env("NVCC_ORION_NVCC", &t.nvcc)
+            .env("LC_ALL", "C")
+            .env_remove("NVCC_ORION")
+            .env_remove("NVCC_ORION_REPORT")
+            .env_remove("CUDAARCHS")
+            .env_remove("CUDACXX")
+            .env_remove("CUDA_NVCC_EXECUTABLE");
+    }
+    run(&mut configure, &format!("{label} configure"));
+    let mut compile = Command::new(&t.cmake);
+    compile
+        .arg("--build")
+        .arg(&build)
+        .arg("--verbose")
+        .env("NVCC_ORION_NVCC", &t.nvcc)
+        .env_remove("NVCC_ORION")
+        .env_remove("NVCC_ORION_REPORT");
+    let log = run(&mut compile, &format!("{label} build"));
+    assert!(
+        log.contains(ORION),
+        "{label}: the build did not call nvcc-orion:\n{log}"
+    );
+    // The --orion-* options reach nvcc-orion only, never the host compiler or linker.
+    let leaked: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("--orion-") && !l.contains(ORION))
+        .collect();
+    assert!(
+        leaked.is_empty(),
+        "{label}: --orion- options leaked:\n{}",
+        leaked.join("\n")
+    );
+    assert!(
+        build.join("particles_demo").is_file(),
+        "{label}: no executable"
+    );
+    let records = fs::read_to_string(&report).expect("the report was written");
+    let arches: std::collections::BTreeSet<String> = records
+        .lines()
+        .filter(|l| l.contains("chain_step"))
+        .filter_map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).ok()?;
+            assert_eq!(v["block_sizes"], serde_json::json!([256]), "{l}");
+            Some(v["arch"].as_str()?.to_string())
+        })
+        .collect();
+    assert_eq!(
+        arches,
+        ["sm_80", "sm_90"].map(String::from).into_iter().collect(),
+        "{label}: report:\n{records}"
+    );
+}
+
+#[test]
+fn cmake_module_as_toolchain_file() {
+    build_with_module(false);
+}
+
+#[test]
+fn cmake_module_with_findcuda() {
+    build_with_module(true);
+}
