@@ -233,15 +233,14 @@ fn build_with_module(findcuda: bool) {
             repo.join("cmake/NvccOrion.cmake").display()
         ));
     }
-    for cmd in [&mut configure] {
-        cmd.env("NVCC_ORION_NVCC", &t.nvcc)
-            .env("LC_ALL", "C")
-            .env_remove("NVCC_ORION")
-            .env_remove("NVCC_ORION_REPORT")
-            .env_remove("CUDAARCHS")
-            .env_remove("CUDACXX")
-            .env_remove("CUDA_NVCC_EXECUTABLE");
-    }
+    configure
+        .env("NVCC_ORION_NVCC", &t.nvcc)
+        .env("LC_ALL", "C")
+        .env_remove("NVCC_ORION")
+        .env_remove("NVCC_ORION_REPORT")
+        .env_remove("CUDAARCHS")
+        .env_remove("CUDACXX")
+        .env_remove("CUDA_NVCC_EXECUTABLE");
     run(&mut configure, &format!("{label} configure"));
     let mut compile = Command::new(&t.cmake);
     compile
