@@ -3,6 +3,7 @@
 //! `cli` → `driver` → `tune` → outputs.
 
 pub mod analysis;
+pub mod cargo;
 pub mod cli;
 pub mod commands;
 pub mod container;
@@ -13,3 +14,5 @@ pub mod sass;
 pub mod settings;
 pub mod toolkit;
 pub mod tune;
+
+pub use cargo::Build;

@@ -1,0 +1,11 @@
+// Compiles kernels/*.cu through nvcc-orion (NVCC_ORION_BIN or PATH; plain nvcc otherwise) into
+// libkernels.a, linked with the toolkit's static CUDA runtime.
+fn main() {
+    nvcc_orion::Build::new()
+        .file("kernels/walk.cu")
+        .include("kernels")
+        .arch("sm_80")
+        .arch("sm_90")
+        .block_size("256")
+        .compile("kernels");
+}
