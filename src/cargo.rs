@@ -268,7 +268,7 @@ impl Build {
                 Output::Ptx => "ptx",
                 Output::Cubin => "cubin",
             };
-            let mut name = OsString::from(stem);
+            let mut name = stem;
             name.push(format!("-{tag}.{ext}"));
             let obj = out.join(name);
             let depfile = obj.with_extension(format!("{ext}.d"));
