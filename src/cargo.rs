@@ -17,7 +17,6 @@
 //! environment. Every source and every header the compiler read is a `rerun-if-changed`.
 
 use std::collections::BTreeSet;
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
