@@ -11,6 +11,7 @@ use clap::Parser;
 pub mod debug;
 pub mod debug_relayout;
 pub mod debug_sass;
+pub mod explain;
 pub mod inspect;
 pub mod rewrite;
 
@@ -20,6 +21,7 @@ pub enum Subcommand {
     Inspect,
     Rewrite,
     Debug,
+    Explain,
 }
 
 impl Subcommand {
@@ -29,6 +31,7 @@ impl Subcommand {
             "inspect" => Some(Subcommand::Inspect),
             "rewrite" => Some(Subcommand::Rewrite),
             "debug" => Some(Subcommand::Debug),
+            "explain" => Some(Subcommand::Explain),
             _ => None,
         }
     }
@@ -43,6 +46,7 @@ pub fn run(sub: Subcommand, args: &[OsString]) -> ExitCode {
         Subcommand::Inspect => "nvcc-orion inspect",
         Subcommand::Rewrite => "nvcc-orion rewrite",
         Subcommand::Debug => "nvcc-orion debug",
+        Subcommand::Explain => "nvcc-orion explain",
     }))
     .chain(args.iter().skip(2).cloned());
     let mut out = std::io::stdout().lock();
@@ -55,6 +59,8 @@ pub fn run(sub: Subcommand, args: &[OsString]) -> ExitCode {
             Ok(a) => rewrite::run(&a),
             Err(e) => return usage(e),
         },
+        // explain takes nvcc's own arguments after the file: no option parsing of ours.
+        Subcommand::Explain => explain::run(&args[2..], &mut out),
         Subcommand::Debug => match debug::Args::try_parse_from(argv) {
             Ok(a) => debug::run(&a, &mut out),
             Err(e) => return usage(e),
