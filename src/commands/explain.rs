@@ -34,10 +34,7 @@ pub fn run(args: &[OsString], out: &mut impl Write) -> bool {
             ));
             true
         }
-        Ok(r) => {
-            let failed = render(&r, out).is_err_and(|e| e.kind() != std::io::ErrorKind::BrokenPipe);
-            failed
-        }
+        Ok(r) => render(&r, out).is_err_and(|e| e.kind() != std::io::ErrorKind::BrokenPipe),
         Err(e) => {
             super::report_error(e);
             true
