@@ -169,6 +169,8 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         work: work.path(),
         jobs: std::thread::available_parallelism().map_or(2, |n| n.get()),
         jobserver: jobserver_client(),
+        progress: (tune.settings.verbose && std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .then(|| arch_name.clone()),
     };
 
     // Variant i gives every kernel its i-th register budget; the shared-memory spilling

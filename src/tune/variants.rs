@@ -113,6 +113,8 @@ pub struct Builder<'a> {
     /// How many ptxas runs may go at once (besides any jobserver limit).
     pub jobs: usize,
     pub jobserver: Option<jobserver::Client>,
+    /// Show a progress line on stderr (verbose mode on a terminal), labelled with this.
+    pub progress: Option<String>,
 }
 
 impl Builder<'_> {
@@ -143,12 +145,24 @@ impl Builder<'_> {
                             i
                         };
                         let Some(budgets) = all.get(i) else { break };
+                        if let Some(label) = &self.progress {
+                            // One line, rewritten in place; cleared when the batch is done.
+                            eprint!(
+                                "\rnvcc-orion: {label}: variant {}/{}: {}\x1b[K",
+                                i + 1,
+                                all.len(),
+                                describe(budgets)
+                            );
+                        }
                         let r = self.build(i, budgets);
                         *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
                     }
                 });
             }
         });
+        if self.progress.is_some() {
+            eprint!("\r\x1b[K");
+        }
         results
             .into_iter()
             .map(|m| {
