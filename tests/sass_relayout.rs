@@ -1,0 +1,604 @@
+//! Re-layout against the toolkit: NOPs inserted at pseudo-random places of every function of
+//! real sm_75-sm_90 cubins (device calls, recursion, indirect calls, printf, spills, a BRX
+//! switch), checked with nvdisasm (the original instructions, in order, with only NOPs
+//! between; every branch, BSSY, call and return address pointing at the same original
+//! instruction), `cuobjdump -elf` (EXIT offsets, annotations, indirect-branch targets) and
+//! `cuobjdump -res-usage` (unchanged); and a host object rewritten through the container
+//! layer links with nvcc.
+
+mod common;
+
+use common::fixtures::{self, Fixtures};
+use nvcc_orion::cubin::{Cubin, OffsetMap};
+use nvcc_orion::sass::encode::{self, RegField};
+use nvcc_orion::sass::listing::{self, Function};
+use nvcc_orion::sass::relayout;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn fx() -> Option<&'static Fixtures> {
+    fixtures::fixtures()
+}
+
+fn scratch(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("relayout-{name}-"))
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap()
+}
+
+fn in_scope(path: &Path) -> bool {
+    fixtures::elf_arch(path).is_some_and(|a| (75..=90).contains(&a))
+}
+
+/// Offset attributes of one function's `.nv.info.<k>` block of `cuobjdump -elf`.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+struct Attrs {
+    exits: Vec<u64>,
+    annotations: Vec<u64>,
+    branches: Vec<(u64, Vec<u64>)>,
+}
+
+fn hex(s: &str) -> u64 {
+    u64::from_str_radix(s.trim().trim_start_matches("0x"), 16).unwrap()
+}
+
+fn offset_attrs(dump: &str) -> BTreeMap<String, Attrs> {
+    let mut out: BTreeMap<String, Attrs> = BTreeMap::new();
+    let mut cur: Option<String> = None;
+    let mut attr = String::new();
+    for line in dump.lines() {
+        if let Some(name) = line.strip_prefix(".nv.info.") {
+            cur = Some(name.trim().to_string());
+            continue;
+        }
+        if !line.starts_with(char::is_whitespace) && !line.trim().is_empty() {
+            cur = None;
+            continue;
+        }
+        let Some(k) = &cur else { continue };
+        let a = out.entry(k.clone()).or_default();
+        let t = line.trim();
+        if let Some(name) = t.strip_prefix("Attribute:") {
+            attr = name.trim().to_string();
+            continue;
+        }
+        let t = t.strip_prefix("Value:").unwrap_or(t).trim();
+        match attr.as_str() {
+            "EIATTR_EXIT_INSTR_OFFSETS" => a.exits.extend(
+                t.split_whitespace()
+                    .filter(|w| w.starts_with("0x"))
+                    .map(hex),
+            ),
+            "EIATTR_ANNOTATIONS" => {
+                if let Some((_, o)) = t.split_once("Offset :") {
+                    a.annotations.push(hex(o));
+                }
+            }
+            "EIATTR_INDIRECT_BRANCH_TARGETS" => {
+                if let Some(rest) = t.strip_prefix("Offset of Indirect Branch:") {
+                    let off = rest.split_whitespace().next().unwrap();
+                    a.branches.push((hex(off), Vec::new()));
+                } else if let Some(rest) = t.strip_prefix("Targets:") {
+                    a.branches.last_mut().unwrap().1 = rest.split_whitespace().map(hex).collect();
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn nvdisasm() -> PathBuf {
+    fixtures::tool("nvdisasm")
+}
+
+/// Numbers in an operand token: `0x1a0`, `-0x120`.
+fn number(tok: &str) -> Option<i64> {
+    let tok = tok.trim_end_matches(')');
+    let (neg, h) = match tok.strip_prefix('-') {
+        Some(h) => (true, h),
+        None => (false, tok),
+    };
+    let v = i64::from_str_radix(h.strip_prefix("0x")?, 16).ok()?;
+    Some(if neg { -v } else { v })
+}
+
+/// What one re-layout did to one cubin, for the checks.
+struct Applied {
+    /// Section owner → map.
+    maps: BTreeMap<String, OffsetMap>,
+    /// Function → section owner.
+    owner_of: BTreeMap<String, String>,
+    /// Section owner → old code end (trailing padding excluded).
+    code_end: BTreeMap<String, u64>,
+    inserted: usize,
+}
+
+impl Applied {
+    fn map(&self, func: &str, off: u64) -> u64 {
+        self.owner_of
+            .get(func)
+            .and_then(|o| self.maps.get(o))
+            .map_or(off, |m| m.map(off).unwrap())
+    }
+}
+
+#[derive(Default, Debug)]
+struct Counts {
+    instrs: usize,
+    nops: usize,
+    targets: usize,
+    returns: usize,
+    register_based: usize,
+}
+
+/// Compare the nvdisasm listings of the original and the re-laid-out cubin.
+fn compare_listings(
+    label: &str,
+    old: &[Function],
+    new: &[Function],
+    ap: &Applied,
+    counts: &mut Counts,
+) {
+    let new_by_name: BTreeMap<&str, &Function> = new.iter().map(|f| (f.name.as_str(), f)).collect();
+    assert_eq!(old.len(), new.len(), "{label}: function count");
+    for f in old {
+        let g = new_by_name
+            .get(f.name.as_str())
+            .unwrap_or_else(|| panic!("{label}: {} lost", f.name));
+        let owner = ap.owner_of.get(&f.name).unwrap();
+        let end = ap.code_end[owner];
+        // The section owner's entry is the section start: code inserted at 0 runs first.
+        let start = if f.start == 0 {
+            0
+        } else {
+            ap.map(&f.name, f.start)
+        };
+        assert_eq!(g.start, start, "{label}: {} start", f.name);
+        let new_at: BTreeMap<u64, &listing::Instr> =
+            g.instrs.iter().map(|i| (i.offset, i)).collect();
+        let mut images = BTreeSet::new();
+        for i in f.instrs.iter().filter(|i| i.offset < end) {
+            let n = ap.map(&f.name, i.offset);
+            images.insert(n);
+            let j = new_at.get(&n).unwrap_or_else(|| {
+                panic!("{label}: {} {:#x} has no image at {n:#x}", f.name, i.offset)
+            });
+            let ctx = format!(
+                "{label}: {} {:#x}→{n:#x} `{} {}` vs `{} {}`",
+                f.name, i.offset, i.opcode, i.operands, j.opcode, j.operands
+            );
+            assert_eq!(i.predicate, j.predicate, "{ctx}");
+            assert_eq!(i.opcode, j.opcode, "{ctx}");
+            counts.instrs += 1;
+            let ta: Vec<&str> = i.operands.split([',', ' ']).collect();
+            let tb: Vec<&str> = j.operands.split([',', ' ']).collect();
+            assert_eq!(ta.len(), tb.len(), "{ctx}");
+            let base = i.base();
+            for (a, b) in ta.iter().zip(&tb) {
+                if a == b {
+                    if matches!(base, "BRA" | "BSSY") && number(a).is_some() {
+                        counts.targets += 1;
+                    }
+                    continue;
+                }
+                let (Some(x), Some(y)) = (number(a), number(b)) else {
+                    panic!("{ctx}: operand {a} became {b}");
+                };
+                if i.operands.contains("@lo(") || i.operands.contains("@hi(") {
+                    // A relocated address (`32@lo((k + 0xf00))`, -G code): moved by the
+                    // relocation addend.
+                    assert_eq!(y as u64, ap.map(&f.name, x as u64), "{ctx}");
+                    counts.returns += 1;
+                    continue;
+                }
+                match base {
+                    // Direct targets: the same original instruction.
+                    "BRA" | "BSSY" | "JMP" | "CALL" if x >= 0 => {
+                        assert_eq!(y as u64, ap.map(&f.name, x as u64), "{ctx}");
+                        counts.targets += 1;
+                    }
+                    // Minus my own next pc.
+                    "BRX" | "RET" | "CALL" | "BRXU" => {
+                        assert_eq!(x, -(i.offset as i64 + 16), "{ctx}");
+                        assert_eq!(y, -(n as i64 + 16), "{ctx}");
+                        counts.register_based += 1;
+                    }
+                    // Return address: the instruction after the moved call.
+                    "MOV" | "IMAD" => {
+                        let call_old = x as u64 - 16;
+                        let call = f.instrs.iter().find(|c| c.offset == call_old);
+                        assert!(
+                            call.is_some_and(|c| c.base() == "CALL"),
+                            "{ctx}: only return addresses change"
+                        );
+                        assert_eq!(y as u64, ap.map(&f.name, call_old) + 16, "{ctx}");
+                        counts.returns += 1;
+                    }
+                    _ => panic!("{ctx}: operand {a} became {b}"),
+                }
+            }
+        }
+        // Everything else in the new function is a NOP.
+        for j in &g.instrs {
+            if !images.contains(&j.offset) {
+                assert_eq!(j.opcode, "NOP", "{label}: {} {:#x}", g.name, j.offset);
+                counts.nops += 1;
+            }
+        }
+    }
+}
+
+/// Check a re-laid-out cubin: the control bits of every original instruction unchanged.
+/// Register-based branches (RET.REL, BRX, indirect CALL.REL) hold minus their own next pc
+/// before and after (nvdisasm prints these by function name, so the bytes are checked).
+fn compare_control(label: &str, old: &Cubin, new: &Cubin, ap: &Applied, counts: &mut Counts) {
+    let sm = old.arch();
+    for (owner, map) in &ap.maps {
+        let a = old.function_info(owner).unwrap();
+        let b = new.function_info(owner).unwrap();
+        let ta = &old.elf().sections[a.text_section].data;
+        let tb = &new.elf().sections[b.text_section].data;
+        for o in (0..ap.code_end[owner]).step_by(16) {
+            let n = map.map(o).unwrap() as usize;
+            let wa = u128::from_le_bytes(ta[o as usize..o as usize + 16].try_into().unwrap());
+            let wb = u128::from_le_bytes(tb[n..n + 16].try_into().unwrap());
+            assert_eq!(wa >> 105, wb >> 105, "{label}: {owner} {o:#x} control bits");
+            if encode::rel_kind(wa) == Some(encode::RelKind::RegisterBased) {
+                assert_eq!(
+                    encode::rel_delta(sm, wa),
+                    Some(-(o as i64 + 16)),
+                    "{label}: {o:#x}"
+                );
+                assert_eq!(
+                    encode::rel_delta(sm, wb),
+                    Some(-(n as i64 + 16)),
+                    "{label}: {o:#x}"
+                );
+                counts.register_based += 1;
+            }
+            if encode::rel_kind(wa).is_none() {
+                assert!(
+                    wa == wb
+                        || encode::opcode(wa) == encode::OP_MOV_IMM
+                        || encode::opcode(wa) == 0x424,
+                    "{label}: {owner} {o:#x} changed"
+                );
+            }
+        }
+    }
+}
+
+/// Re-lay out `path` with `per_function` NOPs per function and `seed`; check everything.
+fn check_cubin(label: &str, path: &Path, dir: &Path, per_function: usize, seeds: &[u64]) -> Counts {
+    let bytes = std::fs::read(path).unwrap();
+    let old = Cubin::parse(&bytes).unwrap();
+    let old_list = listing::list(&nvdisasm(), path).unwrap();
+    let old_attrs = offset_attrs(&fixtures::elf_dump(path).unwrap());
+    let old_res = fixtures::res_usage(path).unwrap();
+    let mut counts = Counts::default();
+    for &seed in seeds {
+        let label = format!("{label} seed {seed}");
+        let mut c = old.clone();
+        let done = relayout::insert_random_nops(&mut c, per_function, seed)
+            .unwrap_or_else(|e| panic!("{label}: {e}"));
+        let mut ap = Applied {
+            maps: BTreeMap::new(),
+            owner_of: BTreeMap::new(),
+            code_end: BTreeMap::new(),
+            inserted: 0,
+        };
+        let sec_owner: BTreeMap<usize, String> = done
+            .iter()
+            .map(|(o, _)| (old.function_info(o).unwrap().text_section, o.clone()))
+            .collect();
+        for f in old.functions() {
+            if let Some(o) = sec_owner.get(&f.text_section) {
+                ap.owner_of.insert(f.name.clone(), o.clone());
+            }
+        }
+        for (o, r) in &done {
+            ap.maps.insert(o.clone(), r.map.clone());
+            ap.code_end.insert(
+                o.clone(),
+                relayout::code_offsets(&old, o).unwrap().len() as u64 * 16,
+            );
+            ap.inserted += r.inserted.len();
+        }
+        let out = dir.join(format!(
+            "{}_{seed}.cubin",
+            path.file_stem().unwrap().to_string_lossy()
+        ));
+        let written = c.write().unwrap();
+        std::fs::write(&out, &written).unwrap();
+        fixtures::nvdisasm_ok(&out).unwrap_or_else(|e| panic!("{label}: {e}"));
+        let new = Cubin::parse(&written).unwrap();
+        let new_list = listing::list(&nvdisasm(), &out).unwrap();
+        compare_listings(&label, &old_list, &new_list, &ap, &mut counts);
+        compare_control(&label, &old, &new, &ap, &mut counts);
+        // Offset attributes.
+        let new_attrs = offset_attrs(&fixtures::elf_dump(&out).unwrap());
+        assert_eq!(old_attrs.len(), new_attrs.len(), "{label}");
+        for (k, a) in &old_attrs {
+            let m = |o: u64| ap.map(k, o);
+            let want = Attrs {
+                exits: a.exits.iter().map(|&o| m(o)).collect(),
+                annotations: a.annotations.iter().map(|&o| m(o)).collect(),
+                branches: a
+                    .branches
+                    .iter()
+                    .map(|(b, t)| (m(*b), t.iter().map(|&o| m(o)).collect()))
+                    .collect(),
+            };
+            assert_eq!(
+                new_attrs.get(k),
+                Some(&want),
+                "{label}: {k} offset attributes"
+            );
+        }
+        // Jump tables in .nv.constant2: every old target word maps.
+        for (k, a) in &old_attrs {
+            if a.branches.is_empty() {
+                continue;
+            }
+            let targets: BTreeSet<u64> = a.branches.iter().flat_map(|(_, t)| t.clone()).collect();
+            let name = format!(".nv.constant2.{k}");
+            let sec = |cb: &Cubin| {
+                cb.elf()
+                    .sections
+                    .iter()
+                    .find(|s| s.name == name)
+                    .map(|s| s.data.clone())
+                    .unwrap()
+            };
+            let (ca, cb) = (sec(&old), sec(&new));
+            assert_eq!(ca.len(), cb.len());
+            for (wa, wb) in ca.chunks_exact(4).zip(cb.chunks_exact(4)) {
+                let va = u32::from_le_bytes(wa.try_into().unwrap()) as u64;
+                let vb = u32::from_le_bytes(wb.try_into().unwrap()) as u64;
+                if targets.contains(&va) {
+                    assert_eq!(vb, ap.map(k, va), "{label}: jump table");
+                    counts.targets += 1;
+                } else {
+                    assert_eq!(va, vb);
+                }
+            }
+        }
+        assert_eq!(
+            fixtures::res_usage(&out).unwrap(),
+            old_res,
+            "{label}: res-usage"
+        );
+    }
+    counts
+}
+
+fn fixture_cubins(fx: &Fixtures, dir: &Path) -> Vec<(String, PathBuf)> {
+    let mut out = Vec::new();
+    for name in ["calls_all.o", "spill_r24.o"] {
+        let sub = dir.join(name.replace('.', "_"));
+        for p in fixtures::extract_elfs(&fx.get(name).path, &sub).unwrap() {
+            if in_scope(&p) {
+                out.push((p.file_name().unwrap().to_string_lossy().to_string(), p));
+            }
+        }
+    }
+    for name in [
+        "memory_sm86.cubin",
+        "math_sm75.cubin",
+        "math_sm90_G.cubin",
+        "calls_sm80_lineinfo.cubin",
+        "spill_sm89_r24.cubin",
+    ] {
+        let p = fx.get(name).path.clone();
+        if in_scope(&p) {
+            out.push((name.to_string(), p));
+        }
+    }
+    out
+}
+
+#[test]
+fn nops_everywhere_keep_every_reference() {
+    let Some(fx) = fx() else { return };
+    let dir = scratch("fixtures");
+    let cubins = fixture_cubins(fx, dir.path());
+    assert!(cubins.len() >= 10, "{cubins:?}");
+    let mut total = Counts::default();
+    let mut archs = BTreeSet::new();
+    for (label, path) in &cubins {
+        archs.insert(fixtures::elf_arch(path).unwrap());
+        // calls: two seeds (device calls, recursion, indirect calls); others one.
+        let seeds: &[u64] = if label.starts_with("calls") {
+            &[1, 7]
+        } else {
+            &[3]
+        };
+        let c = check_cubin(label, path, dir.path(), 6, seeds);
+        total.instrs += c.instrs;
+        total.nops += c.nops;
+        total.targets += c.targets;
+        total.returns += c.returns;
+        total.register_based += c.register_based;
+    }
+    eprintln!("{} cubins, archs {archs:?}: {total:?}", cubins.len());
+    assert_eq!(archs, BTreeSet::from([75, 80, 86, 89, 90]));
+    assert!(
+        total.returns > 20,
+        "return addresses were patched: {total:?}"
+    );
+    assert!(
+        total.register_based > 20,
+        "RET.REL/indirect calls re-encoded: {total:?}"
+    );
+    assert!(total.targets > 500);
+}
+
+fn switch_source() -> String {
+    let mut cases = String::new();
+    for i in 0..24 {
+        cases.push_str(&format!(
+            "        case {i}: v = v * {} + {}; v ^= v >> {}; break;\n",
+            i + 3,
+            i * 7 + 1,
+            i % 5 + 1
+        ));
+    }
+    format!(
+        "__global__ void sw2(const int* in, int* out, int n) {{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i >= n) return;\n    int v = in[i + n];\n    switch (in[i]) {{\n{cases}        default: v = -1; break;\n    }}\n    out[i] = v;\n}}\n"
+    )
+}
+
+#[test]
+fn brx_jump_tables_follow() {
+    if fx().is_none() {
+        return;
+    }
+    let dir = scratch("brx");
+    let src = dir.path().join("sw2.cu");
+    std::fs::write(&src, switch_source()).unwrap();
+    let nvcc = common::find_nvcc().unwrap();
+    let mut brx = 0;
+    for arch in [75, 90] {
+        let cubin = dir.path().join(format!("sw2_{arch}.cubin"));
+        let st = Command::new(&nvcc)
+            .args(["-cubin", &format!("-arch=sm_{arch}"), "-o"])
+            .arg(&cubin)
+            .arg(&src)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let c = check_cubin(&format!("sw2 sm_{arch}"), &cubin, dir.path(), 12, &[5, 11]);
+        assert!(c.targets > 20, "sm_{arch}: {c:?}");
+        brx += c.register_based;
+    }
+    assert!(brx >= 4, "BRX immediates re-encoded: {brx}");
+}
+
+#[test]
+fn host_object_relaid_out_links() {
+    let Some(fx) = fx() else { return };
+    let dir = scratch("link");
+    let obj = &fx.get("calls_all.o").path;
+    let bytes = std::fs::read(obj).unwrap();
+    let (out, n) = nvcc_orion::commands::debug_relayout::relayout_bytes(bytes, 4, 9).unwrap();
+    assert_eq!(
+        n, 5,
+        "sm_75, 80, 86, 89, 90 images rewritten; sm_100/120 left"
+    );
+    let edited = dir.path().join("calls_edited.o");
+    std::fs::write(&edited, out).unwrap();
+    let cubins = dir.path().join("cubins");
+    for c in fixtures::extract_elfs(&edited, &cubins).unwrap() {
+        fixtures::nvdisasm_ok(&c).unwrap_or_else(|e| panic!("{}: {e}", c.display()));
+    }
+    assert_eq!(
+        fixtures::res_usage(&edited).unwrap(),
+        fixtures::res_usage(obj).unwrap()
+    );
+    let main = dir.path().join("stub_main.cu");
+    std::fs::write(&main, "int main() { return 0; }\n").unwrap();
+    let app = dir.path().join("app");
+    let link = Command::new(common::find_nvcc().unwrap())
+        .arg(&main)
+        .arg(&edited)
+        .arg("-o")
+        .arg(&app)
+        .output()
+        .unwrap();
+    assert!(
+        link.status.success(),
+        "link: {}",
+        String::from_utf8_lossy(&link.stderr)
+    );
+    let sass = fixtures::cuobjdump(&["-sass"], &app).unwrap();
+    assert!(sass.contains("NOP"));
+}
+
+#[test]
+fn renaming_a_register_changes_only_its_name() {
+    let Some(fx) = fx() else { return };
+    let dir = scratch("rename");
+    let path = fx.get("math_sm75.cubin").path.clone();
+    let mut c = Cubin::parse(&std::fs::read(&path).unwrap()).unwrap();
+    let old_list = listing::list(&nvdisasm(), &path).unwrap();
+    // A kernel with simple ALU/memory code; rename R0 → an unused register in every field.
+    let k = old_list
+        .iter()
+        .find(|f| f.name.contains("fma_chain_f32"))
+        .unwrap();
+    let used: BTreeSet<String> = k
+        .instrs
+        .iter()
+        .flat_map(|i| {
+            i.operands
+                .split(|ch: char| !ch.is_ascii_alphanumeric())
+                .filter(|t| t.starts_with('R') && t[1..].parse::<u32>().is_ok())
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let to = (100u8..200)
+        .find(|r| !used.contains(&format!("R{r}")))
+        .unwrap();
+    let from = 0u8;
+    let info = c.function_info(&k.name).unwrap();
+    let mut text = c.elf().sections[info.text_section].data.clone();
+    let mut renamed = 0;
+    for chunk in text.chunks_exact_mut(16) {
+        let mut w = encode::from_bytes(chunk.try_into().unwrap());
+        let op = encode::opcode(w);
+        if op == encode::OP_NOP || encode::rel_kind(w).is_some() || op == encode::OP_EXIT {
+            continue;
+        }
+        // Fields that hold GPRs for this opcode: dst and A always here; B unless the
+        // operand form puts an immediate/cbuf/UR there (bits 9-11 = 4, 5, 6); C for the
+        // forms 1, 2, 3, 7 of three-source ALU ops.
+        let form = (op >> 9) & 7;
+        let mut fields = vec![RegField::Dst, RegField::A];
+        if form == 1 {
+            fields.push(RegField::B);
+        }
+        for f in fields {
+            if encode::reg(w, f) == from {
+                w = encode::set_reg(w, f, to);
+                renamed += 1;
+            }
+        }
+        chunk.copy_from_slice(&encode::to_bytes(w));
+    }
+    assert!(renamed > 0);
+    let map = OffsetMap::new();
+    c.replace_text(&k.name, text, &map).unwrap();
+    let out = dir.path().join("renamed.cubin");
+    std::fs::write(&out, c.write().unwrap()).unwrap();
+    let new_list = listing::list(&nvdisasm(), &out).unwrap();
+    let g = new_list.iter().find(|f| f.name == k.name).unwrap();
+    let swap = |s: &str| {
+        s.split_inclusive(|ch: char| !ch.is_ascii_alphanumeric())
+            .map(|t| {
+                let (word, sep) = t.split_at(
+                    t.trim_end_matches(|ch: char| !ch.is_ascii_alphanumeric())
+                        .len(),
+                );
+                if word == format!("R{from}") {
+                    format!("R{to}{sep}")
+                } else {
+                    t.to_string()
+                }
+            })
+            .collect::<String>()
+    };
+    let mut changed = 0;
+    for (a, b) in k.instrs.iter().zip(&g.instrs) {
+        assert_eq!(a.opcode, b.opcode);
+        if a.operands != b.operands {
+            changed += 1;
+        }
+        assert_eq!(swap(&a.operands), b.operands, "{:#x}", a.offset);
+    }
+    assert!(changed > 0);
+    eprintln!("R{from} → R{to}: {renamed} fields, {changed} instructions");
+}
