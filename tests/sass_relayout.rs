@@ -377,7 +377,7 @@ fn check_cubin(label: &str, path: &Path, dir: &Path, per_function: usize, seeds:
 
 fn fixture_cubins(fx: &Fixtures, dir: &Path) -> Vec<(String, PathBuf)> {
     let mut out = Vec::new();
-    for name in ["calls_all.o", "spill_r24.o"] {
+    for name in ["calls_all.o", "spill_r24.o", "memory_G.o"] {
         let sub = dir.join(name.replace('.', "_"));
         for p in fixtures::extract_elfs(&fx.get(name).path, &sub).unwrap() {
             if in_scope(&p) {
@@ -601,4 +601,77 @@ fn renaming_a_register_changes_only_its_name() {
     }
     assert!(changed > 0);
     eprintln!("R{from} → R{to}: {renamed} fields, {changed} instructions");
+}
+
+#[test]
+fn branch_fields_decode_and_encode_back_on_real_code() {
+    let Some(fx) = fx() else { return };
+    let dir = scratch("fields");
+    let mut paths = Vec::new();
+    for name in ["calls_all.o", "memory_G.o", "coop_lineinfo.o"] {
+        let sub = dir.path().join(name.replace('.', "_"));
+        paths.extend(fixtures::extract_elfs(&fx.get(name).path, &sub).unwrap());
+    }
+    let mut checked: BTreeMap<u32, usize> = BTreeMap::new();
+    let mut targets = 0;
+    for path in &paths {
+        let sm = fixtures::elf_arch(path).unwrap();
+        let c = Cubin::parse(&std::fs::read(path).unwrap()).unwrap();
+        for f in listing::list(&nvdisasm(), path).unwrap() {
+            let info = c.function_info(&f.name).unwrap();
+            let data = &c.elf().sections[info.text_section].data;
+            for i in &f.instrs {
+                let o = i.offset as usize;
+                let w = encode::from_bytes(data[o..o + 16].try_into().unwrap());
+                let Some(kind) = encode::rel_kind(w) else {
+                    continue;
+                };
+                let d = encode::rel_delta(sm, w).unwrap();
+                assert_eq!(
+                    encode::set_rel_delta(sm, w, d).unwrap(),
+                    w,
+                    "{}",
+                    path.display()
+                );
+                *checked.entry(sm).or_default() += 1;
+                // Direct targets agree with nvdisasm's.
+                let printed = i
+                    .operands
+                    .rsplit(',')
+                    .next()
+                    .and_then(|t| number(t.trim()))
+                    .filter(|_| matches!(i.base(), "BRA" | "BSSY"));
+                if let Some(t) = printed {
+                    assert_ne!(kind, encode::RelKind::RegisterBased);
+                    assert_eq!(
+                        encode::direct_target(sm, i.offset, w),
+                        Some(t as u64),
+                        "{} {:#x} {} {}",
+                        path.display(),
+                        i.offset,
+                        i.opcode,
+                        i.operands
+                    );
+                    let moved =
+                        encode::set_direct_target(sm, i.offset + 0x40, w, t as u64).unwrap();
+                    assert_eq!(
+                        encode::direct_target(sm, i.offset + 0x40, moved),
+                        Some(t as u64)
+                    );
+                    assert_eq!(moved >> 105, w >> 105, "control bits kept");
+                    targets += 1;
+                }
+            }
+        }
+    }
+    eprintln!(
+        "branch-like instructions per arch: {checked:?}; {targets} targets agree with nvdisasm"
+    );
+    for sm in [75, 80, 86, 89, 90, 100, 120] {
+        assert!(
+            checked.get(&sm).copied().unwrap_or(0) > 20,
+            "sm_{sm}: {checked:?}"
+        );
+    }
+    assert!(targets > 500);
 }
