@@ -675,3 +675,59 @@ fn branch_fields_decode_and_encode_back_on_real_code() {
     }
     assert!(targets > 500);
 }
+
+#[test]
+fn debug_relayout_command_and_entry_insertion() {
+    let Some(fx) = fx() else { return };
+    let dir = scratch("cli");
+    // The command on a host object.
+    let out = dir.path().join("spill_edited.o");
+    let st = Command::new(env!("CARGO_BIN_EXE_nvcc-orion"))
+        .args(["debug", "relayout"])
+        .arg(&fx.get("spill_r24.o").path)
+        .args(["--insert-nops", "3", "--seed", "4", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let cubins = dir.path().join("cubins");
+    let extracted = fixtures::extract_elfs(&out, &cubins).unwrap();
+    assert!(!extracted.is_empty());
+    for c in &extracted {
+        fixtures::nvdisasm_ok(c).unwrap_or_else(|e| panic!("{}: {e}", c.display()));
+    }
+    // Insertion at offset 0 of every -G function's own section (sm_75, calls through
+    // R_CUDA_ABS47_34 relocations): the entry stays at 0, callers' addends move past the NOP.
+    let g = dir.path().join("g");
+    let path = fixtures::extract_elfs(&fx.get("memory_G.o").path, &g)
+        .unwrap()
+        .into_iter()
+        .find(|p| fixtures::elf_arch(p) == Some(75))
+        .unwrap();
+    let mut c = Cubin::parse(&std::fs::read(&path).unwrap()).unwrap();
+    let callees: Vec<String> = c
+        .functions()
+        .into_iter()
+        .filter(|f| !f.is_kernel && f.text_offset == 0)
+        .map(|f| f.name)
+        .collect();
+    assert!(!callees.is_empty());
+    for f in &callees {
+        let r = relayout::insert_nops(&mut c, f, &[0, 0], 2).unwrap();
+        assert_eq!(r.inserted, vec![0, 16]);
+        assert_eq!(c.function_info(f).unwrap().text_offset, 0);
+    }
+    let edited = dir.path().join("g_edited.cubin");
+    std::fs::write(&edited, c.write().unwrap()).unwrap();
+    fixtures::nvdisasm_ok(&edited).unwrap();
+    let text = fixtures::run_tool("nvdisasm", &["-c"], &edited).unwrap();
+    let moved_calls = text
+        .lines()
+        .filter(|l| l.contains("CALL.ABS.NOINC") && l.contains("@srel"))
+        .count();
+    assert!(moved_calls > 0, "calls now enter past the inserted NOPs");
+}

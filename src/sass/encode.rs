@@ -45,9 +45,15 @@ pub const OP_LDS: u16 = 0x984;
 /// The NOP ptxas pads sections with (stall 0, no scoreboards, yield bit clear).
 pub const NOP_PADDING: u128 = (0x000f_c000_0000_0000u128 << 64) | 0x0000_0000_0000_7918;
 
-/// A NOP with stall `stall` (1-15) and no scoreboards, for inserting into real code.
+/// A NOP with stall `stall` (1-15), no scoreboards, no wait, and the yield bit (109) set as
+/// ptxas sets it on most real code (§6.3), for inserting into real code.
 pub fn nop(stall: u8) -> u128 {
-    set_bits(NOP_PADDING, 105, 4, u64::from(stall.min(15)))
+    set_bits(
+        set_bits(NOP_PADDING, 105, 4, u64::from(stall.clamp(1, 15))),
+        109,
+        1,
+        1,
+    )
 }
 
 /// An instruction as 16 little-endian bytes → `u128`.
@@ -358,6 +364,8 @@ mod tests {
         assert_eq!(imm32(set_imm32(f, 0x1234)), 0x1234);
         assert_eq!(opcode(NOP_PADDING), OP_NOP);
         assert_eq!(get_bits(nop(3), 105, 4), 3);
+        assert_eq!(get_bits(nop(0), 105, 4), 1);
+        assert_eq!((nop(1) >> 64) as u64, 0x000f_e200_0000_0000);
         assert_eq!(to_bytes(NOP_PADDING), crate::cubin::edit::NOP);
         assert_eq!(from_bytes(to_bytes(f)), f);
     }
