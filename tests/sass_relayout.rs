@@ -132,6 +132,7 @@ struct Counts {
     targets: usize,
     returns: usize,
     register_based: usize,
+    round_trips: usize,
 }
 
 /// Compare the nvdisasm listings of the original and the re-laid-out cubin.
@@ -371,6 +372,27 @@ fn check_cubin(label: &str, path: &Path, dir: &Path, per_function: usize, seeds:
             old_res,
             "{label}: res-usage"
         );
+        // Deleting the inserted NOPs gives every section back byte for byte (symbols,
+        // attributes, relocations, jump tables, .debug_frame, code).
+        let mut back = new.clone();
+        for (o, r) in &done {
+            let d = relayout::delete(&mut back, o, &r.inserted)
+                .unwrap_or_else(|e| panic!("{label}: delete: {e}"));
+            assert_eq!(d.inserted.len(), 0);
+        }
+        let again = Cubin::parse(&back.write().unwrap()).unwrap();
+        assert_eq!(old.elf().sections.len(), again.elf().sections.len());
+        for (x, y) in old.elf().sections.iter().zip(&again.elf().sections) {
+            let k = x.data.iter().zip(&y.data).position(|(p, q)| p != q);
+            assert!(
+                x.name == y.name && x.data == y.data,
+                "{label}: insert then delete: {} differs ({} vs {} bytes, first at {k:?})",
+                x.name,
+                x.data.len(),
+                y.data.len()
+            );
+        }
+        counts.round_trips += 1;
     }
     counts
 }
@@ -422,6 +444,7 @@ fn nops_everywhere_keep_every_reference() {
         total.targets += c.targets;
         total.returns += c.returns;
         total.register_based += c.register_based;
+        total.round_trips += c.round_trips;
     }
     eprintln!("{} cubins, archs {archs:?}: {total:?}", cubins.len());
     assert_eq!(archs, BTreeSet::from([75, 80, 86, 89, 90]));
