@@ -754,3 +754,73 @@ fn debug_relayout_command_and_entry_insertion() {
         .count();
     assert!(moved_calls > 0, "calls now enter past the inserted NOPs");
 }
+
+#[test]
+fn refusals_leave_the_cubin_unchanged() {
+    let Some(fx) = fx() else { return };
+    let dir = scratch("refuse");
+    let paths = fixtures::extract_elfs(&fx.get("calls_all.o").path, dir.path()).unwrap();
+    let by_arch = |a: u32| {
+        let p = paths
+            .iter()
+            .find(|p| fixtures::elf_arch(p) == Some(a))
+            .unwrap();
+        Cubin::parse(&std::fs::read(p).unwrap()).unwrap()
+    };
+    // sm_100+ is out of scope.
+    let mut c = by_arch(100);
+    let k = c.kernels().remove(0).name;
+    let e = relayout::insert_nops(&mut c, &k, &[16], 1).unwrap_err();
+    assert!(e.to_string().contains("sm_100"), "{e}");
+
+    let mut c = by_arch(80);
+    let before = c.write().unwrap();
+    let k = "_Z16live_across_callPKfPfi";
+    let offs = relayout::code_offsets(&c, k).unwrap();
+    let end = offs.len() as u64 * 16;
+    // Out of range / misaligned.
+    assert!(relayout::insert_nops(&mut c, k, &[end + 16], 1).is_err());
+    assert!(relayout::insert_nops(&mut c, k, &[8], 1).is_err());
+    // Not a section owner.
+    let sub = c
+        .functions()
+        .into_iter()
+        .find(|f| !f.is_kernel && f.text_offset > 0)
+        .unwrap();
+    let e = relayout::insert_nops(&mut c, &sub.name, &[0], 1).unwrap_err();
+    assert!(e.to_string().contains("own"), "{e}");
+    // Deleting control flow, or the MOV of a return address.
+    let info = c.function_info(k).unwrap();
+    let text = c.elf().sections[info.text_section].data.clone();
+    let word = |o: u64| encode::from_bytes(text[o as usize..o as usize + 16].try_into().unwrap());
+    let call = offs
+        .iter()
+        .copied()
+        .find(|&o| encode::opcode(word(o)) == encode::OP_CALL_REL)
+        .unwrap();
+    let e = relayout::delete(&mut c, k, &[call]).unwrap_err();
+    assert!(e.to_string().contains("cannot be deleted"), "{e}");
+    let mov = offs
+        .iter()
+        .copied()
+        .filter(|&o| o < call)
+        .rfind(|&o| {
+            encode::opcode(word(o)) == encode::OP_MOV_IMM
+                && u64::from(encode::imm32(word(o))) == call + 16
+        })
+        .unwrap();
+    let e = relayout::delete(&mut c, k, &[mov]).unwrap_err();
+    assert!(e.to_string().contains("return address"), "{e}");
+    assert!(c.write().unwrap() == before, "refusals change nothing");
+
+    // A NOP right after the call: the return address now names the NOP (it runs on return).
+    let r = relayout::insert_nops(&mut c, k, &[call + 16], 1).unwrap();
+    let new_call = r.map.map(call).unwrap();
+    assert_eq!(r.inserted, vec![new_call + 16]);
+    let info = c.function_info(k).unwrap();
+    let text = &c.elf().sections[info.text_section].data;
+    let m = r.map.map(mov).unwrap() as usize;
+    let w = encode::from_bytes(text[m..m + 16].try_into().unwrap());
+    assert_eq!(u64::from(encode::imm32(w)), new_call + 16);
+    assert!(r.return_addresses.contains(&(m as u64)));
+}
