@@ -207,8 +207,18 @@ fn compare_listings(
                         assert_eq!(y, -(n as i64 + 16), "{ctx}");
                         counts.register_based += 1;
                     }
-                    // Return address: the instruction after the moved call.
-                    "MOV" | "IMAD" => {
+                    // LEPC (sm_75-89): the MOV of the LEPC's own offset.
+                    "MOV"
+                        if f.instrs
+                            .iter()
+                            .any(|c| c.offset == x as u64 && c.base() == "LEPC") =>
+                    {
+                        assert_eq!(y as u64, ap.map(&f.name, x as u64), "{ctx}");
+                        counts.returns += 1;
+                    }
+                    // Return address: the instruction after the moved call (CALL.REL, or the
+                    // CALL.ABS an LEPC prepares).
+                    "MOV" | "IMAD" | "LEPC" => {
                         let call_old = x as u64 - 16;
                         let call = f.instrs.iter().find(|c| c.offset == call_old);
                         assert!(
@@ -264,7 +274,8 @@ fn compare_control(label: &str, old: &Cubin, new: &Cubin, ap: &Applied, counts: 
                 assert!(
                     wa == wb
                         || encode::opcode(wa) == encode::OP_MOV_IMM
-                        || encode::opcode(wa) == 0x424,
+                        || encode::opcode(wa) == 0x424
+                        || encode::opcode(wa) == encode::OP_LEPC,
                     "{label}: {owner} {o:#x} changed"
                 );
             }
@@ -823,4 +834,34 @@ fn refusals_leave_the_cubin_unchanged() {
     let w = encode::from_bytes(text[m..m + 16].try_into().unwrap());
     assert_eq!(u64::from(encode::imm32(w)), new_call + 16);
     assert!(r.return_addresses.contains(&(m as u64)));
+}
+
+#[test]
+fn printf_lepc_return_points_follow() {
+    if fx().is_none() {
+        return;
+    }
+    let dir = scratch("printf");
+    let src = dir.path().join("pf.cu");
+    std::fs::write(
+        &src,
+        "#include <cstdio>\n__global__ void pf(const int* in, int n) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n && in[i] > 3) printf(\"%d %d\\n\", i, in[i]);\n    if (i == 0) printf(\"done %d\\n\", n);\n}\n",
+    )
+    .unwrap();
+    let nvcc = common::find_nvcc().unwrap();
+    let mut lepc = 0;
+    for arch in [75, 86, 90] {
+        let cubin = dir.path().join(format!("pf_{arch}.cubin"));
+        let st = Command::new(&nvcc)
+            .args(["-cubin", &format!("-arch=sm_{arch}"), "-o"])
+            .arg(&cubin)
+            .arg(&src)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        // Many NOPs in a small kernel: some land between each LEPC and its CALL.ABS.
+        let c = check_cubin(&format!("pf sm_{arch}"), &cubin, dir.path(), 40, &[1, 2]);
+        lepc += c.returns;
+    }
+    assert!(lepc >= 6, "LEPC return points re-encoded: {lepc}");
 }

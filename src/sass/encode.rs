@@ -27,8 +27,13 @@ pub const OP_BRXU: u16 = 0x958;
 pub const OP_BSSY: u16 = 0x945;
 /// `EXIT`.
 pub const OP_EXIT: u16 = 0x94d;
-/// `LEPC` (reads the program counter: code that uses it cannot be moved safely).
+/// `LEPC Rd, label` (sm_90+): `Rd` = absolute address of `label`, the immediate at bits
+/// 24-31 being `label` minus the next pc (`LEPC R20, `(.L_x_4)` before `CALL.ABS.NOINC` to
+/// vprintf: the return point).
 pub const OP_LEPC: u16 = 0x94e;
+/// `LEPC Rd` (sm_75-89): `Rd` = absolute address of the LEPC itself; ptxas adds
+/// `MOV Rx, <return offset>` minus `MOV Ry, <LEPC offset>` to it.
+pub const OP_LEPC_REG: u16 = 0x34e;
 /// `NOP`.
 pub const OP_NOP: u16 = 0x918;
 /// `MOV Rd, imm32`.

@@ -109,6 +109,94 @@ fn entry_register(body: &[u128], ret: usize, reg: u8) -> u8 {
     r
 }
 
+/// How far after an `LEPC` ptxas puts the `CALL.ABS` it prepares (instructions).
+const LEPC_WINDOW: usize = 12;
+
+/// Re-encode the `LEPC` at index `i` (and, on sm_75-89, the two MOV immediates its address
+/// arithmetic uses) so that the address it computes is still the return point right after
+/// the following `CALL.ABS` (vprintf and other syscalls):
+/// * sm_90+ `LEPC Rd, label`: the 8-bit immediate at bits 24-31 is `label - next pc`, with
+///   `label` the instruction after the `CALL.ABS`.
+/// * sm_75-89 `LEPC Rd`: `R = LEPC address - MOV(lepc offset) + MOV(return offset)`; both MOVs
+///   (`MOV Rx, imm` between the LEPC and the call, immediates equal to the LEPC's own offset
+///   and to the call's offset + 16) are patched.
+///
+/// Anything else is refused.
+fn lepc(
+    words: &[u128],
+    deleted: &[bool],
+    i: usize,
+    sm: u32,
+    new_pc: &dyn Fn(u64) -> u64,
+    out: &mut [u128],
+    patched: &mut Vec<usize>,
+) -> Result<(), String> {
+    let pc = i as u64 * 16;
+    let w = words[i];
+    // The first CALL.ABS after it, with no other control flow between (NOPs do not count
+    // towards the window).
+    let mut seen = 0;
+    let mut call = None;
+    for (k, &x) in words.iter().enumerate().skip(i + 1) {
+        let op = encode::opcode(x);
+        if op == encode::OP_CALL_ABS {
+            call = Some(k);
+            break;
+        }
+        if encode::rel_kind(x).is_some() || op == encode::OP_EXIT || seen >= LEPC_WINDOW {
+            break;
+        }
+        if op != encode::OP_NOP {
+            seen += 1;
+        }
+    }
+    let call = call.ok_or_else(|| format!("LEPC at {pc:#x} is not followed by a CALL.ABS"))?;
+    let ret_old = (call as u64 + 1) * 16;
+    let ret_new = new_pc(call as u64 * 16) + 16;
+    let lepc_new = new_pc(pc);
+    if encode::opcode(w) == encode::OP_LEPC {
+        if sm < 90 || encode::get_bits(w, 32, 32) != 0 {
+            return Err(format!("LEPC at {pc:#x}: unknown form"));
+        }
+        let d = encode::get_bits(w, 24, 8);
+        if pc + 16 + d != ret_old {
+            return Err(format!(
+                "LEPC at {pc:#x} does not name the return point of the CALL.ABS at {:#x}",
+                call * 16
+            ));
+        }
+        let nd = ret_new - (lepc_new + 16);
+        if nd > 0xff {
+            return Err(format!(
+                "LEPC at {pc:#x}: the return point would be {nd:#x} bytes away (8-bit field)"
+            ));
+        }
+        out[i] = encode::set_bits(w, 24, 8, nd);
+        return Ok(());
+    }
+    let movs: Vec<(usize, u64)> = (i + 1..call)
+        .filter(|&k| encode::opcode(words[k]) == encode::OP_MOV_IMM)
+        .map(|k| (k, u64::from(encode::imm32(words[k]))))
+        .collect();
+    let own = movs.iter().find(|&&(_, v)| v == pc).map(|&(k, _)| k);
+    let ret = movs.iter().find(|&&(_, v)| v == ret_old).map(|&(k, _)| k);
+    let (Some(own), Some(ret)) = (own, ret) else {
+        return Err(format!(
+            "LEPC at {pc:#x}: no MOV of its own offset and of the return offset {ret_old:#x}"
+        ));
+    };
+    if deleted[own] || deleted[ret] {
+        return Err(format!(
+            "LEPC at {pc:#x}: its address MOVs cannot be deleted"
+        ));
+    }
+    let fit = |v: u64| u32::try_from(v).map_err(|_| format!("offset {v:#x}"));
+    out[own] = encode::set_imm32(out[own], fit(lepc_new)?);
+    out[ret] = encode::set_imm32(out[ret], fit(ret_new)?);
+    patched.extend([own, ret]);
+    Ok(())
+}
+
 /// Where the return address of the `CALL` at `call` (index) is materialised: the index of the
 /// reaching `MOV Rx, imm` (or `IMAD.MOV.U32 Rx, RZ, RZ, imm`) that defines a register the
 /// callee returns through. `Ok(None)` when the callee never returns.
@@ -260,6 +348,7 @@ pub fn edit(
                 op,
                 encode::OP_EXIT
                     | encode::OP_LEPC
+                    | encode::OP_LEPC_REG
                     | encode::OP_RET_REL
                     | encode::OP_BRX
                     | encode::OP_BRXU
@@ -347,17 +436,25 @@ pub fn edit(
     let mut out = words.clone();
     let mut reencoded = 0;
     let mut ret_movs: BTreeMap<usize, usize> = BTreeMap::new(); // mov index → call index
+    let mut ret_movs_lepc: Vec<usize> = Vec::new(); // MOVs patched for LEPC sequences
     for (i, &w) in words.iter().enumerate() {
         let pc = i as u64 * 16;
         let op = encode::opcode(w);
         if deleted[i] {
             continue;
         }
-        if op == encode::OP_LEPC {
-            return Err(invalid(
-                kernel,
-                format_args!("LEPC at {pc:#x} reads the program counter"),
-            ));
+        if op == encode::OP_LEPC || op == encode::OP_LEPC_REG {
+            lepc(
+                &words,
+                &deleted,
+                i,
+                sm,
+                &new_pc,
+                &mut out,
+                &mut ret_movs_lepc,
+            )
+            .map_err(|e| invalid(kernel, e))?;
+            continue;
         }
         let Some(kind) = encode::rel_kind(w) else {
             continue;
@@ -398,6 +495,9 @@ pub fn edit(
         }
     }
     let mut return_addresses = Vec::new();
+    for &m in &ret_movs_lepc {
+        return_addresses.push(new_pc(m as u64 * 16));
+    }
     for (&m, &call) in &ret_movs {
         if deleted[m] {
             return Err(invalid(
