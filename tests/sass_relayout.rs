@@ -410,7 +410,7 @@ fn check_cubin(label: &str, path: &Path, dir: &Path, per_function: usize, seeds:
 
 fn fixture_cubins(fx: &Fixtures, dir: &Path) -> Vec<(String, PathBuf)> {
     let mut out = Vec::new();
-    for name in ["calls_all.o", "spill_r24.o", "memory_G.o"] {
+    for name in ["calls_all.o", "spill_r24.o", "memory_G.o", "app"] {
         let sub = dir.join(name.replace('.', "_"));
         for p in fixtures::extract_elfs(&fx.get(name).path, &sub).unwrap() {
             if in_scope(&p) {
@@ -642,7 +642,7 @@ fn branch_fields_decode_and_encode_back_on_real_code() {
     let Some(fx) = fx() else { return };
     let dir = scratch("fields");
     let mut paths = Vec::new();
-    for name in ["calls_all.o", "memory_G.o", "coop_lineinfo.o"] {
+    for name in ["calls_all.o", "memory_G.o", "coop_lineinfo.o", "app"] {
         let sub = dir.path().join(name.replace('.', "_"));
         paths.extend(fixtures::extract_elfs(&fx.get(name).path, &sub).unwrap());
     }

@@ -238,7 +238,8 @@ pub fn rel_delta(sm: u32, w: u128) -> Option<i64> {
             if split_form(sm) {
                 (sign_extend(get_bits(w, 34, 48), 48) << 10) | ((get_bits(w, 16, 8) as i64) << 2)
             } else {
-                sign_extend(get_bits(w, 32, 50), 50)
+                // Bits 32-33 are flags (bit 32 on sm_75 `BRA.U`), not part of the offset.
+                sign_extend(get_bits(w, 34, 48), 48) << 2
             }
         }
     })
@@ -277,7 +278,7 @@ pub fn set_rel_delta(sm: u32, w: u128, delta: i64) -> Result<u128, EncodeError> 
                 if !(-(1i64 << 49)..(1i64 << 49)).contains(&delta) {
                     return Err(EncodeError(format!("branch offset {delta:#x} too large")));
                 }
-                Ok(set_bits(w, 32, 50, delta as u64))
+                Ok(set_bits(w, 34, 48, (delta >> 2) as u64))
             }
         }
     }
@@ -338,6 +339,13 @@ mod tests {
         let c = w(0xfffffffc00547944, 0x000fea0003c3ffff);
         let t = direct_target(90, 0x3e0, c).unwrap();
         assert_eq!(set_direct_target(90, 0x3e0, c, t).unwrap(), c);
+        // sm_75 `@!P0 BRA.U 0xb0` at 0x190 (linked -G image): bit 32 is a flag.
+        let bu = w(0xffffff1100008947, 0x000fea000383ffff);
+        assert_eq!(direct_target(75, 0x190, bu), Some(0xb0));
+        assert_eq!(set_direct_target(75, 0x190, bu, 0xb0).unwrap(), bu);
+        let m = set_direct_target(75, 0x1d0, bu, 0xb0).unwrap();
+        assert_eq!(get_bits(m, 32, 2), 1);
+        assert_eq!(direct_target(75, 0x1d0, m), Some(0xb0));
         // RET.ABS.NODEC R20 0x0 (-G): not PC-relative.
         let r = w(0x0000000014007950, 0x000fc00003e00000);
         assert_eq!(rel_kind(r), None);
