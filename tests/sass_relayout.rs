@@ -865,3 +865,73 @@ fn printf_lepc_return_points_follow() {
     }
     assert!(lepc >= 6, "LEPC return points re-encoded: {lepc}");
 }
+
+#[test]
+fn local_to_shared_swap_keeps_operands() {
+    let Some(fx) = fx() else { return };
+    let dir = scratch("swap");
+    let mut paths = vec![fx.get("spill_sm89_r24.cubin").path.clone()];
+    paths.extend(
+        fixtures::extract_elfs(&fx.get("spill_r24.o").path, dir.path())
+            .unwrap()
+            .into_iter()
+            .filter(|p| in_scope(p)),
+    );
+    let mut swapped = 0;
+    for path in &paths {
+        let mut c = Cubin::parse(&std::fs::read(path).unwrap()).unwrap();
+        let old_list = listing::list(&nvdisasm(), path).unwrap();
+        for k in c.kernels() {
+            let mut text = c.elf().sections[k.text_section].data.clone();
+            for chunk in text.chunks_exact_mut(16) {
+                let w = encode::from_bytes(chunk.try_into().unwrap());
+                if let Some(s) = encode::swap_local_shared(w)
+                    && matches!(encode::opcode(w), encode::OP_STL | encode::OP_LDL)
+                {
+                    assert_eq!(s >> 105, w >> 105, "control bits kept");
+                    chunk.copy_from_slice(&encode::to_bytes(s));
+                }
+            }
+            c.replace_text(&k.name, text, &OffsetMap::new()).unwrap();
+        }
+        let out = dir.path().join(format!(
+            "{}_swapped.cubin",
+            path.file_stem().unwrap().to_string_lossy()
+        ));
+        std::fs::write(&out, c.write().unwrap()).unwrap();
+        fixtures::nvdisasm_ok(&out).unwrap();
+        let new_list = listing::list(&nvdisasm(), &out).unwrap();
+        for (f, g) in old_list.iter().zip(&new_list) {
+            for (a, b) in f.instrs.iter().zip(&g.instrs) {
+                let want = match a.base() {
+                    "STL" => "STS",
+                    "LDL" => "LDS",
+                    _ => {
+                        assert_eq!((&a.opcode, &a.operands), (&b.opcode, &b.operands));
+                        continue;
+                    }
+                };
+                assert_eq!(b.base(), want, "{} {:#x}", f.name, a.offset);
+                // Width modifiers stay; the eviction hint (.LU) goes.
+                let mods = |s: &str| -> Vec<String> {
+                    s.split('.')
+                        .skip(1)
+                        .filter(|m| !matches!(*m, "LU" | "U"))
+                        .map(str::to_string)
+                        .collect()
+                };
+                assert_eq!(
+                    mods(&a.opcode),
+                    mods(&b.opcode),
+                    "{} {:#x}",
+                    f.name,
+                    a.offset
+                );
+                assert_eq!(a.operands, b.operands, "{} {:#x}", f.name, a.offset);
+                swapped += 1;
+            }
+        }
+    }
+    eprintln!("{swapped} STL/LDL swapped to STS/LDS");
+    assert!(swapped > 100);
+}
