@@ -230,7 +230,9 @@ pub fn split_form(sm: u32) -> bool {
 }
 
 /// The signed byte value of the PC-relative field of `w` (relative to the next pc), or
-/// `None` when `w` has none.
+/// `None` when `w` has none. Plain form (sm_75-89): bits 34-81 in words of 4 bytes; split
+/// form (sm_90+): `(delta >> 2) & 0xff` in bits 16-23 and `delta >> 10` in bits 34-81;
+/// `BSSY`: 32 bits at 32-63 on every arch.
 pub fn rel_delta(sm: u32, w: u128) -> Option<i64> {
     Some(match rel_kind(w)? {
         RelKind::Bssy => get_bits(w, 32, 32) as u32 as i32 as i64,
@@ -245,9 +247,9 @@ pub fn rel_delta(sm: u32, w: u128) -> Option<i64> {
     })
 }
 
-/// `w` with its PC-relative field set to `delta` bytes. Errors when `w` has no such field,
-/// `delta` is not a multiple of 4 (16 for the split form's low part is not required), or it
-/// does not fit.
+/// `w` with its PC-relative field set to `delta` bytes, every other bit kept (bits 32-33 of
+/// the plain form and 32-33 of the split form are flags). Errors when `w` has no such
+/// field, `delta` is not a multiple of 4, or it does not fit.
 pub fn set_rel_delta(sm: u32, w: u128, delta: i64) -> Result<u128, EncodeError> {
     let kind = rel_kind(w).ok_or_else(|| {
         EncodeError(format!(

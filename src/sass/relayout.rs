@@ -1,4 +1,4 @@
-//! Re-layout: inserting instructions into a function's text section with every branch,
+//! Re-layout: inserting and deleting instructions in a function's text section with every branch,
 //! call, BSSY, BRX jump table, RET.REL, return-address immediate, offset attribute, symbol,
 //! `.debug_frame` range and relocation moved to match (reference/sass_formats.md §11).
 //!
@@ -18,6 +18,15 @@
 //! Inserted words are copied verbatim (their
 //! PC-relative fields, if any, are not adjusted). Untouched instructions keep their control
 //! bits.
+//!
+//! Also re-encoded: `RET.REL`/`BRX`/indirect `CALL.REL Rx` immediates (minus their own next
+//! pc), return-address MOVs found by dataflow (the register the callee's `RET.REL` reads,
+//! followed back through register copies inside the callee, defined by the nearest
+//! `MOV Rx, imm` before the call whose value is the call's offset + 16), and the `LEPC`
+//! sequences that compute the return point of a `CALL.ABS` (vprintf). `RET.ABS` (`-G`) and
+//! `CALL.ABS` need nothing here (relocations, moved by the cubin layer). Refused: sm_100+,
+//! a direct branch out of the section, an unrecognised return-address or LEPC sequence.
+//! Text is padded like ptxas does: at least 128 bytes of NOPs on sm_80+, then to 128.
 
 use super::encode::{self, RelKind};
 use crate::cubin::elf;
