@@ -556,6 +556,46 @@ impl Cubin {
                             2 => 8,
                             // R_CUDA_UNUSED_CLEAR32/64: the field is cleared, no address.
                             0x48 | 0x49 => continue,
+                            // R_CUDA_ABS47_34 (`CALL.ABS.NOINC `(f)` of -G code on sm_75-89):
+                            // the addend is the 47-bit field at bit 34 of the instruction.
+                            0x3a => {
+                                let tsec = self.elf.sections.get(target).ok_or_else(|| {
+                                    CubinError::section(i, &s.name, "relocates a missing section")
+                                })?;
+                                let at = usize::try_from(r.r_offset).unwrap_or(usize::MAX);
+                                let word = tsec
+                                    .data
+                                    .get(at..at.saturating_add(16))
+                                    .and_then(|b| <[u8; 16]>::try_from(b).ok())
+                                    .map(u128::from_le_bytes)
+                                    .ok_or_else(|| CubinError::Range(what.clone()))?;
+                                let inline = ((word >> 34) & ((1u128 << 47) - 1)) as u64;
+                                let old = os.st_value.wrapping_add(inline);
+                                let new = map.map_or_err(old, &what)?;
+                                let new_inline = new.wrapping_sub(ns.st_value);
+                                if new_inline == inline {
+                                    continue;
+                                }
+                                if target == text || new_inline >> 47 != 0 {
+                                    return Err(CubinError::Function {
+                                        name: kernel.to_string(),
+                                        what: format!(
+                                            "{what}: R_CUDA_ABS47_34 addend {inline:#x} would become {new_inline:#x}, which this layer cannot write"
+                                        ),
+                                    });
+                                }
+                                let m = ((1u128 << 47) - 1) << 34;
+                                let word = (word & !m) | (u128::from(new_inline) << 34);
+                                // Written as two 8-byte halves by the patch step below.
+                                inline_patches.push((target, r.r_offset, word as u64, 8));
+                                inline_patches.push((
+                                    target,
+                                    r.r_offset + 8,
+                                    (word >> 64) as u64,
+                                    8,
+                                ));
+                                continue;
+                            }
                             t => {
                                 // An inline addend inside an instruction field: this layer
                                 // does not know where it sits, so moving the code would
