@@ -2,8 +2,10 @@
 //!
 //! Blocks begin at the function's first instruction, at every branch target (`BRA`, `BRX`
 //! tables, `BSSY` reconvergence points) and after every instruction that transfers control
-//! (`BRA`, `BRX`, `EXIT`, `RET`, `CALL`, `BREAK`, predicated or not). This matches the blocks
-//! `nvdisasm -bbcfg` prints (tests/sass_decode.rs).
+//! (`BRA`, `BRX`, `EXIT`, `RET`, direct `CALL`, `BREAK`, predicated or not), and at the
+//! instructions nvdisasm labels ([`starts_block`]). Compared with the blocks `nvdisasm -bbcfg` prints in
+//! tests/sass_decode.rs, which leaves out unreachable blocks (the `BRA` to itself after the
+//! last `EXIT`).
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -38,10 +40,21 @@ pub struct Cfg {
 }
 
 fn ends_block(ins: &Instr) -> bool {
+    match ins.base() {
+        "BRA" | "BRX" | "JMP" | "JMX" | "EXIT" | "RET" | "BREAK" | "KILL" => true,
+        // A call through a register (`CALL.REL.NOINC R6`) does not end nvdisasm's block.
+        "CALL" => ins.callee.is_some() || ins.has_mod("ABS"),
+        _ => false,
+    }
+}
+
+/// Instructions nvdisasm gives a label, so a block starts there: every `EXIT` and `BRX`, the
+/// warp-collective instructions (`SHFL`, `VOTE`, `MATCH`, `REDUX`) and `CALL.ABS`.
+fn starts_block(ins: &Instr) -> bool {
     matches!(
         ins.base(),
-        "BRA" | "BRX" | "JMP" | "JMX" | "EXIT" | "RET" | "CALL" | "BREAK" | "KILL"
-    )
+        "EXIT" | "BRX" | "SHFL" | "VOTE" | "MATCH" | "REDUX"
+    ) || (ins.is_call() && ins.has_mod("ABS"))
 }
 
 /// Whether control can go on to the next instruction.
@@ -66,6 +79,9 @@ impl Cfg {
                 {
                     leaders.insert(j);
                 }
+            }
+            if starts_block(ins) {
+                leaders.insert(i);
             }
             if ends_block(ins) && i + 1 < n {
                 leaders.insert(i + 1);
@@ -109,6 +125,16 @@ impl Cfg {
             graph,
             block_of,
         }
+    }
+
+    /// Whether block `b` is reachable from the entry.
+    pub fn reachable(&self) -> Vec<bool> {
+        let mut seen = vec![false; self.graph.node_count()];
+        let mut dfs = petgraph::visit::Dfs::new(&self.graph, self.entry);
+        while let Some(b) = dfs.next(&self.graph) {
+            seen[b.index()] = true;
+        }
+        seen
     }
 
     /// Blocks in address order.
