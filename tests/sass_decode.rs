@@ -290,21 +290,29 @@ fn live_counts_match_nvdisasm_plr() {
     let Some(k) = kernels() else { return };
     let mut total = 0;
     let mut gaps = 0;
+    let (mut call_total, mut call_bad) = (0usize, 0usize);
     let mut bad: BTreeMap<String, usize> = BTreeMap::new();
     let mut examples = Vec::new();
     for (arch, _, path) in &k.cubins {
         let d = decoded(k, path);
         let sections = section_names(path);
         let oracle = plr(&nvdisasm(k, &["-c", "-plr"], path));
-        // Known gap: nvdisasm models a CALL by an ABI summary we do not reproduce yet (see
-        // `calls_excluded`), so functions that call or are called are checked separately.
+        // Known gap: nvdisasm models a CALL by an ABI summary we reproduce only in part (see
+        // `calls_excluded`), so functions that call or are called are counted separately.
         let excluded = calls_excluded(&d);
         for f in &d.functions {
-            if excluded.contains(&f.name) {
-                continue;
-            }
             let cfg = Cfg::build(f);
             let live = Liveness::compute(f, &cfg);
+            if excluded.contains(&f.name) {
+                for (i, ins) in f.instrs.iter().enumerate() {
+                    let key = (sections[f.section].clone(), ins.offset);
+                    if let Some((want, _)) = oracle.get(&key) {
+                        call_total += 1;
+                        call_bad += usize::from(live.count(i) != *want);
+                    }
+                }
+                continue;
+            }
             for (i, ins) in f.instrs.iter().enumerate() {
                 let key = (sections[f.section].clone(), ins.offset);
                 // nvdisasm -c leaves out the NOP padding after the last instruction.
@@ -337,16 +345,27 @@ fn live_counts_match_nvdisasm_plr() {
     let nbad: usize = bad.values().sum();
     eprintln!("{total} instructions checked, {gaps} differences in the known gaps");
     assert!(total > 10_000, "{total}");
-    assert!(gaps <= 40, "the known gaps grew: {gaps} differences");
     assert!(
         nbad == 0,
         "{nbad} of {total} counts differ; by opcode {bad:#?}\n{}",
         examples.join("\n")
     );
+    assert!(gaps <= 40, "the known gaps grew: {gaps} differences");
+    // Functions with calls follow nvdisasm's ABI model of a CALL (liveness::use_def) but
+    // still differ at about one instruction in ten (1,202 of 11,329 on the last count:
+    // slow paths of division/sqrt/sin, 64-bit division, BSSY regions around calls). A
+    // ratchet, not a pass: lower it as the model improves.
+    eprintln!("functions with calls: {call_bad} of {call_total} counts differ");
+    assert!(call_total > 10_000, "{call_total}");
+    assert!(
+        call_bad <= 1_200,
+        "functions with calls: {call_bad} of {call_total} differ"
+    );
 }
 
 /// Functions with a `CALL`, and every sub-function (callee): their counts depend on how
-/// nvdisasm summarises a call, which we do not model yet.
+/// nvdisasm summarises a call, which we model only in part (see the ratchet in
+/// `live_counts_match_nvdisasm_plr`).
 fn calls_excluded(d: &Decoded) -> BTreeSet<String> {
     d.functions
         .iter()

@@ -68,17 +68,36 @@ pub struct Liveness {
     pub defined_in: Vec<RegSet>,
 }
 
-/// What an instruction reads and writes, for liveness.
-pub fn use_def(ins: &Instr) -> (RegSet, RegSet, bool) {
-    let uses = RegSet::from_regs(ins.gpr_reads());
-    let defs = RegSet::from_regs(ins.gpr_writes());
+/// What an instruction reads and writes, for liveness, in a function of `regs` registers.
+///
+/// Calls follow nvdisasm's ABI model (checked on the call kernels of tests/sass_decode.rs): a
+/// `CALL` reads R0 and R1 and writes R0 and R3 to R15 (those below the register count); R2
+/// and R16 up are kept by the callee, so a `RET` reads R2 and R16 to R31.
+pub fn use_def(ins: &Instr, regs: u32) -> (RegSet, RegSet, bool) {
+    let mut uses = RegSet::from_regs(ins.gpr_reads());
+    let mut defs = RegSet::from_regs(ins.gpr_writes());
+    let below = |r: u8| u32::from(r) < regs;
+    if ins.is_call() {
+        uses.insert(0);
+        uses.insert(SP);
+        for r in std::iter::once(0).chain(3..=15).filter(|&r| below(r)) {
+            defs.insert(r);
+        }
+        return (uses, defs, true);
+    }
+    if ins.base() == "RET" {
+        for r in std::iter::once(2).chain(16..=31).filter(|&r| below(r)) {
+            uses.insert(r);
+        }
+    }
     (uses, defs, ins.always())
 }
 
 impl Liveness {
     pub fn compute(f: &Function, cfg: &Cfg) -> Liveness {
         let n = f.instrs.len();
-        let ud: Vec<(RegSet, RegSet, bool)> = f.instrs.iter().map(use_def).collect();
+        let regs = f.regs.unwrap_or(255);
+        let ud: Vec<(RegSet, RegSet, bool)> = f.instrs.iter().map(|i| use_def(i, regs)).collect();
         let mut exit_live = RegSet::default();
         exit_live.insert(SP);
         let nb = cfg.graph.node_count();

@@ -93,6 +93,8 @@ struct TextInfo {
     /// (section name, offset) of a `BRX` → its targets.
     brx: HashMap<(String, u64), Vec<u64>>,
     kernels: Vec<String>,
+    /// Section name → `SHI_REGISTERS`.
+    regs: HashMap<String, u32>,
 }
 
 fn parse_text(text: &str) -> TextInfo {
@@ -111,6 +113,16 @@ fn parse_text(text: &str) -> TextInfo {
                 .unwrap_or("")
                 .trim()
                 .to_string();
+            continue;
+        }
+        if let Some(rest) = t.strip_prefix(".sectioninfo") {
+            if let Some(n) = rest
+                .split("SHI_REGISTERS=")
+                .nth(1)
+                .and_then(|r| r.trim_end_matches('"').trim().parse().ok())
+            {
+                info.regs.insert(section.clone(), n);
+            }
             continue;
         }
         if let Some(rest) = t.strip_prefix(".other") {
@@ -242,6 +254,7 @@ pub fn decode(json: &[u8], text: &str, cubin: &[u8]) -> Result<Decoded, DecodeEr
         }
         out.push(Function {
             kernel: info.kernels.contains(&f.name),
+            regs: info.regs.get(&sec_name).copied(),
             name: f.name,
             section: sec_index.0,
             start: f.start,

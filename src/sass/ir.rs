@@ -192,6 +192,8 @@ pub struct Function {
     pub instrs: Vec<Instr>,
     /// A kernel (`STO_CUDA_ENTRY`), not a sub-function.
     pub kernel: bool,
+    /// Registers allocated to the section (`SHI_REGISTERS`), when nvdisasm prints it.
+    pub regs: Option<u32>,
 }
 
 impl Function {

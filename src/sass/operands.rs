@@ -582,8 +582,9 @@ pub fn apply(family: Family, ins: &mut Instr) -> bool {
             }
         }
         Widths::List(ws) => {
-            // By operand position: `IMAD.WIDE R2, R4, 0x4, R2` has its pair at position 3.
-            for (op, &w) in ops.iter_mut().zip(ws) {
+            // By operand position, predicates not counted: `IMAD.WIDE R2, R4, 0x4, R2` and
+            // `IMAD.WIDE.U32 R10, P0, R2, 0x10, R8` have their addend pair at position 3.
+            for (op, &w) in ops.iter_mut().filter(|o| !is_pred(&o.kind)).zip(ws) {
                 if is_reg(&op.kind) {
                     op.width = w;
                 }
