@@ -618,3 +618,85 @@ pub fn apply(family: Family, ins: &mut Instr) -> bool {
     }
     true
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sass::control::Control;
+
+    fn ins(opcode: &str, ops: &str) -> Instr {
+        let mut i = Instr {
+            offset: 0,
+            raw: 0,
+            opcode: opcode.into(),
+            predicate: None,
+            operands: parse(ops).expect("parses"),
+            ctrl: Control::default(),
+            target: None,
+            targets: Vec::new(),
+            callee: None,
+            unknown: false,
+        };
+        i.unknown = !apply(Family::Turing, &mut i);
+        i
+    }
+
+    #[test]
+    fn parses_operand_forms() {
+        let ops =
+            parse("R2.reuse, -|R3|, c[0x0][0x160], desc[UR4][R2.64+0x10], !P0, 0x1f").unwrap();
+        assert_eq!(ops[0].kind, OperandKind::Reg(2));
+        assert!(ops[0].reuse);
+        assert_eq!(ops[1].kind, OperandKind::Reg(3));
+        assert!(matches!(
+            ops[2].kind,
+            OperandKind::Const { offset: 0x160, .. }
+        ));
+        assert!(matches!(
+            ops[3].kind,
+            OperandKind::Addr {
+                reg: Some(2),
+                reg_width: 2,
+                desc: Some(4),
+                imm: 0x10,
+                ..
+            }
+        ));
+        assert_eq!(
+            ops[4].kind,
+            OperandKind::Pred {
+                index: 0,
+                negated: true
+            }
+        );
+        assert_eq!(ops[5].kind, OperandKind::Imm("0x1f".into()));
+        // LDGSTS prints its two addresses with no comma.
+        assert_eq!(parse("[R7][R2.64]").unwrap().len(), 2);
+    }
+
+    #[test]
+    fn roles_and_widths() {
+        let i = ins("IMAD.WIDE.U32", "R2, R4, 0x4, R6");
+        assert_eq!(i.gpr_writes(), vec![2, 3]);
+        assert_eq!(i.gpr_reads(), vec![4, 6, 7]);
+        let i = ins("IMAD.WIDE.U32", "R10, P0, R2, 0x10, R8");
+        assert_eq!(i.gpr_reads(), vec![2, 8, 9]);
+        let i = ins("LDG.E.128.SYS", "R4, [R2]");
+        assert_eq!(i.gpr_writes(), vec![4, 5, 6, 7]);
+        assert_eq!(i.gpr_reads(), vec![2, 3]);
+        let i = ins("STG.E.64", "[R2.64], R4");
+        assert!(i.gpr_writes().is_empty());
+        assert_eq!(i.gpr_reads(), vec![2, 3, 4, 5]);
+        let i = ins("DFMA", "R4, R6, R8, R4");
+        assert_eq!(i.gpr_writes(), vec![4, 5]);
+        let i = ins("F2F.F64.F32", "R4, R3");
+        assert_eq!((i.gpr_writes(), i.gpr_reads()), (vec![4, 5], vec![3]));
+        let i = ins("I2F.U64", "R4, R2");
+        assert_eq!((i.gpr_writes(), i.gpr_reads()), (vec![4], vec![2, 3]));
+        let i = ins("ISETP.GE.AND", "P0, PT, R4, c[0x0][0x170], PT");
+        assert!(i.gpr_writes().is_empty());
+        let i = ins("HMMA.16816.F32", "R4, R8, R12, R4");
+        assert_eq!(i.gpr_reads(), vec![8, 9, 10, 11, 12, 13, 4, 5, 6, 7]);
+        assert!(ins("FOO.BAR", "R1").unknown);
+    }
+}
