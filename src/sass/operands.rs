@@ -34,6 +34,8 @@ pub enum Dests {
     /// Leading predicates (`PT` of `SHFL`, `ATOMG.CAS`), then the first register, then the
     /// predicates right after it (`IADD3 R0, P0, ...`, `LEA R0, P0, ...`).
     First,
+    /// The first operand only (`FCHK P0, R3, R4`).
+    One,
     /// The first two operands (predicates of `ISETP`, `PLOP3`).
     Two,
 }
@@ -77,7 +79,7 @@ const fn r(
     }
 }
 
-use Dests::{First, None as NoDest, Two};
+use Dests::{First, None as NoDest, One as OneDest, Two};
 use Widths::{All2, Convert, List, Mem, One};
 
 /// Rules for sm_75 to sm_90; the first that matches wins (more specific rules first).
@@ -148,7 +150,7 @@ pub static RULES: &[Rule] = &[
     r("PSETP", &[], Two, One),
     r("FSET", &[], First, One),
     r("ISET", &[], First, One),
-    r("FCHK", &[], First, One),
+    r("FCHK", &[], OneDest, One),
     r("LEPC", &[], First, List(&[2])),
     r("VOTE", &[], First, One),
     r("VOTEU", &[], First, One),
@@ -544,6 +546,7 @@ pub fn apply(family: Family, ins: &mut Instr) -> bool {
     let mut ndst = 0usize;
     match rule.dests {
         Dests::None => {}
+        Dests::One => ndst = 1.min(ops.len()),
         Dests::Two => ndst = 2.min(ops.len()),
         Dests::First => {
             let mut i = 0;
@@ -698,5 +701,7 @@ mod tests {
         let i = ins("HMMA.16816.F32", "R4, R8, R12, R4");
         assert_eq!(i.gpr_reads(), vec![8, 9, 10, 11, 12, 13, 4, 5, 6, 7]);
         assert!(ins("FOO.BAR", "R1").unknown);
+        let i = ins("FCHK", "P0, R3, R4");
+        assert!(i.gpr_writes().is_empty());
     }
 }
