@@ -261,6 +261,26 @@ pub fn decode(json: &[u8], text: &str, cubin: &[u8]) -> Result<Decoded, DecodeEr
             instrs,
         });
     }
+    // nvdisasm's call model covers SHI_REGISTERS registers on sm_75-89; on sm_90, where
+    // SHI_REGISTERS is rounded up, with the highest register the section names plus three
+    // (two above the highest; found on the kernels of tests/sass_decode.rs).
+    let mut used: HashMap<usize, u32> = HashMap::new();
+    for f in &out {
+        let m = used.entry(f.section).or_default();
+        for ins in &f.instrs {
+            for r in ins.gpr_reads().into_iter().chain(ins.gpr_writes()) {
+                *m = (*m).max(u32::from(r) + 1);
+            }
+        }
+    }
+    for f in &mut out {
+        let u = used.get(&f.section).copied().unwrap_or(0);
+        if family == Family::Hopper {
+            f.regs = Some(f.regs.map_or(u + 2, |r| r.min(u + 2)));
+        } else if f.regs.is_none() {
+            f.regs = Some(u);
+        }
+    }
     Ok(Decoded { sm, functions: out })
 }
 

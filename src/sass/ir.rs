@@ -192,7 +192,8 @@ pub struct Function {
     pub instrs: Vec<Instr>,
     /// A kernel (`STO_CUDA_ENTRY`), not a sub-function.
     pub kernel: bool,
-    /// Registers allocated to the section (`SHI_REGISTERS`), when nvdisasm prints it.
+    /// Registers nvdisasm's call model covers: `SHI_REGISTERS` (sm_75-89), or on sm_90 the
+    /// highest register the section names plus three (capped by it).
     pub regs: Option<u32>,
 }
 
