@@ -1,2 +1,8 @@
 //! Analyses over decoded SASS: control-flow graphs per function, the call graph, natural loops,
-//! liveness per instruction over every register file, and max-live (DESIGN.md §3).
+//! liveness per instruction for the general registers, and max-live (DESIGN.md §3).
+
+pub mod cfg;
+pub mod liveness;
+
+pub use cfg::{Block, CallGraph, Cfg, Loop};
+pub use liveness::{Liveness, RegSet};

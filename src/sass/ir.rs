@@ -1,2 +1,212 @@
 //! The instruction IR: address, raw 128 bits, opcode and modifiers, guard predicate, operands
 //! with role, register file and width, branch and call targets, control bits.
+
+use super::control::Control;
+
+/// A guard predicate: `@P0`, `@!UP1`, `@PT`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Pred {
+    /// Uniform predicate file (`UP`).
+    pub uniform: bool,
+    /// Predicate number; 7 is `PT`/`UPT`.
+    pub index: u8,
+    pub negated: bool,
+}
+
+impl Pred {
+    /// `PT` (or `UPT`), never negated: the instruction always runs.
+    pub fn is_true(&self) -> bool {
+        self.index == 7 && !self.negated
+    }
+}
+
+/// What an operand names.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OperandKind {
+    /// General register `R<n>`; 255 is `RZ`.
+    Reg(u8),
+    /// Uniform register `UR<n>`; 63 is `URZ`.
+    UReg(u8),
+    /// Predicate `P<n>`; 7 is `PT`.
+    Pred { index: u8, negated: bool },
+    /// Uniform predicate `UP<n>`; 7 is `UPT`.
+    UPred { index: u8, negated: bool },
+    /// Convergence barrier `B<n>`.
+    Barrier(u8),
+    /// Special register `SR_TID.X`, `SRZ`, `PR`, ...
+    SpecialReg(String),
+    /// Constant bank `c[bank][offset]`, `c[bank][R+offset]`, `cx[UR][...]`.
+    Const {
+        bank: String,
+        offset: i64,
+        reg: Option<u8>,
+        ureg: Option<u8>,
+    },
+    /// Integer or floating-point immediate, as printed.
+    Imm(String),
+    /// Memory address `[R2.64+UR4+0x10]`, `desc[UR4][R2.64]`.
+    Addr {
+        reg: Option<u8>,
+        /// Registers the base covers (2 for `.64`).
+        reg_width: u8,
+        ureg: Option<u8>,
+        desc: Option<u8>,
+        imm: i64,
+    },
+    /// A function or label name.
+    Label(String),
+}
+
+/// Whether an instruction reads or writes an operand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Role {
+    Read,
+    Write,
+    ReadWrite,
+}
+
+impl Role {
+    pub fn reads(self) -> bool {
+        matches!(self, Role::Read | Role::ReadWrite)
+    }
+    pub fn writes(self) -> bool {
+        matches!(self, Role::Write | Role::ReadWrite)
+    }
+}
+
+/// One operand, as printed by nvdisasm, with its meaning.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Operand {
+    pub kind: OperandKind,
+    pub role: Role,
+    /// Registers covered, from the first (`R4` with width 2 is `R4:R5`).
+    pub width: u8,
+    /// `.reuse` was printed.
+    pub reuse: bool,
+    /// nvdisasm's text of this operand.
+    pub text: String,
+}
+
+/// One decoded instruction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Instr {
+    /// Byte offset in the function's section.
+    pub offset: u64,
+    /// The 128 bits, low word in the low half (as they lie in `.text`, little-endian).
+    pub raw: u128,
+    /// Mnemonic with modifiers as nvdisasm prints it: `IMAD.WIDE.U32`.
+    pub opcode: String,
+    pub predicate: Option<Pred>,
+    pub operands: Vec<Operand>,
+    pub ctrl: Control,
+    /// Section offset of a direct branch (`BRA`, `BSSY`, `CALL.REL` to a label, `BRX` tables
+    /// in `targets`).
+    pub target: Option<u64>,
+    /// `BRX` jump-table targets (nvdisasm's `BRANCH_TARGETS`), section offsets.
+    pub targets: Vec<u64>,
+    /// The function a direct `CALL` enters.
+    pub callee: Option<String>,
+    /// No operand rule covers this instruction: its registers are pinned.
+    pub unknown: bool,
+}
+
+impl Instr {
+    /// Mnemonic without modifiers: `IMAD`.
+    pub fn base(&self) -> &str {
+        self.opcode.split('.').next().unwrap_or("")
+    }
+
+    /// Modifiers after the mnemonic.
+    pub fn modifiers(&self) -> impl Iterator<Item = &str> {
+        self.opcode.split('.').skip(1)
+    }
+
+    pub fn has_mod(&self, m: &str) -> bool {
+        self.modifiers().any(|x| x == m)
+    }
+
+    /// Unconditional (no guard or `@PT`).
+    pub fn always(&self) -> bool {
+        self.predicate.is_none_or(|p| p.is_true())
+    }
+
+    /// General registers (RZ excluded) read by the instruction (guard predicate not included).
+    pub fn gpr_reads(&self) -> Vec<u8> {
+        self.gprs(|r| r.reads(), true)
+    }
+
+    /// General registers (RZ excluded) written by the instruction.
+    pub fn gpr_writes(&self) -> Vec<u8> {
+        self.gprs(|r| r.writes(), false)
+    }
+
+    fn gprs(&self, want: impl Fn(Role) -> bool, with_addr: bool) -> Vec<u8> {
+        let mut out = Vec::new();
+        for op in &self.operands {
+            let (base, width) = match &op.kind {
+                OperandKind::Reg(r) if want(op.role) => (*r, op.width),
+                OperandKind::Addr {
+                    reg: Some(r),
+                    reg_width,
+                    ..
+                } if with_addr => (*r, *reg_width),
+                OperandKind::Const { reg: Some(r), .. } if with_addr => (*r, 1),
+                _ => continue,
+            };
+            for k in 0..width {
+                let r = base.saturating_add(k);
+                if base != RZ && r < RZ && !out.contains(&r) {
+                    out.push(r);
+                }
+            }
+        }
+        out
+    }
+
+    /// Ends the instruction stream of its path: `EXIT` or `RET` unconditional.
+    pub fn is_exit(&self) -> bool {
+        matches!(self.base(), "EXIT" | "RET" | "KILL")
+    }
+
+    /// Transfers control (branch, call, return, exit, jump table).
+    pub fn is_branch(&self) -> bool {
+        matches!(self.base(), "BRA" | "BRX" | "JMP" | "JMX" | "BREAK")
+    }
+
+    pub fn is_call(&self) -> bool {
+        self.base() == "CALL"
+    }
+}
+
+/// `RZ`.
+pub const RZ: u8 = 255;
+
+/// One function (kernel or sub-function) of a cubin.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Function {
+    pub name: String,
+    /// Index of the section holding it.
+    pub section: usize,
+    /// Offset of the first instruction in the section.
+    pub start: u64,
+    pub instrs: Vec<Instr>,
+    /// A kernel (`STO_CUDA_ENTRY`), not a sub-function.
+    pub kernel: bool,
+    /// Registers nvdisasm's call model covers: `SHI_REGISTERS` (sm_75-89), or on sm_90 the
+    /// highest register the section names plus three (capped by it).
+    pub regs: Option<u32>,
+}
+
+impl Function {
+    /// Index of the instruction at section offset `off`.
+    pub fn index_of(&self, off: u64) -> Option<usize> {
+        let rel = off.checked_sub(self.start)?;
+        (rel % 16 == 0)
+            .then_some((rel / 16) as usize)
+            .filter(|&i| i < self.instrs.len())
+    }
+
+    pub fn end(&self) -> u64 {
+        self.start + 16 * self.instrs.len() as u64
+    }
+}

@@ -1,0 +1,227 @@
+//! Basic blocks and control-flow edges of one function, natural loops, the call graph.
+//!
+//! Blocks begin at the function's first instruction, at every branch target (`BRA`, `BRX`
+//! tables, `BSSY` reconvergence points) and after every instruction that transfers control
+//! (`BRA`, `BRX`, `EXIT`, `RET`, direct `CALL`, `BREAK`, predicated or not), and at the
+//! instructions nvdisasm labels ([`starts_block`]). Compared with the blocks `nvdisasm -bbcfg` prints in
+//! tests/sass_decode.rs, which leaves out unreachable blocks (the `BRA` to itself after the
+//! last `EXIT`).
+
+use std::collections::{BTreeSet, HashMap};
+
+use petgraph::graph::{DiGraph, NodeIndex};
+use petgraph::visit::EdgeRef;
+
+use crate::sass::ir::{Function, Instr};
+
+/// Instructions `first..end` (indices into the function's `instrs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Block {
+    pub first: usize,
+    pub end: usize,
+}
+
+/// Why control goes from one block to another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Edge {
+    FallThrough,
+    Branch,
+    /// A `CALL` returns to the next instruction.
+    CallReturn,
+}
+
+#[derive(Debug, Clone)]
+pub struct Cfg {
+    pub graph: DiGraph<Block, Edge>,
+    /// Block of each instruction.
+    pub block_of: Vec<NodeIndex>,
+    /// The entry block.
+    pub entry: NodeIndex,
+}
+
+fn ends_block(ins: &Instr) -> bool {
+    match ins.base() {
+        "BRA" | "BRX" | "JMP" | "JMX" | "EXIT" | "RET" | "BREAK" | "KILL" => true,
+        // A call through a register (`CALL.REL.NOINC R6`) does not end nvdisasm's block.
+        "CALL" => ins.callee.is_some() || ins.has_mod("ABS"),
+        _ => false,
+    }
+}
+
+/// Instructions nvdisasm gives a label, so a block starts there: every `EXIT` and `BRX`, the
+/// warp-collective instructions (`SHFL`, `VOTE`, `MATCH`, `REDUX`) and `CALL.ABS`.
+fn starts_block(ins: &Instr) -> bool {
+    matches!(
+        ins.base(),
+        "EXIT" | "BRX" | "SHFL" | "VOTE" | "MATCH" | "REDUX"
+    ) || (ins.is_call() && ins.has_mod("ABS"))
+}
+
+/// Whether control can go on to the next instruction.
+fn falls_through(ins: &Instr) -> bool {
+    match ins.base() {
+        "BRA" | "BRX" | "JMP" | "JMX" | "EXIT" | "RET" | "KILL" => !ins.always(),
+        _ => true,
+    }
+}
+
+impl Cfg {
+    pub fn build(f: &Function) -> Cfg {
+        let n = f.instrs.len();
+        let mut leaders = BTreeSet::new();
+        if n > 0 {
+            leaders.insert(0);
+        }
+        for (i, ins) in f.instrs.iter().enumerate() {
+            for t in ins.target.iter().chain(&ins.targets) {
+                if ins.callee.is_none()
+                    && let Some(j) = f.index_of(*t)
+                {
+                    leaders.insert(j);
+                }
+            }
+            if starts_block(ins) {
+                leaders.insert(i);
+            }
+            if ends_block(ins) && i + 1 < n {
+                leaders.insert(i + 1);
+            }
+        }
+        let starts: Vec<usize> = leaders.into_iter().collect();
+        let mut graph = DiGraph::new();
+        let mut block_of = vec![NodeIndex::new(0); n];
+        let mut node_at = HashMap::new();
+        for (k, &s) in starts.iter().enumerate() {
+            let e = starts.get(k + 1).copied().unwrap_or(n);
+            let id = graph.add_node(Block { first: s, end: e });
+            node_at.insert(s, id);
+            for b in &mut block_of[s..e] {
+                *b = id;
+            }
+        }
+        for id in graph.node_indices().collect::<Vec<_>>() {
+            let b = graph[id];
+            let last = &f.instrs[b.end - 1];
+            if falls_through(last) && b.end < n {
+                let kind = if last.is_call() {
+                    Edge::CallReturn
+                } else {
+                    Edge::FallThrough
+                };
+                graph.add_edge(id, node_at[&b.end], kind);
+            }
+            if matches!(last.base(), "BRA" | "BRX" | "JMP" | "JMX") {
+                for t in last.target.iter().chain(&last.targets) {
+                    if let Some(j) = f.index_of(*t)
+                        && let Some(&to) = node_at.get(&j)
+                    {
+                        graph.add_edge(id, to, Edge::Branch);
+                    }
+                }
+            }
+        }
+        Cfg {
+            entry: NodeIndex::new(0),
+            graph,
+            block_of,
+        }
+    }
+
+    /// Whether block `b` is reachable from the entry.
+    pub fn reachable(&self) -> Vec<bool> {
+        let mut seen = vec![false; self.graph.node_count()];
+        let mut dfs = petgraph::visit::Dfs::new(&self.graph, self.entry);
+        while let Some(b) = dfs.next(&self.graph) {
+            seen[b.index()] = true;
+        }
+        seen
+    }
+
+    /// Blocks in address order.
+    pub fn blocks(&self) -> impl Iterator<Item = (NodeIndex, Block)> + '_ {
+        self.graph.node_indices().map(|i| (i, self.graph[i]))
+    }
+
+    pub fn successors(&self, b: NodeIndex) -> impl Iterator<Item = NodeIndex> + '_ {
+        self.graph.edges(b).map(|e| e.target())
+    }
+
+    /// Natural loops: one per back edge (an edge whose target dominates its source).
+    pub fn loops(&self) -> Vec<Loop> {
+        if self.graph.node_count() == 0 {
+            return Vec::new();
+        }
+        let dom = petgraph::algo::dominators::simple_fast(&self.graph, self.entry);
+        let mut out = Vec::new();
+        for e in self.graph.edge_references() {
+            let (from, head) = (e.source(), e.target());
+            let dominates = dom
+                .dominators(from)
+                .is_some_and(|mut d| d.any(|x| x == head));
+            if !dominates {
+                continue;
+            }
+            let mut body = BTreeSet::from([head]);
+            let mut stack = vec![from];
+            while let Some(b) = stack.pop() {
+                if body.insert(b) {
+                    stack.extend(
+                        self.graph
+                            .neighbors_directed(b, petgraph::Direction::Incoming),
+                    );
+                }
+            }
+            out.push(Loop {
+                header: head,
+                latch: from,
+                body,
+            });
+        }
+        out
+    }
+}
+
+/// A natural loop.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Loop {
+    pub header: NodeIndex,
+    pub latch: NodeIndex,
+    pub body: BTreeSet<NodeIndex>,
+}
+
+/// Which function calls which (direct `CALL`s by name; indirect calls have no edge).
+#[derive(Debug, Clone)]
+pub struct CallGraph {
+    pub graph: DiGraph<String, u64>,
+    pub index: HashMap<String, NodeIndex>,
+}
+
+impl CallGraph {
+    pub fn build(functions: &[Function]) -> CallGraph {
+        let mut graph = DiGraph::new();
+        let mut index = HashMap::new();
+        for f in functions {
+            index.insert(f.name.clone(), graph.add_node(f.name.clone()));
+        }
+        for f in functions {
+            for ins in &f.instrs {
+                if let Some(c) = &ins.callee
+                    && let Some(&to) = index.get(c)
+                {
+                    graph.add_edge(index[&f.name], to, ins.offset);
+                }
+            }
+        }
+        CallGraph { graph, index }
+    }
+
+    /// Functions `name` calls directly.
+    pub fn callees(&self, name: &str) -> Vec<&str> {
+        self.index.get(name).map_or(Vec::new(), |&i| {
+            self.graph
+                .neighbors(i)
+                .map(|n| self.graph[n].as_str())
+                .collect()
+        })
+    }
+}
