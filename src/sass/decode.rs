@@ -10,8 +10,8 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::process::Command;
 
+use super::listing::JsonFunction;
 use object::{Object, ObjectSection, ObjectSymbol};
-use serde::Deserialize;
 
 use super::control::Control;
 use super::ir::{Function, Instr, OperandKind, Pred};
@@ -34,24 +34,6 @@ pub enum DecodeError {
     Function { name: String, what: String },
     #[error("sm_{0} has no operand tables (sm_75 to sm_90 only)")]
     Arch(u32),
-}
-
-#[derive(Deserialize)]
-struct JsonFunction {
-    #[serde(rename = "function-name")]
-    name: String,
-    start: u64,
-    length: u64,
-    #[serde(rename = "sass-instructions")]
-    instrs: Vec<JsonInstr>,
-}
-
-#[derive(Deserialize)]
-struct JsonInstr {
-    predicate: Option<String>,
-    opcode: String,
-    #[serde(default)]
-    operands: String,
 }
 
 /// A decoded cubin.

@@ -103,22 +103,24 @@ pub enum ListingError {
     Function { name: String, what: String },
 }
 
+/// One function of `nvdisasm -json` (its second top-level element is a list of these).
 #[derive(Deserialize)]
-struct JsonFunction {
+pub(crate) struct JsonFunction {
     #[serde(rename = "function-name")]
-    name: String,
-    start: u64,
-    length: u64,
+    pub(crate) name: String,
+    pub(crate) start: u64,
+    pub(crate) length: u64,
     #[serde(rename = "sass-instructions")]
-    instrs: Vec<JsonInstr>,
+    pub(crate) instrs: Vec<JsonInstr>,
 }
 
+/// One instruction of `nvdisasm -json`.
 #[derive(Deserialize)]
-struct JsonInstr {
-    predicate: Option<String>,
-    opcode: String,
+pub(crate) struct JsonInstr {
+    pub(crate) predicate: Option<String>,
+    pub(crate) opcode: String,
     #[serde(default)]
-    operands: String,
+    pub(crate) operands: String,
 }
 
 /// Disassemble every function of the cubin at `path` with `nvdisasm`.
