@@ -577,3 +577,44 @@ fn ptxas_mode_tunes_and_passes_errors_through() {
     assert_eq!(bad.status.code(), real.status.code());
     assert_eq!(text(&bad.stderr), text(&real.stderr));
 }
+
+/// Under a jobserver with no free token (every other job of a `make -j` holds one), the variants
+/// are still built, on this process's own job slot, and the compile finishes: waiting for a
+/// token that nobody will free would hang the build.
+#[test]
+fn no_free_jobserver_token_still_finishes() {
+    let Some(_) = fixtures::fixtures() else {
+        return;
+    };
+    let dir = scratch("jobserver");
+    let rep = dir.path().join("r.jsonl");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/kernels/walk.cu");
+    let client = jobserver::Client::new(0).expect("a jobserver without tokens");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nvcc-orion"));
+    cmd.current_dir(dir.path())
+        .args(["-c", "-arch=sm_90"])
+        .arg(&src)
+        .args(["-o", "w.o"])
+        .env_remove("NVCC_ORION")
+        .env("NVCC_ORION_CACHE", dir.path().join("cache"))
+        .env("NVCC_ORION_REPORT", &rep);
+    client.configure_make(&mut cmd);
+    let mut child = cmd.spawn().unwrap();
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > std::time::Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("nvcc-orion hung waiting for a jobserver token");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert!(status.success());
+    let r = &report(&rep)[0];
+    assert!(
+        r["candidates"].as_array().unwrap().len() > 1,
+        "variants were built: {r}"
+    );
+}

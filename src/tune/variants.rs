@@ -128,12 +128,14 @@ impl Builder<'_> {
             for w in 0..workers {
                 let (results, next) = (&results, &next);
                 s.spawn(move || {
-                    // The first worker runs on this process's own job slot; the others hold
-                    // a jobserver token while they run.
+                    // The first worker runs on this process's own job slot. The others run
+                    // only on a jobserver token that is free now: waiting for one could
+                    // deadlock a build whose every job is an nvcc-orion waiting the same way,
+                    // and the first worker finishes the batch alone anyway.
                     let _token = match (&self.jobserver, w) {
-                        (Some(js), 1..) => match js.acquire() {
-                            Ok(t) => Some(t),
-                            Err(_) => return,
+                        (Some(js), 1..) => match js.try_acquire() {
+                            Ok(Some(t)) => Some(t),
+                            _ => return,
                         },
                         _ => None,
                     };
