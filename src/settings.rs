@@ -23,7 +23,8 @@ pub struct Settings {
     pub report: Option<PathBuf>,
     /// `--orion-block-size=N` or `kernel:N` (repeatable) / `NVCC_ORION_BLOCK_SIZE`.
     pub block_sizes: Vec<(Option<String>, u32)>,
-    /// `--orion-force=KIND`: force one variant kind (testing).
+    /// `--orion-force=KIND` (testing): `baseline`, `lowest` (the lowest budget that built), or
+    /// `panic` (an internal error while tuning, to exercise the fallback).
     pub force: Option<String>,
     /// `--orion-margin=PCT` / `NVCC_ORION_MARGIN`: the predicted gain a variant must clear to
     /// replace ptxas's own choice, in percent.
@@ -115,9 +116,9 @@ impl Settings {
                     }
                 }
                 ("force", Some(v)) => match v {
-                    "baseline" | "lowest" => s.force = Some(v.to_string()),
+                    "baseline" | "lowest" | "panic" => s.force = Some(v.to_string()),
                     _ => warnings.push(bad(&format!(
-                        "unknown --orion-force={v} (use baseline or lowest)"
+                        "unknown --orion-force={v} (use baseline, lowest or panic)"
                     ))),
                 },
                 ("margin", Some(v)) => match v.trim_end_matches('%').parse::<f64>() {

@@ -618,3 +618,45 @@ fn no_free_jobserver_token_still_finishes() {
         "variants were built: {r}"
     );
 }
+
+/// An internal error while tuning (forced here) keeps what plain nvcc makes, with one warning
+/// line and a successful exit.
+#[test]
+fn internal_error_falls_back_to_plain_nvcc() {
+    let Some(_) = fixtures::fixtures() else {
+        return;
+    };
+    let dir = scratch("panic");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/kernels/walk.cu");
+    let build = |out: &str, env: &[(&str, &str)], extra: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_nvcc-orion"))
+            .current_dir(dir.path())
+            .args(["-c", "-arch=sm_90"])
+            .args(extra)
+            .arg(&src)
+            .args(["-o", out])
+            .env_remove("NVCC_ORION")
+            .env("NVCC_ORION_CACHE", dir.path().join("cache"))
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        text(&o.stderr)
+    };
+    let err = build("forced.o", &[], &["--orion-force=panic"]);
+    assert_eq!(
+        err,
+        "nvcc-orion: warning: tuning sm_90 failed (internal error: forced by --orion-force=panic); keeping ptxas's own cubin\n"
+    );
+    build("plain.o", &[("NVCC_ORION", "off")], &[]);
+    let cubin = |o: &str| {
+        let d = dir.path().join(format!("x-{o}"));
+        std::fs::create_dir_all(&d).unwrap();
+        fixtures::extract_elfs(&dir.path().join(o), &d)
+            .unwrap()
+            .iter()
+            .map(|p| std::fs::read(p).unwrap())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(cubin("forced.o"), cubin("plain.o"));
+}

@@ -53,7 +53,29 @@ pub fn ptxas_step(
         }
         return Ok(captured);
     }
-    match step::tune(argv, ctx, tune) {
+    // A bug of ours must not fail a build nvcc would finish: a panic while tuning leaves
+    // ptxas's own cubin in place (nothing is written until the tuned cubin is verified) and
+    // becomes one warning line, not a backtrace.
+    let tuned = {
+        let hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            if tune.settings.force.as_deref() == Some("panic") {
+                panic!("forced by --orion-force=panic");
+            }
+            step::tune(argv, ctx, tune)
+        }));
+        std::panic::set_hook(hook);
+        r.unwrap_or_else(|payload| {
+            let what = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown".to_string());
+            Err(step::TuneError::Io(format!("internal error: {what}")))
+        })
+    };
+    match tuned {
         Ok(t) => {
             if let Some(stderr) = t.stderr {
                 captured.stderr = stderr;
