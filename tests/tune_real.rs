@@ -660,3 +660,40 @@ fn internal_error_falls_back_to_plain_nvcc() {
     };
     assert_eq!(cubin("forced.o"), cubin("plain.o"));
 }
+
+/// A user's `-maxrregcount` is an upper bound: no kernel comes out above it, tuned or not.
+#[test]
+fn user_maxrregcount_is_never_exceeded() {
+    let Some(_) = fixtures::fixtures() else {
+        return;
+    };
+    let dir = scratch("maxrreg");
+    let rep = dir.path().join("r.jsonl");
+    let out = compile(
+        dir.path(),
+        "capped.o",
+        &[("NVCC_ORION_REPORT", rep.to_str().unwrap())],
+        &["-maxrregcount=56"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // ptxas itself ignores -maxrregcount for a kernel with __launch_bounds__ (bounded_gather):
+    // there the bound is what ptxas chose under the launch bounds.
+    let got = regs(&dir.path().join("capped.o"));
+    let records = report(&rep);
+    assert_eq!(records.len(), got.len());
+    for r in &records {
+        let arch: u32 = r["arch"].as_str().unwrap()[3..].parse().unwrap();
+        let k = r["kernel"].as_str().unwrap().to_string();
+        let base = r["candidates"][0]["registers"].as_u64().unwrap();
+        let bound = if r["block_from"] == "launch-bounds" {
+            base
+        } else {
+            56
+        };
+        assert!(base <= bound, "{r}");
+        for c in r["candidates"].as_array().unwrap() {
+            assert!(c["registers"].as_u64().unwrap() <= bound, "{r}");
+        }
+        assert!(u64::from(got[&(arch, k.clone())]) <= bound, "{k} sm_{arch}");
+    }
+}
