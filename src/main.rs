@@ -62,7 +62,30 @@ fn main() -> ExitCode {
         Ok(d) => d,
         Err(e) => return exec_nvcc(&tk, &inv.nvcc_args, &nvcc_env, Some(&e.to_string()), true),
     };
-    match driver::replay(&tk, &inv.facts, &settings, &nvcc_env, &cwd) {
+    // A bug of ours (a panic) falls back to the real nvcc like any internal error, with one
+    // warning line instead of a backtrace.
+    let replayed = {
+        let hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            driver::replay(&tk, &inv.facts, &settings, &nvcc_env, &cwd)
+        }));
+        std::panic::set_hook(hook);
+        r
+    };
+    let replayed = match replayed {
+        Ok(r) => r,
+        Err(_) => {
+            return exec_nvcc(
+                &tk,
+                &inv.nvcc_args,
+                &nvcc_env,
+                Some("internal error while replaying nvcc's steps"),
+                true,
+            );
+        }
+    };
+    match replayed {
         Ok(done) => {
             // Write errors (a closed pipe) must not turn a good build into a failed one.
             let _ = std::io::stdout().write_all(&done.stdout);
