@@ -753,21 +753,6 @@ fn truncated_and_corrupted_cubins_never_panic() {
 // Indirect branches (no fixture has BRX jump tables, so this test compiles a dense switch)
 // ---------------------------------------------------------------------------------------------
 
-fn switch_source() -> String {
-    let mut cases = String::new();
-    for i in 0..24 {
-        cases.push_str(&format!(
-            "        case {i}: v = v * {} + {}; v ^= v >> {}; break;\n",
-            i + 3,
-            i * 7 + 1,
-            i % 5 + 1
-        ));
-    }
-    format!(
-        "__global__ void sw2(const int* in, int* out, int n) {{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i >= n) return;\n    int v = in[i + n];\n    switch (in[i]) {{\n{cases}        default: v = -1; break;\n    }}\n    out[i] = v;\n}}\n"
-    )
-}
-
 /// `(brx offset, targets)` groups of `Offset of Indirect Branch: … Targets: …` in
 /// `cuobjdump -elf`.
 fn cuobjdump_branch_targets(dump: &str) -> Vec<(u32, Vec<u32>)> {
@@ -793,7 +778,7 @@ fn text_replacement_moves_indirect_branch_targets_and_jump_tables() {
     }
     let dir = scratch("brx");
     let src = dir.path().join("sw2.cu");
-    std::fs::write(&src, switch_source()).unwrap();
+    std::fs::write(&src, common::switch_kernel_source()).unwrap();
     let nvcc = common::find_nvcc().unwrap();
     for arch in [80, 90] {
         let cubin = dir.path().join(format!("sw2_{arch}.cubin"));

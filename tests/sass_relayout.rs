@@ -470,21 +470,6 @@ fn nops_everywhere_keep_every_reference() {
     assert!(total.targets > 500);
 }
 
-fn switch_source() -> String {
-    let mut cases = String::new();
-    for i in 0..24 {
-        cases.push_str(&format!(
-            "        case {i}: v = v * {} + {}; v ^= v >> {}; break;\n",
-            i + 3,
-            i * 7 + 1,
-            i % 5 + 1
-        ));
-    }
-    format!(
-        "__global__ void sw2(const int* in, int* out, int n) {{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i >= n) return;\n    int v = in[i + n];\n    switch (in[i]) {{\n{cases}        default: v = -1; break;\n    }}\n    out[i] = v;\n}}\n"
-    )
-}
-
 #[test]
 fn brx_jump_tables_follow() {
     if fx().is_none() {
@@ -492,7 +477,7 @@ fn brx_jump_tables_follow() {
     }
     let dir = scratch("brx");
     let src = dir.path().join("sw2.cu");
-    std::fs::write(&src, switch_source()).unwrap();
+    std::fs::write(&src, common::switch_kernel_source()).unwrap();
     let nvcc = common::find_nvcc().unwrap();
     let mut brx = 0;
     for arch in [75, 90] {

@@ -610,3 +610,20 @@ pub fn is_elf(path: &Path) -> bool {
         .map(|d| d.starts_with(b"\x7fELF"))
         .unwrap_or(false)
 }
+
+/// A kernel with a dense 24-case `switch` on a runtime value: ptxas compiles it to a `BRX`
+/// through a jump table in `.nv.constant2.<k>` (the matrix fixtures have none).
+pub fn switch_kernel_source() -> String {
+    let mut cases = String::new();
+    for i in 0..24 {
+        cases.push_str(&format!(
+            "        case {i}: v = v * {} + {}; v ^= v >> {}; break;\n",
+            i + 3,
+            i * 7 + 1,
+            i % 5 + 1
+        ));
+    }
+    format!(
+        "__global__ void sw2(const int* in, int* out, int n) {{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i >= n) return;\n    int v = in[i + n];\n    switch (in[i]) {{\n{cases}        default: v = -1; break;\n    }}\n    out[i] = v;\n}}\n"
+    )
+}
