@@ -8,33 +8,17 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::process::Command;
 
 use super::listing::JsonFunction;
 use object::{Object, ObjectSection, ObjectSymbol};
 
 use super::control::Control;
 use super::ir::{Function, Instr, OperandKind, Pred};
+use super::listing::run_nvdisasm;
 use super::operands::{self, Family};
 
-#[derive(Debug, thiserror::Error)]
-pub enum DecodeError {
-    #[error("cannot run {tool}: {source}")]
-    Spawn {
-        tool: String,
-        source: std::io::Error,
-    },
-    #[error("nvdisasm failed: {0}")]
-    Tool(String),
-    #[error("nvdisasm -json printed something unexpected: {0}")]
-    Json(String),
-    #[error("cubin: {0}")]
-    Elf(String),
-    #[error("function {name}: {what}")]
-    Function { name: String, what: String },
-    #[error("sm_{0} has no operand tables (sm_75 to sm_90 only)")]
-    Arch(u32),
-}
+/// The decoder fails the way the listing does (both read nvdisasm's output and the cubin).
+pub use super::listing::ListingError as DecodeError;
 
 /// A decoded cubin.
 #[derive(Debug, Clone)]
@@ -44,27 +28,10 @@ pub struct Decoded {
     pub functions: Vec<Function>,
 }
 
-fn run(nvdisasm: &Path, args: &[&str], path: &Path) -> Result<Vec<u8>, DecodeError> {
-    let out = Command::new(nvdisasm)
-        .args(args)
-        .arg(path)
-        .output()
-        .map_err(|source| DecodeError::Spawn {
-            tool: nvdisasm.display().to_string(),
-            source,
-        })?;
-    if !out.status.success() {
-        return Err(DecodeError::Tool(
-            String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        ));
-    }
-    Ok(out.stdout)
-}
-
 /// Decode every function of the cubin at `path` (two nvdisasm runs).
 pub fn decode_file(nvdisasm: &Path, path: &Path) -> Result<Decoded, DecodeError> {
-    let json = run(nvdisasm, &["-json"], path)?;
-    let text = run(nvdisasm, &["-c"], path)?;
+    let json = run_nvdisasm(nvdisasm, &["-json"], path)?;
+    let text = run_nvdisasm(nvdisasm, &["-c"], path)?;
     let bytes = std::fs::read(path).map_err(|e| DecodeError::Elf(e.to_string()))?;
     decode(&json, &String::from_utf8_lossy(&text), &bytes)
 }

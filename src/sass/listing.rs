@@ -101,6 +101,8 @@ pub enum ListingError {
     Elf(String),
     #[error("function {name}: {what}")]
     Function { name: String, what: String },
+    #[error("sm_{0} has no operand tables (sm_75 to sm_90 only)")]
+    Arch(u32),
 }
 
 /// One function of `nvdisasm -json` (its second top-level element is a list of these).
@@ -132,8 +134,13 @@ pub fn list(nvdisasm: &Path, path: &Path) -> Result<Vec<Function>, ListingError>
 
 /// `nvdisasm -json` of the cubin at `path`, as printed.
 pub fn json(nvdisasm: &Path, path: &Path) -> Result<Vec<u8>, ListingError> {
+    run_nvdisasm(nvdisasm, &["-json"], path)
+}
+
+/// `nvdisasm ARGS path`'s standard output; its error output when it fails.
+pub fn run_nvdisasm(nvdisasm: &Path, args: &[&str], path: &Path) -> Result<Vec<u8>, ListingError> {
     let out = Command::new(nvdisasm)
-        .arg("-json")
+        .args(args)
         .arg(path)
         .output()
         .map_err(|source| ListingError::Spawn {
