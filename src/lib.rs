@@ -13,6 +13,7 @@ pub mod predict;
 pub mod sass;
 pub mod settings;
 pub mod toolkit;
+pub mod transform;
 pub mod tune;
 
 pub use cargo::Build;

@@ -11,13 +11,27 @@ use clap::Parser;
 
 use crate::container::{self, ContainerError};
 use crate::cubin::Cubin;
+use crate::transform::spill_to_shared::Options;
+use crate::tune::proven;
 
 #[derive(Debug, Parser)]
 #[command(about = "Read a CUDA object, cubin, fatbin, executable or archive and write it back")]
 pub struct Args {
     /// Change nothing; fail unless the output is byte-identical to the input.
-    #[arg(long, conflicts_with_all = ["set_regs", "set_shared"], required_unless_present_any = ["set_regs", "set_shared"])]
+    #[arg(long, conflicts_with_all = ["set_regs", "set_shared", "spill_to_shared"], required_unless_present_any = ["set_regs", "set_shared", "spill_to_shared"])]
     pub identity: bool,
+    /// Move the register spills of these kernels (mangled names; `all` for every kernel that
+    /// spills) into shared memory, each rewrite proved by the translation checker.
+    #[arg(long, value_name = "KERNEL", num_args = 1, value_delimiter = ',')]
+    pub spill_to_shared: Vec<String>,
+    /// Threads per block to lay spill slots out for, where a kernel declares no launch bounds
+    /// (else 1024).
+    #[arg(long, value_name = "N", requires = "spill_to_shared")]
+    pub block_size: Option<u32>,
+    /// Register count the spill rewrite may reach (default: the limit the kernel was compiled
+    /// under).
+    #[arg(long, value_name = "N", requires = "spill_to_shared")]
+    pub max_registers: Option<u32>,
     /// Set a kernel's register count (in every cubin that has the kernel): KERNEL=N, mangled name.
     #[arg(long, value_name = "KERNEL=N", value_parser = kernel_value)]
     pub set_regs: Vec<(String, u64)>,
@@ -80,6 +94,30 @@ fn rewrite(args: &Args) -> Result<(), String> {
                     changed = true;
                 }
             }
+            let wanted: Vec<(String, Options)> = names
+                .iter()
+                .filter(|k| args.spill_to_shared.iter().any(|w| w == *k || w == "all"))
+                .map(|k| {
+                    let mut o = Options::for_kernel(&cubin, k, args.block_size);
+                    o.max_registers = args.max_registers;
+                    (k.clone(), o)
+                })
+                .collect();
+            if !wanted.is_empty() {
+                let now = cubin.write().map_err(|e| fail(&e))?;
+                let outcome = proven::spill_to_shared(&now, &wanted).map_err(|e| fail(&e))?;
+                for (kernel, result) in &outcome.kernels {
+                    match result {
+                        Ok(p) => {
+                            eprintln!("nvcc-orion: {loc}: {kernel}: {}", p.summary());
+                            changed = true;
+                        }
+                        Err(e) => eprintln!("nvcc-orion: {loc}: {kernel}: left alone: {e}"),
+                    }
+                    found.insert(kernel.clone());
+                }
+                cubin = Cubin::parse(&outcome.bytes).map_err(|e| fail(&e))?;
+            }
             for (kernel, bytes) in &args.set_shared {
                 if names.contains(kernel) {
                     cubin
@@ -108,6 +146,12 @@ fn rewrite(args: &Args) -> Result<(), String> {
         .iter()
         .chain(&args.set_shared)
         .map(|(k, _)| k.as_str())
+        .chain(
+            args.spill_to_shared
+                .iter()
+                .map(String::as_str)
+                .filter(|k| *k != "all"),
+        )
         .filter(|k| !found.contains(*k))
         .collect();
     if !missing.is_empty() {
@@ -120,7 +164,7 @@ fn rewrite(args: &Args) -> Result<(), String> {
             first_difference(&input, &out)
         )));
     }
-    debug_assert!(args.identity || edited > 0);
+    let _ = edited;
     write_atomically(&args.output, &args.input, &out)
         .map_err(|e| format!("{}: {e}", args.output.display()))
 }

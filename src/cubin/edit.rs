@@ -230,6 +230,67 @@ impl Cubin {
         self.finish()
     }
 
+    /// Raise `EIATTR_MAXREG_COUNT` of `kernel` to at least `regs` (the register limit ptxas
+    /// compiled under, kept in `.nv.info.<k>`); nothing when absent or "no limit".
+    pub fn raise_maxreg_count(&mut self, kernel: &str, regs: u32) -> Result<(), CubinError> {
+        let sym = self.function_or_err(kernel)?;
+        let text = self.symbols[sym].st_shndx as usize;
+        let Some(k) = self.function_info_section(text) else {
+            return Ok(());
+        };
+        let mut recs = self.records(k);
+        let regs = u16::try_from(regs.min(0xfe)).unwrap_or(0xfe);
+        let mut changed = false;
+        for r in recs.iter_mut() {
+            if r.attr == Attr::MaxregCount
+                && r.format != EIFMT_SVAL
+                && r.short != 0xff
+                && r.short < regs
+            {
+                r.short = regs;
+                changed = true;
+            }
+        }
+        if changed {
+            self.set_records(k, &recs)?;
+            self.finish()?;
+        }
+        Ok(())
+    }
+
+    /// Drop the SpillRefill annotations (`EIATTR_ANNOTATIONS` kind 1) of `kernel`'s section
+    /// that name one of `offsets`: the instructions there no longer touch local memory.
+    pub fn drop_spill_annotations(
+        &mut self,
+        kernel: &str,
+        offsets: &[u64],
+    ) -> Result<(), CubinError> {
+        let sym = self.function_or_err(kernel)?;
+        let text = self.symbols[sym].st_shndx as usize;
+        let Some(k) = self.function_info_section(text) else {
+            return Ok(());
+        };
+        let mut recs = self.records(k);
+        for r in recs.iter_mut() {
+            if r.attr != Attr::Annotations || r.format != EIFMT_SVAL {
+                continue;
+            }
+            let words: Vec<u32> = r.words().collect();
+            let kept: Vec<u32> = words
+                .chunks(2)
+                .filter(|p| !(p.len() == 2 && p[0] == 1 && offsets.contains(&u64::from(p[1]))))
+                .flatten()
+                .copied()
+                .collect();
+            if kept.len() != words.len() {
+                r.data = kept.iter().flat_map(|w| w.to_le_bytes()).collect();
+            }
+        }
+        recs.retain(|r| !(r.attr == Attr::Annotations && r.data.is_empty()));
+        self.set_records(k, &recs)?;
+        self.finish()
+    }
+
     /// Set the static shared memory of `kernel` (the `sh_size` of `.nv.shared.<k>`, which on
     /// sm_90+ includes the 1 KiB reserved area). Creates the section (and its section symbol)
     /// when the kernel has none.

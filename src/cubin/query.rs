@@ -150,6 +150,28 @@ impl Cubin {
                 .is_some_and(|t| t.sh_flags & SHF_EXECINSTR != 0)
     }
 
+    /// Section offsets of the `EIATTR_ANNOTATIONS` SpillRefill entries (kind 1) of text
+    /// section `text`, sorted: the `STL/LDL` ptxas marks as register spills and refills.
+    pub fn spill_offsets(&self, text: usize) -> Vec<u64> {
+        let mut out: Vec<u64> = self
+            .function_info_section(text)
+            .map(|k| self.records(k))
+            .unwrap_or_default()
+            .iter()
+            .filter(|r| r.attr == Attr::Annotations && r.format == EIFMT_SVAL)
+            .flat_map(|r| {
+                let w: Vec<u32> = r.words().collect();
+                w.chunks_exact(2)
+                    .filter(|p| p[0] == 1)
+                    .map(|p| u64::from(p[1]))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
     /// Whether symbol `i` is the one its text section is named after (`sh_info[23:0]`).
     pub(crate) fn owns_section(&self, i: usize) -> bool {
         let Some(s) = self.symbols.get(i) else {

@@ -7,6 +7,7 @@
 //! warning line.
 
 pub mod candidates;
+pub mod proven;
 pub mod ptx;
 pub mod ptxas_args;
 pub mod select;

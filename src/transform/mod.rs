@@ -1,0 +1,54 @@
+//! SASS transforms (DESIGN.md §5): each takes a cubin and the decoded code of one kernel's
+//! section and returns the rewritten cubin with what it claims about the rewrite. A claim is
+//! proved by `verify` before anything reaches a user; nothing here checks itself.
+//!
+//! * [`spill_to_shared`]: ptxas's register spills (`STL/LDL [R1+imm]`) into per-thread
+//!   shared-memory slots (papers/000 §3), one shared frame per function of the call tree.
+
+pub mod prologue;
+pub mod spill_to_shared;
+
+use std::fmt;
+
+use crate::cubin::CubinError;
+use crate::sass::relayout::RelayoutError;
+
+/// Why a transform left a kernel alone. The message is one line, for the report.
+#[derive(Debug)]
+pub enum TransformError {
+    /// The kernel's code is outside what the transform handles (no spills, recursion, a
+    /// spill it cannot name, too much shared memory, ...).
+    NotApplicable(String),
+    /// The cubin layer refused an edit.
+    Cubin(CubinError),
+    /// Re-layout refused the insertion.
+    Relayout(RelayoutError),
+}
+
+impl fmt::Display for TransformError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TransformError::NotApplicable(s) => f.write_str(s),
+            TransformError::Cubin(e) => write!(f, "cubin edit refused: {e}"),
+            TransformError::Relayout(e) => write!(f, "re-layout refused: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for TransformError {}
+
+impl From<CubinError> for TransformError {
+    fn from(e: CubinError) -> Self {
+        TransformError::Cubin(e)
+    }
+}
+
+impl From<RelayoutError> for TransformError {
+    fn from(e: RelayoutError) -> Self {
+        TransformError::Relayout(e)
+    }
+}
+
+fn not_applicable(what: impl fmt::Display) -> TransformError {
+    TransformError::NotApplicable(what.to_string())
+}

@@ -1,0 +1,486 @@
+//! Spill → shared (papers/000 §3; DESIGN.md §5.1): every register spill ptxas left in local
+//! memory (`STL/LDL [R1+imm]` marked SpillRefill) gets a per-thread shared-memory slot and is
+//! rewritten in place (`STL→STS`, `LDL→LDS`, new base register and offset), and a prologue at
+//! the kernel's entry computes the base register.
+//!
+//! * **Slots.** Each function of the kernel's section (the kernel and the sub-functions ptxas
+//!   put in its `.text`) has its own frame of 32-bit slots, one per local-memory word its
+//!   spills touch. Frames are stacked along the call tree: a callee's frame starts where the
+//!   largest frame chain of its callers ends (papers/000 §3.2.2, stacked rather than
+//!   compressed). Recursion is refused.
+//! * **Layout.** Slot-major, one 32-bit word per thread per slot: slot `s` of the thread with
+//!   linear index `t` is at `area + s × stride + 4t`, `stride` = threads per block × 4, so a
+//!   warp's access to one slot is conflict-free. The area lies after the kernel's static and
+//!   dynamic shared memory (`area = S + c[0x0][0x2c]`, reference §7.2 option 1), and the
+//!   static section grows by `slots × stride` so every launch allocates it. A 64-bit (128-bit)
+//!   spill becomes two (four) 32-bit accesses: the original instruction carries the first
+//!   word and the others are inserted right after it.
+//! * **Base register.** One register above every register the section uses holds
+//!   `4t + c[0x0][0x2c]` (plus the CTA's rank in the cluster `<< 24` on sm_90, as ptxas forms
+//!   shared addresses there; [`super::prologue`]); `S + s × stride` goes in each access's
+//!   immediate. The kernel's register count becomes that register + 3, the allocation rule
+//!   ptxas follows (highest register + 3).
+//!
+//! Untouched instructions keep their bits and control fields; a rewritten access keeps its
+//! predicate, data register, control field (both forms are scoreboarded memory operations)
+//! and drops only its operand-reuse flags. Local arrays (addresses not `R1+imm`) stay in
+//! local memory. What the rewrite claims (offset map, inserted instructions, base register,
+//! stride) is returned for the checker; nothing here proves it.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::prologue::{self, Shape};
+use super::{TransformError, not_applicable};
+use crate::cubin::{Cubin, OffsetMap};
+use crate::sass::control::Control;
+use crate::sass::encode::{self, RegField};
+use crate::sass::ir::{Function, Instr, OperandKind, RZ};
+use crate::sass::relayout;
+
+/// The stack pointer.
+const SP: u8 = 1;
+
+/// Static shared memory a kernel may declare without the opt-in launch attribute (48 KiB):
+/// the spill area is static, so it must fit under this with the kernel's own.
+pub const STATIC_SHARED_LIMIT: u64 = 48 * 1024;
+
+/// Where the threads-per-block figure used for sizing came from (the report says which).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ThreadsSource {
+    /// `__launch_bounds__` / `.reqntid` (`EIATTR_REQNTID`).
+    Reqntid,
+    /// `__launch_bounds__` / `.maxntid` (`EIATTR_MAX_THREADS`).
+    MaxThreads,
+    /// `--orion-block-size`.
+    Setting,
+    /// Nothing declared: the largest block, 1024 threads.
+    Assumed,
+}
+
+/// Options of one run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    /// Threads per block the slots are laid out for (an upper bound on every launch).
+    pub threads: u32,
+    pub source: ThreadsSource,
+    /// The block is known to be one-dimensional.
+    pub one_d: bool,
+    /// Highest register count allowed (the tuning budget, under the user's `-maxrregcount`,
+    /// `__launch_bounds__` and `__maxnreg__`); `None`: the kernel's count rounded up to the
+    /// allocation unit of 8. The limit recorded in the cubin (`EIATTR_MAXREG_COUNT`) is
+    /// raised to the new count.
+    pub max_registers: Option<u32>,
+}
+
+impl ThreadsSource {
+    /// For messages: where the block size came from.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ThreadsSource::Reqntid => "from .reqntid",
+            ThreadsSource::MaxThreads => "from __launch_bounds__",
+            ThreadsSource::Setting => "from --orion-block-size",
+            ThreadsSource::Assumed => "assumed: no block size declared",
+        }
+    }
+}
+
+impl Options {
+    /// Threads and shape from the kernel's launch bounds, else `setting`, else 1024.
+    pub fn for_kernel(cubin: &Cubin, kernel: &str, setting: Option<u32>) -> Options {
+        let info = cubin.function_info(kernel).unwrap_or_default();
+        let (dims, source) = match (info.reqntid, info.max_threads, setting) {
+            (Some(d), _, _) => (Some(d), ThreadsSource::Reqntid),
+            (None, Some(d), _) => (Some(d), ThreadsSource::MaxThreads),
+            (None, None, Some(n)) => (Some([n, 1, 1]), ThreadsSource::Setting),
+            (None, None, None) => (None, ThreadsSource::Assumed),
+        };
+        let threads = dims.map_or(1024, |d| d.iter().map(|&x| x.max(1)).product::<u32>());
+        // A per-kernel block-size setting says how many threads, not their shape.
+        // `.reqntid` and `.maxntid` bound each dimension, so y = z = 1 there means 1-D.
+        let one_d = matches!(source, ThreadsSource::Reqntid | ThreadsSource::MaxThreads)
+            && dims.is_some_and(|d| d[1] <= 1 && d[2] <= 1);
+        Options {
+            threads: threads.clamp(1, 1024),
+            source,
+            one_d,
+            max_registers: None,
+        }
+    }
+}
+
+/// What the rewrite did and claims.
+#[derive(Debug, Clone)]
+pub struct Rewrite {
+    pub kernel: String,
+    /// Index of the kernel's text section.
+    pub section: usize,
+    /// Original section offset → rewritten offset of every original instruction.
+    pub map: OffsetMap,
+    /// Rewritten offsets of the inserted instructions (prologue and split accesses).
+    pub inserted: Vec<u64>,
+    /// The register holding the per-thread base of the spill area.
+    pub base_reg: u8,
+    /// Rewritten offset of the prologue's last instruction (the base is set after it).
+    pub base_defined_at: u64,
+    /// Bytes between slots (threads × 4).
+    pub stride: u32,
+    /// Slots in the area (all frames).
+    pub slots: u32,
+    /// Offset of slot 0 from the base register (the static shared size before the rewrite).
+    pub area_offset: u32,
+    /// Shared bytes per block the area adds.
+    pub shared_added: u64,
+    /// Spill instructions rewritten (original instructions).
+    pub spills: usize,
+    /// Register count after the rewrite.
+    pub registers: u32,
+    pub options: Options,
+}
+
+/// One rewritten access.
+struct Access {
+    offset: u64,
+    raw: u128,
+    load: bool,
+    /// Shared immediates, one per 32-bit word.
+    imms: Vec<u32>,
+}
+
+/// Rewrite `kernel`'s spills in `cubin` (unchanged on error). `functions` are the decoded
+/// functions of the cubin as it is (any order; those of the kernel's section are used).
+pub fn spill_to_shared(
+    cubin: &mut Cubin,
+    functions: &[Function],
+    kernel: &str,
+    opts: Options,
+) -> Result<Rewrite, TransformError> {
+    let sm = cubin.arch();
+    if !(relayout::MIN_SM..=90).contains(&sm) {
+        return Err(not_applicable(format!("sm_{sm} code is not rewritten")));
+    }
+    let info = cubin
+        .function_info(kernel)
+        .ok_or_else(|| not_applicable(format!("no function `{kernel}`")))?;
+    if !info.is_kernel {
+        return Err(not_applicable(format!("`{kernel}` is not a kernel")));
+    }
+    let section = info.text_section;
+    let mut funcs: Vec<&Function> = functions.iter().filter(|f| f.section == section).collect();
+    funcs.sort_by_key(|f| f.start);
+    let entry = funcs
+        .iter()
+        .position(|f| f.name == kernel)
+        .ok_or_else(|| not_applicable("the kernel's code was not decoded"))?;
+    if funcs[entry].start != 0 {
+        return Err(not_applicable("the kernel does not start its section"));
+    }
+    if let Some(f) = funcs.iter().find(|f| f.instrs.iter().any(|i| i.unknown)) {
+        return Err(not_applicable(format!(
+            "`{}` has an instruction the operand tables do not cover",
+            f.name
+        )));
+    }
+
+    // Spills per function: (function index, instruction) for every annotated offset.
+    let spill_offsets = cubin.spill_offsets(section);
+    if spill_offsets.is_empty() {
+        return Err(not_applicable("no spills"));
+    }
+    let mut words_of: Vec<BTreeSet<i64>> = vec![BTreeSet::new(); funcs.len()];
+    let mut spills: Vec<(usize, &Instr, i64, u32)> = Vec::new();
+    for &off in &spill_offsets {
+        let fi = funcs
+            .iter()
+            .position(|f| f.index_of(off).is_some())
+            .ok_or_else(|| {
+                not_applicable(format!("spill annotation at {off:#x} outside the code"))
+            })?;
+        let ins = &funcs[fi].instrs[funcs[fi].index_of(off).unwrap_or_default()];
+        let (imm, width) = spill_access(ins).ok_or_else(|| {
+            not_applicable(format!(
+                "spill at {off:#x} is not `STL/LDL [R1+imm]`: {}",
+                ins.opcode
+            ))
+        })?;
+        for k in 0..i64::from(width) {
+            words_of[fi].insert(imm / 4 + k);
+        }
+        spills.push((fi, ins, imm, width));
+    }
+    // A local access at R1+imm that is not a spill must not share a word with one.
+    for (fi, f) in funcs.iter().enumerate() {
+        for ins in &f.instrs {
+            if spill_offsets.contains(&ins.offset) {
+                continue;
+            }
+            if let Some((imm, width)) = r1_access(ins)
+                && (0..i64::from(width)).any(|k| words_of[fi].contains(&(imm / 4 + k)))
+            {
+                {
+                    return Err(not_applicable(format!(
+                        "`{}` at {:#x}: a non-spill local access shares a spill slot",
+                        f.name, ins.offset
+                    )));
+                }
+            }
+        }
+    }
+
+    // Frames: slot of each word per function, frame bases stacked along the call tree.
+    let slot_of: Vec<BTreeMap<i64, u32>> = words_of
+        .iter()
+        .map(|ws| ws.iter().enumerate().map(|(i, &w)| (w, i as u32)).collect())
+        .collect();
+    let bases = frame_bases(&funcs, entry, &slot_of)?;
+    let slots = funcs
+        .iter()
+        .enumerate()
+        .map(|(i, _)| bases[i] + slot_of[i].len() as u32)
+        .max()
+        .unwrap_or(0);
+    let stride = opts
+        .threads
+        .checked_mul(4)
+        .filter(|&s| s > 0)
+        .ok_or_else(|| not_applicable("no threads"))?;
+    let shared_added = u64::from(slots) * u64::from(stride);
+    let area_offset = info.static_shared;
+    if area_offset + shared_added > STATIC_SHARED_LIMIT {
+        return Err(not_applicable(format!(
+            "{slots} slots × {} threads need {shared_added} bytes of shared memory beside the kernel's {area_offset}; static shared memory is limited to {STATIC_SHARED_LIMIT}",
+            opts.threads
+        )));
+    }
+    let area_offset =
+        u32::try_from(area_offset).map_err(|_| not_applicable("static shared size"))?;
+
+    // Registers: the base above everything the section names; two temporaries at entry.
+    let highest = funcs
+        .iter()
+        .flat_map(|f| f.instrs.iter())
+        .flat_map(|i| i.gpr_reads().into_iter().chain(i.gpr_writes()))
+        .filter(|&r| r != RZ)
+        .max()
+        .unwrap_or(0);
+    let base_reg = highest
+        .checked_add(1)
+        .filter(|&r| r < RZ - 3)
+        .ok_or_else(|| not_applicable("no free register"))?;
+    let (t0, t1) = if base_reg > 3 {
+        (0, 2)
+    } else {
+        (base_reg + 1, base_reg + 2)
+    };
+    let registers = (u32::from(base_reg.max(t1)) + 3).max(info.registers.unwrap_or(0));
+    // By default the kernel keeps its register allocation class (counts are allocated in
+    // units of 8), so the rewrite never changes occupancy through registers nor exceeds a
+    // launch-bounds cap ptxas met.
+    let current = info.registers.unwrap_or(0);
+    let limit = opts
+        .max_registers
+        .unwrap_or(current.div_ceil(8) * 8)
+        .min(255);
+    if registers > limit {
+        return Err(not_applicable(format!(
+            "the base register needs {registers} registers, above the limit of {limit}"
+        )));
+    }
+
+    // The accesses.
+    let accesses: Vec<Access> = spills
+        .iter()
+        .map(|&(fi, ins, imm, width)| Access {
+            offset: ins.offset,
+            raw: ins.raw,
+            load: ins.base() == "LDL",
+            imms: (0..i64::from(width))
+                .map(|k| area_offset + (bases[fi] + slot_of[fi][&(imm / 4 + k)]) * stride)
+                .collect(),
+        })
+        .collect();
+
+    // Insert the prologue and the extra words of split accesses, then patch in place.
+    let pro = prologue::spill_base(
+        Shape {
+            sm,
+            one_d: opts.one_d,
+        },
+        base_reg,
+        t0,
+        t1,
+    );
+    let mut insertions: Vec<(u64, Vec<[u8; 16]>)> = vec![(0, pro.words.clone())];
+    for a in &accesses {
+        if a.imms.len() > 1 {
+            let extra = (1..a.imms.len())
+                .map(|k| encode::to_bytes(shared_word(a, k, base_reg)))
+                .collect();
+            insertions.push((a.offset + 16, extra));
+        }
+    }
+    let mut out = cubin.clone();
+    let relaid = relayout::insert(&mut out, kernel, &insertions)?;
+    let mut code = out.elf().sections[section].data.clone();
+    for a in &accesses {
+        let at =
+            relaid.map.map(a.offset).ok_or_else(|| {
+                not_applicable(format!("spill at {:#x} lost in re-layout", a.offset))
+            })? as usize;
+        let w = encode::to_bytes(shared_word(a, 0, base_reg));
+        code.get_mut(at..at + 16)
+            .ok_or_else(|| not_applicable("re-layout moved a spill outside the section"))?
+            .copy_from_slice(&w);
+    }
+    out.replace_text(kernel, code, &OffsetMap::new())?;
+    let new_spills: Vec<u64> = accesses
+        .iter()
+        .filter_map(|a| relaid.map.map(a.offset))
+        .collect();
+    out.drop_spill_annotations(kernel, &new_spills)?;
+    out.set_register_count(kernel, registers)?;
+    out.raise_maxreg_count(kernel, registers)?;
+    out.set_shared_size(kernel, info.static_shared + shared_added)?;
+
+    let base_defined_at = relaid
+        .inserted
+        .get(pro.words.len() - 1)
+        .copied()
+        .unwrap_or(0);
+    *cubin = out;
+    Ok(Rewrite {
+        kernel: kernel.to_string(),
+        section,
+        map: relaid.map,
+        inserted: relaid.inserted,
+        base_reg,
+        base_defined_at,
+        stride,
+        slots,
+        area_offset,
+        shared_added,
+        spills: accesses.len(),
+        registers,
+        options: opts,
+    })
+}
+
+/// `(imm, words)` of an `STL/LDL [R1+imm]` (`.64`: 2 words, `.128`: 4).
+fn r1_access(ins: &Instr) -> Option<(i64, u32)> {
+    if !matches!(ins.base(), "STL" | "LDL") {
+        return None;
+    }
+    let addr = ins.operands.iter().find_map(|o| match o.kind {
+        OperandKind::Addr {
+            reg,
+            ureg: None,
+            desc: None,
+            imm,
+            ..
+        } => Some((reg, imm)),
+        _ => None,
+    })?;
+    if addr.0 != Some(SP) {
+        return None;
+    }
+    let width = if ins.has_mod("128") {
+        4
+    } else if ins.has_mod("64") {
+        2
+    } else if ins
+        .modifiers()
+        .any(|m| matches!(m, "U8" | "S8" | "U16" | "S16"))
+    {
+        return None;
+    } else {
+        1
+    };
+    Some((addr.1, width))
+}
+
+/// A spill the transform can name: an R1-relative access of whole aligned words.
+fn spill_access(ins: &Instr) -> Option<(i64, u32)> {
+    r1_access(ins).filter(|(imm, width)| *imm >= 0 && imm % (4 * i64::from(*width)) == 0)
+}
+
+/// Word `k` of the shared form of access `a`: 32-bit, base register, immediate, data
+/// register `+k`; reuse flags cleared (the operands changed).
+fn shared_word(a: &Access, k: usize, base: u8) -> u128 {
+    let Some(w) = encode::swap_local_shared(a.raw) else {
+        return a.raw;
+    };
+    let w = encode::set_bits(w, 73, 3, 4); // 32-bit
+    let w = encode::set_reg(w, RegField::A, base);
+    let w = encode::set_bits(w, 40, 24, u64::from(a.imms[k]));
+    let data = if a.load { RegField::Dst } else { RegField::B };
+    let w = encode::set_reg(w, data, encode::reg(a.raw, data).saturating_add(k as u8));
+    let mut c = Control::from_bits(encode::get_bits(w, 105, 23) as u32);
+    c.reuse = 0;
+    encode::set_bits(w, 105, 23, u64::from(c.to_bits()))
+}
+
+/// First slot of each function's frame: 0 for the kernel, and for a callee the largest
+/// end of a caller's frame (a topological walk of the section's call tree).
+fn frame_bases(
+    funcs: &[&Function],
+    entry: usize,
+    slot_of: &[BTreeMap<i64, u32>],
+) -> Result<Vec<u32>, TransformError> {
+    let index: BTreeMap<&str, usize> = funcs
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.name.as_str(), i))
+        .collect();
+    let callees: Vec<BTreeSet<usize>> = funcs
+        .iter()
+        .map(|f| {
+            f.instrs
+                .iter()
+                .filter_map(|i| i.callee.as_deref())
+                .filter_map(|c| index.get(c).copied())
+                .collect()
+        })
+        .collect();
+    // Depth-first post-order from the entry; a back edge is recursion.
+    let mut order = Vec::new();
+    let mut state = vec![0u8; funcs.len()]; // 0 new, 1 on the stack, 2 done
+    fn visit(
+        v: usize,
+        callees: &[BTreeSet<usize>],
+        state: &mut [u8],
+        order: &mut Vec<usize>,
+        funcs: &[&Function],
+    ) -> Result<(), TransformError> {
+        state[v] = 1;
+        for &c in &callees[v] {
+            match state[c] {
+                1 => {
+                    return Err(not_applicable(format!(
+                        "recursion through `{}`",
+                        funcs[c].name
+                    )));
+                }
+                0 => visit(c, callees, state, order, funcs)?,
+                _ => {}
+            }
+        }
+        state[v] = 2;
+        order.push(v);
+        Ok(())
+    }
+    visit(entry, &callees, &mut state, &mut order, funcs)?;
+    let mut bases = vec![0u32; funcs.len()];
+    for &v in order.iter().rev() {
+        let end = bases[v] + slot_of[v].len() as u32;
+        for &c in &callees[v] {
+            bases[c] = bases[c].max(end);
+        }
+    }
+    if let Some(i) = (0..funcs.len()).find(|&i| state[i] == 0 && !slot_of[i].is_empty()) {
+        return Err(not_applicable(format!(
+            "`{}` spills but is not called from the kernel",
+            funcs[i].name
+        )));
+    }
+    Ok(bases)
+}
