@@ -23,7 +23,8 @@ pub struct Settings {
     pub report: Option<PathBuf>,
     /// `--orion-block-size=N` or `kernel:N` (repeatable) / `NVCC_ORION_BLOCK_SIZE`.
     pub block_sizes: Vec<(Option<String>, u32)>,
-    /// `--orion-force=KIND` (testing): `baseline`, `lowest` (the lowest budget that built), or
+    /// `--orion-force=KIND` (testing): `baseline`, `lowest` (the lowest budget that built),
+    /// `spill2smem` (the proved spill → shared candidate), or
     /// `panic` (an internal error while tuning, to exercise the fallback).
     pub force: Option<String>,
     /// `--orion-margin=PCT` / `NVCC_ORION_MARGIN`: the predicted gain a variant must clear to
@@ -116,9 +117,9 @@ impl Settings {
                     }
                 }
                 ("force", Some(v)) => match v {
-                    "baseline" | "lowest" | "panic" => s.force = Some(v.to_string()),
+                    "baseline" | "lowest" | "spill2smem" | "panic" => s.force = Some(v.to_string()),
                     _ => warnings.push(bad(&format!(
-                        "unknown --orion-force={v} (use baseline, lowest or panic)"
+                        "unknown --orion-force={v} (use baseline, lowest, spill2smem or panic)"
                     ))),
                 },
                 ("margin", Some(v)) => match v.trim_end_matches('%').parse::<f64>() {

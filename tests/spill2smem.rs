@@ -156,7 +156,12 @@ fn built() -> Option<&'static Built> {
                 // The same kernels at the same budgets with ptxas's own shared spilling.
                 let raw = dir.join(format!("raw_static_{a}.ptx"));
                 run(Command::new(&nvcc)
-                    .args(["-ptx", "-DNO_DYNAMIC_SMEM", &format!("-arch=compute_{a}"), "-o"])
+                    .args([
+                        "-ptx",
+                        "-DNO_DYNAMIC_SMEM",
+                        &format!("-arch=compute_{a}"),
+                        "-o",
+                    ])
                     .arg(&raw)
                     .arg(source()));
                 let text = std::fs::read_to_string(&raw).unwrap();
@@ -176,7 +181,12 @@ fn built() -> Option<&'static Built> {
         drop(lock);
         let pragma_log = ARCHS
             .iter()
-            .map(|&a| (a, std::fs::read_to_string(dir.join(format!("pragma_{a}.log"))).unwrap()))
+            .map(|&a| {
+                (
+                    a,
+                    std::fs::read_to_string(dir.join(format!("pragma_{a}.log"))).unwrap(),
+                )
+            })
             .collect();
         Some(Built {
             nvcc,
@@ -352,7 +362,12 @@ fn ptxas_v(log: &str) -> BTreeMap<String, (u32, u32, u32)> {
     let mut current = String::new();
     let num = |line: &str, what: &str| -> Option<u32> {
         let i = line.find(what)?;
-        line[..i].split([' ', ',']).filter(|w| !w.is_empty()).last()?.parse().ok()
+        line[..i]
+            .split([' ', ','])
+            .filter(|w| !w.is_empty())
+            .last()?
+            .parse()
+            .ok()
     };
     for line in log.lines() {
         if let Some(i) = line.find("Compiling entry function '") {
@@ -362,7 +377,8 @@ fn ptxas_v(log: &str) -> BTreeMap<String, (u32, u32, u32)> {
             e.0 = num(line, "bytes spill stores").unwrap_or(0);
             e.1 = num(line, "bytes spill loads").unwrap_or(0);
         } else if line.contains("bytes smem") {
-            out.entry(current.clone()).or_insert((0, 0, 0)).2 = num(line, "bytes smem").unwrap_or(0);
+            out.entry(current.clone()).or_insert((0, 0, 0)).2 =
+                num(line, "bytes smem").unwrap_or(0);
         }
     }
     out
@@ -380,18 +396,29 @@ fn compared_with_ptxas_smem_spilling() {
     for (&arch, path) in &b.cubins {
         let bytes = std::fs::read(path).unwrap();
         let cubin = Cubin::parse(&bytes).unwrap();
-        let requests: Vec<(String, Options)> =
-            TRANSFORMED.iter().map(|k| (k.to_string(), options(&cubin, k))).collect();
+        let requests: Vec<(String, Options)> = TRANSFORMED
+            .iter()
+            .map(|k| (k.to_string(), options(&cubin, k)))
+            .collect();
         let outcome = proven::spill_to_shared(&bytes, &requests).unwrap();
         let theirs = ptxas_v(&b.pragma_log[&arch]);
         let pragma = Cubin::parse(&std::fs::read(&b.pragma[&arch]).unwrap()).unwrap();
         for (kernel, result) in &outcome.kernels {
-            let r = &result.as_ref().unwrap_or_else(|e| panic!("sm_{arch} {kernel}: {e}")).rewrite;
+            let r = &result
+                .as_ref()
+                .unwrap_or_else(|e| panic!("sm_{arch} {kernel}: {e}"))
+                .rewrite;
             let info = cubin.function_info(kernel).unwrap();
-            let (pragma_spill, pragma_shared) = match (theirs.get(kernel), pragma.function_info(kernel)) {
-                (Some(t), Some(p)) => (format!("{}", t.0 + t.1), format!("{}", p.static_shared)),
-                _ => ("n/a (dynamic shared memory: ptxas refuses the pragma)".to_string(), "n/a".to_string()),
-            };
+            let (pragma_spill, pragma_shared) =
+                match (theirs.get(kernel), pragma.function_info(kernel)) {
+                    (Some(t), Some(p)) => {
+                        (format!("{}", t.0 + t.1), format!("{}", p.static_shared))
+                    }
+                    _ => (
+                        "n/a (dynamic shared memory: ptxas refuses the pragma)".to_string(),
+                        "n/a".to_string(),
+                    ),
+                };
             table.push_str(&format!(
                 "| sm_{arch} | {} | {pragma_spill} | {pragma_shared} | 0 | {} (+{}) |\n",
                 kernel,

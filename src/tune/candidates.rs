@@ -143,8 +143,8 @@ pub fn plan(
     p.budgets = budgets.iter().map(|&r| Budget::regs(r)).collect();
     if spill && let Some(&lowest) = budgets.last() {
         p.budgets.push(Budget {
-            regs: lowest,
             smem_spill: true,
+            ..Budget::regs(lowest)
         });
     }
     Some(p)

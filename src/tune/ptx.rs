@@ -17,6 +17,10 @@ pub struct Budget {
     pub regs: u32,
     /// `.pragma "enable_smem_spilling";`.
     pub smem_spill: bool,
+    /// Compiled at `regs - 1` and then given our spill → shared rewrite (the base register
+    /// brings it to `regs`). Not written into the PTX: the variant's `.maxnreg` is `regs - 1`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub spill_to_shared: bool,
 }
 
 impl Budget {
@@ -24,6 +28,24 @@ impl Budget {
         Budget {
             regs,
             smem_spill: false,
+            spill_to_shared: false,
+        }
+    }
+
+    /// The spill → shared candidate at `regs` (compiled at `regs - 1`).
+    pub fn spill_to_shared(regs: u32) -> Budget {
+        Budget {
+            spill_to_shared: true,
+            ..Budget::regs(regs)
+        }
+    }
+
+    /// The `.maxnreg` ptxas compiles with.
+    pub fn ptxas_regs(&self) -> u32 {
+        if self.spill_to_shared {
+            self.regs.saturating_sub(1)
+        } else {
+            self.regs
         }
     }
 }
@@ -32,9 +54,14 @@ impl std::fmt::Display for Budget {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{}{}",
+            "{}{}{}",
             self.regs,
-            if self.smem_spill { "+smem" } else { "" }
+            if self.smem_spill { "+smem" } else { "" },
+            if self.spill_to_shared {
+                "+spill2smem"
+            } else {
+                ""
+            }
         )
     }
 }
@@ -142,7 +169,7 @@ pub fn with_budgets(ptx: &str, budgets: &BTreeMap<String, Budget>) -> Result<Str
         let Some(&b) = budgets.get(&d.name) else {
             continue;
         };
-        let n = d.maxnreg.map_or(b.regs, |m| m.min(b.regs));
+        let n = d.maxnreg.map_or(b.ptxas_regs(), |m| m.min(b.ptxas_regs()));
         match d.directive {
             Some((start, end)) => {
                 out.push_str(&ptx[copied..start]);

@@ -51,8 +51,9 @@ pub fn gain_percent(base: &Evaluated, c: &Evaluated) -> Option<f64> {
         .map(|g| if g.is_finite() { g } else { 0.0 })
 }
 
-/// Pick among `options` (the baseline first). `force`: `baseline` or `lowest` (the
-/// lowest budget that built), for testing.
+/// Pick among `options` (the baseline first). `force`: `baseline`, `lowest` (the lowest
+/// budget that built) or `spill2smem` (our spill → shared candidate, when proved), for
+/// testing.
 pub fn choose(options: &[Evaluated], margin_percent: f64, force: Option<&str>) -> Choice {
     let baseline = Choice {
         index: 0,
@@ -91,6 +92,23 @@ pub fn choose(options: &[Evaluated], margin_percent: f64, force: Option<&str>) -
                 index: i,
                 gain_percent: gain_percent(base, c).unwrap_or(f64::NEG_INFINITY),
                 reason: "forced: lowest budget".into(),
+            };
+        }
+        Some("spill2smem") => {
+            return match options
+                .iter()
+                .enumerate()
+                .find(|(_, o)| o.budget.is_some_and(|b| b.spill_to_shared))
+            {
+                Some((i, c)) => Choice {
+                    index: i,
+                    gain_percent: gain_percent(base, c).unwrap_or(f64::NEG_INFINITY),
+                    reason: "forced: spill → shared".into(),
+                },
+                None => Choice {
+                    reason: "forced spill → shared, but no proved candidate".into(),
+                    ..baseline
+                },
             };
         }
         _ => {}

@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use super::TuneContext;
 use super::candidates::{self, BlockFrom, KernelPlan};
+use super::proven;
 use super::ptx::Budget;
 use super::ptxas_args::PtxasArgs;
 use super::select::{self, Evaluated};
@@ -20,6 +21,7 @@ use crate::driver::process::StepContext;
 use crate::predict::Arch;
 use crate::predict::stalls::{combine, function_cost};
 use crate::sass::{Function, raw};
+use crate::transform::spill_to_shared::Options;
 
 /// One kernel's record in the report (`NVCC_ORION_REPORT`, one JSON object per line).
 #[derive(Debug, Clone, Serialize)]
@@ -39,6 +41,10 @@ pub struct KernelRecord {
     pub chosen_registers: u32,
     pub gain_percent: f64,
     pub reason: String,
+    /// The SASS transform tried on this kernel and what came of it (the checker's verdict,
+    /// or why the kernel was left alone).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transform: Option<String>,
 }
 
 /// A budget skipped before building: its gain if the variant had the baseline's own latency
@@ -75,6 +81,8 @@ pub enum TuneError {
         "the final ptxas run gave kernel {0} different SASS from the variant that was evaluated"
     )]
     Mismatch(String),
+    #[error("spill → shared: {0}")]
+    Transform(String),
 }
 
 fn io_err(what: &Path) -> impl FnOnce(std::io::Error) -> TuneError + '_ {
@@ -111,6 +119,21 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         .iter()
         .filter_map(|f| candidates::plan(arch, f, relocatable, &tune.settings.block_sizes, true))
         .collect();
+    // Spill → shared at the lowest budget: compiled one register lower, the base register
+    // brings it back (sm_75-90, whole-program code; DESIGN.md §5.1).
+    if (75..=90).contains(&sm) && !relocatable {
+        for p in &mut plans {
+            if let Some(lowest) = p
+                .budgets
+                .iter()
+                .filter(|b| !b.smem_spill)
+                .map(|b| b.regs)
+                .min()
+            {
+                p.budgets.push(Budget::spill_to_shared(lowest));
+            }
+        }
+    }
     // Prune budgets that cannot clear the margin even in the best case: a kernel whose warps
     // are issue-bound gains nothing from more of them. Forcing a choice (testing) builds all.
     let base_functions = raw::functions(&baseline);
@@ -181,7 +204,7 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         p.budgets
             .iter()
             .copied()
-            .filter(|b| !b.smem_spill)
+            .filter(|b| !b.smem_spill && !b.spill_to_shared)
             .collect()
     };
     let rounds = plans.iter().map(|p| plain(p).len()).max().unwrap_or(0);
@@ -205,6 +228,19 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
     if !spilling.is_empty() {
         wanted.push(spilling);
     }
+    let to_shared: Budgets = plans
+        .iter()
+        .flat_map(|p| {
+            p.budgets
+                .iter()
+                .filter(|b| b.spill_to_shared)
+                .map(|b| (p.name.clone(), *b))
+        })
+        .collect();
+    let to_shared_round = (!to_shared.is_empty()).then(|| {
+        wanted.push(to_shared);
+        wanted.len() - 1
+    });
     let built = builder.build_all(&wanted);
     let mut result = Tuned {
         built: built.iter().filter(|b| b.is_ok()).count(),
@@ -226,10 +262,45 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
 
     let base_listing = base_functions;
     let mut parsed: Vec<Option<(Cubin, Vec<Function>)>> = Vec::new();
-    for b in &built {
+    let mut transforms: BTreeMap<String, String> = BTreeMap::new();
+    for (i, b) in built.iter().enumerate() {
         parsed.push(match b {
             Some(b) => {
-                let c = Cubin::parse(&b.cubin).map_err(|e| {
+                let mut bytes = b.cubin.clone();
+                if Some(i) == to_shared_round {
+                    let requests =
+                        spill_requests(&b.cubin, &wanted[i], &tune.settings.block_sizes)?;
+                    match proven::spill_to_shared(&b.cubin, &requests) {
+                        Ok(outcome) => {
+                            for (kernel, r) in &outcome.kernels {
+                                let budget = wanted[i][kernel];
+                                let note = match r {
+                                    Ok(p) => format!(
+                                        "spill → shared at {}: {}",
+                                        budget.regs,
+                                        p.summary()
+                                    ),
+                                    Err(e) => {
+                                        wanted[i].remove(kernel);
+                                        format!(
+                                            "spill → shared at {}: not applied: {e}",
+                                            budget.regs
+                                        )
+                                    }
+                                };
+                                transforms.insert(kernel.clone(), note);
+                            }
+                            bytes = outcome.bytes;
+                        }
+                        Err(e) => {
+                            for kernel in std::mem::take(&mut wanted[i]).into_keys() {
+                                transforms
+                                    .insert(kernel, format!("spill → shared: not applied: {e}"));
+                            }
+                        }
+                    }
+                }
+                let c = Cubin::parse(&bytes).map_err(|e| {
                     TuneError::Cubin(format!("variant {}", variants::describe(&b.budgets)), e)
                 })?;
                 let f = raw::functions(&c);
@@ -320,6 +391,7 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
             gain_percent: choice.gain_percent,
             reason: choice.reason,
             pruned: kernel_pruned,
+            transform: transforms.remove(&p.name),
         });
     }
     if chosen.is_empty() {
@@ -331,8 +403,24 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         Some(b) => b.clone(),
         None => builder.build(wanted.len(), &chosen)?,
     };
+    // Kernels chosen with spill → shared get the same proved rewrite on the final cubin.
+    let mut final_bytes = final_built.cubin.clone();
+    let shared: Budgets = chosen
+        .iter()
+        .filter(|(_, b)| b.spill_to_shared)
+        .map(|(k, b)| (k.clone(), *b))
+        .collect();
+    if !shared.is_empty() {
+        let requests = spill_requests(&final_bytes, &shared, &tune.settings.block_sizes)?;
+        let outcome = proven::spill_to_shared(&final_bytes, &requests)
+            .map_err(|e| TuneError::Transform(format!("final assembly: {e}")))?;
+        if let Some((k, Err(e))) = outcome.kernels.iter().find(|(_, r)| r.is_err()) {
+            return Err(TuneError::Transform(format!("final assembly, {k}: {e}")));
+        }
+        final_bytes = outcome.bytes;
+    }
     let final_cubin =
-        Cubin::parse(&final_built.cubin).map_err(|e| TuneError::Cubin("final".to_string(), e))?;
+        Cubin::parse(&final_bytes).map_err(|e| TuneError::Cubin("final".to_string(), e))?;
     for (kernel, source) in &expected {
         let evaluated = match source {
             None => &baseline,
@@ -345,10 +433,35 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
             return Err(TuneError::Mismatch(kernel.clone()));
         }
     }
-    write_atomically(&out, &final_built.cubin).map_err(io_err(&out))?;
+    write_atomically(&out, &final_bytes).map_err(io_err(&out))?;
     result.stderr = Some(final_built.stderr);
     result.changed = true;
     Ok(result)
+}
+
+/// The transform requests for the spill → shared kernels of `budgets` in the cubin `bytes`:
+/// slots laid out from the launch bounds, else the block-size setting, else 1024 threads;
+/// at most the budget's registers.
+fn spill_requests(
+    bytes: &[u8],
+    budgets: &Budgets,
+    block_sizes: &[(Option<String>, u32)],
+) -> Result<Vec<(String, Options)>, TuneError> {
+    let cubin = Cubin::parse(bytes).map_err(|e| TuneError::Cubin("spill → shared".into(), e))?;
+    Ok(budgets
+        .iter()
+        .filter(|(_, b)| b.spill_to_shared)
+        .map(|(k, b)| {
+            let setting = block_sizes
+                .iter()
+                .find(|(name, _)| name.as_deref() == Some(k.as_str()))
+                .or_else(|| block_sizes.iter().find(|(name, _)| name.is_none()))
+                .map(|(_, n)| *n);
+            let mut o = Options::for_kernel(&cubin, k, setting);
+            o.max_registers = Some(b.regs);
+            (k.clone(), o)
+        })
+        .collect())
 }
 
 /// The best gain `b` could give `p` over `base_cycles` (per block size) in percent, worst case
