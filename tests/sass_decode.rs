@@ -15,7 +15,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use nvcc_orion::analysis::{Cfg, Liveness};
-use nvcc_orion::sass::decode::{self, Decoded};
+use nvcc_orion::sass::decode::{self, CubinInfo, Decoded};
 
 const ARCHS: &[u32] = &[75, 80, 86, 89, 90];
 const SOURCES: &[&str] = &["calls.cu", "math.cu", "memory.cu", "tensor.cu"];
@@ -263,6 +263,30 @@ fn every_instruction_decodes() {
     );
     eprintln!("{n} instructions, {} kernels", kernels_seen.len());
     assert!(kernels_seen.len() >= 60, "{}", kernels_seen.len());
+}
+
+/// The facts the decoder takes from the cubin (jump tables from `INDIRECT_BRANCH_TARGETS`,
+/// kernels from `st_other`, `SHI_REGISTERS` from `sh_info`) are what `nvdisasm -c` prints,
+/// and the IR is the same either way.
+#[test]
+fn cubin_facts_match_the_listing() {
+    let Some(k) = kernels() else { return };
+    let mut brx = 0;
+    for (arch, _, path) in &k.cubins {
+        let bytes = std::fs::read(path).unwrap();
+        let json = nvdisasm(k, &["-json"], path);
+        let text = nvdisasm(k, &["-c"], path);
+        let mut ours = CubinInfo::from_cubin(&nvcc_orion::cubin::Cubin::parse(&bytes).unwrap());
+        let mut theirs = CubinInfo::from_listing(&text);
+        ours.kernels.sort();
+        theirs.kernels.sort();
+        assert_eq!(ours, theirs, "sm_{arch} {}", path.display());
+        brx += ours.brx.len();
+        let a = decode::decode(json.as_bytes(), &bytes).unwrap();
+        let b = decode::decode_with_listing(json.as_bytes(), &text, &bytes).unwrap();
+        assert!(a == b, "sm_{arch} {}: the IR differs", path.display());
+    }
+    assert!(brx > 50, "{brx} jump tables");
 }
 
 /// Kernels where our live counts differ from nvdisasm's at a few instructions (47 of 27,222
