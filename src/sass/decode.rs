@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use super::listing::JsonFunction;
+use crate::cubin::eiattr::OffsetLayout;
 use crate::cubin::elf::SHT_CUDA_INFO;
 use crate::cubin::nvinfo::EIFMT_SVAL;
 use crate::cubin::{Attr, Cubin};
@@ -190,17 +191,69 @@ fn parse_pred(s: &str) -> Option<Pred> {
 /// Combine `nvdisasm -json` output with the cubin's bytes.
 pub fn decode(json: &[u8], cubin: &[u8]) -> Result<Decoded, DecodeError> {
     let parsed = Cubin::parse(cubin).map_err(|e| DecodeError::Elf(e.to_string()))?;
-    decode_with(json, cubin, &CubinInfo::from_cubin(&parsed))
+    decode_with(json, cubin, &parsed, &CubinInfo::from_cubin(&parsed))
 }
 
 /// Combine `nvdisasm -json` and `nvdisasm -c` output with the cubin's bytes: the jump
 /// tables, kernels and register counts from the listing, not from the cubin (the former
 /// two-run decode; kept to check [`decode`] against).
 pub fn decode_with_listing(json: &[u8], text: &str, cubin: &[u8]) -> Result<Decoded, DecodeError> {
-    decode_with(json, cubin, &CubinInfo::from_listing(text))
+    let parsed = Cubin::parse(cubin).map_err(|e| DecodeError::Elf(e.to_string()))?;
+    decode_with(json, cubin, &parsed, &CubinInfo::from_listing(text))
 }
 
-fn decode_with(json: &[u8], cubin: &[u8], info: &CubinInfo) -> Result<Decoded, DecodeError> {
+/// Section index → the instruction offsets its `.nv.info.<k>` attributes name (every
+/// attribute with an [`OffsetLayout`]: `EXIT_INSTR_OFFSETS`, `INT_WARP_WIDE_INSTR_OFFSETS`,
+/// `COOP_GROUP_INSTR_OFFSETS`, `UNUSED_LOAD_BYTE_OFFSET`, `SYSCALL_OFFSETS`, the `BRX` of
+/// `INDIRECT_BRANCH_TARGETS`, `ANNOTATIONS`, ...), sorted, 16-byte aligned ones only.
+fn attribute_offsets(cubin: &Cubin) -> HashMap<usize, Vec<u64>> {
+    let mut out: HashMap<usize, Vec<u32>> = HashMap::new();
+    for (i, s) in cubin.elf().sections.iter().enumerate() {
+        if s.sh_type != SHT_CUDA_INFO || s.name == ".nv.info" {
+            continue;
+        }
+        let v = out.entry(s.sh_info as usize).or_default();
+        for r in cubin.records(i) {
+            if r.format != EIFMT_SVAL {
+                continue;
+            }
+            let w: Vec<u32> = r.words().collect();
+            match r.attr.offset_layout() {
+                OffsetLayout::List => v.extend(&w),
+                OffsetLayout::BranchTargets => {
+                    let mut at = 0;
+                    while at + 3 <= w.len() {
+                        v.push(w[at]);
+                        at = (at + 3).saturating_add(w[at + 2] as usize);
+                    }
+                }
+                OffsetLayout::Stride16 => v.extend(w.iter().step_by(4)),
+                OffsetLayout::KindOffsetPairs => v.extend(w.iter().skip(1).step_by(2)),
+                OffsetLayout::None | OffsetLayout::Unknown => {}
+            }
+        }
+    }
+    out.into_iter()
+        .map(|(k, v)| {
+            let mut v: Vec<u64> = v
+                .into_iter()
+                .filter(|o| o % 16 == 0)
+                .map(u64::from)
+                .collect();
+            v.sort_unstable();
+            v.dedup();
+            (k, v)
+        })
+        .collect()
+}
+
+fn decode_with(
+    json: &[u8],
+    cubin: &[u8],
+    parsed: &Cubin,
+    info: &CubinInfo,
+) -> Result<Decoded, DecodeError> {
+    let marks = attribute_offsets(parsed);
     let (header, funcs): (serde_json::Value, Vec<JsonFunction>) =
         serde_json::from_slice(json).map_err(|e| DecodeError::Json(e.to_string()))?;
     let v = &header["SM"]["version"];
@@ -266,7 +319,18 @@ fn decode_with(json: &[u8], cubin: &[u8], info: &CubinInfo) -> Result<Decoded, D
             }
             instrs.push(ins);
         }
+        let end = f.start + f.length;
+        let marked = marks
+            .get(&sec_index.0)
+            .map(|v| {
+                v.iter()
+                    .copied()
+                    .filter(|o| (f.start..end).contains(o))
+                    .collect()
+            })
+            .unwrap_or_default();
         out.push(Function {
+            marked,
             kernel: info.kernels.contains(&f.name),
             regs: info.regs.get(&sec_name).copied(),
             name: f.name,
