@@ -129,7 +129,7 @@ fn main() {
         t.as_secs_f64() / TARGET.as_secs_f64()
     );
 
-    // The whole issue-5 path: the IR from nvdisasm (-json and -c) with operand tables, the CFG
+    // The whole issue-5 path: the IR from `nvdisasm -json` and the cubin, operand tables, the CFG
     // and liveness of every function, then re-layout, write and nvdisasm of the result.
     let mut full = Vec::new();
     let mut analysed = Vec::new();

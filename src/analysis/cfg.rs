@@ -3,7 +3,9 @@
 //! Blocks begin at the function's first instruction, at every branch target (`BRA`, `BRX`
 //! tables, `BSSY` reconvergence points) and after every instruction that transfers control
 //! (`BRA`, `BRX`, `EXIT`, `RET`, direct `CALL`, `BREAK`, predicated or not), and at the
-//! instructions nvdisasm labels ([`starts_block`]). Compared with the blocks `nvdisasm -bbcfg` prints in
+//! instructions the function's `.nv.info` attributes name ([`Function::marked`]: every EXIT,
+//! the warp-wide and cooperative-group instructions ptxas lists, `BRX`, `CALL.ABS` to
+//! syscalls, 128-bit loads with unused bytes, spills), which nvdisasm labels. Compared with the blocks `nvdisasm -bbcfg` prints in
 //! tests/sass_decode.rs, which leaves out unreachable blocks (the `BRA` to itself after the
 //! last `EXIT`).
 
@@ -42,19 +44,12 @@ pub struct Cfg {
 fn ends_block(ins: &Instr) -> bool {
     match ins.base() {
         "BRA" | "BRX" | "JMP" | "JMX" | "EXIT" | "RET" | "BREAK" | "KILL" => true,
-        // A call through a register (`CALL.REL.NOINC R6`) does not end nvdisasm's block.
-        "CALL" => ins.callee.is_some() || ins.has_mod("ABS"),
+        // A call through a register (`CALL.REL.NOINC R6`) does not end nvdisasm's block; one
+        // to a function, to an address or to a label in this function (`@!P0 CALL.REL.NOINC
+        // `(.L_x_7)`, whose `target` is set) does.
+        "CALL" => ins.callee.is_some() || ins.has_mod("ABS") || ins.target.is_some(),
         _ => false,
     }
-}
-
-/// Instructions nvdisasm gives a label, so a block starts there: every `EXIT` and `BRX`, the
-/// warp-collective instructions (`SHFL`, `VOTE`, `MATCH`, `REDUX`) and `CALL.ABS`.
-fn starts_block(ins: &Instr) -> bool {
-    matches!(
-        ins.base(),
-        "EXIT" | "BRX" | "SHFL" | "VOTE" | "MATCH" | "REDUX"
-    ) || (ins.is_call() && ins.has_mod("ABS"))
 }
 
 /// Whether control can go on to the next instruction.
@@ -72,6 +67,9 @@ impl Cfg {
         if n > 0 {
             leaders.insert(0);
         }
+        // nvdisasm labels every instruction an attribute names (Function::marked), and a
+        // label starts a block.
+        leaders.extend(f.marked.iter().filter_map(|&o| f.index_of(o)));
         for (i, ins) in f.instrs.iter().enumerate() {
             for t in ins.target.iter().chain(&ins.targets) {
                 if ins.callee.is_none()
@@ -79,9 +77,6 @@ impl Cfg {
                 {
                     leaders.insert(j);
                 }
-            }
-            if starts_block(ins) {
-                leaders.insert(i);
             }
             if ends_block(ins) && i + 1 < n {
                 leaders.insert(i + 1);

@@ -47,11 +47,6 @@ impl RegSet {
     }
 }
 
-/// Whether a write under the guard of the block's closing branch ends the old value on the
-/// taken path. nvdisasm does so in some blocks and not in others (see tests/sass_decode.rs);
-/// off, every guarded write keeps the old value, which matches more of its counts.
-const PREDICATE_AWARE: bool = false;
-
 /// The stack pointer.
 pub const SP: u8 = 1;
 
@@ -83,6 +78,8 @@ pub fn use_def(ins: &Instr, regs: u32) -> (RegSet, RegSet, bool) {
         for r in std::iter::once(0).chain(3..=15).filter(|&r| below(r)) {
             defs.insert(r);
         }
+        // Even a guarded call ends what it clobbers, for what the block passes to its
+        // predecessors; see `block_pass` for what nvdisasm shows inside the block.
         return (uses, defs, true);
     }
     if ins.base() == "RET" {
@@ -101,7 +98,7 @@ impl Liveness {
         let mut exit_live = RegSet::default();
         exit_live.insert(SP);
         let nb = cfg.graph.node_count();
-        let mut block_in = vec![RegSet::default(); nb];
+        let mut block_in = vec![(RegSet::default(), RegSet::default()); nb];
         let mut live_in = vec![RegSet::default(); n];
         let mut live_out = vec![RegSet::default(); n];
         let blocks: Vec<_> = cfg.blocks().collect();
@@ -204,13 +201,22 @@ fn writes_pred(ins: &Instr, p: Pred) -> bool {
         })
 }
 
-/// One backward pass over block `b`; returns the live-in of the block.
+/// One backward pass over block `b`: fills `live_in`/`live_out` of its instructions and
+/// returns the block's live-in as its predecessors see it, twice: plain, and path-sensitive
+/// (for the `BRX` that jumps to it).
 ///
-/// A block that ends in a guarded `BRA`/`EXIT` (`@!P1 BRA`) is walked along its two paths
-/// separately back to the last write of the guard: an instruction under the same guard runs
-/// only on the taken path (and there its write ends the earlier value). An instruction under
-/// the opposite guard counts on both paths, its write ending nothing, as nvdisasm has it. nvdisasm's liveness does the same (a `@!P1 IMAD R6`
-/// before `@!P1 BRA` does not make R6 live above it when the fall-through path rewrites R6).
+/// Plain: a guarded write ends nothing. What the block shows inside differs from what it
+/// passes up at a guarded call (`@!P0 CALL.REL.NOINC `(.L_x_7)`, which closes a loop body in
+/// k_switch_loop on sm_80-89): nvdisasm shows the registers the call clobbers live above it
+/// (the call may not run) but passes them up as ended, as for an unguarded call.
+///
+/// Path-sensitive: a block that ends in a guarded `BRA`/`EXIT` (`@!P1 BRA`) is walked along
+/// its two paths separately back to the last write of the guard; an instruction under the
+/// same guard runs only on the taken path, and there its write ends the earlier value. nvdisasm
+/// uses this live-in only for a `BRX`'s live-out: after `BRX R8` in k_switch_loop, the target
+/// `ISETP P1; @!P1 IMAD R6, ...; @!P1 BRA` shows R6 live at its first instruction but the
+/// `BRX` does not have it (every architecture); on other edges (`@P0 LOP3.LUT R7; @P0 BRA` in
+/// the m_drcp and k_switch16 slow paths, x_atomics, x_reduce) the guarded write ends nothing.
 #[allow(clippy::too_many_arguments)]
 fn block_pass(
     f: &Function,
@@ -218,62 +224,65 @@ fn block_pass(
     ud: &[(RegSet, RegSet, bool)],
     id: petgraph::graph::NodeIndex,
     b: super::cfg::Block,
-    block_in: &[RegSet],
+    block_in: &[(RegSet, RegSet)],
     exit_live: RegSet,
     live_in: &mut [RegSet],
     live_out: &mut [RegSet],
-) -> RegSet {
+) -> (RegSet, RegSet) {
+    use petgraph::visit::EdgeRef;
     let last = &f.instrs[b.end - 1];
-    let guard = last
-        .predicate
-        .filter(|p| !p.is_true() && matches!(last.base(), "BRA" | "EXIT"));
+    let brx = last.base() == "BRX";
     let mut taken = exit_live;
     let mut fall = exit_live;
     for e in cfg.graph.edges(id) {
-        use petgraph::visit::EdgeRef;
-        let s = block_in[e.target().index()];
+        let (plain, split) = block_in[e.target().index()];
+        let s = if brx { split } else { plain };
         match e.weight() {
             Edge::Branch => taken = taken.union(&s),
             _ => fall = fall.union(&s),
         }
     }
-    let Some(g) = guard else {
-        let mut live = taken.union(&fall);
-        for i in (b.first..b.end).rev() {
-            live_out[i] = live;
-            apply(&mut live, &ud[i], false);
-            live_in[i] = live;
+    let mut passed = taken.union(&fall);
+    let mut shown = passed;
+    for i in (b.first..b.end).rev() {
+        live_out[i] = shown;
+        apply(&mut passed, &ud[i], false);
+        let ins = &f.instrs[i];
+        if ins.is_call() && !ins.always() {
+            let (u, d, _) = &ud[i];
+            apply(&mut shown, &(*u, *d, false), false);
+        } else {
+            apply(&mut shown, &ud[i], false);
         }
-        return live;
+        live_in[i] = shown;
+    }
+    let guard = last
+        .predicate
+        .filter(|p| !p.is_true() && matches!(last.base(), "BRA" | "EXIT"));
+    let Some(g) = guard else {
+        return (passed, passed);
     };
     // The branch itself.
-    let i = b.end - 1;
-    live_out[i] = taken.union(&fall);
-    apply(&mut taken, &ud[i], false);
-    apply(&mut fall, &ud[i], false);
-    live_in[i] = taken.union(&fall);
+    apply(&mut taken, &ud[b.end - 1], false);
+    apply(&mut fall, &ud[b.end - 1], false);
     let mut split = true;
     for i in (b.first..b.end - 1).rev() {
         let ins = &f.instrs[i];
         if split {
-            live_out[i] = taken.union(&fall);
-            match ins.predicate {
-                Some(p) if p == g && PREDICATE_AWARE => apply(&mut taken, &ud[i], true),
-                _ => {
-                    apply(&mut taken, &ud[i], false);
-                    apply(&mut fall, &ud[i], false);
-                }
+            if ins.predicate == Some(g) {
+                apply(&mut taken, &ud[i], true);
+            } else {
+                apply(&mut taken, &ud[i], false);
+                apply(&mut fall, &ud[i], false);
             }
-            live_in[i] = taken.union(&fall);
             if writes_pred(ins, g) {
                 split = false;
-                taken = live_in[i];
+                taken = taken.union(&fall);
             }
         } else {
-            live_out[i] = taken;
             apply(&mut taken, &ud[i], false);
-            live_in[i] = taken;
         }
     }
-    if split { taken.union(&fall) } else { taken }
+    let path = if split { taken.union(&fall) } else { taken };
+    (passed, path)
 }

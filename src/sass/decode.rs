@@ -2,14 +2,22 @@
 //! operand tables for what it reads and writes.
 //!
 //! One `nvdisasm -json` run names every instruction (opcode with modifiers, operand text,
-//! guard); one `nvdisasm -c` run gives what the JSON lacks: `BRX` jump-table targets
-//! (`BRANCH_TARGETS` with their labels) and which functions are kernels (`STO_CUDA_ENTRY`).
-//! The raw 128 bits come from the function's section.
+//! guard). What the JSON lacks comes from the cubin itself ([`CubinInfo`]): `BRX` jump-table
+//! targets (`EIATTR_INDIRECT_BRANCH_TARGETS`: the same lists, in the same order, as the
+//! `BRANCH_TARGETS` comments of `nvdisasm -c`), which functions are kernels (`STO_CUDA_ENTRY`
+//! in the symbol's `st_other`) and each text section's `SHI_REGISTERS` (`sh_info[31:24]`,
+//! which `nvdisasm -c` prints as `.sectioninfo`; 0 and not printed on sm_90+). The raw 128
+//! bits come from the function's section. [`decode_with_listing`] takes those facts from
+//! `nvdisasm -c` instead (the former second nvdisasm run); a test checks both agree.
 
 use std::collections::HashMap;
 use std::path::Path;
 
 use super::listing::JsonFunction;
+use crate::cubin::eiattr::OffsetLayout;
+use crate::cubin::elf::SHT_CUDA_INFO;
+use crate::cubin::nvinfo::EIFMT_SVAL;
+use crate::cubin::{Attr, Cubin};
 use object::{Object, ObjectSection, ObjectSymbol};
 
 use super::control::Control;
@@ -21,98 +29,145 @@ use super::operands::{self, Family};
 pub use super::listing::ListingError as DecodeError;
 
 /// A decoded cubin.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Decoded {
     /// `sm_XX` as a number (75, 80, ...).
     pub sm: u32,
     pub functions: Vec<Function>,
 }
 
-/// Decode every function of the cubin at `path` (two nvdisasm runs).
+/// Decode every function of the cubin at `path` (one nvdisasm run).
 pub fn decode_file(nvdisasm: &Path, path: &Path) -> Result<Decoded, DecodeError> {
     let json = run_nvdisasm(nvdisasm, &["-json"], path)?;
-    let text = run_nvdisasm(nvdisasm, &["-c"], path)?;
     let bytes = std::fs::read(path).map_err(|e| DecodeError::Elf(e.to_string()))?;
-    decode(&json, &String::from_utf8_lossy(&text), &bytes)
+    decode(&json, &bytes)
 }
 
-/// What `nvdisasm -c` adds to the JSON.
-#[derive(Debug, Default)]
-struct TextInfo {
-    /// (section name, offset) of a `BRX` → its targets.
-    brx: HashMap<(String, u64), Vec<u64>>,
-    kernels: Vec<String>,
-    /// Section name → `SHI_REGISTERS`.
-    regs: HashMap<String, u32>,
+/// What the JSON lacks, read from the cubin or from `nvdisasm -c`.
+#[derive(Debug, Default, PartialEq)]
+pub struct CubinInfo {
+    /// (section name, offset) of a `BRX` → its targets, in table order.
+    pub brx: HashMap<(String, u64), Vec<u64>>,
+    /// Kernel names (symbol order, or listing order).
+    pub kernels: Vec<String>,
+    /// Text section name → `SHI_REGISTERS`.
+    pub regs: HashMap<String, u32>,
 }
 
-fn parse_text(text: &str) -> TextInfo {
-    let mut info = TextInfo::default();
-    let mut section = String::new();
-    let mut labels: HashMap<(String, String), u64> = HashMap::new();
-    let mut pending: Vec<String> = Vec::new();
-    let mut brx_labels: Vec<(String, u64, Vec<String>)> = Vec::new();
-    for line in text.lines() {
-        let t = line.trim();
-        if let Some(rest) = t.strip_prefix(".section\t") {
-            section = rest
-                .trim()
-                .split(',')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_string();
-            continue;
-        }
-        if let Some(rest) = t.strip_prefix(".sectioninfo") {
-            if let Some(n) = rest
-                .split("SHI_REGISTERS=")
-                .nth(1)
-                .and_then(|r| r.trim_end_matches('"').trim().parse().ok())
-            {
-                info.regs.insert(section.clone(), n);
-            }
-            continue;
-        }
-        if let Some(rest) = t.strip_prefix(".other") {
-            if rest.contains("STO_CUDA_ENTRY") {
-                let name = rest.trim().split(',').next().unwrap_or("").trim();
-                info.kernels.push(name.to_string());
-            }
-            continue;
-        }
-        if let Some(l) = t.strip_suffix(':')
-            && !l.contains(' ')
-        {
-            pending.push(l.to_string());
-            continue;
-        }
-        if let Some(rest) = t.strip_prefix("/*")
-            && let Some((hex, body)) = rest.split_once("*/")
-            && let Ok(off) = u64::from_str_radix(hex.trim(), 16)
-        {
-            for l in pending.drain(..) {
-                labels.insert((section.clone(), l), off);
-            }
-            if let Some(i) = body.find("BRANCH_TARGETS ") {
-                let list = &body[i + "BRANCH_TARGETS ".len()..];
-                let list = list.split('"').next().unwrap_or("");
-                brx_labels.push((
-                    section.clone(),
-                    off,
-                    list.split(',').map(|s| s.trim().to_string()).collect(),
-                ));
+impl CubinInfo {
+    /// Read from the cubin: `INDIRECT_BRANCH_TARGETS` of every `.nv.info.<k>`, kernel
+    /// symbols, `sh_info[31:24]` of every `.text.*` section (absent when 0, as on sm_90+).
+    pub fn from_cubin(cubin: &Cubin) -> CubinInfo {
+        let mut info = CubinInfo::default();
+        let sections = &cubin.elf().sections;
+        for s in sections {
+            if s.name.starts_with(".text.") && s.sh_info >> 24 != 0 {
+                info.regs.insert(s.name.clone(), s.sh_info >> 24);
             }
         }
-    }
-    for (sec, off, ls) in brx_labels {
-        let targets = ls
+        info.kernels = cubin
+            .symbols()
             .iter()
-            .filter_map(|l| labels.get(&(sec.clone(), l.clone())).copied())
+            .filter(|s| s.is_kernel())
+            .map(|s| s.name.clone())
             .collect();
-        info.brx.insert((sec, off), targets);
+        for (i, s) in sections.iter().enumerate() {
+            if s.sh_type != SHT_CUDA_INFO || s.name == ".nv.info" {
+                continue;
+            }
+            let Some(text) = sections.get(s.sh_info as usize) else {
+                continue;
+            };
+            for r in cubin.records(i) {
+                if r.attr != Attr::IndirectBranchTargets || r.format != EIFMT_SVAL {
+                    continue;
+                }
+                // {u32 brx, u32 0, u32 n, u32 target[n]} repeated.
+                let w: Vec<u32> = r.words().collect();
+                let mut at = 0;
+                while at + 3 <= w.len() {
+                    let end = (at + 3).saturating_add(w[at + 2] as usize).min(w.len());
+                    info.brx.insert(
+                        (text.name.clone(), u64::from(w[at])),
+                        w[at + 3..end].iter().map(|&t| u64::from(t)).collect(),
+                    );
+                    at = end;
+                }
+            }
+        }
+        info
     }
-    info
+
+    /// Read from `nvdisasm -c` output: `BRANCH_TARGETS` comments (labels resolved),
+    /// `.other NAME, @"STO_CUDA_ENTRY ..."`, `.sectioninfo @"SHI_REGISTERS=n"`.
+    pub fn from_listing(text: &str) -> CubinInfo {
+        let mut info = CubinInfo::default();
+        let mut section = String::new();
+        let mut labels: HashMap<(String, String), u64> = HashMap::new();
+        let mut pending: Vec<String> = Vec::new();
+        let mut brx_labels: Vec<(String, u64, Vec<String>)> = Vec::new();
+        for line in text.lines() {
+            let t = line.trim();
+            if let Some(rest) = t.strip_prefix(".section\t") {
+                section = rest
+                    .trim()
+                    .split(',')
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .to_string();
+                continue;
+            }
+            if let Some(rest) = t.strip_prefix(".sectioninfo") {
+                if let Some(n) = rest
+                    .split("SHI_REGISTERS=")
+                    .nth(1)
+                    .and_then(|r| r.trim_end_matches('"').trim().parse().ok())
+                {
+                    info.regs.insert(section.clone(), n);
+                }
+                continue;
+            }
+            if let Some(rest) = t.strip_prefix(".other") {
+                if rest.contains("STO_CUDA_ENTRY") {
+                    let name = rest.trim().split(',').next().unwrap_or("").trim();
+                    info.kernels.push(name.to_string());
+                }
+                continue;
+            }
+            if let Some(l) = t.strip_suffix(':')
+                && !l.contains(' ')
+            {
+                pending.push(l.to_string());
+                continue;
+            }
+            if let Some(rest) = t.strip_prefix("/*")
+                && let Some((hex, body)) = rest.split_once("*/")
+                && let Ok(off) = u64::from_str_radix(hex.trim(), 16)
+            {
+                for l in pending.drain(..) {
+                    labels.insert((section.clone(), l), off);
+                }
+                if let Some(i) = body.find("BRANCH_TARGETS ") {
+                    let list = &body[i + "BRANCH_TARGETS ".len()..];
+                    let list = list.split('"').next().unwrap_or("");
+                    brx_labels.push((
+                        section.clone(),
+                        off,
+                        list.split(',').map(|s| s.trim().to_string()).collect(),
+                    ));
+                }
+            }
+        }
+        for (sec, off, ls) in brx_labels {
+            let targets = ls
+                .iter()
+                .filter_map(|l| labels.get(&(sec.clone(), l.clone())).copied())
+                .collect();
+            info.brx.insert((sec, off), targets);
+        }
+        info
+    }
 }
 
 fn parse_pred(s: &str) -> Option<Pred> {
@@ -133,14 +188,77 @@ fn parse_pred(s: &str) -> Option<Pred> {
     })
 }
 
-/// Combine `nvdisasm -json` and `nvdisasm -c` output with the cubin's bytes.
-pub fn decode(json: &[u8], text: &str, cubin: &[u8]) -> Result<Decoded, DecodeError> {
+/// Combine `nvdisasm -json` output with the cubin's bytes.
+pub fn decode(json: &[u8], cubin: &[u8]) -> Result<Decoded, DecodeError> {
+    let parsed = Cubin::parse(cubin).map_err(|e| DecodeError::Elf(e.to_string()))?;
+    decode_with(json, cubin, &parsed, &CubinInfo::from_cubin(&parsed))
+}
+
+/// Combine `nvdisasm -json` and `nvdisasm -c` output with the cubin's bytes: the jump
+/// tables, kernels and register counts from the listing, not from the cubin (the former
+/// two-run decode; kept to check [`decode`] against).
+pub fn decode_with_listing(json: &[u8], text: &str, cubin: &[u8]) -> Result<Decoded, DecodeError> {
+    let parsed = Cubin::parse(cubin).map_err(|e| DecodeError::Elf(e.to_string()))?;
+    decode_with(json, cubin, &parsed, &CubinInfo::from_listing(text))
+}
+
+/// Section index → the instruction offsets its `.nv.info.<k>` attributes name (every
+/// attribute with an [`OffsetLayout`]: `EXIT_INSTR_OFFSETS`, `INT_WARP_WIDE_INSTR_OFFSETS`,
+/// `COOP_GROUP_INSTR_OFFSETS`, `UNUSED_LOAD_BYTE_OFFSET`, `SYSCALL_OFFSETS`, the `BRX` of
+/// `INDIRECT_BRANCH_TARGETS`, `ANNOTATIONS`, ...), sorted, 16-byte aligned ones only.
+fn attribute_offsets(cubin: &Cubin) -> HashMap<usize, Vec<u64>> {
+    let mut out: HashMap<usize, Vec<u32>> = HashMap::new();
+    for (i, s) in cubin.elf().sections.iter().enumerate() {
+        if s.sh_type != SHT_CUDA_INFO || s.name == ".nv.info" {
+            continue;
+        }
+        let v = out.entry(s.sh_info as usize).or_default();
+        for r in cubin.records(i) {
+            if r.format != EIFMT_SVAL {
+                continue;
+            }
+            let w: Vec<u32> = r.words().collect();
+            match r.attr.offset_layout() {
+                OffsetLayout::List => v.extend(&w),
+                OffsetLayout::BranchTargets => {
+                    let mut at = 0;
+                    while at + 3 <= w.len() {
+                        v.push(w[at]);
+                        at = (at + 3).saturating_add(w[at + 2] as usize);
+                    }
+                }
+                OffsetLayout::Stride16 => v.extend(w.iter().step_by(4)),
+                OffsetLayout::KindOffsetPairs => v.extend(w.iter().skip(1).step_by(2)),
+                OffsetLayout::None | OffsetLayout::Unknown => {}
+            }
+        }
+    }
+    out.into_iter()
+        .map(|(k, v)| {
+            let mut v: Vec<u64> = v
+                .into_iter()
+                .filter(|o| o % 16 == 0)
+                .map(u64::from)
+                .collect();
+            v.sort_unstable();
+            v.dedup();
+            (k, v)
+        })
+        .collect()
+}
+
+fn decode_with(
+    json: &[u8],
+    cubin: &[u8],
+    parsed: &Cubin,
+    info: &CubinInfo,
+) -> Result<Decoded, DecodeError> {
+    let marks = attribute_offsets(parsed);
     let (header, funcs): (serde_json::Value, Vec<JsonFunction>) =
         serde_json::from_slice(json).map_err(|e| DecodeError::Json(e.to_string()))?;
     let v = &header["SM"]["version"];
     let sm = (v["major"].as_u64().unwrap_or(0) * 10 + v["minor"].as_u64().unwrap_or(0)) as u32;
     let family = Family::of(sm).ok_or(DecodeError::Arch(sm))?;
-    let info = parse_text(text);
     let elf = object::File::parse(cubin).map_err(|e| DecodeError::Elf(e.to_string()))?;
     let mut out = Vec::new();
     for f in funcs {
@@ -201,7 +319,18 @@ pub fn decode(json: &[u8], text: &str, cubin: &[u8]) -> Result<Decoded, DecodeEr
             }
             instrs.push(ins);
         }
+        let end = f.start + f.length;
+        let marked = marks
+            .get(&sec_index.0)
+            .map(|v| {
+                v.iter()
+                    .copied()
+                    .filter(|o| (f.start..end).contains(o))
+                    .collect()
+            })
+            .unwrap_or_default();
         out.push(Function {
+            marked,
             kernel: info.kernels.contains(&f.name),
             regs: info.regs.get(&sec_name).copied(),
             name: f.name,

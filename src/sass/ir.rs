@@ -195,6 +195,10 @@ pub struct Function {
     /// Registers nvdisasm's call model covers: `SHI_REGISTERS` (sm_75-89), or on sm_90 the
     /// highest register the section names plus three (capped by it).
     pub regs: Option<u32>,
+    /// Section offsets of this function's instructions that its `.nv.info.<k>` attributes
+    /// name (EXIT and warp-wide instruction lists, the `BRX` of each jump table, spill
+    /// annotations, ...), sorted. nvdisasm gives each a label, so a basic block starts there.
+    pub marked: Vec<u64>,
 }
 
 impl Function {
