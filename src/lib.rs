@@ -14,5 +14,6 @@ pub mod sass;
 pub mod settings;
 pub mod toolkit;
 pub mod tune;
+pub mod verify;
 
 pub use cargo::Build;
