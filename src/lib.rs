@@ -15,5 +15,6 @@ pub mod settings;
 pub mod toolkit;
 pub mod transform;
 pub mod tune;
+pub mod verify;
 
 pub use cargo::Build;
