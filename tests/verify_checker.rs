@@ -453,6 +453,7 @@ impl Spilled {
                 defined_at: rl.inserted[0],
                 stride: stride(),
                 slots: v.slots.unwrap_or(self.slots()),
+                area: 0,
             }),
             map: rl.map,
             inserted: rl.inserted,

@@ -9,9 +9,11 @@ use std::path::{Path, PathBuf};
 
 use crate::cubin::Cubin;
 use crate::sass::decode::{self, Decoded};
+use crate::sass::ir::Function;
 use crate::toolkit::Toolkit;
 use crate::transform::TransformError;
 use crate::transform::spill_to_shared::{self, Options, Rewrite};
+use crate::verify::{self, Claim, SpillBase};
 
 /// A proved rewrite.
 #[derive(Debug, Clone)]
@@ -148,14 +150,31 @@ pub fn spill_to_shared(bytes: &[u8], requests: &[(String, Options)]) -> Result<O
     }
 }
 
-/// The checker on one rewritten section.
+/// The checker on one rewritten section: the functions of the kernel's section before and
+/// after, and what the transform claims.
 fn check(before: &Decoded, after: &Decoded, r: &Rewrite) -> Result<usize, String> {
-    let n = after
-        .functions
-        .iter()
-        .filter(|f| f.section == r.section)
-        .map(|f| f.instrs.len())
-        .sum();
-    let _ = before;
-    Ok(n)
+    let of = |d: &Decoded| -> Vec<Function> {
+        let mut fs: Vec<Function> = d
+            .functions
+            .iter()
+            .filter(|f| f.section == r.section)
+            .cloned()
+            .collect();
+        fs.sort_by_key(|f| f.start);
+        fs
+    };
+    let claim = Claim {
+        map: r.map.clone(),
+        inserted: r.inserted.clone(),
+        base: Some(SpillBase {
+            reg: r.base_reg,
+            defined_at: r.base_defined_at,
+            stride: r.stride,
+            slots: r.slots,
+            area: r.area_offset,
+        }),
+    };
+    verify::check(&of(before), &of(after), &claim)
+        .map(|p| p.instructions)
+        .map_err(|e| e.to_string())
 }

@@ -311,8 +311,8 @@ mod tests {
         let b = BTreeMap::from([(
             "_Z1aPf".to_string(),
             Budget {
-                regs: 32,
                 smem_spill: true,
+                ..Budget::regs(32)
             },
         )]);
         let out = with_budgets(PTX, &b).unwrap();

@@ -135,9 +135,12 @@ pub struct SpillBase {
     /// Rewritten section offset of the (inserted) instruction after which `reg` holds the base.
     pub defined_at: u64,
     /// Bytes between consecutive slot words (threads-per-block × 4); every shared access
-    /// `[reg + imm]` must have `imm` a multiple of it and below `slots × stride`.
+    /// `[reg + imm]` must have `imm - area` a multiple of it and below `slots × stride`.
     pub stride: u32,
     pub slots: u32,
+    /// Offset of slot 0 from the base register (the static shared size the code was
+    /// compiled against: the transforms fold it into each access's immediate).
+    pub area: u32,
 }
 
 /// What was proved.
@@ -303,6 +306,12 @@ fn split_sub_functions(fs: &[Function]) -> Result<Vec<Function>, Rejection> {
                 instrs: instrs[a..b].to_vec(),
                 kernel: *kernel,
                 regs: f.regs,
+                marked: f
+                    .marked
+                    .iter()
+                    .copied()
+                    .filter(|&o| o >= *start && o < end)
+                    .collect(),
             });
         }
     }
@@ -1248,9 +1257,9 @@ impl<'a> Section<'a> {
             && !a.text.contains(".X")
             && access_bytes(r) == 4
             && !sub_word(r)
-            && imm >= 0
-            && imm % stride == 0
-            && imm < stride * i64::from(b.slots)
+            && imm >= i64::from(b.area)
+            && (imm - i64::from(b.area)) % stride == 0
+            && imm - i64::from(b.area) < stride * i64::from(b.slots)
             && r.operands.len() == 2;
         ok.then_some(imm)
     }
