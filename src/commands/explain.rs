@@ -120,7 +120,9 @@ fn budget(c: &Value) -> (String, &'static str) {
         return ("ptxas".to_string(), "baseline");
     }
     let regs = b["regs"].as_u64().unwrap_or(0);
-    if b["smem_spill"] == true {
+    if b["spill_to_shared"] == true {
+        (format!("{regs}"), "spill → shared")
+    } else if b["smem_spill"] == true {
         (format!("{regs}"), ".maxnreg+smem spill")
     } else {
         (format!("{regs}"), ".maxnreg")
@@ -166,7 +168,13 @@ pub fn render(records: &[Value], out: &mut impl Write) -> std::io::Result<()> {
             .flatten()
             .map(|p| {
                 let (b, kind) = budget(&json_budget(p));
-                let smem = if kind.contains("smem") { "+smem" } else { "" };
+                let smem = if kind.contains("smem") {
+                    "+smem"
+                } else if kind.contains("shared") {
+                    "+spill2smem"
+                } else {
+                    ""
+                };
                 format!(
                     "{b}{smem} (at best {:+.1}%)",
                     p["bound_percent"].as_f64().unwrap_or(0.0)
