@@ -80,6 +80,15 @@ impl Toolkit {
     }
 }
 
+/// A toolkit tool (`nvdisasm`, ...) next to the real nvcc this process would use (the
+/// environment and `PATH`, never nvcc-orion itself); `None` without a toolkit.
+pub fn find_tool(name: &str) -> Option<PathBuf> {
+    let me = std::env::current_exe().unwrap_or_else(|_| "nvcc-orion".into());
+    Toolkit::locate(&|k| std::env::var_os(k), &me)
+        .ok()
+        .map(|t| t.tool(name))
+}
+
 fn is_executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)

@@ -24,14 +24,6 @@ fn src_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kernels/sass")
 }
 
-fn fnv(bytes: &[u8], mut h: u64) -> u64 {
-    for b in bytes {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
-}
-
 struct Kernels {
     nvdisasm: PathBuf,
     /// (arch, source) → cubin.
@@ -53,10 +45,10 @@ fn kernels() -> Option<&'static Kernels> {
         };
         let mut h = 0xcbf2_9ce4_8422_2325;
         for s in SOURCES {
-            h = fnv(s.as_bytes(), h);
-            h = fnv(&std::fs::read(src_dir().join(s)).expect("kernel source"), h);
+            h = common::fnv(s.as_bytes(), h);
+            h = common::fnv(&std::fs::read(src_dir().join(s)).expect("kernel source"), h);
         }
-        h = fnv(nvcc.to_string_lossy().as_bytes(), h);
+        h = common::fnv(nvcc.to_string_lossy().as_bytes(), h);
         let root = Path::new(env!("CARGO_TARGET_TMPDIR"));
         std::fs::create_dir_all(root).unwrap();
         let dir = root.join(format!("sass-kernels-{h:016x}"));

@@ -52,14 +52,6 @@ fn source() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kernels/spill2smem/spills.cu")
 }
 
-fn fnv(bytes: &[u8], mut h: u64) -> u64 {
-    for b in bytes {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
-}
-
 struct Built {
     nvcc: PathBuf,
     dir: PathBuf,
@@ -111,11 +103,11 @@ fn built() -> Option<&'static Built> {
             eprintln!("skipping: no nvcc found; run `eval \"$(scripts/setup.sh)\"` to enable");
             return None;
         };
-        let h = fnv(
+        let h = common::fnv(
             &std::fs::read(source()).expect("source"),
             0xcbf2_9ce4_8422_2325,
         );
-        let h = fnv(nvcc.to_string_lossy().as_bytes(), h);
+        let h = common::fnv(nvcc.to_string_lossy().as_bytes(), h);
         let root = Path::new(env!("CARGO_TARGET_TMPDIR"));
         std::fs::create_dir_all(root).unwrap();
         let dir = root.join(format!("spill2smem-{h:016x}"));
@@ -273,11 +265,6 @@ fn spilling_kernels_move_to_shared_on_every_arch() {
                 .iter()
                 .filter(|f| f.section == sec)
                 .collect();
-            let at = |off: u64| {
-                new.iter()
-                    .find_map(|f| f.index_of(off).map(|i| &f.instrs[i]))
-                    .unwrap_or_else(|| panic!("sm_{arch} {kernel}: nothing at {off:#x}"))
-            };
             // No local-memory spill is left.
             for f in &new {
                 for i in &f.instrs {
@@ -289,21 +276,43 @@ fn spilling_kernels_move_to_shared_on_every_arch() {
                     );
                 }
             }
-            // The prologue: the linear thread index and the dynamic shared size.
+            // The prologue, as nvdisasm reads it: the linear thread index (x alone for a
+            // declared 1-D block), times 4 plus the dynamic shared size, plus the CTA's rank in
+            // the cluster << 24 on sm_90, into the base register.
             let entry = new.iter().find(|f| &f.name == kernel).unwrap();
-            let pro: Vec<&str> = entry.instrs[..6].iter().map(|i| i.base()).collect();
-            assert_eq!(pro[0], "S2R", "sm_{arch} {kernel}: {pro:?}");
-            let lea = at(if arch >= 90 {
-                r.base_defined_at - 32
+            let n = r
+                .inserted
+                .iter()
+                .take_while(|&&o| o <= r.base_defined_at)
+                .count();
+            let text: Vec<String> = entry.instrs[..n]
+                .iter()
+                .map(|i| {
+                    let ops: Vec<&str> = i.operands.iter().map(|o| o.text.as_str()).collect();
+                    format!("{} {}", i.opcode, ops.join(", "))
+                })
+                .collect();
+            let b = r.base_reg;
+            let mut want: Vec<String> = if opts.one_d {
+                vec![
+                    "S2R R0, SR_TID.X".into(),
+                    format!("LEA R{b}, R0, c[0x0][0x2c], 0x2"),
+                ]
             } else {
-                r.base_defined_at
-            });
-            assert_eq!(lea.base(), "LEA", "sm_{arch} {kernel}");
-            assert!(
-                lea.operands.iter().any(|o| o.text == "c[0x0][0x2c]"),
-                "sm_{arch} {kernel}: {:?}",
-                lea.operands
-            );
+                vec![
+                    "S2R R0, SR_TID.Z".into(),
+                    "S2R R2, SR_TID.Y".into(),
+                    "IMAD R0, R0, c[0x0][0x4], R2".into(),
+                    "S2R R2, SR_TID.X".into(),
+                    "IMAD R0, R0, c[0x0][0x0], R2".into(),
+                    format!("LEA R{b}, R0, c[0x0][0x2c], 0x2"),
+                ]
+            };
+            if arch >= 90 {
+                want.push("S2R R2, SR_CgaCtaId".into());
+                want.push(format!("LEA R{b}, R2, R{b}, 0x18"));
+            }
+            assert_eq!(text, want, "sm_{arch} {kernel}");
             // Every original instruction is where the map says, unchanged but for the spills.
             let spills: BTreeSet<u64> = cubin.spill_offsets(sec).into_iter().collect();
             let mut moved = 0;

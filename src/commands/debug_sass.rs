@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use crate::analysis::{Cfg, Liveness};
 use crate::sass::decode;
 use crate::sass::ir::{Function, Instr};
-use crate::toolkit::Toolkit;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -20,13 +19,6 @@ pub struct Args {
     /// Print the control-flow graph.
     #[arg(long)]
     pub cfg: bool,
-}
-
-fn nvdisasm() -> Option<PathBuf> {
-    let me = std::env::current_exe().unwrap_or_else(|_| "nvcc-orion".into());
-    Toolkit::locate(&|k| std::env::var_os(k), &me)
-        .ok()
-        .map(|t| t.tool("nvdisasm"))
 }
 
 /// The functions to show: all, or kernel `k` and the sub-functions named after it.
@@ -84,7 +76,7 @@ fn ir_line(ins: &Instr) -> String {
 
 /// Run the command; true on failure (already reported on stderr).
 pub fn run(args: &Args, out: &mut impl std::io::Write) -> bool {
-    let Some(nv) = nvdisasm() else {
+    let Some(nv) = crate::toolkit::find_tool("nvdisasm") else {
         super::report_error("debug sass needs the CUDA toolkit's nvdisasm (no nvcc found)");
         return true;
     };

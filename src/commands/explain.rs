@@ -190,6 +190,10 @@ pub fn render(records: &[Value], out: &mut impl Write) -> std::io::Result<()> {
             r["chosen_registers"],
             r["reason"].as_str().unwrap_or("")
         )?;
+        // The SASS transform tried, with the checker's verdict or why it was not applied.
+        if let Some(t) = r["transform"].as_str() {
+            writeln!(out, "    {t}")?;
+        }
         writeln!(out)?;
     }
     Ok(())

@@ -5,12 +5,11 @@
 //! being independent of the others').
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::cubin::Cubin;
 use crate::sass::decode::{self, Decoded};
 use crate::sass::ir::Function;
-use crate::toolkit::Toolkit;
 use crate::transform::TransformError;
 use crate::transform::spill_to_shared::{self, Options, Rewrite};
 use crate::verify::{self, Claim, SpillBase};
@@ -64,14 +63,6 @@ impl fmt::Display for NotProved {
     }
 }
 
-/// The toolkit's nvdisasm, found as the driver finds the toolkit.
-pub fn nvdisasm() -> Option<PathBuf> {
-    let me = std::env::current_exe().unwrap_or_else(|_| "nvcc-orion".into());
-    Toolkit::locate(&|k| std::env::var_os(k), &me)
-        .ok()
-        .map(|t| t.tool("nvdisasm"))
-}
-
 fn decode_bytes(nv: &Path, bytes: &[u8]) -> Result<Decoded, NotProved> {
     let dir = tempfile::tempdir().map_err(|e| NotProved::Decode(e.to_string()))?;
     let path = dir.path().join("k.cubin");
@@ -93,13 +84,37 @@ impl Outcome {
 }
 
 /// Spill → shared on each `(kernel, options)` of the cubin `bytes`, each kept only if proved.
-/// `Err` when the cubin cannot be decoded at all.
+/// A kernel without spills is answered without running nvdisasm (the tuner asks for every
+/// kernel of a variant). `Err` when the cubin cannot be read or decoded at all.
 pub fn spill_to_shared(bytes: &[u8], requests: &[(String, Options)]) -> Result<Outcome, NotProved> {
-    let nv = nvdisasm().ok_or(NotProved::NoDisassembler)?;
     let original = Cubin::parse(bytes).map_err(|e| NotProved::Decode(e.to_string()))?;
+    let mut results: Vec<(String, Option<Result<Proved, NotProved>>)> = requests
+        .iter()
+        .map(|(k, _)| {
+            let spills = original
+                .function_info(k)
+                .is_some_and(|i| !original.spill_offsets(i.text_section).is_empty());
+            let early = (!spills).then(|| {
+                Err(NotProved::Transform(TransformError::NotApplicable(
+                    "no spills".into(),
+                )))
+            });
+            (k.clone(), early)
+        })
+        .collect();
+    let finish =
+        |results: Vec<(String, Option<Result<Proved, NotProved>>)>, bytes: Vec<u8>| Outcome {
+            bytes,
+            kernels: results
+                .into_iter()
+                .map(|(k, r)| (k, r.unwrap_or(Err(NotProved::Decode("not run".into())))))
+                .collect(),
+        };
+    if results.iter().all(|(_, r)| r.is_some()) {
+        return Ok(finish(results, bytes.to_vec()));
+    }
+    let nv = crate::toolkit::find_tool("nvdisasm").ok_or(NotProved::NoDisassembler)?;
     let before = decode_bytes(&nv, bytes)?;
-    let mut results: Vec<(String, Option<Result<Proved, NotProved>>)> =
-        requests.iter().map(|(k, _)| (k.clone(), None)).collect();
     // Rewrite every kernel still in the running; drop those the checker rejects; repeat.
     loop {
         let mut cubin = original.clone();
@@ -114,14 +129,7 @@ pub fn spill_to_shared(bytes: &[u8], requests: &[(String, Options)]) -> Result<O
             }
         }
         if done.is_empty() {
-            let kernels = results
-                .into_iter()
-                .map(|(k, r)| (k, r.unwrap_or(Err(NotProved::Decode("not run".into())))))
-                .collect();
-            return Ok(Outcome {
-                bytes: bytes.to_vec(),
-                kernels,
-            });
+            return Ok(finish(results, bytes.to_vec()));
         }
         let out = cubin
             .write()
@@ -138,14 +146,7 @@ pub fn spill_to_shared(bytes: &[u8], requests: &[(String, Options)]) -> Result<O
             }
         }
         if !rejected {
-            let kernels = results
-                .into_iter()
-                .map(|(k, r)| (k, r.unwrap_or(Err(NotProved::Decode("not run".into())))))
-                .collect();
-            return Ok(Outcome {
-                bytes: out,
-                kernels,
-            });
+            return Ok(finish(results, out));
         }
     }
 }

@@ -36,6 +36,16 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The kernels and headers the cases compile.
+/// FNV-1a over `bytes`, continuing from `h` (start with `0xcbf2_9ce4_8422_2325`): the key of
+/// a test's build-once folder.
+pub fn fnv(bytes: &[u8], mut h: u64) -> u64 {
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
 pub fn kernels_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests")
