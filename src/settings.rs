@@ -23,6 +23,11 @@ pub struct Settings {
     pub report: Option<PathBuf>,
     /// `--orion-block-size=N` or `kernel:N` (repeatable) / `NVCC_ORION_BLOCK_SIZE`.
     pub block_sizes: Vec<(Option<String>, u32)>,
+    /// `--orion-transforms=spill2smem` / `NVCC_ORION_TRANSFORMS`: let the tuner offer SASS
+    /// rewrites (spill → shared, each proved by the checker). Off by default until the rewrites
+    /// have run on a GPU (bench/gpu): a grown static shared size could also make a launch that
+    /// asks for nearly all the dynamic shared memory fail, which no static check can rule out.
+    pub spill_to_shared: bool,
     /// `--orion-force=KIND` (testing): `baseline`, `lowest` (the lowest budget that built),
     /// `spill2smem` (the proved spill → shared candidate), or
     /// `panic` (an internal error while tuning, to exercise the fallback).
@@ -44,6 +49,7 @@ impl Default for Settings {
             verbose: false,
             report: None,
             block_sizes: Vec::new(),
+            spill_to_shared: false,
             force: None,
             margin_percent: DEFAULT_MARGIN_PERCENT,
             cache: None,
@@ -76,6 +82,7 @@ impl Settings {
             ("NVCC_ORION_BLOCK_SIZE", "block-size"),
             ("NVCC_ORION_FORCE", "force"),
             ("NVCC_ORION_MARGIN", "margin"),
+            ("NVCC_ORION_TRANSFORMS", "transforms"),
         ] {
             if let Some(v) = env(var).filter(|v| !v.is_empty()) {
                 pairs.push((key.to_string(), Some(v), "environment"));
@@ -122,6 +129,17 @@ impl Settings {
                         "unknown --orion-force={v} (use baseline, lowest, spill2smem or panic)"
                     ))),
                 },
+                ("transforms", Some(v)) => {
+                    for t in v.split(',') {
+                        match t {
+                            "spill2smem" => s.spill_to_shared = true,
+                            "none" => s.spill_to_shared = false,
+                            _ => warnings.push(bad(&format!(
+                                "unknown transform {t:?} (use spill2smem or none)"
+                            ))),
+                        }
+                    }
+                }
                 ("margin", Some(v)) => match v.trim_end_matches('%').parse::<f64>() {
                     Ok(m) if (0.0..=1000.0).contains(&m) => s.margin_percent = m,
                     _ => warnings.push(bad(&format!("margin {v:?} (use a percentage, 0 to 1000)"))),
@@ -176,5 +194,17 @@ mod tests {
         assert!(
             is_ours("NVCC_ORION") && is_ours("NVCC_ORION_NVCC") && !is_ours("NVCC_APPEND_FLAGS")
         );
+    }
+
+    #[test]
+    fn transforms_are_opt_in() {
+        assert!(!Settings::default().spill_to_shared);
+        let env = |k: &str| (k == "NVCC_ORION_TRANSFORMS").then(|| "spill2smem".to_string());
+        let (s, w) = Settings::read(&env, &[]);
+        assert!(w.is_empty() && s.spill_to_shared, "{w:?}");
+        let (s, w) = Settings::read(&env, &[("transforms".into(), Some("none".into()))]);
+        assert!(w.is_empty() && !s.spill_to_shared, "{w:?}");
+        let (_, w) = Settings::read(&|_| None, &[("transforms".into(), Some("regdem".into()))]);
+        assert_eq!(w.len(), 1, "{w:?}");
     }
 }

@@ -214,8 +214,10 @@ mod tests {
             "candidates":[
               {"budget":null,"registers":64,"spill_instructions":0,"frame_bytes":0,"static_shared":0,"warps_per_sm":[32],"cycles_per_warp":[5828.4],"latency":1,"issue":1,"local_accesses":0},
               {"budget":{"regs":32,"smem_spill":false},"registers":32,"spill_instructions":9,"frame_bytes":40,"static_shared":0,"warps_per_sm":[64],"cycles_per_warp":[4033.0],"latency":1,"issue":1,"local_accesses":9}],
-            "pruned":[{"budget":{"regs":56,"smem_spill":false},"bound_percent":2.5}],
-            "chosen":1,"chosen_registers":32,"gain_percent":44.5,"reason":"predicted 44.5% faster"}"#,
+            "pruned":[{"budget":{"regs":56,"smem_spill":false},"bound_percent":2.5},
+                      {"budget":{"regs":40,"smem_spill":false,"spill_to_shared":true},"bound_percent":1.0}],
+            "chosen":1,"chosen_registers":32,"gain_percent":44.5,"reason":"predicted 44.5% faster",
+            "transform":"spill → shared at 40: not applied: no spills"}"#,
         )
         .unwrap();
         let mut out = Vec::new();
@@ -228,7 +230,14 @@ mod tests {
         assert!(t.contains("\n  * 32      .maxnreg"), "{t}");
         assert!(t.contains("\n    ptxas   baseline"), "{t}");
         assert!(t.contains("5828"), "{t}");
-        assert!(t.contains("not built: 56 (at best +2.5%)"), "{t}");
+        assert!(
+            t.contains("not built: 56 (at best +2.5%), 40+spill2smem (at best +1.0%)"),
+            "{t}"
+        );
+        assert!(
+            t.contains("\n    spill → shared at 40: not applied: no spills\n"),
+            "{t}"
+        );
         assert!(
             t.contains("chose 32 registers: predicted 44.5% faster"),
             "{t}"

@@ -119,9 +119,11 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         .iter()
         .filter_map(|f| candidates::plan(arch, f, relocatable, &tune.settings.block_sizes, true))
         .collect();
-    // Spill → shared at the lowest budget: compiled one register lower, the base register
-    // brings it back (sm_75-90, whole-program code; DESIGN.md §5.1).
-    if (75..=90).contains(&sm) && !relocatable {
+    // Spill → shared at the lowest budget, when asked for: compiled one register lower, the
+    // base register brings it back (sm_75-90, whole-program code; DESIGN.md §5.1).
+    let offer =
+        tune.settings.spill_to_shared || tune.settings.force.as_deref() == Some("spill2smem");
+    if offer && (75..=90).contains(&sm) && !relocatable {
         for p in &mut plans {
             if let Some(lowest) = p
                 .budgets
