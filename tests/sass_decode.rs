@@ -289,29 +289,10 @@ fn cubin_facts_match_the_listing() {
     assert!(brx > 50, "{brx} jump tables");
 }
 
-/// Kernels where our live counts differ from nvdisasm's at a few instructions (18 of 27,222
-/// on the last count), with what we know. Everything else must match exactly.
-const KNOWN_GAPS: &[(&str, &str)] = &[
-    (
-        "_Z7m_dsqrtPdPKd",
-        "sm_75 only, five instructions: one register more or less around the slow-path call",
-    ),
-    (
-        "_Z6m_dexpPdPKd",
-        "one BSYNC: nvdisasm has one register (a pair half) fewer live at the reconvergence",
-    ),
-    (
-        "_Z9x_atomicsPiPjPfPy",
-        "nvdisasm does not count a register live into the kernel entry block until the loop \
-         header below it (a guarded ATOMG result read after the loop)",
-    ),
-];
-
 #[test]
 fn live_counts_match_nvdisasm_plr() {
     let Some(k) = kernels() else { return };
     let mut total = 0;
-    let mut gaps = 0;
     let mut bad: BTreeMap<String, usize> = BTreeMap::new();
     let mut examples = Vec::new();
     for (arch, _, path) in &k.cubins {
@@ -330,12 +311,10 @@ fn live_counts_match_nvdisasm_plr() {
                 };
                 total += 1;
                 let got = live.count(i);
-                if got != *want && KNOWN_GAPS.iter().any(|(k, _)| *k == f.name) {
-                    gaps += 1;
-                } else if got != *want {
+                let ours: BTreeSet<u8> = live.occupied(i).iter().collect();
+                if got != *want || ours != *want_set {
                     *bad.entry(format!("sm_{arch} {}", ins.opcode)).or_default() += 1;
                     if examples.len() < 40 {
-                        let ours: BTreeSet<u8> = live.occupied(i).iter().collect();
                         examples.push(format!(
                             "sm_{arch} {} {:#06x} {} {}: ours {got} nvdisasm {want}; only ours {:?}, only nvdisasm {:?}",
                             f.name,
@@ -351,14 +330,13 @@ fn live_counts_match_nvdisasm_plr() {
         }
     }
     let nbad: usize = bad.values().sum();
-    eprintln!("{total} instructions checked, {gaps} differences in the known gaps");
+    eprintln!("{total} instructions checked");
     assert!(total > 25_000, "{total}");
     assert!(
         nbad == 0,
-        "{nbad} of {total} counts differ; by opcode {bad:#?}\n{}",
+        "{nbad} of {total} live sets differ; by opcode {bad:#?}\n{}",
         examples.join("\n")
     );
-    assert!(gaps <= 18, "the known gaps grew: {gaps} differences");
 }
 
 /// `nvdisasm -bbcfg -poff`: function name → start offsets of its basic blocks.
@@ -463,9 +441,7 @@ fn debug_sass_liveness_lines() {
     for f in &d.functions {
         want_lines += f.instrs.len();
         for ins in &f.instrs {
-            if let Some((c, _)) = oracle.get(&(sections[f.section].clone(), ins.offset))
-                && !KNOWN_GAPS.iter().any(|(g, _)| *g == f.name)
-            {
+            if let Some((c, _)) = oracle.get(&(sections[f.section].clone(), ins.offset)) {
                 by_name.insert((f.name.clone(), ins.offset), *c);
             }
         }
