@@ -420,12 +420,14 @@ fn plr_files(text: &str) -> PlrFiles {
 /// UPRED columns at every instruction of every function without a `CALL` (47,679
 /// (instruction, file) pairs on the last count; RET-ending callees included).
 ///
-/// Functions with a `CALL` are left out: there nvdisasm's call model clobbers a set that
-/// depends on the cubin in a way not yet characterised (P0-P3, UR4-UR9 (sm_75) or UR4-UR35
-/// (sm_80+), UP0 for calls.cu; P0-P6, UR4-UR9 or UR4-UR11, UP0-UP1 for math.cu; P0-P4, UR4-UR9,
-/// UP0 for memory.cu on sm_75); we clobber the part every call has (P0-P3, UR4-UR9, UP0),
-/// about 1,100 differences in those functions. m_dsin also has `R2P PR, R0, 0x3`, whose
-/// predicate writes nvdisasm does not count (we do).
+/// Functions with a `CALL` are left out (about 1,100 differences there): nvdisasm's call
+/// model clobbers per-cubin sets we do not reproduce yet. Found so far: P0 up to the highest
+/// predicate the whole cubin names (P0-P3 calls.cu, P0-P6 math.cu, P0-P4 memory.cu), UP0 up to
+/// the highest uniform predicate the cubin names (none, UP0 or UP0-UP1), and UR4-UR9 on sm_75,
+/// UR4-UR35 (calls.cu, which names UR36) or UR4-UR11 (math.cu) on sm_80+ (rule unknown); we
+/// clobber P0-P3, UR4-UR9 and UP0, and `Liveness::compute_file` sees one function, not the
+/// cubin. m_dsin also has `R2P PR, R0, 0x3`, whose predicate writes nvdisasm does not count
+/// (we do).
 #[test]
 fn other_register_files_match_nvdisasm_plr() {
     let Some(k) = kernels() else { return };
