@@ -5,4 +5,4 @@ pub mod cfg;
 pub mod liveness;
 
 pub use cfg::{Block, CallGraph, Cfg, Loop};
-pub use liveness::{Liveness, RegSet};
+pub use liveness::{Liveness, RegFile, RegSet};

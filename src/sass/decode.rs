@@ -309,6 +309,9 @@ fn decode_with(
             if !ins.unknown {
                 ins.unknown = !operands::apply(family, &mut ins);
             }
+            if (80..=89).contains(&sm) {
+                implicit_descriptor(&mut ins);
+            }
             resolve_targets(&mut ins);
             if ins.base() == "BRX" {
                 ins.targets = info
@@ -360,6 +363,39 @@ fn decode_with(
         }
     }
     Ok(Decoded { sm, functions: out })
+}
+
+/// On sm_80-89 a global memory access (`LDG.E R0, [R2.64]`) reads a uniform register pair,
+/// the memory descriptor, that nvdisasm does not print (sm_90 prints it:
+/// `desc[UR4][R2.64]`): its number is bits 32-37 of `LDG` (opcode 0x981) and bits 64-69 of
+/// `STG` (0x986), `ATOMG` (0x9a8), `RED` (0x98e) and `LDGSTS` (0xfae), found against
+/// `nvdisasm -plr`'s UGPR column; `ATOMG.E.CAS` (0x3a9) has none there. It goes in the
+/// address operand's `desc`; the operand text stays as printed.
+fn implicit_descriptor(ins: &mut Instr) {
+    let at = match ins.raw & 0xfff {
+        0x981 => 32,
+        0x986 | 0x9a8 | 0x98e | 0xfae => 64,
+        _ => return,
+    };
+    if !ins.has_mod("E") {
+        return;
+    }
+    let ur = ((ins.raw >> at) & 0x3f) as u8;
+    let global = ins
+        .operands
+        .iter()
+        .position(|o| matches!(o.kind, OperandKind::Addr { reg_width: 2, .. }))
+        .or_else(|| {
+            ins.operands
+                .iter()
+                .position(|o| matches!(o.kind, OperandKind::Addr { .. }))
+        });
+    if let Some(i) = global
+        && let OperandKind::Addr { desc, .. } = &mut ins.operands[i].kind
+        && desc.is_none()
+    {
+        *desc = Some(ur);
+    }
 }
 
 fn resolve_targets(ins: &mut Instr) {

@@ -38,6 +38,9 @@ pub enum Dests {
     One,
     /// The first two operands (predicates of `ISETP`, `PLOP3`).
     Two,
+    /// All but the last (`VOTE.ANY R0, PT, P0` and `VOTE.ALL P1, P0` read only the last
+    /// predicate; checked against `nvdisasm -plr`'s PRED column).
+    AllButLast,
 }
 
 /// Register width of each operand position.
@@ -79,7 +82,7 @@ const fn r(
     }
 }
 
-use Dests::{First, None as NoDest, One as OneDest, Two};
+use Dests::{AllButLast, First, None as NoDest, One as OneDest, Two};
 use Widths::{All2, Convert, List, Mem, One};
 
 /// Rules for sm_75 to sm_90; the first that matches wins (more specific rules first).
@@ -152,8 +155,8 @@ pub static RULES: &[Rule] = &[
     r("ISET", &[], First, One),
     r("FCHK", &[], OneDest, One),
     r("LEPC", &[], First, List(&[2])),
-    r("VOTE", &[], First, One),
-    r("VOTEU", &[], First, One),
+    r("VOTE", &[], AllButLast, One),
+    r("VOTEU", &[], AllButLast, One),
     r("MATCH", &["U64"], First, List(&[1, 2])),
     r("MATCH", &[], First, One),
     r("REDUX", &[], First, One),
@@ -548,6 +551,7 @@ pub fn apply(family: Family, ins: &mut Instr) -> bool {
         Dests::None => {}
         Dests::One => ndst = 1.min(ops.len()),
         Dests::Two => ndst = 2.min(ops.len()),
+        Dests::AllButLast => ndst = ops.len().saturating_sub(1),
         Dests::First => {
             let mut i = 0;
             while i < ops.len() && is_pred(&ops[i].kind) {
