@@ -195,6 +195,8 @@ struct Spill {
     store: bool,
     reg: u8,
     imm: i64,
+    /// A 64-bit spill, split into two 32-bit shared accesses (the second one inserted).
+    wide: bool,
 }
 
 /// One spilling kernel and what the rewrite needs.
@@ -225,6 +227,11 @@ struct Variant {
     nop: BTreeSet<u64>,
     /// Slots in the claim (default: one per spilled offset).
     slots: Option<u32>,
+}
+
+/// A `.64` shared access made 32-bit (width bits 73-75 = 4).
+fn narrow(w: u128) -> u128 {
+    encode::set_bits(w, 73, 3, 4)
 }
 
 fn stride() -> u32 {
@@ -279,6 +286,15 @@ fn width_bytes(ins: &Instr) -> i64 {
 
 impl Spilled {
     fn new(label: &str, path: &Path, kernel: &str) -> Spilled {
+        Spilled::build_plan(label, path, kernel, false)
+    }
+
+    /// Also move the 64-bit spills, each as two 32-bit accesses.
+    fn with_wide(label: &str, path: &Path, kernel: &str) -> Spilled {
+        Spilled::build_plan(label, path, kernel, true)
+    }
+
+    fn build_plan(label: &str, path: &Path, kernel: &str, split64: bool) -> Spilled {
         let d = decoded(path);
         let sec = d
             .functions
@@ -319,7 +335,7 @@ impl Spilled {
             };
             let words: Vec<i64> = (0..width_bytes(ins) / 4).map(|k| imm + 4 * k).collect();
             let movable = annotated.contains(&ins.offset)
-                && width_bytes(ins) == 4
+                && (width_bytes(ins) == 4 || (split64 && width_bytes(ins) == 8))
                 && reg != 255
                 && ins.always()
                 && !ins
@@ -331,6 +347,7 @@ impl Spilled {
                     store: ins.base() == "STL",
                     reg,
                     imm,
+                    wide: width_bytes(ins) == 8,
                 });
             } else {
                 wide_or_other.extend(words);
@@ -338,9 +355,15 @@ impl Spilled {
         }
         let spills: Vec<Spill> = cands
             .into_iter()
-            .filter(|s| !wide_or_other.contains(&s.imm))
+            .filter(|s| {
+                !wide_or_other.contains(&s.imm) && !(s.wide && wide_or_other.contains(&(s.imm + 4)))
+            })
             .collect();
-        let imms: BTreeSet<i64> = spills.iter().map(|s| s.imm).collect();
+        let imms: BTreeSet<i64> = spills
+            .iter()
+            .flat_map(|s| [Some(s.imm), s.wide.then_some(s.imm + 4)])
+            .flatten()
+            .collect();
         let slot_of = imms
             .iter()
             .enumerate()
@@ -411,6 +434,19 @@ impl Spilled {
         ins.entry(0)
             .or_default()
             .push(encode::to_bytes(self.mov(self.rb, 0)));
+        // The high halves of split 64-bit spills, right after their images.
+        for sp in self.spills.iter().filter(|sp| sp.wide) {
+            let w = self.orig[0]
+                .instrs
+                .iter()
+                .find(|i| i.offset == sp.off)
+                .unwrap()
+                .raw;
+            let hi = self.shared(w, sp.store, sp.reg + 1, self.slot_of[&(sp.imm + 4)]);
+            ins.entry(sp.off + 16)
+                .or_default()
+                .push(encode::to_bytes(narrow(hi)));
+        }
         for (off, w) in &v.extra {
             ins.entry(*off).or_default().push(encode::to_bytes(*w));
         }
@@ -427,7 +463,8 @@ impl Spilled {
             } else {
                 let slot = v.slot.get(&s.off).copied().unwrap_or(self.slot_of[&s.imm]);
                 let reg = v.reg.get(&s.off).copied().unwrap_or(s.reg);
-                self.shared(w, s.store, reg, slot)
+                let nw = self.shared(w, s.store, reg, slot);
+                if s.wide { narrow(nw) } else { nw }
             };
             text[at..at + 16].copy_from_slice(&encode::to_bytes(nw));
         }
@@ -480,13 +517,6 @@ fn spill_kernels(fx: &Fixtures, dir: &Path) -> Vec<(String, PathBuf)> {
     out
 }
 
-const KERNELS: &[&str] = &[
-    "_Z14spill_wide_f32PKfPfi",
-    "_Z15spill_with_callPKfPfi",
-    "_Z18spill_int_pointersPKiS0_S0_S0_Pxi",
-    "_Z21spill_and_local_arrayPKiPKfPfi",
-];
-
 /// `_Z14spill_wide_f32PKfPfi` → `spill_wide_f32`.
 fn short(k: &str) -> String {
     let rest = k
@@ -498,34 +528,81 @@ fn short(k: &str) -> String {
     rest[..n.min(rest.len())].to_string()
 }
 
-#[test]
-fn correct_spill_rewrites_prove() {
+/// The correct rewrite of `kernels` (32-bit spills moved) and of `split` (64-bit spills
+/// too, each as two 32-bit accesses) of the `arch` spill cubin proves.
+fn correct_rewrites(arch: &str, kernels: &[&str], split: &[&str]) {
     let Some(fx) = fx() else { return };
-    let dir = scratch("spill");
-    let mut archs = BTreeSet::new();
-    for (arch, path) in spill_kernels(fx, dir.path()) {
-        for k in KERNELS {
-            let s = Spilled::new(&format!("{arch}_{}", short(k)), &path, k);
-            assert!(
-                s.spills.len() > 4,
-                "{}: {} spills moved",
-                s.label,
-                s.spills.len()
-            );
-            let proof = s
-                .check(&Variant::default(), dir.path(), "ok")
-                .unwrap_or_else(|e| panic!("{}: {e}", s.label));
-            eprintln!(
-                "{}: {} spills, {} slots: {proof:?}",
-                s.label,
-                s.spills.len(),
-                s.slots()
-            );
-            assert_eq!(proof.shared_moves, s.spills.len(), "{}", s.label);
-            archs.insert(arch.clone());
-        }
+    let dir = scratch(&format!("spill{arch}"));
+    let (_, path) = spill_kernels(fx, dir.path())
+        .into_iter()
+        .find(|(a, _)| a == arch)
+        .unwrap();
+    for (k, wide) in kernels
+        .iter()
+        .map(|k| (k, false))
+        .chain(split.iter().map(|k| (k, true)))
+    {
+        let label = format!("{arch}_{}{}", short(k), if wide { "_split" } else { "" });
+        let s = if wide {
+            Spilled::with_wide(&label, &path, k)
+        } else {
+            Spilled::new(&label, &path, k)
+        };
+        let n_wide = s.spills.iter().filter(|x| x.wide).count();
+        assert!(
+            s.spills.len() > 4,
+            "{label}: {} spills moved",
+            s.spills.len()
+        );
+        assert!(!wide || n_wide > 4, "{label}: {n_wide} 64-bit spills");
+        let proof = s
+            .check(&Variant::default(), dir.path(), "ok")
+            .unwrap_or_else(|e| panic!("{label}: {e}"));
+        eprintln!(
+            "{label}: {} spills ({n_wide} split), {} slots: {proof:?}",
+            s.spills.len(),
+            s.slots()
+        );
+        assert_eq!(proof.shared_moves, s.spills.len(), "{label}");
+        assert_eq!(proof.inserted, 1 + n_wide, "{label}");
     }
-    assert_eq!(archs.len(), 3, "{archs:?}");
+}
+
+#[test]
+fn correct_spill_rewrites_prove_sm89() {
+    correct_rewrites(
+        "sm89",
+        &[
+            "_Z14spill_wide_f32PKfPfi",
+            "_Z18spill_int_pointersPKiS0_S0_S0_Pxi",
+            "_Z21spill_and_local_arrayPKiPKfPfi",
+        ],
+        &["_Z14spill_wide_f64PKdPdi", "_Z15spill_with_callPKfPfi"],
+    );
+}
+
+#[test]
+fn correct_spill_rewrites_prove_sm80() {
+    correct_rewrites(
+        "sm80",
+        &[
+            "_Z21spill_and_local_arrayPKiPKfPfi",
+            "_Z15spill_with_callPKfPfi",
+        ],
+        &["_Z15spill_with_callPKfPfi"],
+    );
+}
+
+#[test]
+fn correct_spill_rewrites_prove_sm90() {
+    correct_rewrites(
+        "sm90",
+        &[
+            "_Z18spill_int_pointersPKiS0_S0_S0_Pxi",
+            "_Z15spill_with_callPKfPfi",
+        ],
+        &["_Z15spill_with_callPKfPfi"],
+    );
 }
 
 /// Control may leave or enter between two instructions of the kernel's list.
@@ -792,4 +869,121 @@ fn spill_moves_across_calls_are_rejected() {
         done += 1;
     }
     assert_eq!(done, 3);
+}
+
+/// A consistent renaming of slots (two slots exchanged everywhere) is still correct, an
+/// inserted branch is not.
+#[test]
+fn slot_permutation_proves_and_inserted_branch_is_rejected() {
+    let Some(fx) = fx() else { return };
+    let dir = scratch("perm");
+    let path = fx.get("spill_sm89_r24.cubin").path.clone();
+    let s = Spilled::new("sm89_wide_f64", &path, "_Z14spill_wide_f64PKdPdi");
+    assert!(s.slots() >= 2);
+    let (k1, k2) = (
+        *s.slot_of.keys().next().unwrap(),
+        *s.slot_of.keys().last().unwrap(),
+    );
+    let mut v = Variant::default();
+    for sp in &s.spills {
+        if sp.imm == k1 {
+            v.slot.insert(sp.off, s.slot_of[&k2]);
+        } else if sp.imm == k2 {
+            v.slot.insert(sp.off, s.slot_of[&k1]);
+        }
+    }
+    s.check(&v, dir.path(), "perm")
+        .unwrap_or_else(|e| panic!("exchanged slots: {e}"));
+
+    // A copy of the function's own `BRA` inserted in the middle.
+    let bra = s
+        .kernel_instrs()
+        .iter()
+        .find(|i| i.base() == "BRA")
+        .unwrap()
+        .raw;
+    let mid = s.kernel_instrs()[s.kernel_instrs().len() / 2].offset;
+    let v = Variant {
+        extra: vec![(mid, bra)],
+        ..Variant::default()
+    };
+    let e = expect_rejection(&s, &v, dir.path(), "inserted_bra");
+    assert!(e.reason.contains("transfers control"), "{e}");
+}
+
+/// Malformed claims and inputs are rejections, never panics.
+#[test]
+fn bad_claims_are_rejected() {
+    let Some(fx) = fx() else { return };
+    let path = fx.get("spill_sm89_r24.cubin").path.clone();
+    let d = decoded(&path);
+    let secs = sections(&d);
+    let fs = secs
+        .values()
+        .find(|fs| fs[0].name == "_Z15spill_with_callPKfPfi")
+        .unwrap();
+    let n = fs[0].instrs.len() as u64;
+    // Two originals on one offset.
+    let mut map = OffsetMap::new();
+    map.insert(0x100, 0xf0);
+    let c = Claim {
+        map,
+        ..Claim::default()
+    };
+    let e = verify::check(fs, fs, &c).unwrap_err();
+    assert!(e.reason.contains("map to one offset"), "{e}");
+    // An inserted offset outside the section, a base defined by an original instruction.
+    let c = Claim {
+        inserted: vec![16 * n + 0x1000],
+        ..Claim::default()
+    };
+    assert!(verify::check(fs, fs, &c).is_err());
+    let c = Claim {
+        base: Some(SpillBase {
+            reg: 30,
+            defined_at: 0,
+            stride: 1024,
+            slots: 4,
+        }),
+        ..Claim::default()
+    };
+    let e = verify::check(fs, fs, &c).unwrap_err();
+    assert!(e.reason.contains("not an inserted instruction"), "{e}");
+    // Function lists that do not match.
+    assert!(verify::check(fs, &[], &Claim::default()).is_err());
+    let mut renamed = fs.clone();
+    renamed[0].name = "other".into();
+    assert!(verify::check(fs, &renamed, &Claim::default()).is_err());
+    // Pseudo-random maps, inserted lists and bases over every section: no panic, and
+    // anything that is not the identity of a non-recursive section is rejected or proved
+    // without crashing.
+    let mut rng = relayout::SplitMix64(7);
+    for fs in secs.values() {
+        for _ in 0..20 {
+            let mut map = OffsetMap::new();
+            for _ in 0..rng.below(3) {
+                map.insert(16 * rng.below(n + 8), 16 * rng.below(n + 8));
+            }
+            let inserted = (0..rng.below(3)).map(|_| 16 * rng.below(n + 8)).collect();
+            let base = (rng.below(2) == 1).then(|| SpillBase {
+                reg: rng.below(256) as u8,
+                defined_at: 16 * rng.below(n + 2),
+                stride: rng.below(3) as u32 * 512,
+                slots: rng.below(4) as u32,
+            });
+            let c = Claim {
+                map,
+                inserted,
+                base,
+            };
+            let mut shuffled = fs.clone();
+            if rng.below(4) == 0 {
+                let f = &mut shuffled[0];
+                let i = rng.below(f.instrs.len() as u64) as usize;
+                let j = rng.below(f.instrs.len() as u64) as usize;
+                f.instrs.swap(i, j);
+            }
+            let _ = verify::check(fs, &shuffled, &c);
+        }
+    }
 }

@@ -616,9 +616,13 @@ fn as_move(ins: &Instr) -> Option<Move> {
 
 /// Local words `[R1+imm]` of `bytes` bytes covers.
 fn words(imm: i64, bytes: i64) -> Vec<i64> {
-    let first = imm.div_euclid(4) * 4;
-    let last = (imm + bytes.max(1) - 1).div_euclid(4) * 4;
-    (0..=((last - first) / 4)).map(|k| first + 4 * k).collect()
+    let first = imm.div_euclid(4).wrapping_mul(4);
+    let last = imm
+        .saturating_add(bytes.clamp(1, 16) - 1)
+        .div_euclid(4)
+        .wrapping_mul(4);
+    let n = (last.wrapping_sub(first) / 4).clamp(0, 4);
+    (0..=n).map(|k| first.wrapping_add(4 * k)).collect()
 }
 
 fn access_bytes(ins: &Instr) -> i64 {
@@ -1287,9 +1291,12 @@ impl<'a> Section<'a> {
         let Some(imm) = addr_of(r).and_then(r1_imm) else {
             return false;
         };
-        if self.escapes[fk] || sub_word(r) {
-            return false;
-        }
+        !self.escapes[fk] && !sub_word(r) && self.frame_words_ok(fk, imm, access_bytes(r))
+    }
+
+    /// Every word of `[R1+imm]`, `bytes` wide, is one the original function itself
+    /// accesses through `[R1+imm]`.
+    fn frame_words_ok(&self, fk: usize, imm: i64, bytes: i64) -> bool {
         let used: BTreeSet<i64> = self.orig[fk]
             .instrs
             .iter()
@@ -1300,7 +1307,7 @@ impl<'a> Section<'a> {
             })
             .flatten()
             .collect();
-        words(imm, access_bytes(r)).iter().all(|w| used.contains(w))
+        words(imm, bytes).iter().all(|w| used.contains(w))
     }
 
     // -----------------------------------------------------------------------------------
@@ -1622,7 +1629,7 @@ impl<'a> Section<'a> {
             let pairs = (0..n)
                 .map(|w| {
                     let reg = Loc::R(d.saturating_add(w as u8));
-                    let word = Loc::Local(imm + 4 * w);
+                    let word = Loc::Local(imm.wrapping_add(4 * w));
                     if store { (word, reg) } else { (reg, word) }
                 })
                 .collect();
@@ -1667,7 +1674,7 @@ impl<'a> Section<'a> {
         let a = &self.orig[fk].instrs[k];
         let name = &self.rew[fk].name;
         if let Some(m) = as_move(a) {
-            return self.move_step(name, a, &m, r);
+            return self.move_step(fk, name, a, &m, r);
         }
         let mut ops = Vec::new();
         let mut step = Step::default();
@@ -2006,7 +2013,14 @@ impl<'a> Section<'a> {
         Ok(())
     }
 
-    fn move_step(&self, name: &str, a: &Instr, m: &Move, r: &Instr) -> Result<Step, Rejection> {
+    fn move_step(
+        &self,
+        fk: usize,
+        name: &str,
+        a: &Instr,
+        m: &Move,
+        r: &Instr,
+    ) -> Result<Step, Rejection> {
         let mut ops = Vec::new();
         let mut step = Step {
             is_move: true,
@@ -2106,12 +2120,30 @@ impl<'a> Section<'a> {
                     ),
                 );
             };
+            // Another frame word: only one the original function uses itself (never
+            // outside the frame).
+            if imm != m.imm && !self.frame_words_ok(fk, imm, access_bytes(r)) {
+                return reject(
+                    name,
+                    r.offset,
+                    format!(
+                        "the spill move's image `{} {}` uses a frame word the original never uses",
+                        r.opcode,
+                        operands_text(r)
+                    ),
+                );
+            }
             ops.push(Op::Need {
                 loc: Loc::R(1),
                 sym: Sym::Orig(Loc::R(1)),
                 what: "the stack pointer of a local spill access".into(),
             });
-            (false, (0..rw).map(|w| Loc::Local(imm + 4 * w)).collect())
+            (
+                false,
+                (0..rw)
+                    .map(|w| Loc::Local(imm.wrapping_add(4 * w)))
+                    .collect(),
+            )
         };
         let pairs: Vec<(Loc, Loc)> = addr_words
             .iter()
@@ -2132,7 +2164,7 @@ impl<'a> Section<'a> {
         let sym_pairs: Vec<(Loc, Loc)> = (0..m.width)
             .map(|w| {
                 let reg = Loc::R(m.reg + w);
-                let mem = Loc::Local(m.imm + 4 * i64::from(w));
+                let mem = Loc::Local(m.imm.wrapping_add(4 * i64::from(w)));
                 if m.store { (mem, reg) } else { (reg, mem) }
             })
             .collect();
