@@ -356,7 +356,11 @@ impl Spilled {
         let spills: Vec<Spill> = cands
             .into_iter()
             .filter(|s| {
-                !wide_or_other.contains(&s.imm) && !(s.wide && wide_or_other.contains(&(s.imm + 4)))
+                let mut ws = vec![s.imm];
+                if s.wide {
+                    ws.push(s.imm + 4);
+                }
+                ws.iter().all(|w| !wide_or_other.contains(w))
             })
             .collect();
         let imms: BTreeSet<i64> = spills
