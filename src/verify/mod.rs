@@ -9,6 +9,11 @@
 //! checker sees only the decoded functions of both versions and the claim; it never runs
 //! transform code.
 //!
+//! nvdisasm lists a kernel's local sub-functions (`$kernel$callee`) inside the kernel's
+//! code; the checker first cuts every function at the entries of the callees it calls by
+//! name (the `CALL.REL` targets, read from the raw bits in the form the function's own
+//! branches use), so each sub-function is checked as a function of its own.
+//!
 //! 1. **Correspondence.** Every original instruction has exactly one image in the rewritten
 //!    function of the same name (two originals on one offset, an image outside its function
 //!    or on an inserted offset are rejected; only NOP padding may vanish or appear). The
@@ -16,6 +21,8 @@
 //!    image of an instruction that can fall through, the next instruction that is not
 //!    inserted is the image of its successor; branch, `BSSY`, `BRX` and internal `CALL`
 //!    targets are the images of the original targets; direct calls name the same callee.
+//!    (A `CALL.REL.NOINC` to a label of the function itself, ptxas' loop-exit idiom, is a
+//!    jump: its state flows to the target.)
 //!    Inserted instructions may not transfer control, synchronise, store to memory other
 //!    than a spill slot, or be unknown to the operand tables. So the rewritten code runs
 //!    the original instructions in the original order, with inserted straight-line code
@@ -32,8 +39,10 @@
 //!    * *Inserted instructions* only move values: register copies (`MOV`, `IMAD.MOV.U32 Rd,
 //!      RZ, RZ, Rs`), `LDS/STS [base.reg + imm]` while `base.reg` holds `SBase`, `LDL/STL
 //!      [R1 + imm]` while `R1` holds `Orig(R1)`; every other write empties its destinations;
-//!      the instruction at `base.defined_at` leaves `{SBase}` in `base.reg`. A guarded write
-//!      keeps only what the old and the new contents have in common.
+//!      the instruction at `base.defined_at` leaves `{SBase}` in `base.reg`.
+//!    * *Guards*: the effects of a guarded instruction (inserted or original; the image must
+//!      keep the guard's sense and its predicate must hold the original's) are applied to a
+//!      copy of the state, which is then met with the state before: what holds on both paths.
 //!    * *Spill moves* (the original is `STL/LDL [R1+imm]`, any width, `.LU` included): the
 //!      image is an `STL/LDL [R1+imm']` or an `STS/LDS [base.reg+imm']` (checked: `R1` holds
 //!      `Orig(R1)`, or `base.reg` holds `SBase` and `imm'` names a slot) and copies the sets
@@ -46,7 +55,9 @@
 //!      hold its `Orig` symbol in the image's corresponding location; then what the image
 //!      writes is emptied and each written original location's symbol moves to the image's
 //!      corresponding location. Unknown instructions must be bit-identical; all their
-//!      register operands (four registers wide) count as read and written.
+//!      register operands (four registers wide) count as read and written; an instruction
+//!      whose operands nvdisasm printed in a form not parsed is rejected. Immediates must be
+//!      equal except branch targets (checked by the map) and return addresses (below).
 //!    * *Calls* use summaries of the section's functions, computed callees first (recursion
 //!      is rejected): the registers the original callee may write (`OrigWrites`), the
 //!      locations the rewritten callee may write (`RewWrites`, spill words included), and the
@@ -60,10 +71,18 @@
 //!      those must hold their symbols before, and spill values do not survive. An indirect
 //!      `CALL.REL Rx` may enter any sub-function of the section: it needs every
 //!      sub-function's live-in and `SBase`, and each sub-function must write no register its
-//!      original does not.
+//!      original does not. So the base register should be at or above the register count
+//!      (where ptxas' callees never write), and inserted code should not leave registers
+//!      below it changed across an unresolved call.
 //!    * `R1` writes: `IADD3/IADD/VIADD R1, R1, imm` renames the frame's words by `imm`; any
 //!      other write of `R1` forgets everything about the frame. Original sub-word or
-//!      register-indexed `[R1+...]` accesses read or write their words in place.
+//!      register-indexed `[R1+...]` accesses read or write their words in place (a load
+//!      needs them to hold their own value). A move's image through `R1` at another offset,
+//!      and an inserted `STL`, may only use frame words the original function uses (an
+//!      inserted `STL` only where the frame address does not escape).
+//!    * A spill-area access is one 32-bit word: `[base.reg + imm]` with no index or scale,
+//!      `imm` a multiple of `stride` below `slots × stride` (a wider access would touch the
+//!      next thread's words).
 //!
 //! # Assumptions (what is trusted, not proved)
 //!
@@ -87,9 +106,11 @@
 //!   escaped, see above). Calls outside the section (`vprintf`) use no register at or above
 //!   the function's register count.
 //! * A return address materialised as an immediate (the `MOV` before `CALL.REL.NOINC`, and
-//!   the `LEPC` arithmetic of `printf` calls) is equivalent to its image under `map`; the
-//!   checker accepts such an immediate when it is the image of an original return point or
-//!   `LEPC` offset. `LEPC` labels and `RET`/`BRX` self-relative immediates are not compared.
+//!   the `LEPC` arithmetic of `printf` calls) is only ever used as a code address: the
+//!   checker accepts an immediate that differs from the original's when the original's is a
+//!   return point (the offset after a `CALL`) and the new one is the offset right after
+//!   that call's image, or the original's is an `LEPC` offset and the new one its image.
+//!   `LEPC` labels and `RET`/`BRX`/`CALL Rx` self-relative immediates are not compared.
 //! * The decoded operand roles and widths ([`crate::sass::operands`]) are right; an
 //!   instruction they do not cover is "unknown" and handled as above.
 
@@ -486,41 +507,34 @@ fn reads_writes(ins: &Instr) -> (Vec<Loc>, Vec<Loc>) {
 fn shape(text: &str) -> String {
     let t = text.replace(".reuse", "");
     let b = t.as_bytes();
-    let mut out = String::with_capacity(t.len());
+    let mut out: Vec<u8> = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        let c = b[i] as char;
-        let prev_alnum = i > 0 && (b[i - 1] as char).is_ascii_alphanumeric();
-        let starts = |p: &str| t[i..].starts_with(p);
-        let digits_after = |k: usize| {
-            let mut j = i + k;
-            while j < b.len() && b[j].is_ascii_digit() {
-                j += 1;
-            }
-            (j > i + k).then_some(j)
-        };
+        let prev_alnum = i > 0 && b[i - 1].is_ascii_alphanumeric();
+        let mut skipped = false;
         if !prev_alnum {
-            let mut hit = None;
-            for p in ["UR", "UP", "R", "P"] {
-                if starts(p)
-                    && let Some(j) = digits_after(p.len())
-                {
-                    hit = Some((p, j));
-                    break;
+            for p in [&b"UR"[..], b"UP", b"R", b"P"] {
+                if b[i..].starts_with(p) {
+                    let mut j = i + p.len();
+                    while j < b.len() && b[j].is_ascii_digit() {
+                        j += 1;
+                    }
+                    if j > i + p.len() {
+                        out.extend_from_slice(p);
+                        out.push(b'#');
+                        i = j;
+                        skipped = true;
+                        break;
+                    }
                 }
             }
-            if let Some((p, j)) = hit {
-                out.push_str(p);
-                out.push('#');
-                i = j;
-                let _ = c;
-                continue;
-            }
         }
-        out.push(c);
-        i += 1;
+        if !skipped {
+            out.push(b[i]);
+            i += 1;
+        }
     }
-    out
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 // ---------------------------------------------------------------------------------------
@@ -715,7 +729,7 @@ fn parse_imm32(t: &str) -> Option<i64> {
     } else {
         v as i64
     };
-    Some(if neg { -v } else { v })
+    Some(if neg { v.wrapping_neg() } else { v })
 }
 
 fn parse_hex(t: &str) -> Option<u64> {
@@ -2441,3 +2455,6 @@ fn operands_text(ins: &Instr) -> String {
         .collect::<Vec<_>>()
         .join(", ")
 }
+
+#[cfg(test)]
+mod tests;
