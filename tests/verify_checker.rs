@@ -135,6 +135,15 @@ fn identity_proves_every_section() {
     assert!(total.1 >= 10, "sections with device calls: {total:?}");
     assert!(total.2 >= 10, "recursive sections rejected: {total:?}");
     assert!(brx >= 1);
+    // Functions only called through pointers are listed inside the kernel's code; they are
+    // checked as functions of their own (op_sq, op_neg, op_half, plus the padding branch).
+    let d = decoded(&fx.get("calls_sm80_lineinfo.cubin").path);
+    let fs = sections(&d)
+        .into_values()
+        .find(|fs| fs[0].name == "_Z17indirect_dispatchPKfPKiPfi")
+        .unwrap();
+    let p = verify::check(&fs, &fs, &Claim::identity()).unwrap();
+    assert!(p.functions >= 4, "{p:?}");
 }
 
 /// NOPs inserted all over every function (with relayout's map, re-encoded branches, jump

@@ -218,6 +218,22 @@ pub fn check(
     rewritten: &[Function],
     claim: &Claim,
 ) -> Result<Proof, Rejection> {
+    // Inserted control flow first: it would also change how the code splits into functions.
+    let inserted: BTreeSet<u64> = claim.inserted.iter().copied().collect();
+    for f in rewritten {
+        for ins in &f.instrs {
+            if inserted.contains(&ins.offset) && transfers_control(ins) {
+                return reject(
+                    &f.name,
+                    ins.offset,
+                    format!(
+                        "inserted `{}` transfers control or synchronises",
+                        ins.opcode
+                    ),
+                );
+            }
+        }
+    }
     let original = split_sub_functions(original)?;
     let rewritten = split_sub_functions(rewritten)?;
     let section = Section::new(&original, &rewritten, claim)?;
@@ -302,7 +318,7 @@ fn split_sub_functions(fs: &[Function]) -> Result<Vec<Function>, Rejection> {
             targets.insert(i, t);
         }
         if entries.is_empty() {
-            out.push(f.clone());
+            out.extend(split_orphans(f.clone()));
             continue;
         }
         let mut instrs = f.instrs.clone();
@@ -317,17 +333,96 @@ fn split_sub_functions(fs: &[Function]) -> Result<Vec<Function>, Rejection> {
                 ((start - f.start) / 16) as usize,
                 ((end - f.start) / 16) as usize,
             );
-            out.push(Function {
+            out.extend(split_orphans(Function {
                 name: name.clone(),
                 section: f.section,
                 start: *start,
                 instrs: instrs[a..b].to_vec(),
                 kernel: *kernel,
                 regs: f.regs,
-            });
+            }));
         }
     }
     Ok(out)
+}
+
+/// Instruction indices of `f` reachable from index `from` (fall-through, branch and jump
+/// tables, internal call-jumps; calls return).
+fn reach(f: &Function, from: usize) -> Vec<bool> {
+    let n = f.instrs.len();
+    let mut seen = vec![false; n];
+    let mut stack = vec![from];
+    while let Some(i) = stack.pop() {
+        if i >= n || seen[i] {
+            continue;
+        }
+        seen[i] = true;
+        let ins = &f.instrs[i];
+        if !no_fall_through(ins) {
+            stack.push(i + 1);
+        }
+        let jumps = matches!(ins.base(), "BRA" | "BRX" | "JMP" | "JMX")
+            || (ins.is_call()
+                && ins.callee.is_none()
+                && !ins.has_mod("ABS")
+                && !ins
+                    .operands
+                    .iter()
+                    .any(|o| matches!(o.kind, OperandKind::Reg(_))));
+        if jumps {
+            for t in ins.target.iter().chain(&ins.targets) {
+                if let Some(j) = f.index_of(*t) {
+                    stack.push(j);
+                }
+            }
+        }
+    }
+    seen
+}
+
+/// Code after the last instruction reachable from a function's entry that is not padding:
+/// local sub-functions only called through pointers (`CALL.REL Rx`), which nvdisasm lists
+/// inside the kernel's code too. Each becomes a function `<name>@<k>` (the range reachable
+/// from its first instruction), so that it is checked as a sub-function.
+fn split_orphans(f: Function) -> Vec<Function> {
+    let n = f.instrs.len();
+    if n == 0 {
+        return vec![f];
+    }
+    let seen = reach(&f, 0);
+    let last = seen.iter().rposition(|&s| s).unwrap_or(0);
+    let mut cuts = vec![0usize];
+    let mut i = last + 1;
+    while i < n {
+        if is_nop(&f.instrs[i]) {
+            i += 1;
+            continue;
+        }
+        let r = reach(&f, i);
+        let end = r.iter().rposition(|&s| s).unwrap_or(i).max(i);
+        cuts.push(i);
+        i = end + 1;
+    }
+    if cuts.len() == 1 {
+        return vec![f];
+    }
+    let mut out = Vec::with_capacity(cuts.len());
+    for (k, &a) in cuts.iter().enumerate() {
+        let b = cuts.get(k + 1).copied().unwrap_or(n);
+        out.push(Function {
+            name: if k == 0 {
+                f.name.clone()
+            } else {
+                format!("{}@{k}", f.name)
+            },
+            section: f.section,
+            start: f.start + 16 * a as u64,
+            instrs: f.instrs[a..b].to_vec(),
+            kernel: k == 0 && f.kernel,
+            regs: f.regs,
+        });
+    }
+    out
 }
 
 // ---------------------------------------------------------------------------------------
@@ -539,6 +634,29 @@ fn shape(text: &str) -> String {
 
 // ---------------------------------------------------------------------------------------
 // Instruction classes.
+
+/// Control transfer or synchronisation: never inserted.
+fn transfers_control(ins: &Instr) -> bool {
+    matches!(
+        ins.base(),
+        "BRA"
+            | "BRX"
+            | "JMP"
+            | "JMX"
+            | "CALL"
+            | "RET"
+            | "EXIT"
+            | "KILL"
+            | "BSSY"
+            | "BSYNC"
+            | "BREAK"
+            | "WARPSYNC"
+            | "BAR"
+            | "BPT"
+            | "BMOV"
+            | "LEPC"
+    )
+}
 
 fn is_nop(ins: &Instr) -> bool {
     ins.base() == "NOP"
@@ -1198,25 +1316,7 @@ impl<'a> Section<'a> {
                     format!("inserted `{}` is not in the operand tables", r.opcode),
                 );
             }
-            if matches!(
-                base,
-                "BRA"
-                    | "BRX"
-                    | "JMP"
-                    | "JMX"
-                    | "CALL"
-                    | "RET"
-                    | "EXIT"
-                    | "KILL"
-                    | "BSSY"
-                    | "BSYNC"
-                    | "BREAK"
-                    | "WARPSYNC"
-                    | "BAR"
-                    | "BPT"
-                    | "BMOV"
-                    | "LEPC"
-            ) {
+            if transfers_control(r) {
                 return reject(
                     name,
                     r.offset,
