@@ -56,7 +56,7 @@ fn cubins(fx: &Fixtures, dir: &Path, objects: &[&str], bare: &[&str]) -> Vec<Pat
 
 /// Check every section of `path` against itself (or against `rewritten` with the claims of
 /// `claims`, by section owner); recursion must be rejected, everything else proved.
-/// Returns (sections proved, sections with sub-functions proved, recursive sections).
+/// Returns (sections proved, sections with calls proved, recursive sections).
 fn check_sections(
     label: &str,
     orig: &Decoded,
@@ -73,7 +73,7 @@ fn check_sections(
         match verify::check(&fs, rew, &claim) {
             Ok(p) => {
                 proved += 1;
-                with_calls += usize::from(p.functions > 1);
+                with_calls += usize::from(p.calls > 0);
             }
             Err(e) if e.reason.contains("recursi") => recursive += 1,
             Err(e) => panic!("{label} (sm_{}): {e}", orig.sm),
@@ -97,8 +97,10 @@ fn switch_cubin(dir: &Path) -> PathBuf {
     cubin
 }
 
+/// Spill and call cubins of every in-scope architecture (calls: sm_75, sm_80, sm_90, with
+/// device calls, recursion, function pointers, printf), plus a `BRX` switch.
 fn identity_inputs(fx: &Fixtures, dir: &Path) -> Vec<PathBuf> {
-    let mut paths = cubins(
+    let mut paths: Vec<PathBuf> = cubins(
         fx,
         dir,
         &["spill_r24.o", "calls_all.o"],
@@ -106,9 +108,13 @@ fn identity_inputs(fx: &Fixtures, dir: &Path) -> Vec<PathBuf> {
             "spill_sm89_r24.cubin",
             "calls_sm80_lineinfo.cubin",
             "memory_sm86.cubin",
-            "math_sm75.cubin",
         ],
-    );
+    )
+    .into_iter()
+    .filter(|p| {
+        !p.to_string_lossy().contains("calls_all") || matches!(fixtures::elf_arch(p), Some(75 | 90))
+    })
+    .collect();
     paths.push(switch_cubin(dir));
     paths
 }
@@ -130,10 +136,10 @@ fn identity_proves_every_section() {
         let (a, b, c) = check_sections(&p.display().to_string(), &d, &d, &HashMap::new());
         total = (total.0 + a, total.1 + b, total.2 + c);
     }
-    eprintln!("identity: {total:?} (proved, with sub-functions, recursive), {brx} BRX");
-    assert!(total.0 > 100, "{total:?}");
-    assert!(total.1 >= 10, "sections with device calls: {total:?}");
-    assert!(total.2 >= 10, "recursive sections rejected: {total:?}");
+    eprintln!("identity: {total:?} (proved, with calls, recursive), {brx} BRX");
+    assert!(total.0 > 50, "{total:?}");
+    assert!(total.1 >= 10, "sections with calls: {total:?}");
+    assert!(total.2 >= 6, "recursive sections rejected: {total:?}");
     assert!(brx >= 1);
     // Functions only called through pointers are listed inside the kernel's code; they are
     // checked as functions of their own (op_sq, op_neg, op_half, plus the padding branch).
@@ -181,7 +187,7 @@ fn inserted_nops_prove() {
         total = (total.0 + a, total.1 + b, total.2 + c);
     }
     eprintln!("with NOPs: {total:?}");
-    assert!(total.0 > 100 && total.1 >= 10, "{total:?}");
+    assert!(total.0 > 50 && total.1 >= 10, "{total:?}");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -247,9 +253,24 @@ fn stride() -> u32 {
     THREADS * 4
 }
 
-/// SpillRefill offsets of one text section, from `nvdisasm -c`.
-fn spill_refill(path: &Path, kernel: &str) -> BTreeSet<u64> {
-    let text = fixtures::run_tool("nvdisasm", &["-c"], path).unwrap();
+/// An original cubin decoded, and its `nvdisasm -c` listing: once per test process.
+fn original(path: &Path) -> (Decoded, String) {
+    static CACHE: std::sync::OnceLock<std::sync::Mutex<HashMap<PathBuf, (Decoded, String)>>> =
+        std::sync::OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(v) = cache.lock().unwrap().get(path) {
+        return v.clone();
+    }
+    let v = (
+        decoded(path),
+        fixtures::run_tool("nvdisasm", &["-c"], path).unwrap(),
+    );
+    cache.lock().unwrap().insert(path.to_path_buf(), v.clone());
+    v
+}
+
+/// SpillRefill offsets of one text section, from the `nvdisasm -c` listing.
+fn spill_refill(text: &str, kernel: &str) -> BTreeSet<u64> {
     let mut out = BTreeSet::new();
     let mut inside = false;
     for line in text.lines() {
@@ -304,7 +325,7 @@ impl Spilled {
     }
 
     fn build_plan(label: &str, path: &Path, kernel: &str, split64: bool) -> Spilled {
-        let d = decoded(path);
+        let (d, listing) = original(path);
         let sec = d
             .functions
             .iter()
@@ -324,7 +345,7 @@ impl Spilled {
             .max()
             .unwrap_or(0);
         let rb = max + 1;
-        let annotated = spill_refill(path, kernel);
+        let annotated = spill_refill(&listing, kernel);
         // Words any R1 access touches, and by which kinds of access.
         let mut wide_or_other: BTreeSet<i64> = BTreeSet::new();
         let mut cands = Vec::new();

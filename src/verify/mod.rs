@@ -16,7 +16,9 @@
 //!
 //! 1. **Correspondence.** Every original instruction has exactly one image in the rewritten
 //!    function of the same name (two originals on one offset, an image outside its function
-//!    or on an inserted offset are rejected; only NOP padding may vanish or appear). The
+//!    or on an inserted offset are rejected; only trailing NOP padding may vanish, and NOPs
+//!    may appear). Code after the last instruction reachable from a function's entry (local
+//!    functions only called through pointers) is cut off as functions `<name>@<k>`. The
 //!    first instruction that is not inserted is the image of the original's first; after the
 //!    image of an instruction that can fall through, the next instruction that is not
 //!    inserted is the image of its successor; branch, `BSSY`, `BRX` and internal `CALL`
@@ -1130,6 +1132,20 @@ impl<'a> Section<'a> {
                     );
                 }
                 img[k] = Some(i);
+            }
+            // Only trailing padding may lose its image (re-padding at the section's end).
+            if let Some(k) = img.iter().position(Option::is_none)
+                && let Some(j) = img[k..].iter().position(Option::is_some)
+            {
+                return reject(
+                    &a.name,
+                    a.instrs[k].offset,
+                    format!(
+                        "the NOP at {:#x} has no image but the original at {:#x} after it has",
+                        a.instrs[k].offset,
+                        a.instrs[k + j].offset
+                    ),
+                );
             }
             let mut org = vec![Origin::Padding; b.instrs.len()];
             for (k, i) in img.iter().enumerate() {
