@@ -533,7 +533,10 @@ impl Spilled {
 
     fn check(&self, v: &Variant, dir: &Path, tag: &str) -> Result<verify::Proof, Rejection> {
         let (fs, claim) = self.build(v, dir, tag);
-        verify::check(&self.orig, &fs, &claim)
+        let t = std::time::Instant::now();
+        let r = verify::check(&self.orig, &fs, &claim);
+        eprintln!("{} {tag}: checked in {:?}", self.label, t.elapsed());
+        r
     }
 }
 

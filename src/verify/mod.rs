@@ -95,14 +95,20 @@
 //! * The program's own shared-memory accesses stay inside its static + dynamic shared
 //!   memory, so they never touch the spill area (program shared memory, global memory and
 //!   local memory through registers other than `R1` are not modelled).
-//! * ptxas' spill slots (words accessed through `[R1+imm]`) are not read through other
-//!   registers. Stores through other registers are handled soundly where the frame address
-//!   can have escaped: if the original function reads `R1` anywhere but as the base of a
-//!   local access, in its own `R1` updates and in calls, every store that may reach local
-//!   memory (`STL` through another register or an index, generic `ST`/`ATOM`/`RED`,
-//!   unknown instructions, calls) is taken to overwrite any frame word in both programs
-//!   alike: a word keeps only its own original value, and no other location keeps an
-//!   original frame value. Frame addresses are assumed to be derived from `R1`.
+//! * Every `[R1+imm]` access is treated as a move, but only the words of ptxas' spill slots
+//!   (the `STL/LDL` that `EIATTR_ANNOTATIONS` marks SpillRefill) may leave local memory: a
+//!   frame word the rewrite no longer keeps in local memory is never *read* through another
+//!   register (a local array element read through a pointer would see the stale word; the
+//!   checker does not model those loads). The transform must take its slots from the
+//!   annotations, as DESIGN.md section 5 says.
+//! * *Stores* through other registers are handled soundly where the frame address can have
+//!   escaped: if the original function reads `R1` anywhere but as the base of a local
+//!   access, in its own `R1` updates and in calls, every store that may reach local memory
+//!   (`STL` through another register or an index, generic `ST`/`ATOM`/`RED`, unknown
+//!   instructions, calls) is taken to overwrite any frame word in both programs alike: a
+//!   word keeps only its own original value, and no other location keeps an original frame
+//!   value. Where `R1` does not escape, no other register can address the frame (frame
+//!   addresses are assumed to be derived from `R1`).
 //! * Callees keep the ABI: `R1` is restored and a callee's frame lies below the caller's
 //!   `R1`, so the caller's local words survive a call (unless the caller's frame address
 //!   escaped, see above). Calls outside the section (`vprintf`) use no register at or above
