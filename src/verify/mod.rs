@@ -80,8 +80,8 @@
 //!      other write of `R1` forgets everything about the frame. Original sub-word or
 //!      register-indexed `[R1+...]` accesses read or write their words in place (a load
 //!      needs them to hold their own value). A move's image through `R1` at another offset,
-//!      and an inserted `STL`, may only use frame words the original function uses (an
-//!      inserted `STL` only where the frame address does not escape).
+//!      and an inserted `STL`, may only use frame words the original function uses, and only
+//!      where the frame address does not escape.
 //!    * A spill-area access is one 32-bit word: `[base.reg + imm]` with no index or scale,
 //!      `imm` a multiple of `stride` below `slots × stride` (a wider access would touch the
 //!      next thread's words).
@@ -2258,12 +2258,13 @@ impl<'a> Section<'a> {
             };
             // Another frame word: only one the original function uses itself (never
             // outside the frame).
-            if imm != m.imm && !self.frame_words_ok(fk, imm, access_bytes(r)) {
+            if imm != m.imm && (self.escapes[fk] || !self.frame_words_ok(fk, imm, access_bytes(r)))
+            {
                 return reject(
                     name,
                     r.offset,
                     format!(
-                        "the spill move's image `{} {}` uses a frame word the original never uses",
+                        "the spill move's image `{} {}` moves to another frame word (one the original never uses, or in a frame whose address escapes)",
                         r.opcode,
                         operands_text(r)
                     ),
