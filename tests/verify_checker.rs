@@ -813,7 +813,7 @@ fn corrupted_spill_rewrites_are_rejected() {
 fn spill_moves_across_calls_are_rejected() {
     let Some(fx) = fx() else { return };
     let dir = scratch("calls");
-    let mut done = 0;
+    let (mut done, mut literal) = (0, 0);
     for (arch, path) in spill_kernels(fx, dir.path()) {
         let s = Spilled::new(
             &format!("{arch}_with_call"),
@@ -903,9 +903,83 @@ fn spill_moves_across_calls_are_rejected() {
         // instruction that uses it (here, a later call) fails.
         assert!(e.offset > claim.map.map(st.off).unwrap(), "{e}");
         assert!(e.reason.contains("needs orig R"), "{e}");
+
+        // A reload of a register the callee writes, moved from after the call to before it.
+        let is_call = |i: &Instr| i.is_call() && i.callee.as_deref() == Some(callee_name.as_str());
+        let mut found = None;
+        for (c, ins) in code.iter().enumerate().filter(|(_, i)| is_call(i)) {
+            for later in &code[c + 1..] {
+                if let Some(rl) = s
+                    .spill_at(later.offset)
+                    .filter(|x| !x.store && results.contains(&x.reg))
+                {
+                    found = Some((*rl, ins.offset));
+                    break;
+                }
+                if breaks_flow(later) {
+                    break;
+                }
+            }
+            if found.is_some() {
+                break;
+            }
+        }
+        if let Some((rl, call)) = found {
+            let mut v = Variant {
+                slots: Some(s.slots() + 1),
+                extra: vec![(call, s.shared_like(&rl, rl.reg, s.slot_of[&rl.imm]))],
+                ..Variant::default()
+            };
+            v.slot.insert(rl.off, s.spare_slot());
+            // Either the early reload overwrites an argument of the call, or the register
+            // lacks the callee's result after it: the rejection names the register.
+            let (e, claim) = rejected(&s, &v, dir.path(), "d_reload_before_call");
+            assert!(e.offset >= claim.map.map(call).unwrap(), "{e}");
+            assert!(e.reason.contains(&format!("R{} holds", rl.reg)), "{e}");
+            literal += 1;
+        }
+
+        // A store of a register the callee writes, moved from before the call to after it.
+        let mut found = None;
+        for (p, ins) in code.iter().enumerate().filter(|(_, i)| i.offset < start) {
+            let Some(st) = s
+                .spill_at(ins.offset)
+                .filter(|x| x.store && results.contains(&x.reg))
+            else {
+                continue;
+            };
+            for later in &code[p + 1..] {
+                if is_call(later) {
+                    found = Some((*st, later.offset));
+                    break;
+                }
+                if breaks_flow(later) || later.gpr_writes().contains(&st.reg) {
+                    break;
+                }
+            }
+            if found.is_some() {
+                break;
+            }
+        }
+        if let Some((st, call)) = found {
+            let mut v = Variant {
+                slots: Some(s.slots() + 1),
+                extra: vec![(call + 16, s.shared_like(&st, st.reg, s.slot_of[&st.imm]))],
+                ..Variant::default()
+            };
+            v.slot.insert(st.off, s.spare_slot());
+            let (e, claim) = rejected(&s, &v, dir.path(), "d_store_after_call");
+            assert!(e.offset > claim.map.map(call).unwrap(), "{e}");
+            assert!(e.reason.contains("needs orig R"), "{e}");
+            literal += 1;
+        }
         done += 1;
     }
     assert_eq!(done, 3);
+    assert!(
+        literal >= 2,
+        "{literal} reloads/stores moved across calls the other way"
+    );
 }
 
 /// A consistent renaming of slots (two slots exchanged everywhere) is still correct, an
