@@ -1848,7 +1848,10 @@ impl<'a> Section<'a> {
         let gr = r.predicate.filter(|p| !p.is_true());
         match (ga, gr) {
             (None, None) => {}
-            (Some(p), Some(q)) if p.negated == q.negated && p.uniform == q.uniform => {}
+            (Some(p), Some(q))
+                if p.negated == q.negated
+                    && p.uniform == q.uniform
+                    && (p.index >= 7) == (q.index >= 7) => {}
             _ => {
                 return reject(
                     name,
@@ -2186,7 +2189,10 @@ impl<'a> Section<'a> {
         let gr = r.predicate.filter(|p| !p.is_true());
         match (ga, gr) {
             (None, None) => {}
-            (Some(p), Some(q)) if p.negated == q.negated && p.uniform == q.uniform => {}
+            (Some(p), Some(q))
+                if p.negated == q.negated
+                    && p.uniform == q.uniform
+                    && (p.index >= 7) == (q.index >= 7) => {}
             _ => {
                 return reject(
                     name,
