@@ -9,13 +9,22 @@
 //! checker sees only the decoded functions of both versions and the claim; it never runs
 //! transform code.
 //!
+//! nvdisasm lists a kernel's local sub-functions (`$kernel$callee`) inside the kernel's
+//! code; the checker first cuts every function at the entries of the callees it calls by
+//! name (the `CALL.REL` targets, read from the raw bits in the form the function's own
+//! branches use), so each sub-function is checked as a function of its own.
+//!
 //! 1. **Correspondence.** Every original instruction has exactly one image in the rewritten
 //!    function of the same name (two originals on one offset, an image outside its function
-//!    or on an inserted offset are rejected; only NOP padding may vanish or appear). The
+//!    or on an inserted offset are rejected; only trailing NOP padding may vanish, and NOPs
+//!    may appear). Code after the last instruction reachable from a function's entry (local
+//!    functions only called through pointers) is cut off as functions `<name>@<k>`. The
 //!    first instruction that is not inserted is the image of the original's first; after the
 //!    image of an instruction that can fall through, the next instruction that is not
 //!    inserted is the image of its successor; branch, `BSSY`, `BRX` and internal `CALL`
 //!    targets are the images of the original targets; direct calls name the same callee.
+//!    (A `CALL.REL.NOINC` to a label of the function itself, ptxas' loop-exit idiom, is a
+//!    jump: its state flows to the target.)
 //!    Inserted instructions may not transfer control, synchronise, store to memory other
 //!    than a spill slot, or be unknown to the operand tables. So the rewritten code runs
 //!    the original instructions in the original order, with inserted straight-line code
@@ -32,8 +41,10 @@
 //!    * *Inserted instructions* only move values: register copies (`MOV`, `IMAD.MOV.U32 Rd,
 //!      RZ, RZ, Rs`), `LDS/STS [base.reg + imm]` while `base.reg` holds `SBase`, `LDL/STL
 //!      [R1 + imm]` while `R1` holds `Orig(R1)`; every other write empties its destinations;
-//!      the instruction at `base.defined_at` leaves `{SBase}` in `base.reg`. A guarded write
-//!      keeps only what the old and the new contents have in common.
+//!      the instruction at `base.defined_at` leaves `{SBase}` in `base.reg`.
+//!    * *Guards*: the effects of a guarded instruction (inserted or original; the image must
+//!      keep the guard's sense and its predicate must hold the original's) are applied to a
+//!      copy of the state, which is then met with the state before: what holds on both paths.
 //!    * *Spill moves* (the original is `STL/LDL [R1+imm]`, any width, `.LU` included): the
 //!      image is an `STL/LDL [R1+imm']` or an `STS/LDS [base.reg+imm']` (checked: `R1` holds
 //!      `Orig(R1)`, or `base.reg` holds `SBase` and `imm'` names a slot) and copies the sets
@@ -46,7 +57,9 @@
 //!      hold its `Orig` symbol in the image's corresponding location; then what the image
 //!      writes is emptied and each written original location's symbol moves to the image's
 //!      corresponding location. Unknown instructions must be bit-identical; all their
-//!      register operands (four registers wide) count as read and written.
+//!      register operands (four registers wide) count as read and written; an instruction
+//!      whose operands nvdisasm printed in a form not parsed is rejected. Immediates must be
+//!      equal except branch targets (checked by the map) and return addresses (below).
 //!    * *Calls* use summaries of the section's functions, computed callees first (recursion
 //!      is rejected): the registers the original callee may write (`OrigWrites`), the
 //!      locations the rewritten callee may write (`RewWrites`, spill words included), and the
@@ -60,10 +73,18 @@
 //!      those must hold their symbols before, and spill values do not survive. An indirect
 //!      `CALL.REL Rx` may enter any sub-function of the section: it needs every
 //!      sub-function's live-in and `SBase`, and each sub-function must write no register its
-//!      original does not.
+//!      original does not. So the base register should be at or above the register count
+//!      (where ptxas' callees never write), and inserted code should not leave registers
+//!      below it changed across an unresolved call.
 //!    * `R1` writes: `IADD3/IADD/VIADD R1, R1, imm` renames the frame's words by `imm`; any
 //!      other write of `R1` forgets everything about the frame. Original sub-word or
-//!      register-indexed `[R1+...]` accesses read or write their words in place.
+//!      register-indexed `[R1+...]` accesses read or write their words in place (a load
+//!      needs them to hold their own value). A move's image through `R1` at another offset,
+//!      and an inserted `STL`, may only use frame words the original function uses, and only
+//!      where the frame address does not escape.
+//!    * A spill-area access is one 32-bit word: `[base.reg + imm]` with no index or scale,
+//!      `imm` a multiple of `stride` below `slots × stride` (a wider access would touch the
+//!      next thread's words).
 //!
 //! # Assumptions (what is trusted, not proved)
 //!
@@ -74,22 +95,30 @@
 //! * The program's own shared-memory accesses stay inside its static + dynamic shared
 //!   memory, so they never touch the spill area (program shared memory, global memory and
 //!   local memory through registers other than `R1` are not modelled).
-//! * ptxas' spill slots (words accessed through `[R1+imm]`) are not read through other
-//!   registers. Stores through other registers are handled soundly where the frame address
-//!   can have escaped: if the original function reads `R1` anywhere but as the base of a
-//!   local access, in its own `R1` updates and in calls, every store that may reach local
-//!   memory (`STL` through another register or an index, generic `ST`/`ATOM`/`RED`,
-//!   unknown instructions, calls) is taken to overwrite any frame word in both programs
-//!   alike: a word keeps only its own original value, and no other location keeps an
-//!   original frame value. Frame addresses are assumed to be derived from `R1`.
+//! * Every `[R1+imm]` access is treated as a move, but only the words of ptxas' spill slots
+//!   (the `STL/LDL` that `EIATTR_ANNOTATIONS` marks SpillRefill) may leave local memory: a
+//!   frame word the rewrite no longer keeps in local memory is never *read* through another
+//!   register (a local array element read through a pointer would see the stale word; the
+//!   checker does not model those loads). The transform must take its slots from the
+//!   annotations, as DESIGN.md section 5 says.
+//! * *Stores* through other registers are handled soundly where the frame address can have
+//!   escaped: if the original function reads `R1` anywhere but as the base of a local
+//!   access, in its own `R1` updates and in calls, every store that may reach local memory
+//!   (`STL` through another register or an index, generic `ST`/`ATOM`/`RED`, unknown
+//!   instructions, calls) is taken to overwrite any frame word in both programs alike: a
+//!   word keeps only its own original value, and no other location keeps an original frame
+//!   value. Where `R1` does not escape, no other register can address the frame (frame
+//!   addresses are assumed to be derived from `R1`).
 //! * Callees keep the ABI: `R1` is restored and a callee's frame lies below the caller's
 //!   `R1`, so the caller's local words survive a call (unless the caller's frame address
 //!   escaped, see above). Calls outside the section (`vprintf`) use no register at or above
 //!   the function's register count.
 //! * A return address materialised as an immediate (the `MOV` before `CALL.REL.NOINC`, and
-//!   the `LEPC` arithmetic of `printf` calls) is equivalent to its image under `map`; the
-//!   checker accepts such an immediate when it is the image of an original return point or
-//!   `LEPC` offset. `LEPC` labels and `RET`/`BRX` self-relative immediates are not compared.
+//!   the `LEPC` arithmetic of `printf` calls) is only ever used as a code address: the
+//!   checker accepts an immediate that differs from the original's when the original's is a
+//!   return point (the offset after a `CALL`) and the new one is the offset right after
+//!   that call's image, or the original's is an `LEPC` offset and the new one its image.
+//!   `LEPC` labels and `RET`/`BRX`/`CALL Rx` self-relative immediates are not compared.
 //! * The decoded operand roles and widths ([`crate::sass::operands`]) are right; an
 //!   instruction they do not cover is "unknown" and handled as above.
 
@@ -200,6 +229,22 @@ pub fn check(
     rewritten: &[Function],
     claim: &Claim,
 ) -> Result<Proof, Rejection> {
+    // Inserted control flow first: it would also change how the code splits into functions.
+    let inserted: BTreeSet<u64> = claim.inserted.iter().copied().collect();
+    for f in rewritten {
+        for ins in &f.instrs {
+            if inserted.contains(&ins.offset) && transfers_control(ins) {
+                return reject(
+                    &f.name,
+                    ins.offset,
+                    format!(
+                        "inserted `{}` transfers control or synchronises",
+                        ins.opcode
+                    ),
+                );
+            }
+        }
+    }
     let original = split_sub_functions(original)?;
     let rewritten = split_sub_functions(rewritten)?;
     let section = Section::new(&original, &rewritten, claim)?;
@@ -284,7 +329,7 @@ fn split_sub_functions(fs: &[Function]) -> Result<Vec<Function>, Rejection> {
             targets.insert(i, t);
         }
         if entries.is_empty() {
-            out.push(f.clone());
+            out.extend(split_orphans(f.clone()));
             continue;
         }
         let mut instrs = f.instrs.clone();
@@ -299,7 +344,7 @@ fn split_sub_functions(fs: &[Function]) -> Result<Vec<Function>, Rejection> {
                 ((start - f.start) / 16) as usize,
                 ((end - f.start) / 16) as usize,
             );
-            out.push(Function {
+            out.extend(split_orphans(Function {
                 name: name.clone(),
                 section: f.section,
                 start: *start,
@@ -312,10 +357,93 @@ fn split_sub_functions(fs: &[Function]) -> Result<Vec<Function>, Rejection> {
                     .copied()
                     .filter(|&o| o >= *start && o < end)
                     .collect(),
-            });
+            }));
         }
     }
     Ok(out)
+}
+
+/// Instruction indices of `f` reachable from index `from` (fall-through, branch and jump
+/// tables, internal call-jumps; calls return).
+fn reach(f: &Function, from: usize) -> Vec<bool> {
+    let n = f.instrs.len();
+    let mut seen = vec![false; n];
+    let mut stack = vec![from];
+    while let Some(i) = stack.pop() {
+        if i >= n || seen[i] {
+            continue;
+        }
+        seen[i] = true;
+        let ins = &f.instrs[i];
+        if !no_fall_through(ins) {
+            stack.push(i + 1);
+        }
+        let jumps = matches!(ins.base(), "BRA" | "BRX" | "JMP" | "JMX")
+            || (ins.is_call()
+                && ins.callee.is_none()
+                && !ins.has_mod("ABS")
+                && !ins
+                    .operands
+                    .iter()
+                    .any(|o| matches!(o.kind, OperandKind::Reg(_))));
+        if jumps {
+            for t in ins.target.iter().chain(&ins.targets) {
+                if let Some(j) = f.index_of(*t) {
+                    stack.push(j);
+                }
+            }
+        }
+    }
+    seen
+}
+
+/// Code after the last instruction reachable from a function's entry that is not padding:
+/// local sub-functions only called through pointers (`CALL.REL Rx`), which nvdisasm lists
+/// inside the kernel's code too. Each becomes a function `<name>@<k>` (the range reachable
+/// from its first instruction), so that it is checked as a sub-function.
+fn split_orphans(f: Function) -> Vec<Function> {
+    let n = f.instrs.len();
+    if n == 0 {
+        return vec![f];
+    }
+    let seen = reach(&f, 0);
+    let last = seen.iter().rposition(|&s| s).unwrap_or(0);
+    let mut cuts = vec![0usize];
+    let mut i = last + 1;
+    while i < n {
+        if is_nop(&f.instrs[i]) {
+            i += 1;
+            continue;
+        }
+        let r = reach(&f, i);
+        let end = r.iter().rposition(|&s| s).unwrap_or(i).max(i);
+        cuts.push(i);
+        i = end + 1;
+    }
+    if cuts.len() == 1 {
+        return vec![f];
+    }
+    let mut out = Vec::with_capacity(cuts.len());
+    for (k, &a) in cuts.iter().enumerate() {
+        let b = cuts.get(k + 1).copied().unwrap_or(n);
+        out.push(Function {
+            name: if k == 0 {
+                f.name.clone()
+            } else {
+                format!("{}@{k}", f.name)
+            },
+            section: f.section,
+            start: f.start + 16 * a as u64,
+            instrs: f.instrs[a..b].to_vec(),
+            kernel: k == 0 && f.kernel,
+            regs: f.regs,
+            marked: {
+                let (lo, hi) = (f.start + 16 * a as u64, f.start + 16 * b as u64);
+                f.marked.iter().copied().filter(|&o| o >= lo && o < hi).collect()
+            },
+        });
+    }
+    out
 }
 
 // ---------------------------------------------------------------------------------------
@@ -495,45 +623,61 @@ fn reads_writes(ins: &Instr) -> (Vec<Loc>, Vec<Loc>) {
 fn shape(text: &str) -> String {
     let t = text.replace(".reuse", "");
     let b = t.as_bytes();
-    let mut out = String::with_capacity(t.len());
+    let mut out: Vec<u8> = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        let c = b[i] as char;
-        let prev_alnum = i > 0 && (b[i - 1] as char).is_ascii_alphanumeric();
-        let starts = |p: &str| t[i..].starts_with(p);
-        let digits_after = |k: usize| {
-            let mut j = i + k;
-            while j < b.len() && b[j].is_ascii_digit() {
-                j += 1;
-            }
-            (j > i + k).then_some(j)
-        };
+        let prev_alnum = i > 0 && b[i - 1].is_ascii_alphanumeric();
+        let mut skipped = false;
         if !prev_alnum {
-            let mut hit = None;
-            for p in ["UR", "UP", "R", "P"] {
-                if starts(p)
-                    && let Some(j) = digits_after(p.len())
-                {
-                    hit = Some((p, j));
-                    break;
+            for p in [&b"UR"[..], b"UP", b"R", b"P"] {
+                if b[i..].starts_with(p) {
+                    let mut j = i + p.len();
+                    while j < b.len() && b[j].is_ascii_digit() {
+                        j += 1;
+                    }
+                    if j > i + p.len() {
+                        out.extend_from_slice(p);
+                        out.push(b'#');
+                        i = j;
+                        skipped = true;
+                        break;
+                    }
                 }
             }
-            if let Some((p, j)) = hit {
-                out.push_str(p);
-                out.push('#');
-                i = j;
-                let _ = c;
-                continue;
-            }
         }
-        out.push(c);
-        i += 1;
+        if !skipped {
+            out.push(b[i]);
+            i += 1;
+        }
     }
-    out
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 // ---------------------------------------------------------------------------------------
 // Instruction classes.
+
+/// Control transfer or synchronisation: never inserted.
+fn transfers_control(ins: &Instr) -> bool {
+    matches!(
+        ins.base(),
+        "BRA"
+            | "BRX"
+            | "JMP"
+            | "JMX"
+            | "CALL"
+            | "RET"
+            | "EXIT"
+            | "KILL"
+            | "BSSY"
+            | "BSYNC"
+            | "BREAK"
+            | "WARPSYNC"
+            | "BAR"
+            | "BPT"
+            | "BMOV"
+            | "LEPC"
+    )
+}
 
 fn is_nop(ins: &Instr) -> bool {
     ins.base() == "NOP"
@@ -625,9 +769,13 @@ fn as_move(ins: &Instr) -> Option<Move> {
 
 /// Local words `[R1+imm]` of `bytes` bytes covers.
 fn words(imm: i64, bytes: i64) -> Vec<i64> {
-    let first = imm.div_euclid(4) * 4;
-    let last = (imm + bytes.max(1) - 1).div_euclid(4) * 4;
-    (0..=((last - first) / 4)).map(|k| first + 4 * k).collect()
+    let first = imm.div_euclid(4).wrapping_mul(4);
+    let last = imm
+        .saturating_add(bytes.clamp(1, 16) - 1)
+        .div_euclid(4)
+        .wrapping_mul(4);
+    let n = (last.wrapping_sub(first) / 4).clamp(0, 4);
+    (0..=n).map(|k| first.wrapping_add(4 * k)).collect()
 }
 
 fn access_bytes(ins: &Instr) -> i64 {
@@ -720,7 +868,7 @@ fn parse_imm32(t: &str) -> Option<i64> {
     } else {
         v as i64
     };
-    Some(if neg { -v } else { v })
+    Some(if neg { v.wrapping_neg() } else { v })
 }
 
 fn parse_hex(t: &str) -> Option<u64> {
@@ -1004,6 +1152,20 @@ impl<'a> Section<'a> {
                 }
                 img[k] = Some(i);
             }
+            // Only trailing padding may lose its image (re-padding at the section's end).
+            if let Some(k) = img.iter().position(Option::is_none)
+                && let Some(j) = img[k..].iter().position(Option::is_some)
+            {
+                return reject(
+                    &a.name,
+                    a.instrs[k].offset,
+                    format!(
+                        "the NOP at {:#x} has no image but the original at {:#x} after it has",
+                        a.instrs[k].offset,
+                        a.instrs[k + j].offset
+                    ),
+                );
+            }
             let mut org = vec![Origin::Padding; b.instrs.len()];
             for (k, i) in img.iter().enumerate() {
                 if let Some(i) = *i {
@@ -1189,25 +1351,7 @@ impl<'a> Section<'a> {
                     format!("inserted `{}` is not in the operand tables", r.opcode),
                 );
             }
-            if matches!(
-                base,
-                "BRA"
-                    | "BRX"
-                    | "JMP"
-                    | "JMX"
-                    | "CALL"
-                    | "RET"
-                    | "EXIT"
-                    | "KILL"
-                    | "BSSY"
-                    | "BSYNC"
-                    | "BREAK"
-                    | "WARPSYNC"
-                    | "BAR"
-                    | "BPT"
-                    | "BMOV"
-                    | "LEPC"
-            ) {
+            if transfers_control(r) {
                 return reject(
                     name,
                     r.offset,
@@ -1296,9 +1440,12 @@ impl<'a> Section<'a> {
         let Some(imm) = addr_of(r).and_then(r1_imm) else {
             return false;
         };
-        if self.escapes[fk] || sub_word(r) {
-            return false;
-        }
+        !self.escapes[fk] && !sub_word(r) && self.frame_words_ok(fk, imm, access_bytes(r))
+    }
+
+    /// Every word of `[R1+imm]`, `bytes` wide, is one the original function itself
+    /// accesses through `[R1+imm]`.
+    fn frame_words_ok(&self, fk: usize, imm: i64, bytes: i64) -> bool {
         let used: BTreeSet<i64> = self.orig[fk]
             .instrs
             .iter()
@@ -1309,7 +1456,7 @@ impl<'a> Section<'a> {
             })
             .flatten()
             .collect();
-        words(imm, access_bytes(r)).iter().all(|w| used.contains(w))
+        words(imm, bytes).iter().all(|w| used.contains(w))
     }
 
     // -----------------------------------------------------------------------------------
@@ -1631,7 +1778,7 @@ impl<'a> Section<'a> {
             let pairs = (0..n)
                 .map(|w| {
                     let reg = Loc::R(d.saturating_add(w as u8));
-                    let word = Loc::Local(imm + 4 * w);
+                    let word = Loc::Local(imm.wrapping_add(4 * w));
                     if store { (word, reg) } else { (reg, word) }
                 })
                 .collect();
@@ -1676,7 +1823,7 @@ impl<'a> Section<'a> {
         let a = &self.orig[fk].instrs[k];
         let name = &self.rew[fk].name;
         if let Some(m) = as_move(a) {
-            return self.move_step(name, a, &m, r);
+            return self.move_step(fk, name, a, &m, r);
         }
         let mut ops = Vec::new();
         let mut step = Step::default();
@@ -1714,7 +1861,10 @@ impl<'a> Section<'a> {
         let gr = r.predicate.filter(|p| !p.is_true());
         match (ga, gr) {
             (None, None) => {}
-            (Some(p), Some(q)) if p.negated == q.negated && p.uniform == q.uniform => {}
+            (Some(p), Some(q))
+                if p.negated == q.negated
+                    && p.uniform == q.uniform
+                    && (p.index >= 7) == (q.index >= 7) => {}
             _ => {
                 return reject(
                     name,
@@ -2015,7 +2165,14 @@ impl<'a> Section<'a> {
         Ok(())
     }
 
-    fn move_step(&self, name: &str, a: &Instr, m: &Move, r: &Instr) -> Result<Step, Rejection> {
+    fn move_step(
+        &self,
+        fk: usize,
+        name: &str,
+        a: &Instr,
+        m: &Move,
+        r: &Instr,
+    ) -> Result<Step, Rejection> {
         let mut ops = Vec::new();
         let mut step = Step {
             is_move: true,
@@ -2045,7 +2202,10 @@ impl<'a> Section<'a> {
         let gr = r.predicate.filter(|p| !p.is_true());
         match (ga, gr) {
             (None, None) => {}
-            (Some(p), Some(q)) if p.negated == q.negated && p.uniform == q.uniform => {}
+            (Some(p), Some(q))
+                if p.negated == q.negated
+                    && p.uniform == q.uniform
+                    && (p.index >= 7) == (q.index >= 7) => {}
             _ => {
                 return reject(
                     name,
@@ -2115,12 +2275,31 @@ impl<'a> Section<'a> {
                     ),
                 );
             };
+            // Another frame word: only one the original function uses itself (never
+            // outside the frame).
+            if imm != m.imm && (self.escapes[fk] || !self.frame_words_ok(fk, imm, access_bytes(r)))
+            {
+                return reject(
+                    name,
+                    r.offset,
+                    format!(
+                        "the spill move's image `{} {}` moves to another frame word (one the original never uses, or in a frame whose address escapes)",
+                        r.opcode,
+                        operands_text(r)
+                    ),
+                );
+            }
             ops.push(Op::Need {
                 loc: Loc::R(1),
                 sym: Sym::Orig(Loc::R(1)),
                 what: "the stack pointer of a local spill access".into(),
             });
-            (false, (0..rw).map(|w| Loc::Local(imm + 4 * w)).collect())
+            (
+                false,
+                (0..rw)
+                    .map(|w| Loc::Local(imm.wrapping_add(4 * w)))
+                    .collect(),
+            )
         };
         let pairs: Vec<(Loc, Loc)> = addr_words
             .iter()
@@ -2141,7 +2320,7 @@ impl<'a> Section<'a> {
         let sym_pairs: Vec<(Loc, Loc)> = (0..m.width)
             .map(|w| {
                 let reg = Loc::R(m.reg + w);
-                let mem = Loc::Local(m.imm + 4 * i64::from(w));
+                let mem = Loc::Local(m.imm.wrapping_add(4 * i64::from(w)));
                 if m.store { (mem, reg) } else { (reg, mem) }
             })
             .collect();
@@ -2418,3 +2597,6 @@ fn operands_text(ins: &Instr) -> String {
         .collect::<Vec<_>>()
         .join(", ")
 }
+
+#[cfg(test)]
+mod tests;
