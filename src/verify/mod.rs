@@ -439,7 +439,11 @@ fn split_orphans(f: Function) -> Vec<Function> {
             regs: f.regs,
             marked: {
                 let (lo, hi) = (f.start + 16 * a as u64, f.start + 16 * b as u64);
-                f.marked.iter().copied().filter(|&o| o >= lo && o < hi).collect()
+                f.marked
+                    .iter()
+                    .copied()
+                    .filter(|&o| o >= lo && o < hi)
+                    .collect()
             },
         });
     }
