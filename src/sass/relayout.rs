@@ -87,35 +87,121 @@ pub struct Relayout {
     pub return_addresses: Vec<u64>,
 }
 
-/// One function in the section: `[start, end)` and the registers its `RET.REL`s read.
+/// One function in the section: `[start, end)` and where, on entry, it holds the return
+/// addresses its `RET.REL`s jump to.
 struct Func {
     start: u64,
     end: u64,
-    ret_regs: BTreeSet<u8>,
+    /// `None`: a return address the code moves in a way not followed.
+    ret_locs: Option<BTreeSet<Loc>>,
 }
 
-/// The register that held, on entry to the function `body`, the value the `RET.REL` at
-/// index `ret` reads from `reg`: followed back through register copies (`MOV Rd, Rs`,
-/// `IMAD.MOV.U32 Rd, RZ, RZ, Rs`), as ptxas moves the return address between registers
-/// inside a callee (`IMAD.MOV.U32 R6, RZ, RZ, R8` before `RET.REL.NODEC R6`).
-fn entry_register(body: &[u128], ret: usize, reg: u8) -> u8 {
-    let mut r = reg;
-    for &w in body[..ret].iter().rev() {
-        if encode::reg(w, encode::RegField::Dst) != r || encode::guard(w) != (7, false) {
-            continue;
-        }
-        r = match encode::opcode(w) {
-            0x202 => encode::reg(w, encode::RegField::B),
-            0x224
-                if encode::reg(w, encode::RegField::A) == 255
-                    && encode::reg(w, encode::RegField::B) == 255 =>
-            {
-                encode::reg(w, encode::RegField::C)
-            }
-            _ => continue,
-        };
+/// Where a return address is held: a register, or a word of the local frame (`[R1+imm]`),
+/// where ptxas spills it in a caller or a callee under register pressure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Loc {
+    Reg(u8),
+    Frame(i64),
+    /// Materialised by the callee itself (`MOV Rx, imm` at this section index): ptxas
+    /// does so when a function has a single call site.
+    Mov(usize),
+}
+
+/// `(imm, data register)` of a 32-bit `STL [R1+imm], Rd`, or `(imm, dst)` of a 32-bit
+/// `LDL[.LU] Rd, [R1+imm]`, unguarded.
+fn frame_word(w: u128, op: u16) -> Option<(i64, u8)> {
+    if encode::opcode(w) != op
+        || encode::guard(w) != (7, false)
+        || encode::reg(w, encode::RegField::A) != 1
+        || encode::get_bits(w, 73, 3) != 4
+    {
+        return None;
     }
-    r
+    let imm = ((encode::get_bits(w, 40, 24) as i64) << 40) >> 40;
+    let data = if op == encode::OP_STL {
+        encode::RegField::B
+    } else {
+        encode::RegField::Dst
+    };
+    Some((imm, encode::reg(w, data)))
+}
+
+/// Whether `w` writes `R1` (the frame pointer): frame words cannot be followed across it.
+fn writes_sp(w: u128) -> bool {
+    encode::reg(w, encode::RegField::Dst) == 1
+        && !matches!(
+            encode::opcode(w),
+            encode::OP_STL | encode::OP_STS | 0x386 | 0x986 | 0x988
+        )
+}
+
+/// `MOV Rx, imm` or `IMAD.MOV.U32 Rx, RZ, RZ, imm` (form 2: C is the imm32, B GPR in bits
+/// 64-71).
+fn is_mov_imm(w: u128) -> bool {
+    match encode::opcode(w) {
+        encode::OP_MOV_IMM => true,
+        0x424 => {
+            encode::reg(w, encode::RegField::A) == 255 && encode::reg(w, encode::RegField::C) == 255
+        }
+        _ => false,
+    }
+}
+
+/// The source of the register copy `w` defines `dst` with (`MOV Rd, Rs`,
+/// `IMAD.MOV.U32 Rd, RZ, RZ, Rs`), unguarded.
+fn copy_source(w: u128) -> Option<u8> {
+    if encode::guard(w) != (7, false) {
+        return None;
+    }
+    match encode::opcode(w) {
+        0x202 => Some(encode::reg(w, encode::RegField::B)),
+        0x224
+            if encode::reg(w, encode::RegField::A) == 255
+                && encode::reg(w, encode::RegField::B) == 255 =>
+        {
+            Some(encode::reg(w, encode::RegField::C))
+        }
+        _ => None,
+    }
+}
+
+/// Where the function `body` held, on entry, the value the `RET.REL` at index `ret` reads
+/// from `reg`: followed back through register copies (`MOV Rd, Rs`, `IMAD.MOV.U32 Rd, RZ,
+/// RZ, Rs`: ptxas moves the return address between registers, `IMAD.MOV.U32 R6, RZ, RZ, R8`
+/// before `RET.REL.NODEC R6`) and through the local frame (`LDL Rd, [R1+k]` back to the last
+/// `STL [R1+k], Rs` before it, or to the caller's word `[R1+k]` when the callee stored none:
+/// under pressure the caller spills the return address right before the `CALL` and the
+/// callee reloads it before returning). `None` when the frame pointer changes on the way.
+fn entry_location(body: &[u128], first: usize, ret: usize, reg: u8) -> Option<Loc> {
+    let mut at = Loc::Reg(reg);
+    for (i, &w) in body[..ret].iter().enumerate().rev() {
+        match at {
+            Loc::Mov(_) => break,
+            Loc::Reg(r) => {
+                if encode::reg(w, encode::RegField::Dst) != r || encode::guard(w) != (7, false) {
+                    continue;
+                }
+                if is_mov_imm(w) {
+                    at = Loc::Mov(first + i);
+                } else if let Some(src) = copy_source(w) {
+                    at = Loc::Reg(src);
+                } else if let Some((k, _)) = frame_word(w, encode::OP_LDL) {
+                    at = Loc::Frame(k);
+                }
+            }
+            Loc::Frame(k) => {
+                if writes_sp(w) {
+                    return None;
+                }
+                if let Some((imm, data)) = frame_word(w, encode::OP_STL)
+                    && imm == k
+                {
+                    at = Loc::Reg(data);
+                }
+            }
+        }
+    }
+    Some(at)
 }
 
 /// How far after an `LEPC` ptxas puts the `CALL.ABS` it prepares (instructions).
@@ -206,57 +292,96 @@ fn lepc(
     Ok(())
 }
 
-/// Where the return address of the `CALL` at `call` (index) is materialised: the index of the
-/// reaching `MOV Rx, imm` (or `IMAD.MOV.U32 Rx, RZ, RZ, imm`) that defines a register the
-/// callee returns through. `Ok(None)` when the callee never returns.
-fn return_address_mov(
+/// Where the return address of the `CALL` at `call` (index) is materialised: the indices of
+/// the reaching `MOV Rx, imm` (or `IMAD.MOV.U32 Rx, RZ, RZ, imm`) whose value reaches each
+/// location `locs` the callee returns through, followed back through register copies and
+/// frame words like [`entry_location`]. Empty when the callee never returns; `None` in
+/// `locs` is a return address the callee's code does not let us follow.
+fn return_address_movs(
     words: &[u128],
     call: usize,
     caller_start: usize,
-    regs: &BTreeSet<u8>,
+    locs: &Option<BTreeSet<Loc>>,
     kernel: &str,
-) -> Result<Option<usize>, RelayoutError> {
-    if regs.is_empty() {
-        return Ok(None);
-    }
+) -> Result<Vec<usize>, RelayoutError> {
+    let Some(locs) = locs else {
+        return Err(invalid(
+            kernel,
+            format_args!(
+                "the callee of the call at {:#x} returns through an address it moves in a way not followed",
+                call * 16
+            ),
+        ));
+    };
     let ret = (call as u64 + 1) * 16;
-    for i in (caller_start..call).rev() {
-        let w = words[i];
-        let dst = encode::reg(w, encode::RegField::Dst);
-        if !regs.contains(&dst) {
-            continue;
-        }
-        let is_mov_imm = match encode::opcode(w) {
-            encode::OP_MOV_IMM => true,
-            // IMAD.MOV.U32 Rd, RZ, RZ, imm (form 2: C is the imm32, B GPR in bits 64-71).
-            0x424 => {
-                encode::reg(w, encode::RegField::A) == 255
-                    && encode::reg(w, encode::RegField::C) == 255
+    let mut found = Vec::new();
+    'locs: for &loc in locs {
+        let mut at = loc;
+        if let Loc::Mov(m) = loc {
+            if u64::from(encode::imm32(words[m])) != ret {
+                return Err(invalid(
+                    kernel,
+                    format_args!(
+                        "the callee of the call at {:#x} returns to the fixed address {:#x} (MOV at {:#x})",
+                        call * 16,
+                        encode::imm32(words[m]),
+                        m * 16
+                    ),
+                ));
             }
-            _ => false,
-        };
-        if !is_mov_imm {
+            found.push(m);
             continue;
         }
-        if u64::from(encode::imm32(w)) == ret {
-            return Ok(Some(i));
+        for i in (caller_start..call).rev() {
+            let w = words[i];
+            let r = match at {
+                Loc::Reg(r) => r,
+                Loc::Mov(_) => break, // handled above
+                Loc::Frame(k) => {
+                    if writes_sp(w) {
+                        break;
+                    }
+                    if let Some((imm, data)) = frame_word(w, encode::OP_STL)
+                        && imm == k
+                    {
+                        at = Loc::Reg(data);
+                    }
+                    continue;
+                }
+            };
+            if encode::reg(w, encode::RegField::Dst) != r {
+                continue;
+            }
+            if !is_mov_imm(w) {
+                if let Some(src) = copy_source(w) {
+                    at = Loc::Reg(src);
+                } else if let Some((k, _)) = frame_word(w, encode::OP_LDL) {
+                    at = Loc::Frame(k);
+                }
+                continue;
+            }
+            if u64::from(encode::imm32(w)) == ret {
+                found.push(i);
+                continue 'locs;
+            }
+            return Err(invalid(
+                kernel,
+                format_args!(
+                    "the return address of the call at {:#x} is not materialised as {ret:#x} by the reaching MOV at {:#x}",
+                    call * 16,
+                    i * 16
+                ),
+            ));
         }
         return Err(invalid(
             kernel,
             format_args!(
-                "the return address of the call at {:#x} is not materialised as {ret:#x} by the reaching MOV at {:#x}",
-                call * 16,
-                i * 16
+                "no MOV of the return address {ret:#x} before the call at {:#x}",
+                call * 16
             ),
         ));
     }
-    Err(invalid(
-        kernel,
-        format_args!(
-            "no MOV of the return address {ret:#x} before the call at {:#x}",
-            call * 16
-        ),
-    ))
+    Ok(found)
 }
 
 /// Insert `insertions` (`(old offset, instructions)`: the instructions go before the
@@ -425,20 +550,25 @@ pub fn edit(
         .map(|(k, &s)| {
             let end = starts.get(k + 1).copied().unwrap_or(code_end);
             let body = &words[(s / 16) as usize..(end / 16) as usize];
-            let ret_regs = body
+            let ret_locs = body
                 .iter()
                 .enumerate()
                 .filter(|(_, w)| encode::opcode(**w) == encode::OP_RET_REL)
-                .filter_map(|(k, &w)| Some(entry_register(body, k, encode::jump_register(w)?)))
+                .filter_map(|(k, &w)| Some((k, encode::jump_register(w)?)))
+                .map(|(k, r)| entry_location(body, (s / 16) as usize, k, r))
                 .collect();
             Func {
                 start: s,
                 end,
-                ret_regs,
+                ret_locs,
             }
         })
         .collect();
-    let all_ret_regs: BTreeSet<u8> = funcs.iter().flat_map(|f| f.ret_regs.clone()).collect();
+    let all_ret_locs: Option<BTreeSet<Loc>> =
+        funcs.iter().try_fold(BTreeSet::new(), |mut all, f| {
+            all.extend(f.ret_locs.as_ref()?);
+            Some(all)
+        });
     let func_of = |off: u64| funcs.iter().find(|f| f.start <= off && off < f.end);
 
     // Re-encode.
@@ -493,13 +623,13 @@ pub fn edit(
         let regs = match op {
             encode::OP_CALL_REL => encode::direct_target(sm, pc, w)
                 .and_then(|t| funcs.iter().find(|f| f.start == t))
-                .map(|f| f.ret_regs.clone())
-                .unwrap_or_default(),
-            encode::OP_CALL_REL_REG => all_ret_regs.clone(),
+                .map(|f| f.ret_locs.clone())
+                .unwrap_or(Some(BTreeSet::new())),
+            encode::OP_CALL_REL_REG => all_ret_locs.clone(),
             _ => continue,
         };
         let caller = func_of(pc).map_or(0, |f| (f.start / 16) as usize);
-        if let Some(m) = return_address_mov(&words, i, caller, &regs, kernel)? {
+        for m in return_address_movs(&words, i, caller, &regs, kernel)? {
             ret_movs.insert(m, i);
         }
     }

@@ -4,9 +4,12 @@
 //!
 //! * [`spill_to_shared`]: ptxas's register spills (`STL/LDL [R1+imm]`) into per-thread
 //!   shared-memory slots (papers/000 §3), one shared frame per function of the call tree.
+//! * [`stack`]: where those frames sit: stacked, or Orion's compressible stack with the
+//!   fewest moves around calls (papers/002 §3.2).
 
 pub mod prologue;
 pub mod spill_to_shared;
+pub mod stack;
 
 use std::fmt;
 

@@ -30,7 +30,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::prologue::{self, Shape};
+use super::stack::{self, Mode};
 use super::{TransformError, not_applicable};
+use crate::analysis::Cfg;
 use crate::cubin::{Cubin, OffsetMap};
 use crate::sass::control::Control;
 use crate::sass::encode::{self, RegField};
@@ -71,6 +73,8 @@ pub struct Options {
     /// allocation unit of 8. The limit recorded in the cubin (`EIATTR_MAXREG_COUNT`) is
     /// raised to the new count.
     pub max_registers: Option<u32>,
+    /// How the functions' frames share the area (compressed unless asked otherwise).
+    pub stack: Mode,
 }
 
 impl ThreadsSource {
@@ -105,6 +109,7 @@ impl Options {
             source,
             one_d,
             max_registers: None,
+            stack: Mode::Compressed,
         }
     }
 }
@@ -133,6 +138,17 @@ pub struct Rewrite {
     pub shared_added: u64,
     /// Spill instructions rewritten (original instructions).
     pub spills: usize,
+    /// Spill instructions left in local memory: words that carry a value from one
+    /// function to another (a return address a caller spills and its callee reloads).
+    pub kept_local: usize,
+    /// Variables moved out of a callee's way around calls (compressible stack).
+    pub moves: usize,
+    /// Slots stacked frames would have needed (for the report's comparison).
+    pub stacked_slots: u32,
+    /// The frames the stack laid out (one per function of the section, as cut at its
+    /// symbols) and the layout chosen.
+    pub frames: Vec<stack::Frame>,
+    pub layout: stack::Layout,
     /// Register count after the rewrite.
     pub registers: u32,
     pub options: Options,
@@ -166,7 +182,8 @@ pub fn spill_to_shared(
         return Err(not_applicable(format!("`{kernel}` is not a kernel")));
     }
     let section = info.text_section;
-    let mut funcs: Vec<&Function> = functions.iter().filter(|f| f.section == section).collect();
+    let owned = split_at_symbols(cubin, section, functions);
+    let mut funcs: Vec<&Function> = owned.iter().collect();
     funcs.sort_by_key(|f| f.start);
     let entry = funcs
         .iter()
@@ -208,14 +225,28 @@ pub fn spill_to_shared(
         }
         spills.push((fi, ins, imm, width));
     }
+    // ptxas gives the whole section one frame: sub-functions address the kernel's `R1`
+    // without moving it, so `[R1+k]` is the same word in every function.
+    if let Some((f, ins)) = funcs.iter().enumerate().find_map(|(fi, f)| {
+        f.instrs
+            .iter()
+            .find(|i| i.gpr_writes().contains(&SP) && !(fi == entry && is_frame_setup(f, i)))
+            .map(|i| (f, i))
+    }) {
+        return Err(not_applicable(format!(
+            "`{}` moves the stack pointer at {:#x}",
+            f.name, ins.offset
+        )));
+    }
+    let all_words: BTreeSet<i64> = words_of.iter().flatten().copied().collect();
     // A local access at R1+imm that is not a spill must not share a word with one.
-    for (fi, f) in funcs.iter().enumerate() {
+    for f in &funcs {
         for ins in &f.instrs {
             if spill_offsets.contains(&ins.offset) {
                 continue;
             }
             if let Some((imm, width)) = r1_access(ins)
-                && (0..i64::from(width)).any(|k| words_of[fi].contains(&(imm / 4 + k)))
+                && (0..i64::from(width)).any(|k| all_words.contains(&(imm / 4 + k)))
             {
                 {
                     return Err(not_applicable(format!(
@@ -227,18 +258,54 @@ pub fn spill_to_shared(
         }
     }
 
-    // Frames: slot of each word per function, frame bases stacked along the call tree.
-    let slot_of: Vec<BTreeMap<i64, u32>> = words_of
-        .iter()
-        .map(|ws| ws.iter().enumerate().map(|(i, &w)| (w, i as u32)).collect())
-        .collect();
-    let bases = frame_bases(&funcs, entry, &slot_of)?;
-    let slots = funcs
+    // Frames: the words each function keeps in shared memory, their liveness across calls,
+    // and where the stack puts them.
+    let (order, callees) = call_order(&funcs, entry)?;
+    if let Some(i) = (0..funcs.len()).find(|&i| !order.contains(&i) && !words_of[i].is_empty()) {
+        return Err(not_applicable(format!(
+            "`{}` spills but is not called from the kernel",
+            funcs[i].name
+        )));
+    }
+    let index: BTreeMap<&str, usize> = funcs
         .iter()
         .enumerate()
-        .map(|(i, _)| bases[i] + slot_of[i].len() as u32)
-        .max()
-        .unwrap_or(0);
+        .map(|(i, f)| (f.name.as_str(), i))
+        .collect();
+    let live = word_liveness(&funcs, &order, &index, &spill_offsets);
+    let cross = cross_words(&funcs, &order, &callees, &live, &words_of, &spills);
+    let vars: Vec<BTreeMap<i64, usize>> = words_of
+        .iter()
+        .map(|ws| {
+            ws.iter()
+                .filter(|w| !cross.contains(w))
+                .enumerate()
+                .map(|(i, &w)| (w, i))
+                .collect()
+        })
+        .collect();
+    let frames: Vec<stack::Frame> = (0..funcs.len())
+        .map(|fi| stack::Frame {
+            vars: vars[fi].len(),
+            calls: live.calls[fi]
+                .iter()
+                .map(|c| stack::Call {
+                    callee: c.callee,
+                    live: c
+                        .live_out
+                        .iter()
+                        .filter_map(|w| vars[fi].get(w).copied())
+                        .collect(),
+                })
+                .collect(),
+        })
+        .collect();
+    let lay = stack::layout(&frames, &order, opts.stack);
+    let stacked_slots = stack::layout(&frames, &order, Mode::Stacked).slots;
+    let slot = |fi: usize, w: i64| -> Option<u32> {
+        vars[fi].get(&w).map(|&v| lay.base[fi] + lay.pos[fi][v])
+    };
+    let slots = lay.slots;
     let stride = opts
         .threads
         .checked_mul(4)
@@ -287,18 +354,26 @@ pub fn spill_to_shared(
         )));
     }
 
-    // The accesses.
+    // The accesses (those of words carrying values between functions stay local).
     let accesses: Vec<Access> = spills
         .iter()
-        .map(|&(fi, ins, imm, width)| Access {
-            offset: ins.offset,
-            raw: ins.raw,
-            load: ins.base() == "LDL",
-            imms: (0..i64::from(width))
-                .map(|k| area_offset + (bases[fi] + slot_of[fi][&(imm / 4 + k)]) * stride)
-                .collect(),
+        .filter_map(|&(fi, ins, imm, width)| {
+            Some(Access {
+                offset: ins.offset,
+                raw: ins.raw,
+                load: ins.base() == "LDL",
+                imms: (0..i64::from(width))
+                    .map(|k| Some(area_offset + slot(fi, imm / 4 + k)? * stride))
+                    .collect::<Option<Vec<u32>>>()?,
+            })
         })
         .collect();
+    let kept_local = spills.len() - accesses.len();
+    if accesses.is_empty() {
+        return Err(not_applicable(
+            "every spill carries a value between functions (kept in local memory)",
+        ));
+    }
 
     // Insert the prologue and the extra words of split accesses, then patch in place.
     let pro = prologue::spill_base(
@@ -317,6 +392,43 @@ pub fn spill_to_shared(
                 .map(|k| encode::to_bytes(shared_word(a, k, base_reg)))
                 .collect();
             insertions.push((a.offset + 16, extra));
+        }
+    }
+    // Compressible stack: live variables in a callee's way move below its base around the
+    // call (a load and a store through the scratch register before, and back after).
+    let scratch = base_reg + 1;
+    let templates = move_templates(&spills);
+    for (fi, f) in funcs.iter().enumerate() {
+        for (k, c) in live.calls[fi].iter().enumerate() {
+            let ms = &lay.moves[fi][k];
+            if ms.is_empty() {
+                continue;
+            }
+            let (ld, st) =
+                templates.ok_or_else(|| not_applicable("no spill load and store to copy"))?;
+            let call = &f.instrs[c.at];
+            if funcs
+                .iter()
+                .flat_map(|g| g.instrs.iter())
+                .any(|i| i.target == Some(call.offset))
+            {
+                return Err(not_applicable(format!(
+                    "the call at {:#x} is a branch target: moves before it would be skipped",
+                    call.offset
+                )));
+            }
+            let home = |m: &stack::Move| area_offset + (lay.base[fi] + lay.pos[fi][m.var]) * stride;
+            let away = |m: &stack::Move| area_offset + (lay.base[fi] + m.to) * stride;
+            let copy = |from: u32, to: u32| {
+                [
+                    encode::to_bytes(move_word(ld, scratch, base_reg, from, true)),
+                    encode::to_bytes(move_word(st, scratch, base_reg, to, false)),
+                ]
+            };
+            let before = ms.iter().flat_map(|m| copy(home(m), away(m))).collect();
+            let after = ms.iter().flat_map(|m| copy(away(m), home(m))).collect();
+            insertions.push((call.offset, before));
+            insertions.push((call.offset + 16, after));
         }
     }
     let mut out = cubin.clone();
@@ -360,6 +472,11 @@ pub fn spill_to_shared(
         area_offset,
         shared_added,
         spills: accesses.len(),
+        kept_local,
+        moves: lay.move_count(),
+        stacked_slots,
+        frames,
+        layout: lay,
         registers,
         options: opts,
     })
@@ -419,13 +536,66 @@ fn shared_word(a: &Access, k: usize, base: u8) -> u128 {
     encode::set_bits(w, 105, 23, u64::from(c.to_bits()))
 }
 
-/// First slot of each function's frame: 0 for the kernel, and for a callee the largest
-/// end of a caller's frame (a topological walk of the section's call tree).
-fn frame_bases(
+/// The functions of `section`, cut at every function symbol inside them: nvdisasm lists a
+/// kernel's local sub-functions (`$kernel$callee`) as part of the kernel's code, and the
+/// frame analysis needs each function on its own (named as its `CALL`s name it).
+fn split_at_symbols(cubin: &Cubin, section: usize, functions: &[Function]) -> Vec<Function> {
+    let symbols: BTreeMap<u64, String> = cubin
+        .functions()
+        .into_iter()
+        .filter(|f| f.text_section == section)
+        .map(|f| (f.text_offset, f.name))
+        .collect();
+    let mut out = Vec::new();
+    for f in functions.iter().filter(|f| f.section == section) {
+        let cuts: Vec<(u64, String)> = symbols
+            .range(f.start + 1..f.end())
+            .map(|(&o, n)| (o, n.clone()))
+            .collect();
+        let mut starts = vec![(f.start, f.name.clone(), f.kernel)];
+        starts.extend(cuts.into_iter().map(|(o, n)| (o, n, false)));
+        for (k, (start, name, kernel)) in starts.iter().enumerate() {
+            let end = starts.get(k + 1).map_or(f.end(), |c| c.0);
+            let (a, b) = (
+                ((start - f.start) / 16) as usize,
+                ((end - f.start) / 16) as usize,
+            );
+            out.push(Function {
+                name: name.clone(),
+                section,
+                start: *start,
+                instrs: f.instrs[a..b].to_vec(),
+                kernel: *kernel,
+                regs: f.regs,
+                marked: f
+                    .marked
+                    .iter()
+                    .copied()
+                    .filter(|&o| o >= *start && o < end)
+                    .collect(),
+            });
+        }
+    }
+    out
+}
+
+/// The kernel's frame setup at entry (`MOV R1, c[0x0][0x28]`, `IADD3 R1, R1, -size`): the
+/// only writes of the stack pointer the one-frame model allows.
+fn is_frame_setup(f: &Function, ins: &Instr) -> bool {
+    let before_any_access = f
+        .instrs
+        .iter()
+        .take_while(|i| i.offset < ins.offset)
+        .all(|i| r1_access(i).is_none() && !i.is_call() && !i.is_branch());
+    before_any_access && ins.always()
+}
+
+/// The functions reachable from the kernel, callers before callees, and each function's
+/// in-section callees. Recursion is refused.
+fn call_order(
     funcs: &[&Function],
     entry: usize,
-    slot_of: &[BTreeMap<i64, u32>],
-) -> Result<Vec<u32>, TransformError> {
+) -> Result<(Vec<usize>, Vec<BTreeSet<usize>>), TransformError> {
     let index: BTreeMap<&str, usize> = funcs
         .iter()
         .enumerate()
@@ -469,18 +639,181 @@ fn frame_bases(
         Ok(())
     }
     visit(entry, &callees, &mut state, &mut order, funcs)?;
-    let mut bases = vec![0u32; funcs.len()];
-    for &v in order.iter().rev() {
-        let end = bases[v] + slot_of[v].len() as u32;
-        for &c in &callees[v] {
-            bases[c] = bases[c].max(end);
+    order.reverse();
+    Ok((order, callees))
+}
+
+/// A call of an in-section function and the spill words live right after it.
+struct CallSite {
+    /// Index of the `CALL` in its function.
+    at: usize,
+    callee: usize,
+    live_out: BTreeSet<i64>,
+}
+
+/// Spill-word liveness: the words each function reads before writing (through its callees
+/// too) and, per call, the words live when it returns.
+struct WordLiveness {
+    live_in: Vec<BTreeSet<i64>>,
+    calls: Vec<Vec<CallSite>>,
+}
+
+/// Backward liveness of the frame's spill words in every function, callees first (a call
+/// reads what its callee's live-in names). Only the annotated spill accesses count: the
+/// words of other local accesses are kept apart from them.
+fn word_liveness(
+    funcs: &[&Function],
+    order: &[usize],
+    index: &BTreeMap<&str, usize>,
+    spills: &[u64],
+) -> WordLiveness {
+    let n = funcs.len();
+    let mut live_in = vec![BTreeSet::new(); n];
+    let mut calls: Vec<Vec<CallSite>> = (0..n).map(|_| Vec::new()).collect();
+    // Transfer of one instruction, backwards.
+    let step = |ins: &Instr, live: &mut BTreeSet<i64>, live_in: &[BTreeSet<i64>]| {
+        if spills.contains(&ins.offset)
+            && let Some((imm, width)) = r1_access(ins)
+        {
+            let words = (0..i64::from(width)).map(|k| imm / 4 + k);
+            if ins.base() == "LDL" {
+                live.extend(words);
+            } else if ins.always() {
+                for w in words {
+                    live.remove(&w);
+                }
+            }
+        }
+        if let Some(c) = ins.callee.as_deref().and_then(|c| index.get(c)) {
+            live.extend(live_in[*c].iter().copied());
+        }
+    };
+    for &fi in order.iter().rev() {
+        let f = funcs[fi];
+        let cfg = Cfg::build(f);
+        let blocks: Vec<_> = cfg.graph.node_indices().collect();
+        let mut block_in: BTreeMap<_, BTreeSet<i64>> =
+            blocks.iter().map(|&b| (b, BTreeSet::new())).collect();
+        let block_out = |b, block_in: &BTreeMap<_, BTreeSet<i64>>| {
+            cfg.successors(b)
+                .flat_map(|s| block_in[&s].iter().copied())
+                .collect::<BTreeSet<i64>>()
+        };
+        loop {
+            let mut changed = false;
+            for &b in blocks.iter().rev() {
+                let mut live = block_out(b, &block_in);
+                let blk = cfg.graph[b];
+                for ins in f.instrs[blk.first..blk.end].iter().rev() {
+                    step(ins, &mut live, &live_in);
+                }
+                if block_in[&b] != live {
+                    block_in.insert(b, live);
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        live_in[fi] = block_in[&cfg.entry].clone();
+        let mut sites = Vec::new();
+        for &b in &blocks {
+            let mut live = block_out(b, &block_in);
+            let blk = cfg.graph[b];
+            for (i, ins) in f.instrs[blk.first..blk.end].iter().enumerate().rev() {
+                if let Some(&c) = ins.callee.as_deref().and_then(|c| index.get(c)) {
+                    sites.push(CallSite {
+                        at: blk.first + i,
+                        callee: c,
+                        live_out: live.clone(),
+                    });
+                }
+                step(ins, &mut live, &live_in);
+            }
+        }
+        sites.sort_by_key(|c| c.at);
+        calls[fi] = sites;
+    }
+    WordLiveness { live_in, calls }
+}
+
+/// Words that carry a value from one function to another: read by a callee before it
+/// writes them (a return address the caller spilled), or live across a call whose callees
+/// touch them. They stay in local memory, where every function sees the same word; so do
+/// the other words of any access that touches one.
+fn cross_words(
+    funcs: &[&Function],
+    order: &[usize],
+    callees: &[BTreeSet<usize>],
+    live: &WordLiveness,
+    words_of: &[BTreeSet<i64>],
+    spills: &[(usize, &Instr, i64, u32)],
+) -> BTreeSet<i64> {
+    let entry = order.first().copied().unwrap_or(0);
+    let mut cross: BTreeSet<i64> = order
+        .iter()
+        .filter(|&&f| f != entry)
+        .flat_map(|&f| live.live_in[f].iter().copied())
+        .collect();
+    // Words each function and its callees touch (callees first).
+    let mut touched: Vec<BTreeSet<i64>> = words_of.to_vec();
+    for &f in order.iter().rev() {
+        let below: Vec<i64> = callees[f]
+            .iter()
+            .flat_map(|&c| touched[c].iter().copied())
+            .collect();
+        touched[f].extend(below);
+    }
+    for f in 0..funcs.len() {
+        for c in &live.calls[f] {
+            cross.extend(c.live_out.intersection(&touched[c.callee]).copied());
         }
     }
-    if let Some(i) = (0..funcs.len()).find(|&i| state[i] == 0 && !slot_of[i].is_empty()) {
-        return Err(not_applicable(format!(
-            "`{}` spills but is not called from the kernel",
-            funcs[i].name
-        )));
+    loop {
+        let before = cross.len();
+        for &(_, _, imm, width) in spills {
+            let ws: Vec<i64> = (0..i64::from(width)).map(|k| imm / 4 + k).collect();
+            if ws.iter().any(|w| cross.contains(w)) {
+                cross.extend(ws);
+            }
+        }
+        if cross.len() == before {
+            return cross;
+        }
     }
-    Ok(bases)
 }
+
+/// A spill load and store of the section to build the stack's moves from (any width; the
+/// move words are made 32-bit).
+fn move_templates(spills: &[(usize, &Instr, i64, u32)]) -> Option<(u128, u128)> {
+    let ld = spills.iter().find(|s| s.1.base() == "LDL")?.1.raw;
+    let st = spills.iter().find(|s| s.1.base() == "STL")?.1.raw;
+    Some((ld, st))
+}
+
+/// One move instruction: `LDS scratch, [base + imm]` (`load`) or `STS [base + imm],
+/// scratch`, unguarded. Scoreboard 5 orders the pair and the next pair: the load sets it
+/// when it writes `scratch`, the store waits for that and sets it until it has read
+/// `scratch`, and every move waits for it first. Waiting on a scoreboard ptxas' code also
+/// uses only delays; nothing here leaves one unwaited for before `scratch` is reused.
+fn move_word(template: u128, scratch: u8, base: u8, imm: u32, load: bool) -> u128 {
+    let w = encode::swap_local_shared(template).unwrap_or(template);
+    let w = encode::set_guard(w, 7, false);
+    let w = encode::set_bits(w, 73, 3, 4); // 32-bit
+    let w = encode::set_reg(w, RegField::A, base);
+    let w = encode::set_bits(w, 40, 24, u64::from(imm));
+    let w = encode::set_reg(w, if load { RegField::Dst } else { RegField::B }, scratch);
+    let c = Control {
+        stall: 2,
+        yield_bit: true,
+        write_sb: load.then_some(MOVE_SB),
+        read_sb: (!load).then_some(MOVE_SB),
+        wait_mask: 1 << MOVE_SB,
+        reuse: 0,
+    };
+    encode::set_bits(w, 105, 23, u64::from(c.to_bits()))
+}
+
+/// The scoreboard the stack's moves use.
+const MOVE_SB: u8 = 5;

@@ -26,8 +26,23 @@ impl Proved {
     /// One line for messages and reports.
     pub fn summary(&self) -> String {
         let r = &self.rewrite;
+        let mut stack = String::new();
+        if r.stacked_slots != r.slots || r.moves > 0 {
+            stack = format!(
+                " (stack compressed from {} stacked slots, {} moved around calls)",
+                r.stacked_slots, r.moves
+            );
+        }
+        let kept = if r.kept_local > 0 {
+            format!(
+                "; {} kept in local memory (values passed between functions)",
+                r.kept_local
+            )
+        } else {
+            String::new()
+        };
         format!(
-            "{} spill instructions moved to {} shared slots ({} bytes per block for {} threads, {}); {} registers; proved ({} instructions checked)",
+            "{} spill instructions moved to {} shared slots{stack} ({} bytes per block for {} threads, {}){kept}; {} registers; proved ({} instructions checked)",
             r.spills,
             r.slots,
             r.shared_added,

@@ -2057,13 +2057,16 @@ impl<'a> Section<'a> {
     }
 
     /// An immediate that differs: allowed if it is a return address or `LEPC` offset of
-    /// the section, mapped.
+    /// the section, mapped. The address may lie in another function: ptxas materialises
+    /// the return address of a function with one call site inside the callee itself.
     fn return_address(&self, fk: usize, x: &str, y: &str) -> bool {
         let (Some(x), Some(y)) = (parse_hex(x), parse_hex(y)) else {
             return false;
         };
-        let f = &self.orig[fk];
-        let Some(i) = f.index_of(x) else {
+        let Some((f, i)) = std::iter::once(&self.orig[fk])
+            .chain(self.orig.iter())
+            .find_map(|f| Some((f, f.index_of(x)?)))
+        else {
             return false;
         };
         if f.instrs[i].base() == "LEPC" {

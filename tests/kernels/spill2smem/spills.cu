@@ -274,3 +274,84 @@ __global__ void s_three_levels(const float *in, float *out, int n)
     for (int k = 0; k < 24; k++) s += v[k] * v[(k + 13) % 24];
     out[i] = s;
 }
+
+// Spill-heavy phases whose values die before each call: only a few values live across the
+// calls, so the compressible stack puts each callee's frame right above them instead of
+// above the caller's whole frame.
+__device__ __noinline__ float phase_leaf(const float *p, int n, float a)
+{
+    float v[24];
+#pragma unroll
+    for (int k = 0; k < 24; k++) v[k] = p[(k * 13 + (int)a) % n] + a;
+    for (int r = 0; r < n % 4 + 2; r++) {
+#pragma unroll
+        for (int k = 0; k < 24; k++) v[k] = v[k] * v[(k + 7) % 24] - v[(k + 2) % 24];
+    }
+    float s = 0.f;
+#pragma unroll
+    for (int k = 0; k < 24; k++) s += v[k];
+    return s;
+}
+
+__device__ __noinline__ float phase_mid(const float *p, int n, float a)
+{
+    float v[24];
+#pragma unroll
+    for (int k = 0; k < 24; k++) v[k] = p[(k * 11 + (int)a) % n] * a;
+    for (int r = 0; r < n % 5 + 2; r++) {
+#pragma unroll
+        for (int k = 0; k < 24; k++) v[k] = v[k] * v[(k + 5) % 24] + v[(k + 9) % 24];
+    }
+    float x = v[0] + v[7], y = v[3] * v[11], z = v[5] - v[19];
+    float d = phase_leaf(p, n, x);
+    return d * y + z;
+}
+
+__device__ __noinline__ float phase_top(const float *p, int n, float a)
+{
+    float v[24];
+#pragma unroll
+    for (int k = 0; k < 24; k++) v[k] = p[(k * 7 + (int)a) % n] - a;
+    for (int r = 0; r < n % 3 + 2; r++) {
+#pragma unroll
+        for (int k = 0; k < 24; k++) v[k] = v[k] * v[(k + 3) % 24] + v[(k + 13) % 24];
+    }
+    float x = v[1] * v[2], y = v[4] + v[9];
+    float d = phase_mid(p, n, x);
+    return d + y;
+}
+
+// Three levels of spilling calls (kernel -> phase_top -> phase_mid -> phase_leaf), each
+// level's spills dead at its call.
+__global__ void s_three_phases(const float *in, float *out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float v[30];
+#pragma unroll
+    for (int k = 0; k < 30; k++) v[k] = in[(i + k * 3) % n] * (k + 1);
+    for (int r = 0; r < n % 6 + 2; r++) {
+#pragma unroll
+        for (int k = 0; k < 30; k++) v[k] = v[k] * v[(k + 7) % 30] + v[(k + 17) % 30];
+    }
+    float x = v[0] + v[29], y = v[10] * v[20], z = v[5] - v[15];
+    float d = phase_top(in, n, x);
+    out[i] = d * y + z;
+}
+
+// One caller, three different spilling callees, different values live across each call.
+__global__ void s_stack_calls(const float *in, float *out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float v[30];
+#pragma unroll
+    for (int k = 0; k < 30; k++) v[k] = in[(i * 5 + k) % n] + k;
+    for (int r = 0; r < n % 5 + 2; r++) {
+#pragma unroll
+        for (int k = 0; k < 30; k++) v[k] = v[k] * v[(k + 11) % 30] - v[(k + 4) % 30];
+    }
+    float a = v[0] * v[1], b = v[2] + v[3], c = v[4] * v[5], e = v[6] - v[7];
+    float r1 = phase_leaf(in, n, a);
+    float r2 = phase_mid(in, n, b + r1);
+    float r3 = phase_top(in, n, c * r2);
+    out[i] = r1 * e + r2 * b + r3 * c + e;
+}
