@@ -235,6 +235,8 @@ fn axes(s: &mut String, x0: f64, y0: f64, x1: f64, y1: f64) {
 /// Pixel columns of the register-pressure plot: the most points a line gets.
 pub const PRESSURE_COLUMNS: usize = 1000;
 const PR_H: f64 = 200.0;
+/// Above the pressure plot: the max-live line.
+const PR_T: f64 = 22.0;
 
 /// Columns for `n` instructions: one per instruction up to [`PRESSURE_COLUMNS`].
 pub fn columns(n: usize) -> usize {
@@ -271,10 +273,11 @@ pub fn pressure_chart(v: &KernelView) -> String {
     let ymax = f64::from(top.next_multiple_of(8));
     let x = |i: usize| PAD_L + (i as f64 + 0.5) * w / n as f64;
     let xc = |c: usize| PAD_L + (c as f64 + 0.5) * w / cols as f64;
-    let y = |l: f64| PAD_T + PR_H - l / ymax * PR_H;
+    let y = |l: f64| PR_T + PR_H - l / ymax * PR_H;
     let marks_h = 40.0;
-    let total_h = PAD_T + PR_H + PAD_B + marks_h;
-    let total_w = PAD_L + w + 16.0;
+    let total_h = PR_T + PR_H + PAD_B + marks_h;
+    // Room on the right for the names of the mark rows.
+    let total_w = PAD_L + w + 130.0;
     let mut s = String::new();
     let _ = write!(
         s,
@@ -284,7 +287,7 @@ pub fn pressure_chart(v: &KernelView) -> String {
     for l in &v.loops {
         let _ = write!(
             s,
-            "<rect class=\"loop\" x=\"{:.1}\" y=\"{PAD_T}\" width=\"{:.1}\" height=\"{PR_H}\"><title>loop at {:#x}: {} instructions, depth {}</title></rect>",
+            "<rect class=\"loop\" x=\"{:.1}\" y=\"{PR_T}\" width=\"{:.1}\" height=\"{PR_H}\"><title>loop at {:#x}: {} instructions, depth {}</title></rect>",
             x(l.first) - 0.5 * w / n as f64,
             ((l.last + 1 - l.first) as f64 * w / n as f64).max(1.0),
             v.start + 16 * l.first as u64,
@@ -309,7 +312,7 @@ pub fn pressure_chart(v: &KernelView) -> String {
         s,
         "<text class=\"axis-label\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">instruction ({n} in all{})</text>",
         PAD_L + w / 2.0,
-        PAD_T + PR_H + 28.0,
+        PR_T + PR_H + 28.0,
         if cols < n {
             format!(", {} per point, highest count shown", n.div_ceil(cols))
         } else {
@@ -319,7 +322,7 @@ pub fn pressure_chart(v: &KernelView) -> String {
     let _ = write!(
         s,
         "<text class=\"axis-label\" transform=\"rotate(-90)\" x=\"{:.1}\" y=\"12\" text-anchor=\"middle\">live registers</text>",
-        -(PAD_T + PR_H / 2.0)
+        -(PR_T + PR_H / 2.0)
     );
     let mut line = |c: &Code, class: &str| {
         let m = binned_max(&c.live, n, cols);
@@ -341,6 +344,9 @@ pub fn pressure_chart(v: &KernelView) -> String {
         line(b, "before");
     }
     line(&v.after, "after");
+    // Max-live: a dot on each line, the numbers in one line at the top right (two labels at
+    // the same place would overlap).
+    let mut said = Vec::new();
     for (c, class) in v
         .before
         .iter()
@@ -348,20 +354,28 @@ pub fn pressure_chart(v: &KernelView) -> String {
         .chain(std::iter::once((&v.after, "after")))
     {
         let (i, l) = c.max_live;
-        let anchor = if i * 2 > n { "end" } else { "start" };
-        let dx = if i * 2 > n { -8.0 } else { 8.0 };
         let _ = write!(
             s,
-            "<circle class=\"maxlive {class}\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"4\"/><text class=\"maxlive-label {class}\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"{anchor}\">max live {l} ({class}) at {:#x}</text>",
+            "<circle class=\"maxlive {class}\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"4\"><title>max live {l} at {:#x}</title></circle>",
             x(i),
             y(f64::from(l)),
-            x(i) + dx,
-            (y(f64::from(l)) - 6.0 - if class == "before" { 12.0 } else { 0.0 }).max(PAD_T + 8.0),
             v.start + 16 * i as u64,
         );
+        said.push(if v.before.is_some() {
+            format!("{l} {class} (at {:#x})", v.start + 16 * i as u64)
+        } else {
+            format!("{l} (at {:#x})", v.start + 16 * i as u64)
+        });
     }
+    let _ = write!(
+        s,
+        "<text class=\"maxlive-label\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">max live: {}</text>",
+        PAD_L + w,
+        PR_T - 4.0,
+        said.join(", ")
+    );
     // Access marks, one per column that has any, in rows under the axis label.
-    let row0 = PAD_T + PR_H + PAD_B;
+    let row0 = PR_T + PR_H + PAD_B;
     let mut marks = |idx: &[usize], class: &str, row: f64, what: &str| {
         let mut seen = vec![false; cols];
         for &i in idx {
@@ -378,8 +392,8 @@ pub fn pressure_chart(v: &KernelView) -> String {
         }
         let _ = write!(
             s,
-            "<text class=\"tick\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{what}</text>",
-            PAD_L - 4.0,
+            "<text class=\"tick\" x=\"{:.1}\" y=\"{:.1}\">{what}</text>",
+            PAD_L + w + 6.0,
             row + 9.0
         );
     };
