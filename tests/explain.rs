@@ -104,6 +104,12 @@ fn explain_a_report_and_a_failed_compile() {
     assert!(ok);
     let (_, from_source, _) = explain(&[src.to_str().unwrap(), "-arch=sm_90"], dir.path());
     assert_eq!(from_report, from_source);
+    // The object that build wrote: the variant it holds (the tuned one), one candidate.
+    let (ok, from_object, err) = explain(&["w.o"], dir.path());
+    assert!(ok, "{err}");
+    snapshot("explain_walk_object_sm90.txt", &from_object);
+    let (ok, _, err) = explain(&["w.o", "--html"], dir.path());
+    assert!(!ok && err.contains("--html needs a file name"), "{err}");
     // nvcc's own error, then one line of ours.
     let bad = dir.path().join("bad.cu");
     std::fs::write(&bad, "__global__ void k( { }\n").unwrap();
@@ -172,7 +178,11 @@ fn chromium_run(bin: &Path, extra: &[String], page: &Path) -> (String, String, D
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     );
-    assert!(out.status.success(), "chromium failed: {:?}\n{e}", out.status);
+    assert!(
+        out.status.success(),
+        "chromium failed: {:?}\n{e}",
+        out.status
+    );
     (o, e, wall)
 }
 
@@ -286,11 +296,20 @@ fn explain_html_page_in_chromium() {
     let nvdisasm = common::toolkit_tool(&nvcc, "nvdisasm");
     let sections: Vec<&str> = html.split("<section class=\"kernel\"").skip(1).collect();
     assert_eq!(sections.len(), records.len());
-    for (sec, r) in sections.iter().zip(&records) {
+    // The kernel whose code changed comes first.
+    assert!(sections[0].contains("s_chain_f32"));
+    for sec in &sections {
+        let r = records
+            .iter()
+            .find(|r| sec.contains(&format!("{}</h2>", r["kernel"].as_str().unwrap())))
+            .unwrap();
         let kernel = r["kernel"].as_str().unwrap();
-        assert!(sec.contains(kernel), "{kernel}");
         let ncand = r["candidates"].as_array().unwrap().len();
-        assert_eq!(sec.matches("<circle class=\"cand\"").count(), ncand, "{kernel}");
+        assert_eq!(
+            sec.matches("<circle class=\"cand\"").count(),
+            ncand,
+            "{kernel}"
+        );
         assert_eq!(
             sec.matches("<circle class=\"cliff\"").count(),
             expected_cliffs(r),
@@ -365,7 +384,11 @@ fn explain_html_page_in_chromium() {
         &page,
     );
     let png = std::fs::read(&shot).unwrap_or_else(|e| panic!("no screenshot: {e}\n{log}"));
-    assert!(png.starts_with(b"\x89PNG") && png.len() > 20_000, "{}", png.len());
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 20_000,
+        "{}",
+        png.len()
+    );
     if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
         std::fs::write(repo.join("docs/explain.png"), &png).unwrap();
     }
@@ -495,13 +518,15 @@ fn progress_line_only_on_a_terminal() {
     assert!(out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("variant(s) built"), "{err}");
-    assert!(!err.contains("variant 1/") && !err.contains('\r'), "{err:?}");
+    assert!(
+        !err.contains("variant 1/") && !err.contains('\r'),
+        "{err:?}"
+    );
     // The same under a terminal (`script` gives it a pseudo-terminal).
     let c = cmd("c2");
     let line = shell_words::join(
-        std::iter::once(c.get_program().to_string_lossy().into_owned()).chain(
-            c.get_args().map(|a| a.to_string_lossy().into_owned()),
-        ),
+        std::iter::once(c.get_program().to_string_lossy().into_owned())
+            .chain(c.get_args().map(|a| a.to_string_lossy().into_owned())),
     );
     let mut s = Command::new(script);
     s.current_dir(dir.path())
@@ -513,10 +538,7 @@ fn progress_line_only_on_a_terminal() {
     let out = s.output().unwrap();
     assert!(out.status.success());
     let tty = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        tty.contains("\rnvcc-orion: sm_90: variant 1/"),
-        "{tty:?}"
-    );
+    assert!(tty.contains("\rnvcc-orion: sm_90: variant 1/"), "{tty:?}");
     assert!(tty.contains("\r\x1b[K"), "{tty:?}");
     assert!(tty.contains("variant(s) built"), "{tty:?}");
 }

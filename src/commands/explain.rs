@@ -36,7 +36,10 @@ pub fn run(args: &[OsString], out: &mut impl Write) -> bool {
         return true;
     };
     let path = PathBuf::from(first);
-    let scratch = match tempfile::Builder::new().prefix("nvcc-orion-explain-").tempdir() {
+    let scratch = match tempfile::Builder::new()
+        .prefix("nvcc-orion-explain-")
+        .tempdir()
+    {
         Ok(t) => t,
         Err(e) => {
             super::report_error(format_args!("temporary folder: {e}"));
@@ -90,7 +93,8 @@ fn split_html(args: &[OsString]) -> Result<(Option<PathBuf>, Vec<OsString>), Str
         match a.to_str() {
             Some("--html") => {
                 html = Some(PathBuf::from(
-                    it.next().ok_or("--html needs a file name (--html OUT.html)")?,
+                    it.next()
+                        .ok_or("--html needs a file name (--html OUT.html)")?,
                 ));
             }
             Some(s) if s.starts_with("--html=") => html = Some(PathBuf::from(&s[7..])),
@@ -117,8 +121,11 @@ fn is_built(p: &Path) -> bool {
 /// per cubin); a kernel whose code cannot be shown gets its table and a line saying why.
 pub fn page(what: &str, records: &[Value]) -> String {
     let mut decoder = crate::toolkit::find_tool("nvdisasm").map(Decoder::new);
-    let kernels: Vec<Kernel<'_>> = records
-        .iter()
+    // Kernels whose code changed first: they are what a reader opens the page for.
+    let mut order: Vec<&Value> = records.iter().collect();
+    order.sort_by_key(|r| r["chosen"].as_u64().unwrap_or(0) == 0);
+    let kernels: Vec<Kernel<'_>> = order
+        .into_iter()
         .map(|r| Kernel {
             record: r,
             view: view_of(decoder.as_mut(), r),
@@ -131,7 +138,9 @@ fn view_of(decoder: Option<&mut Decoder>, r: &Value) -> Result<KernelView, Strin
     let decoder = decoder.ok_or("the CUDA toolkit's nvdisasm was not found to decode the SASS")?;
     let cubins = &r["cubins"];
     if cubins.is_null() {
-        return Err("the report does not name the cubins (explain the .cu or the built file)".into());
+        return Err(
+            "the report does not name the cubins (explain the .cu or the built file)".into(),
+        );
     }
     let name = r["kernel"].as_str().unwrap_or("");
     let chosen = r["chosen"].as_u64().unwrap_or(0) as usize;
@@ -168,7 +177,11 @@ fn view_of(decoder: Option<&mut Decoder>, r: &Value) -> Result<KernelView, Strin
     } else if r["source"] == "file" {
         (None, String::new(), format!("as built ({regs} registers)"))
     } else {
-        (None, String::new(), format!("chosen: ptxas's own ({regs} registers)"))
+        (
+            None,
+            String::new(),
+            format!("chosen: ptxas's own ({regs} registers)"),
+        )
     };
     Ok(kernel_view(
         &after,
@@ -239,4 +252,3 @@ fn compile_and_report(args: &[OsString], keep: Option<&Path>) -> Result<Vec<Valu
     }
     read_report(&report)
 }
-

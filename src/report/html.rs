@@ -54,7 +54,7 @@ pub fn page(what: &str, kernels: &[Kernel<'_>]) -> String {
     for (i, k) in kernels.iter().enumerate() {
         section(&mut s, i, k);
     }
-    let _ = write!(s, "<script>{JS}</script></body></html>\n");
+    let _ = writeln!(s, "<script>{JS}</script></body></html>");
     s
 }
 

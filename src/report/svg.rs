@@ -33,7 +33,11 @@ pub fn esc(s: &str) -> String {
 
 /// `sm_86` → the occupancy tables of 8.6.
 pub fn arch_of(name: &str) -> Option<Arch> {
-    let sm: u32 = name.strip_prefix("sm_")?.trim_end_matches(['a', 'f']).parse().ok()?;
+    let sm: u32 = name
+        .strip_prefix("sm_")?
+        .trim_end_matches(['a', 'f'])
+        .parse()
+        .ok()?;
     Arch::from_cc(u8::try_from(sm / 10).ok()?, (sm % 10) as u8).ok()
 }
 
@@ -44,11 +48,16 @@ const PAD_L: f64 = 48.0;
 const PAD_B: f64 = 34.0;
 const PAD_T: f64 = 16.0;
 
+/// Per block size, (register budget, warps per SM) points.
+pub type Curves = Vec<(u32, Vec<(u32, u32)>)>;
+
 /// Warps per SM at each register budget, per block size, from the baseline's shared size.
 /// Returns (block size, [(budget, warps)] for budgets 1..=255).
-pub fn occupancy_curves(record: &Value) -> Option<Vec<(u32, Vec<(u32, u32)>)>> {
+pub fn occupancy_curves(record: &Value) -> Option<Curves> {
     let arch = arch_of(record["arch"].as_str()?)?;
-    let shared = record["candidates"][0]["static_shared"].as_u64().unwrap_or(0);
+    let shared = record["candidates"][0]["static_shared"]
+        .as_u64()
+        .unwrap_or(0);
     let shared = SharedBytes::FromCubin(u32::try_from(shared).unwrap_or(u32::MAX));
     let blocks: Vec<u32> = record["block_sizes"]
         .as_array()?
@@ -62,7 +71,10 @@ pub fn occupancy_curves(record: &Value) -> Option<Vec<(u32, Vec<(u32, u32)>)>> {
                 let pts = (1..=255)
                     .map(|r| {
                         let k = KernelResources::new(r, shared);
-                        (r, occupancy(arch, &k, &Launch::new(t)).map_or(0, |o| o.warps_per_sm))
+                        (
+                            r,
+                            occupancy(arch, &k, &Launch::new(t)).map_or(0, |o| o.warps_per_sm),
+                        )
                     })
                     .collect();
                 (t, pts)
@@ -72,11 +84,13 @@ pub fn occupancy_curves(record: &Value) -> Option<Vec<(u32, Vec<(u32, u32)>)>> {
 }
 
 /// The occupancy cliffs per block size: the highest budget of each occupancy level.
-pub fn cliffs(record: &Value) -> Vec<(u32, Vec<(u32, u32)>)> {
+pub fn cliffs(record: &Value) -> Curves {
     let Some(arch) = record["arch"].as_str().and_then(arch_of) else {
         return Vec::new();
     };
-    let shared = record["candidates"][0]["static_shared"].as_u64().unwrap_or(0);
+    let shared = record["candidates"][0]["static_shared"]
+        .as_u64()
+        .unwrap_or(0);
     let k = KernelResources::new(
         255,
         SharedBytes::FromCubin(u32::try_from(shared).unwrap_or(u32::MAX)),
@@ -195,7 +209,11 @@ pub fn occupancy_chart(record: &Value) -> String {
             "<circle class=\"cand\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"5\"{}><title>{} {}: {regs} registers, {wp} warps/SM</title></circle>",
             x(regs),
             y(wp),
-            if i == chosen { " data-chosen=\"1\"" } else { "" },
+            if i == chosen {
+                " data-chosen=\"1\""
+            } else {
+                ""
+            },
             esc(&b),
             esc(kind),
         );
@@ -296,7 +314,13 @@ pub fn pressure_chart(v: &KernelView) -> String {
         );
     }
     axes(&mut s, PAD_L, y(0.0), PAD_L + w, y(ymax));
-    let step = if ymax > 128.0 { 32 } else if ymax > 48.0 { 16 } else { 8 };
+    let step = if ymax > 128.0 {
+        32
+    } else if ymax > 48.0 {
+        16
+    } else {
+        8
+    };
     for t in (0..=ymax as u32).step_by(step) {
         let _ = write!(
             s,
@@ -438,7 +462,12 @@ pub fn cfg_chart(v: &KernelView) -> String {
             if t >= shown || t == i + 1 {
                 continue; // fall-through is the next block down
             }
-            let (y0, y1) = (mid(i), mid(t));
+            // A block that branches to itself gets a loop from its top to its bottom.
+            let (y0, y1) = if t == i {
+                (tops[i] + 3.0, tops[i] + heights[i] - 3.0)
+            } else {
+                (mid(i), mid(t))
+            };
             let back = t <= i;
             let reach = 20.0 + ((t as f64 - i as f64).abs().sqrt() * 8.0).min(90.0);
             let (x0, xr) = if back {

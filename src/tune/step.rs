@@ -293,7 +293,9 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
     let mut transforms: BTreeMap<String, String> = BTreeMap::new();
     let mut verdicts: BTreeMap<String, Verdict> = BTreeMap::new();
     let keep = Keep::new(tune.settings.keep_cubins.as_deref(), &arch_name, &out);
-    let kept_baseline = keep.as_ref().and_then(|k| k.save("baseline", &baseline_bytes));
+    let kept_baseline = keep
+        .as_ref()
+        .and_then(|k| k.save("baseline", &baseline_bytes));
     // Per variant: the kept cubin as evaluated, and as ptxas made it.
     let mut kept: Vec<(Option<String>, Option<String>)> = Vec::new();
     for (i, b) in built.iter().enumerate() {
