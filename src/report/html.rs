@@ -47,7 +47,9 @@ pub fn page(what: &str, kernels: &[Kernel<'_>]) -> String {
             s,
             "<a href=\"#k{i}\">{} {}</a>",
             esc(k.record["arch"].as_str().unwrap_or("?")),
-            esc(&short(k.record["kernel"].as_str().unwrap_or("?")))
+            esc(&super::short_name(
+                k.record["kernel"].as_str().unwrap_or("?")
+            ))
         );
     }
     s.push_str("</nav>");
@@ -56,18 +58,6 @@ pub fn page(what: &str, kernels: &[Kernel<'_>]) -> String {
     }
     let _ = writeln!(s, "<script>{JS}</script></body></html>");
     s
-}
-
-/// A mangled name shortened for the menu: `_Z13walk_featuresPKi...` → `walk_features`.
-fn short(name: &str) -> String {
-    let Some(rest) = name.strip_prefix("_Z") else {
-        return name.to_string();
-    };
-    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-    match digits.parse::<usize>() {
-        Ok(n) if rest.len() >= digits.len() + n => rest[digits.len()..digits.len() + n].to_string(),
-        _ => name.to_string(),
-    }
 }
 
 fn section(s: &mut String, i: usize, k: &Kernel<'_>) {
@@ -247,16 +237,4 @@ fn code_views(s: &mut String, i: usize, v: &KernelView) {
         s,
         "<script type=\"application/json\" id=\"sass-{i}\">{json}</script>"
     );
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names() {
-        assert_eq!(short("_Z13walk_featuresPKiPKfPfii"), "walk_features");
-        assert_eq!(short("plain"), "plain");
-        assert_eq!(short("_Z99x"), "_Z99x");
-    }
 }
