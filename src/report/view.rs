@@ -263,10 +263,11 @@ pub fn kernel_view(
 }
 
 /// For each line of `new`, whether it is not matched in `old` by a shortest edit script
-/// (Myers' O((N+M)D) algorithm, after the common prefix and suffix). A rewrite changes few
-/// lines, so D is small; past `MAX_D` edits every line in between counts as changed.
+/// (Myers' O((N+M)D) algorithm, after the common prefix and suffix; the trace keeps only the
+/// diagonals each step reached, O(D²) memory). A rewrite changes few lines, so D is small;
+/// past `MAX_D` edits the lines are aligned greedily instead ([`aligned_greedily`]).
 pub fn changed(old: &[String], new: &[String]) -> Vec<bool> {
-    const MAX_D: usize = 4000;
+    const MAX_D: usize = 2000;
     let mut out = vec![false; new.len()];
     let pre = old.iter().zip(new).take_while(|(a, b)| a == b).count();
     let suf = old[pre..]
@@ -277,21 +278,26 @@ pub fn changed(old: &[String], new: &[String]) -> Vec<bool> {
         .count();
     let a = &old[pre..old.len() - suf];
     let b = &new[pre..new.len() - suf];
-    let (n, m) = (a.len() as isize, b.len() as isize);
     if b.is_empty() {
         return out;
     }
-    if a.is_empty() {
-        out[pre..pre + b.len()].fill(true);
-        return out;
+    let matched = myers(a, b, MAX_D).unwrap_or_else(|| aligned_greedily(a, b));
+    for (j, m) in matched.into_iter().enumerate() {
+        out[pre + j] = !m;
     }
-    let max = (n + m) as usize;
-    let off = max as isize;
-    let mut v = vec![0isize; 2 * max + 2];
+    out
+}
+
+/// Which lines of `b` a shortest edit script from `a` keeps; `None` past `max_d` edits.
+fn myers(a: &[String], b: &[String], max_d: usize) -> Option<Vec<bool>> {
+    let (n, m) = (a.len() as isize, b.len() as isize);
+    let off = n + m + 1;
+    let mut v = vec![0isize; 2 * off as usize + 1];
+    // trace[d]: v before step d, diagonals -d-1..=d+1 (index k + d + 1).
     let mut trace: Vec<Vec<isize>> = Vec::new();
-    let mut found = false;
-    'outer: for d in 0..=max.min(MAX_D) as isize {
-        trace.push(v.clone());
+    let mut done = false;
+    for d in 0..=(n + m).min(max_d as isize) {
+        trace.push(v[(off - d - 1) as usize..=(off + d + 1) as usize].to_vec());
         let mut k = -d;
         while k <= d {
             let i = (k + off) as usize;
@@ -307,44 +313,70 @@ pub fn changed(old: &[String], new: &[String]) -> Vec<bool> {
             }
             v[i] = x;
             if x >= n && y >= m {
-                found = true;
-                break 'outer;
+                done = true;
+                break;
             }
             k += 2;
         }
+        if done {
+            break;
+        }
     }
-    if !found {
-        out[pre..pre + b.len()].fill(true);
-        return out;
+    if !done {
+        return None;
     }
     // Walk the trace back: diagonal moves are matches, the rest insertions or deletions.
     let (mut x, mut y) = (n, m);
     let mut matched = vec![false; b.len()];
     for d in (0..trace.len() as isize).rev() {
-        let v = &trace[d as usize];
+        let t = &trace[d as usize];
+        let at = |k: isize| t[(k + d + 1) as usize];
         let k = x - y;
-        let i = |k: isize| (k + off) as usize;
-        let prev_k = if k == -d || (k != d && v[i(k - 1)] < v[i(k + 1)]) {
+        let prev_k = if k == -d || (k != d && at(k - 1) < at(k + 1)) {
             k + 1
         } else {
             k - 1
         };
-        let prev_x = if d == 0 { 0 } else { v[i(prev_k)] };
-        let prev_y = prev_x - prev_k;
-        while x > prev_x.max(0) && y > prev_y.max(0) && x > 0 && y > 0 {
+        let (prev_x, prev_y) = if d == 0 {
+            (0, 0)
+        } else {
+            (at(prev_k), at(prev_k) - prev_k)
+        };
+        while x > prev_x && y > prev_y {
             x -= 1;
             y -= 1;
             matched[y as usize] = true;
         }
-        if d > 0 {
-            x = prev_x;
-            y = prev_y;
+        x = prev_x;
+        y = prev_y;
+    }
+    Some(matched)
+}
+
+/// Which lines of `b` match `a` when walking both in order: equal lines match; where they
+/// differ, the lines of `b` up to the next one equal to `a`'s current line (within the length
+/// difference) are insertions, else the two lines are one replaced line. This is exactly the
+/// shape of an in-place rewrite with an inserted prologue, at O(N) cost.
+fn aligned_greedily(a: &[String], b: &[String]) -> Vec<bool> {
+    let mut matched = vec![false; b.len()];
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        if a[i] == b[j] {
+            matched[j] = true;
+            i += 1;
+            j += 1;
+            continue;
+        }
+        let spare = (b.len() - j).saturating_sub(a.len() - i);
+        match (1..=spare.min(64)).find(|&t| b[j + t] == a[i]) {
+            Some(t) => j += t,
+            None => {
+                i += 1;
+                j += 1;
+            }
         }
     }
-    for (j, m) in matched.into_iter().enumerate() {
-        out[pre + j] = !m;
-    }
-    out
+    matched
 }
 
 #[cfg(test)]
@@ -380,5 +412,17 @@ mod tests {
         let c = changed(&old, &new);
         assert_eq!(c.iter().filter(|&&x| x).count(), 2);
         assert!(c[10] && c[2000]);
+        // Past the edit limit, the greedy alignment: a prologue and in-place replacements.
+        let old: Vec<String> = (0..20_000).map(|i| format!("i{i}")).collect();
+        let mut new: Vec<String> = ["p0", "p1"].iter().map(|s| s.to_string()).collect();
+        new.extend(old.iter().cloned());
+        for k in (100..20_000).step_by(7) {
+            new[k + 2] = format!("s{k}");
+        }
+        let c = changed(&old, &new);
+        let want: Vec<bool> = (0..new.len())
+            .map(|j| j < 2 || (j >= 102 && (j - 102) % 7 == 0))
+            .collect();
+        assert_eq!(c, want);
     }
 }
