@@ -102,13 +102,17 @@ fn section(s: &mut String, i: usize, k: &Kernel<'_>) {
 }
 
 fn table(s: &mut String, r: &Value) {
-    s.push_str("<table class=\"cands\"><thead><tr><th></th><th class=\"l\">budget</th><th class=\"l\">kind</th><th>registers</th><th>spills</th><th>frame</th><th>shared</th><th>warps/SM</th><th>cycles/warp</th><th class=\"l\">checker</th></tr></thead><tbody>");
+    s.push_str("<table class=\"cands\"><thead><tr><th></th><th class=\"l\">budget</th><th class=\"l\">kind</th><th>registers</th><th>spills</th><th>frame</th><th>shared</th><th>warps/SM</th><th>occupancy</th><th>cycles/warp</th><th class=\"l\">checker</th></tr></thead><tbody>");
+    let max_warps = r["arch"]
+        .as_str()
+        .and_then(super::svg::arch_of)
+        .map(|a| a.params().max_warps_per_sm());
     let chosen = r["chosen"].as_u64().unwrap_or(0) as usize;
     for (i, c) in r["candidates"].as_array().into_iter().flatten().enumerate() {
         let (b, kind) = budget(r, c);
         let _ = write!(
             s,
-            "<tr{}><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td></tr>",
+            "<tr{}><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td></tr>",
             if i == chosen { " class=\"chosen\"" } else { "" },
             if i == chosen { "★" } else { "" },
             esc(&b),
@@ -118,6 +122,7 @@ fn table(s: &mut String, r: &Value) {
             c["frame_bytes"],
             c["static_shared"],
             esc(&list(&c["warps_per_sm"])),
+            occupancy(&c["warps_per_sm"], max_warps),
             esc(&list(&c["cycles_per_warp"])),
             esc(&checker(r, c)),
         );
@@ -125,7 +130,7 @@ fn table(s: &mut String, r: &Value) {
     if let Some((regs, why)) = rejected(r) {
         let _ = write!(
             s,
-            "<tr class=\"rejected\"><td></td><td class=\"l\">{regs}</td><td class=\"l\">spill → shared</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td class=\"l\">rejected: {}</td></tr>",
+            "<tr class=\"rejected\"><td></td><td class=\"l\">{regs}</td><td class=\"l\">spill → shared</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td class=\"l\">rejected: {}</td></tr>",
             esc(&why)
         );
     }
@@ -149,6 +154,20 @@ fn table(s: &mut String, r: &Value) {
             esc(&pruned.join(", "))
         );
     }
+}
+
+/// `50%/25%`: warps per SM over the SM's warp slots, per block size.
+fn occupancy(warps: &Value, max: Option<u32>) -> String {
+    let Some(max) = max.filter(|&m| m > 0) else {
+        return "-".to_string();
+    };
+    warps
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|w| format!("{:.0}%", 100.0 * w.as_f64().unwrap_or(0.0) / f64::from(max)))
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 fn code_views(s: &mut String, i: usize, v: &KernelView) {
