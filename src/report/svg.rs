@@ -508,3 +508,89 @@ pub fn cfg_chart(v: &KernelView) -> String {
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::view::{Block, Code, Loop};
+
+    fn code(n: usize, label: &str) -> Code {
+        Code {
+            label: label.to_string(),
+            live: (0..n).map(|i| (i % 50) as u32).collect(),
+            local: vec![3, 4, n - 1],
+            demoted: vec![7],
+            max_live: (49, 49),
+        }
+    }
+
+    fn view(n: usize, blocks: usize) -> KernelView {
+        let per = n / blocks;
+        KernelView {
+            start: 0,
+            lines: vec!["NOP".to_string(); n],
+            flags: vec![0; n],
+            after: code(n, "after"),
+            before: Some(code(n - 2, "before")),
+            rewritten: true,
+            blocks: (0..blocks)
+                .map(|b| Block {
+                    first: b * per,
+                    end: if b + 1 == blocks { n } else { (b + 1) * per },
+                    succ: vec![(b + 1).min(blocks - 1), b / 2],
+                    depth: (b % 3) as u32,
+                })
+                .collect(),
+            loops: vec![Loop {
+                header: 0,
+                latch: 1,
+                first: 0,
+                last: 2 * per - 1,
+                blocks: 2,
+                instrs: 2 * per,
+                depth: 1,
+            }],
+        }
+    }
+
+    /// The charts' sizes do not grow with the kernel: columns, marks and blocks are capped.
+    #[test]
+    fn pressure_and_cfg_are_bounded() {
+        for (n, points) in [(300, 300), (60_000, PRESSURE_COLUMNS)] {
+            let v = view(n, 10);
+            let svg = pressure_chart(&v);
+            let after = svg.split("<polyline class=\"live after\"").nth(1).unwrap();
+            assert!(after.contains(&format!("data-points=\"{points}\"")), "{n}");
+            assert_eq!(svg.matches("<rect class=\"loop\"").count(), 1);
+            assert!(svg.contains("max live: 49 before"), "{svg}");
+            assert!(svg.contains("<rect class=\"mark demoted\""));
+            assert!(svg.len() < 100_000, "{}", svg.len());
+        }
+        let big = view(60_000, 1000);
+        let cfg = cfg_chart(&big);
+        assert_eq!(cfg.matches("<rect class=\"block").count(), MAX_BLOCKS);
+        assert!(cfg.contains("first 400 of 1000 blocks drawn"));
+        assert!(cfg.contains("class=\"edge back\""));
+    }
+
+    #[test]
+    fn occupancy_points() {
+        let r: Value = serde_json::from_str(
+            r#"{"arch":"sm_90","kernel":"k","block_sizes":[128,256],"chosen":1,"chosen_registers":32,
+            "candidates":[{"budget":null,"registers":64,"static_shared":0,"warps_per_sm":[32,32]},
+                          {"budget":{"regs":32,"smem_spill":false},"registers":32,"static_shared":0,"warps_per_sm":[64,64]}]}"#,
+        )
+        .unwrap();
+        let svg = occupancy_chart(&r);
+        assert_eq!(svg.matches("<circle class=\"cand\"").count(), 2);
+        assert_eq!(svg.matches("<polyline class=\"occ-line\"").count(), 2);
+        let cliffs: usize = cliffs(&r).iter().map(|(_, c)| c.len()).sum();
+        assert!(cliffs > 4);
+        assert_eq!(svg.matches("<circle class=\"cliff\"").count(), cliffs);
+        assert!(
+            svg.contains("chosen: budget 32 (.maxnreg), 32 registers, 64 warps/SM"),
+            "{svg}"
+        );
+        assert!(arch_of("sm_90a").is_some() && arch_of("compute_90").is_none());
+    }
+}
