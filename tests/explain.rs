@@ -243,7 +243,13 @@ fn explain_html_page_in_chromium() {
     let Some(chrome) = chromium() else { return };
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = tempfile::tempdir().unwrap();
-    let src = repo.join("tests/kernels/explain/rewrite.cu");
+    // A copy beside the outputs: the page (and the screenshot) name it `rewrite.cu`.
+    let src = PathBuf::from("rewrite.cu");
+    std::fs::copy(
+        repo.join("tests/kernels/explain/rewrite.cu"),
+        dir.path().join(&src),
+    )
+    .unwrap();
     let flags = [
         "-arch=sm_90",
         "--orion-force=spill2smem",
