@@ -102,6 +102,16 @@ fn explain_a_report_and_a_failed_compile() {
     assert!(status.success());
     let (ok, from_report, _) = explain(&[report.to_str().unwrap()], dir.path());
     assert!(ok);
+    // A plain build keeps no cubins: the page has the tables and charts, and says why the
+    // code views are missing.
+    let (ok, _, err) = explain(&[report.to_str().unwrap(), "--html=p.html"], dir.path());
+    assert!(ok, "{err}");
+    let page = std::fs::read_to_string(dir.path().join("p.html")).unwrap();
+    assert!(page.contains("<svg class=\"occupancy\""));
+    assert!(
+        page.contains("no code views: the report does not name the cubins"),
+        "{page}"
+    );
     let (_, from_source, _) = explain(&[src.to_str().unwrap(), "-arch=sm_90"], dir.path());
     assert_eq!(from_report, from_source);
     // The object that build wrote: the variant it holds (the tuned one), one candidate.
