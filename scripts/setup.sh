@@ -132,6 +132,20 @@ if [[ "${NVCC_ORION_SETUP_CCACHE:-}" == 1 ]] && ! command -v ccache >/dev/null; 
     fi
 fi
 
+# --- 2c. Chromium, for the explain page's browser test (opt-in: CI sets NVCC_ORION_SETUP_CHROMIUM=1)
+# Debian's `chromium` package (headless, /usr/bin/chromium); tests/explain.rs fails under CI
+# without it rather than skipping.
+if [[ "${NVCC_ORION_SETUP_CHROMIUM:-}" == 1 ]] && ! command -v chromium >/dev/null; then
+    if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+        log "apt-get install chromium"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >&2 ||
+            { apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >&2; } ||
+            log "could not install chromium"
+    else
+        log "chromium is not installed and cannot be (not root, or no apt-get)"
+    fi
+fi
+
 # --- 3. PATH, then a one-off host-link check (cached per toolkit) --------------------------------
 new_path="$PATH"
 for d in "$TOOLS_BIN" "$CUDA_ROOT/bin"; do

@@ -10,6 +10,7 @@ pub mod container;
 pub mod cubin;
 pub mod driver;
 pub mod predict;
+pub mod report;
 pub mod sass;
 pub mod settings;
 pub mod toolkit;

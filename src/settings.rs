@@ -37,6 +37,9 @@ pub struct Settings {
     pub margin_percent: f64,
     /// Where built variants are cached (`NVCC_ORION_CACHE`, `off` for none).
     pub cache: Option<PathBuf>,
+    /// `NVCC_ORION_KEEP_CUBINS=DIR` (set by `explain --html`): keep each kernel's candidate
+    /// cubins there and name them in the report, so the page can show their SASS.
+    pub keep_cubins: Option<PathBuf>,
 }
 
 /// The default margin: a predicted gain below this is within the model's noise.
@@ -53,6 +56,7 @@ impl Default for Settings {
             force: None,
             margin_percent: DEFAULT_MARGIN_PERCENT,
             cache: None,
+            keep_cubins: None,
         }
     }
 }
@@ -83,6 +87,7 @@ impl Settings {
             ("NVCC_ORION_FORCE", "force"),
             ("NVCC_ORION_MARGIN", "margin"),
             ("NVCC_ORION_TRANSFORMS", "transforms"),
+            ("NVCC_ORION_KEEP_CUBINS", "keep-cubins"),
         ] {
             if let Some(v) = env(var).filter(|v| !v.is_empty()) {
                 pairs.push((key.to_string(), Some(v), "environment"));
@@ -109,6 +114,7 @@ impl Settings {
                 ("verbose", None) => s.verbose = true,
                 ("verbose", Some(v)) => s.verbose = !matches!(v, "0" | "false" | "no" | "off"),
                 ("report", Some(v)) => s.report = Some(PathBuf::from(v)),
+                ("keep-cubins", Some(v)) => s.keep_cubins = Some(PathBuf::from(v)),
                 ("block-size", Some(v)) => {
                     for item in v.split(',') {
                         let (kernel, n) = match item.rsplit_once(':') {

@@ -1,13 +1,33 @@
 //! `nvcc-orion explain`: snapshot tests of the terminal table for the example kernels (the
-//! numbers are ptxas 13.5's and the predictor's, deterministic), and the report form.
-//! `UPDATE_SNAPSHOTS=1` rewrites the snapshots from the current output.
+//! numbers are ptxas 13.5's and the predictor's, deterministic), the report and built-file
+//! forms, the `--html` page in headless Chromium (rendered, no script errors, the charts'
+//! points counted, a screenshot), a 50 000-instruction kernel's page (size and render time),
+//! and the progress line of variant builds on a terminal.
+//! `UPDATE_SNAPSHOTS=1` rewrites the snapshots (and `docs/explain.png`) from the current output.
 //!
-//! Without nvcc the tests print a skip message and pass (with `CI` set they fail).
+//! Without nvcc (or Chromium, for the page tests) the tests print a skip message and pass;
+//! with `CI` set they fail.
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// The toolkit's nvcc, or `None` (skip) outside CI.
+fn nvcc() -> Option<PathBuf> {
+    let n = common::find_nvcc();
+    if n.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "no nvcc found and CI is set; run `eval \"$(scripts/setup.sh)\"`"
+        );
+        eprintln!("skipping: no nvcc found; run `eval \"$(scripts/setup.sh)\"` to enable");
+    }
+    n
+}
 
 fn explain(args: &[&str], dir: &Path) -> (bool, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_nvcc-orion"))
@@ -42,7 +62,7 @@ fn snapshot(name: &str, got: &str) {
 
 #[test]
 fn explain_tables_of_the_examples() {
-    let Some(_) = common::fixtures::fixtures() else {
+    let Some(_) = nvcc() else {
         return;
     };
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -61,7 +81,7 @@ fn explain_tables_of_the_examples() {
 
 #[test]
 fn explain_a_report_and_a_failed_compile() {
-    let Some(_) = common::fixtures::fixtures() else {
+    let Some(_) = nvcc() else {
         return;
     };
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -82,8 +102,24 @@ fn explain_a_report_and_a_failed_compile() {
     assert!(status.success());
     let (ok, from_report, _) = explain(&[report.to_str().unwrap()], dir.path());
     assert!(ok);
+    // A plain build keeps no cubins: the page has the tables and charts, and says why the
+    // code views are missing.
+    let (ok, _, err) = explain(&[report.to_str().unwrap(), "--html=p.html"], dir.path());
+    assert!(ok, "{err}");
+    let page = std::fs::read_to_string(dir.path().join("p.html")).unwrap();
+    assert!(page.contains("<svg class=\"occupancy\""));
+    assert!(
+        page.contains("no code views: the report does not name the cubins"),
+        "{page}"
+    );
     let (_, from_source, _) = explain(&[src.to_str().unwrap(), "-arch=sm_90"], dir.path());
     assert_eq!(from_report, from_source);
+    // The object that build wrote: the variant it holds (the tuned one), one candidate.
+    let (ok, from_object, err) = explain(&["w.o"], dir.path());
+    assert!(ok, "{err}");
+    snapshot("explain_walk_object_sm90.txt", &from_object);
+    let (ok, _, err) = explain(&["w.o", "--html"], dir.path());
+    assert!(!ok && err.contains("--html needs a file name"), "{err}");
     // nvcc's own error, then one line of ours.
     let bad = dir.path().join("bad.cu");
     std::fs::write(&bad, "__global__ void k( { }\n").unwrap();
@@ -94,4 +130,433 @@ fn explain_a_report_and_a_failed_compile() {
         err.contains("nvcc-orion: error: the compile failed"),
         "{err}"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The page in a browser
+// ---------------------------------------------------------------------------------------------
+
+/// Debian's `chromium` (or `NVCC_ORION_CHROMIUM`); `None` (skip) outside CI. CI installs it
+/// through `scripts/setup.sh` (`NVCC_ORION_SETUP_CHROMIUM=1`, set in `.ci/run`).
+fn chromium() -> Option<PathBuf> {
+    let found = std::env::var_os("NVCC_ORION_CHROMIUM")
+        .map(PathBuf::from)
+        .filter(|p| p.is_file())
+        .or_else(|| {
+            ["chromium", "chromium-browser", "google-chrome"]
+                .iter()
+                .find_map(|n| which::which(n).ok())
+        });
+    if found.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "headless Chromium is needed for the page tests and CI is set: \
+             NVCC_ORION_SETUP_CHROMIUM=1 scripts/setup.sh installs Debian's chromium"
+        );
+        eprintln!("skipping: no chromium found (apt-get install chromium)");
+    }
+    found
+}
+
+/// Run headless Chromium on `page` with `extra` options (a fresh profile, nothing fetched:
+/// the network is not there, and the page must not need it). (stdout, stderr, wall time)
+fn chromium_run(bin: &Path, extra: &[String], page: &Path) -> (String, String, Duration) {
+    let profile = tempfile::tempdir().unwrap();
+    let start = Instant::now();
+    let out = Command::new("timeout")
+        .arg("120")
+        .arg(bin)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(extra)
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    let wall = start.elapsed();
+    let (o, e) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert!(
+        out.status.success(),
+        "chromium failed: {:?}\n{e}",
+        out.status
+    );
+    (o, e, wall)
+}
+
+/// The value of attribute `name` on the first element that has it in `html`.
+fn attr<'a>(html: &'a str, name: &str) -> Option<&'a str> {
+    let key = format!(" {name}=\"");
+    let at = html.find(&key)? + key.len();
+    Some(&html[at..at + html[at..].find('"')?])
+}
+
+/// Script errors the page recorded (`<html data-errors>`) or that Chromium logged.
+fn page_errors(dom: &str, log: &str) -> Vec<String> {
+    let mut errors: Vec<String> = attr(dom, "data-errors")
+        .into_iter()
+        .map(String::from)
+        .collect();
+    errors.extend(
+        log.lines()
+            .filter(|l| l.contains("CONSOLE") || l.contains("Uncaught"))
+            .map(String::from),
+    );
+    errors
+}
+
+fn read_records(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The occupancy cliffs the chart must mark: per block size, from the calculator.
+fn expected_cliffs(r: &Value) -> usize {
+    use nvcc_orion::predict::{Arch, KernelResources, Launch, SharedBytes, register_cliffs};
+    let sm: u32 = r["arch"].as_str().unwrap()[3..].parse().unwrap();
+    let arch = Arch::from_cc((sm / 10) as u8, (sm % 10) as u8).unwrap();
+    let shared = r["candidates"][0]["static_shared"].as_u64().unwrap() as u32;
+    let k = KernelResources::new(255, SharedBytes::FromCubin(shared));
+    r["block_sizes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            register_cliffs(arch, &k, &Launch::new(t.as_u64().unwrap() as u32))
+                .unwrap()
+                .len()
+        })
+        .sum()
+}
+
+/// `explain --html` on a file with a rewritten kernel (s_chain_f32: spill → shared, proved)
+/// and a refused one: the table (snapshot), the page's charts counted against the report,
+/// then Chromium runs the page's script (no errors, listing rows drawn) and screenshots it.
+#[test]
+fn explain_html_page_in_chromium() {
+    let Some(nvcc) = nvcc() else { return };
+    let Some(chrome) = chromium() else { return };
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    // A copy beside the outputs: the page (and the screenshot) name it `rewrite.cu`.
+    let src = PathBuf::from("rewrite.cu");
+    std::fs::copy(
+        repo.join("tests/kernels/explain/rewrite.cu"),
+        dir.path().join(&src),
+    )
+    .unwrap();
+    let flags = [
+        "-arch=sm_90",
+        "--orion-force=spill2smem",
+        "--orion-block-size=128",
+    ];
+    // The same build with its report and kept cubins: what the page must show.
+    let report = dir.path().join("r.jsonl");
+    let status = Command::new(env!("CARGO_BIN_EXE_nvcc-orion"))
+        .current_dir(dir.path())
+        .arg("-c")
+        .arg(&src)
+        .args(flags)
+        .args(["-o", "r.o"])
+        .env("NVCC_ORION_REPORT", &report)
+        .env("NVCC_ORION_KEEP_CUBINS", dir.path().join("kept"))
+        .env("NVCC_ORION_CACHE", dir.path().join("cache"))
+        .env_remove("NVCC_ORION")
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let records = read_records(&report);
+    assert_eq!(records.len(), 2, "{records:?}");
+
+    let page = dir.path().join("page.html");
+    let mut args = vec![src.to_str().unwrap()];
+    args.extend(flags);
+    args.extend(["--html", page.to_str().unwrap()]);
+    let (ok, table, err) = explain(&args, dir.path());
+    assert!(ok, "{err}");
+    snapshot("explain_rewrite_sm90.txt", &table);
+    assert!(table.contains("proved\n"), "{table}");
+    assert!(
+        table.contains("rejected: ") && table.contains("no MOV of the return address"),
+        "{table}"
+    );
+    // The report (with its kept cubins) explains the same.
+    let page2 = dir.path().join("page2.html");
+    let (ok, table2, _) = explain(
+        &[report.to_str().unwrap(), "--html", page2.to_str().unwrap()],
+        dir.path(),
+    );
+    assert!(ok);
+    assert_eq!(table, table2);
+
+    let html = std::fs::read_to_string(&page).unwrap();
+    // Self-contained: nothing to fetch.
+    for fetch in ["src=\"http", "href=\"http", "url(http", "@import", "<link "] {
+        assert!(!html.contains(fetch), "{fetch}");
+    }
+    // Chromium: the DOM after the page's script ran; the charts are counted in it.
+    let (dom, log, _) = chromium_run(&chrome, &["--dump-dom".to_string()], &page);
+    let errors = page_errors(&dom, &log);
+    assert!(errors.is_empty(), "{errors:?}");
+    let nvdisasm = common::toolkit_tool(&nvcc, "nvdisasm");
+    let sections: Vec<&str> = dom.split("<section class=\"kernel\"").skip(1).collect();
+    assert_eq!(sections.len(), records.len());
+    // The kernel whose code changed comes first.
+    assert!(sections[0].contains("s_chain_f32"));
+    for sec in &sections {
+        let r = records
+            .iter()
+            .find(|r| sec.contains(&format!("{}</h2>", r["kernel"].as_str().unwrap())))
+            .unwrap();
+        let kernel = r["kernel"].as_str().unwrap();
+        let ncand = r["candidates"].as_array().unwrap().len();
+        assert_eq!(
+            sec.matches("<circle class=\"cand\"").count(),
+            ncand,
+            "{kernel}"
+        );
+        assert_eq!(
+            sec.matches("<circle class=\"cliff\"").count(),
+            expected_cliffs(r),
+            "{kernel}"
+        );
+        let label = attr(sec, "class=\"chosen-label\"").map(|_| ());
+        assert!(label.is_some() || sec.contains("class=\"chosen-label\""));
+        let chosen_label = sec
+            .split("class=\"chosen-label\"")
+            .nth(1)
+            .and_then(|t| t.split('>').nth(1))
+            .and_then(|t| t.split('<').next())
+            .unwrap();
+        assert!(
+            chosen_label.contains(&format!("{} registers", r["chosen_registers"])),
+            "{kernel}: {chosen_label}"
+        );
+        // Register pressure: one point per instruction up to 1000 columns, before and after.
+        let chosen = r["chosen"].as_u64().unwrap() as usize;
+        let kept = r["cubins"]["candidates"][chosen].as_str().unwrap();
+        let d = nvcc_orion::sass::decode::decode_file(&nvdisasm, Path::new(kept)).unwrap();
+        let n = d
+            .functions
+            .iter()
+            .find(|f| f.name == kernel)
+            .unwrap()
+            .instrs
+            .len();
+        let after = sec
+            .split("<polyline class=\"live after\"")
+            .nth(1)
+            .expect("after line");
+        let points: usize = attr(after, "data-points").unwrap().parse().unwrap();
+        let coords = attr(after, "points").unwrap().split(' ').count();
+        assert_eq!(points, coords);
+        let rewritten = r["candidates"][chosen]["budget"]["spill_to_shared"] == true;
+        if rewritten {
+            // Before has fewer instructions (no prologue): the after line spans them all.
+            assert_eq!(points, n.min(1000), "{kernel}");
+            assert!(sec.contains("<polyline class=\"live before\""), "{kernel}");
+            assert!(sec.contains("class=\"mark demoted\""), "{kernel}");
+            assert!(sec.contains("class=\"mark local before\""), "{kernel}");
+            assert!(sec.contains("changed by the rewrite"), "{kernel}");
+            assert!(sec.contains("max live"), "{kernel}");
+            assert!(sec.contains("<rect class=\"loop\""), "{kernel}");
+        }
+    }
+    assert_eq!(
+        records
+            .iter()
+            .filter(|r| r["verdict"]["proved"] == true)
+            .count(),
+        1
+    );
+
+    // The listings were drawn (rows in view only), then a screenshot.
+    assert_eq!(attr(&dom, "data-rendered"), Some("2"), "{}", &dom[..500]);
+    assert!(dom.matches("<div class=\"row").count() >= 20);
+    assert!(dom.contains("<div class=\"row changed demoted"));
+    assert!(dom.matches("<svg class=\"occupancy\"").count() == 2);
+    let shot = dir.path().join("explain.png");
+    let (_, log, _) = chromium_run(
+        &chrome,
+        &[
+            format!("--screenshot={}", shot.display()),
+            "--window-size=1400,2000".to_string(),
+            "--hide-scrollbars".to_string(),
+        ],
+        &page,
+    );
+    let png = std::fs::read(&shot).unwrap_or_else(|e| panic!("no screenshot: {e}\n{log}"));
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 20_000,
+        "{}",
+        png.len()
+    );
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(repo.join("docs/explain.png"), &png).unwrap();
+    }
+}
+
+/// A kernel of about 50 000 instructions: one loop around a long unrolled body of FMAs over
+/// 40 values, written as PTX (cicc takes many minutes over the same body in CUDA C++; ptxas
+/// a few seconds).
+fn big_kernel_ptx() -> String {
+    const STATEMENTS: usize = 50_400;
+    const VALUES: u64 = 40;
+    let mut s = String::from(
+        "// Generated by tests/explain.rs: a 50 000-instruction kernel for the page's size and speed.\n\
+         .version 9.0\n.target sm_90\n.address_size 64\n\n\
+         .visible .entry big_unrolled(.param .u64 in, .param .u64 out, .param .u32 n)\n{\n",
+    );
+    s += &format!(
+        "    .reg .f32 %a<{VALUES}>;\n    .reg .b64 %rd<8>;\n    .reg .b32 %r<8>;\n    .reg .pred %p<2>;\n"
+    );
+    s += "    ld.param.u64 %rd1, [in];\n    ld.param.u64 %rd2, [out];\n    ld.param.u32 %r1, [n];\n\
+          cvta.to.global.u64 %rd1, %rd1;\n    cvta.to.global.u64 %rd2, %rd2;\n\
+          mov.u32 %r2, %tid.x;\n    mul.wide.u32 %rd3, %r2, 4;\n    add.u64 %rd4, %rd1, %rd3;\n";
+    for k in 0..VALUES {
+        s += &format!("    ld.global.f32 %a{k}, [%rd4+{}];\n", 1024 * k);
+    }
+    s += "    mov.u32 %r3, 0;\nLOOP:\n";
+    let mut x: u64 = 12345;
+    for _ in 0..STATEMENTS {
+        x = (x * 1_103_515_245 + 12_345) % (1 << 31);
+        let (d, p, q) = (x % VALUES, (x >> 8) % VALUES, (x >> 16) % VALUES);
+        s += &format!("    fma.rn.f32 %a{d}, %a{p}, %a{q}, %a{d};\n");
+    }
+    s += "    add.u32 %r3, %r3, 1;\n    setp.lt.u32 %p1, %r3, %r1;\n    @%p1 bra LOOP;\n\
+          add.u64 %rd5, %rd2, %rd3;\n";
+    for k in 1..VALUES {
+        s += &format!("    add.f32 %a0, %a0, %a{k};\n");
+    }
+    s += "    st.global.f32 [%rd5], %a0;\n    ret;\n}\n";
+    s
+}
+
+/// The 50 000-instruction kernel's page: under 5 MB, rendered by Chromium in under 2 s (the
+/// page's own `performance.now()` when its script is done, from navigation start). The cubin
+/// is built once per source and toolkit, under `CARGO_TARGET_TMPDIR`.
+#[test]
+fn explain_html_of_a_50k_instruction_kernel() {
+    let Some(nvcc) = nvcc() else { return };
+    let Some(chrome) = chromium() else { return };
+    let src = big_kernel_ptx();
+    let h = common::fnv(src.as_bytes(), 0xcbf2_9ce4_8422_2325);
+    let h = common::fnv(nvcc.to_string_lossy().as_bytes(), h);
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("explain-50k-{h:016x}"));
+    std::fs::create_dir_all(&root).unwrap();
+    let cubin = root.join("big.cubin");
+    if !cubin.exists() {
+        std::fs::write(root.join("big.ptx"), &src).unwrap();
+        let tmp = root.join(format!("big.{}.cubin", std::process::id()));
+        let status = Command::new(common::toolkit_tool(&nvcc, "ptxas"))
+            .current_dir(&root)
+            .args(["-arch=sm_90", "big.ptx", "-o"])
+            .arg(&tmp)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        std::fs::rename(&tmp, &cubin).unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("big.html");
+    let start = Instant::now();
+    let (ok, table, err) = explain(
+        &[cubin.to_str().unwrap(), "--html", page.to_str().unwrap()],
+        dir.path(),
+    );
+    let explain_s = start.elapsed().as_secs_f64();
+    assert!(ok, "{err}");
+    assert!(table.contains("as built"), "{table}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    let n: usize = attr(&html, "data-n").unwrap().parse().unwrap();
+    assert!(n >= 50_000, "{n} instructions");
+    assert!(html.len() < 5_000_000, "{} bytes", html.len());
+    let (dom, log, wall) = chromium_run(&chrome, &["--dump-dom".to_string()], &page);
+    let errors = page_errors(&dom, &log);
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(attr(&dom, "data-rendered"), Some("1"));
+    let ms: f64 = attr(&dom, "data-render-ms").unwrap().parse().unwrap();
+    // Only the rows in view are DOM nodes.
+    assert!(dom.matches("<div class=\"row").count() < 200);
+    println!(
+        "explain-50k: {n} instructions, page {} bytes, explain {explain_s:.2} s, \
+         rendered at {ms:.0} ms (performance.now), chromium --dump-dom wall {:.2} s",
+        html.len(),
+        wall.as_secs_f64()
+    );
+    assert!(ms < 2000.0, "rendered at {ms} ms");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Progress
+// ---------------------------------------------------------------------------------------------
+
+/// `NVCC_ORION_VERBOSE=1`: a progress line for the variant builds on a terminal (rewritten in
+/// place with `\r`), nothing of it when stderr is not one.
+#[test]
+fn progress_line_only_on_a_terminal() {
+    let Some(_) = nvcc() else { return };
+    let Ok(script) = which::which("script") else {
+        assert!(std::env::var_os("CI").is_none(), "no `script` (util-linux)");
+        eprintln!("skipping: no `script` to give the build a terminal");
+        return;
+    };
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let src = repo.join("examples/kernels/walk.cu");
+    let cmd = |cache: &str| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_nvcc-orion"));
+        c.current_dir(dir.path())
+            .args(["-c", "-arch=sm_90"])
+            .arg(&src)
+            .args(["-o", "w.o"])
+            .env("NVCC_ORION_VERBOSE", "1")
+            .env("NVCC_ORION_CACHE", dir.path().join(cache))
+            .env_remove("NVCC_ORION")
+            .env_remove("NVCC_ORION_REPORT");
+        c
+    };
+    let out = cmd("c1").output().unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("variant(s) built"), "{err}");
+    assert!(
+        !err.contains("variant 1/") && !err.contains('\r'),
+        "{err:?}"
+    );
+    // The same under a terminal (`script` gives it a pseudo-terminal).
+    let c = cmd("c2");
+    let line = shell_words::join(
+        std::iter::once(c.get_program().to_string_lossy().into_owned())
+            .chain(c.get_args().map(|a| a.to_string_lossy().into_owned())),
+    );
+    let mut s = Command::new(script);
+    s.current_dir(dir.path())
+        .args(["-qec", &line, "/dev/null"])
+        .env("NVCC_ORION_VERBOSE", "1")
+        .env("NVCC_ORION_CACHE", dir.path().join("c2"))
+        .env_remove("NVCC_ORION")
+        .env_remove("NVCC_ORION_REPORT");
+    let out = s.output().unwrap();
+    assert!(out.status.success());
+    let tty = String::from_utf8_lossy(&out.stdout);
+    assert!(tty.contains("\rnvcc-orion: sm_90: variant 1/"), "{tty:?}");
+    assert!(tty.contains(" left): walk_features="), "{tty:?}");
+    assert!(tty.contains("\r\x1b[K"), "{tty:?}");
+    assert!(tty.contains("variant(s) built"), "{tty:?}");
 }

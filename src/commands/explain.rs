@@ -1,11 +1,13 @@
 //! `nvcc-orion explain`: why each kernel got its variant, as a terminal table per kernel and
-//! architecture: every candidate (budget, kind, registers, spills, frame, shared, warps per SM
-//! and predicted cycles per warp at each block size considered), the chosen one marked, the
-//! budgets pruned before building, and the reason in one line.
+//! architecture ([`crate::report::table`]) and, with `--html OUT.html`, a self-contained page
+//! ([`crate::report::html`]).
 //!
 //! - `nvcc-orion explain FILE.cu [nvcc args]`: compiles as nvcc would (tuning on, output in a
 //!   temporary folder unless `-o` is given) and explains that build;
-//! - `nvcc-orion explain REPORT.jsonl`: explains a report written through `NVCC_ORION_REPORT`.
+//! - `nvcc-orion explain FILE.o|FILE.cubin|FILE.fatbin`: the kernels a built file holds (one
+//!   candidate each: there is no PTX to try budgets with);
+//! - `nvcc-orion explain REPORT.jsonl`: explains a report written through `NVCC_ORION_REPORT`
+//!   (the page's code views need the cubins, which a plain build does not keep).
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -14,32 +16,179 @@ use std::process::Command;
 
 use serde_json::Value;
 
+use crate::report::html::{self, Kernel};
+use crate::report::view::{Decoder, KernelView, kernel_view};
+use crate::report::{file, table};
+
+const USAGE: &str = "usage: nvcc-orion explain [--html OUT.html] FILE.cu [nvcc args] | FILE.o | FILE.cubin | REPORT.jsonl";
+
 /// Run `explain` with its arguments (after the word `explain`); true on failure.
 pub fn run(args: &[OsString], out: &mut impl Write) -> bool {
+    let (html_out, args) = match split_html(args) {
+        Ok(x) => x,
+        Err(e) => {
+            super::report_error(e);
+            return true;
+        }
+    };
     let Some(first) = args.first() else {
-        super::report_error("usage: nvcc-orion explain FILE.cu [nvcc args] | REPORT.jsonl");
+        super::report_error(USAGE);
         return true;
     };
     let path = PathBuf::from(first);
+    let scratch = match tempfile::Builder::new()
+        .prefix("nvcc-orion-explain-")
+        .tempdir()
+    {
+        Ok(t) => t,
+        Err(e) => {
+            super::report_error(format_args!("temporary folder: {e}"));
+            return true;
+        }
+    };
     let records = if is_report(&path) {
         read_report(&path)
+    } else if is_built(&path) {
+        file::records(&path, scratch.path())
     } else {
-        compile_and_report(args)
+        let keep = html_out.as_ref().map(|_| scratch.path().join("cubins"));
+        compile_and_report(&args, keep.as_deref())
     };
-    match records {
+    let records = match records {
         Ok(r) if r.is_empty() => {
             super::report_error(format_args!(
                 "{}: no kernel was compiled for a GPU architecture (nothing to explain)",
                 path.display()
             ));
-            true
+            return true;
         }
-        Ok(r) => render(&r, out).is_err_and(|e| e.kind() != std::io::ErrorKind::BrokenPipe),
+        Ok(r) => r,
         Err(e) => {
             super::report_error(e);
-            true
+            return true;
+        }
+    };
+    if let Err(e) = table::render(&records, out)
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        super::report_error(e);
+        return true;
+    }
+    if let Some(dest) = html_out {
+        let page = page(&path.display().to_string(), &records);
+        if let Err(e) = std::fs::write(&dest, page) {
+            super::report_error(format_args!("{}: {e}", dest.display()));
+            return true;
         }
     }
+    false
+}
+
+/// `--html OUT` / `--html=OUT` (anywhere; nvcc has no such option), and the other arguments.
+fn split_html(args: &[OsString]) -> Result<(Option<PathBuf>, Vec<OsString>), String> {
+    let mut html = None;
+    let mut rest = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.to_str() {
+            Some("--html") => {
+                html = Some(PathBuf::from(
+                    it.next()
+                        .ok_or("--html needs a file name (--html OUT.html)")?,
+                ));
+            }
+            Some(s) if s.starts_with("--html=") => html = Some(PathBuf::from(&s[7..])),
+            _ => rest.push(a.clone()),
+        }
+    }
+    Ok((html, rest))
+}
+
+/// A built file (object, cubin, fatbin, archive, executable) rather than a source: its
+/// first bytes say so.
+fn is_built(p: &Path) -> bool {
+    let source = matches!(
+        p.extension().and_then(|e| e.to_str()),
+        Some("cu" | "cpp" | "cc" | "cxx" | "c" | "ptx" | "i" | "ii")
+    );
+    !source
+        && std::fs::read(p)
+            .ok()
+            .is_some_and(|b| crate::container::sniff(&b).is_some())
+}
+
+/// The page, with each kernel's code views decoded from the kept cubins (one nvdisasm run
+/// per cubin); a kernel whose code cannot be shown gets its table and a line saying why.
+pub fn page(what: &str, records: &[Value]) -> String {
+    let mut decoder = crate::toolkit::find_tool("nvdisasm").map(Decoder::new);
+    // Kernels whose code changed first: they are what a reader opens the page for.
+    let mut order: Vec<&Value> = records.iter().collect();
+    order.sort_by_key(|r| r["chosen"].as_u64().unwrap_or(0) == 0);
+    let kernels: Vec<Kernel<'_>> = order
+        .into_iter()
+        .map(|r| Kernel {
+            record: r,
+            view: view_of(decoder.as_mut(), r),
+        })
+        .collect();
+    html::page(what, &kernels)
+}
+
+fn view_of(decoder: Option<&mut Decoder>, r: &Value) -> Result<KernelView, String> {
+    let decoder = decoder.ok_or("the CUDA toolkit's nvdisasm was not found to decode the SASS")?;
+    let cubins = &r["cubins"];
+    if cubins.is_null() {
+        return Err(
+            "the report does not name the cubins (explain the .cu or the built file)".into(),
+        );
+    }
+    let name = r["kernel"].as_str().unwrap_or("");
+    let chosen = r["chosen"].as_u64().unwrap_or(0) as usize;
+    let path_of = |v: &Value| {
+        v.as_str()
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from)
+            .ok_or_else(|| "a cubin was not kept".to_string())
+    };
+    let c = &r["candidates"][chosen];
+    let regs = &c["registers"];
+    let after = decoder.function(&path_of(&cubins["candidates"][chosen])?, name)?;
+    let rewritten = c["budget"]["spill_to_shared"] == true && cubins["before_rewrite"].is_string();
+    let (before, before_label, after_label) = if rewritten {
+        let b = decoder.function(&path_of(&cubins["before_rewrite"])?, name)?;
+        (
+            Some(b),
+            format!(
+                "before the rewrite (ptxas at {} registers, spills in local memory)",
+                c["budget"]["regs"].as_u64().unwrap_or(1).saturating_sub(1)
+            ),
+            format!("after spill → shared ({regs} registers)"),
+        )
+    } else if chosen != 0 {
+        let b = decoder.function(&path_of(&cubins["candidates"][0])?, name)?;
+        (
+            Some(b),
+            format!(
+                "ptxas's own choice ({} registers)",
+                r["candidates"][0]["registers"]
+            ),
+            format!("chosen ({regs} registers)"),
+        )
+    } else if r["source"] == "file" {
+        (None, String::new(), format!("as built ({regs} registers)"))
+    } else {
+        (
+            None,
+            String::new(),
+            format!("chosen: ptxas's own ({regs} registers)"),
+        )
+    };
+    Ok(kernel_view(
+        &after,
+        &after_label,
+        before.as_ref().map(|b| (b, before_label.as_str())),
+        rewritten,
+    ))
 }
 
 fn is_report(p: &Path) -> bool {
@@ -61,7 +210,8 @@ fn read_report(p: &Path) -> Result<Vec<Value>, String> {
 }
 
 /// Compile through ourselves with a private report, then read it.
-fn compile_and_report(args: &[OsString]) -> Result<Vec<Value>, String> {
+/// With `keep`, the tuner keeps every candidate's cubin there for the page.
+fn compile_and_report(args: &[OsString], keep: Option<&Path>) -> Result<Vec<Value>, String> {
     let me = std::env::current_exe().map_err(|e| format!("cannot find nvcc-orion itself: {e}"))?;
     let tmp = tempfile::tempdir().map_err(|e| format!("temporary folder: {e}"))?;
     let report = tmp.path().join("report.jsonl");
@@ -87,6 +237,10 @@ fn compile_and_report(args: &[OsString]) -> Result<Vec<Value>, String> {
     }
     cmd.env("NVCC_ORION_REPORT", &report)
         .env_remove("NVCC_ORION");
+    match keep {
+        Some(k) => cmd.env("NVCC_ORION_KEEP_CUBINS", k),
+        None => cmd.env_remove("NVCC_ORION_KEEP_CUBINS"),
+    };
     let status = cmd
         .status()
         .map_err(|e| format!("cannot run nvcc-orion: {e}"))?;
@@ -97,150 +251,4 @@ fn compile_and_report(args: &[OsString]) -> Result<Vec<Value>, String> {
         return Ok(Vec::new());
     }
     read_report(&report)
-}
-
-fn list(v: &Value) -> String {
-    v.as_array().map_or_else(
-        || "-".to_string(),
-        |a| {
-            a.iter()
-                .map(|x| match x.as_f64() {
-                    Some(f) if x.is_f64() => format!("{f:.0}"),
-                    _ => x.to_string(),
-                })
-                .collect::<Vec<_>>()
-                .join("/")
-        },
-    )
-}
-
-fn budget(c: &Value) -> (String, &'static str) {
-    let b = &c["budget"];
-    if b.is_null() {
-        return ("ptxas".to_string(), "baseline");
-    }
-    let regs = b["regs"].as_u64().unwrap_or(0);
-    if b["spill_to_shared"] == true {
-        (format!("{regs}"), "spill → shared")
-    } else if b["smem_spill"] == true {
-        (format!("{regs}"), ".maxnreg+smem spill")
-    } else {
-        (format!("{regs}"), ".maxnreg")
-    }
-}
-
-/// The tables, one per kernel and architecture, in report order.
-pub fn render(records: &[Value], out: &mut impl Write) -> std::io::Result<()> {
-    for r in records {
-        let blocks = list(&r["block_sizes"]);
-        writeln!(
-            out,
-            "{} {}  (block size {blocks}, {})",
-            r["arch"].as_str().unwrap_or("?"),
-            r["kernel"].as_str().unwrap_or("?"),
-            r["block_from"].as_str().unwrap_or("?")
-        )?;
-        writeln!(
-            out,
-            "    {:<7} {:<20} {:>4} {:>6} {:>6} {:>7} {:>14} {:>20}",
-            "budget", "kind", "REG", "SPILLS", "FRAME", "SHARED", "WARPS/SM", "CYCLES/WARP"
-        )?;
-        let chosen = r["chosen"].as_u64().unwrap_or(0) as usize;
-        for (i, c) in r["candidates"].as_array().into_iter().flatten().enumerate() {
-            let (b, kind) = budget(c);
-            writeln!(
-                out,
-                "  {} {:<7} {:<20} {:>4} {:>6} {:>6} {:>7} {:>14} {:>20}",
-                if i == chosen { "*" } else { " " },
-                b,
-                kind,
-                c["registers"].to_string(),
-                c["spill_instructions"].to_string(),
-                c["frame_bytes"].to_string(),
-                c["static_shared"].to_string(),
-                list(&c["warps_per_sm"]),
-                list(&c["cycles_per_warp"]),
-            )?;
-        }
-        let pruned: Vec<String> = r["pruned"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|p| {
-                let (b, kind) = budget(&json_budget(p));
-                let smem = if kind.contains("smem") {
-                    "+smem"
-                } else if kind.contains("shared") {
-                    "+spill2smem"
-                } else {
-                    ""
-                };
-                format!(
-                    "{b}{smem} (at best {:+.1}%)",
-                    p["bound_percent"].as_f64().unwrap_or(0.0)
-                )
-            })
-            .collect();
-        if !pruned.is_empty() {
-            writeln!(out, "    not built: {}", pruned.join(", "))?;
-        }
-        writeln!(
-            out,
-            "    chose {} registers: {}",
-            r["chosen_registers"],
-            r["reason"].as_str().unwrap_or("")
-        )?;
-        // The SASS transform tried, with the checker's verdict or why it was not applied.
-        if let Some(t) = r["transform"].as_str() {
-            writeln!(out, "    {t}")?;
-        }
-        writeln!(out)?;
-    }
-    Ok(())
-}
-
-fn json_budget(p: &Value) -> Value {
-    serde_json::json!({ "budget": p["budget"] })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn table_from_a_record() {
-        let r: Value = serde_json::from_str(
-            r#"{"arch":"sm_90","kernel":"k","output":"x","block_sizes":[256],"block_from":"launch-bounds",
-            "candidates":[
-              {"budget":null,"registers":64,"spill_instructions":0,"frame_bytes":0,"static_shared":0,"warps_per_sm":[32],"cycles_per_warp":[5828.4],"latency":1,"issue":1,"local_accesses":0},
-              {"budget":{"regs":32,"smem_spill":false},"registers":32,"spill_instructions":9,"frame_bytes":40,"static_shared":0,"warps_per_sm":[64],"cycles_per_warp":[4033.0],"latency":1,"issue":1,"local_accesses":9}],
-            "pruned":[{"budget":{"regs":56,"smem_spill":false},"bound_percent":2.5},
-                      {"budget":{"regs":40,"smem_spill":false,"spill_to_shared":true},"bound_percent":1.0}],
-            "chosen":1,"chosen_registers":32,"gain_percent":44.5,"reason":"predicted 44.5% faster",
-            "transform":"spill → shared at 40: not applied: no spills"}"#,
-        )
-        .unwrap();
-        let mut out = Vec::new();
-        render(&[r], &mut out).unwrap();
-        let t = String::from_utf8(out).unwrap();
-        assert!(
-            t.starts_with("sm_90 k  (block size 256, launch-bounds)\n"),
-            "{t}"
-        );
-        assert!(t.contains("\n  * 32      .maxnreg"), "{t}");
-        assert!(t.contains("\n    ptxas   baseline"), "{t}");
-        assert!(t.contains("5828"), "{t}");
-        assert!(
-            t.contains("not built: 56 (at best +2.5%), 40+spill2smem (at best +1.0%)"),
-            "{t}"
-        );
-        assert!(
-            t.contains("\n    spill → shared at 40: not applied: no spills\n"),
-            "{t}"
-        );
-        assert!(
-            t.contains("chose 32 registers: predicted 44.5% faster"),
-            "{t}"
-        );
-    }
 }

@@ -45,6 +45,32 @@ pub struct KernelRecord {
     /// or why the kernel was left alone).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transform: Option<String>,
+    /// The same outcome, structured, for the candidates table's checker column.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Verdict>,
+    /// With [`crate::settings::Settings::keep_cubins`]: where each candidate's cubin was kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cubins: Option<KeptCubins>,
+}
+
+/// What the checker said about the spill → shared rewrite of one kernel.
+#[derive(Debug, Clone, Serialize)]
+pub struct Verdict {
+    /// The budget of the spill → shared candidate.
+    pub budget: u32,
+    pub proved: bool,
+    /// The proof's summary, or why the rewrite was refused.
+    pub detail: String,
+}
+
+/// Cubins kept for `explain --html` (paths).
+#[derive(Debug, Clone, Serialize)]
+pub struct KeptCubins {
+    /// One per candidate, in the record's order (the baseline first).
+    pub candidates: Vec<String>,
+    /// The spill → shared candidate's variant as ptxas made it, before the rewrite.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub before_rewrite: Option<String>,
 }
 
 /// A budget skipped before building: its gain if the variant had the baseline's own latency
@@ -265,6 +291,13 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
     let base_listing = base_functions;
     let mut parsed: Vec<Option<(Cubin, Vec<Function>)>> = Vec::new();
     let mut transforms: BTreeMap<String, String> = BTreeMap::new();
+    let mut verdicts: BTreeMap<String, Verdict> = BTreeMap::new();
+    let keep = Keep::new(tune.settings.keep_cubins.as_deref(), &arch_name, &out);
+    let kept_baseline = keep
+        .as_ref()
+        .and_then(|k| k.save("baseline", &baseline_bytes));
+    // Per variant: the kept cubin as evaluated, and as ptxas made it.
+    let mut kept: Vec<(Option<String>, Option<String>)> = Vec::new();
     for (i, b) in built.iter().enumerate() {
         parsed.push(match b {
             Some(b) => {
@@ -276,39 +309,73 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
                         Ok(outcome) => {
                             for (kernel, r) in &outcome.kernels {
                                 let budget = wanted[i][kernel];
-                                let note = match r {
-                                    Ok(p) => format!(
-                                        "spill → shared at {}: {}",
-                                        budget.regs,
-                                        p.summary()
-                                    ),
+                                let (proved, detail) = match r {
+                                    Ok(p) => (true, p.summary()),
                                     Err(e) => {
                                         wanted[i].remove(kernel);
-                                        format!(
-                                            "spill → shared at {}: not applied: {e}",
-                                            budget.regs
-                                        )
+                                        (false, e.to_string())
                                     }
                                 };
+                                let note = if proved {
+                                    format!("spill → shared at {}: {detail}", budget.regs)
+                                } else {
+                                    format!(
+                                        "spill → shared at {}: not applied: {detail}",
+                                        budget.regs
+                                    )
+                                };
                                 transforms.insert(kernel.clone(), note);
+                                verdicts.insert(
+                                    kernel.clone(),
+                                    Verdict {
+                                        budget: budget.regs,
+                                        proved,
+                                        detail,
+                                    },
+                                );
                             }
                             bytes = outcome.bytes;
                         }
                         Err(e) => {
-                            for kernel in std::mem::take(&mut wanted[i]).into_keys() {
-                                transforms
-                                    .insert(kernel, format!("spill → shared: not applied: {e}"));
+                            for (kernel, budget) in std::mem::take(&mut wanted[i]) {
+                                transforms.insert(
+                                    kernel.clone(),
+                                    format!("spill → shared: not applied: {e}"),
+                                );
+                                verdicts.insert(
+                                    kernel,
+                                    Verdict {
+                                        budget: budget.regs,
+                                        proved: false,
+                                        detail: e.to_string(),
+                                    },
+                                );
                             }
                         }
                     }
                 }
+                kept.push(match &keep {
+                    Some(k) => {
+                        let raw = k.save(&format!("v{i}"), &b.cubin);
+                        let evaluated = if bytes == b.cubin {
+                            raw.clone()
+                        } else {
+                            k.save(&format!("v{i}-rewritten"), &bytes)
+                        };
+                        (evaluated, raw)
+                    }
+                    None => (None, None),
+                });
                 let c = Cubin::parse(&bytes).map_err(|e| {
                     TuneError::Cubin(format!("variant {}", variants::describe(&b.budgets)), e)
                 })?;
                 let f = raw::functions(&c);
                 Some((c, f))
             }
-            None => None,
+            None => {
+                kept.push((None, None));
+                None
+            }
         });
     }
 
@@ -362,6 +429,20 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
             continue;
         }
         let kernel_pruned = pruned.remove(&p.name).unwrap_or_default();
+        let cubins = keep.as_ref().map(|_| KeptCubins {
+            candidates: sources
+                .iter()
+                .map(|s| match s {
+                    None => kept_baseline.clone().unwrap_or_default(),
+                    Some(i) => kept[*i].0.clone().unwrap_or_default(),
+                })
+                .collect(),
+            before_rewrite: sources
+                .iter()
+                .flatten()
+                .find(|&&i| Some(i) == to_shared_round)
+                .and_then(|&i| kept[i].1.clone()),
+        });
         let mut choice = select::choose(
             &options,
             tune.settings.margin_percent,
@@ -394,6 +475,8 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
             reason: choice.reason,
             pruned: kernel_pruned,
             transform: transforms.remove(&p.name),
+            verdict: verdicts.remove(&p.name),
+            cubins,
         });
     }
     if chosen.is_empty() {
@@ -439,6 +522,35 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
     result.stderr = Some(final_built.stderr);
     result.changed = true;
     Ok(result)
+}
+
+/// Where `explain --html` wants this step's cubins: one folder, files named by the step's
+/// architecture and a hash of its output path (several steps may write to one folder).
+struct Keep {
+    dir: std::path::PathBuf,
+    stem: String,
+}
+
+impl Keep {
+    fn new(dir: Option<&Path>, arch: &str, out: &Path) -> Option<Keep> {
+        use sha2::Digest;
+        let dir = dir?;
+        let hash = sha2::Sha256::digest(out.as_os_str().as_encoded_bytes());
+        let hex: String = hash[..6].iter().map(|b| format!("{b:02x}")).collect();
+        Some(Keep {
+            dir: dir.to_path_buf(),
+            stem: format!("{arch}-{hex}"),
+        })
+    }
+
+    /// Write one cubin; its path, or `None` when it cannot be written (the page then goes
+    /// without that view; the build is not affected).
+    fn save(&self, what: &str, bytes: &[u8]) -> Option<String> {
+        let path = self.dir.join(format!("{}-{what}.cubin", self.stem));
+        std::fs::create_dir_all(&self.dir).ok()?;
+        std::fs::write(&path, bytes).ok()?;
+        Some(path.display().to_string())
+    }
 }
 
 /// The transform requests for the spill → shared kernels of `budgets` in the cubin `bytes`:

@@ -149,12 +149,7 @@ impl Builder<'_> {
                         let Some(budgets) = all.get(i) else { break };
                         if let Some(label) = &self.progress {
                             // One line, rewritten in place; cleared when the batch is done.
-                            eprint!(
-                                "\rnvcc-orion: {label}: variant {}/{}: {}\x1b[K",
-                                i + 1,
-                                all.len(),
-                                describe(budgets)
-                            );
+                            eprint!("\r{}\x1b[K", progress_line(label, i, all.len(), budgets));
                         }
                         let r = self.build(i, budgets);
                         *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
@@ -233,6 +228,31 @@ pub fn describe(b: &Budgets) -> String {
         .join(" ")
 }
 
+/// The progress line for variant `i` of `n`: what is built (kernels by their short names)
+/// and how many are left, cut to the terminal's width (`COLUMNS`, else 100) so that `\r`
+/// rewrites one line rather than leaving wrapped pieces behind.
+pub fn progress_line(label: &str, i: usize, n: usize, budgets: &Budgets) -> String {
+    let what = budgets
+        .iter()
+        .map(|(k, b)| format!("{}={b}", crate::report::short_name(k)))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let left = n.saturating_sub(i + 1);
+    let line = format!(
+        "nvcc-orion: {label}: variant {}/{n} ({left} left): {what}",
+        i + 1
+    );
+    let width = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse::<usize>().ok())
+        .filter(|&c| c > 20)
+        .unwrap_or(100);
+    match line.char_indices().nth(width - 1) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line,
+    }
+}
+
 /// Write `name` in `dir` through a temporary file and a rename, so that concurrent builds
 /// never read half a file.
 fn store(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
@@ -246,6 +266,25 @@ fn store(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn progress_lines() {
+        let mut b = Budgets::new();
+        b.insert(
+            "_Z13walk_featuresPKiPKfPfii".into(),
+            super::super::ptx::Budget::regs(40),
+        );
+        assert_eq!(
+            progress_line("sm_90", 1, 5, &b),
+            "nvcc-orion: sm_90: variant 2/5 (3 left): walk_features=40"
+        );
+        for k in 0..20 {
+            b.insert(format!("kernel_{k}"), super::super::ptx::Budget::regs(32));
+        }
+        let long = progress_line("sm_90", 4, 5, &b);
+        assert_eq!(long.chars().count(), 100, "{long}");
+        assert!(long.ends_with('…') && long.contains("(0 left)"), "{long}");
+    }
 
     #[test]
     fn argv_and_key() {

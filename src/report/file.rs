@@ -1,0 +1,96 @@
+//! Records for a file that is already built (`explain FILE.o|FILE.cubin`): no PTX to build
+//! other budgets from, so each kernel has one candidate, the code the file holds, evaluated
+//! the way the tuner evaluates its candidates (occupancy per block size, static stall model).
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::container::{self, EntryKind};
+use crate::cubin::Cubin;
+use crate::predict::stalls::{combine, function_cost};
+use crate::sass::raw;
+use crate::tune::candidates::{self, KernelPlan};
+use crate::tune::select::Evaluated;
+
+/// One record per kernel and device image of `path`; each image's cubin is written under
+/// `scratch` (named in the record's `cubins`) for the code views.
+pub fn records(path: &Path, scratch: &Path) -> Result<Vec<Value>, String> {
+    let artifact = container::open(path).map_err(|e| e.to_string())?;
+    let images = artifact
+        .images()
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut out = Vec::new();
+    for (n, img) in images.iter().enumerate() {
+        if img.kind != EntryKind::Elf {
+            continue;
+        }
+        let Ok(cubin) = Cubin::parse(&img.image) else {
+            continue;
+        };
+        let kept = scratch.join(format!("image{n}.cubin"));
+        std::fs::write(&kept, &img.image).map_err(|e| format!("{}: {e}", kept.display()))?;
+        out.extend(image_records(&cubin, &kept, &img.location.to_string()));
+    }
+    Ok(out)
+}
+
+fn image_records(cubin: &Cubin, kept: &Path, location: &str) -> Vec<Value> {
+    let sm = cubin.arch();
+    let Some(arch) = u8::try_from(sm / 10)
+        .ok()
+        .and_then(|major| crate::predict::Arch::from_cc(major, (sm % 10) as u8).ok())
+    else {
+        return Vec::new();
+    };
+    let relocatable = cubin.is_relocatable();
+    let functions = raw::functions(cubin);
+    cubin
+        .kernels()
+        .iter()
+        .filter_map(|f| {
+            let regs = f.registers?;
+            let (blocks, block_from) = candidates::block_sizes(f, &[]);
+            let plan = KernelPlan {
+                name: f.name.clone(),
+                baseline_regs: regs,
+                static_shared: f.static_shared,
+                blocks: blocks.clone(),
+                block_from,
+                budgets: Vec::new(),
+            };
+            let warps = plan.warps(arch, regs, relocatable);
+            let cost = function_cost(sm, &functions, &f.name);
+            let e = Evaluated {
+                budget: None,
+                registers: regs,
+                spill_instructions: f.spill_instructions,
+                frame_bytes: f.frame_size.unwrap_or(0),
+                static_shared: f.static_shared,
+                cycles_per_warp: warps
+                    .iter()
+                    .map(|&w| cost.filter(|_| w > 0).map(|c| combine(c, w).cycles_per_warp))
+                    .collect(),
+                warps_per_sm: warps,
+                latency: cost.map_or(0.0, |c| c.latency),
+                issue: cost.map_or(0.0, |c| c.issue),
+                local_accesses: cost.map_or(0.0, |c| c.local_accesses),
+            };
+            Some(json!({
+                "arch": format!("sm_{sm}"),
+                "kernel": f.name,
+                "output": location,
+                "source": "file",
+                "block_sizes": blocks,
+                "block_from": block_from,
+                "candidates": [e],
+                "pruned": [],
+                "chosen": 0,
+                "chosen_registers": regs,
+                "gain_percent": 0.0,
+                "reason": "the variant this file holds (a built file has no PTX to try other budgets; explain the .cu for the candidates)",
+                "cubins": { "candidates": [kept.display().to_string()] },
+            }))
+        })
+        .collect()
+}

@@ -1,0 +1,159 @@
+//! The terminal table: per kernel and architecture, every candidate (budget, kind, registers,
+//! spills, frame, shared, warps per SM and predicted cycles per warp at each block size
+//! considered, the checker's verdict), the chosen one marked, the budgets pruned before
+//! building, and the reason in one line.
+
+use std::io::Write;
+
+use serde_json::Value;
+
+use super::{budget, checker, list, rejected};
+
+/// The tables, one per kernel and architecture, in report order.
+pub fn render(records: &[Value], out: &mut impl Write) -> std::io::Result<()> {
+    for r in records {
+        let blocks = list(&r["block_sizes"]);
+        writeln!(
+            out,
+            "{} {}  (block size {blocks}, {})",
+            r["arch"].as_str().unwrap_or("?"),
+            r["kernel"].as_str().unwrap_or("?"),
+            r["block_from"].as_str().unwrap_or("?")
+        )?;
+        writeln!(
+            out,
+            "    {:<7} {:<20} {:>4} {:>6} {:>6} {:>7} {:>14} {:>20}  CHECKER",
+            "budget", "kind", "REG", "SPILLS", "FRAME", "SHARED", "WARPS/SM", "CYCLES/WARP"
+        )?;
+        let chosen = r["chosen"].as_u64().unwrap_or(0) as usize;
+        for (i, c) in r["candidates"].as_array().into_iter().flatten().enumerate() {
+            let (b, kind) = budget(r, c);
+            writeln!(
+                out,
+                "  {} {:<7} {:<20} {:>4} {:>6} {:>6} {:>7} {:>14} {:>20}  {}",
+                if i == chosen { "*" } else { " " },
+                b,
+                kind,
+                c["registers"].to_string(),
+                c["spill_instructions"].to_string(),
+                c["frame_bytes"].to_string(),
+                c["static_shared"].to_string(),
+                list(&c["warps_per_sm"]),
+                list(&c["cycles_per_warp"]),
+                checker(r, c),
+            )?;
+        }
+        if let Some((regs, why)) = rejected(r) {
+            writeln!(
+                out,
+                "    {:<7} {:<20} {:>4} {:>6} {:>6} {:>7} {:>14} {:>20}  rejected: {why}",
+                regs, "spill → shared", "-", "-", "-", "-", "-", "-"
+            )?;
+        }
+        let pruned: Vec<String> = r["pruned"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|p| {
+                let (b, kind) = budget(r, &serde_json::json!({ "budget": p["budget"] }));
+                let smem = if kind.contains("smem") {
+                    "+smem"
+                } else if kind.contains("shared") {
+                    "+spill2smem"
+                } else {
+                    ""
+                };
+                format!(
+                    "{b}{smem} (at best {:+.1}%)",
+                    p["bound_percent"].as_f64().unwrap_or(0.0)
+                )
+            })
+            .collect();
+        if !pruned.is_empty() {
+            writeln!(out, "    not built: {}", pruned.join(", "))?;
+        }
+        writeln!(
+            out,
+            "    chose {} registers: {}",
+            r["chosen_registers"],
+            r["reason"].as_str().unwrap_or("")
+        )?;
+        // The SASS transform tried, with the checker's verdict or why it was not applied.
+        if let Some(t) = r["transform"].as_str() {
+            writeln!(out, "    {t}")?;
+        }
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(extra: &str) -> Value {
+        serde_json::from_str(&format!(
+            r#"{{"arch":"sm_90","kernel":"k","output":"x","block_sizes":[256],"block_from":"launch-bounds",
+            "candidates":[
+              {{"budget":null,"registers":64,"spill_instructions":0,"frame_bytes":0,"static_shared":0,"warps_per_sm":[32],"cycles_per_warp":[5828.4],"latency":1,"issue":1,"local_accesses":0}},
+              {{"budget":{{"regs":32,"smem_spill":false}},"registers":32,"spill_instructions":9,"frame_bytes":40,"static_shared":0,"warps_per_sm":[64],"cycles_per_warp":[4033.0],"latency":1,"issue":1,"local_accesses":9}}],
+            "pruned":[{{"budget":{{"regs":56,"smem_spill":false}},"bound_percent":2.5}},
+                      {{"budget":{{"regs":40,"smem_spill":false,"spill_to_shared":true}},"bound_percent":1.0}}],
+            "chosen":1,"chosen_registers":32,"gain_percent":44.5,"reason":"predicted 44.5% faster"{extra}}}"#
+        ))
+        .unwrap()
+    }
+
+    fn text(r: Value) -> String {
+        let mut out = Vec::new();
+        render(&[r], &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn table_from_a_record() {
+        let t = text(record(
+            r#","transform":"spill → shared at 40: not applied: no spills""#,
+        ));
+        assert!(
+            t.starts_with("sm_90 k  (block size 256, launch-bounds)\n"),
+            "{t}"
+        );
+        assert!(t.contains("\n  * 32      .maxnreg"), "{t}");
+        assert!(t.contains("\n    ptxas   baseline"), "{t}");
+        assert!(t.contains("5828"), "{t}");
+        assert!(t.contains("4033  n/a\n"), "{t}");
+        assert!(
+            t.contains("not built: 56 (at best +2.5%), 40+spill2smem (at best +1.0%)"),
+            "{t}"
+        );
+        assert!(
+            t.contains("\n    spill → shared at 40: not applied: no spills\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains("chose 32 registers: predicted 44.5% faster"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn checker_column() {
+        // A refused rewrite is a row of its own with the reason.
+        let t = text(record(
+            r#","verdict":{"budget":40,"proved":false,"detail":"a frame address escapes"}"#,
+        ));
+        assert!(
+            t.contains("\n    40      spill → shared")
+                && t.contains("-  rejected: a frame address escapes\n"),
+            "{t}"
+        );
+        // A proved one is a candidate like the others.
+        let mut r = record(r#","verdict":{"budget":32,"proved":true,"detail":"ok"}"#);
+        r["candidates"][1]["budget"]["spill_to_shared"] = true.into();
+        let t = text(r);
+        assert!(t.contains("\n  * 32      spill → shared"), "{t}");
+        assert!(t.contains("4033  proved\n"), "{t}");
+        assert!(!t.contains("rejected"), "{t}");
+    }
+}
