@@ -291,10 +291,7 @@ fn explain_html_page_in_chromium() {
     assert!(ok, "{err}");
     snapshot("explain_rewrite_sm90.txt", &table);
     assert!(table.contains("proved\n"), "{table}");
-    assert!(
-        table.contains("rejected: ") && table.contains("no MOV of the return address"),
-        "{table}"
-    );
+    assert!(table.contains("rejected: "), "{table}");
     // The report (with its kept cubins) explains the same.
     let page2 = dir.path().join("page2.html");
     let (ok, table2, _) = explain(

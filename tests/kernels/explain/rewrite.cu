@@ -1,7 +1,7 @@
 // The `explain --html` example (tests/explain.rs, docs/explain.png): with
 // `--orion-force=spill2smem --orion-block-size=128`, s_chain_f32 ships with its spills moved to
-// shared memory (the checker proves it), and the rewrite of s_callee_spills is refused (the
-// callee's frame: no MOV of the return address), which the table shows with the reason.
+// shared memory (the checker proves it), and the rewrite of s_recursive is refused (a
+// recursive callee moves the stack pointer), which the table shows with the reason.
 
 #define N_LIVE 34
 
@@ -23,29 +23,24 @@ __global__ void s_chain_f32(const float *in, float *out, int n)
 }
 
 
-// A callee that itself keeps many values live.
-__device__ __noinline__ float mix_deep(const float *p, int n, float a)
+// Recursion: ptxas gives the recursive function a frame of its own (it moves R1), which the
+// spill → shared rewrite does not handle, so the kernel keeps ptxas's code.
+__device__ float deep_rec(const float *p, int n, float a, int depth)
 {
-    float v[26];
+    float v[N_LIVE];
 #pragma unroll
-    for (int k = 0; k < 26; k++) v[k] = p[(k * 5 + (int)a) % n] + a * k;
-    for (int r = 0; r < n % 3 + 2; r++) {
+    for (int k = 0; k < N_LIVE; k++) v[k] = p[(k * 5 + (int)a) % n] + a * k;
 #pragma unroll
-        for (int k = 0; k < 26; k++) v[k] = v[k] * v[(k + 11) % 26] + v[(k + 3) % 26];
-    }
+    for (int k = 0; k < N_LIVE; k++) v[k] = v[k] * v[(k + 11) % N_LIVE] + v[(k + 3) % N_LIVE];
     float s = 0.f;
 #pragma unroll
-    for (int k = 0; k < 26; k++) s += v[k];
+    for (int k = 0; k < N_LIVE; k++) s += v[k];
+    if (depth > 0) s += deep_rec(p, n, s, depth - 1) * v[7];
     return s;
 }
 
-
-// The callee spills: its frame gets its own shared slots.
-__global__ void s_callee_spills(const float *in, float *out, int n)
+__global__ void s_recursive(const float *in, float *out, int n)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    float a = in[i % n];
-    float b = mix_deep(in, n, a);
-    out[i] = b + mix_deep(in, n, b);
+    out[i] = deep_rec(in, n, in[i % n], n % 4);
 }
-
