@@ -528,8 +528,9 @@ fn compared_with_ptxas_smem_spilling() {
                     ),
                 };
             table.push_str(&format!(
-                "| sm_{arch} | {} | {pragma_spill} | {pragma_shared} | 0 | {} (+{}) |\n",
+                "| sm_{arch} | {} | {pragma_spill} | {pragma_shared} | {} | {} (+{}) |\n",
                 kernel,
+                r.kept_local_bytes,
                 info.static_shared + r.shared_added,
                 r.shared_added
             ));

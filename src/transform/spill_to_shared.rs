@@ -141,6 +141,8 @@ pub struct Rewrite {
     /// Spill instructions left in local memory: words that carry a value from one
     /// function to another (a return address a caller spills and its callee reloads).
     pub kept_local: usize,
+    /// Bytes those instructions move (as `ptxas -v` counts spill stores and loads).
+    pub kept_local_bytes: u64,
     /// Variables moved out of a callee's way around calls (compressible stack).
     pub moves: usize,
     /// Slots stacked frames would have needed (for the report's comparison).
@@ -369,6 +371,12 @@ pub fn spill_to_shared(
         })
         .collect();
     let kept_local = spills.len() - accesses.len();
+    let moved: BTreeSet<u64> = accesses.iter().map(|a| a.offset).collect();
+    let kept_local_bytes = spills
+        .iter()
+        .filter(|s| !moved.contains(&s.1.offset))
+        .map(|s| 4 * u64::from(s.3))
+        .sum();
     if accesses.is_empty() {
         return Err(not_applicable(
             "every spill carries a value between functions (kept in local memory)",
@@ -473,6 +481,7 @@ pub fn spill_to_shared(
         shared_added,
         spills: accesses.len(),
         kept_local,
+        kept_local_bytes,
         moves: lay.move_count(),
         stacked_slots,
         frames,
