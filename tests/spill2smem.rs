@@ -32,6 +32,7 @@ const THREADS: u32 = 128;
 const TRANSFORMED: &[&str] = &[
     "_Z11s_chain_f32PKfPfi",
     "_Z10s_wide_f64PKdPdi",
+    "_Z10s_hash_u64PKmPmi",
     "_Z13s_static_smemPKfPfi",
     "_Z14s_dynamic_smemPKfPfi",
     "_Z11s_both_smemPKfPfi",
@@ -45,12 +46,9 @@ const TRANSFORMED: &[&str] = &[
     "_Z13s_stack_callsPKfPfi",
 ];
 
-/// Kernels left alone on some arches, with the reason the refusal must give ("" = any).
-const REFUSED: &[(&str, &str)] = &[
-    // Transformed, but not proved where ptxas spills a zero (`STL [R1+x], RZ`): the checker
-    // does not model a constant source yet, so the kernel keeps its code (sm_75, sm_80).
-    ("_Z10s_hash_u64PKmPmi", ""),
-];
+/// Kernels left alone on some arches, with the reason the refusal must give ("" = any):
+/// none today (kept so a known refusal can be named with its reason).
+const REFUSED: &[(&str, &str)] = &[];
 
 /// Kernels with three levels of spilling calls, or several spilling callees: the
 /// compressible stack must need fewer slots than stacked frames.

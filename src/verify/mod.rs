@@ -734,7 +734,8 @@ fn data_of(ins: &Instr) -> Option<&Operand> {
     }
 }
 
-/// An original spill move: `STL/LDL [R1+imm]`, 32/64/128-bit, data register not RZ.
+/// An original spill move: `STL/LDL [R1+imm]`, 32/64/128-bit, data register not RZ (but a
+/// 32-bit store of RZ).
 struct Move {
     store: bool,
     imm: i64,
@@ -756,11 +757,14 @@ fn as_move(ins: &Instr) -> Option<Move> {
     let OperandKind::Reg(reg) = data.kind else {
         return None;
     };
-    if reg == RZ || imm % 4 != 0 || ins.operands.len() != 2 {
+    let width = data.width.max(1);
+    // `STL [R1+x], RZ`: ptxas spills a zero. RZ holds its own (constant) symbol in both
+    // programs, so the word gets it like any register's value.
+    let zero = reg == RZ && store && width == 1;
+    if (reg == RZ && !zero) || imm % 4 != 0 || ins.operands.len() != 2 {
         return None;
     }
-    let width = data.width.max(1);
-    if !matches!(width, 1 | 2 | 4) || u32::from(reg) + u32::from(width) > 255 {
+    if !matches!(width, 1 | 2 | 4) || (!zero && u32::from(reg) + u32::from(width) > 255) {
         return None;
     }
     Some(Move {
@@ -2239,7 +2243,8 @@ impl<'a> Section<'a> {
         };
         let rd = *rd;
         let rw = (access_bytes(r) / 4).max(1);
-        if rd == RZ || sub_word(r) || rw > i64::from(m.width) || r.operands.len() != 2 {
+        let zero = rd == RZ && m.reg == RZ && rw == 1;
+        if (rd == RZ && !zero) || sub_word(r) || rw > i64::from(m.width) || r.operands.len() != 2 {
             return reject(
                 name,
                 r.offset,
@@ -2318,7 +2323,7 @@ impl<'a> Section<'a> {
             .collect();
         if pairs
             .iter()
-            .any(|(d, s)| *d == Loc::R(RZ) || *s == Loc::R(RZ))
+            .any(|(d, s)| *d == Loc::R(RZ) || (*s == Loc::R(RZ) && (m.reg != RZ || rw != 1)))
         {
             return reject(name, r.offset, "register pair runs past R254");
         }

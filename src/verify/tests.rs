@@ -240,3 +240,39 @@ fn operand_shapes_and_helpers() {
         &func(&["IADD3 R1, R1, -0x8, RZ", "STL [R1+0x4], R2", "EXIT"])[0]
     ));
 }
+
+/// ptxas spills a zero (`STL [R1+x], RZ`): moved to shared as `STS [base], RZ` it proves;
+/// stored from any other register, or reloaded where a zero is not, it is rejected.
+#[test]
+fn a_spilled_zero_moves_like_a_register() {
+    let orig = func(&[
+        "STL [R1+0x8], RZ",
+        "MOV R5, 0x3",
+        "LDL R5, [R1+0x8]",
+        "FADD R6, R5, R5",
+        "EXIT",
+    ]);
+    assert!(check(&orig, &orig, &Claim::identity()).is_ok());
+    let good = [
+        "MOV R40, 0x0",
+        "STS [R40], RZ",
+        "MOV R5, 0x3",
+        "LDS R5, [R40]",
+        "FADD R6, R5, R5",
+        "EXIT",
+    ];
+    let p = check(&orig, &func(&good), &spill_claim()).unwrap();
+    assert_eq!(p.shared_moves, 2);
+    // A register instead of RZ: the word holds a value, not the zero.
+    let mut bad = func(&good);
+    bad[0].instrs[1] = ins(0x10, "STS [R40], R7");
+    let e = check(&orig, &bad, &spill_claim()).unwrap_err();
+    assert_eq!(e.offset, 0x40, "{e}");
+    assert!(e.reason.contains("R5 holds {orig R7}"), "{e}");
+    // The zero stored to another slot than the reload reads.
+    let mut bad = func(&good);
+    bad[0].instrs[1] = ins(0x10, "STS [R40+0x400], RZ");
+    let e = check(&orig, &bad, &spill_claim()).unwrap_err();
+    assert_eq!(e.offset, 0x40, "{e}");
+    assert!(e.reason.starts_with("R5 holds nothing known"), "{e}");
+}
