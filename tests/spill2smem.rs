@@ -19,7 +19,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use nvcc_orion::cubin::Cubin;
-use nvcc_orion::sass::decode;
+use nvcc_orion::sass::{decode, encode};
 use nvcc_orion::transform::spill_to_shared::{Options, ThreadsSource};
 use nvcc_orion::transform::stack::{self, Mode};
 use nvcc_orion::tune::proven;
@@ -461,6 +461,52 @@ fn compressible_stack_beats_stacked_frames() {
     assert_eq!(compared, ARCHS.len() * STACKED.len());
     // The move code itself ran through the checker somewhere.
     assert!(in_order_moves > 0);
+}
+
+/// The checker sees across calls: where a caller passes its callee a word through the frame
+/// (the return address of `s_callee_spills`), moving the caller's store to shared memory while
+/// the callee still reloads the word from local memory is rejected at the call.
+#[test]
+fn a_passed_word_moved_on_one_side_only_is_rejected() {
+    let Some(b) = built() else { return };
+    let nvdisasm = common::toolkit_tool(&b.nvcc, "nvdisasm");
+    let kernel = "_Z15s_callee_spillsPKfPfi";
+    for (&arch, path) in &b.cubins {
+        let bytes = std::fs::read(path).unwrap();
+        let cubin = Cubin::parse(&bytes).unwrap();
+        let outcome =
+            proven::spill_to_shared(&bytes, &[(kernel.to_string(), options(&cubin, kernel))])
+                .unwrap();
+        let r = outcome.kernels[0].1.as_ref().unwrap().rewrite.clone();
+        assert!(r.kept_local > 0, "sm_{arch}");
+        let good = b.dir.join(format!("passed_good_{arch}.cubin"));
+        std::fs::write(&good, &outcome.bytes).unwrap();
+        let after = decode::decode_file(&nvdisasm, &good).unwrap();
+        // The first kept store in the kernel (before its first call): now an STS to slot 0.
+        let st = after
+            .functions
+            .iter()
+            .filter(|f| f.section == r.section)
+            .flat_map(|f| f.instrs.iter())
+            .find(|i| i.base() == "STL")
+            .unwrap();
+        let w = encode::swap_local_shared(st.raw).unwrap();
+        let w = encode::set_reg(w, encode::RegField::A, r.base_reg);
+        let w = encode::set_bits(w, 40, 24, u64::from(r.area_offset));
+        let mut out = Cubin::parse(&outcome.bytes).unwrap();
+        let mut code = out.elf().sections[r.section].data.clone();
+        let at = st.offset as usize;
+        code[at..at + 16].copy_from_slice(&encode::to_bytes(w));
+        out.replace_text(kernel, code, &nvcc_orion::cubin::OffsetMap::new())
+            .unwrap();
+        let bad = b.dir.join(format!("passed_bad_{arch}.cubin"));
+        std::fs::write(&bad, out.write().unwrap()).unwrap();
+        let before = decode::decode_file(&nvdisasm, path).unwrap();
+        assert!(proven::check(&before, &after, &r).is_ok(), "sm_{arch}");
+        let mutated = decode::decode_file(&nvdisasm, &bad).unwrap();
+        let e = proven::check(&before, &mutated, &r).unwrap_err();
+        assert!(e.contains("frame word"), "sm_{arch}: {e}");
+    }
 }
 
 /// `ptxas -v`: function → (spill store bytes, spill load bytes, shared bytes).

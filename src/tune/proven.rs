@@ -167,8 +167,8 @@ pub fn spill_to_shared(bytes: &[u8], requests: &[(String, Options)]) -> Result<O
 }
 
 /// The checker on one rewritten section: the functions of the kernel's section before and
-/// after, and what the transform claims.
-fn check(before: &Decoded, after: &Decoded, r: &Rewrite) -> Result<usize, String> {
+/// after, and what the transform claims. Instructions checked, or the rejection.
+pub fn check(before: &Decoded, after: &Decoded, r: &Rewrite) -> Result<usize, String> {
     let of = |d: &Decoded| -> Vec<Function> {
         let mut fs: Vec<Function> = d
             .functions

@@ -63,8 +63,10 @@
 //!    * *Calls* use summaries of the section's functions, computed callees first (recursion
 //!      is rejected): the registers the original callee may write (`OrigWrites`), the
 //!      locations the rewritten callee may write (`RewWrites`, spill words included), and the
-//!      original callee's live-in. At a call, the live-in must hold its symbols and `base.reg`
-//!      `SBase`; then `RewWrites` is emptied and each `OrigWrites` location gets its symbol
+//!      original callee's live-in, frame words included (ptxas' sub-functions share the
+//!      kernel's frame and read what the caller stored there, such as a spilled return
+//!      address; a callee that moves `R1` or indexes the frame needs every tracked frame
+//!      word). At a call, the live-in must hold its symbols and `base.reg` `SBase`; then `RewWrites` is emptied and each `OrigWrites` location gets its symbol
 //!      back. This is licensed by the callee's own check, which at every `RET` requires each
 //!      `OrigWrites` location to hold its symbol (and counts the `RET` as reading them, so
 //!      the live-in covers paths that do not write them). Calls the section cannot resolve
@@ -997,6 +999,12 @@ struct Summary {
     rew_writes: RegLocs,
     rew_shared: SharedWrites,
     live_in: RegLocs,
+    /// Local words the original reads before writing them (through its callees too), as
+    /// offsets from its `R1` on entry; `None` when they cannot be named (it moves `R1` or
+    /// indexes the frame): then every tracked frame word must hold its own value at a call.
+    /// ptxas' sub-functions share the kernel's frame, so a callee can read what its caller
+    /// stored (a spilled return address): the caller must still hold it there.
+    live_in_local: Option<BTreeSet<i64>>,
 }
 
 struct Section<'a> {
@@ -1599,7 +1607,80 @@ impl<'a> Section<'a> {
             }
         }
         s.live_in = self.live_in(k, &s.orig_writes, subs);
+        s.live_in_local = self.live_in_local(k);
         s
+    }
+
+    /// Frame words live into original function `k` (backward over its CFG: `LDL [R1+imm]`
+    /// reads its words, an unguarded whole-word `STL [R1+imm]` writes them, a direct call
+    /// reads its callee's). `None` if `k` writes `R1`, accesses the frame through `R1` with
+    /// an index, or calls a function whose words are unknown.
+    fn live_in_local(&self, k: usize) -> Option<BTreeSet<i64>> {
+        let f = &self.orig[k];
+        if f.instrs.is_empty() {
+            return Some(BTreeSet::new());
+        }
+        type UseDef = (BTreeSet<i64>, BTreeSet<i64>, Option<usize>);
+        let mut ud: Vec<UseDef> = Vec::with_capacity(f.instrs.len());
+        for ins in &f.instrs {
+            let (_, ws) = reads_writes(ins);
+            if ws.contains(&Loc::R(1)) {
+                return None;
+            }
+            let mut uses = BTreeSet::new();
+            let mut defs = BTreeSet::new();
+            let mut jump = None;
+            if matches!(ins.base(), "LDL" | "STL") {
+                let a = addr_of(ins)?;
+                if let OperandKind::Addr { reg: Some(1), .. } = a.kind {
+                    let imm = r1_imm(a)?;
+                    let ws = words(imm, access_bytes(ins));
+                    if ins.base() == "LDL" {
+                        uses.extend(ws);
+                    } else if ins.always() && !sub_word(ins) {
+                        defs.extend(ws);
+                    }
+                }
+            }
+            if ins.is_call() {
+                match call_kind(ins, f, &self.names) {
+                    CallKind::Direct(c) => uses.extend(self.summaries[c].live_in_local.clone()?),
+                    CallKind::Jump(t) => jump = f.index_of(t),
+                    CallKind::Indirect | CallKind::Unknown => {}
+                }
+            }
+            ud.push((uses, defs, jump));
+        }
+        let cfg = Cfg::build(f);
+        let mut live_in: Vec<BTreeSet<i64>> = vec![BTreeSet::new(); f.instrs.len()];
+        let blocks: Vec<_> = cfg.blocks().collect();
+        loop {
+            let mut changed = false;
+            for &(id, b) in blocks.iter().rev() {
+                let mut live = BTreeSet::new();
+                for s in cfg.successors(id) {
+                    live.extend(live_in[cfg.graph[s].first].iter().copied());
+                }
+                for i in (b.first..b.end).rev() {
+                    let (u, d, j) = &ud[i];
+                    if let Some(j) = j {
+                        live.extend(live_in[*j].iter().copied());
+                    }
+                    for w in d {
+                        live.remove(w);
+                    }
+                    live.extend(u.iter().copied());
+                    if live != live_in[i] {
+                        live_in[i] = live.clone();
+                        changed = true;
+                    }
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        Some(live_in.swap_remove(0))
     }
 
     /// The word an `STS [reg+imm]` writes when `reg` is the claimed base (any offset; for
@@ -2126,6 +2207,21 @@ impl<'a> Section<'a> {
                     &s.live_in,
                     &format!("live into `{}`, at the call", self.orig[c].name),
                 );
+                match &s.live_in_local {
+                    Some(ws) => {
+                        for &w in ws {
+                            ops.push(Op::Need {
+                                loc: Loc::Local(w),
+                                sym: Sym::Orig(Loc::Local(w)),
+                                what: format!(
+                                    "the frame word `{}` reads, at the call",
+                                    self.orig[c].name
+                                ),
+                            });
+                        }
+                    }
+                    None => ops.push(Op::NeedFrame),
+                }
                 let mut clear: Vec<Loc> = s.rew_writes.iter().collect();
                 clear.extend(s.rew_shared.words.iter().map(|&w| Loc::Shared(w)));
                 if s.rew_shared.all {
