@@ -4,8 +4,12 @@
 //!
 //! * [`spill_to_shared`]: ptxas's register spills (`STL/LDL [R1+imm]`) into per-thread
 //!   shared-memory slots (papers/000 §3), one shared frame per function of the call tree.
+//! * [`regdem`]: register demotion (papers/004): registers of a kernel without spills moved
+//!   to the same kind of shared slots until the register count reaches a target budget.
 
+pub mod area;
 pub mod prologue;
+pub mod regdem;
 pub mod spill_to_shared;
 
 use std::fmt;

@@ -122,6 +122,7 @@
 //! * The decoded operand roles and widths ([`crate::sass::operands`]) are right; an
 //!   instruction they do not cover is "unknown" and handled as above.
 
+pub mod schedule;
 mod state;
 
 pub use state::{Loc, Sym};

@@ -1,0 +1,444 @@
+//! Register demotion (papers/004, "RegDem"; DESIGN.md §5): from a kernel's efficient binary
+//! (few or no spills), move registers to per-thread shared-memory slots until the register
+//! count reaches a target budget at an occupancy cliff.
+//!
+//! 1. [`select`]: groups (aligned tuples), candidates, the three orderings of §3.4.3, and
+//!    the compaction of §3.3 that packs the kept registers, a pool of value registers and
+//!    the spill-area base register under the target. Every ordering and pool size (2, 4) is
+//!    tried; the one with the fewest loop-weighted inserted accesses wins.
+//! 2. Rewriting: every original instruction is renamed field by field ([`fields`]); a read
+//!    of a demoted register becomes a read of a value register loaded just before it
+//!    (`LDS`), a write becomes a write of a value register stored just after it (`STS`); a
+//!    guarded write loads the old value first so the store keeps it when the guard is false.
+//!    Value registers are picked per instruction from the pool, least recently used first,
+//!    so consecutive accesses rarely wait on each other.
+//! 3. [`sched`]: control bits for the accesses and the instructions around them.
+//! 4. The spill area, its prologue and the shared sizing are those of spill → shared
+//!    ([`super::area`], [`super::prologue`]); the register count becomes the highest
+//!    register + 3.
+//!
+//! Kernels with calls (sub-functions in their section) are refused for now. What the rewrite
+//! claims is proved by `verify` (values) and `verify::schedule` (control bits); nothing
+//! here checks itself.
+
+pub mod access;
+pub mod fields;
+pub mod sched;
+pub mod select;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::area::Area;
+use super::prologue::{self, Shape};
+use super::spill_to_shared::Options;
+use super::{TransformError, not_applicable};
+use crate::cubin::{Cubin, OffsetMap};
+use crate::sass::OpClass;
+use crate::sass::encode;
+use crate::sass::ir::{Function, OperandKind, RZ};
+use crate::sass::relayout;
+use fields::RegFields;
+use select::{Analysis, Group, Layout, Strategy};
+
+/// Registers above the highest one in use that ptxas counts (the allocation rule).
+const COUNT_EXTRA: u32 = 3;
+
+/// What the rewrite did and claims.
+#[derive(Debug, Clone)]
+pub struct Rewrite {
+    pub kernel: String,
+    pub section: usize,
+    pub map: OffsetMap,
+    /// Rewritten offsets of all inserted instructions (prologue first).
+    pub inserted: Vec<u64>,
+    /// Rewritten offsets of the inserted demoted loads and stores.
+    pub accesses: Vec<u64>,
+    pub base_reg: u8,
+    pub base_defined_at: u64,
+    pub stride: u32,
+    pub slots: u32,
+    pub area_offset: u32,
+    pub shared_added: u64,
+    pub registers_before: u32,
+    pub registers: u32,
+    /// Demoted groups (original numbers).
+    pub demoted: Vec<(u8, u8)>,
+    pub strategy: Strategy,
+    pub pool: (u8, u8),
+    pub loads: usize,
+    pub stores: usize,
+    /// Loop-weighted inserted accesses (the selection's cost).
+    pub weighted_accesses: f64,
+    pub options: Options,
+}
+
+/// One chosen demotion.
+struct Choice {
+    demoted: BTreeSet<Group>,
+    layout: Layout,
+    strategy: Strategy,
+    cost: f64,
+}
+
+/// Demote registers of `kernel` until it needs at most `opts.max_registers` (required).
+pub fn regdem(
+    cubin: &mut Cubin,
+    functions: &[Function],
+    kernel: &str,
+    opts: Options,
+) -> Result<Rewrite, TransformError> {
+    let sm = cubin.arch();
+    if !(relayout::MIN_SM..=90).contains(&sm) {
+        return Err(not_applicable(format!("sm_{sm} code is not rewritten")));
+    }
+    let target = opts
+        .max_registers
+        .ok_or_else(|| not_applicable("no target register budget"))?;
+    let info = cubin
+        .function_info(kernel)
+        .ok_or_else(|| not_applicable(format!("no function `{kernel}`")))?;
+    if !info.is_kernel {
+        return Err(not_applicable(format!("`{kernel}` is not a kernel")));
+    }
+    let before = info.registers.unwrap_or(0);
+    if before <= target {
+        return Err(not_applicable(format!(
+            "already at {before} registers, within the target of {target}"
+        )));
+    }
+    if target < 8 {
+        return Err(not_applicable(format!(
+            "target of {target} registers is too low"
+        )));
+    }
+    let section = info.text_section;
+    let funcs: Vec<&Function> = functions.iter().filter(|f| f.section == section).collect();
+    let f = match funcs.as_slice() {
+        [f] if f.name == kernel && f.start == 0 => *f,
+        _ => {
+            return Err(not_applicable(
+                "calls: the kernel's section holds sub-functions (not handled by register demotion yet)",
+            ));
+        }
+    };
+    if f.instrs.iter().any(|i| i.is_call()) {
+        return Err(not_applicable(
+            "calls: not handled by register demotion yet",
+        ));
+    }
+    if let Some(i) = f.instrs.iter().find(|i| i.unknown) {
+        return Err(not_applicable(format!(
+            "`{}` at {:#x} is not covered by the operand tables",
+            i.opcode, i.offset
+        )));
+    }
+    if !cubin.spill_offsets(section).is_empty()
+        || f.instrs.iter().any(|i| matches!(i.base(), "STL" | "LDL"))
+    {
+        return Err(not_applicable(
+            "the kernel uses local memory (spills or arrays); demote its spills first",
+        ));
+    }
+    let highest_allowed = u8::try_from(target - COUNT_EXTRA)
+        .map_err(|_| not_applicable("target above 255 registers"))?
+        .min(RZ - 1);
+
+    let fields: Vec<RegFields> = f.instrs.iter().map(fields::reg_fields).collect();
+    let analysis = Analysis::new(sm, f, &fields, 4).map_err(not_applicable)?;
+    let choice = choose(&analysis, highest_allowed).ok_or_else(|| {
+        not_applicable(format!(
+            "no demotion reaches {target} registers ({} of {} register groups may not be demoted{})",
+            analysis.excluded.len(),
+            analysis.groups.len(),
+            analysis
+                .excluded
+                .iter()
+                .find(|(g, _)| !analysis.fixed.contains(g))
+                .map(|(g, why)| format!(", e.g. R{}: {why}", g.start))
+                .unwrap_or_default()
+        ))
+    })?;
+    let layout = &choice.layout;
+
+    // Slots: one per demoted register.
+    let slot_of: BTreeMap<u8, u32> = choice
+        .demoted
+        .iter()
+        .flat_map(|g| g.regs())
+        .enumerate()
+        .map(|(i, r)| (r, i as u32))
+        .collect();
+    let area = Area::plan(&opts, info.static_shared, slot_of.len() as u32)?;
+
+    // Per instruction: value registers and the renaming.
+    let n = f.instrs.len();
+    let mut last_use = vec![0usize; usize::from(layout.pool_size)];
+    let mut sites = vec![sched::Site::default(); n];
+    // Per instruction: old register → new register.
+    let mut renamed: Vec<[u8; 256]> = Vec::with_capacity(n);
+    let mut load_slots: Vec<Vec<u32>> = vec![Vec::new(); n];
+    let mut store_slots: Vec<Vec<u32>> = vec![Vec::new(); n];
+    for (k, ins) in f.instrs.iter().enumerate() {
+        let here: Vec<Group> = analysis.named[k]
+            .iter()
+            .filter(|g| choice.demoted.contains(g))
+            .copied()
+            .collect();
+        let value_at = assign_values(&here, layout, &mut last_use, k + 1);
+        let new_reg = |r: u8| -> u8 {
+            let Some(g) = analysis.group_of[usize::from(r)] else {
+                return r;
+            };
+            let off = r - g.start;
+            match value_at.get(&g) {
+                Some(&v) => v + off,
+                None => layout.kept.get(&g.start).map_or(r, |&s| s + off),
+            }
+        };
+        let mut m = [0u8; 256];
+        for (r, x) in m.iter_mut().enumerate() {
+            *x = if r == usize::from(RZ) {
+                RZ
+            } else {
+                new_reg(r as u8)
+            };
+        }
+        renamed.push(m);
+        if here.is_empty() {
+            continue;
+        }
+        let guarded = !ins.always();
+        let mut reads = BTreeSet::new();
+        let mut writes = BTreeSet::new();
+        for o in &ins.operands {
+            let (base, width, r, w) = match &o.kind {
+                OperandKind::Reg(b) => (*b, o.width.max(1), o.role.reads(), o.role.writes()),
+                OperandKind::Addr {
+                    reg: Some(b),
+                    reg_width,
+                    ..
+                } => (*b, (*reg_width).max(1), true, false),
+                OperandKind::Const { reg: Some(b), .. } => (*b, 1, true, false),
+                _ => continue,
+            };
+            if base == RZ {
+                continue;
+            }
+            for reg in base..base + width {
+                if !slot_of.contains_key(&reg) {
+                    continue;
+                }
+                if r || (w && guarded) {
+                    reads.insert(reg);
+                }
+                if w {
+                    writes.insert(reg);
+                }
+            }
+        }
+        let site = &mut sites[k];
+        for &r in &reads {
+            site.loads.push(new_reg(r));
+            load_slots[k].push(slot_of[&r]);
+            site.reads.push(new_reg(r));
+        }
+        for &r in &writes {
+            site.stores.push(new_reg(r));
+            store_slots[k].push(slot_of[&r]);
+            site.writes.push(new_reg(r));
+        }
+    }
+
+    // Control bits.
+    let mut targets: BTreeSet<u64> = BTreeSet::new();
+    for ins in &f.instrs {
+        targets.extend(ins.target);
+        targets.extend(ins.targets.iter().copied());
+    }
+    let flush: Vec<bool> = f
+        .instrs
+        .iter()
+        .map(|i| {
+            targets.contains(&i.offset)
+                || matches!(OpClass::of(&i.opcode), OpClass::Control | OpClass::Sync)
+                || i.is_call()
+        })
+        .collect();
+    let schedule = sched::schedule(sm, f, &sites, &flush).map_err(not_applicable)?;
+
+    // The prologue (temporaries from the pool: nothing lives there at entry).
+    let base = layout.base;
+    let pro = prologue::spill_base(
+        Shape {
+            sm,
+            one_d: opts.one_d,
+        },
+        base,
+        layout.pool,
+        layout.pool + 1,
+    );
+    let mut insertions: Vec<(u64, Vec<[u8; 16]>)> = vec![(0, pro.words.clone())];
+    // Request order → is it an access (for the schedule check)?
+    let mut is_access: Vec<bool> = vec![false; pro.words.len()];
+    for k in 0..n {
+        let off = f.instrs[k].offset;
+        if !sites[k].loads.is_empty() {
+            let words: Vec<[u8; 16]> = sites[k]
+                .loads
+                .iter()
+                .zip(&load_slots[k])
+                .zip(&schedule.loads[k])
+                .map(|((&v, &s), &c)| encode::to_bytes(access::lds(v, base, area.imm(s), c)))
+                .collect();
+            is_access.extend(words.iter().map(|_| true));
+            insertions.push((off, words));
+        }
+        if !sites[k].stores.is_empty() {
+            let words: Vec<[u8; 16]> = sites[k]
+                .stores
+                .iter()
+                .zip(&store_slots[k])
+                .zip(&schedule.stores[k])
+                .map(|((&v, &s), &c)| encode::to_bytes(access::sts(v, base, area.imm(s), c)))
+                .collect();
+            is_access.extend(words.iter().map(|_| true));
+            insertions.push((off + 16, words));
+        }
+    }
+    let loads: usize = sites.iter().map(|s| s.loads.len()).sum();
+    let stores: usize = sites.iter().map(|s| s.stores.len()).sum();
+
+    let mut out = cubin.clone();
+    let relaid = relayout::insert(&mut out, kernel, &insertions)?;
+    let mut code = out.elf().sections[section].data.clone();
+    for (k, ins) in f.instrs.iter().enumerate() {
+        // NOPs name no register; trailing padding is re-made by re-layout.
+        if ins.base() == "NOP" {
+            continue;
+        }
+        let at = relaid
+            .map
+            .map(ins.offset)
+            .ok_or_else(|| not_applicable(format!("{:#x} lost in re-layout", ins.offset)))?
+            as usize;
+        let slot = code
+            .get_mut(at..at + 16)
+            .ok_or_else(|| not_applicable("re-layout moved an instruction outside the section"))?;
+        // The re-laid word (its PC-relative fields re-encoded) with the registers and the
+        // control field of the rewrite.
+        let relaid_word = encode::from_bytes(slot.try_into().unwrap_or([0; 16]));
+        let w = if fields[k].pinned {
+            relaid_word
+        } else {
+            fields::rename(relaid_word, &fields[k], |r| renamed[k][usize::from(r)])
+        };
+        let w = encode::set_bits(w, 105, 23, u64::from(schedule.original[k].to_bits()));
+        slot.copy_from_slice(&encode::to_bytes(w));
+    }
+    out.replace_text(kernel, code, &OffsetMap::new())?;
+    let registers = u32::from(layout.highest) + COUNT_EXTRA;
+    out.set_register_count(kernel, registers)?;
+    out.raise_maxreg_count(kernel, registers)?;
+    out.set_shared_size(kernel, info.static_shared + area.added)?;
+
+    let base_defined_at = relaid
+        .inserted
+        .get(pro.words.len() - 1)
+        .copied()
+        .unwrap_or(0);
+    let accesses = relaid
+        .inserted
+        .iter()
+        .zip(&is_access)
+        .filter(|(_, a)| **a)
+        .map(|(o, _)| *o)
+        .collect();
+    *cubin = out;
+    Ok(Rewrite {
+        kernel: kernel.to_string(),
+        section,
+        map: relaid.map,
+        inserted: relaid.inserted,
+        accesses,
+        base_reg: base,
+        base_defined_at,
+        stride: area.stride,
+        slots: area.slots,
+        area_offset: area.offset,
+        shared_added: area.added,
+        registers_before: before,
+        registers,
+        demoted: choice.demoted.iter().map(|g| (g.start, g.size)).collect(),
+        strategy: choice.strategy,
+        pool: (layout.pool, layout.pool_size),
+        loads,
+        stores,
+        weighted_accesses: choice.cost,
+        options: opts,
+    })
+}
+
+/// The cheapest demotion over the strategies and pool sizes.
+fn choose(a: &Analysis, highest_allowed: u8) -> Option<Choice> {
+    let mut best: Option<Choice> = None;
+    for pool_size in [2u8, 4] {
+        for strategy in Strategy::ALL {
+            let Some((demoted, layout)) =
+                select::select(a, &a.order(strategy), pool_size, highest_allowed)
+            else {
+                continue;
+            };
+            // Each instruction naming a demoted group pays a load or a store per register.
+            let cost: f64 = a
+                .named
+                .iter()
+                .enumerate()
+                .map(|(k, gs)| {
+                    a.weight[k]
+                        * gs.iter()
+                            .filter(|g| demoted.contains(g))
+                            .map(|g| f64::from(g.size))
+                            .sum::<f64>()
+                })
+                .sum();
+            if best.as_ref().is_none_or(|b| cost < b.cost) {
+                best = Some(Choice {
+                    demoted,
+                    layout,
+                    strategy,
+                    cost,
+                });
+            }
+        }
+    }
+    best
+}
+
+/// Value registers for the demoted groups `here` of one instruction: packed into the pool,
+/// each aligned to its size, the least recently used position first. `now` stamps them.
+fn assign_values(
+    here: &[Group],
+    layout: &Layout,
+    last_use: &mut [usize],
+    now: usize,
+) -> BTreeMap<Group, u8> {
+    let mut taken = vec![false; last_use.len()];
+    let mut out = BTreeMap::new();
+    let mut by_size: Vec<Group> = here.to_vec();
+    by_size.sort_by(|a, b| b.size.cmp(&a.size).then(a.start.cmp(&b.start)));
+    for g in by_size {
+        let s = usize::from(g.size);
+        let at = (0..last_use.len())
+            .step_by(s)
+            .filter(|&p| p + s <= last_use.len() && (p..p + s).all(|q| !taken[q]))
+            .min_by_key(|&p| last_use[p..p + s].iter().max().copied().unwrap_or(0));
+        // The selection keeps every instruction's demand within the pool.
+        let at = at.unwrap_or(0);
+        for q in at..at + s {
+            taken[q] = true;
+            last_use[q] = now;
+        }
+        out.insert(g, layout.pool + at as u8);
+    }
+    out
+}
