@@ -77,12 +77,14 @@ pub const MAX_LOOP_DEPTH: u32 = 3;
 /// needs a scoreboard). Integer and FP32 ALU: 6, the longest of Mesa NAK's sm_80 table
 /// (`sm80_instr_latencies.rs`: CoupledAlu/CoupledFMA 4-5, CoupledDisp64 6;
 /// reference/sass_formats.md §6.3), which sm_75-90 code also meets (ptxas never needs more than
-/// S06 between dependent ALU instructions there). FP64 on sm_80: 10 (NAK's FP64 entry); on the
-/// other architectures FP64 goes through scoreboards or is not tabulated.
+/// S06 between dependent ALU instructions there). FP64 without a scoreboard on sm_80: 10
+/// (NAK's FP64 entry); on sm_90 also 10, above the 7 cycles ptxas 13.5 itself leaves between a
+/// scoreboard-less `DADD`/`DFMA` and its first reader (measured on tests/kernels/regdem). On
+/// the other architectures FP64 is not tabulated here.
 pub fn fixed_latency(sm: u32, class: OpClass) -> Option<u8> {
     match class {
         OpClass::Int | OpClass::Fp32 => Some(6),
-        OpClass::Fp64 if sm == 80 => Some(10),
+        OpClass::Fp64 if sm == 80 || sm == 90 => Some(10),
         _ => None,
     }
 }

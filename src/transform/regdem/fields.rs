@@ -73,7 +73,7 @@ pub fn reg_fields(ins: &Instr) -> RegFields {
     // `MOV Rd, Rs` has no A operand; ptxas leaves 0 in its bits.
     let no_a = ins.base() == "MOV";
     let mut fields = Vec::new();
-    let mut ambiguous = false;
+    let mut colliding: Vec<u8> = Vec::new();
     let d = encode::reg(ins.raw, RegField::Dst);
     if d != RZ && written.contains(&d) {
         fields.push((RegField::Dst, d));
@@ -86,12 +86,20 @@ pub fn reg_fields(ins: &Instr) -> RegFields {
         if f == RegField::B && !memory && !alu_b_is_reg {
             continue;
         }
-        if uniform.contains(&v) {
-            ambiguous = true;
+        // Uniform operands sit in bits 32-39 or 64-71 (§6.1, §6.4), never in 24-31.
+        if f != RegField::A && uniform.contains(&v) {
+            colliding.push(v);
         } else {
             fields.push((f, v));
         }
     }
+    // A field holding a number that is both a uniform register and a general register of the
+    // instruction is the uniform register when that general register already sits in a sure
+    // field (`LDG R47, desc[UR6][R6.64]`: R6 in bits 24-31, UR6 in 32-39); otherwise it
+    // cannot be told apart.
+    let ambiguous = colliding
+        .iter()
+        .any(|&v| !fields.iter().any(|&(f, r)| r == v && f != RegField::Dst));
     let placed = |r: u8, dst: bool| {
         fields
             .iter()

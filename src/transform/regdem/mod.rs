@@ -4,7 +4,7 @@
 //!
 //! 1. [`select`]: groups (aligned tuples), candidates, the three orderings of §3.4.3, and
 //!    the compaction of §3.3 that packs the kept registers, a pool of value registers and
-//!    the spill-area base register under the target. Every ordering and pool size (2, 4) is
+//!    the spill-area base register under the target. Every ordering and pool size (2, 4, 8) is
 //!    tried; the one with the fewest loop-weighted inserted accesses wins.
 //! 2. Rewriting: every original instruction is renamed field by field ([`fields`]); a read
 //!    of a demoted register becomes a read of a value register loaded just before it
@@ -147,9 +147,16 @@ pub fn regdem(
     let analysis = Analysis::new(sm, f, &fields, 4).map_err(not_applicable)?;
     let choice = choose(&analysis, highest_allowed).ok_or_else(|| {
         not_applicable(format!(
-            "no demotion reaches {target} registers ({} of {} register groups may not be demoted{})",
+            "no demotion reaches {target} registers ({} of {} register groups may not be demoted, {} pinned: {}{})",
             analysis.excluded.len(),
             analysis.groups.len(),
+            analysis.fixed.len(),
+            analysis
+                .fixed
+                .iter()
+                .map(|g| format!("R{}", g.start))
+                .collect::<Vec<_>>()
+                .join(" "),
             analysis
                 .excluded
                 .iter()
@@ -308,8 +315,20 @@ pub fn regdem(
     let loads: usize = sites.iter().map(|s| s.loads.len()).sum();
     let stores: usize = sites.iter().map(|s| s.stores.len()).sum();
 
+    // A `BRA` into an instruction with loads enters through the loads (after the stores of
+    // the instruction before, which run on fall-through only).
+    let bra_targets: BTreeSet<u64> = f
+        .instrs
+        .iter()
+        .filter(|i| i.base() == "BRA")
+        .filter_map(|i| i.target)
+        .collect();
+    let heads: BTreeMap<u64, u64> = (1..n)
+        .filter(|&k| !sites[k].loads.is_empty() && bra_targets.contains(&f.instrs[k].offset))
+        .map(|k| (f.instrs[k].offset, sites[k - 1].stores.len() as u64))
+        .collect();
     let mut out = cubin.clone();
-    let relaid = relayout::insert(&mut out, kernel, &insertions)?;
+    let relaid = relayout::insert_with_heads(&mut out, kernel, &insertions, &heads)?;
     let mut code = out.elf().sections[section].data.clone();
     for (k, ins) in f.instrs.iter().enumerate() {
         // NOPs name no register; trailing padding is re-made by re-layout.
@@ -381,7 +400,7 @@ pub fn regdem(
 /// The cheapest demotion over the strategies and pool sizes.
 fn choose(a: &Analysis, highest_allowed: u8) -> Option<Choice> {
     let mut best: Option<Choice> = None;
-    for pool_size in [2u8, 4] {
+    for pool_size in [2u8, 4, 8] {
         for strategy in Strategy::ALL {
             let Some((demoted, layout)) =
                 select::select(a, &a.order(strategy), pool_size, highest_allowed)

@@ -196,15 +196,21 @@ pub fn schedule(sm: u32, f: &Function, sites: &[Site], flush: &[bool]) -> Result
             // Inserted code and renamed operands invalidate what the reuse cache holds.
             kc.reuse = 0;
         }
-        if flush[k] {
-            kc.wait_mask |= t.ours;
+        // At a block boundary nothing of ours stays pending: the first instruction there
+        // (the first load, when loads go before k: a branch into k enters through them)
+        // waits for all of it.
+        let mut flush_mask = if flush[k] { t.ours } else { 0 };
+        if site.loads.is_empty() {
+            kc.wait_mask |= flush_mask;
+            flush_mask = 0;
         }
         // Loads before k.
         let mut lc = Vec::new();
         if !site.loads.is_empty() {
+            t.waited(flush_mask);
             let sb = t.choose(pending[k], kc.wait_mask).ok_or_else(none)?;
             for &v in &site.loads {
-                let mut c = access(t.war(v));
+                let mut c = access(t.war(v) | std::mem::take(&mut flush_mask));
                 c.write_sb = Some(sb);
                 t.waited(c.wait_mask);
                 lc.push(c);

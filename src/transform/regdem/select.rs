@@ -6,8 +6,8 @@
 //!   alias of a 64/128-bit tuple intact.
 //! * **Candidates.** A group can be demoted unless it is pinned (R1, or named by an
 //!   instruction whose fields are ambiguous), read where it may be undefined (the slot would
-//!   hold nothing the checker could name), read at a branch target (loads go before an
-//!   instruction, and code inserted there runs on fall-through only), written by an
+//!   hold nothing the checker could name), read at a jump-table or reconvergence target
+//!   (loads go before an instruction; only `BRA`s are redirected through them), written by an
 //!   instruction whose result latency is not known, or named by a control instruction.
 //! * **Strategies** (§3.4.3): order the candidates by static access count, by loop-weighted
 //!   access count, or by operand conflicts (loop-weighted count scaled by how many other
@@ -203,12 +203,10 @@ impl Analysis {
                 );
             }
         }
-        // Branch targets.
-        let mut targets: BTreeSet<u64> = BTreeSet::new();
-        for ins in &f.instrs {
-            targets.extend(ins.target);
-            targets.extend(ins.targets.iter().copied());
-        }
+        // Targets other than a `BRA`'s (`BSSY` reconvergence points, jump tables, calls):
+        // loads cannot go before those (a `BRA`'s target is entered through the loads,
+        // [`crate::sass::relayout::insert_with_heads`]).
+        let targets = other_targets(f);
         // Must-defined registers before each instruction.
         let cfg = Cfg::build(f);
         let defined = must_defined(f, &cfg);
@@ -235,7 +233,10 @@ impl Analysis {
             if targets.contains(&ins.offset) {
                 for &r in &reads {
                     if let Some(x) = g(r) {
-                        exclude(x, format!("read at the branch target {:#x}", ins.offset));
+                        exclude(
+                            x,
+                            format!("read at the jump or reconvergence target {:#x}", ins.offset),
+                        );
                     }
                 }
             }
@@ -290,6 +291,18 @@ impl Analysis {
         c.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         c.into_iter().map(|(_, g)| g).collect()
     }
+}
+
+/// Offsets that something other than a `BRA` targets.
+pub fn other_targets(f: &Function) -> BTreeSet<u64> {
+    let mut t = BTreeSet::new();
+    for ins in &f.instrs {
+        if ins.base() != "BRA" {
+            t.extend(ins.target);
+        }
+        t.extend(ins.targets.iter().copied());
+    }
+    t
 }
 
 /// RegDem's loop weighting (`LOOP_FACTOR` per nesting level, capped): an instruction inside
