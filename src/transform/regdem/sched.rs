@@ -93,9 +93,12 @@ pub fn pending_before(f: &Function) -> Vec<u8> {
     let mut before = vec![0u8; f.instrs.len()];
     for (b, blk) in &blocks {
         let mut m = input(*b, &out);
-        for k in blk.first..blk.end {
-            before[k] = m;
-            m = step(m, f.instrs[k].ctrl);
+        for (slot, ins) in before[blk.first..blk.end]
+            .iter_mut()
+            .zip(&f.instrs[blk.first..blk.end])
+        {
+            *slot = m;
+            m = step(m, ins.ctrl);
         }
     }
     before

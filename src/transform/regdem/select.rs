@@ -39,7 +39,7 @@ pub struct Group {
 
 impl Group {
     pub fn regs(self) -> impl Iterator<Item = u8> {
-        (self.start..self.start + self.size).map(|r| r as u8)
+        self.start..self.start + self.size
     }
 }
 
@@ -158,8 +158,8 @@ impl Analysis {
                 start: start as u8,
                 size: s,
             };
-            for k in start..start + s as usize {
-                group_of[k] = Some(g);
+            for x in &mut group_of[start..start + s as usize] {
+                *x = Some(g);
             }
             if groups.last() != Some(&g) {
                 groups.push(g);
@@ -377,10 +377,13 @@ fn must_defined(f: &Function, cfg: &Cfg) -> Vec<BTreeSet<u8>> {
     let mut before = vec![BTreeSet::new(); n];
     for (b, blk) in &blocks {
         let mut s = input(*b, &out);
-        for k in blk.first..blk.end {
-            before[k] = s.clone();
-            if f.instrs[k].always() {
-                s.extend(f.instrs[k].gpr_writes());
+        for (slot, ins) in before[blk.first..blk.end]
+            .iter_mut()
+            .zip(&f.instrs[blk.first..blk.end])
+        {
+            *slot = s.clone();
+            if ins.always() {
+                s.extend(ins.gpr_writes());
             }
         }
     }
