@@ -377,3 +377,81 @@ fn the_scheduling_check_catches_missing_waits() {
     let e = verify::schedule::check(80, &decode_fs(&mutant), &r.accesses).unwrap_err();
     assert!(e.contains("cycles after"), "{e}");
 }
+
+/// The driver end to end: `nvcc-orion -c --orion-force=regdem` for sm_80 and sm_90 gives an
+/// object whose kernels carry the proved demotion (the report says so; cuobjdump shows the
+/// lower register counts and the grown shared sizes), and the kernel with a call is left
+/// alone with the reason.
+#[test]
+fn driver_forces_register_demotion() {
+    let Some(b) = built() else { return };
+    let work = tempfile::tempdir().unwrap();
+    let report = work.path().join("report.jsonl");
+    let obj = work.path().join("regdem.o");
+    let out = Command::new(env!("CARGO_BIN_EXE_nvcc-orion"))
+        .args([
+            "-c",
+            "-gencode=arch=compute_80,code=sm_80",
+            "-gencode=arch=compute_90,code=sm_90",
+            "--orion-force=regdem",
+            "--orion-block-size=128",
+        ])
+        .arg(format!("--orion-report={}", report.display()))
+        .arg(source())
+        .arg("-o")
+        .arg(&obj)
+        .env("NVCC_ORION_NVCC", &b.nvcc)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&report).unwrap();
+    let mut forced: BTreeMap<(String, String), u32> = BTreeMap::new();
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let records = v
+            .get("kernels")
+            .and_then(|k| k.as_array())
+            .cloned()
+            .unwrap_or_else(|| vec![v.clone()]);
+        for r in records {
+            let reason = r["reason"].as_str().unwrap_or("");
+            let kernel = r["kernel"].as_str().unwrap_or("").to_string();
+            let arch = r["arch"].as_str().unwrap_or("").to_string();
+            if reason == "forced: register demotion" {
+                let t = r["transform"].as_str().unwrap_or("");
+                assert!(
+                    t.contains("register demotion at") && t.contains("proved"),
+                    "{r}"
+                );
+                forced.insert(
+                    (arch, kernel),
+                    r["chosen_registers"].as_u64().unwrap() as u32,
+                );
+            } else if kernel == WITH_CALL {
+                let t = r["transform"].as_str().unwrap_or("");
+                assert!(t.contains("calls"), "{r}");
+            }
+        }
+    }
+    for arch in ["sm_80", "sm_90"] {
+        assert!(
+            forced.keys().filter(|(a, _)| a == arch).count() >= 5,
+            "{forced:?}\n{text}"
+        );
+    }
+    // cuobjdump reads the chosen counts from the object.
+    let ru = common::fixtures::res_usage(&obj).unwrap();
+    for ((arch, kernel), regs) in &forced {
+        let a: u32 = arch.trim_start_matches("sm_").parse().unwrap();
+        let u = ru
+            .iter()
+            .find(|u| &u.function == kernel && u.arch == a)
+            .unwrap_or_else(|| panic!("{arch} {kernel}"));
+        assert_eq!(u.reg, *regs, "{arch} {kernel}");
+        assert!(u.shared > 0, "{arch} {kernel}");
+    }
+}
