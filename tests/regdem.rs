@@ -19,12 +19,17 @@ use std::sync::OnceLock;
 
 use nvcc_orion::cubin::{Cubin, OffsetMap};
 use nvcc_orion::predict::Arch;
-use nvcc_orion::predict::occupancy::{KernelResources, Launch, SharedBytes, register_cliffs};
+use nvcc_orion::predict::occupancy::{
+    KernelResources, Launch, SharedBytes, occupancy, register_cliffs,
+};
+use nvcc_orion::predict::stalls::predict;
 use nvcc_orion::sass::control::Control;
 use nvcc_orion::sass::decode;
 use nvcc_orion::sass::encode;
+use nvcc_orion::sass::raw;
 use nvcc_orion::transform::spill_to_shared::Options;
 use nvcc_orion::tune::proven;
+use nvcc_orion::tune::ptx::{Budget, entries, with_budgets};
 use nvcc_orion::verify;
 
 const ARCHS: &[u32] = &[75, 80, 86, 89, 90];
@@ -58,6 +63,9 @@ struct Built {
     nvcc: PathBuf,
     dir: PathBuf,
     cubins: BTreeMap<u32, PathBuf>,
+    /// arch → PTX of the module, and of the module without the kernels ptxas refuses the
+    /// shared-spilling pragma for (dynamic shared memory, calls).
+    ptx: BTreeMap<u32, (PathBuf, PathBuf)>,
 }
 
 fn run(cmd: &mut Command) -> std::process::Output {
@@ -108,11 +116,41 @@ fn built() -> Option<&'static Built> {
                     .args(["-cubin", &format!("-arch=sm_{a}"), "-o"])
                     .arg(&cubins[&a])
                     .arg(source()));
+                run(Command::new(&nvcc)
+                    .args(["-ptx", &format!("-arch=compute_{a}"), "-o"])
+                    .arg(dir.join(format!("regdem_{a}.ptx")))
+                    .arg(source()));
+                run(Command::new(&nvcc)
+                    .args([
+                        "-ptx",
+                        "-DPRAGMA_BUILD",
+                        &format!("-arch=compute_{a}"),
+                        "-o",
+                    ])
+                    .arg(dir.join(format!("pragma_{a}.ptx")))
+                    .arg(source()));
             }
             std::fs::write(dir.join("COMPLETE"), "").unwrap();
         }
         drop(lock);
-        Some(Built { nvcc, dir, cubins })
+        let ptx = ARCHS
+            .iter()
+            .map(|&a| {
+                (
+                    a,
+                    (
+                        dir.join(format!("regdem_{a}.ptx")),
+                        dir.join(format!("pragma_{a}.ptx")),
+                    ),
+                )
+            })
+            .collect();
+        Some(Built {
+            nvcc,
+            dir,
+            cubins,
+            ptx,
+        })
     })
     .as_ref()
 }
@@ -454,4 +492,172 @@ fn driver_forces_register_demotion() {
         assert_eq!(u.reg, *regs, "{arch} {kernel}");
         assert!(u.shared > 0, "{arch} {kernel}");
     }
+}
+
+/// ptxas on `ptx` with per-kernel `budgets`; `None` when ptxas refuses.
+fn ptxas_at(
+    b: &Built,
+    arch: u32,
+    ptx: &Path,
+    budgets: &BTreeMap<String, Budget>,
+    name: &str,
+) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(ptx).unwrap();
+    let budgets: BTreeMap<String, Budget> = entries(&text)
+        .unwrap()
+        .into_iter()
+        .filter_map(|e| Some((e.name.clone(), *budgets.get(&e.name)?)))
+        .collect();
+    let p = b.dir.join(format!("{name}_{arch}.ptx"));
+    std::fs::write(&p, with_budgets(&text, &budgets).unwrap()).unwrap();
+    let out = b.dir.join(format!("{name}_{arch}.cubin"));
+    let st = Command::new(common::toolkit_tool(&b.nvcc, "ptxas"))
+        .arg(format!("-arch=sm_{arch}"))
+        .arg(&p)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    st.status.success().then_some(out)
+}
+
+/// One column of the comparison: instructions added over the efficient binary, local spill
+/// instructions, shared bytes, registers and predicted cycles per warp (128-thread blocks).
+fn measure(arch: u32, bytes: &[u8], kernel: &str, base_instructions: usize) -> Option<String> {
+    let cubin = Cubin::parse(bytes).ok()?;
+    let info = cubin.function_info(kernel)?;
+    let regs = info.registers?;
+    let funcs = raw::functions(&cubin);
+    let count = funcs
+        .iter()
+        .filter(|f| f.name == kernel)
+        .flat_map(|f| f.instrs.iter())
+        .filter(|i| i.base() != "NOP")
+        .count();
+    let a = Arch::from_cc((arch / 10) as u8, (arch % 10) as u8).ok()?;
+    let shared = u32::try_from(info.static_shared).ok()?;
+    let occ = occupancy(
+        a,
+        &KernelResources::new(regs, SharedBytes::FromCubin(shared)),
+        &Launch::new(THREADS),
+    )
+    .ok()?;
+    let cycles = predict(arch, &funcs, kernel, occ.warps_per_sm)?.cycles_per_warp;
+    Some(format!(
+        "{:+} / {} / {} / {} / {:.0}",
+        count as i64 - base_instructions as i64,
+        info.spill_instructions,
+        shared,
+        regs,
+        cycles
+    ))
+}
+
+/// Per kernel and budget (the first cliff below ptxas's count): plain ptxas at the budget,
+/// ptxas with `enable_smem_spilling` at the budget, spill demotion (ptxas one below, spills
+/// moved to shared, our `spill_to_shared`), and register demotion (ours, from the efficient
+/// binary). Each cell: instructions added / local spill instructions / shared bytes /
+/// registers / predicted cycles per warp. Prints the table recorded in
+/// `bench/results/regdem.md`; asserts that every register-demotion cell was proved.
+#[test]
+fn compared_with_ptxas_pragma_and_spill_demotion() {
+    let Some(b) = built() else { return };
+    let mut table = String::from(
+        "| arch | kernel | budget | efficient binary (regs / cycles) | plain ptxas | ptxas + pragma | spill demotion | register demotion |\n|---|---|---|---|---|---|---|---|\n",
+    );
+    for &arch in ARCHS {
+        let bytes = std::fs::read(&b.cubins[&arch]).unwrap();
+        let cubin = Cubin::parse(&bytes).unwrap();
+        let mut budget: BTreeMap<String, u32> = BTreeMap::new();
+        for k in KERNELS {
+            if let Some(&t) = cliffs_below(arch, &cubin, k).first() {
+                budget.insert(k.to_string(), t);
+            }
+        }
+        let plain: BTreeMap<String, Budget> = budget
+            .iter()
+            .map(|(k, &t)| (k.clone(), Budget::regs(t)))
+            .collect();
+        let below: BTreeMap<String, Budget> = budget
+            .iter()
+            .map(|(k, &t)| (k.clone(), Budget::regs(t - 1)))
+            .collect();
+        let pragma: BTreeMap<String, Budget> = budget
+            .iter()
+            .map(|(k, &t)| {
+                (
+                    k.clone(),
+                    Budget {
+                        smem_spill: true,
+                        ..Budget::regs(t)
+                    },
+                )
+            })
+            .collect();
+        let (ptx, pragma_ptx) = &b.ptx[&arch];
+        let plain_bytes = std::fs::read(ptxas_at(b, arch, ptx, &plain, "plain").unwrap()).unwrap();
+        let below_bytes = std::fs::read(ptxas_at(b, arch, ptx, &below, "below").unwrap()).unwrap();
+        let pragma_bytes =
+            ptxas_at(b, arch, pragma_ptx, &pragma, "pragma").map(|p| std::fs::read(p).unwrap());
+        let below_cubin = Cubin::parse(&below_bytes).unwrap();
+        let spill_requests: Vec<(String, Options)> = budget
+            .iter()
+            .map(|(k, &t)| {
+                let mut o = Options::for_kernel(&below_cubin, k, Some(THREADS));
+                o.max_registers = Some(t);
+                (k.clone(), o)
+            })
+            .collect();
+        let spilled = proven::spill_to_shared(&below_bytes, &spill_requests).unwrap();
+        let regdem_requests: Vec<(String, Options)> = budget
+            .iter()
+            .map(|(k, &t)| (k.clone(), options(&cubin, k, t)))
+            .collect();
+        let demoted = proven::regdem(&bytes, &regdem_requests).unwrap();
+        for (k, &t) in &budget {
+            let base_count = raw::functions(&cubin)
+                .iter()
+                .filter(|f| &f.name == k)
+                .flat_map(|f| f.instrs.iter())
+                .filter(|i| i.base() != "NOP")
+                .count();
+            let base = measure(arch, &bytes, k, base_count).unwrap();
+            let base = base.split(" / ").collect::<Vec<_>>();
+            let cell = |bytes: Option<&[u8]>, ok: Result<(), String>| match (bytes, ok) {
+                (Some(bytes), Ok(())) => {
+                    measure(arch, bytes, k, base_count).unwrap_or_else(|| "n/a".into())
+                }
+                (_, Err(e)) => format!("not applied: {}", e.chars().take(60).collect::<String>()),
+                (None, Ok(())) => "n/a (ptxas refuses the pragma for this module)".into(),
+            };
+            let spill_ok = match spilled.kernels.iter().find(|(n, _)| n == k) {
+                Some((_, Ok(_))) => Ok(()),
+                Some((_, Err(e))) => Err(e.to_string()),
+                None => Err("not run".into()),
+            };
+            let dem_ok = match demoted.kernels.iter().find(|(n, _)| n == k) {
+                Some((_, Ok(_))) => Ok(()),
+                Some((_, Err(e))) => Err(e.to_string()),
+                None => Err("not run".into()),
+            };
+            assert!(dem_ok.is_ok(), "sm_{arch} {k} at {t}: {dem_ok:?}");
+            let pragma_cell = match &pragma_bytes {
+                Some(p) if Cubin::parse(p).unwrap().function_info(k).is_some() => {
+                    cell(Some(p), Ok(()))
+                }
+                Some(_) => "n/a (not in the pragma module)".into(),
+                None => cell(None, Ok(())),
+            };
+            table.push_str(&format!(
+                "| sm_{arch} | {k} | {t} | {} / {} | {} | {} | {} | {} |\n",
+                base[3],
+                base[4],
+                cell(Some(&plain_bytes), Ok(())),
+                pragma_cell,
+                cell(Some(&spilled.bytes), spill_ok),
+                cell(Some(&demoted.bytes), dem_ok),
+            ));
+        }
+    }
+    println!("{table}");
 }

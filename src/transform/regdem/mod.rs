@@ -185,13 +185,30 @@ pub fn regdem(
     let mut renamed: Vec<[u8; 256]> = Vec::with_capacity(n);
     let mut load_slots: Vec<Vec<u32>> = vec![Vec::new(); n];
     let mut store_slots: Vec<Vec<u32>> = vec![Vec::new(); n];
+    // Blocks: what a value register holds is only trusted inside one (§3.4 post-passes).
+    let mut targets: BTreeSet<u64> = BTreeSet::new();
+    for ins in &f.instrs {
+        targets.extend(ins.target);
+        targets.extend(ins.targets.iter().copied());
+    }
+    let control = |i: &crate::sass::ir::Instr| {
+        matches!(OpClass::of(&i.opcode), OpClass::Control | OpClass::Sync) || i.is_call()
+    };
+    let block_start: Vec<bool> = (0..n)
+        .map(|k| targets.contains(&f.instrs[k].offset) || (k > 0 && control(&f.instrs[k - 1])))
+        .collect();
+    // Pool position → the demoted register whose current value it holds.
+    let mut holds: Vec<Option<u8>> = vec![None; usize::from(layout.pool_size)];
     for (k, ins) in f.instrs.iter().enumerate() {
+        if block_start[k] {
+            holds.fill(None);
+        }
         let here: Vec<Group> = analysis.named[k]
             .iter()
             .filter(|g| choice.demoted.contains(g))
             .copied()
             .collect();
-        let value_at = assign_values(&here, layout, &mut last_use, k + 1);
+        let value_at = assign_values(&here, layout, &mut last_use, k + 1, &holds);
         let new_reg = |r: u8| -> u8 {
             let Some(g) = analysis.group_of[usize::from(r)] else {
                 return r;
@@ -244,24 +261,50 @@ pub fn regdem(
             }
         }
         let site = &mut sites[k];
+        let pos = |r: u8| usize::from(new_reg(r) - layout.pool);
         for &r in &reads {
-            site.loads.push(new_reg(r));
-            load_slots[k].push(slot_of[&r]);
+            // Redundant load elimination: the value register already holds it.
+            if holds[pos(r)] != Some(r) {
+                site.loads.push(new_reg(r));
+                load_slots[k].push(slot_of[&r]);
+                holds[pos(r)] = Some(r);
+            }
             site.reads.push(new_reg(r));
         }
         for &r in &writes {
             site.stores.push(new_reg(r));
             store_slots[k].push(slot_of[&r]);
             site.writes.push(new_reg(r));
+            for h in holds.iter_mut() {
+                if *h == Some(r) {
+                    *h = None;
+                }
+            }
+            holds[pos(r)] = Some(r);
         }
+    }
+    // Redundant store elimination: a store whose slot is stored again later in the block
+    // before any load of it is dead.
+    for k in 0..n {
+        let mut keep = vec![true; store_slots[k].len()];
+        for (j, &slot) in store_slots[k].iter().enumerate() {
+            for kk in k + 1..n {
+                if block_start[kk] || load_slots[kk].contains(&slot) {
+                    break;
+                }
+                if store_slots[kk].contains(&slot) {
+                    keep[j] = false;
+                    break;
+                }
+            }
+        }
+        let mut it = keep.iter();
+        sites[k].stores.retain(|_| *it.next().unwrap_or(&true));
+        let mut it = keep.iter();
+        store_slots[k].retain(|_| *it.next().unwrap_or(&true));
     }
 
     // Control bits.
-    let mut targets: BTreeSet<u64> = BTreeSet::new();
-    for ins in &f.instrs {
-        targets.extend(ins.target);
-        targets.extend(ins.targets.iter().copied());
-    }
     let flush: Vec<bool> = f
         .instrs
         .iter()
@@ -434,12 +477,14 @@ fn choose(a: &Analysis, highest_allowed: u8) -> Option<Choice> {
 }
 
 /// Value registers for the demoted groups `here` of one instruction: packed into the pool,
-/// each aligned to its size, the least recently used position first. `now` stamps them.
+/// each aligned to its size; a position that already holds the group (`holds`) first, then
+/// the least recently used one. `now` stamps them.
 fn assign_values(
     here: &[Group],
     layout: &Layout,
     last_use: &mut [usize],
     now: usize,
+    holds: &[Option<u8>],
 ) -> BTreeMap<Group, u8> {
     let mut taken = vec![false; last_use.len()];
     let mut out = BTreeMap::new();
@@ -450,7 +495,10 @@ fn assign_values(
         let at = (0..last_use.len())
             .step_by(s)
             .filter(|&p| p + s <= last_use.len() && (p..p + s).all(|q| !taken[q]))
-            .min_by_key(|&p| last_use[p..p + s].iter().max().copied().unwrap_or(0));
+            .min_by_key(|&p| {
+                let held = (0..s).all(|o| holds[p + o] == Some(g.start + o as u8));
+                (!held, last_use[p..p + s].iter().max().copied().unwrap_or(0))
+            });
         // The selection keeps every instruction's demand within the pool.
         let at = at.unwrap_or(0);
         for q in at..at + s {

@@ -101,6 +101,7 @@ __global__ void __launch_bounds__(128) r_static_smem(const float *in, float *out
     out[i] = s;
 }
 
+#ifndef PRAGMA_BUILD // ptxas refuses enable_smem_spilling for modules with dynamic smem
 // Dynamic shared memory: the spill area goes after it.
 __global__ void __launch_bounds__(128) r_dynamic_smem(const float *in, float *out, int n)
 {
@@ -121,6 +122,8 @@ __global__ void __launch_bounds__(128) r_dynamic_smem(const float *in, float *ou
     for (int k = 0; k < N; k++) s += v[k] * k;
     out[i] = s;
 }
+
+#endif
 
 // A 3-D block: the prologue computes the linear thread index.
 __global__ void r_block_3d(const float *in, float *out, int n)
@@ -206,6 +209,7 @@ __global__ void __launch_bounds__(128) r_branchy(const float *in, float *out, in
     out[i] = s;
 }
 
+#ifndef PRAGMA_BUILD // nor for modules with ABI calls
 // A call that stays a call: refused (calls are not handled yet).
 __device__ __noinline__ float r_helper(float a, float b) { return a * b + 1.f; }
 __global__ void __launch_bounds__(128) r_with_call(const float *in, float *out, int n)
@@ -223,3 +227,4 @@ __global__ void __launch_bounds__(128) r_with_call(const float *in, float *out, 
     for (int k = 0; k < N; k++) s += v[k];
     out[i] = s;
 }
+#endif
