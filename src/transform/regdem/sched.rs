@@ -280,3 +280,45 @@ pub fn schedule(sm: u32, f: &Function, sites: &[Site], flush: &[bool]) -> Result
         stores,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tracker_prefers_free_then_waited_then_ours() {
+        let t = Tracker {
+            forbidden: 0b000001,
+            ours: 0b000100,
+            reading: BTreeMap::new(),
+        };
+        // SB0 is counted by a DEPBAR, SB1 pending in the original, SB2 ours: SB3 is free.
+        assert_eq!(t.choose(0b000010, 0), Some(3));
+        // Nothing free: one the consumer waits for anyway.
+        assert_eq!(t.choose(0b111010, 0b010000), Some(4));
+        // Else one only our own operations hold.
+        assert_eq!(t.choose(0b111010, 0), Some(2));
+        let all = Tracker {
+            forbidden: ALL,
+            ours: 0,
+            reading: BTreeMap::new(),
+        };
+        assert_eq!(all.choose(0, 0), None);
+    }
+
+    #[test]
+    fn reads_are_tracked_per_register_until_waited() {
+        let mut t = Tracker {
+            forbidden: 0,
+            ours: 0,
+            reading: BTreeMap::new(),
+        };
+        t.read_by(10, 2);
+        t.read_by(10, 3);
+        t.read_by(11, 3);
+        t.waited(bit(3));
+        assert_eq!(t.war(10), bit(2));
+        assert_eq!(t.war(11), 0);
+        assert_eq!(t.war(10), 0);
+    }
+}

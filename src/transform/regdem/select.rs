@@ -494,3 +494,81 @@ pub fn select(
         demoted.insert(g);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn analysis(groups: &[(u8, u8)], fixed: &[(u8, u8)]) -> Analysis {
+        let groups: Vec<Group> = groups
+            .iter()
+            .map(|&(start, size)| Group { start, size })
+            .collect();
+        let mut group_of = vec![None; 256];
+        for g in &groups {
+            for r in g.regs() {
+                group_of[usize::from(r)] = Some(*g);
+            }
+        }
+        Analysis {
+            group_of,
+            named: vec![groups.clone()],
+            weight: vec![1.0],
+            fixed: fixed
+                .iter()
+                .map(|&(start, size)| Group { start, size })
+                .collect(),
+            excluded: BTreeMap::new(),
+            groups,
+        }
+    }
+
+    #[test]
+    fn compaction_keeps_tuples_aligned_and_pinned_registers_in_place() {
+        // R1 pinned; a 128-bit tuple at R8, pairs at R12 and R20, singles at R0, R30, R31.
+        let a = analysis(
+            &[(0, 1), (1, 1), (8, 4), (12, 2), (20, 2), (30, 1), (31, 1)],
+            &[(1, 1)],
+        );
+        let l = compact(&a, &BTreeSet::new(), 2, 20).unwrap();
+        assert_eq!(l.kept[&1], 1);
+        assert_eq!(l.kept[&8] % 4, 0);
+        for start in [12, 20] {
+            assert_eq!(l.kept[&start] % 2, 0);
+        }
+        assert_eq!(l.pool % 2, 0);
+        let mut used: Vec<u8> = Vec::new();
+        for (&old, &new) in &l.kept {
+            let size = a.group_of[usize::from(old)].unwrap().size;
+            used.extend(new..new + size);
+        }
+        used.extend(l.pool..l.pool + 2);
+        used.push(l.base);
+        let n = used.len();
+        used.sort_unstable();
+        used.dedup();
+        assert_eq!(used.len(), n, "overlap: {used:?}");
+        assert_eq!(l.highest, *used.last().unwrap());
+        // 4 + 2 + 2 + 3 singles kept, R1 pinned, 2 pool, 1 base = 15 registers: R0-R14,
+        // no hole left by the alignment.
+        assert_eq!(l.highest, 14);
+        // Too low a ceiling fails; demoting makes room.
+        assert!(compact(&a, &BTreeSet::new(), 2, 13).is_none());
+        let demoted = BTreeSet::from([Group { start: 8, size: 4 }]);
+        assert!(compact(&a, &demoted, 2, 9).is_some());
+        // A pinned register above the ceiling can never fit.
+        let b = analysis(&[(1, 1), (40, 1)], &[(1, 1), (40, 1)]);
+        assert!(compact(&b, &BTreeSet::new(), 2, 20).is_none());
+    }
+
+    #[test]
+    fn selection_respects_the_pool() {
+        // One instruction names both pairs: with a pool of 2 only one can be demoted.
+        let a = analysis(&[(0, 2), (2, 2), (4, 1)], &[]);
+        let order = a.order(Strategy::StaticCount);
+        let (d, l) = select(&a, &order, 2, 6).unwrap();
+        assert!(l.highest <= 6);
+        assert!(d.iter().map(|g| g.size).sum::<u8>() <= 2);
+        assert!(select(&a, &order, 2, 3).is_none());
+    }
+}
