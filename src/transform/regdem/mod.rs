@@ -199,6 +199,8 @@ pub fn regdem(
         .collect();
     // Pool position → the demoted register whose current value it holds.
     let mut holds: Vec<Option<u8>> = vec![None; usize::from(layout.pool_size)];
+    // Demoted registers each instruction writes (original numbers).
+    let mut wrote: Vec<BTreeSet<u8>> = vec![BTreeSet::new(); n];
     for (k, ins) in f.instrs.iter().enumerate() {
         if block_start[k] {
             holds.fill(None);
@@ -266,11 +268,13 @@ pub fn regdem(
             // Redundant load elimination: the value register already holds it.
             if holds[pos(r)] != Some(r) {
                 site.loads.push(new_reg(r));
+                site.load_for.push(k);
                 load_slots[k].push(slot_of[&r]);
                 holds[pos(r)] = Some(r);
             }
             site.reads.push(new_reg(r));
         }
+        wrote[k] = writes.clone();
         for &r in &writes {
             site.stores.push(new_reg(r));
             store_slots[k].push(slot_of[&r]);
@@ -303,6 +307,16 @@ pub fn regdem(
         let mut it = keep.iter();
         store_slots[k].retain(|_| *it.next().unwrap_or(&true));
     }
+
+    hoist_loads(
+        &mut sites,
+        &mut load_slots,
+        &store_slots,
+        &wrote,
+        &block_start,
+        &slot_of,
+        f,
+    );
 
     // Control bits.
     let flush: Vec<bool> = f
@@ -508,4 +522,63 @@ fn assign_values(
         out.insert(g, layout.pool + at as u8);
     }
     out
+}
+
+/// Hoisting (§3.4): each load moves up its block as far as nothing in between touches its
+/// value register, stores its slot, writes its register or is a control instruction, so its
+/// latency overlaps the instructions before its reader. It stays after the block's first
+/// instruction's stores (loads before a branch target run on every path into it).
+fn hoist_loads(
+    sites: &mut [sched::Site],
+    load_slots: &mut [Vec<u32>],
+    store_slots: &[Vec<u32>],
+    wrote: &[BTreeSet<u8>],
+    block_start: &[bool],
+    slot_of: &BTreeMap<u8, u32>,
+    f: &Function,
+) {
+    let reg_of: BTreeMap<u32, u8> = slot_of.iter().map(|(&r, &s)| (s, r)).collect();
+    let others = select::other_targets(f);
+    let control = |i: &crate::sass::ir::Instr| {
+        matches!(OpClass::of(&i.opcode), OpClass::Control | OpClass::Sync) || i.is_call()
+    };
+    let touches = |s: &sched::Site, v: u8| {
+        s.loads.contains(&v)
+            || s.stores.contains(&v)
+            || s.reads.contains(&v)
+            || s.writes.contains(&v)
+    };
+    for k in 1..sites.len() {
+        let mut l = 0;
+        while l < sites[k].loads.len() {
+            let (v, slot) = (sites[k].loads[l], load_slots[k][l]);
+            let r = reg_of[&slot];
+            let mut j = k;
+            while j > 0 && !block_start[j] {
+                let i = j - 1;
+                if control(&f.instrs[i])
+                    || touches(&sites[i], v)
+                    || store_slots[i].contains(&slot)
+                    || wrote[i].contains(&r)
+                {
+                    break;
+                }
+                j = i;
+            }
+            // Code before a jump-table or reconvergence target runs on fall-through only.
+            if j < k && others.contains(&f.instrs[j].offset) {
+                j += 1;
+            }
+            if j == k {
+                l += 1;
+                continue;
+            }
+            let consumer = sites[k].load_for.remove(l);
+            sites[k].loads.remove(l);
+            load_slots[k].remove(l);
+            sites[j].loads.push(v);
+            sites[j].load_for.push(consumer);
+            load_slots[j].push(slot);
+        }
+    }
 }

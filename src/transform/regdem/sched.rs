@@ -2,8 +2,9 @@
 //! §6.3). Inserted `LDS`/`STS` are variable-latency: each gets a scoreboard chosen by the
 //! barrier tracker, and the instructions that depend on them wait for it.
 //!
-//! * A load before instruction `k` writes a value register `k` reads: its write scoreboard is
-//!   added to `k`'s wait mask. It first waits for any pending read of that register.
+//! * A load before instruction `k` (or hoisted earlier in the block) writes a value register
+//!   `k` reads: its write scoreboard is added to `k`'s wait mask. It first waits for any
+//!   pending read of that register.
 //! * A store after `k` reads the value register `k` wrote: it waits for `k`'s write
 //!   scoreboard, or `k`'s stall is raised to the fixed latency of its class
 //!   ([`crate::predict::latency::fixed_latency`]). Its read scoreboard is recorded for the
@@ -39,6 +40,9 @@ pub const ACCESS_STALL: u8 = 2;
 pub struct Site {
     /// Value registers loaded before it.
     pub loads: Vec<u8>,
+    /// The instruction that reads each load (this one, or a later one of the block when the
+    /// load was hoisted).
+    pub load_for: Vec<usize>,
     /// Value registers stored after it.
     pub stores: Vec<u8>,
     /// Value registers it reads / writes (renamed demoted registers).
@@ -191,6 +195,7 @@ pub fn schedule(sm: u32, f: &Function, sites: &[Site], flush: &[bool]) -> Result
     };
     let mut original = Vec::with_capacity(f.instrs.len());
     let mut loads = Vec::with_capacity(f.instrs.len());
+    let mut awaited = vec![0u8; f.instrs.len()];
     let mut stores = Vec::with_capacity(f.instrs.len());
     for (k, ins) in f.instrs.iter().enumerate() {
         let site = &sites[k];
@@ -212,15 +217,17 @@ pub fn schedule(sm: u32, f: &Function, sites: &[Site], flush: &[bool]) -> Result
         if !site.loads.is_empty() {
             t.waited(flush_mask);
             let sb = t.choose(pending[k], kc.wait_mask).ok_or_else(none)?;
-            for &v in &site.loads {
+            for (&v, &consumer) in site.loads.iter().zip(&site.load_for) {
                 let mut c = access(t.war(v) | std::mem::take(&mut flush_mask));
                 c.write_sb = Some(sb);
                 t.waited(c.wait_mask);
                 lc.push(c);
+                awaited[consumer] |= bit(sb);
             }
             t.ours |= bit(sb);
-            kc.wait_mask |= bit(sb);
         }
+        // k waits for the loads it reads (placed before it or hoisted earlier).
+        kc.wait_mask |= awaited[k];
         // k: waits for pending reads of what it overwrites.
         for &v in &site.writes {
             kc.wait_mask |= t.war(v);
