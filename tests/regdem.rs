@@ -661,3 +661,45 @@ fn compared_with_ptxas_pragma_and_spill_demotion() {
     }
     println!("{table}");
 }
+
+/// `nvcc-orion rewrite --regdem all --target-registers N`: every kernel above N is demoted
+/// (one summary line each, proved), the kernel with a call is left alone with the reason,
+/// and cuobjdump reads the new counts.
+#[test]
+fn rewrite_command_demotes_registers() {
+    let Some(b) = built() else { return };
+    let work = tempfile::tempdir().unwrap();
+    let out_path = work.path().join("out.cubin");
+    let out = Command::new(env!("CARGO_BIN_EXE_nvcc-orion"))
+        .args(["rewrite", "--regdem", "all", "--target-registers", "40"])
+        .args(["--block-size", "128", "-o"])
+        .arg(&out_path)
+        .arg(&b.cubins[&80])
+        .env("NVCC_ORION_NVCC", &b.nvcc)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let before = Cubin::parse(&std::fs::read(&b.cubins[&80]).unwrap()).unwrap();
+    let ru = common::fixtures::res_usage(&out_path).unwrap();
+    for k in KERNELS.iter().chain([&WITH_CALL]) {
+        let regs = before.function_info(k).unwrap().registers.unwrap();
+        let line = stderr
+            .lines()
+            .find(|l| l.contains(&format!(": {k}: ")))
+            .unwrap_or_else(|| panic!("{k}: {stderr}"));
+        let now = ru.iter().find(|u| &u.function == k).unwrap().reg;
+        if *k == WITH_CALL && regs > 40 {
+            assert!(
+                line.contains("left alone") && line.contains("calls"),
+                "{line}"
+            );
+        } else if regs > 40 {
+            assert!(line.contains("proved"), "{line}");
+            assert!(now <= 40, "{k}: {now}");
+        } else {
+            assert!(line.contains("already at"), "{line}");
+            assert_eq!(now, regs, "{k}");
+        }
+    }
+}
