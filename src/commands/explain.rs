@@ -122,6 +122,8 @@ fn budget(c: &Value) -> (String, &'static str) {
     let regs = b["regs"].as_u64().unwrap_or(0);
     if b["spill_to_shared"] == true {
         (format!("{regs}"), "spill → shared")
+    } else if !b["regdem_from"].is_null() {
+        (format!("{regs}"), "register demotion")
     } else if b["smem_spill"] == true {
         (format!("{regs}"), ".maxnreg+smem spill")
     } else {
@@ -172,6 +174,8 @@ pub fn render(records: &[Value], out: &mut impl Write) -> std::io::Result<()> {
                     "+smem"
                 } else if kind.contains("shared") {
                     "+spill2smem"
+                } else if kind.contains("demotion") {
+                    "+regdem"
                 } else {
                     ""
                 };
@@ -215,7 +219,8 @@ mod tests {
               {"budget":null,"registers":64,"spill_instructions":0,"frame_bytes":0,"static_shared":0,"warps_per_sm":[32],"cycles_per_warp":[5828.4],"latency":1,"issue":1,"local_accesses":0},
               {"budget":{"regs":32,"smem_spill":false},"registers":32,"spill_instructions":9,"frame_bytes":40,"static_shared":0,"warps_per_sm":[64],"cycles_per_warp":[4033.0],"latency":1,"issue":1,"local_accesses":9}],
             "pruned":[{"budget":{"regs":56,"smem_spill":false},"bound_percent":2.5},
-                      {"budget":{"regs":40,"smem_spill":false,"spill_to_shared":true},"bound_percent":1.0}],
+                      {"budget":{"regs":40,"smem_spill":false,"spill_to_shared":true},"bound_percent":1.0},
+                      {"budget":{"regs":48,"smem_spill":false,"regdem_from":64},"bound_percent":0.5}],
             "chosen":1,"chosen_registers":32,"gain_percent":44.5,"reason":"predicted 44.5% faster",
             "transform":"spill → shared at 40: not applied: no spills"}"#,
         )
@@ -231,7 +236,9 @@ mod tests {
         assert!(t.contains("\n    ptxas   baseline"), "{t}");
         assert!(t.contains("5828"), "{t}");
         assert!(
-            t.contains("not built: 56 (at best +2.5%), 40+spill2smem (at best +1.0%)"),
+            t.contains(
+                "not built: 56 (at best +2.5%), 40+spill2smem (at best +1.0%), 48+regdem (at best +0.5%)"
+            ),
             "{t}"
         );
         assert!(
