@@ -253,7 +253,8 @@ pub fn regdem(
             let claim = Claim {
                 map: r.map.clone(),
                 inserted: r.inserted.clone(),
-                base: Some(SpillBase {
+                // Compaction alone uses no spill area.
+                base: (r.slots > 0).then_some(SpillBase {
                     reg: r.base_reg,
                     defined_at: r.base_defined_at,
                     stride: r.stride,

@@ -341,9 +341,18 @@ pub fn regdem(
         layout.pool,
         layout.pool + 1,
     );
-    let mut insertions: Vec<(u64, Vec<[u8; 16]>)> = vec![(0, pro.words.clone())];
+    // No demoted register (compaction alone): no spill area, no prologue.
+    let pro_words = if slot_of.is_empty() {
+        Vec::new()
+    } else {
+        pro.words.clone()
+    };
+    let mut insertions: Vec<(u64, Vec<[u8; 16]>)> = Vec::new();
+    if !pro_words.is_empty() {
+        insertions.push((0, pro_words.clone()));
+    }
     // Request order → is it an access (for the schedule check)?
-    let mut is_access: Vec<bool> = vec![false; pro.words.len()];
+    let mut is_access: Vec<bool> = vec![false; pro_words.len()];
     for k in 0..n {
         let off = f.instrs[k].offset;
         if !sites[k].loads.is_empty() {
@@ -415,11 +424,14 @@ pub fn regdem(
     let registers = u32::from(layout.highest) + COUNT_EXTRA;
     out.set_register_count(kernel, registers)?;
     out.raise_maxreg_count(kernel, registers)?;
-    out.set_shared_size(kernel, info.static_shared + area.added)?;
+    if area.added > 0 {
+        out.set_shared_size(kernel, info.static_shared + area.added)?;
+    }
 
-    let base_defined_at = relaid
-        .inserted
-        .get(pro.words.len() - 1)
+    let base_defined_at = pro_words
+        .len()
+        .checked_sub(1)
+        .and_then(|i| relaid.inserted.get(i))
         .copied()
         .unwrap_or(0);
     let accesses = relaid
@@ -456,6 +468,15 @@ pub fn regdem(
 
 /// The cheapest demotion over the strategies and pool sizes.
 fn choose(a: &Analysis, highest_allowed: u8) -> Option<Choice> {
+    // Compaction alone may be enough (registers left unused between others).
+    if let Some(layout) = select::compact(a, &BTreeSet::new(), 0, highest_allowed) {
+        return Some(Choice {
+            demoted: BTreeSet::new(),
+            layout,
+            strategy: Strategy::StaticCount,
+            cost: 0.0,
+        });
+    }
     let mut best: Option<Choice> = None;
     for pool_size in [2u8, 4, 8] {
         for strategy in Strategy::ALL {

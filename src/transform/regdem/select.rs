@@ -4,9 +4,10 @@
 //!   registers (64/128-bit operands are aligned to their size, so overlapping tuples nest):
 //!   a group is demoted, moved and given value registers as a whole, which keeps every
 //!   alias of a 64/128-bit tuple intact.
-//! * **Candidates.** A group can be demoted unless it is pinned (R1, or named by an
-//!   instruction whose fields are ambiguous), read where it may be undefined (the slot would
-//!   hold nothing the checker could name), read at a jump-table or reconvergence target
+//! * **Candidates.** A group can be demoted unless it is pinned (R1, named by an instruction
+//!   whose fields are ambiguous, or read where it may be undefined: ptxas reads registers
+//!   under a predicate that matches the one of their only definition, and on the other path
+//!   the value is the register's own entry value, which no other number holds), read at a jump-table or reconvergence target
 //!   (loads go before an instruction; only `BRA`s are redirected through them), written by an
 //!   instruction whose result latency is not known, or named by a control instruction.
 //! * **Strategies** (§3.4.3): order the candidates by static access count, by loop-weighted
@@ -210,6 +211,7 @@ impl Analysis {
         // Must-defined registers before each instruction.
         let cfg = Cfg::build(f);
         let defined = must_defined(f, &cfg);
+        let mut maybe_undefined: BTreeSet<Group> = BTreeSet::new();
         for (k, ins) in f.instrs.iter().enumerate() {
             let class = OpClass::of(&ins.opcode);
             let regs = regs_of(ins);
@@ -244,6 +246,9 @@ impl Analysis {
                 if !defined[k].contains(&r)
                     && let Some(x) = g(r)
                 {
+                    // Its value there may be whatever the register held at entry, which only
+                    // the same register number holds: it keeps its number.
+                    maybe_undefined.insert(x);
                     exclude(x, format!("R{r} may be undefined at {:#x}", ins.offset));
                 }
             }
@@ -258,6 +263,7 @@ impl Analysis {
                 }
             }
         }
+        fixed.extend(maybe_undefined);
         Ok(Analysis {
             group_of,
             groups,
@@ -428,8 +434,11 @@ pub fn compact(
         .filter(|g| !demoted.contains(g) && !a.fixed.contains(g))
         .map(|g| (g.size, Some(g.start), false))
         .collect();
-    items.push((pool_size, None, false));
-    items.push((1, None, true));
+    // Without demoted registers nothing needs a pool or the base (pure compaction).
+    if pool_size > 0 {
+        items.push((pool_size, None, false));
+        items.push((1, None, true));
+    }
     items.sort_by(|x, y| y.0.cmp(&x.0).then(x.1.cmp(&y.1)));
     let mut pool = None;
     let mut base = None;
@@ -450,6 +459,15 @@ pub fn compact(
         }
     }
     let highest = used.iter().rposition(|&u| u)? as u8;
+    if pool_size == 0 {
+        return Some(Layout {
+            kept,
+            pool: 0,
+            pool_size,
+            base: 0,
+            highest,
+        });
+    }
     Some(Layout {
         kept,
         pool: pool?,
