@@ -703,3 +703,48 @@ fn rewrite_command_demotes_registers() {
         }
     }
 }
+
+/// Demotion over other kernels of the test suite (math library calls, FP64, conversions,
+/// memory access shapes), at low budgets: whatever the transform rewrites, the checkers
+/// prove; nothing is rejected (a rejection is a transform bug the checker caught), and some
+/// kernels are rewritten on every arch.
+#[test]
+fn other_kernels_are_proved_or_refused_never_rejected() {
+    let Some(b) = built() else { return };
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kernels/sass");
+    for file in ["math.cu", "memory.cu"] {
+        for arch in [75, 80, 90] {
+            let cubin_path = b.dir.join(format!("other_{file}_{arch}.cubin"));
+            if !cubin_path.exists() {
+                run(Command::new(&b.nvcc)
+                    .args(["-cubin", &format!("-arch=sm_{arch}"), "-o"])
+                    .arg(&cubin_path)
+                    .arg(dir.join(file)));
+            }
+            let bytes = std::fs::read(&cubin_path).unwrap();
+            let cubin = Cubin::parse(&bytes).unwrap();
+            let mut proved = 0;
+            for target in [24, 16] {
+                let requests: Vec<(String, Options)> = cubin
+                    .kernels()
+                    .iter()
+                    .map(|k| (k.name.clone(), options(&cubin, &k.name, target)))
+                    .collect();
+                let outcome = proven::regdem(&bytes, &requests).unwrap();
+                for (k, r) in &outcome.kernels {
+                    match r {
+                        Ok(_) => proved += 1,
+                        Err(e) => {
+                            let e = e.to_string();
+                            assert!(
+                                !e.contains("rejected"),
+                                "sm_{arch} {file} {k} at {target}: {e}"
+                            );
+                        }
+                    }
+                }
+            }
+            assert!(proved > 0, "sm_{arch} {file}");
+        }
+    }
+}
