@@ -118,3 +118,100 @@ pub fn rename(raw: u128, fields: &RegFields, f: impl Fn(u8) -> u8) -> u128 {
         .iter()
         .fold(raw, |w, &(field, r)| encode::set_reg(w, field, f(r)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sass::control::Control;
+    use crate::sass::operands::{self, Family};
+
+    /// An instruction from ptxas 13.5's words and nvdisasm's text of it.
+    fn ins(lo: u64, hi: u64, opcode: &str, ops: &str, family: Family) -> Instr {
+        let mut i = Instr {
+            offset: 0,
+            raw: (u128::from(hi) << 64) | u128::from(lo),
+            opcode: opcode.into(),
+            predicate: None,
+            operands: operands::parse(ops).unwrap(),
+            ctrl: Control::default(),
+            target: None,
+            targets: Vec::new(),
+            callee: None,
+            unknown: false,
+        };
+        i.unknown = !operands::apply(family, &mut i);
+        i
+    }
+
+    #[test]
+    fn registers_are_told_from_uniform_registers_and_immediates() {
+        // sm_90 `LDG.E R47, desc[UR6][R6.64]`: R6 in bits 24-31, UR6 in 32-39.
+        let ldg = ins(
+            0x0000_0006_062f_7981,
+            0x000e_a800_0c1e_1900,
+            "LDG.E",
+            "R47, desc[UR6][R6.64]",
+            Family::Hopper,
+        );
+        let f = reg_fields(&ldg);
+        assert!(!f.pinned, "{f:?}");
+        assert_eq!(f.fields, vec![(RegField::Dst, 47), (RegField::A, 6)]);
+        let w = rename(ldg.raw, &f, |r| r + 1);
+        assert_eq!(encode::reg(w, RegField::Dst), 48);
+        assert_eq!(encode::reg(w, RegField::A), 7);
+        assert_eq!(encode::reg(w, RegField::B), 6, "the uniform register stays");
+        // sm_90 `IMAD R11, R0, UR4, R11` (form 6: B is a uniform register).
+        let imad = ins(
+            0x0000_0004_000b_7c24,
+            0x001f_e200_0f8e_020b,
+            "IMAD",
+            "R11, R0, UR4, R11",
+            Family::Hopper,
+        );
+        let f = reg_fields(&imad);
+        assert!(!f.pinned, "{f:?}");
+        assert!(!f.fields.iter().any(|&(x, _)| x == RegField::B), "{f:?}");
+        // `FFMA R11, R2, R5, 3` (form 2: the immediate in 32-63, B moved to 64-71).
+        let ffma = ins(
+            0x4040_0000_020b_7423,
+            0x004f_e400_0000_0005,
+            "FFMA",
+            "R11, R2, R5, 3",
+            Family::Turing,
+        );
+        let f = reg_fields(&ffma);
+        assert_eq!(
+            f.fields,
+            vec![(RegField::Dst, 11), (RegField::A, 2), (RegField::C, 5)]
+        );
+        // `STG.E desc[UR4][R6.64+0x14], R11`: data in 32-39, UR4 in 64-71.
+        let stg = ins(
+            0x0000_140b_0600_7986,
+            0x000f_e800_0c10_1904,
+            "STG.E",
+            "desc[UR4][R6.64+0x14], R11",
+            Family::Hopper,
+        );
+        let f = reg_fields(&stg);
+        assert!(!f.pinned, "{f:?}");
+        assert_eq!(f.fields, vec![(RegField::A, 6), (RegField::B, 11)]);
+    }
+
+    #[test]
+    fn a_register_that_cannot_be_placed_pins_the_instruction() {
+        // The same STG with data R4 and UR4: bits 64-71 hold 4, which could be either.
+        let stg = ins(
+            0x0000_1404_0600_7986,
+            0x000f_e800_0c10_1904,
+            "STG.E",
+            "desc[UR4][R6.64+0x14], R4",
+            Family::Hopper,
+        );
+        let f = reg_fields(&stg);
+        assert!(f.pinned || f.fields.contains(&(RegField::B, 4)), "{f:?}");
+        // A register the decoder lists but no field holds.
+        let mut odd = stg.clone();
+        odd.raw = encode::set_reg(odd.raw, RegField::B, 9);
+        assert!(reg_fields(&odd).pinned);
+    }
+}
