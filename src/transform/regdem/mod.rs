@@ -10,8 +10,11 @@
 //!    of a demoted register becomes a read of a value register loaded just before it
 //!    (`LDS`), a write becomes a write of a value register stored just after it (`STS`); a
 //!    guarded write loads the old value first so the store keeps it when the guard is false.
-//!    Value registers are picked per instruction from the pool, least recently used first,
-//!    so consecutive accesses rarely wait on each other.
+//!    Value registers are picked per instruction from the pool: one already holding the
+//!    value (redundant loads go), else one on the register bank the instruction's other
+//!    sources use least, else the least recently used, so consecutive accesses rarely wait on
+//!    each other. Post-passes (§3.4): redundant loads and stores inside a block are dropped,
+//!    and loads are hoisted up their block.
 //! 3. [`sched`]: control bits for the accesses and the instructions around them.
 //! 4. The spill area, its prologue and the shared sizing are those of spill → shared
 //!    ([`super::area`], [`super::prologue`]); the register count becomes the highest
@@ -210,7 +213,18 @@ pub fn regdem(
             .filter(|g| choice.demoted.contains(g))
             .copied()
             .collect();
-        let value_at = assign_values(&here, layout, &mut last_use, k + 1, &holds);
+        // Banks of the instruction's other (kept) source registers, for the bank-aware
+        // choice of value registers.
+        let mut banks = [0u32; 2];
+        for r in ins.gpr_reads() {
+            if let Some(g) = analysis.group_of[usize::from(r)]
+                && !choice.demoted.contains(&g)
+            {
+                let new = layout.kept.get(&g.start).map_or(r, |&s| s + (r - g.start));
+                banks[usize::from(new % 2)] += 1;
+            }
+        }
+        let value_at = assign_values(&here, layout, &mut last_use, k + 1, &holds, banks);
         let new_reg = |r: u8| -> u8 {
             let Some(g) = analysis.group_of[usize::from(r)] else {
                 return r;
@@ -513,13 +527,17 @@ fn choose(a: &Analysis, highest_allowed: u8) -> Option<Choice> {
 
 /// Value registers for the demoted groups `here` of one instruction: packed into the pool,
 /// each aligned to its size; a position that already holds the group (`holds`) first, then
-/// the least recently used one. `now` stamps them.
+/// one whose register bank the instruction's other sources use least (`banks`: sources per
+/// bank; the register file of sm_70 and later has two banks, register number mod 2: Jia et
+/// al., "Dissecting the NVIDIA Volta GPU Architecture via Microbenchmarking", 2018), then the
+/// least recently used one. `now` stamps them.
 fn assign_values(
     here: &[Group],
     layout: &Layout,
     last_use: &mut [usize],
     now: usize,
     holds: &[Option<u8>],
+    mut banks: [u32; 2],
 ) -> BTreeMap<Group, u8> {
     let mut taken = vec![false; last_use.len()];
     let mut out = BTreeMap::new();
@@ -532,13 +550,25 @@ fn assign_values(
             .filter(|&p| p + s <= last_use.len() && (p..p + s).all(|q| !taken[q]))
             .min_by_key(|&p| {
                 let held = (0..s).all(|o| holds[p + o] == Some(g.start + o as u8));
-                (!held, last_use[p..p + s].iter().max().copied().unwrap_or(0))
+                // A single register shares a bank with the sources of its parity; a tuple
+                // covers both banks wherever it goes.
+                let conflicts = if s == 1 {
+                    banks[usize::from((layout.pool + p as u8) % 2)]
+                } else {
+                    0
+                };
+                (
+                    !held,
+                    conflicts,
+                    last_use[p..p + s].iter().max().copied().unwrap_or(0),
+                )
             });
         // The selection keeps every instruction's demand within the pool.
         let at = at.unwrap_or(0);
         for q in at..at + s {
             taken[q] = true;
             last_use[q] = now;
+            banks[usize::from((layout.pool + q as u8) % 2)] += 1;
         }
         out.insert(g, layout.pool + at as u8);
     }
