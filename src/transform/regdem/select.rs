@@ -486,11 +486,24 @@ pub fn select(
     highest_allowed: u8,
 ) -> Option<(BTreeSet<Group>, Layout)> {
     let mut demoted = BTreeSet::new();
+    let mut taken: Vec<Group> = Vec::new();
     let mut demand = vec![0u8; a.named.len()];
     let mut next = order.iter();
     loop {
         if let Some(l) = compact(a, &demoted, pool_size, highest_allowed) {
-            return Some((demoted, l));
+            // Greedy order can over-shoot (a late tuple frees what earlier singles did):
+            // give back, most expensive first, every group the target does not need.
+            let mut layout = l;
+            for g in taken.iter().rev() {
+                demoted.remove(g);
+                match compact(a, &demoted, pool_size, highest_allowed) {
+                    Some(l) => layout = l,
+                    None => {
+                        demoted.insert(*g);
+                    }
+                }
+            }
+            return Some((demoted, layout));
         }
         // The next candidate that keeps every instruction within the pool.
         let g = loop {
@@ -510,6 +523,7 @@ pub fn select(
             }
         }
         demoted.insert(g);
+        taken.push(g);
     }
 }
 
