@@ -10,11 +10,15 @@
 //!    of a demoted register becomes a read of a value register loaded just before it
 //!    (`LDS`), a write becomes a write of a value register stored just after it (`STS`); a
 //!    guarded write loads the old value first so the store keeps it when the guard is false.
-//!    Value registers are picked per instruction from the pool: one already holding the
-//!    value (redundant loads go), else one on the register bank the instruction's other
-//!    sources use least, else the least recently used, so consecutive accesses rarely wait on
-//!    each other. Post-passes (§3.4): redundant loads and stores inside a block are dropped,
-//!    and loads are hoisted up their block.
+//!    A `BRA` to an instruction with loads enters through them
+//!    ([`relayout::insert_with_heads`]). Value registers come from the reserved pool and the
+//!    registers above the layout's highest, up to the target (free everywhere), picked per
+//!    instruction: one already holding the value, else one on the register bank the
+//!    instruction's other sources use least, else the least recently used.
+//!    Post-passes (§3.4): redundant loads (the value register still holds the value) and
+//!    dead stores (stored again before any load in the block) go; loads are hoisted up their
+//!    block; after the greedy selection, demoted groups the target does not need are given
+//!    back. When compaction alone reaches the target nothing is demoted.
 //! 3. [`sched`]: control bits for the accesses and the instructions around them.
 //! 4. The spill area, its prologue and the shared sizing are those of spill → shared
 //!    ([`super::area`], [`super::prologue`]); the register count becomes the highest
@@ -182,7 +186,16 @@ pub fn regdem(
 
     // Per instruction: value registers and the renaming.
     let n = f.instrs.len();
-    let mut last_use = vec![0usize; usize::from(layout.pool_size)];
+    // Value registers: the reserved pool, and every register above the highest one the
+    // layout uses, up to the target (free everywhere: value-register substitution).
+    let pool: BTreeSet<u8> = if slot_of.is_empty() {
+        BTreeSet::new()
+    } else {
+        (layout.pool..layout.pool + layout.pool_size)
+            .chain(layout.highest + 1..=highest_allowed)
+            .collect()
+    };
+    let mut last_use = [0usize; 256];
     let mut sites = vec![sched::Site::default(); n];
     // Per instruction: old register → new register.
     let mut renamed: Vec<[u8; 256]> = Vec::with_capacity(n);
@@ -200,8 +213,8 @@ pub fn regdem(
     let block_start: Vec<bool> = (0..n)
         .map(|k| targets.contains(&f.instrs[k].offset) || (k > 0 && control(&f.instrs[k - 1])))
         .collect();
-    // Pool position → the demoted register whose current value it holds.
-    let mut holds: Vec<Option<u8>> = vec![None; usize::from(layout.pool_size)];
+    // Value register → the demoted register whose current value it holds.
+    let mut holds: [Option<u8>; 256] = [None; 256];
     // Demoted registers each instruction writes (original numbers).
     let mut wrote: Vec<BTreeSet<u8>> = vec![BTreeSet::new(); n];
     for (k, ins) in f.instrs.iter().enumerate() {
@@ -224,7 +237,10 @@ pub fn regdem(
                 banks[usize::from(new % 2)] += 1;
             }
         }
-        let value_at = assign_values(&here, layout, &mut last_use, k + 1, &holds, banks);
+        let value_at = assign_values(&here, &pool, &mut last_use, k + 1, &holds, banks)
+            .ok_or_else(|| {
+                not_applicable(format!("{:#x}: value registers do not fit", ins.offset))
+            })?;
         let new_reg = |r: u8| -> u8 {
             let Some(g) = analysis.group_of[usize::from(r)] else {
                 return r;
@@ -277,7 +293,7 @@ pub fn regdem(
             }
         }
         let site = &mut sites[k];
-        let pos = |r: u8| usize::from(new_reg(r) - layout.pool);
+        let pos = |r: u8| usize::from(new_reg(r));
         for &r in &reads {
             // Redundant load elimination: the value register already holds it.
             if holds[pos(r)] != Some(r) {
@@ -435,7 +451,20 @@ pub fn regdem(
         slot.copy_from_slice(&encode::to_bytes(w));
     }
     out.replace_text(kernel, code, &OffsetMap::new())?;
-    let registers = u32::from(layout.highest) + COUNT_EXTRA;
+    let highest_used = sites
+        .iter()
+        .flat_map(|s| {
+            s.reads
+                .iter()
+                .chain(&s.writes)
+                .chain(&s.loads)
+                .chain(&s.stores)
+        })
+        .copied()
+        .chain([layout.highest])
+        .max()
+        .unwrap_or(layout.highest);
+    let registers = u32::from(highest_used) + COUNT_EXTRA;
     out.set_register_count(kernel, registers)?;
     out.raise_maxreg_count(kernel, registers)?;
     if area.added > 0 {
@@ -525,54 +554,54 @@ fn choose(a: &Analysis, highest_allowed: u8) -> Option<Choice> {
     best
 }
 
-/// Value registers for the demoted groups `here` of one instruction: packed into the pool,
-/// each aligned to its size; a position that already holds the group (`holds`) first, then
-/// one whose register bank the instruction's other sources use least (`banks`: sources per
-/// bank; the register file of sm_70 and later has two banks, register number mod 2: Jia et
-/// al., "Dissecting the NVIDIA Volta GPU Architecture via Microbenchmarking", 2018), then the
-/// least recently used one. `now` stamps them.
+/// Value registers for the demoted groups `here` of one instruction, from `pool` (register
+/// numbers): each aligned to its size, largest first; a place that already holds the group
+/// (`holds`) first, then one whose register bank the instruction's other sources use least
+/// (`banks`: sources per bank; the register file of sm_70 and later has two banks, register
+/// number mod 2: Jia et al., "Dissecting the NVIDIA Volta GPU Architecture via
+/// Microbenchmarking", 2018), then the least recently used one. `now` stamps them. `None`
+/// when they do not fit (the selection keeps every instruction within the reserved pool).
 fn assign_values(
     here: &[Group],
-    layout: &Layout,
-    last_use: &mut [usize],
+    pool: &BTreeSet<u8>,
+    last_use: &mut [usize; 256],
     now: usize,
-    holds: &[Option<u8>],
+    holds: &[Option<u8>; 256],
     mut banks: [u32; 2],
-) -> BTreeMap<Group, u8> {
-    let mut taken = vec![false; last_use.len()];
+) -> Option<BTreeMap<Group, u8>> {
+    let mut taken: BTreeSet<u8> = BTreeSet::new();
     let mut out = BTreeMap::new();
     let mut by_size: Vec<Group> = here.to_vec();
     by_size.sort_by(|a, b| b.size.cmp(&a.size).then(a.start.cmp(&b.start)));
     for g in by_size {
-        let s = usize::from(g.size);
-        let at = (0..last_use.len())
-            .step_by(s)
-            .filter(|&p| p + s <= last_use.len() && (p..p + s).all(|q| !taken[q]))
+        let s = g.size;
+        let at = pool
+            .iter()
+            .copied()
+            .filter(|&p| {
+                p % s == 0
+                    && u16::from(p) + u16::from(s) < u16::from(RZ)
+                    && (p..p + s).all(|q| pool.contains(&q) && !taken.contains(&q))
+            })
             .min_by_key(|&p| {
-                let held = (0..s).all(|o| holds[p + o] == Some(g.start + o as u8));
+                let held = (0..s).all(|o| holds[usize::from(p + o)] == Some(g.start + o));
                 // A single register shares a bank with the sources of its parity; a tuple
                 // covers both banks wherever it goes.
-                let conflicts = if s == 1 {
-                    banks[usize::from((layout.pool + p as u8) % 2)]
-                } else {
-                    0
-                };
-                (
-                    !held,
-                    conflicts,
-                    last_use[p..p + s].iter().max().copied().unwrap_or(0),
-                )
-            });
-        // The selection keeps every instruction's demand within the pool.
-        let at = at.unwrap_or(0);
+                let conflicts = if s == 1 { banks[usize::from(p % 2)] } else { 0 };
+                let used = (p..p + s)
+                    .map(|q| last_use[usize::from(q)])
+                    .max()
+                    .unwrap_or(0);
+                (!held, conflicts, used)
+            })?;
         for q in at..at + s {
-            taken[q] = true;
-            last_use[q] = now;
-            banks[usize::from((layout.pool + q as u8) % 2)] += 1;
+            taken.insert(q);
+            last_use[usize::from(q)] = now;
+            banks[usize::from(q % 2)] += 1;
         }
-        out.insert(g, layout.pool + at as u8);
+        out.insert(g, at);
     }
-    out
+    Some(out)
 }
 
 /// Hoisting (§3.4): each load moves up its block as far as nothing in between touches its
