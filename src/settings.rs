@@ -28,8 +28,13 @@ pub struct Settings {
     /// have run on a GPU (bench/gpu): a grown static shared size could also make a launch that
     /// asks for nearly all the dynamic shared memory fail, which no static check can rule out.
     pub spill_to_shared: bool,
+    /// `--orion-transforms=regdem`: let the tuner offer register demotion (papers/004) at the
+    /// occupancy cliffs below a kernel's count, each proved by the checker. Opt-in like
+    /// spill → shared.
+    pub regdem: bool,
     /// `--orion-force=KIND` (testing): `baseline`, `lowest` (the lowest budget that built),
-    /// `spill2smem` (the proved spill → shared candidate), or
+    /// `spill2smem` (the proved spill → shared candidate), `regdem` (the lowest proved
+    /// register-demotion candidate), or
     /// `panic` (an internal error while tuning, to exercise the fallback).
     pub force: Option<String>,
     /// `--orion-margin=PCT` / `NVCC_ORION_MARGIN`: the predicted gain a variant must clear to
@@ -53,6 +58,7 @@ impl Default for Settings {
             report: None,
             block_sizes: Vec::new(),
             spill_to_shared: false,
+            regdem: false,
             force: None,
             margin_percent: DEFAULT_MARGIN_PERCENT,
             cache: None,
@@ -130,18 +136,24 @@ impl Settings {
                     }
                 }
                 ("force", Some(v)) => match v {
-                    "baseline" | "lowest" | "spill2smem" | "panic" => s.force = Some(v.to_string()),
+                    "baseline" | "lowest" | "spill2smem" | "regdem" | "panic" => {
+                        s.force = Some(v.to_string())
+                    }
                     _ => warnings.push(bad(&format!(
-                        "unknown --orion-force={v} (use baseline, lowest, spill2smem or panic)"
+                        "unknown --orion-force={v} (use baseline, lowest, spill2smem, regdem or panic)"
                     ))),
                 },
                 ("transforms", Some(v)) => {
                     for t in v.split(',') {
                         match t {
                             "spill2smem" => s.spill_to_shared = true,
-                            "none" => s.spill_to_shared = false,
+                            "regdem" => s.regdem = true,
+                            "none" => {
+                                s.spill_to_shared = false;
+                                s.regdem = false;
+                            }
                             _ => warnings.push(bad(&format!(
-                                "unknown transform {t:?} (use spill2smem or none)"
+                                "unknown transform {t:?} (use spill2smem, regdem or none)"
                             ))),
                         }
                     }
@@ -210,7 +222,15 @@ mod tests {
         assert!(w.is_empty() && s.spill_to_shared, "{w:?}");
         let (s, w) = Settings::read(&env, &[("transforms".into(), Some("none".into()))]);
         assert!(w.is_empty() && !s.spill_to_shared, "{w:?}");
-        let (_, w) = Settings::read(&|_| None, &[("transforms".into(), Some("regdem".into()))]);
+        assert!(!Settings::default().regdem);
+        let (s, w) = Settings::read(&|_| None, &[("transforms".into(), Some("regdem".into()))]);
+        assert!(w.is_empty() && s.regdem && !s.spill_to_shared, "{w:?}");
+        let (s, w) = Settings::read(&|_| None, &[("force".into(), Some("regdem".into()))]);
+        assert!(
+            w.is_empty() && s.force.as_deref() == Some("regdem"),
+            "{w:?}"
+        );
+        let (_, w) = Settings::read(&|_| None, &[("transforms".into(), Some("regdemx".into()))]);
         assert_eq!(w.len(), 1, "{w:?}");
     }
 }

@@ -18,15 +18,30 @@ use crate::tune::proven;
 #[command(about = "Read a CUDA object, cubin, fatbin, executable or archive and write it back")]
 pub struct Args {
     /// Change nothing; fail unless the output is byte-identical to the input.
-    #[arg(long, conflicts_with_all = ["set_regs", "set_shared", "spill_to_shared"], required_unless_present_any = ["set_regs", "set_shared", "spill_to_shared"])]
+    #[arg(long, conflicts_with_all = ["set_regs", "set_shared", "spill_to_shared", "regdem"], required_unless_present_any = ["set_regs", "set_shared", "spill_to_shared", "regdem"])]
     pub identity: bool,
     /// Move the register spills of these kernels (mangled names; `all` for every kernel that
     /// spills) into shared memory, each rewrite proved by the translation checker.
     #[arg(long, value_name = "KERNEL", num_args = 1, value_delimiter = ',')]
     pub spill_to_shared: Vec<String>,
+    /// Demote registers of these kernels (mangled names; `all` for every kernel) to shared
+    /// memory until each needs at most `--target-registers`, each rewrite proved by the
+    /// translation checker and the scheduling check.
+    #[arg(
+        long,
+        value_name = "KERNEL",
+        num_args = 1,
+        value_delimiter = ',',
+        requires = "target_registers",
+        conflicts_with = "spill_to_shared"
+    )]
+    pub regdem: Vec<String>,
+    /// The register budget register demotion must reach (an occupancy cliff: 32, 40, 48, ...).
+    #[arg(long, value_name = "N", requires = "regdem")]
+    pub target_registers: Option<u32>,
     /// Threads per block to lay spill slots out for, where a kernel declares no launch bounds
     /// (else 1024).
-    #[arg(long, value_name = "N", requires = "spill_to_shared")]
+    #[arg(long, value_name = "N")]
     pub block_size: Option<u32>,
     /// Register count the spill rewrite may reach (default: the limit the kernel was compiled
     /// under).
@@ -118,6 +133,30 @@ fn rewrite(args: &Args) -> Result<(), String> {
                 }
                 cubin = Cubin::parse(&outcome.bytes).map_err(|e| fail(&e))?;
             }
+            let demote: Vec<(String, Options)> = names
+                .iter()
+                .filter(|k| args.regdem.iter().any(|w| w == *k || w == "all"))
+                .map(|k| {
+                    let mut o = Options::for_kernel(&cubin, k, args.block_size);
+                    o.max_registers = args.target_registers;
+                    (k.clone(), o)
+                })
+                .collect();
+            if !demote.is_empty() {
+                let now = cubin.write().map_err(|e| fail(&e))?;
+                let outcome = proven::regdem(&now, &demote).map_err(|e| fail(&e))?;
+                for (kernel, result) in &outcome.kernels {
+                    match result {
+                        Ok(p) => {
+                            eprintln!("nvcc-orion: {loc}: {kernel}: {}", p.summary());
+                            changed = true;
+                        }
+                        Err(e) => eprintln!("nvcc-orion: {loc}: {kernel}: left alone: {e}"),
+                    }
+                    found.insert(kernel.clone());
+                }
+                cubin = Cubin::parse(&outcome.bytes).map_err(|e| fail(&e))?;
+            }
             for (kernel, bytes) in &args.set_shared {
                 if names.contains(kernel) {
                     cubin
@@ -149,6 +188,7 @@ fn rewrite(args: &Args) -> Result<(), String> {
         .chain(
             args.spill_to_shared
                 .iter()
+                .chain(&args.regdem)
                 .map(String::as_str)
                 .filter(|k| *k != "all"),
         )

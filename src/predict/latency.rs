@@ -70,3 +70,21 @@ pub fn throughput(sm: u32, class: OpClass) -> f64 {
 /// loops multiply. Depth is capped so one deep nest cannot swamp everything else.
 pub const LOOP_FACTOR: f64 = 10.0;
 pub const MAX_LOOP_DEPTH: u32 = 3;
+
+/// Cycles after a fixed-latency ("coupled") instruction issues until an instruction reading
+/// its result may issue, when the producer carries no write scoreboard; `None` where the
+/// class is variable-latency or the figure is not known for the architecture (a rewrite then
+/// needs a scoreboard). Integer and FP32 ALU: 6, the longest of Mesa NAK's sm_80 table
+/// (`sm80_instr_latencies.rs`: CoupledAlu/CoupledFMA 4-5, CoupledDisp64 6;
+/// reference/sass_formats.md §6.3), which sm_75-90 code also meets (ptxas never needs more than
+/// S06 between dependent ALU instructions there). FP64 without a scoreboard on sm_80: 10
+/// (NAK's FP64 entry); on sm_90 also 10, above the 7 cycles ptxas 13.5 itself leaves between a
+/// scoreboard-less `DADD`/`DFMA` and its first reader (measured on tests/kernels/regdem). On
+/// the other architectures FP64 is not tabulated here.
+pub fn fixed_latency(sm: u32, class: OpClass) -> Option<u8> {
+    match class {
+        OpClass::Int | OpClass::Fp32 => Some(6),
+        OpClass::Fp64 if sm == 80 || sm == 90 => Some(10),
+        _ => None,
+    }
+}

@@ -57,6 +57,8 @@ pub fn budget(record: &Value, c: &Value) -> (String, &'static str) {
     let regs = b["regs"].as_u64().unwrap_or(0);
     let kind = if b["spill_to_shared"] == true {
         "spill → shared"
+    } else if !b["regdem_from"].is_null() {
+        "register demotion"
     } else if b["smem_spill"] == true {
         ".maxnreg+smem spill"
     } else {
@@ -68,6 +70,10 @@ pub fn budget(record: &Value, c: &Value) -> (String, &'static str) {
 /// The checker's column for a candidate: only our SASS rewrites are checked; what ptxas made
 /// alone is `n/a`.
 pub fn checker(record: &Value, c: &Value) -> String {
+    // A register-demotion candidate exists only once proved (and scheduling-checked).
+    if !c["budget"]["regdem_from"].is_null() {
+        return "proved".to_string();
+    }
     if c["budget"]["spill_to_shared"] != true {
         return "n/a".to_string();
     }

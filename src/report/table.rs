@@ -60,6 +60,8 @@ pub fn render(records: &[Value], out: &mut impl Write) -> std::io::Result<()> {
                     "+smem"
                 } else if kind.contains("shared") {
                     "+spill2smem"
+                } else if kind.contains("demotion") {
+                    "+regdem"
                 } else {
                     ""
                 };

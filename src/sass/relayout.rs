@@ -414,6 +414,30 @@ pub fn edit(
     insertions: &[(u64, Vec<[u8; 16]>)],
     deletions: &[u64],
 ) -> Result<Relayout, RelayoutError> {
+    edit_with_heads(cubin, kernel, insertions, deletions, &BTreeMap::new())
+}
+
+/// [`insert`], where the code inserted at some offsets is also entered by the `BRA`s that
+/// target them: `heads[P] = h` makes every `BRA` to `P` go to the `h`-th instruction
+/// inserted before `P` (the first `h` run on fall-through only; the rest on every path into
+/// `P`). Other references to `P` (attributes, `BSSY`, calls, jump tables) still name the
+/// original instruction.
+pub fn insert_with_heads(
+    cubin: &mut Cubin,
+    kernel: &str,
+    insertions: &[(u64, Vec<[u8; 16]>)],
+    heads: &BTreeMap<u64, u64>,
+) -> Result<Relayout, RelayoutError> {
+    edit_with_heads(cubin, kernel, insertions, &[], heads)
+}
+
+fn edit_with_heads(
+    cubin: &mut Cubin,
+    kernel: &str,
+    insertions: &[(u64, Vec<[u8; 16]>)],
+    deletions: &[u64],
+    heads: &BTreeMap<u64, u64>,
+) -> Result<Relayout, RelayoutError> {
     let sm = cubin.arch();
     if !(MIN_SM..=MAX_SM).contains(&sm) {
         return Err(invalid(
@@ -606,7 +630,11 @@ pub fn edit(
                     .ok_or_else(|| {
                         invalid(kernel, format_args!("branch at {pc:#x} leaves the section"))
                     })?;
-                encode::set_direct_target(sm, npc, w, new_pc(t))
+                let nt = match (op, heads.get(&t), group_at.get(&t)) {
+                    (encode::OP_BRA, Some(&h), Some(&g)) => g + 16 * h,
+                    _ => new_pc(t),
+                };
+                encode::set_direct_target(sm, npc, w, nt)
             }
             RelKind::RegisterBased => {
                 let d = encode::rel_delta(sm, w).expect("has a field");

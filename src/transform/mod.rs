@@ -6,8 +6,12 @@
 //!   shared-memory slots (papers/000 §3), one shared frame per function of the call tree.
 //! * [`stack`]: where those frames sit: stacked, or Orion's compressible stack with the
 //!   fewest moves around calls (papers/002 §3.2).
+//! * [`regdem`]: register demotion (papers/004): registers of a kernel without spills moved
+//!   to the same kind of shared slots until the register count reaches a target budget.
 
+pub mod area;
 pub mod prologue;
+pub mod regdem;
 pub mod spill_to_shared;
 pub mod stack;
 

@@ -308,21 +308,8 @@ pub fn spill_to_shared(
         vars[fi].get(&w).map(|&v| lay.base[fi] + lay.pos[fi][v])
     };
     let slots = lay.slots;
-    let stride = opts
-        .threads
-        .checked_mul(4)
-        .filter(|&s| s > 0)
-        .ok_or_else(|| not_applicable("no threads"))?;
-    let shared_added = u64::from(slots) * u64::from(stride);
-    let area_offset = info.static_shared;
-    if area_offset + shared_added > STATIC_SHARED_LIMIT {
-        return Err(not_applicable(format!(
-            "{slots} slots × {} threads need {shared_added} bytes of shared memory beside the kernel's {area_offset}; static shared memory is limited to {STATIC_SHARED_LIMIT}",
-            opts.threads
-        )));
-    }
-    let area_offset =
-        u32::try_from(area_offset).map_err(|_| not_applicable("static shared size"))?;
+    let area = super::area::Area::plan(&opts, info.static_shared, slots)?;
+    let (stride, shared_added, area_offset) = (area.stride, area.added, area.offset);
 
     // Registers: the base above everything the section names; two temporaries at entry.
     let highest = funcs
@@ -365,7 +352,7 @@ pub fn spill_to_shared(
                 raw: ins.raw,
                 load: ins.base() == "LDL",
                 imms: (0..i64::from(width))
-                    .map(|k| Some(area_offset + slot(fi, imm / 4 + k)? * stride))
+                    .map(|k| Some(area.imm(slot(fi, imm / 4 + k)?)))
                     .collect::<Option<Vec<u32>>>()?,
             })
         })

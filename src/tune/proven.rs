@@ -11,15 +11,37 @@ use crate::cubin::Cubin;
 use crate::sass::decode::{self, Decoded};
 use crate::sass::ir::Function;
 use crate::transform::TransformError;
+use crate::transform::regdem;
 use crate::transform::spill_to_shared::{self, Options, Rewrite};
 use crate::verify::{self, Claim, SpillBase};
 
 /// A proved rewrite.
 #[derive(Debug, Clone)]
-pub struct Proved {
-    pub rewrite: Rewrite,
+pub struct Proved<R = Rewrite> {
+    pub rewrite: R,
     /// Instructions the checker followed.
     pub checked: usize,
+}
+
+impl Proved<regdem::Rewrite> {
+    /// One line for messages and reports.
+    pub fn summary(&self) -> String {
+        let r = &self.rewrite;
+        format!(
+            "{} → {} registers: {} register(s) demoted ({}), {} loads and {} stores inserted, {} shared slots ({} bytes per block for {} threads, {}); proved ({} instructions checked, control bits of every access checked)",
+            r.registers_before,
+            r.registers,
+            r.demoted.iter().map(|&(_, s)| u32::from(s)).sum::<u32>(),
+            r.strategy.name(),
+            r.loads,
+            r.stores,
+            r.slots,
+            r.shared_added,
+            r.options.threads,
+            r.options.source.describe(),
+            self.checked
+        )
+    }
 }
 
 impl Proved {
@@ -87,13 +109,13 @@ fn decode_bytes(nv: &Path, bytes: &[u8]) -> Result<Decoded, NotProved> {
 
 /// The outcome for a cubin: its final bytes and, per requested kernel, what happened.
 #[derive(Debug)]
-pub struct Outcome {
+pub struct Outcome<R = Rewrite> {
     pub bytes: Vec<u8>,
-    pub kernels: Vec<(String, Result<Proved, NotProved>)>,
+    pub kernels: Vec<(String, Result<Proved<R>, NotProved>)>,
 }
 
-impl Outcome {
-    pub fn proved(&self) -> impl Iterator<Item = &Proved> {
+impl<R> Outcome<R> {
+    pub fn proved(&self) -> impl Iterator<Item = &Proved<R>> {
         self.kernels.iter().filter_map(|(_, r)| r.as_ref().ok())
     }
 }
@@ -193,4 +215,115 @@ pub fn check(before: &Decoded, after: &Decoded, r: &Rewrite) -> Result<usize, St
     verify::check(&of(before), &of(after), &claim)
         .map(|p| p.instructions)
         .map_err(|e| e.to_string())
+}
+
+/// Register demotion on each `(kernel, options)` of the cubin `bytes` (`options.max_registers`
+/// is the target), each kept only if the checker proves its values and
+/// [`verify::schedule`] the control bits of every inserted access.
+pub fn regdem(
+    bytes: &[u8],
+    requests: &[(String, Options)],
+) -> Result<Outcome<regdem::Rewrite>, NotProved> {
+    let original = Cubin::parse(bytes).map_err(|e| NotProved::Decode(e.to_string()))?;
+    let sm = original.arch();
+    let mut results: Vec<Option<Result<Proved<regdem::Rewrite>, NotProved>>> =
+        requests.iter().map(|_| None).collect();
+    let finish = |results: Vec<Option<Result<Proved<regdem::Rewrite>, NotProved>>>,
+                  bytes: Vec<u8>| Outcome {
+        bytes,
+        kernels: requests
+            .iter()
+            .zip(results)
+            .map(|((k, _), r)| {
+                (
+                    k.clone(),
+                    r.unwrap_or(Err(NotProved::Decode("not run".into()))),
+                )
+            })
+            .collect(),
+    };
+    let nv = crate::toolkit::find_tool("nvdisasm").ok_or(NotProved::NoDisassembler)?;
+    let before = decode_bytes(&nv, bytes)?;
+    loop {
+        let mut cubin = original.clone();
+        let mut done: Vec<(usize, regdem::Rewrite)> = Vec::new();
+        for (i, (kernel, opts)) in requests.iter().enumerate() {
+            if results[i].as_ref().is_some_and(|r| r.is_err()) {
+                continue;
+            }
+            match regdem::regdem(&mut cubin, &before.functions, kernel, *opts) {
+                Ok(r) => done.push((i, r)),
+                Err(e) => results[i] = Some(Err(NotProved::Transform(e))),
+            }
+        }
+        if done.is_empty() {
+            return Ok(finish(results, bytes.to_vec()));
+        }
+        let out = cubin
+            .write()
+            .map_err(|e| NotProved::Decode(e.to_string()))?;
+        let after = decode_bytes(&nv, &out)?;
+        let mut rejected = false;
+        for (i, r) in done {
+            let claim = Claim {
+                map: r.map.clone(),
+                inserted: r.inserted.clone(),
+                // Compaction alone uses no spill area.
+                base: (r.slots > 0).then_some(SpillBase {
+                    reg: r.base_reg,
+                    defined_at: r.base_defined_at,
+                    stride: r.stride,
+                    slots: r.slots,
+                    area: r.area_offset,
+                }),
+            };
+            let proved = check_claim(&before, &after, r.section, &claim).and_then(|checked| {
+                let fs = section_functions(&after, r.section);
+                verify::schedule::check(sm, &fs, &r.accesses)
+                    .map(|_| checked)
+                    .map_err(|e| format!("scheduling: {e}"))
+            });
+            match proved {
+                Ok(checked) => {
+                    results[i] = Some(Ok(Proved {
+                        rewrite: r,
+                        checked,
+                    }))
+                }
+                Err(e) => {
+                    results[i] = Some(Err(NotProved::Rejected(e)));
+                    rejected = true;
+                }
+            }
+        }
+        if !rejected {
+            return Ok(finish(results, out));
+        }
+    }
+}
+
+fn section_functions(d: &Decoded, section: usize) -> Vec<Function> {
+    let mut fs: Vec<Function> = d
+        .functions
+        .iter()
+        .filter(|f| f.section == section)
+        .cloned()
+        .collect();
+    fs.sort_by_key(|f| f.start);
+    fs
+}
+
+fn check_claim(
+    before: &Decoded,
+    after: &Decoded,
+    section: usize,
+    claim: &Claim,
+) -> Result<usize, String> {
+    verify::check(
+        &section_functions(before, section),
+        &section_functions(after, section),
+        claim,
+    )
+    .map(|p| p.instructions)
+    .map_err(|e| e.to_string())
 }

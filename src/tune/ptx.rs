@@ -21,6 +21,11 @@ pub struct Budget {
     /// brings it to `regs`). Not written into the PTX: the variant's `.maxnreg` is `regs - 1`.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub spill_to_shared: bool,
+    /// Register demotion to `regs` (papers/004): compiled at this budget (the kernel's
+    /// efficient one, ptxas's own count), then given our proved demotion rewrite. Not
+    /// written into the PTX beyond that `.maxnreg`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub regdem_from: Option<u32>,
 }
 
 impl Budget {
@@ -29,7 +34,21 @@ impl Budget {
             regs,
             smem_spill: false,
             spill_to_shared: false,
+            regdem_from: None,
         }
+    }
+
+    /// The register-demotion candidate at `regs`, from the binary compiled at `from`.
+    pub fn regdem(regs: u32, from: u32) -> Budget {
+        Budget {
+            regdem_from: Some(from),
+            ..Budget::regs(regs)
+        }
+    }
+
+    /// A SASS rewrite of ours makes this budget (not ptxas alone).
+    pub fn rewritten(&self) -> bool {
+        self.spill_to_shared || self.regdem_from.is_some()
     }
 
     /// The spill → shared candidate at `regs` (compiled at `regs - 1`).
@@ -42,7 +61,9 @@ impl Budget {
 
     /// The `.maxnreg` ptxas compiles with.
     pub fn ptxas_regs(&self) -> u32 {
-        if self.spill_to_shared {
+        if let Some(from) = self.regdem_from {
+            from
+        } else if self.spill_to_shared {
             self.regs.saturating_sub(1)
         } else {
             self.regs
@@ -54,11 +75,16 @@ impl std::fmt::Display for Budget {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{}{}{}",
+            "{}{}{}{}",
             self.regs,
             if self.smem_spill { "+smem" } else { "" },
             if self.spill_to_shared {
                 "+spill2smem"
+            } else {
+                ""
+            },
+            if self.regdem_from.is_some() {
+                "+regdem"
             } else {
                 ""
             }

@@ -52,8 +52,8 @@ pub fn gain_percent(base: &Evaluated, c: &Evaluated) -> Option<f64> {
 }
 
 /// Pick among `options` (the baseline first). `force`: `baseline`, `lowest` (the lowest
-/// budget that built) or `spill2smem` (our spill → shared candidate, when proved), for
-/// testing.
+/// budget that built), `spill2smem` (our spill → shared candidate, when proved) or `regdem`
+/// (the lowest proved register-demotion candidate), for testing.
 pub fn choose(options: &[Evaluated], margin_percent: f64, force: Option<&str>) -> Choice {
     let baseline = Choice {
         index: 0,
@@ -107,6 +107,25 @@ pub fn choose(options: &[Evaluated], margin_percent: f64, force: Option<&str>) -
                 },
                 None => Choice {
                     reason: "forced spill → shared, but no proved candidate".into(),
+                    ..baseline
+                },
+            };
+        }
+        Some("regdem") => {
+            // The lowest proved demotion (the strongest test of the rewrite).
+            return match options
+                .iter()
+                .enumerate()
+                .filter(|(_, o)| o.budget.is_some_and(|b| b.regdem_from.is_some()))
+                .min_by_key(|(_, o)| o.budget.map_or(u32::MAX, |b| b.regs))
+            {
+                Some((i, c)) => Choice {
+                    index: i,
+                    gain_percent: gain_percent(base, c).unwrap_or(f64::NEG_INFINITY),
+                    reason: "forced: register demotion".into(),
+                },
+                None => Choice {
+                    reason: "forced register demotion, but no proved candidate".into(),
                     ..baseline
                 },
             };

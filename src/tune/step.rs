@@ -162,6 +162,21 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
             }
         }
     }
+    // Register demotion at each plain budget below ptxas's count, when asked for: the
+    // efficient binary (compiled at that count) rewritten to the budget (papers/004).
+    let offer_regdem = tune.settings.regdem || tune.settings.force.as_deref() == Some("regdem");
+    if offer_regdem && (75..=90).contains(&sm) && !relocatable {
+        for p in &mut plans {
+            let from = p.baseline_regs;
+            let extra: Vec<Budget> = p
+                .budgets
+                .iter()
+                .filter(|b| !b.smem_spill && !b.rewritten() && b.regs < from)
+                .map(|b| Budget::regdem(b.regs, from))
+                .collect();
+            p.budgets.extend(extra);
+        }
+    }
     // Prune budgets that cannot clear the margin even in the best case: a kernel whose warps
     // are issue-bound gains nothing from more of them. Forcing a choice (testing) builds all.
     let base_functions = raw::functions(&baseline);
@@ -232,7 +247,7 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         p.budgets
             .iter()
             .copied()
-            .filter(|b| !b.smem_spill && !b.spill_to_shared)
+            .filter(|b| !b.smem_spill && !b.rewritten())
             .collect()
     };
     let rounds = plans.iter().map(|p| plain(p).len()).max().unwrap_or(0);
@@ -269,6 +284,25 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         wanted.push(to_shared);
         wanted.len() - 1
     });
+    // Register demotion: one round per candidate level (each compiled at ptxas's own count).
+    let demote = |p: &KernelPlan| -> Vec<Budget> {
+        p.budgets
+            .iter()
+            .copied()
+            .filter(|b| b.regdem_from.is_some())
+            .collect()
+    };
+    let regdem_rounds: Vec<usize> = (0..plans.iter().map(|p| demote(p).len()).max().unwrap_or(0))
+        .map(|i| {
+            wanted.push(
+                plans
+                    .iter()
+                    .filter_map(|p| Some((p.name.clone(), *demote(p).get(i)?)))
+                    .collect(),
+            );
+            wanted.len() - 1
+        })
+        .collect();
     let built = builder.build_all(&wanted);
     let mut result = Tuned {
         built: built.iter().filter(|b| b.is_ok()).count(),
@@ -350,6 +384,43 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
                                         detail: e.to_string(),
                                     },
                                 );
+                            }
+                        }
+                    }
+                }
+                if regdem_rounds.contains(&i) {
+                    let requests =
+                        regdem_requests(&b.cubin, &wanted[i], &tune.settings.block_sizes)?;
+                    match proven::regdem(&b.cubin, &requests) {
+                        Ok(outcome) => {
+                            for (kernel, r) in &outcome.kernels {
+                                let budget = wanted[i][kernel];
+                                let note = match r {
+                                    Ok(p) => format!(
+                                        "register demotion at {}: {}",
+                                        budget.regs,
+                                        p.summary()
+                                    ),
+                                    Err(e) => {
+                                        wanted[i].remove(kernel);
+                                        format!(
+                                            "register demotion at {}: not applied: {e}",
+                                            budget.regs
+                                        )
+                                    }
+                                };
+                                let e = transforms.entry(kernel.clone()).or_default();
+                                if !e.is_empty() {
+                                    e.push_str("; ");
+                                }
+                                e.push_str(&note);
+                            }
+                            bytes = outcome.bytes;
+                        }
+                        Err(e) => {
+                            for kernel in std::mem::take(&mut wanted[i]).into_keys() {
+                                transforms
+                                    .insert(kernel, format!("register demotion: not applied: {e}"));
                             }
                         }
                     }
@@ -504,6 +575,21 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         }
         final_bytes = outcome.bytes;
     }
+    // Kernels chosen with register demotion get the same proved rewrite.
+    let demoted: Budgets = chosen
+        .iter()
+        .filter(|(_, b)| b.regdem_from.is_some())
+        .map(|(k, b)| (k.clone(), *b))
+        .collect();
+    if !demoted.is_empty() {
+        let requests = regdem_requests(&final_bytes, &demoted, &tune.settings.block_sizes)?;
+        let outcome = proven::regdem(&final_bytes, &requests)
+            .map_err(|e| TuneError::Transform(format!("final assembly: {e}")))?;
+        if let Some((k, Err(e))) = outcome.kernels.iter().find(|(_, r)| r.is_err()) {
+            return Err(TuneError::Transform(format!("final assembly, {k}: {e}")));
+        }
+        final_bytes = outcome.bytes;
+    }
     let final_cubin =
         Cubin::parse(&final_bytes).map_err(|e| TuneError::Cubin("final".to_string(), e))?;
     for (kernel, source) in &expected {
@@ -565,6 +651,30 @@ fn spill_requests(
     Ok(budgets
         .iter()
         .filter(|(_, b)| b.spill_to_shared)
+        .map(|(k, b)| {
+            let setting = block_sizes
+                .iter()
+                .find(|(name, _)| name.as_deref() == Some(k.as_str()))
+                .or_else(|| block_sizes.iter().find(|(name, _)| name.is_none()))
+                .map(|(_, n)| *n);
+            let mut o = Options::for_kernel(&cubin, k, setting);
+            o.max_registers = Some(b.regs);
+            (k.clone(), o)
+        })
+        .collect())
+}
+
+/// The register-demotion requests for the kernels of `budgets` with a demotion candidate:
+/// the target is the budget; slots laid out as for spill → shared.
+fn regdem_requests(
+    bytes: &[u8],
+    budgets: &Budgets,
+    block_sizes: &[(Option<String>, u32)],
+) -> Result<Vec<(String, Options)>, TuneError> {
+    let cubin = Cubin::parse(bytes).map_err(|e| TuneError::Cubin("register demotion".into(), e))?;
+    Ok(budgets
+        .iter()
+        .filter(|(_, b)| b.regdem_from.is_some())
         .map(|(k, b)| {
             let setting = block_sizes
                 .iter()

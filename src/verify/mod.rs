@@ -22,7 +22,9 @@
 //!    first instruction that is not inserted is the image of the original's first; after the
 //!    image of an instruction that can fall through, the next instruction that is not
 //!    inserted is the image of its successor; branch, `BSSY`, `BRX` and internal `CALL`
-//!    targets are the images of the original targets; direct calls name the same callee.
+//!    targets are the images of the original targets (a `BRA`/`JMP` may instead enter a run
+//!    of inserted instructions that falls straight into the image of its original target:
+//!    code inserted to run on every path into it); direct calls name the same callee.
 //!    (A `CALL.REL.NOINC` to a label of the function itself, ptxas' loop-exit idiom, is a
 //!    jump: its state flows to the target.)
 //!    Inserted instructions may not transfer control, synchronise, store to memory other
@@ -124,6 +126,7 @@
 //! * The decoded operand roles and widths ([`crate::sass::operands`]) are right; an
 //!   instruction they do not cover is "unknown" and handled as above.
 
+pub mod schedule;
 mod state;
 
 pub use state::{Loc, Sym};
@@ -1230,6 +1233,35 @@ impl<'a> Section<'a> {
         self.claim.map.map(off)
     }
 
+    /// A `BRA`/`JMP` whose rewritten target is inserted code that runs straight into the
+    /// image of the original target (code inserted to run on every path into a branch
+    /// target): the inserted instructions are straight-line moves, analysed on the rewritten
+    /// CFG like any other path, so entering them first changes nothing the values check does
+    /// not see. Other kinds of targets (`BSSY` reconvergence points, calls) must be images.
+    fn enters_before_image(&self, fk: usize, ins: &Instr, target: Option<u64>) -> bool {
+        if !matches!(ins.base(), "BRA" | "JMP") {
+            return false;
+        }
+        let (Some(t), Some(ot)) = (target, ins.target) else {
+            return false;
+        };
+        let (Some(i), Some(k)) = (self.rew[fk].index_of(t), self.orig[fk].index_of(ot)) else {
+            return false;
+        };
+        if !matches!(self.origins[fk][i], Origin::Inserted) {
+            return false;
+        }
+        // Straight-line inserted instructions (no control transfer) up to the image.
+        let mut j = i;
+        while let Some(Origin::Inserted) = self.origins[fk].get(j) {
+            if self.rew[fk].instrs[j].is_branch() || self.rew[fk].instrs[j].is_exit() {
+                return false;
+            }
+            j += 1;
+        }
+        matches!(self.origins[fk].get(j), Some(Origin::Image(kk)) if *kk == k)
+    }
+
     /// The next rewritten index at or after `i` that is not inserted or padding.
     fn next_image(&self, fk: usize, mut i: usize) -> Option<(usize, usize)> {
         let org = &self.origins[fk];
@@ -1304,7 +1336,9 @@ impl<'a> Section<'a> {
                     && ins.callee.is_none());
             if direct && ins.target != r.target {
                 let want = ins.target.and_then(|t| self.map(t));
-                if ins.target.is_none() || r.target != want {
+                if ins.target.is_none()
+                    || (r.target != want && !self.enters_before_image(fk, ins, r.target))
+                {
                     return reject(
                         name,
                         r.offset,

@@ -276,3 +276,79 @@ fn a_spilled_zero_moves_like_a_register() {
     assert_eq!(e.offset, 0x40, "{e}");
     assert!(e.reason.starts_with("R5 holds nothing known"), "{e}");
 }
+
+/// Register demotion's shape: R5 lives in a slot, R10/R11 are value registers; the branch
+/// to the original `FADD R6` enters the load inserted before it.
+fn demoted() -> (Vec<Function>, Vec<Function>, Claim) {
+    let mut orig = func(&[
+        "MOV R5, 0x3",
+        "@P0 BRA 0x30",
+        "FADD R5, R5, R5",
+        "FADD R6, R5, R5",
+        "EXIT",
+    ]);
+    orig[0].instrs[1].target = Some(0x30);
+    let mut rew = func(&[
+        "MOV R40, 0x0",
+        "MOV R10, 0x3",
+        "STS [R40], R10",
+        "@P0 BRA 0x70",
+        "LDS R10, [R40]",
+        "FADD R10, R10, R10",
+        "STS [R40], R10",
+        "LDS R11, [R40]",
+        "FADD R6, R11, R11",
+        "EXIT",
+    ]);
+    rew[0].instrs[3].target = Some(0x70);
+    let mut map = OffsetMap::new();
+    for (o, n) in [
+        (0, 0x10),
+        (0x10, 0x30),
+        (0x20, 0x50),
+        (0x30, 0x80),
+        (0x40, 0x90),
+    ] {
+        map.insert(o, n);
+    }
+    let claim = Claim {
+        map,
+        inserted: vec![0, 0x20, 0x40, 0x60, 0x70],
+        base: Some(SpillBase {
+            reg: 40,
+            defined_at: 0,
+            stride: 0x400,
+            slots: 1,
+            area: 0,
+        }),
+    };
+    (orig, rew, claim)
+}
+
+#[test]
+fn a_branch_may_enter_the_loads_before_its_target() {
+    let (orig, rew, claim) = demoted();
+    check(&orig, &rew, &claim).unwrap();
+}
+
+#[test]
+fn a_branch_into_other_inserted_code_or_past_the_loads_is_rejected() {
+    let (orig, mut rew, claim) = demoted();
+    // Into the load before the other FADD: falls into the image of 0x20, not of 0x30.
+    rew[0].instrs[3].target = Some(0x40);
+    let e = check(&orig, &rew, &claim).unwrap_err();
+    assert!(e.reason.contains("goes to"), "{e}");
+    // Straight to the image, past the load: R11 holds nothing on that path.
+    let (orig, mut rew, claim) = demoted();
+    rew[0].instrs[3].target = Some(0x80);
+    let e = check(&orig, &rew, &claim).unwrap_err();
+    assert!(e.reason.contains("R11"), "{e}");
+    // A BSSY may not be redirected that way.
+    let (mut orig, mut rew, claim) = demoted();
+    orig[0].instrs[1] = ins(0x10, "BSSY B0, 0x30");
+    orig[0].instrs[1].target = Some(0x30);
+    rew[0].instrs[3] = ins(0x30, "BSSY B0, 0x70");
+    rew[0].instrs[3].target = Some(0x70);
+    let e = check(&orig, &rew, &claim).unwrap_err();
+    assert!(e.reason.contains("goes to"), "{e}");
+}

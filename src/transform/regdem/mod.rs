@@ -1,0 +1,664 @@
+//! Register demotion (papers/004, "RegDem"; DESIGN.md §5): from a kernel's efficient binary
+//! (few or no spills), move registers to per-thread shared-memory slots until the register
+//! count reaches a target budget at an occupancy cliff.
+//!
+//! 1. [`select`]: groups (aligned tuples), candidates, the three orderings of §3.4.3, and
+//!    the compaction of §3.3 that packs the kept registers, a pool of value registers and
+//!    the spill-area base register under the target. Every ordering and pool size (2, 4, 8) is
+//!    tried; the one with the fewest loop-weighted inserted accesses wins.
+//! 2. Rewriting: every original instruction is renamed field by field ([`fields`]); a read
+//!    of a demoted register becomes a read of a value register loaded just before it
+//!    (`LDS`), a write becomes a write of a value register stored just after it (`STS`); a
+//!    guarded write loads the old value first so the store keeps it when the guard is false.
+//!    A `BRA` to an instruction with loads enters through them
+//!    ([`relayout::insert_with_heads`]). Value registers come from the reserved pool and the
+//!    registers above the layout's highest, up to the target (free everywhere), picked per
+//!    instruction: one already holding the value, else one on the register bank the
+//!    instruction's other sources use least, else the least recently used.
+//!    Post-passes (§3.4): redundant loads (the value register still holds the value) and
+//!    dead stores (stored again before any load in the block) go; loads are hoisted up their
+//!    block; after the greedy selection, demoted groups the target does not need are given
+//!    back. When compaction alone reaches the target nothing is demoted.
+//! 3. [`sched`]: control bits for the accesses and the instructions around them.
+//! 4. The spill area, its prologue and the shared sizing are those of spill → shared
+//!    ([`super::area`], [`super::prologue`]); the register count becomes the highest
+//!    register + 3.
+//!
+//! Kernels with calls (sub-functions in their section) are refused for now. What the rewrite
+//! claims is proved by `verify` (values) and `verify::schedule` (control bits); nothing
+//! here checks itself.
+
+pub mod access;
+pub mod fields;
+pub mod sched;
+pub mod select;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::area::Area;
+use super::prologue::{self, Shape};
+use super::spill_to_shared::Options;
+use super::{TransformError, not_applicable};
+use crate::cubin::{Cubin, OffsetMap};
+use crate::sass::OpClass;
+use crate::sass::encode;
+use crate::sass::ir::{Function, OperandKind, RZ};
+use crate::sass::relayout;
+use fields::RegFields;
+use select::{Analysis, Group, Layout, Strategy};
+
+/// Registers above the highest one in use that ptxas counts (the allocation rule).
+const COUNT_EXTRA: u32 = 3;
+
+/// What the rewrite did and claims.
+#[derive(Debug, Clone)]
+pub struct Rewrite {
+    pub kernel: String,
+    pub section: usize,
+    pub map: OffsetMap,
+    /// Rewritten offsets of all inserted instructions (prologue first).
+    pub inserted: Vec<u64>,
+    /// Rewritten offsets of the inserted demoted loads and stores.
+    pub accesses: Vec<u64>,
+    pub base_reg: u8,
+    pub base_defined_at: u64,
+    pub stride: u32,
+    pub slots: u32,
+    pub area_offset: u32,
+    pub shared_added: u64,
+    pub registers_before: u32,
+    pub registers: u32,
+    /// Demoted groups (original numbers).
+    pub demoted: Vec<(u8, u8)>,
+    pub strategy: Strategy,
+    pub pool: (u8, u8),
+    pub loads: usize,
+    pub stores: usize,
+    /// Loop-weighted inserted accesses (the selection's cost).
+    pub weighted_accesses: f64,
+    pub options: Options,
+}
+
+/// One chosen demotion.
+struct Choice {
+    demoted: BTreeSet<Group>,
+    layout: Layout,
+    strategy: Strategy,
+    cost: f64,
+}
+
+/// Demote registers of `kernel` until it needs at most `opts.max_registers` (required).
+pub fn regdem(
+    cubin: &mut Cubin,
+    functions: &[Function],
+    kernel: &str,
+    opts: Options,
+) -> Result<Rewrite, TransformError> {
+    let sm = cubin.arch();
+    if !(relayout::MIN_SM..=90).contains(&sm) {
+        return Err(not_applicable(format!("sm_{sm} code is not rewritten")));
+    }
+    let target = opts
+        .max_registers
+        .ok_or_else(|| not_applicable("no target register budget"))?;
+    let info = cubin
+        .function_info(kernel)
+        .ok_or_else(|| not_applicable(format!("no function `{kernel}`")))?;
+    if !info.is_kernel {
+        return Err(not_applicable(format!("`{kernel}` is not a kernel")));
+    }
+    let before = info.registers.unwrap_or(0);
+    if before <= target {
+        return Err(not_applicable(format!(
+            "already at {before} registers, within the target of {target}"
+        )));
+    }
+    if target < 8 {
+        return Err(not_applicable(format!(
+            "target of {target} registers is too low"
+        )));
+    }
+    let section = info.text_section;
+    let funcs: Vec<&Function> = functions.iter().filter(|f| f.section == section).collect();
+    let f = match funcs.as_slice() {
+        [f] if f.name == kernel && f.start == 0 => *f,
+        _ => {
+            return Err(not_applicable(
+                "calls: the kernel's section holds sub-functions (not handled by register demotion yet)",
+            ));
+        }
+    };
+    if f.instrs.iter().any(|i| i.is_call()) {
+        return Err(not_applicable(
+            "calls: not handled by register demotion yet",
+        ));
+    }
+    if let Some(i) = f.instrs.iter().find(|i| i.unknown) {
+        return Err(not_applicable(format!(
+            "`{}` at {:#x} is not covered by the operand tables",
+            i.opcode, i.offset
+        )));
+    }
+    if !cubin.spill_offsets(section).is_empty()
+        || f.instrs.iter().any(|i| matches!(i.base(), "STL" | "LDL"))
+    {
+        return Err(not_applicable(
+            "the kernel uses local memory (spills or arrays); demote its spills first",
+        ));
+    }
+    let highest_allowed = u8::try_from(target - COUNT_EXTRA)
+        .map_err(|_| not_applicable("target above 255 registers"))?
+        .min(RZ - 1);
+
+    let fields: Vec<RegFields> = f.instrs.iter().map(fields::reg_fields).collect();
+    let analysis = Analysis::new(sm, f, &fields, 4).map_err(not_applicable)?;
+    let choice = choose(&analysis, highest_allowed).ok_or_else(|| {
+        not_applicable(format!(
+            "no demotion reaches {target} registers ({} of {} register groups may not be demoted, {} pinned: {}{})",
+            analysis.excluded.len(),
+            analysis.groups.len(),
+            analysis.fixed.len(),
+            analysis
+                .fixed
+                .iter()
+                .map(|g| format!("R{}", g.start))
+                .collect::<Vec<_>>()
+                .join(" "),
+            analysis
+                .excluded
+                .iter()
+                .find(|(g, _)| !analysis.fixed.contains(g))
+                .map(|(g, why)| format!(", e.g. R{}: {why}", g.start))
+                .unwrap_or_default()
+        ))
+    })?;
+    let layout = &choice.layout;
+
+    // Slots: one per demoted register.
+    let slot_of: BTreeMap<u8, u32> = choice
+        .demoted
+        .iter()
+        .flat_map(|g| g.regs())
+        .enumerate()
+        .map(|(i, r)| (r, i as u32))
+        .collect();
+    let area = Area::plan(&opts, info.static_shared, slot_of.len() as u32)?;
+
+    // Per instruction: value registers and the renaming.
+    let n = f.instrs.len();
+    // Value registers: the reserved pool, and every register above the highest one the
+    // layout uses, up to the target (free everywhere: value-register substitution).
+    let pool: BTreeSet<u8> = if slot_of.is_empty() {
+        BTreeSet::new()
+    } else {
+        (layout.pool..layout.pool + layout.pool_size)
+            .chain(layout.highest + 1..=highest_allowed)
+            .collect()
+    };
+    let mut last_use = [0usize; 256];
+    let mut sites = vec![sched::Site::default(); n];
+    // Per instruction: old register → new register.
+    let mut renamed: Vec<[u8; 256]> = Vec::with_capacity(n);
+    let mut load_slots: Vec<Vec<u32>> = vec![Vec::new(); n];
+    let mut store_slots: Vec<Vec<u32>> = vec![Vec::new(); n];
+    // Blocks: what a value register holds is only trusted inside one (§3.4 post-passes).
+    let mut targets: BTreeSet<u64> = BTreeSet::new();
+    for ins in &f.instrs {
+        targets.extend(ins.target);
+        targets.extend(ins.targets.iter().copied());
+    }
+    let control = |i: &crate::sass::ir::Instr| {
+        matches!(OpClass::of(&i.opcode), OpClass::Control | OpClass::Sync) || i.is_call()
+    };
+    let block_start: Vec<bool> = (0..n)
+        .map(|k| targets.contains(&f.instrs[k].offset) || (k > 0 && control(&f.instrs[k - 1])))
+        .collect();
+    // Value register → the demoted register whose current value it holds.
+    let mut holds: [Option<u8>; 256] = [None; 256];
+    // Demoted registers each instruction writes (original numbers).
+    let mut wrote: Vec<BTreeSet<u8>> = vec![BTreeSet::new(); n];
+    for (k, ins) in f.instrs.iter().enumerate() {
+        if block_start[k] {
+            holds.fill(None);
+        }
+        let here: Vec<Group> = analysis.named[k]
+            .iter()
+            .filter(|g| choice.demoted.contains(g))
+            .copied()
+            .collect();
+        // Banks of the instruction's other (kept) source registers, for the bank-aware
+        // choice of value registers.
+        let mut banks = [0u32; 2];
+        for r in ins.gpr_reads() {
+            if let Some(g) = analysis.group_of[usize::from(r)]
+                && !choice.demoted.contains(&g)
+            {
+                let new = layout.kept.get(&g.start).map_or(r, |&s| s + (r - g.start));
+                banks[usize::from(new % 2)] += 1;
+            }
+        }
+        let value_at = assign_values(&here, &pool, &mut last_use, k + 1, &holds, banks)
+            .ok_or_else(|| {
+                not_applicable(format!("{:#x}: value registers do not fit", ins.offset))
+            })?;
+        let new_reg = |r: u8| -> u8 {
+            let Some(g) = analysis.group_of[usize::from(r)] else {
+                return r;
+            };
+            let off = r - g.start;
+            match value_at.get(&g) {
+                Some(&v) => v + off,
+                None => layout.kept.get(&g.start).map_or(r, |&s| s + off),
+            }
+        };
+        let mut m = [0u8; 256];
+        for (r, x) in m.iter_mut().enumerate() {
+            *x = if r == usize::from(RZ) {
+                RZ
+            } else {
+                new_reg(r as u8)
+            };
+        }
+        renamed.push(m);
+        if here.is_empty() {
+            continue;
+        }
+        let guarded = !ins.always();
+        let mut reads = BTreeSet::new();
+        let mut writes = BTreeSet::new();
+        for o in &ins.operands {
+            let (base, width, r, w) = match &o.kind {
+                OperandKind::Reg(b) => (*b, o.width.max(1), o.role.reads(), o.role.writes()),
+                OperandKind::Addr {
+                    reg: Some(b),
+                    reg_width,
+                    ..
+                } => (*b, (*reg_width).max(1), true, false),
+                OperandKind::Const { reg: Some(b), .. } => (*b, 1, true, false),
+                _ => continue,
+            };
+            if base == RZ {
+                continue;
+            }
+            for reg in base..base + width {
+                if !slot_of.contains_key(&reg) {
+                    continue;
+                }
+                if r || (w && guarded) {
+                    reads.insert(reg);
+                }
+                if w {
+                    writes.insert(reg);
+                }
+            }
+        }
+        let site = &mut sites[k];
+        let pos = |r: u8| usize::from(new_reg(r));
+        for &r in &reads {
+            // Redundant load elimination: the value register already holds it.
+            if holds[pos(r)] != Some(r) {
+                site.loads.push(new_reg(r));
+                site.load_for.push(k);
+                load_slots[k].push(slot_of[&r]);
+                holds[pos(r)] = Some(r);
+            }
+            site.reads.push(new_reg(r));
+        }
+        wrote[k] = writes.clone();
+        for &r in &writes {
+            site.stores.push(new_reg(r));
+            store_slots[k].push(slot_of[&r]);
+            site.writes.push(new_reg(r));
+            for h in holds.iter_mut() {
+                if *h == Some(r) {
+                    *h = None;
+                }
+            }
+            holds[pos(r)] = Some(r);
+        }
+    }
+    // Redundant store elimination: a store whose slot is stored again later in the block
+    // before any load of it is dead.
+    for k in 0..n {
+        let mut keep = vec![true; store_slots[k].len()];
+        for (j, &slot) in store_slots[k].iter().enumerate() {
+            for kk in k + 1..n {
+                if block_start[kk] || load_slots[kk].contains(&slot) {
+                    break;
+                }
+                if store_slots[kk].contains(&slot) {
+                    keep[j] = false;
+                    break;
+                }
+            }
+        }
+        let mut it = keep.iter();
+        sites[k].stores.retain(|_| *it.next().unwrap_or(&true));
+        let mut it = keep.iter();
+        store_slots[k].retain(|_| *it.next().unwrap_or(&true));
+    }
+
+    hoist_loads(
+        &mut sites,
+        &mut load_slots,
+        &store_slots,
+        &wrote,
+        &block_start,
+        &slot_of,
+        f,
+    );
+
+    // Control bits.
+    let flush: Vec<bool> = f
+        .instrs
+        .iter()
+        .map(|i| {
+            targets.contains(&i.offset)
+                || matches!(OpClass::of(&i.opcode), OpClass::Control | OpClass::Sync)
+                || i.is_call()
+        })
+        .collect();
+    let schedule = sched::schedule(sm, f, &sites, &flush).map_err(not_applicable)?;
+
+    // The prologue (temporaries from the pool: nothing lives there at entry).
+    let base = layout.base;
+    let pro = prologue::spill_base(
+        Shape {
+            sm,
+            one_d: opts.one_d,
+        },
+        base,
+        layout.pool,
+        layout.pool + 1,
+    );
+    // No demoted register (compaction alone): no spill area, no prologue.
+    let pro_words = if slot_of.is_empty() {
+        Vec::new()
+    } else {
+        pro.words.clone()
+    };
+    let mut insertions: Vec<(u64, Vec<[u8; 16]>)> = Vec::new();
+    if !pro_words.is_empty() {
+        insertions.push((0, pro_words.clone()));
+    }
+    // Request order → is it an access (for the schedule check)?
+    let mut is_access: Vec<bool> = vec![false; pro_words.len()];
+    for k in 0..n {
+        let off = f.instrs[k].offset;
+        if !sites[k].loads.is_empty() {
+            let words: Vec<[u8; 16]> = sites[k]
+                .loads
+                .iter()
+                .zip(&load_slots[k])
+                .zip(&schedule.loads[k])
+                .map(|((&v, &s), &c)| encode::to_bytes(access::lds(v, base, area.imm(s), c)))
+                .collect();
+            is_access.extend(words.iter().map(|_| true));
+            insertions.push((off, words));
+        }
+        if !sites[k].stores.is_empty() {
+            let words: Vec<[u8; 16]> = sites[k]
+                .stores
+                .iter()
+                .zip(&store_slots[k])
+                .zip(&schedule.stores[k])
+                .map(|((&v, &s), &c)| encode::to_bytes(access::sts(v, base, area.imm(s), c)))
+                .collect();
+            is_access.extend(words.iter().map(|_| true));
+            insertions.push((off + 16, words));
+        }
+    }
+    let loads: usize = sites.iter().map(|s| s.loads.len()).sum();
+    let stores: usize = sites.iter().map(|s| s.stores.len()).sum();
+
+    // A `BRA` into an instruction with loads enters through the loads (after the stores of
+    // the instruction before, which run on fall-through only).
+    let bra_targets: BTreeSet<u64> = f
+        .instrs
+        .iter()
+        .filter(|i| i.base() == "BRA")
+        .filter_map(|i| i.target)
+        .collect();
+    let heads: BTreeMap<u64, u64> = (1..n)
+        .filter(|&k| !sites[k].loads.is_empty() && bra_targets.contains(&f.instrs[k].offset))
+        .map(|k| (f.instrs[k].offset, sites[k - 1].stores.len() as u64))
+        .collect();
+    let mut out = cubin.clone();
+    let relaid = relayout::insert_with_heads(&mut out, kernel, &insertions, &heads)?;
+    let mut code = out.elf().sections[section].data.clone();
+    for (k, ins) in f.instrs.iter().enumerate() {
+        // NOPs name no register; trailing padding is re-made by re-layout.
+        if ins.base() == "NOP" {
+            continue;
+        }
+        let at = relaid
+            .map
+            .map(ins.offset)
+            .ok_or_else(|| not_applicable(format!("{:#x} lost in re-layout", ins.offset)))?
+            as usize;
+        let slot = code
+            .get_mut(at..at + 16)
+            .ok_or_else(|| not_applicable("re-layout moved an instruction outside the section"))?;
+        // The re-laid word (its PC-relative fields re-encoded) with the registers and the
+        // control field of the rewrite.
+        let relaid_word = encode::from_bytes(slot.try_into().unwrap_or([0; 16]));
+        let w = if fields[k].pinned {
+            relaid_word
+        } else {
+            fields::rename(relaid_word, &fields[k], |r| renamed[k][usize::from(r)])
+        };
+        let w = encode::set_bits(w, 105, 23, u64::from(schedule.original[k].to_bits()));
+        slot.copy_from_slice(&encode::to_bytes(w));
+    }
+    out.replace_text(kernel, code, &OffsetMap::new())?;
+    let highest_used = sites
+        .iter()
+        .flat_map(|s| {
+            s.reads
+                .iter()
+                .chain(&s.writes)
+                .chain(&s.loads)
+                .chain(&s.stores)
+        })
+        .copied()
+        .chain([layout.highest])
+        .max()
+        .unwrap_or(layout.highest);
+    let registers = u32::from(highest_used) + COUNT_EXTRA;
+    out.set_register_count(kernel, registers)?;
+    out.raise_maxreg_count(kernel, registers)?;
+    if area.added > 0 {
+        out.set_shared_size(kernel, info.static_shared + area.added)?;
+    }
+
+    let base_defined_at = pro_words
+        .len()
+        .checked_sub(1)
+        .and_then(|i| relaid.inserted.get(i))
+        .copied()
+        .unwrap_or(0);
+    let accesses = relaid
+        .inserted
+        .iter()
+        .zip(&is_access)
+        .filter(|(_, a)| **a)
+        .map(|(o, _)| *o)
+        .collect();
+    *cubin = out;
+    Ok(Rewrite {
+        kernel: kernel.to_string(),
+        section,
+        map: relaid.map,
+        inserted: relaid.inserted,
+        accesses,
+        base_reg: base,
+        base_defined_at,
+        stride: area.stride,
+        slots: area.slots,
+        area_offset: area.offset,
+        shared_added: area.added,
+        registers_before: before,
+        registers,
+        demoted: choice.demoted.iter().map(|g| (g.start, g.size)).collect(),
+        strategy: choice.strategy,
+        pool: (layout.pool, layout.pool_size),
+        loads,
+        stores,
+        weighted_accesses: choice.cost,
+        options: opts,
+    })
+}
+
+/// The cheapest demotion over the strategies and pool sizes.
+fn choose(a: &Analysis, highest_allowed: u8) -> Option<Choice> {
+    // Compaction alone may be enough (registers left unused between others).
+    if let Some(layout) = select::compact(a, &BTreeSet::new(), 0, highest_allowed) {
+        return Some(Choice {
+            demoted: BTreeSet::new(),
+            layout,
+            strategy: Strategy::StaticCount,
+            cost: 0.0,
+        });
+    }
+    let mut best: Option<Choice> = None;
+    for pool_size in [2u8, 4, 8] {
+        for strategy in Strategy::ALL {
+            let Some((demoted, layout)) =
+                select::select(a, &a.order(strategy), pool_size, highest_allowed)
+            else {
+                continue;
+            };
+            // Each instruction naming a demoted group pays a load or a store per register.
+            let cost: f64 = a
+                .named
+                .iter()
+                .enumerate()
+                .map(|(k, gs)| {
+                    a.weight[k]
+                        * gs.iter()
+                            .filter(|g| demoted.contains(g))
+                            .map(|g| f64::from(g.size))
+                            .sum::<f64>()
+                })
+                .sum();
+            if best.as_ref().is_none_or(|b| cost < b.cost) {
+                best = Some(Choice {
+                    demoted,
+                    layout,
+                    strategy,
+                    cost,
+                });
+            }
+        }
+    }
+    best
+}
+
+/// Value registers for the demoted groups `here` of one instruction, from `pool` (register
+/// numbers): each aligned to its size, largest first; a place that already holds the group
+/// (`holds`) first, then one whose register bank the instruction's other sources use least
+/// (`banks`: sources per bank; the register file of sm_70 and later has two banks, register
+/// number mod 2: Jia et al., "Dissecting the NVIDIA Volta GPU Architecture via
+/// Microbenchmarking", 2018), then the least recently used one. `now` stamps them. `None`
+/// when they do not fit (the selection keeps every instruction within the reserved pool).
+fn assign_values(
+    here: &[Group],
+    pool: &BTreeSet<u8>,
+    last_use: &mut [usize; 256],
+    now: usize,
+    holds: &[Option<u8>; 256],
+    mut banks: [u32; 2],
+) -> Option<BTreeMap<Group, u8>> {
+    let mut taken: BTreeSet<u8> = BTreeSet::new();
+    let mut out = BTreeMap::new();
+    let mut by_size: Vec<Group> = here.to_vec();
+    by_size.sort_by(|a, b| b.size.cmp(&a.size).then(a.start.cmp(&b.start)));
+    for g in by_size {
+        let s = g.size;
+        let at = pool
+            .iter()
+            .copied()
+            .filter(|&p| {
+                p % s == 0
+                    && u16::from(p) + u16::from(s) < u16::from(RZ)
+                    && (p..p + s).all(|q| pool.contains(&q) && !taken.contains(&q))
+            })
+            .min_by_key(|&p| {
+                let held = (0..s).all(|o| holds[usize::from(p + o)] == Some(g.start + o));
+                // A single register shares a bank with the sources of its parity; a tuple
+                // covers both banks wherever it goes.
+                let conflicts = if s == 1 { banks[usize::from(p % 2)] } else { 0 };
+                let used = (p..p + s)
+                    .map(|q| last_use[usize::from(q)])
+                    .max()
+                    .unwrap_or(0);
+                (!held, conflicts, used)
+            })?;
+        for q in at..at + s {
+            taken.insert(q);
+            last_use[usize::from(q)] = now;
+            banks[usize::from(q % 2)] += 1;
+        }
+        out.insert(g, at);
+    }
+    Some(out)
+}
+
+/// Hoisting (§3.4): each load moves up its block as far as nothing in between touches its
+/// value register, stores its slot, writes its register or is a control instruction, so its
+/// latency overlaps the instructions before its reader. It stays after the block's first
+/// instruction's stores (loads before a branch target run on every path into it).
+fn hoist_loads(
+    sites: &mut [sched::Site],
+    load_slots: &mut [Vec<u32>],
+    store_slots: &[Vec<u32>],
+    wrote: &[BTreeSet<u8>],
+    block_start: &[bool],
+    slot_of: &BTreeMap<u8, u32>,
+    f: &Function,
+) {
+    let reg_of: BTreeMap<u32, u8> = slot_of.iter().map(|(&r, &s)| (s, r)).collect();
+    let others = select::other_targets(f);
+    let control = |i: &crate::sass::ir::Instr| {
+        matches!(OpClass::of(&i.opcode), OpClass::Control | OpClass::Sync) || i.is_call()
+    };
+    let touches = |s: &sched::Site, v: u8| {
+        s.loads.contains(&v)
+            || s.stores.contains(&v)
+            || s.reads.contains(&v)
+            || s.writes.contains(&v)
+    };
+    for k in 1..sites.len() {
+        let mut l = 0;
+        while l < sites[k].loads.len() {
+            let (v, slot) = (sites[k].loads[l], load_slots[k][l]);
+            let r = reg_of[&slot];
+            let mut j = k;
+            while j > 0 && !block_start[j] {
+                let i = j - 1;
+                if control(&f.instrs[i])
+                    || touches(&sites[i], v)
+                    || store_slots[i].contains(&slot)
+                    || wrote[i].contains(&r)
+                {
+                    break;
+                }
+                j = i;
+            }
+            // Code before a jump-table or reconvergence target runs on fall-through only.
+            if j < k && others.contains(&f.instrs[j].offset) {
+                j += 1;
+            }
+            if j == k {
+                l += 1;
+                continue;
+            }
+            let consumer = sites[k].load_for.remove(l);
+            sites[k].loads.remove(l);
+            load_slots[k].remove(l);
+            sites[j].loads.push(v);
+            sites[j].load_for.push(consumer);
+            load_slots[j].push(slot);
+        }
+    }
+}

@@ -1,0 +1,606 @@
+//! Which registers to demote and where everything else goes (papers/004 §3.3, §3.4.3).
+//!
+//! * **Groups.** A register and every tuple it belongs to form an aligned block of 1, 2 or 4
+//!   registers (64/128-bit operands are aligned to their size, so overlapping tuples nest):
+//!   a group is demoted, moved and given value registers as a whole, which keeps every
+//!   alias of a 64/128-bit tuple intact.
+//! * **Candidates.** A group can be demoted unless it is pinned (R1, named by an instruction
+//!   whose fields are ambiguous, or read where it may be undefined: ptxas reads registers
+//!   under a predicate that matches the one of their only definition, and on the other path
+//!   the value is the register's own entry value, which no other number holds), read at a jump-table or reconvergence target
+//!   (loads go before an instruction; only `BRA`s are redirected through them), written by an
+//!   instruction whose result latency is not known, or named by a control instruction.
+//! * **Strategies** (§3.4.3): order the candidates by static access count, by loop-weighted
+//!   access count, or by operand conflicts (loop-weighted count scaled by how many other
+//!   registers share the instructions, which need value registers at once); demote in that
+//!   order until the rest fits under the target.
+//! * **Compaction** (§3.3): pinned groups keep their numbers; the others, the value-register
+//!   pool and the base register are packed from R0 up, largest first, each aligned to its
+//!   size, so the highest register falls below the target without splitting a tuple.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use petgraph::Direction;
+
+use super::fields::RegFields;
+use crate::analysis::Cfg;
+use crate::predict::latency::fixed_latency;
+use crate::sass::OpClass;
+use crate::sass::ir::{Function, Instr, RZ};
+
+/// The stack pointer: never moved or demoted.
+const SP: u8 = 1;
+
+/// A register group: `start..start+size`, `start` a multiple of `size`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Group {
+    pub start: u8,
+    pub size: u8,
+}
+
+impl Group {
+    pub fn regs(self) -> impl Iterator<Item = u8> {
+        self.start..self.start + self.size
+    }
+}
+
+/// A candidate ordering of §3.4.3.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Strategy {
+    StaticCount,
+    LoopWeighted,
+    OperandConflicts,
+}
+
+impl Strategy {
+    pub const ALL: [Strategy; 3] = [
+        Strategy::StaticCount,
+        Strategy::LoopWeighted,
+        Strategy::OperandConflicts,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::StaticCount => "static access count",
+            Strategy::LoopWeighted => "loop-weighted access count",
+            Strategy::OperandConflicts => "operand conflicts",
+        }
+    }
+}
+
+/// What the selection knows about the function.
+pub struct Analysis {
+    /// Group of every register (by number), `None` when unused.
+    pub group_of: Vec<Option<Group>>,
+    pub groups: Vec<Group>,
+    /// Groups that keep their numbers.
+    pub fixed: BTreeSet<Group>,
+    /// Groups that may not be demoted, with why.
+    pub excluded: BTreeMap<Group, String>,
+    /// Groups each instruction names (sorted, distinct).
+    pub named: Vec<Vec<Group>>,
+    /// Loop weight of each instruction.
+    pub weight: Vec<f64>,
+}
+
+/// Whether instruction `ins` produces its registers with a known fixed latency or a
+/// scoreboard the rewrite can wait on.
+pub fn result_is_waitable(sm: u32, ins: &Instr) -> bool {
+    ins.ctrl.write_sb.is_some() || fixed_latency(sm, OpClass::of(&ins.opcode)).is_some()
+}
+
+fn regs_of(ins: &Instr) -> Vec<(u8, u8, bool, bool)> {
+    // (base, width, read, written)
+    use crate::sass::ir::OperandKind;
+    let mut out = Vec::new();
+    for o in &ins.operands {
+        match &o.kind {
+            OperandKind::Reg(r) if *r != RZ => {
+                out.push((*r, o.width.max(1), o.role.reads(), o.role.writes()))
+            }
+            OperandKind::Addr {
+                reg: Some(r),
+                reg_width,
+                ..
+            } if *r != RZ => out.push((*r, (*reg_width).max(1), true, false)),
+            OperandKind::Const { reg: Some(r), .. } if *r != RZ => out.push((*r, 1, true, false)),
+            _ => {}
+        }
+    }
+    out
+}
+
+impl Analysis {
+    pub fn new(
+        sm: u32,
+        f: &Function,
+        fields: &[RegFields],
+        max_group: u8,
+    ) -> Result<Analysis, String> {
+        // Groups: the largest aligned block containing each register.
+        let mut size = [0u8; 256];
+        for ins in &f.instrs {
+            for (b, w, _, _) in regs_of(ins) {
+                let w = w.next_power_of_two();
+                if w > 4 || b % w != 0 || u32::from(b) + u32::from(w) > u32::from(RZ) {
+                    return Err(format!(
+                        "{} at {:#x}: a {w}-register tuple at R{b} is not aligned",
+                        ins.opcode, ins.offset
+                    ));
+                }
+                for r in b..b + w {
+                    size[r as usize] = size[r as usize].max(w);
+                }
+            }
+        }
+        let mut group_of = vec![None; 256];
+        let mut groups = Vec::new();
+        let mut r = 0usize;
+        while r < 255 {
+            if size[r] == 0 {
+                r += 1;
+                continue;
+            }
+            // The largest block size among the registers of the aligned block at r.
+            let mut s = size[r];
+            loop {
+                let start = r - r % s as usize;
+                let s2 = (start..start + s as usize)
+                    .map(|k| size[k])
+                    .max()
+                    .unwrap_or(s);
+                if s2 == s {
+                    break;
+                }
+                s = s2;
+            }
+            let start = r - r % s as usize;
+            let g = Group {
+                start: start as u8,
+                size: s,
+            };
+            for x in &mut group_of[start..start + s as usize] {
+                *x = Some(g);
+            }
+            if groups.last() != Some(&g) {
+                groups.push(g);
+            }
+            r = start + s as usize;
+        }
+        let named: Vec<Vec<Group>> = f
+            .instrs
+            .iter()
+            .map(|ins| {
+                let gs: BTreeSet<Group> = regs_of(ins)
+                    .iter()
+                    .flat_map(|&(b, w, _, _)| (b..b + w).filter_map(|r| group_of[r as usize]))
+                    .collect();
+                gs.into_iter().collect()
+            })
+            .collect();
+
+        let mut fixed = BTreeSet::new();
+        if let Some(g) = group_of[SP as usize] {
+            fixed.insert(g);
+        }
+        for (k, ins) in f.instrs.iter().enumerate() {
+            if fields[k].pinned {
+                fixed.extend(named[k].iter().copied());
+                let _ = ins;
+            }
+        }
+        let mut excluded: BTreeMap<Group, String> = BTreeMap::new();
+        let mut exclude = |g: Group, why: String| {
+            excluded.entry(g).or_insert(why);
+        };
+        for &g in &fixed {
+            exclude(g, "pinned".into());
+        }
+        for &g in &groups {
+            if g.size > max_group {
+                exclude(
+                    g,
+                    format!("{}-register group wider than the value registers", g.size),
+                );
+            }
+        }
+        // Targets other than a `BRA`'s (`BSSY` reconvergence points, jump tables, calls):
+        // loads cannot go before those (a `BRA`'s target is entered through the loads,
+        // [`crate::sass::relayout::insert_with_heads`]).
+        let targets = other_targets(f);
+        // Must-defined registers before each instruction.
+        let cfg = Cfg::build(f);
+        let defined = must_defined(f, &cfg);
+        let mut maybe_undefined: BTreeSet<Group> = BTreeSet::new();
+        for (k, ins) in f.instrs.iter().enumerate() {
+            let class = OpClass::of(&ins.opcode);
+            let regs = regs_of(ins);
+            let guarded = !ins.always();
+            let reads: Vec<u8> = regs
+                .iter()
+                .filter(|x| x.2 || (x.3 && guarded))
+                .flat_map(|&(b, w, _, _)| b..b + w)
+                .collect();
+            let writes: Vec<u8> = regs
+                .iter()
+                .filter(|x| x.3)
+                .flat_map(|&(b, w, _, _)| b..b + w)
+                .collect();
+            let g = |r: u8| group_of[r as usize];
+            if matches!(class, OpClass::Control | OpClass::Sync) || ins.is_call() {
+                for &x in &named[k] {
+                    exclude(x, format!("named by `{}` at {:#x}", ins.opcode, ins.offset));
+                }
+            }
+            if targets.contains(&ins.offset) {
+                for &r in &reads {
+                    if let Some(x) = g(r) {
+                        exclude(
+                            x,
+                            format!("read at the jump or reconvergence target {:#x}", ins.offset),
+                        );
+                    }
+                }
+            }
+            for &r in &reads {
+                if !defined[k].contains(&r)
+                    && let Some(x) = g(r)
+                {
+                    // Its value there may be whatever the register held at entry, which only
+                    // the same register number holds: it keeps its number.
+                    maybe_undefined.insert(x);
+                    exclude(x, format!("R{r} may be undefined at {:#x}", ins.offset));
+                }
+            }
+            if !writes.is_empty() && !result_is_waitable(sm, ins) {
+                for &r in &writes {
+                    if let Some(x) = g(r) {
+                        exclude(
+                            x,
+                            format!("written by `{}` with no known latency", ins.opcode),
+                        );
+                    }
+                }
+            }
+        }
+        fixed.extend(maybe_undefined);
+        Ok(Analysis {
+            group_of,
+            groups,
+            fixed,
+            excluded,
+            named,
+            weight: loop_weights(f),
+        })
+    }
+
+    /// Candidates in the order `strategy` demotes them (cheapest first).
+    pub fn order(&self, strategy: Strategy) -> Vec<Group> {
+        let mut cost: BTreeMap<Group, f64> = BTreeMap::new();
+        for (k, gs) in self.named.iter().enumerate() {
+            for &g in gs {
+                let c = match strategy {
+                    Strategy::StaticCount => 1.0,
+                    Strategy::LoopWeighted => self.weight[k],
+                    Strategy::OperandConflicts => self.weight[k] * gs.len() as f64,
+                };
+                *cost.entry(g).or_default() += c;
+            }
+        }
+        let mut c: Vec<(f64, Group)> = self
+            .groups
+            .iter()
+            .filter(|g| !self.excluded.contains_key(g))
+            // Cost per register freed: a 64-bit pair frees two.
+            .map(|&g| (cost.get(&g).copied().unwrap_or(0.0) / f64::from(g.size), g))
+            .collect();
+        c.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        c.into_iter().map(|(_, g)| g).collect()
+    }
+}
+
+/// Offsets that something other than a `BRA` targets.
+pub fn other_targets(f: &Function) -> BTreeSet<u64> {
+    let mut t = BTreeSet::new();
+    for ins in &f.instrs {
+        if ins.base() != "BRA" {
+            t.extend(ins.target);
+        }
+        t.extend(ins.targets.iter().copied());
+    }
+    t
+}
+
+/// RegDem's loop weighting (`LOOP_FACTOR` per nesting level, capped): an instruction inside
+/// the span of a backward branch is inside a loop (ptxas lays loops out contiguously).
+fn loop_weights(f: &Function) -> Vec<f64> {
+    use crate::predict::latency::{LOOP_FACTOR, MAX_LOOP_DEPTH};
+    let mut depth = vec![0u32; f.instrs.len()];
+    for (i, ins) in f.instrs.iter().enumerate() {
+        if let Some(t) = ins.target.and_then(|t| f.index_of(t))
+            && t < i
+            && ins.base() == "BRA"
+        {
+            for d in &mut depth[t..=i] {
+                *d += 1;
+            }
+        }
+    }
+    depth
+        .into_iter()
+        .map(|d| LOOP_FACTOR.powi(d.min(MAX_LOOP_DEPTH) as i32))
+        .collect()
+}
+
+/// Registers written on every path to each instruction (guarded writes do not count).
+fn must_defined(f: &Function, cfg: &Cfg) -> Vec<BTreeSet<u8>> {
+    let n = f.instrs.len();
+    let all: BTreeSet<u8> = (0..=254).collect();
+    let blocks: Vec<_> = cfg.blocks().collect();
+    let mut out: BTreeMap<usize, BTreeSet<u8>> = BTreeMap::new();
+    let reachable = cfg.reachable();
+    for (b, _) in &blocks {
+        out.insert(b.index(), all.clone());
+    }
+    let transfer = |mut s: BTreeSet<u8>, first: usize, end: usize| {
+        for ins in &f.instrs[first..end] {
+            if ins.always() {
+                s.extend(ins.gpr_writes());
+            }
+        }
+        s
+    };
+    let input = |b: petgraph::graph::NodeIndex, out: &BTreeMap<usize, BTreeSet<u8>>| {
+        if b == cfg.entry {
+            return BTreeSet::new();
+        }
+        let mut acc: Option<BTreeSet<u8>> = None;
+        for p in cfg.graph.neighbors_directed(b, Direction::Incoming) {
+            if !reachable[p.index()] {
+                continue;
+            }
+            let o = &out[&p.index()];
+            acc = Some(match acc {
+                None => o.clone(),
+                Some(a) => a.intersection(o).copied().collect(),
+            });
+        }
+        acc.unwrap_or_default()
+    };
+    loop {
+        let mut changed = false;
+        for (b, blk) in &blocks {
+            let s = transfer(input(*b, &out), blk.first, blk.end);
+            if out[&b.index()] != s {
+                out.insert(b.index(), s);
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let mut before = vec![BTreeSet::new(); n];
+    for (b, blk) in &blocks {
+        let mut s = input(*b, &out);
+        for (slot, ins) in before[blk.first..blk.end]
+            .iter_mut()
+            .zip(&f.instrs[blk.first..blk.end])
+        {
+            *slot = s.clone();
+            if ins.always() {
+                s.extend(ins.gpr_writes());
+            }
+        }
+    }
+    before
+}
+
+/// Where every kept group, the value-register pool and the base register go.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    /// Old group start → new start (kept groups).
+    pub kept: BTreeMap<u8, u8>,
+    pub pool: u8,
+    pub pool_size: u8,
+    pub base: u8,
+    /// Highest register used.
+    pub highest: u8,
+}
+
+/// Pack the kept groups, the pool and the base under `highest_allowed`, or `None`.
+pub fn compact(
+    a: &Analysis,
+    demoted: &BTreeSet<Group>,
+    pool_size: u8,
+    highest_allowed: u8,
+) -> Option<Layout> {
+    let limit = usize::from(highest_allowed) + 1;
+    let mut used = vec![false; limit];
+    let mut kept = BTreeMap::new();
+    for g in &a.fixed {
+        if usize::from(g.start) + usize::from(g.size) > limit {
+            return None;
+        }
+        for r in g.regs() {
+            used[r as usize] = true;
+        }
+        kept.insert(g.start, g.start);
+    }
+    // (size, what): what = Some(old start) for kept groups, None for the pool, base last.
+    let mut items: Vec<(u8, Option<u8>, bool)> = a
+        .groups
+        .iter()
+        .filter(|g| !demoted.contains(g) && !a.fixed.contains(g))
+        .map(|g| (g.size, Some(g.start), false))
+        .collect();
+    // Without demoted registers nothing needs a pool or the base (pure compaction).
+    if pool_size > 0 {
+        items.push((pool_size, None, false));
+        items.push((1, None, true));
+    }
+    items.sort_by(|x, y| y.0.cmp(&x.0).then(x.1.cmp(&y.1)));
+    let mut pool = None;
+    let mut base = None;
+    for (size, old, is_base) in items {
+        let s = usize::from(size);
+        let at = (0..limit)
+            .step_by(s)
+            .find(|&p| p + s <= limit && (p..p + s).all(|r| !used[r]))?;
+        for u in &mut used[at..at + s] {
+            *u = true;
+        }
+        match (old, is_base) {
+            (Some(o), _) => {
+                kept.insert(o, at as u8);
+            }
+            (None, true) => base = Some(at as u8),
+            (None, false) => pool = Some(at as u8),
+        }
+    }
+    let highest = used.iter().rposition(|&u| u)? as u8;
+    if pool_size == 0 {
+        return Some(Layout {
+            kept,
+            pool: 0,
+            pool_size,
+            base: 0,
+            highest,
+        });
+    }
+    Some(Layout {
+        kept,
+        pool: pool?,
+        pool_size,
+        base: base?,
+        highest,
+    })
+}
+
+/// Demote in `order` until [`compact`] fits, keeping every instruction's demoted registers
+/// within the pool. `None` when the order runs out first.
+pub fn select(
+    a: &Analysis,
+    order: &[Group],
+    pool_size: u8,
+    highest_allowed: u8,
+) -> Option<(BTreeSet<Group>, Layout)> {
+    let mut demoted = BTreeSet::new();
+    let mut taken: Vec<Group> = Vec::new();
+    let mut demand = vec![0u8; a.named.len()];
+    let mut next = order.iter();
+    loop {
+        if let Some(l) = compact(a, &demoted, pool_size, highest_allowed) {
+            // Greedy order can over-shoot (a late tuple frees what earlier singles did):
+            // give back, most expensive first, every group the target does not need.
+            let mut layout = l;
+            for g in taken.iter().rev() {
+                demoted.remove(g);
+                match compact(a, &demoted, pool_size, highest_allowed) {
+                    Some(l) => layout = l,
+                    None => {
+                        demoted.insert(*g);
+                    }
+                }
+            }
+            return Some((demoted, layout));
+        }
+        // The next candidate that keeps every instruction within the pool.
+        let g = loop {
+            let g = *next.next()?;
+            let fits = a
+                .named
+                .iter()
+                .enumerate()
+                .all(|(k, gs)| !gs.contains(&g) || demand[k] + g.size <= pool_size);
+            if fits {
+                break g;
+            }
+        };
+        for (k, gs) in a.named.iter().enumerate() {
+            if gs.contains(&g) {
+                demand[k] += g.size;
+            }
+        }
+        demoted.insert(g);
+        taken.push(g);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn analysis(groups: &[(u8, u8)], fixed: &[(u8, u8)]) -> Analysis {
+        let groups: Vec<Group> = groups
+            .iter()
+            .map(|&(start, size)| Group { start, size })
+            .collect();
+        let mut group_of = vec![None; 256];
+        for g in &groups {
+            for r in g.regs() {
+                group_of[usize::from(r)] = Some(*g);
+            }
+        }
+        Analysis {
+            group_of,
+            named: vec![groups.clone()],
+            weight: vec![1.0],
+            fixed: fixed
+                .iter()
+                .map(|&(start, size)| Group { start, size })
+                .collect(),
+            excluded: BTreeMap::new(),
+            groups,
+        }
+    }
+
+    #[test]
+    fn compaction_keeps_tuples_aligned_and_pinned_registers_in_place() {
+        // R1 pinned; a 128-bit tuple at R8, pairs at R12 and R20, singles at R0, R30, R31.
+        let a = analysis(
+            &[(0, 1), (1, 1), (8, 4), (12, 2), (20, 2), (30, 1), (31, 1)],
+            &[(1, 1)],
+        );
+        let l = compact(&a, &BTreeSet::new(), 2, 20).unwrap();
+        assert_eq!(l.kept[&1], 1);
+        assert_eq!(l.kept[&8] % 4, 0);
+        for start in [12, 20] {
+            assert_eq!(l.kept[&start] % 2, 0);
+        }
+        assert_eq!(l.pool % 2, 0);
+        let mut used: Vec<u8> = Vec::new();
+        for (&old, &new) in &l.kept {
+            let size = a.group_of[usize::from(old)].unwrap().size;
+            used.extend(new..new + size);
+        }
+        used.extend(l.pool..l.pool + 2);
+        used.push(l.base);
+        let n = used.len();
+        used.sort_unstable();
+        used.dedup();
+        assert_eq!(used.len(), n, "overlap: {used:?}");
+        assert_eq!(l.highest, *used.last().unwrap());
+        // 4 + 2 + 2 + 3 singles kept, R1 pinned, 2 pool, 1 base = 15 registers: R0-R14,
+        // no hole left by the alignment.
+        assert_eq!(l.highest, 14);
+        // Too low a ceiling fails; demoting makes room.
+        assert!(compact(&a, &BTreeSet::new(), 2, 13).is_none());
+        let demoted = BTreeSet::from([Group { start: 8, size: 4 }]);
+        assert_eq!(compact(&a, &demoted, 2, 10).map(|l| l.highest), Some(10));
+        // A pinned register above the ceiling can never fit.
+        let b = analysis(&[(1, 1), (40, 1)], &[(1, 1), (40, 1)]);
+        assert!(compact(&b, &BTreeSet::new(), 2, 20).is_none());
+    }
+
+    #[test]
+    fn selection_respects_the_pool() {
+        // One instruction names both pairs: with a pool of 2 only one can be demoted.
+        let a = analysis(&[(0, 2), (2, 2), (4, 1)], &[]);
+        let order = a.order(Strategy::StaticCount);
+        let (d, l) = select(&a, &order, 2, 6).unwrap();
+        assert!(l.highest <= 6);
+        assert!(d.iter().map(|g| g.size).sum::<u8>() <= 2);
+        assert!(select(&a, &order, 2, 3).is_none());
+    }
+}

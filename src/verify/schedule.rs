@@ -1,0 +1,182 @@
+//! The scheduling check for inserted shared-memory accesses (DESIGN.md §6): reads the control
+//! bits of the rewritten code as decoded by nvdisasm and proves, for every inserted `LDS` and
+//! `STS` named in the claim, that no hazard remains. Independent of the transform: it sees
+//! only the decoded instructions and the offsets of the inserted accesses.
+//!
+//! * `LDS Rd`: carries a write scoreboard `w`; walking forward in straight-line code, `w` is
+//!   waited for (by the reader itself or earlier) before any instruction reads or writes
+//!   `Rd`, and before control leaves the block (a control or synchronisation instruction, a
+//!   branch target).
+//! * `STS Rv`: its data is ready: the closest earlier writer of `Rv` in the block either set a
+//!   write scoreboard that is waited for by the `STS` or an instruction between, or is a
+//!   fixed-latency instruction whose stall counts up to the `STS` cover its latency (the data
+//!   table [`crate::predict::latency::fixed_latency`]). It carries a read scoreboard `r`, and
+//!   `r` is waited for before any later instruction writes `Rv` and before control leaves the
+//!   block.
+//! * Both: the address register is written by nothing after the first inserted access (it
+//!   holds the per-thread base for the whole kernel), and no access uses a scoreboard that a
+//!   `DEPBAR` of the function counts on.
+
+use std::collections::BTreeSet;
+
+use crate::predict::latency::fixed_latency;
+use crate::sass::OpClass;
+use crate::sass::ir::{Function, Instr, OperandKind, RZ};
+
+/// What was proved.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScheduleProof {
+    pub loads: usize,
+    pub stores: usize,
+}
+
+fn leaves_block(i: &Instr) -> bool {
+    matches!(OpClass::of(&i.opcode), OpClass::Control | OpClass::Sync) || i.is_call()
+}
+
+fn reads(i: &Instr, r: u8) -> bool {
+    i.gpr_reads().contains(&r)
+}
+
+fn writes(i: &Instr, r: u8) -> bool {
+    i.gpr_writes().contains(&r)
+}
+
+fn waits(i: &Instr, sb: u8) -> bool {
+    i.ctrl.wait_mask & (1 << sb) != 0
+}
+
+/// `(data register, address register)` of a 32-bit `LDS Rd, [Ra+imm]` / `STS [Ra+imm], Rv`.
+fn access(i: &Instr) -> Option<(u8, u8)> {
+    if !matches!(i.opcode.as_str(), "LDS" | "LDS.U" | "STS") {
+        return None;
+    }
+    let addr = i.operands.iter().find_map(|o| match o.kind {
+        OperandKind::Addr {
+            reg: Some(r),
+            ureg: None,
+            desc: None,
+            ..
+        } => Some(r),
+        _ => None,
+    })?;
+    let data = i.operands.iter().find_map(|o| match o.kind {
+        OperandKind::Reg(r) if r != RZ => Some(r),
+        _ => None,
+    })?;
+    Some((data, addr))
+}
+
+/// Check every access at `offsets` (rewritten section offsets) in `functions` (the rewritten
+/// functions of the section) for architecture `sm`.
+pub fn check(sm: u32, functions: &[Function], offsets: &[u64]) -> Result<ScheduleProof, String> {
+    let mut proof = ScheduleProof::default();
+    for &off in offsets {
+        let f = functions
+            .iter()
+            .find(|f| f.index_of(off).is_some())
+            .ok_or_else(|| format!("{off:#x}: no instruction there"))?;
+        let k = f.index_of(off).unwrap_or_default();
+        let ins = &f.instrs[k];
+        let fail = |why: String| format!("`{}` at {off:#x} ({}): {why}", ins.opcode, ins.ctrl);
+        let (data, addr) = access(ins).ok_or_else(|| fail("not a 32-bit LDS/STS".into()))?;
+        let targets: BTreeSet<u64> = f
+            .instrs
+            .iter()
+            .flat_map(|i| i.target.into_iter().chain(i.targets.iter().copied()))
+            .collect();
+        let depbar: u8 = f
+            .instrs
+            .iter()
+            .filter(|i| i.base() == "DEPBAR")
+            .flat_map(|i| i.operands.iter())
+            .filter_map(|o| o.text.strip_prefix("SB")?.chars().next()?.to_digit(10))
+            .fold(0, |m, d| m | (1 << d));
+        let used = ins.ctrl.write_sb.map_or(0, |s| 1 << s) | ins.ctrl.read_sb.map_or(0, |s| 1 << s);
+        if used & depbar != 0 {
+            return Err(fail("uses a scoreboard a DEPBAR counts on".into()));
+        }
+        if let Some(w) = f.instrs[k + 1..].iter().find(|i| writes(i, addr)) {
+            return Err(fail(format!(
+                "its address register R{addr} is overwritten at {:#x}",
+                w.offset
+            )));
+        }
+        // Forward walk: `sb` must be waited for before `hazard` or the block's end.
+        let forward = |sb: u8, hazard: &dyn Fn(&Instr) -> bool| -> Result<(), String> {
+            for j in &f.instrs[k + 1..] {
+                if waits(j, sb) {
+                    return Ok(());
+                }
+                if hazard(j) {
+                    return Err(fail(format!(
+                        "{:#x} `{}` does not wait for SB{sb}",
+                        j.offset, j.opcode
+                    )));
+                }
+                if targets.contains(&j.offset) || leaves_block(j) {
+                    return Err(fail(format!(
+                        "SB{sb} still pending where the block ends at {:#x}",
+                        j.offset
+                    )));
+                }
+            }
+            Err(fail(format!("SB{sb} never waited for")))
+        };
+        if ins.base() == "LDS" {
+            let w = ins
+                .ctrl
+                .write_sb
+                .ok_or_else(|| fail("no write scoreboard".into()))?;
+            forward(w, &|j: &Instr| reads(j, data) || writes(j, data))?;
+            proof.loads += 1;
+        } else {
+            // The producer of the data, in this block.
+            let mut stalls: u32 = 0;
+            let mut waited: u8 = ins.ctrl.wait_mask;
+            let mut producer = None;
+            for j in f.instrs[..k].iter().rev() {
+                stalls += u32::from(j.ctrl.stall.max(1));
+                if writes(j, data) {
+                    producer = Some(j);
+                    break;
+                }
+                waited |= j.ctrl.wait_mask;
+                if targets.contains(&j.offset) || leaves_block(j) {
+                    break;
+                }
+            }
+            let p = producer.ok_or_else(|| fail(format!("no producer of R{data} in its block")))?;
+            match p.ctrl.write_sb {
+                Some(w) if waited & (1 << w) != 0 => {}
+                Some(w) => {
+                    return Err(fail(format!(
+                        "data from {:#x} on SB{w}, not waited for",
+                        p.offset
+                    )));
+                }
+                None => {
+                    let lat = fixed_latency(sm, OpClass::of(&p.opcode)).ok_or_else(|| {
+                        fail(format!(
+                            "producer `{}` has no scoreboard and no known latency",
+                            p.opcode
+                        ))
+                    })?;
+                    if stalls < u32::from(lat) {
+                        return Err(fail(format!(
+                            "{stalls} cycles after `{}` at {:#x}, which needs {lat}",
+                            p.opcode, p.offset
+                        )));
+                    }
+                }
+            }
+            let r = ins
+                .ctrl
+                .read_sb
+                .ok_or_else(|| fail("no read scoreboard".into()))?;
+            forward(r, &|j: &Instr| writes(j, data))?;
+            proof.stores += 1;
+        }
+    }
+    Ok(proof)
+}
