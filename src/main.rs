@@ -3,6 +3,7 @@
 use std::ffi::OsString;
 use std::io::Write;
 use std::os::unix::process::CommandExt;
+use std::path::Path;
 use std::process::{Command, ExitCode};
 
 use nvcc_orion::cli::{self, Class};
@@ -51,6 +52,12 @@ fn main() -> ExitCode {
         (_, Class::PassThrough(reason)) => Some(reason.clone()),
         (_, Class::Tunable) => None,
     };
+    if settings.mode != Mode::Off
+        && matches!(&inv.class, Class::PassThrough(r) if r == "--dryrun")
+        && let Some(code) = dryrun_with_shim(&tk, &inv.nvcc_args, &nvcc_env, &settings)
+    {
+        return code;
+    }
     if let Some(why) = why {
         if settings.verbose {
             eprintln!("nvcc-orion: passing to nvcc unchanged: {why}");
@@ -134,6 +141,45 @@ fn exec_nvcc(
         eprintln!("nvcc-orion: warning: {why}; running plain nvcc");
     }
     exec_with(tk.nvcc(), args, env)
+}
+
+/// `--dryrun` as a compiler cache asks it (sccache runs the steps itself): nvcc's listing
+/// with nvcc-orion's ptxas shim first on its `PATH` line, so the ptxas steps are tuned.
+/// `None` (then plain nvcc answers) when the shim cannot be made.
+fn dryrun_with_shim(
+    tk: &Toolkit,
+    args: &[OsString],
+    env: &[(OsString, OsString)],
+    settings: &Settings,
+) -> Option<ExitCode> {
+    let exe = std::env::current_exe().ok()?;
+    let root = settings
+        .cache
+        .as_ref()
+        .and_then(|c| c.parent().map(Path::to_path_buf))
+        .unwrap_or_else(std::env::temp_dir);
+    let dir = driver::dryrun_shim::shim_dir(&root, &exe)
+        .map_err(|e| {
+            if settings.verbose {
+                eprintln!("nvcc-orion: no ptxas shim for --dryrun ({e}); nvcc's listing as is");
+            }
+        })
+        .ok()?;
+    let out = Command::new(tk.nvcc())
+        .args(args)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .output()
+        .ok()?;
+    let listing = String::from_utf8_lossy(&out.stderr);
+    let _ = std::io::stdout().write_all(&out.stdout);
+    let _ = std::io::stderr()
+        .write_all(driver::dryrun_shim::with_shim_first(&listing, &dir).as_bytes());
+    Some(match out.status.code() {
+        Some(0) => ExitCode::SUCCESS,
+        Some(c) => ExitCode::from(u8::try_from(c).unwrap_or(1)),
+        None => ExitCode::from(1),
+    })
 }
 
 /// The real toolkit, or the exit code after saying why there is none.

@@ -6,6 +6,7 @@
 
 pub mod depfile;
 pub mod dryrun;
+pub mod dryrun_shim;
 pub mod process;
 pub mod shell;
 
