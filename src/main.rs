@@ -171,6 +171,11 @@ fn dryrun_with_shim(
         .envs(env.iter().map(|(k, v)| (k, v)))
         .output()
         .ok()?;
+    if settings.verbose {
+        eprintln!(
+            "nvcc-orion: passing to nvcc unchanged: --dryrun (with nvcc-orion's ptxas first on the listing's PATH)"
+        );
+    }
     let listing = String::from_utf8_lossy(&out.stderr);
     let _ = std::io::stdout().write_all(&out.stdout);
     let _ = std::io::stderr()

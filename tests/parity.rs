@@ -443,7 +443,9 @@ fn cases() -> Vec<Case> {
             .produces(&["devcall.o"]),
         case("preprocess_e", &["-E", "shmem.cu"]).inputs(&["shmem.cu"]),
         case("version", &["--version"]),
-        case("dryrun", &["--dryrun", "-c", "devcall.cu", "-arch=sm_80"]).inputs(&["devcall.cu"]),
+        case("dryrun", &["--dryrun", "-c", "devcall.cu", "-arch=sm_80"])
+            .inputs(&["devcall.cu"])
+            .shim_on_path(),
         case("list_gpu_arch", &["--list-gpu-arch"]),
         // --- linking ---
         case("link_exe", &["main.o", "shmem.o", "-o", "app"])
@@ -720,6 +722,26 @@ fn kind_of(name: &str, path: &Path) -> Kind {
 }
 
 /// Compare one run against the reference (real nvcc) run; push every mismatch into `problems`.
+/// A `--dryrun` listing without nvcc-orion's ptxas shim directory at the head of its
+/// `#$ PATH=` lines, and how many lines had it.
+fn strip_shim(text: &str) -> (String, usize) {
+    let mut n = 0;
+    let lines: Vec<String> = text
+        .split('\n')
+        .map(|line| match line.strip_prefix("#$ PATH=") {
+            Some(rest) => match rest.split_once(':') {
+                Some((first, others)) if first.contains("/ptxas-shim-") => {
+                    n += 1;
+                    format!("#$ PATH={others}")
+                }
+                _ => line.to_string(),
+            },
+            None => line.to_string(),
+        })
+        .collect();
+    (lines.join("\n"), n)
+}
+
 fn compare(
     case: &Case,
     reference: &RunResult,
@@ -757,6 +779,13 @@ fn compare(
         if what == "stderr" && case.unordered_stderr {
             l = common::sorted_lines(&l);
             r = common::sorted_lines(&r);
+        }
+        if what == "stderr" && case.shim_on_path && run.label == "rply" {
+            let (text, shims) = strip_shim(&r);
+            r = text;
+            if shims == 0 {
+                problems.push(header("no ptxas shim first on the listing's PATH"));
+            }
         }
         if l != r {
             problems.push(format!(
@@ -1040,6 +1069,9 @@ fn check_replayed(
         ));
     }
     let mut rest = theirs.join("\n");
+    if case.shim_on_path {
+        rest = strip_shim(&rest).0;
+    }
     let mut real = common::normalise_text(&reference.stderr, reference);
     if case.unordered_stderr {
         rest = common::sorted_lines(&rest);

@@ -113,6 +113,9 @@ pub struct Case {
     /// of each target in parallel and their `-v` reports come out in either order (seen with
     /// two runs of the real nvcc).
     pub unordered_stderr: bool,
+    /// A `--dryrun` listing: nvcc-orion's ptxas shim directory must come first on the
+    /// `#$ PATH=` line (for compiler caches that run the steps); it is then compared without.
+    pub shim_on_path: bool,
     /// `Some(true)`: nvcc-orion must really replay this invocation in replay mode (checked with
     /// an extra verbose run); `Some(false)`: it must pass it to nvcc unchanged; `None`: no check.
     pub replay_check: Option<bool>,
@@ -132,6 +135,7 @@ pub fn case(name: &'static str, args: &[&str]) -> Case {
         expect: Expect::Success,
         produces: Vec::new(),
         unordered_stderr: false,
+        shim_on_path: false,
         replay_check: None,
     }
 }
@@ -173,6 +177,11 @@ impl Case {
         self.replay_check = Some(false);
         self
     }
+    pub fn shim_on_path(mut self) -> Self {
+        self.shim_on_path = true;
+        self
+    }
+
     pub fn unordered_stderr(mut self) -> Self {
         self.unordered_stderr = true;
         self
