@@ -174,6 +174,7 @@ fn inserted_nops_prove() {
                         map: r.map,
                         inserted: r.inserted,
                         base: None,
+                        passed: Vec::new(),
                     },
                 )
             })
@@ -528,6 +529,7 @@ impl Spilled {
             }),
             map: rl.map,
             inserted: rl.inserted,
+            passed: Vec::new(),
         };
         (fs, claim)
     }
@@ -1089,6 +1091,7 @@ fn bad_claims_are_rejected() {
                 map,
                 inserted,
                 base,
+                passed: Vec::new(),
             };
             let mut shuffled = fs.clone();
             if rng.below(4) == 0 {

@@ -143,6 +143,9 @@ pub struct Rewrite {
     pub kept_local: usize,
     /// Bytes those instructions move (as `ptxas -v` counts spill stores and loads).
     pub kept_local_bytes: u64,
+    /// Frame words passed between functions (`[R1+k]`, byte offset) and the shared
+    /// immediate (`[base + imm]`) that holds each instead, for the checker's claim.
+    pub passed: Vec<(i64, i64)>,
     /// Variables moved out of a callee's way around calls (compressible stack).
     pub moves: usize,
     /// Slots stacked frames would have needed (for the report's comparison).
@@ -303,11 +306,22 @@ pub fn spill_to_shared(
         })
         .collect();
     let lay = stack::layout(&frames, &order, opts.stack);
-    let stacked_slots = stack::layout(&frames, &order, Mode::Stacked).slots;
+    // Words passed between functions get slots of their own below every frame, the same
+    // for every function (the checker is told: a call must leave the value there).
+    let passed_slot: BTreeMap<i64, u32> = cross
+        .iter()
+        .enumerate()
+        .map(|(i, &w)| (w, i as u32))
+        .collect();
+    let c0 = passed_slot.len() as u32;
+    let stacked_slots = c0 + stack::layout(&frames, &order, Mode::Stacked).slots;
     let slot = |fi: usize, w: i64| -> Option<u32> {
-        vars[fi].get(&w).map(|&v| lay.base[fi] + lay.pos[fi][v])
+        match vars[fi].get(&w) {
+            Some(&v) => Some(c0 + lay.base[fi] + lay.pos[fi][v]),
+            None => passed_slot.get(&w).copied(),
+        }
     };
-    let slots = lay.slots;
+    let slots = c0 + lay.slots;
     let area = super::area::Area::plan(&opts, info.static_shared, slots)?;
     let (stride, shared_added, area_offset) = (area.stride, area.added, area.offset);
 
@@ -412,8 +426,8 @@ pub fn spill_to_shared(
                     call.offset
                 )));
             }
-            let home = |m: &stack::Move| area_offset + (lay.base[fi] + lay.pos[fi][m.var]) * stride;
-            let away = |m: &stack::Move| area_offset + (lay.base[fi] + m.to) * stride;
+            let home = |m: &stack::Move| area.imm(c0 + lay.base[fi] + lay.pos[fi][m.var]);
+            let away = |m: &stack::Move| area.imm(c0 + lay.base[fi] + m.to);
             let copy = |from: u32, to: u32| {
                 [
                     encode::to_bytes(move_word(ld, scratch, base_reg, from, true)),
@@ -469,6 +483,10 @@ pub fn spill_to_shared(
         spills: accesses.len(),
         kept_local,
         kept_local_bytes,
+        passed: passed_slot
+            .iter()
+            .map(|(&w, &sl)| (4 * w, i64::from(area.imm(sl))))
+            .collect(),
         moves: lay.move_count(),
         stacked_slots,
         frames,

@@ -211,6 +211,7 @@ pub fn check(before: &Decoded, after: &Decoded, r: &Rewrite) -> Result<usize, St
             slots: r.slots,
             area: r.area_offset,
         }),
+        passed: r.passed.clone(),
     };
     verify::check(&of(before), &of(after), &claim)
         .map(|p| p.instructions)
@@ -276,6 +277,7 @@ pub fn regdem(
                     slots: r.slots,
                     area: r.area_offset,
                 }),
+                passed: Vec::new(),
             };
             let proved = check_claim(&before, &after, r.section, &claim).and_then(|checked| {
                 let fs = section_functions(&after, r.section);

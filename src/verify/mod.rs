@@ -68,7 +68,9 @@
 //!      original callee's live-in, frame words included (ptxas' sub-functions share the
 //!      kernel's frame and read what the caller stored there, such as a spilled return
 //!      address; a callee that moves `R1` or indexes the frame needs every tracked frame
-//!      word). At a call, the live-in must hold its symbols and `base.reg` `SBase`; then `RewWrites` is emptied and each `OrigWrites` location gets its symbol
+//!      word; a word the claim lists in `passed` is needed in its spill word instead, and
+//!      a sub-function starts with it there when the section has no indirect call). At a
+//!      call, the live-in must hold its symbols and `base.reg` `SBase`; then `RewWrites` is emptied and each `OrigWrites` location gets its symbol
 //!      back. This is licensed by the callee's own check, which at every `RET` requires each
 //!      `OrigWrites` location to hold its symbol (and counts the `RET` as reading them, so
 //!      the live-in covers paths that do not write them). Calls the section cannot resolve
@@ -152,6 +154,11 @@ pub struct Claim {
     pub inserted: Vec<u64>,
     /// The spill area, when the rewrite uses one.
     pub base: Option<SpillBase>,
+    /// Frame words a caller passes to its callees (`[R1+k]` read by a callee before it
+    /// writes it, as a spilled return address) that the rewrite keeps in the spill word
+    /// `[base + imm]` instead: `(k, imm)`. A call then needs the spill word to hold the
+    /// frame word's value, and a callee starts with it there.
+    pub passed: Vec<(i64, i64)>,
 }
 
 impl Claim {
@@ -1023,6 +1030,8 @@ struct Section<'a> {
     summaries: Vec<Summary>,
     escapes: Vec<bool>,
     count: Vec<u32>,
+    /// The section has indirect calls (set by `summarize`).
+    has_indirect: bool,
 }
 
 fn func_at(fs: &[Function], off: u64) -> Option<(usize, &Function, usize)> {
@@ -1221,6 +1230,7 @@ impl<'a> Section<'a> {
             summaries: vec![Summary::default(); orig.len()],
             escapes: orig.iter().map(escapes).collect(),
             count: orig.iter().map(|f| f.regs.unwrap_or(255)).collect(),
+            has_indirect: false,
         };
         for fk in 0..orig.len() {
             s.correspondence(fk)?;
@@ -1526,6 +1536,7 @@ impl<'a> Section<'a> {
                 i.is_call() && call_kind(i, &self.orig[k], &self.names) == CallKind::Indirect
             })
         });
+        self.has_indirect = has_indirect;
         for &k in &order {
             let s = self.summary_of(k, has_indirect.then_some(&subs[..]));
             self.summaries[k] = s;
@@ -2244,8 +2255,9 @@ impl<'a> Section<'a> {
                 match &s.live_in_local {
                     Some(ws) => {
                         for &w in ws {
+                            let passed = self.claim.passed.iter().find(|p| p.0 == w);
                             ops.push(Op::Need {
-                                loc: Loc::Local(w),
+                                loc: passed.map_or(Loc::Local(w), |p| Loc::Shared(p.1)),
                                 sym: Sym::Orig(Loc::Local(w)),
                                 what: format!(
                                     "the frame word `{}` reads, at the call",
@@ -2496,6 +2508,17 @@ impl<'a> Section<'a> {
             && self.orig[fk].start > 0
         {
             s.add(Loc::R(b.reg), Sym::SBase);
+            // What every direct call of this function checked it receives (indirect calls
+            // check nothing of the kind, so a section with them gets nothing here).
+            if !self.has_indirect
+                && let Some(ws) = &self.summaries[fk].live_in_local
+            {
+                for &(k, imm) in &self.claim.passed {
+                    if ws.contains(&k) {
+                        s.add(Loc::Shared(imm), Sym::Orig(Loc::Local(k)));
+                    }
+                }
+            }
         }
         s
     }

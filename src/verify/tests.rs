@@ -78,6 +78,7 @@ fn spill_claim() -> Claim {
             slots: 2,
             area: 0,
         }),
+        passed: Vec::new(),
     }
 }
 
@@ -321,6 +322,7 @@ fn demoted() -> (Vec<Function>, Vec<Function>, Claim) {
             slots: 1,
             area: 0,
         }),
+        passed: Vec::new(),
     };
     (orig, rew, claim)
 }
