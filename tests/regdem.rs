@@ -35,7 +35,7 @@ use nvcc_orion::verify;
 const ARCHS: &[u32] = &[75, 80, 86, 89, 90];
 const THREADS: u32 = 128;
 
-/// Every kernel of the file (mangled), without the one with a call.
+/// Every kernel of the file (mangled); the last two call sub-functions of the section.
 const KERNELS: &[&str] = &[
     "_Z11r_chain_f32PKfPfi",
     "_Z10r_wide_f64PKdPdi",
@@ -47,10 +47,9 @@ const KERNELS: &[&str] = &[
     "_Z8r_nestedPKfPfi",
     "_Z7r_mixedPKdPKiPdi",
     "_Z9r_branchyPKfPfi",
+    "_Z11r_with_callPKfPfi",
+    "_Z11r_call_treePKdPdi",
 ];
-
-/// Refused with this reason: calls are not handled yet.
-const WITH_CALL: &str = "_Z11r_with_callPKfPfi";
 
 /// (arch, kernel, reason): demotion to the first cliff below is refused today, and why.
 const REFUSED_FIRST_CLIFF: &[(u32, &str, &str)] = &[];
@@ -201,7 +200,7 @@ fn demote_and_check(b: &Built, arch: u32, level: usize) -> Vec<(String, u32, Res
     let bytes = std::fs::read(path).unwrap();
     let cubin = Cubin::parse(&bytes).unwrap();
     let mut requests = Vec::new();
-    for k in KERNELS.iter().chain([&WITH_CALL]) {
+    for k in KERNELS.iter() {
         let info = cubin
             .function_info(k)
             .unwrap_or_else(|| panic!("sm_{arch} {k}"));
@@ -291,14 +290,12 @@ fn kernels_reach_the_first_cliff_below_on_every_arch() {
                     panic!("sm_{arch} {kernel} at {target}: now proved; update REFUSED_FIRST_CLIFF")
                 }
                 (Err(e), Some((_, _, why))) => assert!(e.contains(why), "sm_{arch} {kernel}: {e}"),
-                (Err(e), None) if kernel == WITH_CALL => assert!(e.contains("calls"), "{e}"),
                 (Err(e), None) => panic!("sm_{arch} {kernel} at {target}: {e}"),
             }
         }
         // Every kernel above 32 registers had a cliff below it.
         let above = KERNELS
             .iter()
-            .chain([&WITH_CALL])
             .filter(|k| {
                 let c = Cubin::parse(&std::fs::read(&b.cubins[&arch]).unwrap()).unwrap();
                 c.function_info(k).unwrap().registers.unwrap() > 32
@@ -306,7 +303,8 @@ fn kernels_reach_the_first_cliff_below_on_every_arch() {
             .count();
         assert_eq!(seen.len(), above, "sm_{arch}: {seen:?}");
     }
-    assert!(proved >= 35, "{proved}");
+    // Every kernel with a cliff below it on every arch, the two with calls included.
+    assert!(proved >= 45, "{proved}");
 }
 
 #[test]
@@ -316,9 +314,6 @@ fn kernels_reach_the_second_cliff_below_mostly() {
     let mut tried = 0;
     for &arch in ARCHS {
         for (kernel, target, result) in demote_and_check(b, arch, 1) {
-            if kernel == WITH_CALL {
-                continue;
-            }
             tried += 1;
             match result {
                 Ok(()) => proved += 1,
@@ -418,8 +413,7 @@ fn the_scheduling_check_catches_missing_waits() {
 
 /// The driver end to end: `nvcc-orion -c --orion-force=regdem` for sm_80 and sm_90 gives an
 /// object whose kernels carry the proved demotion (the report says so; cuobjdump shows the
-/// lower register counts and the grown shared sizes), and the kernel with a call is left
-/// alone with the reason.
+/// lower register counts and the grown shared sizes), the kernels with calls included.
 #[test]
 fn driver_forces_register_demotion() {
     let Some(b) = built() else { return };
@@ -469,9 +463,6 @@ fn driver_forces_register_demotion() {
                     (arch, kernel),
                     r["chosen_registers"].as_u64().unwrap() as u32,
                 );
-            } else if kernel == WITH_CALL {
-                let t = r["transform"].as_str().unwrap_or("");
-                assert!(t.contains("calls"), "{r}");
             }
         }
     }
@@ -480,6 +471,13 @@ fn driver_forces_register_demotion() {
             forced.keys().filter(|(a, _)| a == arch).count() >= 5,
             "{forced:?}\n{text}"
         );
+        // The kernels with calls among them.
+        for k in KERNELS.iter().filter(|k| k.contains("call")) {
+            assert!(
+                forced.contains_key(&(arch.to_string(), k.to_string())),
+                "{arch} {k}: {forced:?}\n{text}"
+            );
+        }
     }
     // cuobjdump reads the chosen counts from the object.
     let ru = common::fixtures::res_usage(&obj).unwrap();
@@ -663,8 +661,8 @@ fn compared_with_ptxas_pragma_and_spill_demotion() {
 }
 
 /// `nvcc-orion rewrite --regdem all --target-registers N`: every kernel above N is demoted
-/// (one summary line each, proved), the kernel with a call is left alone with the reason,
-/// and cuobjdump reads the new counts.
+/// (one summary line each, proved, the kernels with calls too), and cuobjdump reads the
+/// new counts.
 #[test]
 fn rewrite_command_demotes_registers() {
     let Some(b) = built() else { return };
@@ -682,19 +680,14 @@ fn rewrite_command_demotes_registers() {
     assert!(out.status.success(), "{stderr}");
     let before = Cubin::parse(&std::fs::read(&b.cubins[&80]).unwrap()).unwrap();
     let ru = common::fixtures::res_usage(&out_path).unwrap();
-    for k in KERNELS.iter().chain([&WITH_CALL]) {
+    for k in KERNELS.iter() {
         let regs = before.function_info(k).unwrap().registers.unwrap();
         let line = stderr
             .lines()
             .find(|l| l.contains(&format!(": {k}: ")))
             .unwrap_or_else(|| panic!("{k}: {stderr}"));
         let now = ru.iter().find(|u| &u.function == k).unwrap().reg;
-        if *k == WITH_CALL && regs > 40 {
-            assert!(
-                line.contains("left alone") && line.contains("calls"),
-                "{line}"
-            );
-        } else if regs > 40 {
+        if regs > 40 {
             assert!(line.contains("proved"), "{line}");
             assert!(now <= 40, "{k}: {now}");
         } else {
@@ -705,6 +698,7 @@ fn rewrite_command_demotes_registers() {
 }
 
 /// Demotion over other kernels of the test suite (math library calls, FP64, conversions,
+/// device calls, recursion and calls through pointers (refused),
 /// memory access shapes), at low budgets: whatever the transform rewrites, the checkers
 /// prove; nothing is rejected (a rejection is a transform bug the checker caught), and some
 /// kernels are rewritten on every arch.
@@ -712,7 +706,7 @@ fn rewrite_command_demotes_registers() {
 fn other_kernels_are_proved_or_refused_never_rejected() {
     let Some(b) = built() else { return };
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kernels/sass");
-    for file in ["math.cu", "memory.cu"] {
+    for file in ["math.cu", "memory.cu", "calls.cu"] {
         for arch in [75, 80, 90] {
             let cubin_path = b.dir.join(format!("other_{file}_{arch}.cubin"));
             if !cubin_path.exists() {

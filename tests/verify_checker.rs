@@ -175,6 +175,7 @@ fn inserted_nops_prove() {
                         inserted: r.inserted,
                         base: None,
                         passed: Vec::new(),
+                        renamed: Default::default(),
                     },
                 )
             })
@@ -530,6 +531,7 @@ impl Spilled {
             map: rl.map,
             inserted: rl.inserted,
             passed: Vec::new(),
+            renamed: Default::default(),
         };
         (fs, claim)
     }
@@ -1092,6 +1094,7 @@ fn bad_claims_are_rejected() {
                 inserted,
                 base,
                 passed: Vec::new(),
+                renamed: Default::default(),
             };
             let mut shuffled = fs.clone();
             if rng.below(4) == 0 {

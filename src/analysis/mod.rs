@@ -1,8 +1,11 @@
 //! Analyses over decoded SASS: control-flow graphs per function, the call graph, natural loops,
-//! liveness per instruction for the general registers, and max-live (DESIGN.md §3).
+//! liveness per instruction for the general registers, must-defined registers, and
+//! max-live (DESIGN.md §3).
 
 pub mod cfg;
+pub mod defined;
 pub mod liveness;
 
 pub use cfg::{Block, CallGraph, Cfg, Loop};
+pub use defined::must_defined;
 pub use liveness::{Liveness, RegFile, RegSet};

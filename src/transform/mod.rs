@@ -12,6 +12,7 @@
 pub mod area;
 pub mod prologue;
 pub mod regdem;
+pub mod section;
 pub mod spill_to_shared;
 pub mod stack;
 

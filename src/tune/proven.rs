@@ -212,6 +212,7 @@ pub fn check(before: &Decoded, after: &Decoded, r: &Rewrite) -> Result<usize, St
             area: r.area_offset,
         }),
         passed: r.passed.clone(),
+        renamed: Default::default(),
     };
     verify::check(&of(before), &of(after), &claim)
         .map(|p| p.instructions)
@@ -278,6 +279,7 @@ pub fn regdem(
                     area: r.area_offset,
                 }),
                 passed: Vec::new(),
+                renamed: r.renamed.clone(),
             };
             let proved = check_claim(&before, &after, r.section, &claim).and_then(|checked| {
                 let fs = section_functions(&after, r.section);

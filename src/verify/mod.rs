@@ -82,6 +82,14 @@
 //!      original does not. So the base register should be at or above the register count
 //!      (where ptxas' callees never write), and inserted code should not leave registers
 //!      below it changed across an unresolved call.
+//!    * *Renumbering* ([`Claim::renamed`], register demotion's compaction): one numbering
+//!      for the whole section. At a direct call the callee's live-in must hold its symbols
+//!      in their renumbered registers, and its writes get their symbols there; a
+//!      sub-function starts with its live-in there and must return its writes there; a
+//!      kernel starts with each register's entry value in its renumbered register (see
+//!      the assumptions). A direct call kills, in the liveness, the registers its original
+//!      callee writes on every path to its returns. Refused with indirect calls and in
+//!      functions that are not kernels (their callers are outside the section).
 //!    * `R1` writes: `IADD3/IADD/VIADD R1, R1, imm` renames the frame's words by `imm`; any
 //!      other write of `R1` forgets everything about the frame. Original sub-word or
 //!      register-indexed `[R1+...]` accesses read or write their words in place (a load
@@ -94,6 +102,10 @@
 //!
 //! # Assumptions (what is trusted, not proved)
 //!
+//! * No general register, predicate or uniform register holds a defined value at a
+//!   kernel's entry (ptxas loads `R1` from the constant bank before using it): a read of
+//!   one before any write sees an arbitrary value, so a rewrite that starts with those
+//!   values renumbered behaves as the original could with other arbitrary values.
 //! * The instruction at `base.defined_at` computes the per-thread base of an area of
 //!   `slots × stride` bytes of shared memory that lies after the program's static and
 //!   dynamic shared memory and that no other thread's base overlaps (slot-major, one word
@@ -159,6 +171,13 @@ pub struct Claim {
     /// `[base + imm]` instead: `(k, imm)`. A call then needs the spill word to hold the
     /// frame word's value, and a callee starts with it there.
     pub passed: Vec<(i64, i64)>,
+    /// General registers the rewrite renumbered across the whole section (register
+    /// demotion's compaction): original `R<r>` is rewritten `R<renamed[r]>` wherever
+    /// functions meet. A call needs each register live into its callee in the renumbered
+    /// place and leaves what the callee writes there; a sub-function starts with its
+    /// live-in there and must return its writes there. Registers not listed keep their
+    /// numbers. Not allowed in sections with indirect calls.
+    pub renamed: BTreeMap<u8, u8>,
 }
 
 impl Claim {
@@ -1009,6 +1028,9 @@ struct Summary {
     rew_writes: RegLocs,
     rew_shared: SharedWrites,
     live_in: RegLocs,
+    /// General registers the original writes on every path to each of its returns (an
+    /// unguarded call of it kills them in the caller's liveness).
+    must_writes: BTreeSet<u8>,
     /// Local words the original reads before writing them (through its callees too), as
     /// offsets from its `R1` on entry; `None` when they cannot be named (it moves `R1` or
     /// indexes the frame): then every tracked frame word must hold its own value at a call.
@@ -1041,6 +1063,14 @@ fn func_at(fs: &[Function], off: u64) -> Option<(usize, &Function, usize)> {
 }
 
 impl<'a> Section<'a> {
+    /// Where original location `l` is at a function boundary of the rewrite.
+    fn at_boundary(&self, l: Loc) -> Loc {
+        match l {
+            Loc::R(r) => Loc::R(self.claim.renamed.get(&r).copied().unwrap_or(r)),
+            other => other,
+        }
+    }
+
     fn new(
         orig: &'a [Function],
         rew: &'a [Function],
@@ -1537,6 +1567,23 @@ impl<'a> Section<'a> {
             })
         });
         self.has_indirect = has_indirect;
+        if !self.claim.renamed.is_empty() {
+            if has_indirect {
+                return reject(
+                    &self.orig[0].name,
+                    0,
+                    "registers renumbered across functions in a section with indirect calls",
+                );
+            }
+            // A function called from outside the section sees its callers' numbering.
+            if let Some(f) = self.orig.iter().find(|f| f.start == 0 && !f.kernel) {
+                return reject(
+                    &f.name,
+                    0,
+                    "registers renumbered in a function that is not a kernel",
+                );
+            }
+        }
         for &k in &order {
             let s = self.summary_of(k, has_indirect.then_some(&subs[..]));
             self.summaries[k] = s;
@@ -1651,6 +1698,7 @@ impl<'a> Section<'a> {
                 s.orig_writes = w;
             }
         }
+        s.must_writes = self.must_writes(k);
         s.live_in = self.live_in(k, &s.orig_writes, subs);
         s.live_in_local = self.live_in_local(k);
         s
@@ -1740,9 +1788,39 @@ impl<'a> Section<'a> {
         }
     }
 
+    /// General registers original function `k` writes on every path to its returns
+    /// (through its direct callees' too); none without a return.
+    fn must_writes(&self, k: usize) -> BTreeSet<u8> {
+        let f = &self.orig[k];
+        let cfg = Cfg::build(f);
+        let call_defs: BTreeMap<usize, BTreeSet<u8>> = f
+            .instrs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, ins)| match call_kind(ins, f, &self.names) {
+                CallKind::Direct(c) if ins.is_call() => {
+                    Some((i, self.summaries[c].must_writes.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        let defined = crate::analysis::must_defined(f, &cfg, &call_defs);
+        let mut out: Option<BTreeSet<u8>> = None;
+        for (i, ins) in f.instrs.iter().enumerate() {
+            if ins.base() == "RET" {
+                out = Some(match out {
+                    None => defined[i].clone(),
+                    Some(o) => o.intersection(&defined[i]).copied().collect(),
+                });
+            }
+        }
+        out.unwrap_or_default()
+    }
+
     /// Registers live into original function `k` (backward, over its CFG; a `RET` reads
     /// `orig_writes`; calls read their callee's live-in, unknown calls everything below the
-    /// count; guarded writes and calls kill nothing).
+    /// count; guarded writes kill nothing, an unguarded direct call what its callee writes
+    /// on every path).
     fn live_in(&self, k: usize, orig_writes: &RegLocs, subs: Option<&[usize]>) -> RegLocs {
         let f = &self.orig[k];
         if f.instrs.is_empty() {
@@ -1765,6 +1843,11 @@ impl<'a> Section<'a> {
                     match call_kind(ins, f, &self.names) {
                         CallKind::Direct(c) => {
                             uses.union_with(&self.summaries[c].live_in);
+                            if ins.always() {
+                                for &r in &self.summaries[c].must_writes {
+                                    defs.insert(Loc::R(r));
+                                }
+                            }
                         }
                         CallKind::Jump(t) => jump = f.index_of(t),
                         CallKind::Indirect => {
@@ -2165,7 +2248,7 @@ impl<'a> Section<'a> {
         if a.base() == "RET" {
             for l in self.summaries[fk].orig_writes.iter() {
                 ops.push(Op::Need {
-                    loc: l,
+                    loc: self.at_boundary(l),
                     sym: Sym::Orig(l),
                     what: "a location the function writes, at its return".into(),
                 });
@@ -2230,7 +2313,7 @@ impl<'a> Section<'a> {
         let need_all = |ops: &mut Vec<Op>, set: &RegLocs, what: &str| {
             for l in set.iter() {
                 ops.push(Op::Need {
-                    loc: l,
+                    loc: self.at_boundary(l),
                     sym: Sym::Orig(l),
                     what: what.to_string(),
                 });
@@ -2275,7 +2358,11 @@ impl<'a> Section<'a> {
                 }
                 ops.push(Op::Write {
                     clear,
-                    defs: s.orig_writes.iter().map(|l| (l, Some(l))).collect(),
+                    defs: s
+                        .orig_writes
+                        .iter()
+                        .map(|l| (l, Some(self.at_boundary(l))))
+                        .collect(),
                     keep_if_held: guarded,
                 });
                 if self.escapes[fk] {
@@ -2299,11 +2386,14 @@ impl<'a> Section<'a> {
                         }
                     }
                 }
-                need_all(
-                    ops,
-                    &RegLocs::below(self.count[fk]),
-                    "a register an unknown callee may read",
-                );
+                // Code outside the section sees the rewrite's own numbers.
+                for l in RegLocs::below(self.count[fk]).iter() {
+                    ops.push(Op::Need {
+                        loc: l,
+                        sym: Sym::Orig(l),
+                        what: "a register an unknown callee may read".into(),
+                    });
+                }
                 ops.push(Op::ClearShared);
                 ops.push(Op::Write {
                     clear: rew.iter().collect(),
@@ -2504,6 +2594,23 @@ impl<'a> Section<'a> {
 
     fn entry_state(&self, fk: usize) -> State {
         let mut s = State::entry();
+        if !self.claim.renamed.is_empty() {
+            // A sub-function's live-in arrives renumbered (each call site checked it); a
+            // kernel's registers hold arbitrary values at entry, so any numbering of them
+            // is one the original could have started with.
+            let touched: BTreeSet<u8> = self
+                .claim
+                .renamed
+                .iter()
+                .flat_map(|(&a, &b)| [a, b])
+                .collect();
+            for &x in &touched {
+                s.set(Loc::R(x), Set::new());
+            }
+            for &x in &touched {
+                s.add(self.at_boundary(Loc::R(x)), Sym::Orig(Loc::R(x)));
+            }
+        }
         if let Some(b) = &self.claim.base
             && self.orig[fk].start > 0
         {

@@ -79,6 +79,7 @@ fn spill_claim() -> Claim {
             area: 0,
         }),
         passed: Vec::new(),
+        renamed: Default::default(),
     }
 }
 
@@ -323,6 +324,7 @@ fn demoted() -> (Vec<Function>, Vec<Function>, Claim) {
             area: 0,
         }),
         passed: Vec::new(),
+        renamed: Default::default(),
     };
     (orig, rew, claim)
 }
@@ -353,4 +355,81 @@ fn a_branch_into_other_inserted_code_or_past_the_loads_is_rejected() {
     rew[0].instrs[3].target = Some(0x70);
     let e = check(&orig, &rew, &claim).unwrap_err();
     assert!(e.reason.contains("goes to"), "{e}");
+}
+
+/// A kernel calling a sub-function, with the section's registers renumbered (register
+/// demotion's compaction): `R5` (passed in), `R7` (returned) and `R20` (the return address).
+fn renumbered(kernel_regs: [u8; 3], callee_regs: [u8; 3]) -> (Vec<Function>, Vec<Function>) {
+    let section = |regs: [u8; 3]| {
+        let [a, b, ret] = regs;
+        let mut k = func(&[
+            &format!("MOV R{a}, 0x3"),
+            &format!("MOV R{ret}, 0x30"),
+            "CALL.REL.NOINC 0x50",
+            &format!("FADD R6, R{b}, R{b}"),
+            "EXIT",
+        ]);
+        k[0].instrs[2].callee = Some("$k$f".into());
+        k[0].instrs[2].target = Some(0x50);
+        k
+    };
+    let callee = |regs: [u8; 3]| {
+        let [a, b, ret] = regs;
+        Function {
+            name: "$k$f".into(),
+            section: 1,
+            start: 0x50,
+            instrs: vec![
+                ins(0x50, &format!("FADD R{b}, R{a}, R{a}")),
+                ins(0x60, &format!("RET.REL.NODEC R{ret} 0x0")),
+            ],
+            kernel: false,
+            regs: Some(24),
+            marked: Default::default(),
+        }
+    };
+    let mut orig = section([5, 7, 20]);
+    orig.push(callee([5, 7, 20]));
+    let mut rew = section(kernel_regs);
+    rew.push(callee(callee_regs));
+    (orig, rew)
+}
+
+fn renaming() -> Claim {
+    Claim {
+        renamed: BTreeMap::from([(5, 2), (7, 3), (20, 4)]),
+        ..Claim::default()
+    }
+}
+
+#[test]
+fn registers_renumbered_across_a_call_prove() {
+    let (orig, rew) = renumbered([2, 3, 4], [2, 3, 4]);
+    let p = check(&orig, &rew, &renaming()).unwrap();
+    assert_eq!(p.calls, 1);
+    // Identity, with no claim, proves too.
+    let (orig, rew) = renumbered([5, 7, 20], [5, 7, 20]);
+    check(&orig, &rew, &Claim::default()).unwrap();
+}
+
+#[test]
+fn renumbering_that_does_not_match_at_a_call_is_rejected() {
+    // The same rewrite without the claim: the callee's live-in is not where it was.
+    let (orig, rew) = renumbered([2, 3, 4], [2, 3, 4]);
+    assert!(check(&orig, &rew, &Claim::default()).is_err());
+    // The kernel passes the value in a register the claim does not name.
+    let (orig, rew) = renumbered([9, 3, 4], [2, 3, 4]);
+    let e = check(&orig, &rew, &renaming()).unwrap_err();
+    assert!(e.reason.contains("at the call"), "{e}");
+    // The callee returns its result elsewhere.
+    let (orig, rew) = renumbered([2, 3, 4], [2, 8, 4]);
+    let e = check(&orig, &rew, &renaming()).unwrap_err();
+    assert!(e.reason.contains("return"), "{e}");
+    // A function other than a kernel may not be renumbered (its callers are elsewhere).
+    let (mut orig, rew) = renumbered([2, 3, 4], [2, 3, 4]);
+    orig[0].kernel = false;
+    let mut rew = rew;
+    rew[0].kernel = false;
+    let e = check(&orig, &rew, &renaming()).unwrap_err();
+    assert!(e.reason.contains("not a kernel"), "{e}");
 }

@@ -24,11 +24,16 @@
 //!    ([`super::area`], [`super::prologue`]); the register count becomes the highest
 //!    register + 3.
 //!
-//! Kernels with calls (sub-functions in their section) are refused for now. What the rewrite
+//! Calls of the section's own sub-functions are handled: the sub-functions' registers
+//! are renumbered with the kernel's (one numbering for the section, stated in the claim so
+//! the checker follows it across calls) and never demoted; a call ends a block (value
+//! registers hold nothing across it). Calls leaving the section (`vprintf`) or through a
+//! register are refused. What the rewrite
 //! claims is proved by `verify` (values) and `verify::schedule` (control bits); nothing
 //! here checks itself.
 
 pub mod access;
+pub mod calls;
 pub mod fields;
 pub mod sched;
 pub mod select;
@@ -37,6 +42,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::area::Area;
 use super::prologue::{self, Shape};
+use super::section::{call_order, split_at_symbols};
 use super::spill_to_shared::Options;
 use super::{TransformError, not_applicable};
 use crate::cubin::{Cubin, OffsetMap};
@@ -76,6 +82,9 @@ pub struct Rewrite {
     pub stores: usize,
     /// Loop-weighted inserted accesses (the selection's cost).
     pub weighted_accesses: f64,
+    /// Registers renumbered by the compaction (original → new), kernel and sub-functions
+    /// alike (what the checker's claim states at function boundaries).
+    pub renamed: BTreeMap<u8, u8>,
     pub options: Options,
 }
 
@@ -119,39 +128,89 @@ pub fn regdem(
         )));
     }
     let section = info.text_section;
-    let funcs: Vec<&Function> = functions.iter().filter(|f| f.section == section).collect();
-    let f = match funcs.as_slice() {
-        [f] if f.name == kernel && f.start == 0 => *f,
-        _ => {
-            return Err(not_applicable(
-                "calls: the kernel's section holds sub-functions (not handled by register demotion yet)",
-            ));
+    let owned = split_at_symbols(cubin, section, functions);
+    let mut funcs: Vec<&Function> = owned.iter().collect();
+    funcs.sort_by_key(|f| f.start);
+    let entry = funcs
+        .iter()
+        .position(|f| f.name == kernel && f.start == 0)
+        .ok_or_else(|| {
+            not_applicable("the kernel's code was not decoded at its section's start")
+        })?;
+    let f = funcs[entry];
+    let (order, _) = call_order(&funcs, entry)?;
+    let names: BTreeSet<&str> = funcs.iter().map(|g| g.name.as_str()).collect();
+    for g in &funcs {
+        if let Some(i) = g.instrs.iter().find(|i| i.unknown) {
+            return Err(not_applicable(format!(
+                "`{}` at {:#x} is not covered by the operand tables",
+                i.opcode, i.offset
+            )));
         }
-    };
-    if f.instrs.iter().any(|i| i.is_call()) {
-        return Err(not_applicable(
-            "calls: not handled by register demotion yet",
-        ));
-    }
-    if let Some(i) = f.instrs.iter().find(|i| i.unknown) {
-        return Err(not_applicable(format!(
-            "`{}` at {:#x} is not covered by the operand tables",
-            i.opcode, i.offset
-        )));
+        // Code outside the section (`vprintf`) or entered through a register would see
+        // the renumbered registers: only calls of the section's own functions are handled.
+        if let Some(i) = g.instrs.iter().find(|i| {
+            i.is_call()
+                && (i.has_mod("ABS")
+                    || !i.gpr_reads().is_empty()
+                    || i.callee.as_deref().is_some_and(|c| !names.contains(c)))
+        }) {
+            return Err(not_applicable(format!(
+                "calls: `{}` at {:#x} calls code outside the kernel's section or through a register",
+                i.opcode, i.offset
+            )));
+        }
     }
     if !cubin.spill_offsets(section).is_empty()
-        || f.instrs.iter().any(|i| matches!(i.base(), "STL" | "LDL"))
+        || funcs
+            .iter()
+            .flat_map(|g| g.instrs.iter())
+            .any(|i| matches!(i.base(), "STL" | "LDL"))
     {
         return Err(not_applicable(
             "the kernel uses local memory (spills or arrays); demote its spills first",
         ));
+    }
+    // Sub-functions: renumbered with the kernel, never demoted.
+    let others: Vec<usize> = (0..funcs.len()).filter(|&i| i != entry).collect();
+    let effects = calls::effects(&funcs, &order);
+    let index: BTreeMap<&str, usize> = funcs
+        .iter()
+        .enumerate()
+        .map(|(i, g)| (g.name.as_str(), i))
+        .collect();
+    let callees = select::Callees {
+        code: others
+            .iter()
+            .map(|&i| {
+                (
+                    funcs[i],
+                    funcs[i].instrs.iter().map(fields::reg_fields).collect(),
+                )
+            })
+            .collect(),
+        calls: f
+            .instrs
+            .iter()
+            .enumerate()
+            .filter(|(_, i)| i.is_call())
+            .filter_map(|(k, i)| {
+                let e = &effects[*index.get(i.callee.as_deref()?)?];
+                Some((k, (e.reads.clone(), e.writes.clone())))
+            })
+            .collect(),
+    };
+    // Scoreboards a callee's `DEPBAR` counts on stay untouched too.
+    let mut callee_depbars = 0u8;
+    for &i in &others {
+        callee_depbars |= sched::depbar_scoreboards(funcs[i]).map_err(not_applicable)?;
     }
     let highest_allowed = u8::try_from(target - COUNT_EXTRA)
         .map_err(|_| not_applicable("target above 255 registers"))?
         .min(RZ - 1);
 
     let fields: Vec<RegFields> = f.instrs.iter().map(fields::reg_fields).collect();
-    let analysis = Analysis::new(sm, f, &fields, 4).map_err(not_applicable)?;
+    let analysis = Analysis::new(sm, f, &fields, 4, &callees).map_err(not_applicable)?;
     let choice = choose(&analysis, highest_allowed).ok_or_else(|| {
         not_applicable(format!(
             "no demotion reaches {target} registers ({} of {} register groups may not be demoted, {} pinned: {}{})",
@@ -358,7 +417,8 @@ pub fn regdem(
                 || i.is_call()
         })
         .collect();
-    let schedule = sched::schedule(sm, f, &sites, &flush).map_err(not_applicable)?;
+    let schedule =
+        sched::schedule(sm, f, &sites, &flush, callee_depbars).map_err(not_applicable)?;
 
     // The prologue (temporaries from the pool: nothing lives there at entry).
     let base = layout.base;
@@ -450,6 +510,37 @@ pub fn regdem(
         let w = encode::set_bits(w, 105, 23, u64::from(schedule.original[k].to_bits()));
         slot.copy_from_slice(&encode::to_bytes(w));
     }
+    // Sub-functions: the kernel's numbering, control bits as they were.
+    let renumber = |r: u8| -> u8 {
+        match analysis.group_of[usize::from(r)] {
+            Some(g) => layout.kept.get(&g.start).map_or(r, |&s| s + (r - g.start)),
+            None => r,
+        }
+    };
+    for (c, cfields) in &callees.code {
+        for (ins, fl) in c.instrs.iter().zip(cfields) {
+            if ins.base() == "NOP" || fl.pinned {
+                continue;
+            }
+            let at = relaid
+                .map
+                .map(ins.offset)
+                .ok_or_else(|| not_applicable(format!("{:#x} lost in re-layout", ins.offset)))?
+                as usize;
+            let slot = code.get_mut(at..at + 16).ok_or_else(|| {
+                not_applicable("re-layout moved an instruction outside the section")
+            })?;
+            let w = encode::from_bytes(slot.try_into().unwrap_or([0; 16]));
+            slot.copy_from_slice(&encode::to_bytes(fields::rename(w, fl, renumber)));
+        }
+    }
+    let renamed: BTreeMap<u8, u8> = analysis
+        .groups
+        .iter()
+        .filter_map(|g| Some((g, *layout.kept.get(&g.start)?)))
+        .flat_map(|(g, to)| (0..g.size).map(move |o| (g.start + o, to + o)))
+        .filter(|(a, b)| a != b)
+        .collect();
     out.replace_text(kernel, code, &OffsetMap::new())?;
     let highest_used = sites
         .iter()
@@ -505,6 +596,7 @@ pub fn regdem(
         loads,
         stores,
         weighted_accesses: choice.cost,
+        renamed,
         options: opts,
     })
 }

@@ -175,11 +175,18 @@ fn reads_at_issue(class: OpClass) -> bool {
 }
 
 /// Control words for the original instructions (`flush[k]`: a block boundary or control
-/// instruction) and the inserted accesses of each site.
-pub fn schedule(sm: u32, f: &Function, sites: &[Site], flush: &[bool]) -> Result<Schedule, String> {
+/// instruction) and the inserted accesses of each site. `forbidden`: scoreboards never to
+/// use besides those `f`'s own `DEPBAR`s count on (its callees' `DEPBAR`s).
+pub fn schedule(
+    sm: u32,
+    f: &Function,
+    sites: &[Site],
+    flush: &[bool],
+    forbidden: u8,
+) -> Result<Schedule, String> {
     let pending = pending_before(f);
     let mut t = Tracker {
-        forbidden: depbar_scoreboards(f)?,
+        forbidden: depbar_scoreboards(f)? | forbidden,
         ours: 0,
         reading: BTreeMap::new(),
     };

@@ -4,12 +4,13 @@
 //!   registers (64/128-bit operands are aligned to their size, so overlapping tuples nest):
 //!   a group is demoted, moved and given value registers as a whole, which keeps every
 //!   alias of a 64/128-bit tuple intact.
-//! * **Candidates.** A group can be demoted unless it is pinned (R1, named by an instruction
-//!   whose fields are ambiguous, or read where it may be undefined: ptxas reads registers
-//!   under a predicate that matches the one of their only definition, and on the other path
-//!   the value is the register's own entry value, which no other number holds), read at a jump-table or reconvergence target
-//!   (loads go before an instruction; only `BRA`s are redirected through them), written by an
-//!   instruction whose result latency is not known, or named by a control instruction.
+//! * **Candidates.** A group can be demoted unless it is pinned (R1, or named by an
+//!   instruction whose fields are ambiguous), read where it may be undefined (ptxas reads
+//!   registers under a predicate that matches the one of their only definition, and on the
+//!   other path the value is the register's entry value, which no spill slot holds), read at
+//!   a jump-table or reconvergence target (loads go before an instruction; only `BRA`s are
+//!   redirected through them), written by an instruction whose result latency is not known,
+//!   named by a control instruction, or used in a sub-function.
 //! * **Strategies** (§3.4.3): order the candidates by static access count, by loop-weighted
 //!   access count, or by operand conflicts (loop-weighted count scaled by how many other
 //!   registers share the instructions, which need value registers at once); demote in that
@@ -20,10 +21,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use petgraph::Direction;
-
 use super::fields::RegFields;
-use crate::analysis::Cfg;
+use crate::analysis::{Cfg, must_defined};
 use crate::predict::latency::fixed_latency;
 use crate::sass::OpClass;
 use crate::sass::ir::{Function, Instr, RZ};
@@ -110,16 +109,33 @@ fn regs_of(ins: &Instr) -> Vec<(u8, u8, bool, bool)> {
     out
 }
 
+/// The kernel's sub-functions as the selection sees them: their registers are renumbered
+/// with the kernel's (one numbering for the section, so calls keep meeting their callees'
+/// registers) but never demoted (nothing is inserted into them).
+#[derive(Default)]
+pub struct Callees<'a> {
+    /// Each sub-function with the register fields of its instructions.
+    pub code: Vec<(&'a Function, Vec<RegFields>)>,
+    /// Per kernel instruction index of a call: the registers the callee may read before
+    /// writing them, and those it writes on every path.
+    pub calls: BTreeMap<usize, (BTreeSet<u8>, BTreeSet<u8>)>,
+}
+
 impl Analysis {
     pub fn new(
         sm: u32,
         f: &Function,
         fields: &[RegFields],
         max_group: u8,
+        callees: &Callees,
     ) -> Result<Analysis, String> {
-        // Groups: the largest aligned block containing each register.
+        // Groups: the largest aligned block containing each register, over the section.
         let mut size = [0u8; 256];
-        for ins in &f.instrs {
+        for ins in f
+            .instrs
+            .iter()
+            .chain(callees.code.iter().flat_map(|(c, _)| c.instrs.iter()))
+        {
             for (b, w, _, _) in regs_of(ins) {
                 let w = w.next_power_of_two();
                 if w > 4 || b % w != 0 || u32::from(b) + u32::from(w) > u32::from(RZ) {
@@ -189,12 +205,33 @@ impl Analysis {
                 let _ = ins;
             }
         }
+        let groups_of = |ins: &Instr| -> BTreeSet<Group> {
+            regs_of(ins)
+                .iter()
+                .flat_map(|&(b, w, _, _)| (b..b + w).filter_map(|r| group_of[r as usize]))
+                .collect()
+        };
+        let mut in_callee: BTreeMap<Group, String> = BTreeMap::new();
+        for (c, cfields) in &callees.code {
+            for (ins, fl) in c.instrs.iter().zip(cfields) {
+                let gs = groups_of(ins);
+                if fl.pinned {
+                    fixed.extend(gs.iter().copied());
+                }
+                for g in gs {
+                    in_callee.entry(g).or_insert_with(|| c.name.clone());
+                }
+            }
+        }
         let mut excluded: BTreeMap<Group, String> = BTreeMap::new();
         let mut exclude = |g: Group, why: String| {
             excluded.entry(g).or_insert(why);
         };
         for &g in &fixed {
             exclude(g, "pinned".into());
+        }
+        for (&g, c) in &in_callee {
+            exclude(g, format!("used in the sub-function `{c}`"));
         }
         for &g in &groups {
             if g.size > max_group {
@@ -210,17 +247,25 @@ impl Analysis {
         let targets = other_targets(f);
         // Must-defined registers before each instruction.
         let cfg = Cfg::build(f);
-        let defined = must_defined(f, &cfg);
-        let mut maybe_undefined: BTreeSet<Group> = BTreeSet::new();
+        let call_defs: BTreeMap<usize, BTreeSet<u8>> = callees
+            .calls
+            .iter()
+            .map(|(&k, (_, w))| (k, w.clone()))
+            .collect();
+        let defined = must_defined(f, &cfg, &call_defs);
         for (k, ins) in f.instrs.iter().enumerate() {
             let class = OpClass::of(&ins.opcode);
             let regs = regs_of(ins);
             let guarded = !ins.always();
-            let reads: Vec<u8> = regs
+            let mut reads: Vec<u8> = regs
                 .iter()
                 .filter(|x| x.2 || (x.3 && guarded))
                 .flat_map(|&(b, w, _, _)| b..b + w)
                 .collect();
+            // A call reads what its callee reads before writing.
+            if let Some((r, _)) = callees.calls.get(&k) {
+                reads.extend(r.iter().copied());
+            }
             let writes: Vec<u8> = regs
                 .iter()
                 .filter(|x| x.3)
@@ -246,9 +291,10 @@ impl Analysis {
                 if !defined[k].contains(&r)
                     && let Some(x) = g(r)
                 {
-                    // Its value there may be whatever the register held at entry, which only
-                    // the same register number holds: it keeps its number.
-                    maybe_undefined.insert(x);
+                    // Its value there may be whatever the register held at the kernel's
+                    // entry: a spill slot never holds that, so it is not demoted (it may be
+                    // renumbered: the claim states the numbering at entry, where every
+                    // register's value is arbitrary).
                     exclude(x, format!("R{r} may be undefined at {:#x}", ins.offset));
                 }
             }
@@ -263,7 +309,6 @@ impl Analysis {
                 }
             }
         }
-        fixed.extend(maybe_undefined);
         Ok(Analysis {
             group_of,
             groups,
@@ -330,70 +375,6 @@ fn loop_weights(f: &Function) -> Vec<f64> {
         .into_iter()
         .map(|d| LOOP_FACTOR.powi(d.min(MAX_LOOP_DEPTH) as i32))
         .collect()
-}
-
-/// Registers written on every path to each instruction (guarded writes do not count).
-fn must_defined(f: &Function, cfg: &Cfg) -> Vec<BTreeSet<u8>> {
-    let n = f.instrs.len();
-    let all: BTreeSet<u8> = (0..=254).collect();
-    let blocks: Vec<_> = cfg.blocks().collect();
-    let mut out: BTreeMap<usize, BTreeSet<u8>> = BTreeMap::new();
-    let reachable = cfg.reachable();
-    for (b, _) in &blocks {
-        out.insert(b.index(), all.clone());
-    }
-    let transfer = |mut s: BTreeSet<u8>, first: usize, end: usize| {
-        for ins in &f.instrs[first..end] {
-            if ins.always() {
-                s.extend(ins.gpr_writes());
-            }
-        }
-        s
-    };
-    let input = |b: petgraph::graph::NodeIndex, out: &BTreeMap<usize, BTreeSet<u8>>| {
-        if b == cfg.entry {
-            return BTreeSet::new();
-        }
-        let mut acc: Option<BTreeSet<u8>> = None;
-        for p in cfg.graph.neighbors_directed(b, Direction::Incoming) {
-            if !reachable[p.index()] {
-                continue;
-            }
-            let o = &out[&p.index()];
-            acc = Some(match acc {
-                None => o.clone(),
-                Some(a) => a.intersection(o).copied().collect(),
-            });
-        }
-        acc.unwrap_or_default()
-    };
-    loop {
-        let mut changed = false;
-        for (b, blk) in &blocks {
-            let s = transfer(input(*b, &out), blk.first, blk.end);
-            if out[&b.index()] != s {
-                out.insert(b.index(), s);
-                changed = true;
-            }
-        }
-        if !changed {
-            break;
-        }
-    }
-    let mut before = vec![BTreeSet::new(); n];
-    for (b, blk) in &blocks {
-        let mut s = input(*b, &out);
-        for (slot, ins) in before[blk.first..blk.end]
-            .iter_mut()
-            .zip(&f.instrs[blk.first..blk.end])
-        {
-            *slot = s.clone();
-            if ins.always() {
-                s.extend(ins.gpr_writes());
-            }
-        }
-    }
-    before
 }
 
 /// Where every kept group, the value-register pool and the base register go.

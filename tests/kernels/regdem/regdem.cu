@@ -210,7 +210,7 @@ __global__ void __launch_bounds__(128) r_branchy(const float *in, float *out, in
 }
 
 #ifndef PRAGMA_BUILD // nor for modules with ABI calls
-// A call that stays a call: refused (calls are not handled yet).
+// A call that stays a call: the callee's registers are renumbered with the kernel's.
 __device__ __noinline__ float r_helper(float a, float b) { return a * b + 1.f; }
 __global__ void __launch_bounds__(128) r_with_call(const float *in, float *out, int n)
 {
@@ -225,6 +225,31 @@ __global__ void __launch_bounds__(128) r_with_call(const float *in, float *out, 
     float s = 0.f;
 #pragma unroll
     for (int k = 0; k < N; k++) s += v[k];
+    out[i] = s;
+}
+
+// Two levels of calls on 64-bit values, with a branch in the inner callee.
+__device__ __noinline__ double r_inner(double a, double b, int k)
+{
+    return (k & 1) ? fma(a, b, 0.5) : a - b * 0.25;
+}
+__device__ __noinline__ double r_outer(double a, double b, int k)
+{
+    return r_inner(a, b, k) * 0.5 + r_inner(b, a, k + 1);
+}
+__global__ void __launch_bounds__(128) r_call_tree(const double *in, double *out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    double v[12];
+#pragma unroll
+    for (int k = 0; k < 12; k++) v[k] = in[(i + 3 * k) % n];
+    for (int r = 0; r < n % 4 + 1; r++) {
+#pragma unroll
+        for (int k = 0; k < 12; k++) v[k] = r_outer(v[k], v[(k + 5) % 12], k + r);
+    }
+    double s = 0.0;
+#pragma unroll
+    for (int k = 0; k < 12; k++) s += v[k] * (k + 1);
     out[i] = s;
 }
 #endif

@@ -1,0 +1,132 @@
+//! What a kernel's calls do to its registers, as the selection needs it: for each function
+//! of the section, the registers it may read before writing them (its live-in, through its
+//! own calls too; a return counts as reading every register the function may write, as the
+//! checker's summaries do) and the registers it writes on every path to its returns (which
+//! a call of it kills, in the checker's liveness too).
+//!
+//! The selection uses these at each `CALL` of the kernel: the live-in as registers the call
+//! reads, the sure writes as registers it defines, so a register read after a call that
+//! defined it is not taken for one read undefined.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::analysis::{Cfg, must_defined};
+use crate::sass::ir::Function;
+
+/// One function's effect on the caller's registers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Effect {
+    /// Registers it may read before writing them.
+    pub reads: BTreeSet<u8>,
+    /// Registers it may write.
+    pub may_write: BTreeSet<u8>,
+    /// Registers written on every path from its entry to each of its returns.
+    pub writes: BTreeSet<u8>,
+}
+
+/// Effects of `funcs` (indexed like it), computed callees first along `order` (callers
+/// before callees, as `section::call_order` gives it; functions not in it get none).
+pub fn effects(funcs: &[&Function], order: &[usize]) -> Vec<Effect> {
+    let index: BTreeMap<&str, usize> = funcs
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.name.as_str(), i))
+        .collect();
+    let mut out = vec![Effect::default(); funcs.len()];
+    for &k in order.iter().rev() {
+        let f = funcs[k];
+        // Per instruction index: the effect of the function it calls.
+        let called: BTreeMap<usize, &Effect> = f
+            .instrs
+            .iter()
+            .enumerate()
+            .filter(|(_, i)| i.is_call())
+            .filter_map(|(n, i)| Some((n, &out[*index.get(i.callee.as_deref()?)?])))
+            .collect();
+        let mut may_write: BTreeSet<u8> = BTreeSet::new();
+        for (n, ins) in f.instrs.iter().enumerate() {
+            may_write.extend(ins.gpr_writes());
+            if let Some(e) = called.get(&n) {
+                may_write.extend(e.may_write.iter().copied());
+            }
+        }
+        let cfg = Cfg::build(f);
+        let call_defs: BTreeMap<usize, BTreeSet<u8>> =
+            called.iter().map(|(&n, e)| (n, e.writes.clone())).collect();
+        let defined = must_defined(f, &cfg, &call_defs);
+        let mut writes: Option<BTreeSet<u8>> = None;
+        for (n, ins) in f.instrs.iter().enumerate() {
+            if ins.base() == "RET" {
+                writes = Some(match writes {
+                    None => defined[n].clone(),
+                    Some(w) => w.intersection(&defined[n]).copied().collect(),
+                });
+            }
+        }
+        let reads = live_in(f, &cfg, &called, &may_write);
+        out[k] = Effect {
+            reads,
+            writes: writes.unwrap_or_default(),
+            may_write,
+        };
+    }
+    out
+}
+
+/// Registers live into `f` (backward over its CFG; guarded writes kill nothing, an unguarded
+/// call what its callee always writes).
+fn live_in(
+    f: &Function,
+    cfg: &Cfg,
+    called: &BTreeMap<usize, &Effect>,
+    may_write: &BTreeSet<u8>,
+) -> BTreeSet<u8> {
+    let n = f.instrs.len();
+    if n == 0 {
+        return BTreeSet::new();
+    }
+    let ud: Vec<(BTreeSet<u8>, BTreeSet<u8>)> = f
+        .instrs
+        .iter()
+        .enumerate()
+        .map(|(k, ins)| {
+            let mut uses: BTreeSet<u8> = ins.gpr_reads().into_iter().collect();
+            let mut defs = BTreeSet::new();
+            if let Some(e) = called.get(&k) {
+                uses.extend(e.reads.iter().copied());
+                if ins.always() {
+                    defs.extend(e.writes.iter().copied());
+                }
+            } else if ins.base() == "RET" {
+                uses.extend(may_write.iter().copied());
+            } else if ins.always() && !ins.is_call() {
+                defs.extend(ins.gpr_writes());
+            }
+            (uses, defs)
+        })
+        .collect();
+    let mut live_at: Vec<BTreeSet<u8>> = vec![BTreeSet::new(); n];
+    let blocks: Vec<_> = cfg.blocks().collect();
+    loop {
+        let mut changed = false;
+        for &(id, b) in blocks.iter().rev() {
+            let mut live = BTreeSet::new();
+            for s in cfg.successors(id) {
+                live.extend(live_at[cfg.graph[s].first].iter().copied());
+            }
+            for i in (b.first..b.end).rev() {
+                let (u, d) = &ud[i];
+                live.retain(|r| !d.contains(r));
+                live.extend(u.iter().copied());
+                if live != live_at[i] {
+                    live_at[i] = live.clone();
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    live_at[0].clone()
+}
