@@ -333,17 +333,104 @@ fn kernels_reach_the_second_cliff_below_mostly() {
 
 /// Patch the control field of the instruction at section offset `off` of `kernel`.
 fn patch_control(bytes: &[u8], kernel: &str, off: u64, f: impl Fn(&mut Control)) -> Vec<u8> {
+    patch_word(bytes, kernel, off, |w| {
+        let mut c = Control::from_bits(encode::get_bits(w, 105, 23) as u32);
+        f(&mut c);
+        encode::set_bits(w, 105, 23, u64::from(c.to_bits()))
+    })
+}
+
+/// Patch the instruction word at section offset `off` of `kernel`'s section.
+fn patch_word(bytes: &[u8], kernel: &str, off: u64, f: impl Fn(u128) -> u128) -> Vec<u8> {
     let mut cubin = Cubin::parse(bytes).unwrap();
     let sec = cubin.function_info(kernel).unwrap().text_section;
     let mut code = cubin.elf().sections[sec].data.clone();
     let at = off as usize;
-    let w = encode::from_bytes(code[at..at + 16].try_into().unwrap());
-    let mut c = Control::from_bits(encode::get_bits(w, 105, 23) as u32);
-    f(&mut c);
-    let w = encode::set_bits(w, 105, 23, u64::from(c.to_bits()));
+    let w = f(encode::from_bytes(code[at..at + 16].try_into().unwrap()));
     code[at..at + 16].copy_from_slice(&encode::to_bytes(w));
     cubin.replace_text(kernel, code, &OffsetMap::new()).unwrap();
     cubin.write().unwrap()
+}
+
+/// On real code with calls (sm_80 `r_with_call` and `r_call_tree` demoted to 32 registers):
+/// the proved rewrite renumbers the callees with the kernel, and the checker rejects a callee
+/// whose first register write is moved off the claimed numbering, and the same rewrite
+/// claimed without its renumbering.
+#[test]
+fn a_callee_renumbered_apart_from_its_caller_is_rejected() {
+    let Some(b) = built() else { return };
+    let nvdisasm = common::toolkit_tool(&b.nvcc, "nvdisasm");
+    let path = &b.cubins[&80];
+    let bytes = std::fs::read(path).unwrap();
+    let cubin = Cubin::parse(&bytes).unwrap();
+    let before = decode::decode_file(&nvdisasm, path).unwrap();
+    let section_of = |d: &decode::Decoded, sec: usize| {
+        let mut fs: Vec<_> = d
+            .functions
+            .iter()
+            .filter(|f| f.section == sec)
+            .cloned()
+            .collect();
+        fs.sort_by_key(|f| f.start);
+        fs
+    };
+    for k in ["_Z11r_with_callPKfPfi", "_Z11r_call_treePKdPdi"] {
+        let outcome = proven::regdem(&bytes, &[(k.to_string(), options(&cubin, k, 32))]).unwrap();
+        let r = &outcome.kernels[0]
+            .1
+            .as_ref()
+            .unwrap_or_else(|e| panic!("{k}: {e}"))
+            .rewrite;
+        assert!(!r.renamed.is_empty(), "{k}: nothing renumbered");
+        let claim = verify::Claim {
+            map: r.map.clone(),
+            inserted: r.inserted.clone(),
+            base: Some(verify::SpillBase {
+                reg: r.base_reg,
+                defined_at: r.base_defined_at,
+                stride: r.stride,
+                slots: r.slots,
+                area: r.area_offset,
+            }),
+            passed: Vec::new(),
+            renamed: r.renamed.clone(),
+        };
+        let decode_bytes = |name: &str, bytes: &[u8]| {
+            let p = b.dir.join(name);
+            std::fs::write(&p, bytes).unwrap();
+            section_of(&decode::decode_file(&nvdisasm, &p).unwrap(), r.section)
+        };
+        let orig = section_of(&before, r.section);
+        let good = decode_bytes("calls_good.cubin", &outcome.bytes);
+        verify::check(&orig, &good, &claim).unwrap_or_else(|e| panic!("{k}: {e}"));
+        let without = verify::Claim {
+            renamed: Default::default(),
+            ..claim.clone()
+        };
+        assert!(verify::check(&orig, &good, &without).is_err(), "{k}");
+        // The first callee instruction that writes a register writes another one.
+        let callee_start = good
+            .iter()
+            .flat_map(|f| f.instrs.iter())
+            .filter(|i| i.is_call() && i.callee.is_some())
+            .find_map(|i| encode::direct_target(80, i.offset, i.raw))
+            .unwrap();
+        let victim = good
+            .iter()
+            .flat_map(|f| f.instrs.iter())
+            .find(|i| i.offset >= callee_start && !i.gpr_writes().is_empty())
+            .unwrap();
+        let d = encode::reg(victim.raw, encode::RegField::Dst);
+        let bad_bytes = patch_word(&outcome.bytes, k, victim.offset, |w| {
+            encode::set_reg(w, encode::RegField::Dst, d ^ 1)
+        });
+        let bad = decode_bytes("calls_bad.cubin", &bad_bytes);
+        let e = verify::check(&orig, &bad, &claim).unwrap_err();
+        eprintln!(
+            "{k}: {} at {:#x}: rejected: {e}",
+            victim.opcode, victim.offset
+        );
+    }
 }
 
 #[test]
