@@ -380,6 +380,15 @@ fn spilling_kernels_move_to_shared_on_every_arch() {
                 info.static_shared + r.shared_added,
                 "sm_{arch} {kernel}"
             );
+            // Nothing is left in local memory: the frame the driver reserves is released.
+            assert_eq!(kept, 0, "sm_{arch} {kernel}");
+            assert!(r.frame_released > 0, "sm_{arch} {kernel}");
+            assert!(
+                info.min_stack.unwrap_or(0) > 0 && k.stack == Some(0),
+                "sm_{arch} {kernel}: STACK {:?} (was {:?})",
+                k.stack,
+                info.min_stack
+            );
             assert!(r.registers <= opts.max_registers.unwrap());
             assert_eq!(r.stride, THREADS * 4);
             if kernel.contains("s_bounds_128") {

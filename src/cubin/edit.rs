@@ -230,6 +230,35 @@ impl Cubin {
         self.finish()
     }
 
+    /// Set the local frame and stack sizes of `function` (`EIATTR_FRAME_SIZE`,
+    /// `MIN_STACK_SIZE` and `MAX_STACK_SIZE` in `.nv.info`, where present): what the driver
+    /// reserves per thread. Records that say "unknown" (recursion) are left alone.
+    pub fn set_stack_size(&mut self, function: &str, bytes: u32) -> Result<(), CubinError> {
+        let sym = self.function_or_err(function)?;
+        let Some(g) = self.global_info() else {
+            return Ok(());
+        };
+        let mut recs = parse_records(&self.elf.sections[g].data).unwrap_or_default();
+        let mut changed = false;
+        for r in recs.iter_mut() {
+            if matches!(
+                r.attr,
+                Attr::FrameSize | Attr::MinStackSize | Attr::MaxStackSize
+            ) && r.format == EIFMT_SVAL
+                && r.word(0) == Some(sym as u32)
+                && r.word(1).is_some_and(|v| v != 0xffff_ffff && v != bytes)
+            {
+                r.set_word(1, bytes);
+                changed = true;
+            }
+        }
+        if changed {
+            self.set_records(g, &recs)?;
+            self.finish()?;
+        }
+        Ok(())
+    }
+
     /// Raise `EIATTR_MAXREG_COUNT` of `kernel` to at least `regs` (the register limit ptxas
     /// compiled under, kept in `.nv.info.<k>`); nothing when absent or "no limit".
     pub fn raise_maxreg_count(&mut self, kernel: &str, regs: u32) -> Result<(), CubinError> {

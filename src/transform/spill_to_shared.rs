@@ -149,6 +149,9 @@ pub struct Rewrite {
     pub passed: Vec<(i64, i64)>,
     /// Variables moved out of a callee's way around calls (compressible stack).
     pub moves: usize,
+    /// Bytes of local frame released (the frame and stack sizes set to 0: nothing is left
+    /// in local memory); 0 when some local memory is still used.
+    pub frame_released: u32,
     /// Slots stacked frames would have needed (for the report's comparison).
     pub stacked_slots: u32,
     /// The frames the stack laid out (one per function of the section, as cut at its
@@ -460,6 +463,19 @@ pub fn spill_to_shared(
         .filter_map(|a| relaid.map.map(a.offset))
         .collect();
     out.drop_spill_annotations(kernel, &new_spills)?;
+    // Nothing left in local memory: release the frame the driver reserves per thread.
+    let frame_released = if kept_local == 0 && frame_unused(&funcs, &accesses) {
+        let bytes = info
+            .frame_size
+            .unwrap_or(0)
+            .max(info.min_stack.unwrap_or(0));
+        for f in &funcs {
+            out.set_stack_size(&f.name, 0)?;
+        }
+        bytes
+    } else {
+        0
+    };
     out.set_register_count(kernel, registers)?;
     out.raise_maxreg_count(kernel, registers)?;
     out.set_shared_size(kernel, info.static_shared + shared_added)?;
@@ -489,11 +505,32 @@ pub fn spill_to_shared(
             .map(|(&w, &sl)| (4 * w, i64::from(area.imm(sl))))
             .collect(),
         moves: lay.move_count(),
+        frame_released,
         stacked_slots,
         frames,
         layout: lay,
         registers,
         options: opts,
+    })
+}
+
+/// Whether the section needs no local frame once `accesses` are in shared memory: nothing
+/// else reads the stack pointer (a local access, a frame address taken) but its own
+/// updates, and no call leaves the section (an external callee, such as `vprintf`, may use
+/// the stack).
+fn frame_unused(funcs: &[&Function], accesses: &[Access]) -> bool {
+    let moved: BTreeSet<u64> = accesses.iter().map(|a| a.offset).collect();
+    let names: BTreeSet<&str> = funcs.iter().map(|f| f.name.as_str()).collect();
+    funcs.iter().flat_map(|f| f.instrs.iter()).all(|i| {
+        let leaves = i.is_call()
+            && (i.has_mod("ABS")
+                || !i.gpr_reads().is_empty()
+                || i.callee.as_deref().is_some_and(|c| !names.contains(c)));
+        let sp_use = i.gpr_reads().contains(&SP)
+            && !moved.contains(&i.offset)
+            // The frame's own allocation (`IADD3 R1, R1, -size`).
+            && !(i.gpr_writes().contains(&SP) && i.gpr_reads().iter().all(|&r| r == SP));
+        !leaves && !sp_use
     })
 }
 

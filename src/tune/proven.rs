@@ -60,6 +60,8 @@ impl Proved {
                 "; {} kept in local memory (values passed between functions)",
                 r.kept_local
             )
+        } else if r.frame_released > 0 {
+            format!("; local frame of {} bytes released", r.frame_released)
         } else {
             String::new()
         };
