@@ -4,6 +4,9 @@
 //! Needs a CUDA 13.5 toolkit, cmake and ninja (`eval "$(scripts/setup.sh)"`). Without them the
 //! test prints a skip line and passes, unless `CI` is set, in which case it fails.
 
+mod common;
+
+use std::collections::BTreeSet;
 use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -202,13 +205,13 @@ fn cmake_example_default_mode() {
 }
 
 /// `cmake/NvccOrion.cmake`: as a toolchain file for the CUDA language, or `include()`d by a
-/// project that uses the legacy FindCUDA module. Either way the build goes through nvcc-orion
-/// (the report it asks for has the kernel for both architectures) and links.
-fn build_with_module(findcuda: bool) {
-    let label = format!("cmake_module[findcuda={findcuda}]");
-    let Some(t) = tools_or_skip(&label) else {
-        return;
-    };
+/// project that uses the legacy FindCUDA module, with `CMAKE_CUDA_ARCHITECTURES=archs`.
+/// Either way the build goes through nvcc-orion and links; the report it asks for has the
+/// kernel for every architecture the library's objects hold code for, and those are
+/// returned (`None`: skipped).
+fn build_with_module(findcuda: bool, archs: &str) -> Option<BTreeSet<String>> {
+    let label = format!("cmake_module[findcuda={findcuda}, archs={archs}]");
+    let t = tools_or_skip(&label)?;
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     let tmp = tempfile::tempdir().expect("temp dir");
     let build = tmp.path().join("build");
@@ -220,7 +223,7 @@ fn build_with_module(findcuda: bool) {
         .arg(format!("-DNVCC_ORION_EXECUTABLE={ORION}"))
         .arg(format!("-DNVCC_ORION_REPORT={}", report.display()))
         .arg("-DNVCC_ORION_BLOCK_SIZE=256")
-        .arg("-DCMAKE_CUDA_ARCHITECTURES=80;90")
+        .arg(format!("-DCMAKE_CUDA_ARCHITECTURES={archs}"))
         .arg("-S")
         .arg(repo.join("examples/cmake"))
         .arg("-B")
@@ -275,25 +278,96 @@ fn build_with_module(findcuda: bool) {
         .filter(|l| l.contains("chain_step"))
         .filter_map(|l| {
             let v: serde_json::Value = serde_json::from_str(l).ok()?;
-            assert_eq!(v["block_sizes"], serde_json::json!([256]), "{l}");
-            Some(v["arch"].as_str()?.to_string())
+            let arch = v["arch"].as_str()?.to_string();
+            if arch == "sm_110" {
+                let reason = v["reason"].as_str().unwrap_or("");
+                assert!(reason.starts_with("not tuned: no occupancy table"), "{l}");
+            } else {
+                assert_eq!(v["block_sizes"], serde_json::json!([256]), "{l}");
+            }
+            Some(arch)
         })
         .collect();
-    assert_eq!(
-        arches,
-        ["sm_80", "sm_90"].map(String::from).into_iter().collect(),
-        "{label}: report:\n{records}"
-    );
+    // The architectures the objects hold code for (FindCUDA names its objects itself).
+    let mut objects = Vec::new();
+    let mut dirs = vec![build.join("CMakeFiles")];
+    while let Some(d) = dirs.pop() {
+        for e in fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.to_string_lossy().contains("integrate.cu")
+                && p.extension().is_some_and(|x| x == "o")
+            {
+                objects.push(p);
+            }
+        }
+    }
+    assert!(!objects.is_empty(), "{label}: no object of integrate.cu");
+    let in_objects: BTreeSet<String> = objects
+        .iter()
+        .flat_map(|o| common::fixtures::res_usage(o).unwrap())
+        .filter(|u| u.function.contains("chain_step"))
+        .map(|u| format!("sm_{}", u.arch))
+        .collect();
+    assert_eq!(arches, in_objects, "{label}: report:\n{records}");
+    Some(arches)
 }
 
 #[test]
 fn cmake_module_as_toolchain_file() {
-    build_with_module(false);
+    if let Some(a) = build_with_module(false, "80;90") {
+        assert_eq!(a, ["sm_80", "sm_90"].map(String::from).into());
+    }
 }
 
 #[test]
 fn cmake_module_with_findcuda() {
-    build_with_module(true);
+    if let Some(a) = build_with_module(true, "80;90") {
+        assert_eq!(a, ["sm_80", "sm_90"].map(String::from).into());
+    }
+}
+
+/// `CMAKE_CUDA_ARCHITECTURES=all-major`: CMake hands `-arch=all-major` to the compiler, nvcc's
+/// dry run expands it, and the report has a record for every architecture the objects hold:
+/// tuned where the tuner has an occupancy table, "not tuned" (ptxas's code kept) for sm_110,
+/// whose limits it does not have.
+#[test]
+fn cmake_module_all_major() {
+    if let Some(a) = build_with_module(false, "all-major") {
+        for arch in ["sm_75", "sm_80", "sm_90", "sm_100", "sm_110", "sm_120"] {
+            assert!(a.contains(arch), "{arch} missing: {a:?}");
+        }
+    }
+}
+
+/// `CMAKE_CUDA_ARCHITECTURES=native`: CMake hands `-arch=native` to the compiler; nvcc picks
+/// the machine's GPU (without one, its default with a warning) and nvcc-orion tunes what
+/// nvcc picked: the same architecture as plain nvcc's `-arch=native` object.
+#[test]
+fn cmake_module_native() {
+    let Some(a) = build_with_module(false, "native") else {
+        return;
+    };
+    let t = tools_or_skip("cmake_module_native").unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let obj = tmp.path().join("k.o");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/cmake/integrate.cu");
+    run(
+        Command::new(&t.nvcc)
+            .args(["-c", "-rdc=true", "-arch=native", "-I"])
+            .arg(src.parent().unwrap())
+            .arg(&src)
+            .arg("-o")
+            .arg(&obj),
+        "nvcc -arch=native",
+    );
+    let plain: BTreeSet<String> = common::fixtures::res_usage(&obj)
+        .unwrap()
+        .iter()
+        .map(|u| format!("sm_{}", u.arch))
+        .collect();
+    assert_eq!(a, plain);
 }
 
 /// ccache as `CMAKE_CUDA_COMPILER_LAUNCHER` in front of nvcc-orion: the second of two identical

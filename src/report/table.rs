@@ -13,12 +13,20 @@ use super::{budget, checker, list, rejected};
 pub fn render(records: &[Value], out: &mut impl Write) -> std::io::Result<()> {
     for r in records {
         let blocks = list(&r["block_sizes"]);
+        // An architecture without an occupancy table is not tuned for any block size.
+        let shape = if blocks.is_empty() {
+            "not tuned".to_string()
+        } else {
+            format!(
+                "block size {blocks}, {}",
+                r["block_from"].as_str().unwrap_or("?")
+            )
+        };
         writeln!(
             out,
-            "{} {}  (block size {blocks}, {})",
+            "{} {}  ({shape})",
             r["arch"].as_str().unwrap_or("?"),
             r["kernel"].as_str().unwrap_or("?"),
-            r["block_from"].as_str().unwrap_or("?")
         )?;
         writeln!(
             out,
@@ -110,6 +118,20 @@ mod tests {
         let mut out = Vec::new();
         render(&[r], &mut out).unwrap();
         String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn an_untuned_architecture_says_so() {
+        let r = serde_json::from_str(
+            r#"{"arch":"sm_110","kernel":"k","output":"x","block_sizes":[],"block_from":"assumed",
+            "candidates":[{"budget":null,"registers":64,"spill_instructions":0,"frame_bytes":0,"static_shared":0,"warps_per_sm":[],"cycles_per_warp":[],"latency":0,"issue":0,"local_accesses":0}],
+            "pruned":[],"chosen":0,"chosen_registers":64,"gain_percent":0.0,"reason":"not tuned: no occupancy table for sm_110"}"#,
+        )
+        .unwrap();
+        let t = text(r);
+        assert!(t.starts_with("sm_110 k  (not tuned)\n"), "{t}");
+        assert!(t.contains("  * ptxas   baseline"), "{t}");
+        assert!(t.contains("chose 64 registers: not tuned"), "{t}");
     }
 
     #[test]

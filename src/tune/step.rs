@@ -137,7 +137,12 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         .ok()
         .and_then(|major| Arch::from_cc(major, (sm % 10) as u8).ok())
     else {
-        return Ok(Tuned::default());
+        // No occupancy table for this architecture (its limits are not in the verified
+        // data): ptxas's code stays, and the report says why.
+        return Ok(Tuned {
+            records: untuned_records(&baseline, &arch_name, &out),
+            ..Tuned::default()
+        });
     };
     let relocatable = baseline.is_relocatable();
     let mut plans: Vec<KernelPlan> = baseline
@@ -742,6 +747,49 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     tmp.write_all(bytes)?;
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
+}
+
+/// Records for the kernels of an architecture the tuner has no occupancy table for: ptxas's
+/// own result, nothing tried.
+fn untuned_records(baseline: &Cubin, arch_name: &str, out: &Path) -> Vec<KernelRecord> {
+    baseline
+        .kernels()
+        .iter()
+        .filter_map(|f| {
+            let info = baseline.function_info(&f.name)?;
+            let registers = info.registers?;
+            Some(KernelRecord {
+                arch: arch_name.to_string(),
+                kernel: f.name.clone(),
+                output: out.display().to_string(),
+                block_sizes: Vec::new(),
+                block_from: candidates::BlockFrom::Assumed,
+                candidates: vec![Evaluated {
+                    budget: None,
+                    registers,
+                    spill_instructions: info.spill_instructions,
+                    frame_bytes: info.frame_size.unwrap_or(0),
+                    static_shared: info.static_shared,
+                    warps_per_sm: Vec::new(),
+                    cycles_per_warp: Vec::new(),
+                    latency: 0.0,
+                    issue: 0.0,
+                    local_accesses: 0.0,
+                }],
+                pruned: Vec::new(),
+                chosen: 0,
+                chosen_registers: registers,
+                gain_percent: 0.0,
+                reason: format!(
+                    "not tuned: no occupancy table for {arch_name} (its limits are not in the \
+                     tuner's verified data); ptxas's own code kept"
+                ),
+                transform: None,
+                verdict: None,
+                cubins: None,
+            })
+        })
+        .collect()
 }
 
 /// The build's jobserver (GNU make's or cargo's), when one is handed down.
