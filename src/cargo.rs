@@ -254,8 +254,7 @@ impl Build {
     fn run_all(&self, what: Output) -> Result<Vec<PathBuf>, BuildError> {
         let out = self.out()?;
         let (program, is_orion) = self.program()?;
-        let mut outputs = Vec::new();
-        let mut deps = BTreeSet::new();
+        let mut jobs = Vec::new();
         for file in &self.files {
             let stem = file
                 .file_stem()
@@ -303,17 +302,15 @@ impl Build {
             }
             cmd.arg("-MD").arg("-MF").arg(&depfile);
             cmd.arg(file).arg("-o").arg(&obj);
-            let status = cmd.status().map_err(|source| BuildError::Spawn {
-                program: program.display().to_string(),
-                source,
-            })?;
-            if !status.success() {
-                return Err(BuildError::Failed {
-                    program: program.display().to_string(),
-                    file: file.display().to_string(),
-                    status,
-                });
-            }
+            jobs.push((cmd, file.clone(), obj, depfile));
+        }
+        run_jobs(
+            &program,
+            jobs.iter_mut().map(|(c, f, _, _)| (c, f.as_path())),
+        )?;
+        let mut outputs = Vec::new();
+        let mut deps = BTreeSet::new();
+        for (_, file, obj, depfile) in jobs {
             deps.insert(file.clone());
             if let Ok(text) = std::fs::read_to_string(&depfile) {
                 deps.extend(depfile_paths(&text));
@@ -369,6 +366,68 @@ impl Build {
                 .unwrap_or_default(),
         }
     }
+}
+
+/// Run the compiler commands, as many at once as cargo's jobserver allows (the build script's
+/// own slot, plus every token that is free), each handed the jobserver so nvcc-orion's
+/// variant builds draw on the same tokens. Without a jobserver (not under cargo or make), one
+/// at a time. The first failure is reported once every started command has finished.
+fn run_jobs<'a>(
+    program: &Path,
+    jobs: impl Iterator<Item = (&'a mut Command, &'a Path)>,
+) -> Result<(), BuildError> {
+    // Once per process: the client owns the inherited descriptors (as cc-rs keeps its own).
+    static CLIENT: std::sync::OnceLock<Option<jobserver::Client>> = std::sync::OnceLock::new();
+    // SAFETY: `from_env_ext` reads the descriptors MAKEFLAGS / CARGO_MAKEFLAGS name; with
+    // `check_pipe` set it verifies they are the jobserver's pipe or fifo before using them, so
+    // stale numbers that now name other files of this process are refused, not read.
+    let client = CLIENT
+        .get_or_init(|| unsafe { jobserver::Client::from_env_ext(true) }.client.ok())
+        .as_ref();
+    let spawn_err = |source| BuildError::Spawn {
+        program: program.display().to_string(),
+        source,
+    };
+    type Running<'a> = (std::process::Child, &'a Path, Option<jobserver::Acquired>);
+    let mut running: Vec<Running> = Vec::new();
+    let mut failed: Option<BuildError> = None;
+    let finish = |(mut child, file, token): Running,
+                  failed: &mut Option<BuildError>|
+     -> Result<(), BuildError> {
+        let status = child.wait().map_err(spawn_err)?;
+        drop(token);
+        if !status.success() && failed.is_none() {
+            *failed = Some(BuildError::Failed {
+                program: program.display().to_string(),
+                file: file.display().to_string(),
+                status,
+            });
+        }
+        Ok(())
+    };
+    for (cmd, file) in jobs {
+        if failed.is_some() {
+            break;
+        }
+        // A slot: our own when nothing runs, else a free token, else wait for the oldest.
+        let token = loop {
+            if running.is_empty() {
+                break None;
+            }
+            if let Some(t) = client.and_then(|c| c.try_acquire().ok().flatten()) {
+                break Some(t);
+            }
+            finish(running.remove(0), &mut failed)?;
+        };
+        if let Some(c) = client {
+            c.configure(cmd);
+        }
+        running.push((cmd.spawn().map_err(spawn_err)?, file, token));
+    }
+    for r in running {
+        finish(r, &mut failed)?;
+    }
+    failed.map_or(Ok(()), Err)
 }
 
 /// The paths in a make-style dependency file (`target: dep dep \` ...), spaces escaped by `\`.

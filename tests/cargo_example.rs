@@ -1,4 +1,5 @@
-//! `examples/cargo`: a crate whose build.rs compiles its kernels with `nvcc_orion::Build`.
+//! `examples/cargo`: a crate whose build.rs compiles its two kernel sources with
+//! `nvcc_orion::Build` (side by side, within cargo's jobserver).
 //! Built in release (tuned: the report has its kernel for both architectures) and debug
 //! (passed straight through: no report), linked against the toolkit's static CUDA runtime,
 //! run (it exits 0 without a GPU), and rebuilt when a header the kernel includes changes.
@@ -69,6 +70,8 @@ fn cargo_example_builds_links_runs_and_tracks_headers() {
                 })
                 .collect();
             assert_eq!(arches, ["sm_80", "sm_90"], "{records}");
+            // The second source, compiled beside the first.
+            assert!(records.contains("sum_squares"), "{records}");
         } else {
             assert!(records.is_empty(), "a debug build is not tuned: {records}");
         }
@@ -77,6 +80,7 @@ fn cargo_example_builds_links_runs_and_tracks_headers() {
         let run = Command::new(&exe).output().unwrap();
         assert!(run.status.success(), "{}", text(&run));
         assert!(text(&run).starts_with("walk: "), "{}", text(&run));
+        assert!(text(&run).contains("\nnorm: "), "{}", text(&run));
         // The CUDA runtime is linked statically: no libcudart.so among the needed libraries.
         let dynamic = Command::new("readelf")
             .arg("-d")

@@ -2,7 +2,7 @@
 // libkernels.a, linked with the toolkit's static CUDA runtime.
 fn main() {
     nvcc_orion::Build::new()
-        .file("kernels/walk.cu")
+        .files(["kernels/walk.cu", "kernels/norm.cu"])
         .include("kernels")
         .arch("sm_80")
         .arch("sm_90")
