@@ -13,8 +13,9 @@
 //! nvcc-orion is found through `NVCC_ORION_BIN`, then `nvcc-orion` on `PATH`; without it the
 //! sources are compiled by the real nvcc with a `cargo:warning`, so a build never breaks for
 //! want of the tuner. Debug profiles are compiled without tuning (`NVCC_ORION=off`) unless
-//! `NVCC_ORION` says otherwise. cargo's jobserver reaches the variant builds through the
-//! environment. Every source and every header the compiler read is a `rerun-if-changed`.
+//! `NVCC_ORION` says otherwise. Sources compile side by side as cargo's jobserver allows,
+//! and each compiler run gets the jobserver, so nvcc-orion's variant builds share its tokens.
+//! Every source and every header the compiler read is a `rerun-if-changed`.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
