@@ -350,20 +350,26 @@ impl Build {
                 g.push(format!("-gencode=arch=compute_{cap},code=sm_{cap}"));
             }
         }
+        // -ptx and -cubin take a single -arch: the first gencode's virtual architecture for
+        // PTX, its real one for a cubin (`90`, `90a`, ...).
+        let first = g.first().cloned();
+        let number = |key: &str| -> Option<String> {
+            let rest = first.as_deref()?.split(key).nth(1)?;
+            let n: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric())
+                .collect();
+            (!n.is_empty()).then_some(n)
+        };
         match what {
             Output::Object => g,
-            // -ptx and -cubin take a single -arch.
-            Output::Ptx | Output::Cubin => g
-                .first()
-                .and_then(|s| s.split("code=sm_").nth(1))
-                .map(|n| {
-                    let n = n.trim_end_matches(']');
-                    vec![if what == Output::Ptx {
-                        format!("-arch=compute_{n}")
-                    } else {
-                        format!("-arch=sm_{n}")
-                    }]
-                })
+            Output::Ptx => number("arch=compute_")
+                .or_else(|| number("code=sm_"))
+                .map(|n| vec![format!("-arch=compute_{n}")])
+                .unwrap_or_default(),
+            Output::Cubin => number("code=sm_")
+                .or_else(|| number("arch=compute_"))
+                .map(|n| vec![format!("-arch=sm_{n}")])
                 .unwrap_or_default(),
         }
     }

@@ -115,3 +115,50 @@ fn cargo_example_builds_links_runs_and_tracks_headers() {
         text(&out)
     );
 }
+
+/// The builder's other outputs, outside cargo (told its compiler and output folder):
+/// `build_cubin` gives one cubin per source for the first architecture, `build_ptx` PTX for
+/// the `gencode` given, defines and include folders reach the compiler, and a failing
+/// source is an error naming it.
+#[test]
+fn builder_makes_cubins_and_ptx() {
+    let Some(_) = common::find_nvcc() else {
+        assert!(std::env::var_os("CI").is_none(), "no nvcc under CI");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let kernels = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/cargo/kernels");
+    let mut b = nvcc_orion::Build::new();
+    b.compiler(env!("CARGO_BIN_EXE_nvcc-orion"))
+        .out_dir(dir.path())
+        .cargo_metadata(false)
+        .files([kernels.join("walk.cu"), kernels.join("norm.cu")])
+        .include(&kernels)
+        .define("ORION_UNUSED", Some("1"))
+        .block_size("256");
+    let cubins = b.clone().arch("sm_80").build_cubin().unwrap();
+    assert_eq!(cubins.len(), 2);
+    for c in &cubins {
+        let cubin = nvcc_orion::cubin::Cubin::parse(&std::fs::read(c).unwrap()).unwrap();
+        assert_eq!(cubin.arch(), 80, "{}", c.display());
+    }
+    let ptx = b
+        .clone()
+        .gencode("arch=compute_90,code=compute_90")
+        .build_ptx()
+        .unwrap();
+    assert_eq!(ptx.len(), 2);
+    let text = std::fs::read_to_string(&ptx[0]).unwrap();
+    assert!(text.contains(".target sm_90"), "{text}");
+    assert!(text.contains("walk_score"), "{text}");
+    // A source that does not compile: the error names it.
+    let bad = dir.path().join("bad.cu");
+    std::fs::write(&bad, "__global__ void k() { undeclared(); }\n").unwrap();
+    let e = b
+        .clone()
+        .file(&bad)
+        .arch("sm_80")
+        .build_cubin()
+        .unwrap_err();
+    assert!(e.to_string().contains("bad.cu"), "{e}");
+}
