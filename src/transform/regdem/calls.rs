@@ -10,6 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::live::liveness;
 use crate::analysis::{Cfg, must_defined};
 use crate::sass::ir::Function;
 
@@ -63,7 +64,11 @@ pub fn effects(funcs: &[&Function], order: &[usize]) -> Vec<Effect> {
                 });
             }
         }
-        let reads = live_in(f, &cfg, &called, &may_write);
+        let reads = liveness(f, &cfg, &called, &may_write)
+            .before
+            .first()
+            .cloned()
+            .unwrap_or_default();
         out[k] = Effect {
             reads,
             writes: writes.unwrap_or_default(),
@@ -71,62 +76,4 @@ pub fn effects(funcs: &[&Function], order: &[usize]) -> Vec<Effect> {
         };
     }
     out
-}
-
-/// Registers live into `f` (backward over its CFG; guarded writes kill nothing, an unguarded
-/// call what its callee always writes).
-fn live_in(
-    f: &Function,
-    cfg: &Cfg,
-    called: &BTreeMap<usize, &Effect>,
-    may_write: &BTreeSet<u8>,
-) -> BTreeSet<u8> {
-    let n = f.instrs.len();
-    if n == 0 {
-        return BTreeSet::new();
-    }
-    let ud: Vec<(BTreeSet<u8>, BTreeSet<u8>)> = f
-        .instrs
-        .iter()
-        .enumerate()
-        .map(|(k, ins)| {
-            let mut uses: BTreeSet<u8> = ins.gpr_reads().into_iter().collect();
-            let mut defs = BTreeSet::new();
-            if let Some(e) = called.get(&k) {
-                uses.extend(e.reads.iter().copied());
-                if ins.always() {
-                    defs.extend(e.writes.iter().copied());
-                }
-            } else if ins.base() == "RET" {
-                uses.extend(may_write.iter().copied());
-            } else if ins.always() && !ins.is_call() {
-                defs.extend(ins.gpr_writes());
-            }
-            (uses, defs)
-        })
-        .collect();
-    let mut live_at: Vec<BTreeSet<u8>> = vec![BTreeSet::new(); n];
-    let blocks: Vec<_> = cfg.blocks().collect();
-    loop {
-        let mut changed = false;
-        for &(id, b) in blocks.iter().rev() {
-            let mut live = BTreeSet::new();
-            for s in cfg.successors(id) {
-                live.extend(live_at[cfg.graph[s].first].iter().copied());
-            }
-            for i in (b.first..b.end).rev() {
-                let (u, d) = &ud[i];
-                live.retain(|r| !d.contains(r));
-                live.extend(u.iter().copied());
-                if live != live_at[i] {
-                    live_at[i] = live.clone();
-                    changed = true;
-                }
-            }
-        }
-        if !changed {
-            break;
-        }
-    }
-    live_at[0].clone()
 }

@@ -35,6 +35,7 @@
 pub mod access;
 pub mod calls;
 pub mod fields;
+pub mod live;
 pub mod sched;
 pub mod select;
 
@@ -45,7 +46,9 @@ use super::prologue::{self, Shape};
 use super::section::{call_order, split_at_symbols};
 use super::spill_to_shared::Options;
 use super::{TransformError, not_applicable};
+use crate::analysis::Cfg;
 use crate::cubin::{Cubin, OffsetMap};
+use crate::predict::latency::fixed_latency;
 use crate::sass::OpClass;
 use crate::sass::encode;
 use crate::sass::ir::{Function, OperandKind, RZ};
@@ -272,6 +275,32 @@ pub fn regdem(
     let block_start: Vec<bool> = (0..n)
         .map(|k| targets.contains(&f.instrs[k].offset) || (k > 0 && control(&f.instrs[k - 1])))
         .collect();
+    // Value-register substitution (§3.4): per block, the pool grows by the kept registers
+    // dead throughout it.
+    let called: BTreeMap<usize, &calls::Effect> = f
+        .instrs
+        .iter()
+        .enumerate()
+        .filter(|(_, i)| i.is_call())
+        .filter_map(|(k, i)| Some((k, &effects[*index.get(i.callee.as_deref()?)?])))
+        .collect();
+    let in_callees: BTreeSet<u8> = callees
+        .code
+        .iter()
+        .flat_map(|(c, _)| c.instrs.iter())
+        .flat_map(|i| i.gpr_reads().into_iter().chain(i.gpr_writes()))
+        .collect();
+    let pools = block_pools(
+        f,
+        &block_start,
+        &live::liveness(f, &Cfg::build(f), &called, &BTreeSet::new()),
+        &analysis,
+        &choice.demoted,
+        layout,
+        &in_callees,
+        &pool,
+        sm,
+    );
     // Value register → the demoted register whose current value it holds.
     let mut holds: [Option<u8>; 256] = [None; 256];
     // Demoted registers each instruction writes (original numbers).
@@ -296,7 +325,7 @@ pub fn regdem(
                 banks[usize::from(new % 2)] += 1;
             }
         }
-        let value_at = assign_values(&here, &pool, &mut last_use, k + 1, &holds, banks)
+        let value_at = assign_values(&here, &pools[k], &mut last_use, k + 1, &holds, banks)
             .ok_or_else(|| {
                 not_applicable(format!("{:#x}: value registers do not fit", ins.offset))
             })?;
@@ -599,6 +628,74 @@ pub fn regdem(
         renamed,
         options: opts,
     })
+}
+
+/// The value registers each instruction may use: `pool` (free everywhere), and the numbers
+/// of the kept groups dead throughout its block (not live, not named there). A group
+/// qualifies only if nothing else can touch its register while it holds a value: no
+/// sub-function names it, no instruction writes it with a variable latency (a write still in
+/// flight at the block's start would land later) or reads it behind a read scoreboard (an
+/// operand not yet read when the block starts).
+#[allow(clippy::too_many_arguments)]
+fn block_pools(
+    f: &Function,
+    block_start: &[bool],
+    live: &live::Live,
+    analysis: &Analysis,
+    demoted: &BTreeSet<Group>,
+    layout: &Layout,
+    in_callees: &BTreeSet<u8>,
+    pool: &BTreeSet<u8>,
+    sm: u32,
+) -> Vec<BTreeSet<u8>> {
+    let n = f.instrs.len();
+    let mut asynchronous: BTreeSet<u8> = BTreeSet::new();
+    for ins in &f.instrs {
+        if ins.ctrl.write_sb.is_some() || fixed_latency(sm, OpClass::of(&ins.opcode)).is_none() {
+            asynchronous.extend(ins.gpr_writes());
+        }
+        if ins.ctrl.read_sb.is_some() {
+            asynchronous.extend(ins.gpr_reads());
+        }
+    }
+    let candidates: Vec<(Group, u8)> = if pool.is_empty() {
+        Vec::new()
+    } else {
+        analysis
+            .groups
+            .iter()
+            .filter(|g| !demoted.contains(g) && !analysis.fixed.contains(g))
+            .filter(|g| {
+                g.regs()
+                    .all(|r| !in_callees.contains(&r) && !asynchronous.contains(&r))
+            })
+            .filter_map(|g| Some((*g, *layout.kept.get(&g.start)?)))
+            .collect()
+    };
+    let mut out = vec![pool.clone(); n];
+    let mut k = 0;
+    while k < n {
+        let end = (k + 1..n).find(|&j| block_start[j]).unwrap_or(n);
+        let mut busy: BTreeSet<u8> = BTreeSet::new();
+        for j in k..end {
+            busy.extend(live.before[j].iter().copied());
+            busy.extend(live.after[j].iter().copied());
+            let ins = &f.instrs[j];
+            busy.extend(ins.gpr_reads());
+            busy.extend(ins.gpr_writes());
+        }
+        let mut free = pool.clone();
+        for &(g, to) in &candidates {
+            if g.regs().all(|r| !busy.contains(&r)) {
+                free.extend(to..to + g.size);
+            }
+        }
+        for p in &mut out[k..end] {
+            p.clone_from(&free);
+        }
+        k = end;
+    }
+    out
 }
 
 /// The cheapest demotion over the strategies and pool sizes.

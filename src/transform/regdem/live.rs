@@ -1,0 +1,88 @@
+//! Liveness of the general registers in one function of a kernel's section, as register
+//! demotion needs it: a call reads its callee's live-in and kills what the callee writes on
+//! every path; a return reads what the function may write (as the checker's summaries do); a
+//! `CALL` to a label of the function itself (ptxas' loop-exit idiom, a jump [`Cfg`] has no
+//! edge for) carries its target's live registers; guarded writes kill nothing.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::calls::Effect;
+use crate::analysis::Cfg;
+use crate::sass::ir::Function;
+
+/// Live registers before and after each instruction.
+#[derive(Debug, Clone, Default)]
+pub struct Live {
+    pub before: Vec<BTreeSet<u8>>,
+    pub after: Vec<BTreeSet<u8>>,
+}
+
+/// Liveness of `f`; `called`: the effect of the function each call instruction calls;
+/// `ret_reads`: what a `RET` reads.
+pub fn liveness(
+    f: &Function,
+    cfg: &Cfg,
+    called: &BTreeMap<usize, &Effect>,
+    ret_reads: &BTreeSet<u8>,
+) -> Live {
+    let n = f.instrs.len();
+    let ud: Vec<(BTreeSet<u8>, BTreeSet<u8>, Option<usize>)> = f
+        .instrs
+        .iter()
+        .enumerate()
+        .map(|(k, ins)| {
+            let mut uses: BTreeSet<u8> = ins.gpr_reads().into_iter().collect();
+            let mut defs = BTreeSet::new();
+            let mut jump = None;
+            if let Some(e) = called.get(&k) {
+                uses.extend(e.reads.iter().copied());
+                if ins.always() {
+                    defs.extend(e.writes.iter().copied());
+                }
+            } else if ins.is_call() {
+                if ins.callee.is_none() {
+                    jump = ins.target.and_then(|t| f.index_of(t));
+                }
+            } else if ins.base() == "RET" {
+                uses.extend(ret_reads.iter().copied());
+            } else if ins.always() {
+                defs.extend(ins.gpr_writes());
+            }
+            (uses, defs, jump)
+        })
+        .collect();
+    let mut live = Live {
+        before: vec![BTreeSet::new(); n],
+        after: vec![BTreeSet::new(); n],
+    };
+    let blocks: Vec<_> = cfg.blocks().collect();
+    loop {
+        let mut changed = false;
+        for &(id, b) in blocks.iter().rev() {
+            let mut out = BTreeSet::new();
+            for s in cfg.successors(id) {
+                out.extend(live.before[cfg.graph[s].first].iter().copied());
+            }
+            for i in (b.first..b.end).rev() {
+                let (u, d, j) = &ud[i];
+                if let Some(j) = j {
+                    out.extend(live.before[*j].iter().copied());
+                }
+                if out != live.after[i] {
+                    live.after[i] = out.clone();
+                    changed = true;
+                }
+                out.retain(|r| !d.contains(r));
+                out.extend(u.iter().copied());
+                if out != live.before[i] {
+                    live.before[i] = out.clone();
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    live
+}
