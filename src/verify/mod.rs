@@ -47,6 +47,9 @@
 //!    * *Guards*: the effects of a guarded instruction (inserted or original; the image must
 //!      keep the guard's sense and its predicate must hold the original's) are applied to a
 //!      copy of the state, which is then met with the state before: what holds on both paths.
+//!      Consecutive instructions under the same guard, none of which writes its predicate,
+//!      run or skip together: they are applied in turn and met once, after the last (a
+//!      guarded wide spill split into two stores, for one).
 //!    * *Spill moves* (the original is `STL/LDL [R1+imm]`, any width, `.LU` included): the
 //!      image is an `STL/LDL [R1+imm']` or an `STS/LDS [base.reg+imm']` (checked: `R1` holds
 //!      `Orig(R1)`, or `base.reg` holds `SBase` and `imm'` names a slot) and copies the sets
@@ -90,6 +93,16 @@
 //!      the assumptions). A direct call kills, in the liveness, the registers its original
 //!      callee writes on every path to its returns. Refused with indirect calls and in
 //!      functions that are not kernels (their callers are outside the section).
+//!    * *Frames shared with callees*: ptxas' sub-functions that do not move `R1` use their
+//!      caller's frame. The words such a callee may write (`STL [R1+imm]`, through its own
+//!      callees too) leave, at each call, every location that held their old value; those the
+//!      rewrite keeps where the caller looks (in the frame, or in the claim's passed spill
+//!      word) get their new value there, which the callee's returns must hold. A callee that
+//!      moves `R1` writes none of its caller's words (see the assumptions).
+//!    * *A kernel's new frame*: after the kernel loads `R1` from the constant bank (and
+//!      allocates its frame), when nothing before it in its entry block stores, calls or
+//!      branches and nothing branches back into that block, every frame word holds its own
+//!      value, and each passed word (never stored yet) is in its spill word instead.
 //!    * `R1` writes: `IADD3/IADD/VIADD R1, R1, imm` renames the frame's words by `imm`; any
 //!      other write of `R1` forgets everything about the frame. Original sub-word or
 //!      register-indexed `[R1+...]` accesses read or write their words in place (a load
@@ -102,6 +115,9 @@
 //!
 //! # Assumptions (what is trusted, not proved)
 //!
+//! * A kernel's new frame (and its spill area, before anything is stored to it) holds
+//!   arbitrary values, the same in both programs where they keep a word in the same place;
+//!   a word of it read before being written sees such a value in either program.
 //! * No general register, predicate or uniform register holds a defined value at a
 //!   kernel's entry (ptxas loads `R1` from the constant bank before using it): a read of
 //!   one before any write sees an arbitrary value, so a rewrite that starts with those
@@ -893,6 +909,26 @@ fn sp_adjust(ins: &Instr) -> Option<i64> {
     (r1 == 1).then_some(imm?)
 }
 
+/// `R1` loaded from the constant bank (`MOV`/`IMAD.MOV.U32`/`LDC R1, c[0x0][...]`): the
+/// kernel's stack pointer initialisation.
+fn stack_init(ins: &Instr) -> bool {
+    let (reads, writes) = reads_writes(ins);
+    ins.always()
+        && writes == [Loc::R(1)]
+        && reads.is_empty()
+        && matches!(ins.base(), "MOV" | "IMAD" | "LDC")
+        && ins
+            .operands
+            .iter()
+            .any(|o| matches!(o.kind, OperandKind::Const { .. }))
+}
+
+/// Whether `ins` may write memory of any kind.
+fn stores(ins: &Instr) -> bool {
+    let b = ins.base();
+    b.starts_with("ST") || b.starts_with("ATOM") || b.starts_with("RED") || may_store_local(ins)
+}
+
 fn parse_imm32(t: &str) -> Option<i64> {
     let (neg, s) = match t.strip_prefix('-') {
         Some(r) => (true, r),
@@ -997,6 +1033,8 @@ enum Op {
     },
     ClobberFrame,
     ResetFrame,
+    /// The kernel's frame is new: [`State::fresh_frame`] with the claim's passed words.
+    FreshFrame(Vec<(i64, i64)>),
     ShiftFrame(i64),
     /// Propagate the state to the block at this instruction index (internal call-jump).
     JumpTo(usize),
@@ -1008,6 +1046,11 @@ struct Step {
     /// Under a guard: the effects happen on one path and not on the other; the result is
     /// the meet of both.
     guarded: bool,
+    /// The guard (predicate and sense) of a guarded step, and whether the instruction writes
+    /// that predicate: consecutive steps under one unchanged guard run or skip together, so
+    /// their effects are met once, after the last (a wide spill split in two, for one).
+    guard: Option<(Loc, bool)>,
+    writes_guard: bool,
     is_move: bool,
     shared_move: bool,
     is_call: bool,
@@ -1037,6 +1080,13 @@ struct Summary {
     /// ptxas' sub-functions share the kernel's frame, so a callee can read what its caller
     /// stored (a spilled return address): the caller must still hold it there.
     live_in_local: Option<BTreeSet<i64>>,
+    /// Words of its caller's frame the function may write (`STL [R1+imm]` of a function that
+    /// shares its caller's frame, as ptxas' sub-functions do, through its callees too), in
+    /// the original and in the rewrite; `None` when they cannot be named (a store through
+    /// `R1` with an index). A function that moves `R1` writes none (the ABI: its frame is
+    /// below its caller's `R1`).
+    orig_local_writes: Option<BTreeSet<i64>>,
+    rew_local_writes: Option<BTreeSet<i64>>,
 }
 
 struct Section<'a> {
@@ -1700,7 +1750,14 @@ impl<'a> Section<'a> {
         }
         s.must_writes = self.must_writes(k);
         s.live_in = self.live_in(k, &s.orig_writes, subs);
-        s.live_in_local = self.live_in_local(k);
+        s.orig_local_writes = self.local_writes(&self.orig[k], false);
+        s.rew_local_writes = self.local_writes(&self.rew[k], true);
+        let returned: BTreeSet<i64> = self
+            .returned_words(&s)
+            .into_iter()
+            .map(|(w, _)| w)
+            .collect();
+        s.live_in_local = self.live_in_local(k, Some(&returned));
         s
     }
 
@@ -1708,7 +1765,7 @@ impl<'a> Section<'a> {
     /// reads its words, an unguarded whole-word `STL [R1+imm]` writes them, a direct call
     /// reads its callee's). `None` if `k` writes `R1`, accesses the frame through `R1` with
     /// an index, or calls a function whose words are unknown.
-    fn live_in_local(&self, k: usize) -> Option<BTreeSet<i64>> {
+    fn live_in_local(&self, k: usize, ret_reads: Option<&BTreeSet<i64>>) -> Option<BTreeSet<i64>> {
         let f = &self.orig[k];
         if f.instrs.is_empty() {
             return Some(BTreeSet::new());
@@ -1742,6 +1799,11 @@ impl<'a> Section<'a> {
                     CallKind::Indirect | CallKind::Unknown => {}
                 }
             }
+            // A return hands back the caller's words the function may write: on a path
+            // that does not write one, it must still hold what it held at entry.
+            if ins.base() == "RET" {
+                uses.extend(ret_reads.into_iter().flatten().copied());
+            }
             ud.push((uses, defs, jump));
         }
         let cfg = Cfg::build(f);
@@ -1774,6 +1836,69 @@ impl<'a> Section<'a> {
             }
         }
         Some(live_in.swap_remove(0))
+    }
+
+    /// [`Summary::orig_local_writes`] / `rew_local_writes` of `f` (callees' summaries done).
+    fn local_writes(&self, f: &Function, rew: bool) -> Option<BTreeSet<i64>> {
+        if f.instrs
+            .iter()
+            .any(|i| !i.is_call() && reads_writes(i).1.contains(&Loc::R(1)))
+        {
+            return Some(BTreeSet::new());
+        }
+        let mut out = BTreeSet::new();
+        for ins in &f.instrs {
+            if ins.base() == "STL" {
+                let a = addr_of(ins)?;
+                if let OperandKind::Addr { reg: Some(1), .. } = a.kind {
+                    out.extend(words(r1_imm(a)?, access_bytes(ins)));
+                }
+            }
+            if ins.is_call() {
+                match call_kind(ins, f, &self.names) {
+                    CallKind::Direct(c) => {
+                        let s = &self.summaries[c];
+                        out.extend(
+                            if rew {
+                                &s.rew_local_writes
+                            } else {
+                                &s.orig_local_writes
+                            }
+                            .clone()?,
+                        );
+                    }
+                    CallKind::Indirect => return None,
+                    CallKind::Jump(_) | CallKind::Unknown => {}
+                }
+            }
+        }
+        Some(out)
+    }
+
+    /// Where the rewrite keeps the caller's frame word `w` at a function boundary: its spill
+    /// word when the claim passes it there, else the word itself.
+    fn passed_loc(&self, w: i64) -> Loc {
+        self.claim
+            .passed
+            .iter()
+            .find(|p| p.0 == w)
+            .map_or(Loc::Local(w), |p| Loc::Shared(p.1))
+    }
+
+    /// The caller's frame words a function hands back, with where: those it may write that
+    /// the claim passes in a spill word, or that the rewrite still writes in the frame. (A
+    /// word the rewrite moved elsewhere is the function's own: its new value is claimed
+    /// nowhere after a call.)
+    fn returned_words(&self, s: &Summary) -> Vec<(i64, Loc)> {
+        let (Some(o), Some(r)) = (&s.orig_local_writes, &s.rew_local_writes) else {
+            return Vec::new();
+        };
+        o.iter()
+            .filter_map(|&w| {
+                let at = self.passed_loc(w);
+                (at != Loc::Local(w) || r.contains(&w)).then_some((w, at))
+            })
+            .collect()
     }
 
     /// The word an `STS [reg+imm]` writes when `reg` is the claimed base (any offset; for
@@ -1917,15 +2042,81 @@ impl<'a> Section<'a> {
         let b = &self.rew[fk];
         let mut out = Vec::with_capacity(b.instrs.len());
         for (i, r) in b.instrs.iter().enumerate() {
-            let step = match self.origins[fk][i] {
+            let mut step = match self.origins[fk][i] {
                 Origin::Padding => Step::default(),
                 Origin::Inserted => self.inserted_step(fk, r),
                 Origin::Image(k) => self.image_step(fk, k, r)?,
             };
+            if step.guarded {
+                step.guard = guard_loc(r).zip(r.predicate.map(|p| p.negated));
+            }
+            step.writes_guard = step
+                .guard
+                .is_some_and(|(g, _)| reads_writes(r).1.contains(&g));
             out.push(step);
+        }
+        if let Some(end) = self.frame_setup_end(fk) {
+            out[end].ops.push(Op::FreshFrame(self.fresh_passed()));
         }
         let _ = proof;
         Ok(out)
+    }
+
+    /// In a kernel, the rewritten index after which its frame is new: the last stack-pointer
+    /// write of the leading run of its entry block (which nothing branches to) that stores
+    /// nothing, calls nothing and transfers no control, provided that run loads the stack
+    /// pointer from the constant bank (as an image of the original's load).
+    fn frame_setup_end(&self, fk: usize) -> Option<usize> {
+        let (o, r) = (&self.orig[fk], &self.rew[fk]);
+        if !(o.kernel && o.start == 0) || r.instrs.is_empty() {
+            return None;
+        }
+        let cfg = Cfg::build(r);
+        if cfg
+            .graph
+            .neighbors_directed(cfg.entry, petgraph::Direction::Incoming)
+            .next()
+            .is_some()
+        {
+            return None;
+        }
+        let mut init = false;
+        let mut end = None;
+        for (i, ins) in r.instrs.iter().enumerate() {
+            if cfg.block_of[i] != cfg.entry
+                || ins.unknown
+                || ins.is_call()
+                || transfers_control(ins)
+                || stores(ins)
+            {
+                break;
+            }
+            let (reads, writes) = reads_writes(ins);
+            if !writes.contains(&Loc::R(1)) {
+                if reads.contains(&Loc::R(1)) {
+                    break;
+                }
+                continue;
+            }
+            let image = matches!(self.origins[fk][i], Origin::Image(_));
+            if image && stack_init(ins) {
+                init = true;
+            } else if !(init && image && sp_adjust(ins).is_some()) {
+                break;
+            }
+            end = Some(i);
+        }
+        end.filter(|_| init)
+    }
+
+    /// The claim's passed words, each with a spill word of its own (a word shared by two
+    /// could not start out equal to both).
+    fn fresh_passed(&self) -> Vec<(i64, i64)> {
+        let p = &self.claim.passed;
+        p.iter()
+            .filter(|(k, imm)| p.iter().all(|(k2, i2)| i2 != imm || k2 == k))
+            .copied()
+            .collect()
     }
 
     fn inserted_step(&self, fk: usize, r: &Instr) -> Step {
@@ -2253,6 +2444,16 @@ impl<'a> Section<'a> {
                     what: "a location the function writes, at its return".into(),
                 });
             }
+            if self.orig[fk].start > 0 {
+                for (w, at) in self.returned_words(&self.summaries[fk]) {
+                    ops.push(Op::Need {
+                        loc: at,
+                        sym: Sym::Orig(Loc::Local(w)),
+                        what: "a word of its caller's frame the function writes, at its return"
+                            .into(),
+                    });
+                }
+            }
             if self.orig[fk].start == 0 {
                 for l in self.summaries[fk].rew_writes.iter() {
                     ops.push(Op::Need {
@@ -2356,13 +2557,28 @@ impl<'a> Section<'a> {
                 if s.rew_shared.all {
                     ops.push(Op::ClearShared);
                 }
+                let mut defs: Vec<(Loc, Option<Loc>)> = s
+                    .orig_writes
+                    .iter()
+                    .map(|l| (l, Some(self.at_boundary(l))))
+                    .collect();
+                // The caller's frame words the callee writes: returned where the rewrite
+                // keeps them (the callee's return checked it).
+                match (&s.orig_local_writes, &s.rew_local_writes) {
+                    (Some(o), Some(r)) => {
+                        clear.extend(r.iter().map(|&w| Loc::Local(w)));
+                        let returned: BTreeMap<i64, Loc> =
+                            self.returned_words(s).into_iter().collect();
+                        defs.extend(
+                            o.iter()
+                                .map(|&w| (Loc::Local(w), returned.get(&w).copied())),
+                        );
+                    }
+                    _ => ops.push(Op::ResetFrame),
+                }
                 ops.push(Op::Write {
                     clear,
-                    defs: s
-                        .orig_writes
-                        .iter()
-                        .map(|l| (l, Some(self.at_boundary(l))))
-                        .collect(),
+                    defs,
                     keep_if_held: guarded,
                 });
                 if self.escapes[fk] {
@@ -2650,12 +2866,14 @@ impl<'a> Section<'a> {
             };
             let block = cfg.graph[id];
             let mut out: Vec<(usize, State)> = Vec::new();
+            let mut run = GuardRun::default();
             for step in &steps[block.first..block.end] {
-                let jumps = apply(step, &mut st, false).unwrap_or_default();
+                let jumps = run.apply(step, &mut st, false).unwrap_or_default();
                 for j in jumps {
                     out.push((cfg.block_of[j].index(), st.clone()));
                 }
             }
+            run.end(&mut st);
             for s in cfg.successors(id) {
                 out.push((s.index(), st.clone()));
             }
@@ -2682,11 +2900,12 @@ impl<'a> Section<'a> {
                 continue;
             };
             let block = cfg.graph[id];
+            let mut run = GuardRun::default();
             for (step, ins) in steps[block.first..block.end]
                 .iter()
                 .zip(&f.instrs[block.first..block.end])
             {
-                if let Err(reason) = apply(step, &mut st, true) {
+                if let Err(reason) = run.apply(step, &mut st, true) {
                     return reject(&f.name, ins.offset, reason);
                 }
                 proof.instructions += 1;
@@ -2699,17 +2918,51 @@ impl<'a> Section<'a> {
     }
 }
 
-/// Apply one step; returns the instruction indices it jumps to. With `check`, a failed
-/// requirement is an error (the reason). A guarded step's effects happen on one path only:
-/// the result is the meet of both.
-fn apply(step: &Step, st: &mut State, check: bool) -> Result<Vec<usize>, String> {
-    if step.guarded {
-        let mut taken = st.clone();
-        let jumps = apply_ops(&step.ops, &mut taken, check)?;
-        st.meet(&taken);
-        return Ok(jumps);
+/// Steps applied in order within a block. A guarded step's effects happen on one path only:
+/// the state becomes the meet of both. Consecutive steps under the same guard, whose
+/// predicate none of them rewrites, all run or all skip: the state follows the path that
+/// runs them (`taken`), and meets the path that skips them (`skipped`) once the run ends.
+#[derive(Default)]
+struct GuardRun {
+    /// The guard of the run in progress, the state where it began, and whether its last
+    /// step wrote the predicate (the run ends there).
+    open: Option<((Loc, bool), State, bool)>,
+}
+
+impl GuardRun {
+    /// Apply `step`; the instruction indices it jumps to (with `st` the state on the path
+    /// that jumps). With `check`, a failed requirement is an error (the reason).
+    fn apply(&mut self, step: &Step, st: &mut State, check: bool) -> Result<Vec<usize>, String> {
+        let continues = match (&self.open, step.guard) {
+            (Some((g, _, wrote)), Some(h)) => *g == h && !wrote,
+            _ => false,
+        };
+        if !continues {
+            self.end(st);
+        }
+        if !step.guarded {
+            return apply_ops(&step.ops, st, check);
+        }
+        let Some(g) = step.guard else {
+            // A guard the state cannot name (not a predicate register): this step alone.
+            let mut taken = st.clone();
+            let jumps = apply_ops(&step.ops, &mut taken, check)?;
+            st.meet(&taken);
+            return Ok(jumps);
+        };
+        match &mut self.open {
+            Some((_, _, wrote)) => *wrote = step.writes_guard,
+            None => self.open = Some((g, st.clone(), step.writes_guard)),
+        }
+        apply_ops(&step.ops, st, check)
     }
-    apply_ops(&step.ops, st, check)
+
+    /// Close the run in progress: meet with the path that skipped it.
+    fn end(&mut self, st: &mut State) {
+        if let Some((_, skipped, _)) = self.open.take() {
+            st.meet(&skipped);
+        }
+    }
 }
 
 /// The effects of `ops` (needs checked when `check`); the instruction indices jumped to.
@@ -2837,6 +3090,7 @@ fn apply_ops(ops: &[Op], st: &mut State, check: bool) -> Result<Vec<usize>, Stri
             }
             Op::ClobberFrame => st.clobber_frame(),
             Op::ResetFrame => st.reset_frame(),
+            Op::FreshFrame(passed) => st.fresh_frame(passed),
             Op::ShiftFrame(d) => st.shift_frame(*d),
             Op::JumpTo(j) => jumps.push(*j),
         }

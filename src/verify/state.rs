@@ -207,6 +207,20 @@ impl State {
         }
     }
 
+    /// A kernel's frame has just been created (its stack pointer loaded from the constant
+    /// bank, nothing stored since the kernel began): every word of it holds the same
+    /// arbitrary value in both programs, so each holds its own original value; what was
+    /// known of the old frame goes. Each `(k, imm)` of `passed` (a word the rewrite keeps in
+    /// the spill word `imm` instead, never written yet) starts in the spill word instead.
+    pub fn fresh_frame(&mut self, passed: &[(i64, i64)]) {
+        self.reset_frame();
+        self.local_default = true;
+        for &(k, imm) in passed {
+            self.set(Loc::Local(k), Set::new());
+            self.set(Loc::Shared(imm), Set::from([Sym::Orig(Loc::Local(k))]));
+        }
+    }
+
     /// The original program's `R1` moved by `delta` bytes: the word that was `Local(j)` is
     /// now `Local(j - delta)`, in locations and in symbols alike.
     pub fn shift_frame(&mut self, delta: i64) {

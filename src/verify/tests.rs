@@ -433,3 +433,189 @@ fn renumbering_that_does_not_match_at_a_call_is_rejected() {
     let e = check(&orig, &rew, &renaming()).unwrap_err();
     assert!(e.reason.contains("not a kernel"), "{e}");
 }
+
+/// A kernel (`k`, with its stack pointer set up as ptxas does) and one sub-function `$k$f`
+/// at `sub_at`, from their lines.
+fn kernel_and_callee(kernel: &[&str], callee: &[&str], sub_at: u64) -> Vec<Function> {
+    let mut fs = func(kernel);
+    for i in &mut fs[0].instrs {
+        if i.is_call() {
+            i.callee = Some("$k$f".into());
+            i.target = Some(sub_at);
+        }
+    }
+    fs.push(Function {
+        name: "$k$f".into(),
+        section: 1,
+        start: sub_at,
+        instrs: callee
+            .iter()
+            .enumerate()
+            .map(|(k, l)| ins(sub_at + 16 * k as u64, l))
+            .collect(),
+        kernel: false,
+        regs: Some(24),
+        marked: Default::default(),
+    });
+    fs
+}
+
+#[test]
+fn a_callee_may_read_a_frame_word_the_kernel_never_wrote() {
+    // ptxas' complementary-guard idiom leaves such reads on paths that never run; the new
+    // frame's words hold the same arbitrary values in both programs.
+    let callee = ["LDL R7, [R1+0x8]", "RET.REL.NODEC R20 0x0"];
+    let ok = kernel_and_callee(
+        &[
+            "MOV R1, c[0x0][0x28]",
+            "IADD3 R1, R1, -0x10, RZ",
+            "MOV R20, 0x40",
+            "CALL.REL.NOINC 0x60",
+            "FADD R6, R7, R7",
+            "EXIT",
+        ],
+        &callee,
+        0x60,
+    );
+    check(&ok, &ok, &Claim::identity()).unwrap();
+    // A store before the frame is set up may have written anything: nothing is fresh.
+    let stored = kernel_and_callee(
+        &[
+            "STL [R1+0x8], R5",
+            "MOV R1, c[0x0][0x28]",
+            "IADD3 R1, R1, -0x10, RZ",
+            "MOV R20, 0x50",
+            "CALL.REL.NOINC 0x70",
+            "FADD R6, R7, R7",
+            "EXIT",
+        ],
+        &callee,
+        0x70,
+    );
+    let e = check(&stored, &stored, &Claim::identity()).unwrap_err();
+    assert!(e.reason.contains("frame word"), "{e}");
+}
+
+#[test]
+fn a_guarded_wide_spill_split_in_two_proves() {
+    let orig = func(&[
+        "STL.64 [R1+0x8], R2",
+        "@P0 STL.64 [R1+0x8], R4",
+        "LDL.64 R8, [R1+0x8]",
+        "FADD R6, R9, R8",
+        "EXIT",
+    ]);
+    let rew = |second: &str| {
+        func(&[
+            "MOV R40, 0x0",
+            "STS [R40], R2",
+            "STS [R40+0x400], R3",
+            "@P0 STS [R40], R4",
+            second,
+            "LDS R8, [R40]",
+            "LDS R9, [R40+0x400]",
+            "FADD R6, R9, R8",
+            "EXIT",
+        ])
+    };
+    let mut map = OffsetMap::new();
+    for (o, n) in [
+        (0, 0x10),
+        (0x10, 0x30),
+        (0x20, 0x50),
+        (0x30, 0x70),
+        (0x40, 0x80),
+    ] {
+        map.insert(o, n);
+    }
+    let claim = Claim {
+        map,
+        inserted: vec![0, 0x20, 0x40, 0x60],
+        base: Some(SpillBase {
+            reg: 40,
+            defined_at: 0,
+            stride: 0x400,
+            slots: 2,
+            area: 0,
+        }),
+        ..Claim::default()
+    };
+    // Both halves under the guard run or skip together.
+    check(&orig, &rew("@P0 STS [R40+0x400], R5"), &claim).unwrap();
+    // The high half stored on both paths: R9 is wrong where P0 is false.
+    let e = check(&orig, &rew("STS [R40+0x400], R5"), &claim).unwrap_err();
+    assert!(e.reason.contains("R9"), "{e}");
+}
+
+#[test]
+fn a_callee_writing_its_callers_frame_word_returns_it_where_the_claim_says() {
+    let kernel = |reload: &str| {
+        vec![
+            "MOV R1, c[0x0][0x28]".to_string(),
+            "IADD3 R1, R1, -0x10, RZ".into(),
+            "MOV R40, 0x0".into(),
+            "STS [R40], R5".into(),
+            "MOV R20, 0x60".into(),
+            "CALL.REL.NOINC 0x90".into(),
+            reload.into(),
+            "FADD R7, R6, R6".into(),
+            "EXIT".into(),
+        ]
+    };
+    let orig_k = [
+        "MOV R1, c[0x0][0x28]",
+        "IADD3 R1, R1, -0x10, RZ",
+        "STL [R1+0x8], R5",
+        "MOV R20, 0x50",
+        "CALL.REL.NOINC 0x80",
+        "LDL R6, [R1+0x8]",
+        "FADD R7, R6, R6",
+        "EXIT",
+    ];
+    let orig_f = ["MOV R9, 0x1", "STL [R1+0x8], R9", "RET.REL.NODEC R20 0x0"];
+    let orig = kernel_and_callee(&orig_k, &orig_f, 0x80);
+    check(&orig, &orig, &Claim::identity()).unwrap();
+    let mut map = OffsetMap::new();
+    for (o, n) in [
+        (0, 0),
+        (0x10, 0x10),
+        (0x20, 0x30),
+        (0x30, 0x40),
+        (0x40, 0x50),
+        (0x50, 0x60),
+        (0x60, 0x70),
+        (0x70, 0x80),
+        (0x80, 0x90),
+        (0x90, 0xa0),
+        (0xa0, 0xb0),
+    ] {
+        map.insert(o, n);
+    }
+    let claim = Claim {
+        map,
+        inserted: vec![0x20],
+        base: Some(SpillBase {
+            reg: 40,
+            defined_at: 0x20,
+            stride: 0x400,
+            slots: 1,
+            area: 0,
+        }),
+        passed: vec![(8, 0)],
+        ..Claim::default()
+    };
+    let k: Vec<String> = kernel("LDS R6, [R40]");
+    let k: Vec<&str> = k.iter().map(String::as_str).collect();
+    // The callee writes the passed word's spill word: the reload after the call sees it.
+    let good = kernel_and_callee(
+        &k,
+        &["MOV R9, 0x1", "STS [R40], R9", "RET.REL.NODEC R20 0x0"],
+        0x90,
+    );
+    check(&orig, &good, &claim).unwrap();
+    // The callee still writes the frame word: the spill word holds the value from before
+    // the call, which the original no longer has there.
+    let stale = kernel_and_callee(&k, &orig_f, 0x90);
+    let e = check(&orig, &stale, &claim).unwrap_err();
+    assert!(e.reason.contains("at its return"), "{e}");
+}
