@@ -726,6 +726,11 @@ fn compared_with_ptxas_pragma_and_spill_demotion() {
                 None => Err("not run".into()),
             };
             assert!(dem_ok.is_ok(), "sm_{arch} {k} at {t}: {dem_ok:?}");
+            // Spill demotion may not apply (no spills), but the checker rejects none.
+            assert!(
+                !spill_ok.as_ref().is_err_and(|e| e.contains("rejected")),
+                "sm_{arch} {k} at {t}: spill demotion {spill_ok:?}"
+            );
             let pragma_cell = match &pragma_bytes {
                 Some(p) if Cubin::parse(p).unwrap().function_info(k).is_some() => {
                     cell(Some(p), Ok(()))
