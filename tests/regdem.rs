@@ -382,19 +382,7 @@ fn a_callee_renumbered_apart_from_its_caller_is_rejected() {
             .unwrap_or_else(|e| panic!("{k}: {e}"))
             .rewrite;
         assert!(!r.renamed.is_empty(), "{k}: nothing renumbered");
-        let claim = verify::Claim {
-            map: r.map.clone(),
-            inserted: r.inserted.clone(),
-            base: Some(verify::SpillBase {
-                reg: r.base_reg,
-                defined_at: r.base_defined_at,
-                stride: r.stride,
-                slots: r.slots,
-                area: r.area_offset,
-            }),
-            passed: Vec::new(),
-            renamed: r.renamed.clone(),
-        };
+        let claim = proven::regdem_claim(r);
         let decode_bytes = |name: &str, bytes: &[u8]| {
             let p = b.dir.join(name);
             std::fs::write(&p, bytes).unwrap();

@@ -269,20 +269,7 @@ pub fn regdem(
         let after = decode_bytes(&nv, &out)?;
         let mut rejected = false;
         for (i, r) in done {
-            let claim = Claim {
-                map: r.map.clone(),
-                inserted: r.inserted.clone(),
-                // Compaction alone uses no spill area.
-                base: (r.slots > 0).then_some(SpillBase {
-                    reg: r.base_reg,
-                    defined_at: r.base_defined_at,
-                    stride: r.stride,
-                    slots: r.slots,
-                    area: r.area_offset,
-                }),
-                passed: Vec::new(),
-                renamed: r.renamed.clone(),
-            };
+            let claim = regdem_claim(&r);
             let proved = check_claim(&before, &after, r.section, &claim).and_then(|checked| {
                 let fs = section_functions(&after, r.section);
                 verify::schedule::check(sm, &fs, &r.accesses)
@@ -305,6 +292,24 @@ pub fn regdem(
         if !rejected {
             return Ok(finish(results, out));
         }
+    }
+}
+
+/// What a register demotion claims, for the checker.
+pub fn regdem_claim(r: &regdem::Rewrite) -> Claim {
+    Claim {
+        map: r.map.clone(),
+        inserted: r.inserted.clone(),
+        // Compaction alone uses no spill area.
+        base: (r.slots > 0).then_some(SpillBase {
+            reg: r.base_reg,
+            defined_at: r.base_defined_at,
+            stride: r.stride,
+            slots: r.slots,
+            area: r.area_offset,
+        }),
+        passed: Vec::new(),
+        renamed: r.renamed.clone(),
     }
 }
 

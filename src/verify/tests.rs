@@ -43,6 +43,15 @@ fn ins(off: u64, text: &str) -> Instr {
     i
 }
 
+/// An offset map from `(original, rewritten)` pairs.
+fn offsets(pairs: &[(u64, u64)]) -> OffsetMap {
+    let mut map = OffsetMap::new();
+    for &(o, n) in pairs {
+        map.insert(o, n);
+    }
+    map
+}
+
 fn func(lines: &[&str]) -> Vec<Function> {
     vec![Function {
         name: "k".into(),
@@ -303,18 +312,14 @@ fn demoted() -> (Vec<Function>, Vec<Function>, Claim) {
         "EXIT",
     ]);
     rew[0].instrs[3].target = Some(0x70);
-    let mut map = OffsetMap::new();
-    for (o, n) in [
-        (0, 0x10),
-        (0x10, 0x30),
-        (0x20, 0x50),
-        (0x30, 0x80),
-        (0x40, 0x90),
-    ] {
-        map.insert(o, n);
-    }
     let claim = Claim {
-        map,
+        map: offsets(&[
+            (0, 0x10),
+            (0x10, 0x30),
+            (0x20, 0x50),
+            (0x30, 0x80),
+            (0x40, 0x90),
+        ]),
         inserted: vec![0, 0x20, 0x40, 0x60, 0x70],
         base: Some(SpillBase {
             reg: 40,
@@ -518,18 +523,14 @@ fn a_guarded_wide_spill_split_in_two_proves() {
             "EXIT",
         ])
     };
-    let mut map = OffsetMap::new();
-    for (o, n) in [
-        (0, 0x10),
-        (0x10, 0x30),
-        (0x20, 0x50),
-        (0x30, 0x70),
-        (0x40, 0x80),
-    ] {
-        map.insert(o, n);
-    }
     let claim = Claim {
-        map,
+        map: offsets(&[
+            (0, 0x10),
+            (0x10, 0x30),
+            (0x20, 0x50),
+            (0x30, 0x70),
+            (0x40, 0x80),
+        ]),
         inserted: vec![0, 0x20, 0x40, 0x60],
         base: Some(SpillBase {
             reg: 40,
@@ -575,24 +576,12 @@ fn a_callee_writing_its_callers_frame_word_returns_it_where_the_claim_says() {
     let orig_f = ["MOV R9, 0x1", "STL [R1+0x8], R9", "RET.REL.NODEC R20 0x0"];
     let orig = kernel_and_callee(&orig_k, &orig_f, 0x80);
     check(&orig, &orig, &Claim::identity()).unwrap();
-    let mut map = OffsetMap::new();
-    for (o, n) in [
-        (0, 0),
-        (0x10, 0x10),
-        (0x20, 0x30),
-        (0x30, 0x40),
-        (0x40, 0x50),
-        (0x50, 0x60),
-        (0x60, 0x70),
-        (0x70, 0x80),
-        (0x80, 0x90),
-        (0x90, 0xa0),
-        (0xa0, 0xb0),
-    ] {
-        map.insert(o, n);
-    }
+    // One instruction inserted at 0x20 (the base), everything after it one slot on.
+    let moved: Vec<(u64, u64)> = (0..11u64)
+        .map(|i| (16 * i, 16 * i + if i >= 2 { 16 } else { 0 }))
+        .collect();
     let claim = Claim {
-        map,
+        map: offsets(&moved),
         inserted: vec![0x20],
         base: Some(SpillBase {
             reg: 40,

@@ -28,22 +28,10 @@ pub struct Effect {
 /// Effects of `funcs` (indexed like it), computed callees first along `order` (callers
 /// before callees, as `section::call_order` gives it; functions not in it get none).
 pub fn effects(funcs: &[&Function], order: &[usize]) -> Vec<Effect> {
-    let index: BTreeMap<&str, usize> = funcs
-        .iter()
-        .enumerate()
-        .map(|(i, f)| (f.name.as_str(), i))
-        .collect();
     let mut out = vec![Effect::default(); funcs.len()];
     for &k in order.iter().rev() {
         let f = funcs[k];
-        // Per instruction index: the effect of the function it calls.
-        let called: BTreeMap<usize, &Effect> = f
-            .instrs
-            .iter()
-            .enumerate()
-            .filter(|(_, i)| i.is_call())
-            .filter_map(|(n, i)| Some((n, &out[*index.get(i.callee.as_deref()?)?])))
-            .collect();
+        let called = called(f, funcs, &out);
         let mut may_write: BTreeSet<u8> = BTreeSet::new();
         for (n, ins) in f.instrs.iter().enumerate() {
             may_write.extend(ins.gpr_writes());
@@ -76,4 +64,23 @@ pub fn effects(funcs: &[&Function], order: &[usize]) -> Vec<Effect> {
         };
     }
     out
+}
+
+/// Per instruction index of `f` that calls a function of `funcs`: that function's effect
+/// (from `effects`, indexed like `funcs`).
+pub fn called<'a>(
+    f: &Function,
+    funcs: &[&Function],
+    effects: &'a [Effect],
+) -> BTreeMap<usize, &'a Effect> {
+    f.instrs
+        .iter()
+        .enumerate()
+        .filter(|(_, i)| i.is_call())
+        .filter_map(|(n, i)| {
+            let c = i.callee.as_deref()?;
+            let at = funcs.iter().position(|g| g.name == c)?;
+            Some((n, effects.get(at)?))
+        })
+        .collect()
 }

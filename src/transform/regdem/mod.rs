@@ -177,11 +177,6 @@ pub fn regdem(
     // Sub-functions: renumbered with the kernel, never demoted.
     let others: Vec<usize> = (0..funcs.len()).filter(|&i| i != entry).collect();
     let effects = calls::effects(&funcs, &order);
-    let index: BTreeMap<&str, usize> = funcs
-        .iter()
-        .enumerate()
-        .map(|(i, g)| (g.name.as_str(), i))
-        .collect();
     let callees = select::Callees {
         code: others
             .iter()
@@ -192,15 +187,9 @@ pub fn regdem(
                 )
             })
             .collect(),
-        calls: f
-            .instrs
-            .iter()
-            .enumerate()
-            .filter(|(_, i)| i.is_call())
-            .filter_map(|(k, i)| {
-                let e = &effects[*index.get(i.callee.as_deref()?)?];
-                Some((k, (e.reads.clone(), e.writes.clone())))
-            })
+        calls: calls::called(f, &funcs, &effects)
+            .into_iter()
+            .map(|(k, e)| (k, (e.reads.clone(), e.writes.clone())))
             .collect(),
     };
     // Scoreboards a callee's `DEPBAR` counts on stay untouched too.
@@ -277,13 +266,7 @@ pub fn regdem(
         .collect();
     // Value-register substitution (§3.4): per block, the pool grows by the kept registers
     // dead throughout it.
-    let called: BTreeMap<usize, &calls::Effect> = f
-        .instrs
-        .iter()
-        .enumerate()
-        .filter(|(_, i)| i.is_call())
-        .filter_map(|(k, i)| Some((k, &effects[*index.get(i.callee.as_deref()?)?])))
-        .collect();
+    let called = calls::called(f, &funcs, &effects);
     let in_callees: BTreeSet<u8> = callees
         .code
         .iter()
@@ -515,29 +498,35 @@ pub fn regdem(
     let mut out = cubin.clone();
     let relaid = relayout::insert_with_heads(&mut out, kernel, &insertions, &heads)?;
     let mut code = out.elf().sections[section].data.clone();
+    // Rewrite the re-laid word of the original instruction at `offset` (its PC-relative
+    // fields already re-encoded).
+    let mut patch = |offset: u64, f: &dyn Fn(u128) -> u128| -> Result<(), TransformError> {
+        let at = relaid
+            .map
+            .map(offset)
+            .ok_or_else(|| not_applicable(format!("{offset:#x} lost in re-layout")))?
+            as usize;
+        let slot = code
+            .get_mut(at..at + 16)
+            .ok_or_else(|| not_applicable("re-layout moved an instruction outside the section"))?;
+        let w = f(encode::from_bytes(slot.try_into().unwrap_or([0; 16])));
+        slot.copy_from_slice(&encode::to_bytes(w));
+        Ok(())
+    };
     for (k, ins) in f.instrs.iter().enumerate() {
         // NOPs name no register; trailing padding is re-made by re-layout.
         if ins.base() == "NOP" {
             continue;
         }
-        let at = relaid
-            .map
-            .map(ins.offset)
-            .ok_or_else(|| not_applicable(format!("{:#x} lost in re-layout", ins.offset)))?
-            as usize;
-        let slot = code
-            .get_mut(at..at + 16)
-            .ok_or_else(|| not_applicable("re-layout moved an instruction outside the section"))?;
-        // The re-laid word (its PC-relative fields re-encoded) with the registers and the
-        // control field of the rewrite.
-        let relaid_word = encode::from_bytes(slot.try_into().unwrap_or([0; 16]));
-        let w = if fields[k].pinned {
-            relaid_word
-        } else {
-            fields::rename(relaid_word, &fields[k], |r| renamed[k][usize::from(r)])
-        };
-        let w = encode::set_bits(w, 105, 23, u64::from(schedule.original[k].to_bits()));
-        slot.copy_from_slice(&encode::to_bytes(w));
+        // The registers and the control field of the rewrite.
+        patch(ins.offset, &|w| {
+            let w = if fields[k].pinned {
+                w
+            } else {
+                fields::rename(w, &fields[k], |r| renamed[k][usize::from(r)])
+            };
+            encode::set_bits(w, 105, 23, u64::from(schedule.original[k].to_bits()))
+        })?;
     }
     // Sub-functions: the kernel's numbering, control bits as they were.
     let renumber = |r: u8| -> u8 {
@@ -548,19 +537,9 @@ pub fn regdem(
     };
     for (c, cfields) in &callees.code {
         for (ins, fl) in c.instrs.iter().zip(cfields) {
-            if ins.base() == "NOP" || fl.pinned {
-                continue;
+            if ins.base() != "NOP" && !fl.pinned {
+                patch(ins.offset, &|w| fields::rename(w, fl, renumber))?;
             }
-            let at = relaid
-                .map
-                .map(ins.offset)
-                .ok_or_else(|| not_applicable(format!("{:#x} lost in re-layout", ins.offset)))?
-                as usize;
-            let slot = code.get_mut(at..at + 16).ok_or_else(|| {
-                not_applicable("re-layout moved an instruction outside the section")
-            })?;
-            let w = encode::from_bytes(slot.try_into().unwrap_or([0; 16]));
-            slot.copy_from_slice(&encode::to_bytes(fields::rename(w, fl, renumber)));
         }
     }
     let renamed: BTreeMap<u8, u8> = analysis
