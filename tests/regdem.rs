@@ -307,28 +307,23 @@ fn kernels_reach_the_first_cliff_below_on_every_arch() {
     assert!(proved >= 45, "{proved}");
 }
 
+/// The budgets further below (the second and third allocation units under ptxas's count,
+/// where a kernel has them): every one is reached and proved too.
 #[test]
-fn kernels_reach_the_second_cliff_below_mostly() {
+fn kernels_reach_lower_budgets_too() {
     let Some(b) = built() else { return };
-    let mut proved = 0;
     let mut tried = 0;
-    for &arch in ARCHS {
-        for (kernel, target, result) in demote_and_check(b, arch, 1) {
-            tried += 1;
-            match result {
-                Ok(()) => proved += 1,
-                Err(e) => {
-                    // Refusals are allowed, with a reason; a rejection by a checker is not.
-                    assert!(
-                        !e.contains("rejected"),
-                        "sm_{arch} {kernel} at {target}: {e}"
-                    );
-                    eprintln!("sm_{arch} {kernel} at {target}: {e}");
+    for level in [1, 2] {
+        for &arch in ARCHS {
+            for (kernel, target, result) in demote_and_check(b, arch, level) {
+                tried += 1;
+                if let Err(e) = result {
+                    panic!("sm_{arch} {kernel} at {target}: {e}");
                 }
             }
         }
     }
-    assert!(proved * 3 >= tried * 2, "{proved} of {tried}");
+    assert!(tried >= 40, "{tried}");
 }
 
 /// Patch the control field of the instruction at section offset `off` of `kernel`.
