@@ -2050,9 +2050,10 @@ impl<'a> Section<'a> {
             if step.guarded {
                 step.guard = guard_loc(r).zip(r.predicate.map(|p| p.negated));
             }
+            // A call may write any predicate: it ends a run too.
             step.writes_guard = step
                 .guard
-                .is_some_and(|(g, _)| reads_writes(r).1.contains(&g));
+                .is_some_and(|(g, _)| r.is_call() || reads_writes(r).1.contains(&g));
             out.push(step);
         }
         if let Some(end) = self.frame_setup_end(fk) {
