@@ -429,7 +429,14 @@ fn run_jobs<'a>(
         if let Some(c) = client {
             c.configure(cmd);
         }
-        running.push((cmd.spawn().map_err(spawn_err)?, file, token));
+        match cmd.spawn() {
+            Ok(child) => running.push((child, file, token)),
+            Err(e) => {
+                // Let what runs finish before reporting.
+                failed.get_or_insert(spawn_err(e));
+                break;
+            }
+        }
     }
     for r in running {
         finish(r, &mut failed)?;
