@@ -44,6 +44,7 @@ const TRANSFORMED: &[&str] = &[
     "_Z14s_three_levelsPKfPfi",
     "_Z14s_three_phasesPKfPfi",
     "_Z13s_stack_callsPKfPfi",
+    "_Z16s_guarded_calleePKdPdi",
 ];
 
 /// Kernels left alone on some arches, with the reason the refusal must give ("" = any):

@@ -355,3 +355,31 @@ __global__ void s_stack_calls(const float *in, float *out, int n)
     float r3 = phase_top(in, n, c * r2);
     out[i] = r1 * e + r2 * b + r3 * c + e;
 }
+
+// Two levels of FP64 callees with a branch ptxas if-converts into complementary guards: the
+// inner callee may store a word of the shared frame under one guard and reload it on every
+// path, so on the other path it reads a word nothing wrote (a path that never runs). Proving
+// it takes the kernel's new frame and the frame words callees write for their callers.
+__device__ __noinline__ double g_inner(double a, double b, int k)
+{
+    return (k & 1) ? fma(a, b, 0.75) : a - b * 0.125;
+}
+__device__ __noinline__ double g_outer(double a, double b, int k)
+{
+    return g_inner(a, b, k) * 0.25 + g_inner(b, a, k + 3);
+}
+__global__ void s_guarded_callee(const double *in, double *out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    double v[12];
+#pragma unroll
+    for (int k = 0; k < 12; k++) v[k] = in[(i + 7 * k) % n];
+    for (int r = 0; r < n % 3 + 1; r++) {
+#pragma unroll
+        for (int k = 0; k < 12; k++) v[k] = g_outer(v[k], v[(k + 7) % 12], k + r);
+    }
+    double s = 0.0;
+#pragma unroll
+    for (int k = 0; k < 12; k++) s += v[k] * (k + 2);
+    out[i] = s;
+}
