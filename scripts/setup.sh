@@ -119,16 +119,23 @@ fi
 [[ -n "$sys_cmake" ]] || ln -sfn "$VENV/bin/ctest" "$TOOLS_BIN/ctest"
 [[ -n "$sys_ninja" ]] || ln -sfn "$VENV/bin/ninja" "$TOOLS_BIN/ninja"
 
-# --- 2b. ccache, for the launcher test (opt-in: CI sets NVCC_ORION_SETUP_CCACHE=1) ---------------
-# From the distribution's packages, as users have it; only as root with apt-get.
-if [[ "${NVCC_ORION_SETUP_CCACHE:-}" == 1 ]] && ! command -v ccache >/dev/null; then
-    if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
-        log "apt-get install ccache"
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -q ccache >&2 ||
-            { apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q ccache >&2; } ||
-            log "could not install ccache"
-    else
-        log "ccache is not installed and cannot be (not root, or no apt-get)"
+# --- 2b. ccache and sccache, for the launcher tests (opt-in: CI sets NVCC_ORION_SETUP_CCACHE=1)
+# From the distribution's packages, as users have them; only as root with apt-get.
+if [[ "${NVCC_ORION_SETUP_CCACHE:-}" == 1 ]]; then
+    missing=()
+    for tool in ccache sccache; do
+        command -v "$tool" >/dev/null || missing+=("$tool")
+    done
+    if ((${#missing[@]})); then
+        if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+            log "apt-get install ${missing[*]}"
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >&2 ||
+                { apt-get update -q >&2 &&
+                    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >&2; } ||
+                log "could not install ${missing[*]}"
+        else
+            log "${missing[*]} not installed and cannot be (not root, or no apt-get)"
+        fi
     fi
 fi
 
