@@ -1750,8 +1750,8 @@ impl<'a> Section<'a> {
         }
         s.must_writes = self.must_writes(k);
         s.live_in = self.live_in(k, &s.orig_writes, subs);
-        s.orig_local_writes = self.local_writes(&self.orig[k], false);
-        s.rew_local_writes = self.local_writes(&self.rew[k], true);
+        s.orig_local_writes = self.local_writes(k, false);
+        s.rew_local_writes = self.local_writes(k, true);
         let returned: BTreeSet<i64> = self
             .returned_words(&s)
             .into_iter()
@@ -1838,14 +1838,19 @@ impl<'a> Section<'a> {
         Some(live_in.swap_remove(0))
     }
 
-    /// [`Summary::orig_local_writes`] / `rew_local_writes` of `f` (callees' summaries done).
-    fn local_writes(&self, f: &Function, rew: bool) -> Option<BTreeSet<i64>> {
-        if f.instrs
+    /// [`Summary::orig_local_writes`] / `rew_local_writes` of function `k` (callees'
+    /// summaries done). Whether it keeps its own frame is the original's structure (the ABI
+    /// assumption): a rewrite that writes `R1` where the original does not gets no pass for
+    /// the frame words it stores.
+    fn local_writes(&self, k: usize, rew: bool) -> Option<BTreeSet<i64>> {
+        if self.orig[k]
+            .instrs
             .iter()
             .any(|i| !i.is_call() && reads_writes(i).1.contains(&Loc::R(1)))
         {
             return Some(BTreeSet::new());
         }
+        let f = if rew { &self.rew[k] } else { &self.orig[k] };
         let mut out = BTreeSet::new();
         for ins in &f.instrs {
             if ins.base() == "STL" {

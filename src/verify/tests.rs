@@ -608,3 +608,67 @@ fn a_callee_writing_its_callers_frame_word_returns_it_where_the_claim_says() {
     let e = check(&orig, &stale, &claim).unwrap_err();
     assert!(e.reason.contains("at its return"), "{e}");
 }
+
+#[test]
+fn a_callee_cannot_hide_its_frame_writes_behind_a_stack_pointer_copy() {
+    // The kernel keeps R5 across the call; the callee writes the kernel's frame word 8.
+    let orig = kernel_and_callee(
+        &[
+            "MOV R1, c[0x0][0x28]",
+            "IADD3 R1, R1, -0x10, RZ",
+            "STL [R1+0x8], R5",
+            "MOV R20, 0x50",
+            "CALL.REL.NOINC 0x70",
+            "FADD R7, R5, R5",
+            "EXIT",
+        ],
+        &["MOV R9, 0x1", "STL [R1+0x8], R9", "RET.REL.NODEC R20 0x0"],
+        0x70,
+    );
+    check(&orig, &orig, &Claim::identity()).unwrap();
+    // The rewrite drops R5 before the call and reloads it from word 8 after it, while its
+    // callee copies R1 away and back (as if it kept a frame of its own) before overwriting
+    // word 8: the reload sees the callee's value, not R5. (Whether a function keeps a frame
+    // of its own is judged on the original, and a callee writing R1 leaves its callers
+    // knowing nothing of R1: either way the reload is not taken for R5.)
+    let rew = kernel_and_callee(
+        &[
+            "MOV R1, c[0x0][0x28]",
+            "IADD3 R1, R1, -0x10, RZ",
+            "STL [R1+0x8], R5",
+            "MOV R5, 0x0",
+            "MOV R20, 0x60",
+            "CALL.REL.NOINC 0x90",
+            "LDL R5, [R1+0x8]",
+            "FADD R7, R5, R5",
+            "EXIT",
+        ],
+        &[
+            "MOV R30, R1",
+            "MOV R1, R30",
+            "MOV R9, 0x1",
+            "STL [R1+0x8], R9",
+            "RET.REL.NODEC R20 0x0",
+        ],
+        0x90,
+    );
+    let claim = Claim {
+        map: offsets(&[
+            (0, 0),
+            (0x10, 0x10),
+            (0x20, 0x20),
+            (0x30, 0x40),
+            (0x40, 0x50),
+            (0x50, 0x70),
+            (0x60, 0x80),
+            (0x70, 0xb0),
+            (0x80, 0xc0),
+            (0x90, 0xd0),
+        ]),
+        inserted: vec![0x30, 0x60, 0x90, 0xa0],
+        ..Claim::default()
+    };
+    let e = check(&orig, &rew, &claim).unwrap_err();
+    assert_eq!(e.offset, 0x70, "{e}");
+    assert!(e.reason.contains("R5"), "{e}");
+}
