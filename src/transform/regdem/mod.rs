@@ -830,3 +830,104 @@ fn hoist_loads(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sass::control::Control;
+    use crate::sass::ir::Instr;
+    use crate::sass::operands::{self, Family};
+
+    fn ins(k: usize, opcode: &str, ops: &str, write_sb: Option<u8>) -> Instr {
+        let mut i = Instr {
+            offset: 16 * k as u64,
+            raw: 0,
+            opcode: opcode.into(),
+            predicate: None,
+            operands: operands::parse(ops).expect("parses"),
+            ctrl: Control {
+                write_sb,
+                ..Control::default()
+            },
+            target: None,
+            targets: Vec::new(),
+            callee: None,
+            unknown: false,
+        };
+        i.unknown = !operands::apply(Family::Turing, &mut i);
+        i
+    }
+
+    /// Value-register substitution: a block's pool grows by the kept registers dead
+    /// throughout it, never by one a variable-latency instruction writes.
+    #[test]
+    fn block_pools_take_registers_dead_throughout_a_block() {
+        let f = Function {
+            name: "k".into(),
+            section: 1,
+            start: 0,
+            instrs: vec![
+                ins(0, "MOV", "R2, 0x1", None),
+                ins(1, "FADD", "R3, R2, R2", None),
+                ins(2, "LDG.E", "R5, [R10.64]", Some(0)),
+                ins(3, "FADD", "R7, R3, R5", None),
+                // A second block.
+                ins(4, "FADD", "R8, R7, R7", None),
+                ins(5, "FADD", "R9, R8, R8", None),
+                ins(6, "EXIT", "", None),
+            ],
+            kernel: true,
+            regs: Some(16),
+            marked: Default::default(),
+        };
+        // (No encodings here: every register counts as placed.)
+        let fields = vec![RegFields::default(); f.instrs.len()];
+        let a = Analysis::new(80, &f, &fields, 4, &select::Callees::default()).unwrap();
+        let layout = select::compact(&a, &BTreeSet::new(), 2, 20).unwrap();
+        let pool: BTreeSet<u8> = (layout.pool..layout.pool + 2).collect();
+        let block_start = [true, false, false, false, true, false, false];
+        let live = live::liveness(&f, &Cfg::build(&f), &BTreeMap::new(), &BTreeSet::new());
+        let pools = block_pools(
+            &f,
+            &block_start,
+            &live,
+            &a,
+            &BTreeSet::new(),
+            &layout,
+            &BTreeSet::new(),
+            &pool,
+            80,
+        );
+        let at = |r: u8| layout.kept[&r];
+        // Dead in the second block: R2, R3; R8 and R9 in the first.
+        assert!(
+            pools[4].contains(&at(2)) && pools[4].contains(&at(3)),
+            "{pools:?}"
+        );
+        assert!(
+            pools[0].contains(&at(8)) && pools[0].contains(&at(9)),
+            "{pools:?}"
+        );
+        // Live or named there: never.
+        assert!(
+            !pools[4].contains(&at(7)) && !pools[0].contains(&at(2)),
+            "{pools:?}"
+        );
+        // Written by a load (its write may still be in flight): never.
+        assert!(pools.iter().all(|p| !p.contains(&at(5))), "{pools:?}");
+        // Every block keeps the reserved pool; a sub-function's register is never lent.
+        assert!(pools.iter().all(|p| pool.is_subset(p)));
+        let lent = block_pools(
+            &f,
+            &block_start,
+            &live,
+            &a,
+            &BTreeSet::new(),
+            &layout,
+            &BTreeSet::from([2u8]),
+            &pool,
+            80,
+        );
+        assert!(!lent[4].contains(&at(2)) && lent[4].contains(&at(3)));
+    }
+}
