@@ -380,18 +380,7 @@ fn cmake_with_ccache_launcher() {
     let Some(t) = tools_or_skip(label) else {
         return;
     };
-    let Ok(ccache) = which::which("ccache") else {
-        let installable = Command::new("id")
-            .arg("-u")
-            .output()
-            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-            && which::which("apt-get").is_ok();
-        if env::var_os("CI").is_some() && installable {
-            panic!(
-                "{label}: ccache missing although scripts/setup.sh could install it (NVCC_ORION_SETUP_CCACHE=1)"
-            );
-        }
-        eprintln!("SKIPPED {label}: ccache is not installed and cannot be installed here");
+    let Some(ccache) = common::packaged_tool("ccache", label) else {
         return;
     };
     let tmp = tempfile::tempdir().expect("temp dir");

@@ -52,6 +52,28 @@ pub fn kernels_dir() -> PathBuf {
         .join("kernels")
 }
 
+/// A tool the distribution packages (ccache, sccache) that `scripts/setup.sh` installs under
+/// CI (`NVCC_ORION_SETUP_CCACHE=1`): its path, or `None` with a skip line where it is missing
+/// and cannot be installed (not root, no apt-get). Missing where it could be, under CI: a
+/// failure.
+#[allow(dead_code)]
+pub fn packaged_tool(name: &str, test: &str) -> Option<PathBuf> {
+    if let Ok(p) = which::which(name) {
+        return Some(p);
+    }
+    let installable = std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        && which::which("apt-get").is_ok();
+    assert!(
+        std::env::var_os("CI").is_none() || !installable,
+        "{test}: {name} missing although scripts/setup.sh could install it (NVCC_ORION_SETUP_CCACHE=1)"
+    );
+    eprintln!("SKIPPED {test}: {name} is not installed and cannot be installed here");
+    None
+}
+
 /// The real nvcc: `NVCC_ORION_NVCC`, else `$CUDA_HOME/bin/nvcc`, else `nvcc` on `PATH`.
 pub fn find_nvcc() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("NVCC_ORION_NVCC").filter(|p| !p.is_empty()) {
