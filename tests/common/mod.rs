@@ -56,7 +56,6 @@ pub fn kernels_dir() -> PathBuf {
 /// CI (`NVCC_ORION_SETUP_CCACHE=1`): its path, or `None` with a skip line where it is missing
 /// and cannot be installed (not root, no apt-get). Missing where it could be, under CI: a
 /// failure.
-#[allow(dead_code)]
 pub fn packaged_tool(name: &str, test: &str) -> Option<PathBuf> {
     if let Ok(p) = which::which(name) {
         return Some(p);
