@@ -887,17 +887,20 @@ mod tests {
         let pool: BTreeSet<u8> = (layout.pool..layout.pool + 2).collect();
         let block_start = [true, false, false, false, true, false, false];
         let live = live::liveness(&f, &Cfg::build(&f), &BTreeMap::new(), &BTreeSet::new());
-        let pools = block_pools(
-            &f,
-            &block_start,
-            &live,
-            &a,
-            &BTreeSet::new(),
-            &layout,
-            &BTreeSet::new(),
-            &pool,
-            80,
-        );
+        let pools_with = |in_callees: &BTreeSet<u8>| {
+            block_pools(
+                &f,
+                &block_start,
+                &live,
+                &a,
+                &BTreeSet::new(),
+                &layout,
+                in_callees,
+                &pool,
+                80,
+            )
+        };
+        let pools = pools_with(&BTreeSet::new());
         let at = |r: u8| layout.kept[&r];
         // Dead in the second block: R2, R3; R8 and R9 in the first.
         assert!(
@@ -917,17 +920,7 @@ mod tests {
         assert!(pools.iter().all(|p| !p.contains(&at(5))), "{pools:?}");
         // Every block keeps the reserved pool; a sub-function's register is never lent.
         assert!(pools.iter().all(|p| pool.is_subset(p)));
-        let lent = block_pools(
-            &f,
-            &block_start,
-            &live,
-            &a,
-            &BTreeSet::new(),
-            &layout,
-            &BTreeSet::from([2u8]),
-            &pool,
-            80,
-        );
+        let lent = pools_with(&BTreeSet::from([2u8]));
         assert!(!lent[4].contains(&at(2)) && lent[4].contains(&at(3)));
     }
 }
