@@ -29,6 +29,7 @@
 #![allow(dead_code)]
 
 pub mod fixtures;
+pub mod oracle_kernels;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
