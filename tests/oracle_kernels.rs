@@ -128,6 +128,8 @@ const FAMILIES: &[Family] = &[
     fam!("ULOP3", 75, "ULOP3.LUT", |o| is(o, "ULOP3")),
     fam!("PLOP3", 75, "PLOP3.LUT", |o| is(o, "PLOP3")),
     fam!("P2R", 75, "P2R", |o| is(o, "P2R")),
+    fam!("R2P", 75, "R2P", |o| is(o, "R2P")),
+    fam!("LDL", 75, "LDL (local memory)", |o| is(o, "LDL")),
     fam!("BAR.SYNC", 75, "BAR.SYNC[.DEFER_BLOCKING]", |o| is(
         o, "BAR"
     ) && o

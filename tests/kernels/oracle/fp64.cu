@@ -39,3 +39,11 @@ __global__ void oracle_wide_int(const unsigned long long *in, unsigned long long
     out32[t] = __umulhi(static_cast<unsigned>(a), static_cast<unsigned>(c)) +
                static_cast<unsigned>(__umul64hi(a, c));
 }
+
+// Double-precision sine and cosine: the library's quadrant selection moves bits of the
+// quadrant into predicates (R2P), and its slow argument reduction is a call (CALL/RET).
+__global__ void oracle_fp64_trig(const double *in, double *out) {
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    double x = in[t];
+    out[t] = sin(x) * 3.0 - cos(x);
+}
