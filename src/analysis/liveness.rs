@@ -170,22 +170,20 @@ pub fn use_def_file(ins: &Instr, file: RegFile) -> (RegSet, RegSet, bool) {
             }
             (
                 OperandKind::Addr {
-                    reg,
-                    reg_width,
                     ureg,
+                    ureg_width,
                     desc,
                     ..
                 },
                 RegFile::UGpr,
             ) => {
-                // A uniform part of a 64-bit address (`.E`: `RED.E.ADD [UR4], R4`,
-                // `LDG.E.U8.SYS R0, [R4.64+UR4]`) is a register pair, of a 32-bit one
-                // (`LDS.U.128 R16, [UR5]`) one register; a descriptor is a pair.
+                // The operand tables give the uniform part's width (a pair in a 64-bit
+                // address); a descriptor is a pair.
                 if let Some(u) = ureg.filter(|&u| u != 63) {
-                    mark(u, Role::Read);
-                    let base64 = reg.is_none() || *reg_width == 2;
-                    if base64 && ins.has_mod("E") && u + 1 < 63 {
-                        mark(u + 1, Role::Read);
+                    for k in 0..(*ureg_width).max(1) {
+                        if u + k < 63 {
+                            mark(u + k, Role::Read);
+                        }
                     }
                 }
                 if let Some(d) = desc.filter(|&d| d != 63) {

@@ -19,6 +19,10 @@ pub struct Args {
     /// Print the control-flow graph.
     #[arg(long)]
     pub cfg: bool,
+    /// Compare every instruction's register reads and writes with `nvdisasm -plr` (the
+    /// oracle check run before a rewrite); one line per disagreement.
+    #[arg(long)]
+    pub oracle: bool,
 }
 
 /// The functions to show: all, or kernel `k` and the sub-functions named after it.
@@ -97,7 +101,28 @@ pub fn run(args: &Args, out: &mut impl std::io::Write) -> bool {
         return true;
     }
     let mut text = String::new();
-    if args.liveness {
+    if args.oracle {
+        let verdicts = match crate::verify::oracle::check_cubin(&nv, &args.file, &d.functions) {
+            Ok(v) => v,
+            Err(e) => {
+                super::report_error(format_args!("{}: {e}", args.file.display()));
+                return true;
+            }
+        };
+        for f in &fs {
+            match verdicts.of(&f.name) {
+                Some(Ok(a)) => {
+                    text += &format!("{}: agrees ({} instructions)\n", f.name, a.instructions)
+                }
+                Some(Err(ds)) => {
+                    for d in ds {
+                        text += &format!("{:?} {d}\n", d.file);
+                    }
+                }
+                None => text += &format!("{}: not compared\n", f.name),
+            }
+        }
+    } else if args.liveness {
         // One line per instruction, in address order across all functions of each section.
         let mut rows = Vec::new();
         for f in &fs {

@@ -50,6 +50,9 @@ pub enum OperandKind {
         /// Registers the base covers (2 for `.64`).
         reg_width: u8,
         ureg: Option<u8>,
+        /// Uniform registers the `ureg` part covers (2 for a 64-bit uniform address: sm_75's
+        /// `LDG.E [UR4]`, which `nvdisasm -plr` shows reading UR4 and UR5).
+        ureg_width: u8,
         desc: Option<u8>,
         imm: i64,
     },

@@ -189,13 +189,17 @@ pub static RULES: &[Rule] = &[
     // Tensor cores: D, A, B, C.
     r("HMMA", &["16816", "F32"], First, List(&[4, 4, 2, 4])),
     r("HMMA", &["16816", "F16"], First, List(&[2, 4, 2, 2])),
+    // TF32 m16n8k8: A four registers, B two (nvdisasm -plr).
+    r("HMMA", &["1688", "F32", "TF32"], First, List(&[4, 4, 2, 4])),
     r("HMMA", &["1688", "F32"], First, List(&[4, 2, 1, 4])),
     r("HMMA", &["1688", "F16"], First, List(&[2, 2, 1, 2])),
     r("IMMA", &["16832"], First, List(&[4, 4, 2, 4])),
     r("IMMA", &["16816"], First, List(&[4, 2, 1, 4])),
     r("IMMA", &["8816"], First, List(&[2, 1, 1, 2])),
     r("IMMA", &["8832"], First, List(&[2, 1, 1, 2])),
-    r("DMMA", &["884"], First, List(&[2, 2, 2, 2])),
+    // D and C are two doubles (four registers), A and B one (nvdisasm -plr).
+    r("DMMA", &["884"], First, List(&[4, 2, 2, 4])),
+    r("DMMA", &["8x8x4"], First, List(&[4, 2, 2, 4])),
     // Memory.
     r("LDG", &[], First, Mem),
     r("LD", &[], First, Mem),
@@ -203,10 +207,17 @@ pub static RULES: &[Rule] = &[
     r("LDL", &[], First, Mem),
     r("LDC", &[], First, Mem),
     r("ULDC", &[], First, Mem),
-    r("LDSM", &[], First, Mem),
+    // ldmatrix: `.M88.4`/`.MT88.4` write four registers, `.2` two, `.1` one.
+    r("LDSM", &["4"], First, List(&[4, 1])),
+    r("LDSM", &["2"], First, List(&[2, 1])),
+    r("LDSM", &[], First, One),
     r("STG", &[], NoDest, Mem),
     r("ST", &[], NoDest, Mem),
     r("STS", &[], NoDest, Mem),
+    // stmatrix: the data is four, two or one registers, after the address.
+    r("STSM", &["4"], NoDest, List(&[1, 4])),
+    r("STSM", &["2"], NoDest, List(&[1, 2])),
+    r("STSM", &[], NoDest, One),
     r("STL", &[], NoDest, Mem),
     r("ATOMG", &[], First, Mem),
     r("ATOM", &[], First, Mem),
@@ -471,6 +482,7 @@ fn parse_addr(inner: &str) -> Option<OperandKind> {
         reg: r,
         reg_width: width,
         ureg: u,
+        ureg_width: 1,
         desc: None,
         imm,
     })
@@ -608,16 +620,25 @@ pub fn apply(family: Family, ins: &mut Instr) -> bool {
             for &i in &regs {
                 ops[i].width = w;
             }
-            // `.E`: a 64-bit generic/global address even where sm_75 prints `[R2]`.
+            // `.E`: a 64-bit generic/global address even where sm_75 prints `[R2]`; its
+            // uniform part is a pair too (`RED.E.ADD [UR4], R4`, `LDG.E.U8 R0, [R4.64+UR4]`:
+            // `nvdisasm -plr` shows UR4 and UR5 read).
             if ins.opcode.split('.').any(|m| m == "E") {
                 for op in ops.iter_mut() {
                     if let OperandKind::Addr {
-                        reg: Some(_),
+                        reg,
                         reg_width,
+                        ureg,
+                        ureg_width,
                         ..
                     } = &mut op.kind
                     {
-                        *reg_width = 2;
+                        if reg.is_some() {
+                            *reg_width = 2;
+                        }
+                        if ureg.is_some() {
+                            *ureg_width = 2;
+                        }
                     }
                 }
             }
@@ -707,5 +728,34 @@ mod tests {
         assert!(ins("FOO.BAR", "R1").unknown);
         let i = ins("FCHK", "P0, R3, R4");
         assert!(i.gpr_writes().is_empty());
+    }
+
+    /// Tuple widths found wrong against `nvdisasm -plr` (tests/oracle.rs checks them all).
+    #[test]
+    fn tuple_widths_from_the_oracle() {
+        let i = ins("LDSM.16.M88.4", "R8, [R6]");
+        assert_eq!(
+            (i.gpr_writes(), i.gpr_reads()),
+            (vec![8, 9, 10, 11], vec![6])
+        );
+        let i = ins("LDSM.16.MT88.2", "R2, [R6+0x200]");
+        assert_eq!(i.gpr_writes(), vec![2, 3]);
+        assert_eq!(ins("LDSM.16.M88", "R2, [R6]").gpr_writes(), vec![2]);
+        let i = ins("STSM.16.MT88.4", "[R2], R4");
+        assert_eq!(i.gpr_reads(), vec![2, 4, 5, 6, 7]);
+        let i = ins("DMMA.884", "R4, R8, R10, R4");
+        assert_eq!(i.gpr_writes(), vec![4, 5, 6, 7]);
+        assert_eq!(i.gpr_reads(), vec![8, 9, 10, 11, 4, 5, 6, 7]);
+        let i = ins("HMMA.1688.F32.TF32", "R4, R8, R12, R4");
+        assert_eq!(i.gpr_reads(), vec![8, 9, 10, 11, 12, 13, 4, 5, 6, 7]);
+        let i = ins("RED.E.ADD.STRONG.GPU", "[UR4], R4");
+        assert!(matches!(
+            i.operands[0].kind,
+            OperandKind::Addr {
+                ureg: Some(4),
+                ureg_width: 2,
+                ..
+            }
+        ));
     }
 }

@@ -13,6 +13,7 @@ use crate::sass::ir::Function;
 use crate::transform::TransformError;
 use crate::transform::regdem;
 use crate::transform::spill_to_shared::{self, Options, Rewrite};
+use crate::verify::oracle::{self, Verdicts};
 use crate::verify::{self, Claim, SpillBase};
 
 /// A proved rewrite.
@@ -89,6 +90,9 @@ pub enum NotProved {
     Transform(TransformError),
     /// The checker rejected the rewrite.
     Rejected(String),
+    /// `nvdisasm -plr` disagrees with our instruction facts somewhere in the kernel's section
+    /// (before any rewrite): the checker cannot trust its model there.
+    Oracle(String),
 }
 
 impl fmt::Display for NotProved {
@@ -98,15 +102,46 @@ impl fmt::Display for NotProved {
             NotProved::Decode(e) => write!(f, "decode failed: {e}"),
             NotProved::Transform(e) => write!(f, "{e}"),
             NotProved::Rejected(e) => write!(f, "the checker rejected the rewrite: {e}"),
+            NotProved::Oracle(e) => write!(f, "refused: {e}"),
         }
     }
 }
 
-fn decode_bytes(nv: &Path, bytes: &[u8]) -> Result<Decoded, NotProved> {
+/// A cubin decoded with the toolkit, and the oracle's verdict on each of its functions.
+struct Seen {
+    decoded: Decoded,
+    oracle: Verdicts,
+}
+
+impl Seen {
+    /// Why the oracle refuses the section holding `kernel` (the kernel and its callees).
+    fn refusal(&self, kernel: &str) -> Option<String> {
+        let Some(section) = self
+            .decoded
+            .functions
+            .iter()
+            .find(|f| f.name == kernel)
+            .map(|f| f.section)
+        else {
+            return Some(format!("{kernel}: not found in the decoded code"));
+        };
+        let fs: Vec<&Function> = self
+            .decoded
+            .functions
+            .iter()
+            .filter(|f| f.section == section)
+            .collect();
+        self.oracle.first_in(&fs)
+    }
+}
+
+fn decode_bytes(nv: &Path, bytes: &[u8]) -> Result<Seen, NotProved> {
     let dir = tempfile::tempdir().map_err(|e| NotProved::Decode(e.to_string()))?;
     let path = dir.path().join("k.cubin");
     std::fs::write(&path, bytes).map_err(|e| NotProved::Decode(e.to_string()))?;
-    decode::decode_file(nv, &path).map_err(|e| NotProved::Decode(e.to_string()))
+    let decoded = decode::decode_file(nv, &path).map_err(|e| NotProved::Decode(e.to_string()))?;
+    let oracle = oracle::check_cubin(nv, &path, &decoded.functions).map_err(NotProved::Decode)?;
+    Ok(Seen { decoded, oracle })
 }
 
 /// The outcome for a cubin: its final bytes and, per requested kernel, what happened.
@@ -127,6 +162,7 @@ impl<R> Outcome<R> {
 /// kernel of a variant). `Err` when the cubin cannot be read or decoded at all.
 pub fn spill_to_shared(bytes: &[u8], requests: &[(String, Options)]) -> Result<Outcome, NotProved> {
     let original = Cubin::parse(bytes).map_err(|e| NotProved::Decode(e.to_string()))?;
+    let sm = original.arch();
     let mut results: Vec<(String, Option<Result<Proved, NotProved>>)> = requests
         .iter()
         .map(|(k, _)| {
@@ -153,7 +189,15 @@ pub fn spill_to_shared(bytes: &[u8], requests: &[(String, Options)]) -> Result<O
         return Ok(finish(results, bytes.to_vec()));
     }
     let nv = crate::toolkit::find_tool("nvdisasm").ok_or(NotProved::NoDisassembler)?;
-    let before = decode_bytes(&nv, bytes)?;
+    let seen = decode_bytes(&nv, bytes)?;
+    for (i, (kernel, _)) in requests.iter().enumerate() {
+        if results[i].1.is_none()
+            && let Some(why) = seen.refusal(kernel)
+        {
+            results[i].1 = Some(Err(NotProved::Oracle(why)));
+        }
+    }
+    let before = &seen.decoded;
     // Rewrite every kernel still in the running; drop those the checker rejects; repeat.
     loop {
         let mut cubin = original.clone();
@@ -173,10 +217,26 @@ pub fn spill_to_shared(bytes: &[u8], requests: &[(String, Options)]) -> Result<O
         let out = cubin
             .write()
             .map_err(|e| NotProved::Decode(e.to_string()))?;
-        let after = decode_bytes(&nv, &out)?;
+        let seen_after = decode_bytes(&nv, &out)?;
+        let after = &seen_after.decoded;
         let mut rejected = false;
         for (i, rewrite) in done {
-            match check(&before, &after, &rewrite) {
+            let checked = match seen_after.refusal(&requests[i].0) {
+                Some(why) => Err(format!("in the rewritten code, {why}")),
+                None => check(before, after, &rewrite),
+            }
+            .and_then(|checked| {
+                verify::schedule::check_rewrite(
+                    sm,
+                    &section_functions(before, rewrite.section),
+                    &section_functions(after, rewrite.section),
+                    &rewrite.map,
+                    &rewrite.inserted,
+                )
+                .map(|_| checked)
+                .map_err(|e| format!("scheduling: {e}"))
+            });
+            match checked {
                 Ok(checked) => results[i].1 = Some(Ok(Proved { rewrite, checked })),
                 Err(e) => {
                     results[i].1 = Some(Err(NotProved::Rejected(e)));
@@ -247,7 +307,13 @@ pub fn regdem(
             .collect(),
     };
     let nv = crate::toolkit::find_tool("nvdisasm").ok_or(NotProved::NoDisassembler)?;
-    let before = decode_bytes(&nv, bytes)?;
+    let seen = decode_bytes(&nv, bytes)?;
+    for (i, (kernel, _)) in requests.iter().enumerate() {
+        if let Some(why) = seen.refusal(kernel) {
+            results[i] = Some(Err(NotProved::Oracle(why)));
+        }
+    }
+    let before = &seen.decoded;
     loop {
         let mut cubin = original.clone();
         let mut done: Vec<(usize, regdem::Rewrite)> = Vec::new();
@@ -266,15 +332,25 @@ pub fn regdem(
         let out = cubin
             .write()
             .map_err(|e| NotProved::Decode(e.to_string()))?;
-        let after = decode_bytes(&nv, &out)?;
+        let seen_after = decode_bytes(&nv, &out)?;
+        let after = &seen_after.decoded;
         let mut rejected = false;
         for (i, r) in done {
             let claim = regdem_claim(&r);
-            let proved = check_claim(&before, &after, r.section, &claim).and_then(|checked| {
-                let fs = section_functions(&after, r.section);
-                verify::schedule::check(sm, &fs, &r.accesses)
-                    .map(|_| checked)
-                    .map_err(|e| format!("scheduling: {e}"))
+            let proved = match seen_after.refusal(&requests[i].0) {
+                Some(why) => Err(format!("in the rewritten code, {why}")),
+                None => check_claim(before, after, r.section, &claim),
+            }
+            .and_then(|checked| {
+                verify::schedule::check_rewrite(
+                    sm,
+                    &section_functions(before, r.section),
+                    &section_functions(after, r.section),
+                    &r.map,
+                    &r.inserted,
+                )
+                .map(|_| checked)
+                .map_err(|e| format!("scheduling: {e}"))
             });
             match proved {
                 Ok(checked) => {

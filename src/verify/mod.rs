@@ -156,8 +156,11 @@
 //! * The decoded operand roles and widths ([`crate::sass::operands`]) are right; an
 //!   instruction they do not cover is "unknown" and handled as above.
 
+pub mod oracle;
+pub mod plr;
 pub mod schedule;
 mod state;
+pub mod tuples;
 
 pub use state::{Loc, Sym};
 
@@ -292,6 +295,7 @@ pub fn check(
             }
         }
     }
+    tuples::check(rewritten)?;
     let original = split_sub_functions(original)?;
     let rewritten = split_sub_functions(rewritten)?;
     let section = Section::new(&original, &rewritten, claim)?;
@@ -603,6 +607,7 @@ fn addr_regs(kind: &OperandKind) -> Vec<Loc> {
             reg,
             reg_width,
             ureg,
+            ureg_width,
             desc,
             ..
         } => {
@@ -610,7 +615,7 @@ fn addr_regs(kind: &OperandKind) -> Vec<Loc> {
                 out.extend(regs_of(&OperandKind::Reg(r), reg_width));
             }
             if let Some(u) = ureg {
-                out.extend(regs_of(&OperandKind::UReg(u), 1));
+                out.extend(regs_of(&OperandKind::UReg(u), ureg_width));
             }
             if let Some(d) = desc {
                 out.extend(regs_of(&OperandKind::UReg(d), 2));
@@ -754,6 +759,7 @@ fn r1_imm(op: &Operand) -> Option<i64> {
             reg: Some(1),
             reg_width: 1,
             ureg: None,
+            ureg_width: _,
             desc: None,
             imm,
         } if !op.text.contains(".X") => Some(imm),
@@ -1530,6 +1536,7 @@ impl<'a> Section<'a> {
             reg: Some(reg),
             reg_width: 1,
             ureg: None,
+            ureg_width: _,
             desc: None,
             imm,
         } = a.kind

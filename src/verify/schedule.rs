@@ -28,6 +28,8 @@ use crate::sass::ir::{Function, Instr, OperandKind, RZ};
 pub struct ScheduleProof {
     pub loads: usize,
     pub stores: usize,
+    /// Other inserted instructions (prologue arithmetic, moves).
+    pub other: usize,
 }
 
 fn leaves_block(i: &Instr) -> bool {
@@ -177,6 +179,219 @@ pub fn check(sm: u32, functions: &[Function], offsets: &[u64]) -> Result<Schedul
             forward(r, &|j: &Instr| writes(j, data))?;
             proof.stores += 1;
         }
+    }
+    Ok(proof)
+}
+
+/// Variable-latency results are released through a write scoreboard; these classes have a
+/// fixed latency the stall counts must cover instead (or an unknown one: refused).
+fn fixed(i: &Instr) -> bool {
+    i.ctrl.write_sb.is_none()
+}
+
+/// Whether the data `ins` (at index `k` of `f`) reads in register `r` is ready: the closest
+/// earlier writer in the block set a scoreboard waited for by `ins` or an instruction between,
+/// or has a fixed latency the stall counts cover.
+fn ready(sm: u32, f: &Function, k: usize, r: u8, targets: &BTreeSet<u64>) -> Result<(), String> {
+    let mut stalls: u32 = 0;
+    let mut waited: u8 = f.instrs[k].ctrl.wait_mask;
+    for j in f.instrs[..k].iter().rev() {
+        stalls += u32::from(j.ctrl.stall.max(1));
+        if writes(j, r) {
+            return match j.ctrl.write_sb {
+                Some(w) if waited & (1 << w) != 0 => Ok(()),
+                Some(w) => Err(format!(
+                    "R{r} from {:#x} on SB{w}, not waited for",
+                    j.offset
+                )),
+                None => {
+                    let lat = fixed_latency(sm, OpClass::of(&j.opcode)).ok_or_else(|| {
+                        format!("producer `{}` of R{r} has no known latency", j.opcode)
+                    })?;
+                    if stalls < u32::from(lat) {
+                        Err(format!(
+                            "R{r} read {stalls} cycles after `{}` at {:#x}, which needs {lat}",
+                            j.opcode, j.offset
+                        ))
+                    } else {
+                        Ok(())
+                    }
+                }
+            };
+        }
+        waited |= j.ctrl.wait_mask;
+        if targets.contains(&j.offset) || leaves_block(j) {
+            break;
+        }
+    }
+    Err(format!("no producer of R{r} in its block"))
+}
+
+/// Control bits of an inserted instruction other than a 32-bit spill access (the prologue's
+/// `S2R`/`IMAD`/`LEA`, moves): every register it reads is ready; a variable-latency result is
+/// waited for before anything reads or writes it and before the block ends; a fixed-latency
+/// result's first reader in the block comes after its latency; its scoreboards are none a
+/// `DEPBAR` counts on; it writes no register an earlier access is still reading.
+fn check_other(sm: u32, f: &Function, k: usize, targets: &BTreeSet<u64>) -> Result<(), String> {
+    let ins = &f.instrs[k];
+    for r in ins.gpr_reads() {
+        ready(sm, f, k, r, targets)?;
+    }
+    let dests = ins.gpr_writes();
+    // A write after a pending read (WAR): an earlier instruction of the block still reading
+    // the register through its read scoreboard.
+    let mut waited = ins.ctrl.wait_mask;
+    for j in f.instrs[..k].iter().rev() {
+        if let Some(rs) = j.ctrl.read_sb
+            && waited & (1 << rs) == 0
+            && dests.iter().any(|&d| reads(j, d))
+        {
+            return Err(format!(
+                "overwrites a register `{}` at {:#x} still reads (SB{rs})",
+                j.opcode, j.offset
+            ));
+        }
+        waited |= j.ctrl.wait_mask;
+        if targets.contains(&j.offset) || leaves_block(j) {
+            break;
+        }
+    }
+    if let Some(rs) = ins.ctrl.read_sb {
+        let srcs = ins.gpr_reads();
+        for j in &f.instrs[k + 1..] {
+            if waits(j, rs) {
+                break;
+            }
+            if srcs.iter().any(|&s| writes(j, s)) {
+                return Err(format!(
+                    "{:#x} `{}` overwrites a source before SB{rs} is waited for",
+                    j.offset, j.opcode
+                ));
+            }
+            if targets.contains(&j.offset) || leaves_block(j) {
+                return Err(format!(
+                    "SB{rs} still pending where the block ends at {:#x}",
+                    j.offset
+                ));
+            }
+        }
+    }
+    if let Some(w) = ins.ctrl.write_sb {
+        for j in &f.instrs[k + 1..] {
+            if waits(j, w) {
+                break;
+            }
+            if dests.iter().any(|&d| reads(j, d) || writes(j, d)) {
+                return Err(format!(
+                    "{:#x} `{}` does not wait for SB{w}",
+                    j.offset, j.opcode
+                ));
+            }
+            if targets.contains(&j.offset) || leaves_block(j) {
+                return Err(format!(
+                    "SB{w} still pending where the block ends at {:#x}",
+                    j.offset
+                ));
+            }
+        }
+    } else if fixed(ins) {
+        for (n, j) in f.instrs[k + 1..].iter().enumerate() {
+            if dests.iter().any(|&d| reads(j, d)) {
+                ready(
+                    sm,
+                    f,
+                    k + 1 + n,
+                    *dests.iter().find(|&&d| reads(j, d)).unwrap_or(&0),
+                    targets,
+                )?;
+                break;
+            }
+            if targets.contains(&j.offset) || leaves_block(j) {
+                break;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The scheduling check of a whole rewrite (both transforms): every inserted instruction's
+/// control bits ([`check`] for 32-bit `LDS`/`STS`, [`check_other`] for the rest), and every
+/// original instruction's image keeps the original's scoreboards, waits at least for what the
+/// original waited for, stalls at least as long, and sets a reuse flag only where the
+/// original did and the next instruction is not an inserted one (the reuse cache would hand
+/// the flagged value to an instruction the original never had after it).
+pub fn check_rewrite(
+    sm: u32,
+    original: &[Function],
+    rewritten: &[Function],
+    map: &crate::cubin::OffsetMap,
+    inserted: &[u64],
+) -> Result<ScheduleProof, String> {
+    let ins_set: BTreeSet<u64> = inserted.iter().copied().collect();
+    let find = |off: u64| -> Option<(&Function, usize)> {
+        rewritten
+            .iter()
+            .find_map(|f| f.index_of(off).map(|k| (f, k)))
+    };
+    for f0 in original {
+        for o in &f0.instrs {
+            let Some(new) = map.map(o.offset) else {
+                continue;
+            };
+            let Some((f, k)) = find(new) else {
+                continue;
+            };
+            let i = &f.instrs[k];
+            let (a, b) = (o.ctrl, i.ctrl);
+            let fail = |why: &str| {
+                Err(format!(
+                    "`{}` at {new:#x} (was {:#x}): {why} ({a} → {b})",
+                    i.opcode, o.offset
+                ))
+            };
+            if a.write_sb != b.write_sb || a.read_sb != b.read_sb {
+                return fail("its scoreboards changed");
+            }
+            if a.wait_mask & !b.wait_mask != 0 {
+                return fail("it no longer waits for a scoreboard the original waited for");
+            }
+            if b.stall < a.stall {
+                return fail("it stalls less than the original");
+            }
+            if b.reuse & !a.reuse != 0 {
+                return fail("a reuse flag the original did not set");
+            }
+            let next_inserted = f
+                .instrs
+                .get(k + 1)
+                .is_some_and(|n| ins_set.contains(&n.offset));
+            if b.reuse != 0 && next_inserted {
+                return fail("a reuse flag before an inserted instruction");
+            }
+        }
+    }
+    let mut proof = ScheduleProof::default();
+    for &off in inserted {
+        let (f, k) = find(off).ok_or_else(|| format!("{off:#x}: no instruction there"))?;
+        let ins = &f.instrs[k];
+        if access(ins).is_some() {
+            let p = check(sm, rewritten, &[off])?;
+            proof.loads += p.loads;
+            proof.stores += p.stores;
+            continue;
+        }
+        let targets: BTreeSet<u64> = f
+            .instrs
+            .iter()
+            .flat_map(|i| i.target.into_iter().chain(i.targets.iter().copied()))
+            .collect();
+        check_other(sm, f, k, &targets).map_err(|why| {
+            format!(
+                "inserted `{}` at {off:#x} ({}): {why}",
+                ins.opcode, ins.ctrl
+            )
+        })?;
+        proof.other += 1;
     }
     Ok(proof)
 }

@@ -1,0 +1,284 @@
+//! `nvdisasm -c -plr`: the toolkit's own per-register view of every instruction, read as the
+//! independent oracle of what each instruction reads and writes (DESIGN.md §6).
+//!
+//! Each instruction line ends in a table with one group of cells per register file (`GPR`,
+//! `PRED`, `UGPR`, `UPRED`); a header row names the register under each cell column. A cell
+//! holds `^` (the instruction assigns the register), `v` (it uses it), `x` (both), `:` (live
+//! through it) or a blank (dead). This module only parses that text: it shares nothing with
+//! the operand tables of `sass`, so a wrong table entry cannot hide here.
+
+use std::collections::{BTreeSet, HashMap};
+
+/// A register file of the `-plr` table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum File {
+    Gpr,
+    Pred,
+    UGpr,
+    UPred,
+}
+
+impl File {
+    fn from_name(s: &str) -> Option<File> {
+        match s {
+            "GPR" => Some(File::Gpr),
+            "PRED" => Some(File::Pred),
+            "UGPR" => Some(File::UGpr),
+            "UPRED" => Some(File::UPred),
+            _ => None,
+        }
+    }
+
+    /// How registers of this file are written in SASS.
+    pub fn prefix(self) -> &'static str {
+        match self {
+            File::Gpr => "R",
+            File::Pred => "P",
+            File::UGpr => "UR",
+            File::UPred => "UP",
+        }
+    }
+
+    pub const ALL: [File; 4] = [File::Gpr, File::Pred, File::UGpr, File::UPred];
+}
+
+/// What one instruction does to one register file, as `-plr` marks it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Marks {
+    /// `v` or `x`.
+    pub reads: BTreeSet<u8>,
+    /// `^` or `x`.
+    pub writes: BTreeSet<u8>,
+    /// Every non-blank cell (live into or through the instruction, or written by it).
+    pub occupied: BTreeSet<u8>,
+}
+
+/// One instruction's row: marks per file (a file absent from the table has no marks).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Row {
+    pub files: HashMap<File, Marks>,
+}
+
+impl Row {
+    pub fn marks(&self, f: File) -> Marks {
+        self.files.get(&f).cloned().unwrap_or_default()
+    }
+}
+
+/// Rows of a listing, keyed by (text section name, instruction offset).
+pub type Rows = HashMap<(String, u64), Row>;
+
+/// The listing could not be read as a `-plr` table.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("nvdisasm -plr listing: {0}")]
+pub struct PlrError(pub String);
+
+/// One group of the table: its file and (column, register) pairs.
+#[derive(Debug, Clone)]
+struct Group {
+    file: File,
+    /// Byte span of the group inside the table part of a line.
+    span: (usize, usize),
+    /// Column (relative to the line's table start) of each register's marker.
+    cols: Vec<(usize, u8)>,
+}
+
+/// The table part of a line: what follows `// ` where the first `|` or `+` opens it.
+fn table_part(line: &str) -> Option<(usize, &str)> {
+    let at = line.find("// |").or_else(|| line.find("// +"))?;
+    Some((at + 3, &line[at + 3..]))
+}
+
+/// Byte spans between `|` separators of a table part.
+fn cells(part: &str) -> Vec<(usize, usize)> {
+    let bars: Vec<usize> = part.match_indices('|').map(|(i, _)| i).collect();
+    bars.windows(2).map(|w| (w[0] + 1, w[1])).collect()
+}
+
+/// Parse a whole `nvdisasm -c -plr` listing.
+pub fn parse(text: &str) -> Result<Rows, PlrError> {
+    let mut out = Rows::new();
+    let mut section = String::new();
+    let mut names: Vec<File> = Vec::new();
+    let mut groups: Vec<Group> = Vec::new();
+    for line in text.lines() {
+        let t = line.trim_start();
+        if let Some(rest) = t
+            .strip_prefix(".section")
+            .filter(|r| r.starts_with([' ', '\t']))
+        {
+            section = rest
+                .trim()
+                .split(',')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_string();
+            groups.clear();
+            names.clear();
+            continue;
+        }
+        let Some((_, part)) = table_part(line) else {
+            continue;
+        };
+        let spans = cells(part);
+        // The file-name header: `|   GPR   | PRED   |   UGPR  |`.
+        let files: Vec<Option<File>> = spans
+            .iter()
+            .map(|&(a, b)| File::from_name(part[a..b].trim()))
+            .collect();
+        if !files.is_empty() && files.iter().all(Option::is_some) {
+            names = files.into_iter().flatten().collect();
+            continue;
+        }
+        // The register-number header: `|  # 0 1 2 ... 11  |  # 0  |`.
+        if !spans.is_empty()
+            && spans
+                .iter()
+                .all(|&(a, b)| part[a..b].trim_start().starts_with('#'))
+        {
+            if names.len() != spans.len() {
+                return Err(PlrError(format!(
+                    "{section}: {} register-number groups under {} file names",
+                    spans.len(),
+                    names.len()
+                )));
+            }
+            groups = spans
+                .iter()
+                .zip(&names)
+                .map(|(&(a, b), &file)| {
+                    let cell = &part[a..b];
+                    let hash = cell.find('#').unwrap_or(0);
+                    let bytes = cell.as_bytes();
+                    let mut cols = Vec::new();
+                    let mut i = hash + 1;
+                    while i < bytes.len() {
+                        if bytes[i].is_ascii_digit() {
+                            let s = i;
+                            while i < bytes.len() && bytes[i].is_ascii_digit() {
+                                i += 1;
+                            }
+                            if let Ok(r) = cell[s..i].parse::<u8>() {
+                                // The marker sits under the number's last digit.
+                                cols.push((a + i - 1, r));
+                            }
+                        } else {
+                            i += 1;
+                        }
+                    }
+                    Group {
+                        file,
+                        span: (a, b),
+                        cols,
+                    }
+                })
+                .collect();
+            continue;
+        }
+        // An instruction line: `/*0140*/  OPCODE ... ;  // | cells |`.
+        let Some(rest) = t.strip_prefix("/*") else {
+            continue;
+        };
+        let Some((hex, _)) = rest.split_once("*/") else {
+            continue;
+        };
+        let Ok(off) = u64::from_str_radix(hex.trim(), 16) else {
+            continue;
+        };
+        if groups.is_empty() {
+            return Err(PlrError(format!(
+                "{section}: instruction {off:#x} before any register header"
+            )));
+        }
+        let bytes = part.as_bytes();
+        let mut row = Row::default();
+        for g in &groups {
+            let mut m = Marks::default();
+            for &(col, r) in &g.cols {
+                if col < g.span.0 || col >= g.span.1 {
+                    continue;
+                }
+                match bytes.get(col).copied().unwrap_or(b' ') {
+                    b' ' => continue,
+                    b'v' => {
+                        m.reads.insert(r);
+                    }
+                    b'^' => {
+                        m.writes.insert(r);
+                    }
+                    b'x' => {
+                        m.reads.insert(r);
+                        m.writes.insert(r);
+                    }
+                    b':' => {}
+                    c => {
+                        return Err(PlrError(format!(
+                            "{section} {off:#x}: unknown cell mark {:?} for {}{r}",
+                            c as char,
+                            g.file.prefix()
+                        )));
+                    }
+                }
+                m.occupied.insert(r);
+            }
+            row.files.insert(g.file, m);
+        }
+        out.insert((section.clone(), off), row);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Lines as nvdisasm 13.5 prints them (sm_80, an ldmatrix + mma kernel).
+    const LISTING: &str = "\t.section\t.text._Z1kPv,\"ax\",@progbits
+\t.sectioninfo\t@\"SHI_REGISTERS=14\"
+                                                                                   // +-------------------------------+--------+----------------+
+                                                                                   // |             GPR               | PRED   |     UGPR       |
+                                                                                   // |  # 0 1 2 3 4 5 6 7 8 9 10 11  |  # 0   | # 0 1 2 3 4 5  |
+                                                                                   // +-------------------------------+--------+----------------+
+        /*0070*/               @P0 BRA `(.L_x_1) ;                                 // |  3   :         : :            |  1 v   | 2         : :  |
+        /*0140*/                   LDSM.16.MT88.2 R2, [R6+0x200] ;                 // |  5   : ^ ^     v :            |        | 2         : :  |
+        /*0150*/                   LDSM.16.M88.4 R8, [R6] ;                        // |  9   : : :     v : ^ ^  ^  ^  |        | 2         : :  |
+        /*0160*/                   HMMA.16816.F32 R8, R8, R2, RZ ;                 // |  8   : v v       : x x  x  x  |        | 2         : :  |
+        /*01a0*/                   STG.E [R2.64], R8 ;                             // |  7   : v v         v :  :  :  |        | 2         v v  |
+";
+
+    #[test]
+    fn reads_every_file_and_wide_columns() {
+        let rows = parse(LISTING).unwrap();
+        let row = |off| rows[&(".text._Z1kPv".to_string(), off)].clone();
+        let set = |v: &[u8]| v.iter().copied().collect::<BTreeSet<u8>>();
+        assert_eq!(row(0x150).marks(File::Gpr).writes, set(&[8, 9, 10, 11]));
+        assert_eq!(row(0x150).marks(File::Gpr).reads, set(&[6]));
+        assert_eq!(row(0x140).marks(File::Gpr).writes, set(&[2, 3]));
+        let h = row(0x160).marks(File::Gpr);
+        assert_eq!(h.reads, set(&[2, 3, 8, 9, 10, 11]));
+        assert_eq!(h.writes, set(&[8, 9, 10, 11]));
+        assert_eq!(row(0x70).marks(File::Pred).reads, set(&[0]));
+        assert_eq!(row(0x1a0).marks(File::UGpr).reads, set(&[4, 5]));
+        assert!(row(0x1a0).marks(File::UGpr).writes.is_empty());
+        assert_eq!(
+            row(0x1a0).marks(File::Gpr).occupied,
+            set(&[1, 2, 3, 8, 9, 10, 11])
+        );
+    }
+
+    #[test]
+    fn malformed_listings_are_errors_not_panics() {
+        assert!(parse("        /*0000*/ NOP ; // | 1 : |").is_err());
+        assert!(LISTING.contains("|  1 v   |"));
+        let bad_mark = LISTING.replace("|  1 v   |", "|  1 ?   |");
+        assert!(parse(&bad_mark).is_err());
+        assert!(parse("").unwrap().is_empty());
+        // Truncated lines and stray bars parse or fail, never panic.
+        for cut in 0..LISTING.len() {
+            if LISTING.is_char_boundary(cut) {
+                let _ = parse(&LISTING[..cut]);
+            }
+        }
+    }
+}
