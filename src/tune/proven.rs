@@ -21,6 +21,8 @@ pub struct Proved<R = Rewrite> {
     pub rewrite: R,
     /// Instructions the checker followed.
     pub checked: usize,
+    /// Block shapes the spill base was proved for ([`verify::base`]; 0 without a spill area).
+    pub shapes: usize,
 }
 
 impl Proved<regdem::Rewrite> {
@@ -40,8 +42,21 @@ impl Proved<regdem::Rewrite> {
             r.options.threads,
             r.options.source.describe(),
             self.checked
-        )
+        ) + &base_note(self.shapes, r.options.source)
     }
+}
+
+/// The summary's note on the base proof and the launch bound.
+fn base_note(shapes: usize, source: spill_to_shared::ThreadsSource) -> String {
+    if shapes == 0 {
+        return String::new();
+    }
+    let bound = if source.assumed() {
+        "; launches of more threads refused (EIATTR_MAX_THREADS)"
+    } else {
+        ""
+    };
+    format!("; per-thread base proved for {shapes} block shape(s){bound}")
 }
 
 impl Proved {
@@ -74,7 +89,7 @@ impl Proved {
             r.options.source.describe(),
             r.registers,
             self.checked
-        )
+        ) + &base_note(self.shapes, r.options.source)
     }
 }
 
@@ -174,10 +189,35 @@ pub fn spill_to_shared(bytes: &[u8], requests: &[(String, Options)]) -> Result<O
             .write()
             .map_err(|e| NotProved::Decode(e.to_string()))?;
         let after = decode_bytes(&nv, &out)?;
+        let written = Cubin::parse(&out).map_err(|e| NotProved::Decode(e.to_string()))?;
         let mut rejected = false;
         for (i, rewrite) in done {
-            match check(&before, &after, &rewrite) {
-                Ok(checked) => results[i].1 = Some(Ok(Proved { rewrite, checked })),
+            let proved = check(&before, &after, &rewrite).and_then(|checked| {
+                let base = spill_base_of(
+                    rewrite.base_reg,
+                    rewrite.base_defined_at,
+                    rewrite.stride,
+                    rewrite.slots,
+                    rewrite.area_offset,
+                );
+                prove_base(
+                    &original,
+                    &written,
+                    &after,
+                    &rewrite.kernel,
+                    rewrite.section,
+                    &base,
+                )
+                .map(|shapes| (checked, shapes))
+            });
+            match proved {
+                Ok((checked, shapes)) => {
+                    results[i].1 = Some(Ok(Proved {
+                        rewrite,
+                        checked,
+                        shapes,
+                    }))
+                }
                 Err(e) => {
                     results[i].1 = Some(Err(NotProved::Rejected(e)));
                     rejected = true;
@@ -206,13 +246,13 @@ pub fn check(before: &Decoded, after: &Decoded, r: &Rewrite) -> Result<usize, St
     let claim = Claim {
         map: r.map.clone(),
         inserted: r.inserted.clone(),
-        base: Some(SpillBase {
-            reg: r.base_reg,
-            defined_at: r.base_defined_at,
-            stride: r.stride,
-            slots: r.slots,
-            area: r.area_offset,
-        }),
+        base: Some(spill_base_of(
+            r.base_reg,
+            r.base_defined_at,
+            r.stride,
+            r.slots,
+            r.area_offset,
+        )),
         passed: r.passed.clone(),
         renamed: Default::default(),
     };
@@ -267,20 +307,26 @@ pub fn regdem(
             .write()
             .map_err(|e| NotProved::Decode(e.to_string()))?;
         let after = decode_bytes(&nv, &out)?;
+        let written = Cubin::parse(&out).map_err(|e| NotProved::Decode(e.to_string()))?;
         let mut rejected = false;
         for (i, r) in done {
             let claim = regdem_claim(&r);
             let proved = check_claim(&before, &after, r.section, &claim).and_then(|checked| {
                 let fs = section_functions(&after, r.section);
                 verify::schedule::check(sm, &fs, &r.accesses)
-                    .map(|_| checked)
-                    .map_err(|e| format!("scheduling: {e}"))
+                    .map_err(|e| format!("scheduling: {e}"))?;
+                let shapes = match &claim.base {
+                    Some(b) => prove_base(&original, &written, &after, &r.kernel, r.section, b)?,
+                    None => 0,
+                };
+                Ok((checked, shapes))
             });
             match proved {
-                Ok(checked) => {
+                Ok((checked, shapes)) => {
                     results[i] = Some(Ok(Proved {
                         rewrite: r,
                         checked,
+                        shapes,
                     }))
                 }
                 Err(e) => {
@@ -301,16 +347,50 @@ pub fn regdem_claim(r: &regdem::Rewrite) -> Claim {
         map: r.map.clone(),
         inserted: r.inserted.clone(),
         // Compaction alone uses no spill area.
-        base: (r.slots > 0).then_some(SpillBase {
-            reg: r.base_reg,
-            defined_at: r.base_defined_at,
-            stride: r.stride,
-            slots: r.slots,
-            area: r.area_offset,
+        base: (r.slots > 0).then(|| {
+            spill_base_of(
+                r.base_reg,
+                r.base_defined_at,
+                r.stride,
+                r.slots,
+                r.area_offset,
+            )
         }),
         passed: Vec::new(),
         renamed: r.renamed.clone(),
     }
+}
+
+fn spill_base_of(reg: u8, defined_at: u64, stride: u32, slots: u32, area: u32) -> SpillBase {
+    SpillBase {
+        reg,
+        defined_at,
+        stride,
+        slots,
+        area,
+    }
+}
+
+/// The spill base of `kernel` proved for every launch the rewritten cubin allows
+/// ([`verify::base`]): the block shapes checked, or why not.
+fn prove_base(
+    original: &Cubin,
+    written: &Cubin,
+    after: &Decoded,
+    kernel: &str,
+    section: usize,
+    base: &SpillBase,
+) -> Result<usize, String> {
+    let launch = verify::base::Launch::read(original, written, kernel)
+        .ok_or_else(|| format!("no launch attributes for `{kernel}`"))?;
+    let f = after
+        .functions
+        .iter()
+        .find(|f| f.section == section && f.name == kernel)
+        .ok_or_else(|| format!("`{kernel}` was not decoded"))?;
+    verify::base::prove(f, base, &launch)
+        .map(|p| p.shapes)
+        .map_err(|e| format!("{kernel}: {e}"))
 }
 
 fn section_functions(d: &Decoded, section: usize) -> Vec<Function> {
