@@ -42,21 +42,25 @@ impl Proved<regdem::Rewrite> {
             r.options.threads,
             r.options.source.describe(),
             self.checked
-        ) + &base_note(self.shapes, r.options.source)
+        ) + &base_note(self.shapes, &r.options)
     }
 }
 
 /// The summary's note on the base proof and the launch bound.
-fn base_note(shapes: usize, source: spill_to_shared::ThreadsSource) -> String {
+fn base_note(shapes: usize, opts: &Options) -> String {
     if shapes == 0 {
         return String::new();
     }
-    let bound = if source.assumed() {
-        "; launches of more threads refused (EIATTR_MAX_THREADS)"
+    let bound = if opts.source.assumed() {
+        format!(
+            "; launches above {} threads refused (EIATTR_MAX_THREADS)",
+            opts.threads
+        )
     } else {
-        ""
+        String::new()
     };
-    format!("; per-thread base proved for {shapes} block shape(s){bound}")
+    let s = if shapes == 1 { "" } else { "s" };
+    format!("; base proved for {shapes} block shape{s}{bound}")
 }
 
 impl Proved {
@@ -89,7 +93,7 @@ impl Proved {
             r.options.source.describe(),
             r.registers,
             self.checked
-        ) + &base_note(self.shapes, r.options.source)
+        ) + &base_note(self.shapes, &r.options)
     }
 }
 
