@@ -8,7 +8,9 @@
 //! * a kernel that declares nothing, rewritten under an assumed block size, carries that size
 //!   as its launch bound (`cuobjdump -elf` shows `EIATTR_MAX_THREADS`);
 //! * a kernel given `.reqntid 256, 1, 1` keeps the 1-D prologue (`SR_TID.X` alone), proved
-//!   for its one shape.
+//!   for its one shape;
+//! * the base proof, run on nvdisasm's reading of a written cubin whose prologue was broken
+//!   (`SR_TID.Z` read as `SR_TID.X`, a shift of 1 instead of 2), refuses it.
 //!
 //! Without nvcc the tests print a skip message and pass (with `CI` set they fail).
 
@@ -20,10 +22,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use nvcc_orion::cubin::Cubin;
+use nvcc_orion::cubin::{Cubin, OffsetMap};
+use nvcc_orion::sass::{decode, encode};
 use nvcc_orion::transform::spill_to_shared::{Options, ThreadsSource};
 use nvcc_orion::tune::proven::{self, Outcome};
 use nvcc_orion::tune::ptx::{Budget, entries, with_budgets};
+use nvcc_orion::verify::SpillBase;
+use nvcc_orion::verify::base::{self, Launch};
 
 const ARCHS: &[u32] = &[80, 90];
 const BOUNDS: &str = "_Z12shape_boundsPKfPfi";
@@ -298,4 +303,71 @@ fn reqntid_kernel_keeps_the_1d_prologue() {
         // Nothing added: the driver enforces `.reqntid` itself.
         assert_eq!(attribute(b, REQNTID, "EIATTR_MAX_THREADS", &path), None);
     }
+}
+
+/// The proof of `r`'s base on the cubin `bytes` after `edit` changed the instruction at
+/// `at` (a rewritten section offset of the kernel `BOUNDS`), as nvdisasm reads it.
+fn prove_edited(
+    b: &Built,
+    original: &Cubin,
+    bytes: &[u8],
+    r: &nvcc_orion::transform::spill_to_shared::Rewrite,
+    at: u64,
+    edit: impl Fn(u128) -> u128,
+) -> Result<usize, String> {
+    let mut c = Cubin::parse(bytes).unwrap();
+    let mut code = c.elf().sections[r.section].data.clone();
+    let at = at as usize;
+    let word = encode::from_bytes(code[at..at + 16].try_into().unwrap());
+    code[at..at + 16].copy_from_slice(&encode::to_bytes(edit(word)));
+    c.replace_text(BOUNDS, code, &OffsetMap::new()).unwrap();
+    let path = b.dir.join("edited.cubin");
+    std::fs::write(&path, c.write().unwrap()).unwrap();
+    let decoded = decode::decode_file(&common::toolkit_tool(&b.nvcc, "nvdisasm"), &path).unwrap();
+    let f = decoded
+        .functions
+        .iter()
+        .find(|f| f.name == BOUNDS && f.section == r.section)
+        .unwrap();
+    let launch = Launch::read(original, &c, BOUNDS).unwrap();
+    let claim = SpillBase {
+        reg: r.base_reg,
+        defined_at: r.base_defined_at,
+        stride: r.stride,
+        slots: r.slots,
+        area: r.area_offset,
+    };
+    base::prove(f, &claim, &launch).map(|p| p.shapes)
+}
+
+#[test]
+fn a_broken_prologue_in_a_written_cubin_is_refused() {
+    let Some(b) = built() else { return };
+    let arch = 80;
+    let (cubin, outcome, path) = rewrite(b, arch, BOUNDS, None);
+    let r = &outcome.kernels[0].1.as_ref().unwrap().rewrite;
+    let code = sass(b, BOUNDS, &path);
+    let find = |what: &str| {
+        // One line per instruction from offset 0.
+        16 * code.iter().position(|l| l.contains(what)).unwrap() as u64
+    };
+    // Unchanged, the proof holds.
+    let shapes = prove_edited(b, &cubin, &outcome.bytes, r, find("SR_TID.Z"), |w| w).unwrap();
+    assert!(shapes > 2000);
+    // `S2R SR_TID.Z` → `SR_TID.X` (bits 72-79): threads of different z share slots.
+    let e = prove_edited(b, &cubin, &outcome.bytes, r, find("SR_TID.Z"), |w| {
+        encode::set_bits(w, 72, 8, 0x21)
+    })
+    .unwrap_err();
+    // (Refused as the first shape that fails: shared slots, or a thread past its row.)
+    assert!(
+        e.contains("same slot") || e.contains("outside its slot row"),
+        "{e}"
+    );
+    // The final `LEA` shifts by 1 (bits 75-79): two threads per word.
+    let e = prove_edited(b, &cubin, &outcome.bytes, r, r.base_defined_at, |w| {
+        encode::set_bits(w, 75, 5, 1)
+    })
+    .unwrap_err();
+    assert!(e.contains("word-aligned") || e.contains("same slot"), "{e}");
 }
