@@ -16,7 +16,8 @@
 //!   register copies; negated register operands. Any other write, a write under a guard, or a
 //!   read of a value that is not ready (a variable-latency result whose scoreboard was not
 //!   waited for, a fixed-latency one before its stall cycles have passed) leaves the
-//!   register unknown, and a base that depends on an unknown value is not proved.
+//!   register unknown, and a base that depends on an unknown value is not proved; nor is
+//!   one still in flight when the original code starts.
 //! * The code from the entry to the definition must be straight-line: no control transfer in
 //!   it and no branch into it.
 //!
@@ -292,7 +293,12 @@ fn evaluate(f: &Function, base: &SpillBase, sm: u32) -> Result<Poly, String> {
         }
         now += u64::from(ins.ctrl.stall.max(1));
     }
+    // The code after the definition may read the base at once: it must be ready then.
     match regs.get(&base.reg) {
+        Some(r) if r.pending.is_some() || now < r.ready_at => Err(format!(
+            "R{} is not ready after {:#x} (a scoreboard not waited for, or too few stall cycles)",
+            base.reg, base.defined_at
+        )),
         Some(r) => r.val.clone(),
         None => Err(format!(
             "R{} is not written before {:#x}",

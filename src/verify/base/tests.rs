@@ -196,6 +196,11 @@ fn unready_or_unknown_values_are_refused() {
     p[4].1 = 1;
     let e = prove(&kernel(&p), &b, &launch(80, None, 256, 0, 3 * 1024)).unwrap_err();
     assert!(e.contains("before its producer's result is ready"), "{e}");
+    // The base itself is not ready when the original code starts.
+    let mut p = PRO_3D.to_vec();
+    p[5].1 = 2;
+    let e = prove(&kernel(&p), &b, &launch(80, None, 256, 0, 3 * 1024)).unwrap_err();
+    assert!(e.contains("R9 is not ready"), "{e}");
     // An instruction the proof does not model.
     let mut p = PRO_3D.to_vec();
     p[4] = ("LOP3.LUT R0, R0, R2, RZ, 0xfc, !PT", 6, None, 0b100);
