@@ -21,7 +21,8 @@ pub struct Settings {
     pub verbose: bool,
     /// `NVCC_ORION_REPORT` / `--orion-report`: where to write the JSON report.
     pub report: Option<PathBuf>,
-    /// `--orion-block-size=N` or `kernel:N` (repeatable) / `NVCC_ORION_BLOCK_SIZE`.
+    /// `--orion-block-size=N` or `kernel:N` (repeatable) / `NVCC_ORION_BLOCK_SIZE`, in the
+    /// order given (environment first); read with [`block_size_for`].
     pub block_sizes: Vec<(Option<String>, u32)>,
     /// `--orion-transforms=spill2smem` / `NVCC_ORION_TRANSFORMS`: let the tuner offer SASS
     /// rewrites (spill → shared, each proved by the checker). Off by default until the rewrites
@@ -72,7 +73,27 @@ pub fn is_ours(var: &str) -> bool {
     var == "NVCC_ORION" || var.starts_with("NVCC_ORION_")
 }
 
+/// The block size the settings `entries` give `kernel`: a per-kernel entry (`kernel:N`) wins
+/// over a global one (`N`); among entries of the same kind the last one given wins (the
+/// command line after the environment, a later option after an earlier one). The one reading
+/// every part of the tool uses.
+pub fn block_size_for(entries: &[(Option<String>, u32)], kernel: &str) -> Option<u32> {
+    let last = |want: Option<&str>| {
+        entries
+            .iter()
+            .rev()
+            .find(|(k, _)| k.as_deref() == want)
+            .map(|(_, n)| *n)
+    };
+    last(Some(kernel)).or_else(|| last(None))
+}
+
 impl Settings {
+    /// The block size these settings give `kernel` ([`block_size_for`]).
+    pub fn block_size_for(&self, kernel: &str) -> Option<u32> {
+        block_size_for(&self.block_sizes, kernel)
+    }
+
     /// Read settings; returns them and one warning line per setting that was not understood
     /// (a typo must not break a build, but must not pass silently either).
     pub fn read(
@@ -195,6 +216,29 @@ mod tests {
         assert_eq!(s.block_sizes, [(None, 256), (Some("k".to_string()), 128)]);
         let (s, _) = Settings::read(&env, &[]);
         assert_eq!(s.mode, Mode::Replay);
+    }
+
+    #[test]
+    fn block_size_per_kernel_wins_and_the_last_entry_counts() {
+        let env = |k: &str| (k == "NVCC_ORION_BLOCK_SIZE").then(|| "512,k:64".to_string());
+        let (s, w) = Settings::read(
+            &env,
+            &[
+                ("block-size".into(), Some("k:32,128".into())),
+                ("block-size".into(), Some("other:16,256".into())),
+            ],
+        );
+        assert!(w.is_empty(), "{w:?}");
+        // Per-kernel before global; the last of each kind: the command line's k:32 over the
+        // environment's k:64, the later 256 over 128 and 512.
+        assert_eq!(s.block_size_for("k"), Some(32));
+        assert_eq!(s.block_size_for("other"), Some(16));
+        assert_eq!(s.block_size_for("third"), Some(256));
+        assert_eq!(block_size_for(&s.block_sizes[..2], "third"), Some(512));
+        assert_eq!(block_size_for(&[], "k"), None);
+        let only_named = [(Some("k".to_string()), 8)];
+        assert_eq!(block_size_for(&only_named, "k"), Some(8));
+        assert_eq!(block_size_for(&only_named, "kk"), None);
     }
 
     #[test]

@@ -216,6 +216,7 @@ fn demote_and_check(b: &Built, arch: u32, level: usize) -> Vec<(String, u32, Res
     assert!(!tool(b, "nvdisasm", &["-c"], &out_path).is_empty());
     let after = decode::decode_file(&nvdisasm, &out_path).unwrap();
     let ru = common::fixtures::res_usage(&out_path).unwrap();
+    let written = Cubin::parse(&outcome.bytes).unwrap();
     let mut seen = Vec::new();
     for ((kernel, result), (_, opts)) in outcome.kernels.iter().zip(&requests) {
         let target = opts.max_registers.unwrap();
@@ -239,6 +240,17 @@ fn demote_and_check(b: &Built, arch: u32, level: usize) -> Vec<(String, u32, Res
             "sm_{arch} {kernel}"
         );
         assert_eq!(r.shared_added, u64::from(r.slots) * u64::from(THREADS) * 4);
+        // The area is laid out for the setting's block size: the kernel carries it as its
+        // launch bound (a larger launch is refused), and the base is proved for every shape
+        // within it.
+        if r.slots > 0 && info.max_threads.is_none() && info.reqntid.is_none() {
+            assert_eq!(
+                written.function_info(kernel).unwrap().max_threads,
+                Some([THREADS, 1, 1]),
+                "sm_{arch} {kernel}"
+            );
+            assert!(p.shapes > 100, "sm_{arch} {kernel}: {}", p.shapes);
+        }
         // Every register the code names is below the new count.
         let fs: Vec<_> = after
             .functions

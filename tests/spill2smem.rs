@@ -393,8 +393,26 @@ fn spilling_kernels_move_to_shared_on_every_arch() {
             assert!(r.registers <= opts.max_registers.unwrap());
             assert_eq!(r.stride, THREADS * 4);
             if kernel.contains("s_bounds_128") {
+                // `__launch_bounds__` bounds the count, not the shape: the 3-D index, and the
+                // launch bound is ptxas's own (nothing added).
                 assert_eq!(r.options.source, ThreadsSource::MaxThreads);
-                assert!(r.options.one_d);
+                assert!(!r.options.one_d);
+                assert!(proved.shapes > 100, "{}", proved.shapes);
+            }
+            // The block size is the setting's (no launch bounds): the kernel now carries it
+            // as its launch bound, so a larger block is refused at launch.
+            let out_info = Cubin::parse(&outcome.bytes)
+                .unwrap()
+                .function_info(kernel)
+                .unwrap();
+            if opts.source == ThreadsSource::Setting {
+                assert_eq!(
+                    out_info.max_threads,
+                    Some([THREADS, 1, 1]),
+                    "sm_{arch} {kernel}"
+                );
+            } else {
+                assert_eq!(out_info.max_threads, info.max_threads, "sm_{arch} {kernel}");
             }
             done += 1;
         }

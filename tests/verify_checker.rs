@@ -301,6 +301,7 @@ fn r1_imm(ins: &Instr) -> Option<i64> {
             ureg: None,
             desc: None,
             imm,
+            ..
         } => Some(imm),
         _ => None,
     })

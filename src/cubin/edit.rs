@@ -320,6 +320,35 @@ impl Cubin {
         self.finish()
     }
 
+    /// Bound `kernel`'s launches to `threads` threads per block: `EIATTR_MAX_THREADS`
+    /// `{threads, 1, 1}` in `.nv.info.<k>`, the form ptxas emits for `__launch_bounds__(N)`
+    /// (an SVAL of three `u32`, after the other records), replacing any the kernel has. The
+    /// driver refuses a launch of more threads (their product) than that.
+    pub fn set_max_threads(&mut self, kernel: &str, threads: u32) -> Result<(), CubinError> {
+        let sym = self.function_or_err(kernel)?;
+        let text = self.symbols[sym].st_shndx as usize;
+        let k = self
+            .function_info_section(text)
+            .ok_or_else(|| CubinError::Function {
+                name: kernel.to_string(),
+                what: "has no .nv.info section for its launch bound".to_string(),
+            })?;
+        let mut recs = self.records(k);
+        recs.retain(|r| r.attr != Attr::MaxThreads);
+        let data = [threads, 1, 1]
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect();
+        recs.push(Record {
+            format: EIFMT_SVAL,
+            attr: Attr::MaxThreads,
+            short: 12,
+            data,
+        });
+        self.set_records(k, &recs)?;
+        self.finish()
+    }
+
     /// Set the static shared memory of `kernel` (the `sh_size` of `.nv.shared.<k>`, which on
     /// sm_90+ includes the 1 KiB reserved area). Creates the section (and its section symbol)
     /// when the kernel has none.

@@ -46,6 +46,21 @@ impl Area {
         })
     }
 
+    /// Make the block size the slots are laid out for a launch bound where it is an
+    /// assumption ([`super::spill_to_shared::ThreadsSource::assumed`]): the kernel gets
+    /// `EIATTR_MAX_THREADS` of that many threads, so the driver refuses a larger launch.
+    pub fn enforce(
+        &self,
+        cubin: &mut crate::cubin::Cubin,
+        kernel: &str,
+        opts: &Options,
+    ) -> Result<(), TransformError> {
+        if opts.source.assumed() {
+            cubin.set_max_threads(kernel, opts.threads)?;
+        }
+        Ok(())
+    }
+
     /// The immediate of slot `s` (`[base + imm]`).
     pub fn imm(&self, slot: u32) -> u32 {
         self.offset + slot * self.stride

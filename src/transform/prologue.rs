@@ -100,8 +100,8 @@ fn imad_cbank(dst: u8, a: u8, cb: u32, c: u8, wait: u8) -> u128 {
 pub struct Shape {
     /// Target architecture (75-90).
     pub sm: u32,
-    /// The block is known to be one-dimensional (`REQNTID`/`MAX_THREADS` with y = z = 1):
-    /// the linear index is `SR_TID.X`.
+    /// The block is known to be one-dimensional (`REQNTID` with y = z = 1; `MAX_THREADS`
+    /// bounds only the thread count): the linear index is `SR_TID.X`.
     pub one_d: bool,
 }
 

@@ -12,7 +12,10 @@
 //!   linear index `t` is at `area + s × stride + 4t`, `stride` = threads per block × 4, so a
 //!   warp's access to one slot is conflict-free. The area lies after the kernel's static and
 //!   dynamic shared memory (`area = S + c[0x0][0x2c]`, reference §7.2 option 1), and the
-//!   static section grows by `slots × stride` so every launch allocates it. A 64-bit (128-bit)
+//!   static section grows by `slots × stride` so every launch allocates it. The threads per
+//!   block come from `.reqntid` or `__launch_bounds__`; where they are an assumption (the
+//!   block-size setting, or 1024 with nothing declared) the kernel gets them as its launch
+//!   bound (`EIATTR_MAX_THREADS`), so the driver refuses a larger launch. A 64-bit (128-bit)
 //!   spill becomes two (four) 32-bit accesses: the original instruction carries the first
 //!   word and the others are inserted right after it.
 //! * **Base register.** One register above every register the section uses holds
@@ -67,7 +70,7 @@ pub struct Options {
     /// Threads per block the slots are laid out for (an upper bound on every launch).
     pub threads: u32,
     pub source: ThreadsSource,
-    /// The block is known to be one-dimensional.
+    /// The block is known to be one-dimensional (`.reqntid` with y = z = 1).
     pub one_d: bool,
     /// Highest register count allowed (the tuning budget, under the user's `-maxrregcount`,
     /// `__launch_bounds__` and `__maxnreg__`); `None`: the kernel's count rounded up to the
@@ -79,6 +82,13 @@ pub struct Options {
 }
 
 impl ThreadsSource {
+    /// Whether the threads figure is an assumption of ours that nothing in the kernel
+    /// enforces: the rewritten kernel then carries it as its launch bound
+    /// (`EIATTR_MAX_THREADS`), so a larger launch fails instead of overrunning the area.
+    pub fn assumed(self) -> bool {
+        matches!(self, ThreadsSource::Setting | ThreadsSource::Assumed)
+    }
+
     /// For messages: where the block size came from.
     pub fn describe(self) -> &'static str {
         match self {
@@ -101,10 +111,11 @@ impl Options {
             (None, None, None) => (None, ThreadsSource::Assumed),
         };
         let threads = dims.map_or(1024, |d| d.iter().map(|&x| x.max(1)).product::<u32>());
-        // A per-kernel block-size setting says how many threads, not their shape.
-        // `.reqntid` and `.maxntid` bound each dimension, so y = z = 1 there means 1-D.
-        let one_d = matches!(source, ThreadsSource::Reqntid | ThreadsSource::MaxThreads)
-            && dims.is_some_and(|d| d[1] <= 1 && d[2] <= 1);
+        // Only `.reqntid` fixes the block's shape (the driver refuses any other). `.maxntid`
+        // (`__launch_bounds__`) and the setting bound the number of threads, not their
+        // shape: a `__launch_bounds__(256)` kernel may run as 16 × 16.
+        let one_d =
+            source == ThreadsSource::Reqntid && dims.is_some_and(|d| d[1] <= 1 && d[2] <= 1);
         Options {
             threads: threads.clamp(1, 1024),
             source,
@@ -479,6 +490,7 @@ pub fn spill_to_shared(
     out.set_register_count(kernel, registers)?;
     out.raise_maxreg_count(kernel, registers)?;
     out.set_shared_size(kernel, info.static_shared + shared_added)?;
+    area.enforce(&mut out, kernel, &opts)?;
 
     let base_defined_at = relaid
         .inserted

@@ -86,8 +86,8 @@ impl KernelPlan {
     }
 }
 
-/// The block sizes for kernel `f`: its own declaration, then the settings (a per-kernel one
-/// before a global one), else the defaults.
+/// The block sizes for kernel `f`: its own declaration, then the settings
+/// ([`crate::settings::block_size_for`]), else the defaults.
 pub fn block_sizes(f: &FunctionInfo, settings: &[(Option<String>, u32)]) -> (Vec<u32>, BlockFrom) {
     let product = |d: [u32; 3]| d.iter().try_fold(1u32, |a, &x| a.checked_mul(x.max(1)));
     if let Some(t) = f.reqntid.and_then(product) {
@@ -96,13 +96,8 @@ pub fn block_sizes(f: &FunctionInfo, settings: &[(Option<String>, u32)]) -> (Vec
     if let Some(t) = f.max_threads.and_then(product) {
         return (vec![t], BlockFrom::LaunchBounds);
     }
-    let named = settings
-        .iter()
-        .rev()
-        .find(|(k, _)| k.as_deref() == Some(f.name.as_str()));
-    let global = settings.iter().rev().find(|(k, _)| k.is_none());
-    if let Some((_, n)) = named.or(global) {
-        return (vec![*n], BlockFrom::Setting);
+    if let Some(n) = crate::settings::block_size_for(settings, &f.name) {
+        return (vec![n], BlockFrom::Setting);
     }
     (DEFAULT_BLOCKS.to_vec(), BlockFrom::Assumed)
 }

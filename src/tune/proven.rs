@@ -22,6 +22,8 @@ pub struct Proved<R = Rewrite> {
     pub rewrite: R,
     /// Instructions the checker followed.
     pub checked: usize,
+    /// Block shapes the spill base was proved for ([`verify::base`]; 0 without a spill area).
+    pub shapes: usize,
 }
 
 impl Proved<regdem::Rewrite> {
@@ -41,8 +43,25 @@ impl Proved<regdem::Rewrite> {
             r.options.threads,
             r.options.source.describe(),
             self.checked
-        )
+        ) + &base_note(self.shapes, &r.options)
     }
+}
+
+/// The summary's note on the base proof and the launch bound.
+fn base_note(shapes: usize, opts: &Options) -> String {
+    if shapes == 0 {
+        return String::new();
+    }
+    let bound = if opts.source.assumed() {
+        format!(
+            "; launches above {} threads refused (EIATTR_MAX_THREADS)",
+            opts.threads
+        )
+    } else {
+        String::new()
+    };
+    let s = if shapes == 1 { "" } else { "s" };
+    format!("; base proved for {shapes} block shape{s}{bound}")
 }
 
 impl Proved {
@@ -75,7 +94,7 @@ impl Proved {
             r.options.source.describe(),
             r.registers,
             self.checked
-        )
+        ) + &base_note(self.shapes, &r.options)
     }
 }
 
@@ -219,9 +238,10 @@ pub fn spill_to_shared(bytes: &[u8], requests: &[(String, Options)]) -> Result<O
             .map_err(|e| NotProved::Decode(e.to_string()))?;
         let seen_after = decode_bytes(&nv, &out)?;
         let after = &seen_after.decoded;
+        let written = Cubin::parse(&out).map_err(|e| NotProved::Decode(e.to_string()))?;
         let mut rejected = false;
         for (i, rewrite) in done {
-            let checked = match seen_after.refusal(&requests[i].0) {
+            let proved = match seen_after.refusal(&requests[i].0) {
                 Some(why) => Err(format!("in the rewritten code, {why}")),
                 None => check(before, after, &rewrite),
             }
@@ -233,11 +253,32 @@ pub fn spill_to_shared(bytes: &[u8], requests: &[(String, Options)]) -> Result<O
                     &rewrite.map,
                     &rewrite.inserted,
                 )
-                .map(|_| checked)
-                .map_err(|e| format!("scheduling: {e}"))
+                .map_err(|e| format!("scheduling: {e}"))?;
+                let base = spill_base_of(
+                    rewrite.base_reg,
+                    rewrite.base_defined_at,
+                    rewrite.stride,
+                    rewrite.slots,
+                    rewrite.area_offset,
+                );
+                prove_base(
+                    &original,
+                    &written,
+                    after,
+                    &rewrite.kernel,
+                    rewrite.section,
+                    &base,
+                )
+                .map(|shapes| (checked, shapes))
             });
-            match checked {
-                Ok(checked) => results[i].1 = Some(Ok(Proved { rewrite, checked })),
+            match proved {
+                Ok((checked, shapes)) => {
+                    results[i].1 = Some(Ok(Proved {
+                        rewrite,
+                        checked,
+                        shapes,
+                    }))
+                }
                 Err(e) => {
                     results[i].1 = Some(Err(NotProved::Rejected(e)));
                     rejected = true;
@@ -266,13 +307,13 @@ pub fn check(before: &Decoded, after: &Decoded, r: &Rewrite) -> Result<usize, St
     let claim = Claim {
         map: r.map.clone(),
         inserted: r.inserted.clone(),
-        base: Some(SpillBase {
-            reg: r.base_reg,
-            defined_at: r.base_defined_at,
-            stride: r.stride,
-            slots: r.slots,
-            area: r.area_offset,
-        }),
+        base: Some(spill_base_of(
+            r.base_reg,
+            r.base_defined_at,
+            r.stride,
+            r.slots,
+            r.area_offset,
+        )),
         passed: r.passed.clone(),
         renamed: Default::default(),
     };
@@ -334,6 +375,7 @@ pub fn regdem(
             .map_err(|e| NotProved::Decode(e.to_string()))?;
         let seen_after = decode_bytes(&nv, &out)?;
         let after = &seen_after.decoded;
+        let written = Cubin::parse(&out).map_err(|e| NotProved::Decode(e.to_string()))?;
         let mut rejected = false;
         for (i, r) in done {
             let claim = regdem_claim(&r);
@@ -349,14 +391,19 @@ pub fn regdem(
                     &r.map,
                     &r.inserted,
                 )
-                .map(|_| checked)
-                .map_err(|e| format!("scheduling: {e}"))
+                .map_err(|e| format!("scheduling: {e}"))?;
+                let shapes = match &claim.base {
+                    Some(b) => prove_base(&original, &written, after, &r.kernel, r.section, b)?,
+                    None => 0,
+                };
+                Ok((checked, shapes))
             });
             match proved {
-                Ok(checked) => {
+                Ok((checked, shapes)) => {
                     results[i] = Some(Ok(Proved {
                         rewrite: r,
                         checked,
+                        shapes,
                     }))
                 }
                 Err(e) => {
@@ -377,16 +424,50 @@ pub fn regdem_claim(r: &regdem::Rewrite) -> Claim {
         map: r.map.clone(),
         inserted: r.inserted.clone(),
         // Compaction alone uses no spill area.
-        base: (r.slots > 0).then_some(SpillBase {
-            reg: r.base_reg,
-            defined_at: r.base_defined_at,
-            stride: r.stride,
-            slots: r.slots,
-            area: r.area_offset,
+        base: (r.slots > 0).then(|| {
+            spill_base_of(
+                r.base_reg,
+                r.base_defined_at,
+                r.stride,
+                r.slots,
+                r.area_offset,
+            )
         }),
         passed: Vec::new(),
         renamed: r.renamed.clone(),
     }
+}
+
+fn spill_base_of(reg: u8, defined_at: u64, stride: u32, slots: u32, area: u32) -> SpillBase {
+    SpillBase {
+        reg,
+        defined_at,
+        stride,
+        slots,
+        area,
+    }
+}
+
+/// The spill base of `kernel` proved for every launch the rewritten cubin allows
+/// ([`verify::base`]): the block shapes checked, or why not.
+fn prove_base(
+    original: &Cubin,
+    written: &Cubin,
+    after: &Decoded,
+    kernel: &str,
+    section: usize,
+    base: &SpillBase,
+) -> Result<usize, String> {
+    let launch = verify::base::Launch::read(original, written, kernel)
+        .ok_or_else(|| format!("no launch attributes for `{kernel}`"))?;
+    let f = after
+        .functions
+        .iter()
+        .find(|f| f.section == section && f.name == kernel)
+        .ok_or_else(|| format!("`{kernel}` was not decoded"))?;
+    verify::base::prove(f, base, &launch)
+        .map(|p| p.shapes)
+        .map_err(|e| format!("{kernel}: {e}"))
 }
 
 fn section_functions(d: &Decoded, section: usize) -> Vec<Function> {

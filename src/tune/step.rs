@@ -657,11 +657,7 @@ fn spill_requests(
         .iter()
         .filter(|(_, b)| b.spill_to_shared)
         .map(|(k, b)| {
-            let setting = block_sizes
-                .iter()
-                .find(|(name, _)| name.as_deref() == Some(k.as_str()))
-                .or_else(|| block_sizes.iter().find(|(name, _)| name.is_none()))
-                .map(|(_, n)| *n);
+            let setting = crate::settings::block_size_for(block_sizes, k);
             let mut o = Options::for_kernel(&cubin, k, setting);
             o.max_registers = Some(b.regs);
             (k.clone(), o)
@@ -681,11 +677,7 @@ fn regdem_requests(
         .iter()
         .filter(|(_, b)| b.regdem_from.is_some())
         .map(|(k, b)| {
-            let setting = block_sizes
-                .iter()
-                .find(|(name, _)| name.as_deref() == Some(k.as_str()))
-                .or_else(|| block_sizes.iter().find(|(name, _)| name.is_none()))
-                .map(|(_, n)| *n);
+            let setting = crate::settings::block_size_for(block_sizes, k);
             let mut o = Options::for_kernel(&cubin, k, setting);
             o.max_registers = Some(b.regs);
             (k.clone(), o)

@@ -125,7 +125,9 @@
 //! * The instruction at `base.defined_at` computes the per-thread base of an area of
 //!   `slots × stride` bytes of shared memory that lies after the program's static and
 //!   dynamic shared memory and that no other thread's base overlaps (slot-major, one word
-//!   per thread per slot, `stride` = threads per block × 4).
+//!   per thread per slot, `stride` = threads per block × 4). Not assumed by the callers
+//!   that ship rewrites: [`base::prove`] proves it from the rewritten kernel's prologue for
+//!   every block shape the launch can have (`tune::proven` runs it after this check).
 //! * The program's own shared-memory accesses stay inside its static + dynamic shared
 //!   memory, so they never touch the spill area (program shared memory, global memory and
 //!   local memory through registers other than `R1` are not modelled).
@@ -156,6 +158,7 @@
 //! * The decoded operand roles and widths ([`crate::sass::operands`]) are right; an
 //!   instruction they do not cover is "unknown" and handled as above.
 
+pub mod base;
 pub mod oracle;
 pub mod plr;
 pub mod schedule;

@@ -568,6 +568,7 @@ pub fn regdem(
     out.raise_maxreg_count(kernel, registers)?;
     if area.added > 0 {
         out.set_shared_size(kernel, info.static_shared + area.added)?;
+        area.enforce(&mut out, kernel, &opts)?;
     }
 
     let base_defined_at = pro_words
