@@ -366,11 +366,19 @@ fn spilling_kernels_move_to_shared_on_every_arch() {
             }
             assert_eq!(moved, r.spills);
             assert_eq!(kept, r.kept_local);
-            // Inserted: the prologue, the extra words of split wide spills, and a load and a
-            // store before and after each call for every variable the stack moves.
+            // Inserted: the prologue, the extra words of split wide spills, a load and a
+            // store before and after each call for every variable the stack moves, and a NOP
+            // ending each such run that waits for its last store to read the scratch register.
+            let drains: Vec<&nvcc_orion::sass::ir::Instr> = new
+                .iter()
+                .flat_map(|f| f.instrs.iter())
+                .filter(|i| r.inserted.contains(&i.offset) && i.opcode == "NOP")
+                .collect();
+            assert!(drains.iter().all(|i| i.ctrl.wait_mask != 0));
+            assert_eq!(drains.is_empty(), r.moves == 0, "sm_{arch} {kernel}");
             assert_eq!(
                 r.inserted.len(),
-                n + extra + 4 * r.moves,
+                n + extra + 4 * r.moves + drains.len(),
                 "sm_{arch} {kernel}"
             );
             // cuobjdump reads the new resources.

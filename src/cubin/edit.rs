@@ -621,8 +621,11 @@ impl Cubin {
                     .st_value
                     .checked_add(s.st_size)
                     .ok_or_else(|| CubinError::Range(what.clone()))?;
+                // A function that ended at the section's end still does, padding included
+                // (as ptxas lays them out; nvdisasm -plr rejects code after the last
+                // function as falling through).
                 let e = if end >= old_size {
-                    map.map_or_err(end, &what)?.max(v)
+                    new_size.max(v)
                 } else {
                     map.map_or_err(end, &what)?
                 };

@@ -449,8 +449,18 @@ pub fn spill_to_shared(
                     encode::to_bytes(move_word(st, scratch, base_reg, to, false)),
                 ]
             };
-            let before = ms.iter().flat_map(|m| copy(home(m), away(m))).collect();
-            let after = ms.iter().flat_map(|m| copy(away(m), home(m))).collect();
+            // Each run of moves ends in a NOP that waits for the last store to have read
+            // `scratch`: a callee (or the code after) may write it at once.
+            let before = ms
+                .iter()
+                .flat_map(|m| copy(home(m), away(m)))
+                .chain([drain()])
+                .collect();
+            let after = ms
+                .iter()
+                .flat_map(|m| copy(away(m), home(m)))
+                .chain([drain()])
+                .collect();
             insertions.push((call.offset, before));
             insertions.push((call.offset + 16, after));
         }
@@ -785,3 +795,21 @@ fn move_word(template: u128, scratch: u8, base: u8, imm: u32, load: bool) -> u12
 
 /// The scoreboard the stack's moves use.
 const MOVE_SB: u8 = 5;
+
+/// A `NOP` that waits for [`MOVE_SB`]: the end of a run of stack moves.
+fn drain() -> [u8; 16] {
+    let c = Control {
+        stall: 1,
+        yield_bit: true,
+        write_sb: None,
+        read_sb: None,
+        wait_mask: 1 << MOVE_SB,
+        reuse: 0,
+    };
+    encode::to_bytes(encode::set_bits(
+        encode::nop(1),
+        105,
+        23,
+        u64::from(c.to_bits()),
+    ))
+}

@@ -81,11 +81,14 @@ pub fn ours(ins: &Instr, file: File) -> Touch {
                     add(&mut t.writes, *index, 1, 7);
                 }
             }
-            (OperandKind::Addr { reg, reg_width, .. }, File::Gpr) => {
-                if let Some(x) = reg {
-                    add(&mut t.reads, *x, *reg_width, RZ);
-                }
-            }
+            (
+                OperandKind::Addr {
+                    reg: Some(x),
+                    reg_width,
+                    ..
+                },
+                File::Gpr,
+            ) => add(&mut t.reads, *x, *reg_width, RZ),
             (
                 OperandKind::Addr {
                     ureg,

@@ -30,6 +30,8 @@ pub struct ScheduleProof {
     pub stores: usize,
     /// Other inserted instructions (prologue arithmetic, moves).
     pub other: usize,
+    /// Inserted halves of a split wide spill access, under the original's own schedule.
+    pub inherited: usize,
 }
 
 fn leaves_block(i: &Instr) -> bool {
@@ -87,13 +89,7 @@ pub fn check(sm: u32, functions: &[Function], offsets: &[u64]) -> Result<Schedul
             .iter()
             .flat_map(|i| i.target.into_iter().chain(i.targets.iter().copied()))
             .collect();
-        let depbar: u8 = f
-            .instrs
-            .iter()
-            .filter(|i| i.base() == "DEPBAR")
-            .flat_map(|i| i.operands.iter())
-            .filter_map(|o| o.text.strip_prefix("SB")?.chars().next()?.to_digit(10))
-            .fold(0, |m, d| m | (1 << d));
+        let depbar = depbar_mask(f);
         let used = ins.ctrl.write_sb.map_or(0, |s| 1 << s) | ins.ctrl.read_sb.map_or(0, |s| 1 << s);
         if used & depbar != 0 {
             return Err(fail("uses a scoreboard a DEPBAR counts on".into()));
@@ -183,6 +179,25 @@ pub fn check(sm: u32, functions: &[Function], offsets: &[u64]) -> Result<Schedul
     Ok(proof)
 }
 
+/// Instructions that may read their register sources after they issue (memory, texture,
+/// and anything released through a scoreboard).
+fn late_reader(i: &Instr) -> bool {
+    matches!(
+        OpClass::of(&i.opcode),
+        OpClass::Global | OpClass::Local | OpClass::Shared | OpClass::Texture
+    ) || i.ctrl.write_sb.is_some()
+}
+
+/// Scoreboards a `DEPBAR` of `f` counts on.
+fn depbar_mask(f: &Function) -> u8 {
+    f.instrs
+        .iter()
+        .filter(|i| i.base() == "DEPBAR")
+        .flat_map(|i| i.operands.iter())
+        .filter_map(|o| o.text.strip_prefix("SB")?.chars().next()?.to_digit(10))
+        .fold(0, |m, d| m | (1 << d))
+}
+
 /// Variable-latency results are released through a write scoreboard; these classes have a
 /// fixed latency the stall counts must cover instead (or an unknown one: refused).
 fn fixed(i: &Instr) -> bool {
@@ -242,14 +257,24 @@ fn check_other(sm: u32, f: &Function, k: usize, targets: &BTreeSet<u64>) -> Resu
     // the register through its read scoreboard.
     let mut waited = ins.ctrl.wait_mask;
     for j in f.instrs[..k].iter().rev() {
-        if let Some(rs) = j.ctrl.read_sb
-            && waited & (1 << rs) == 0
-            && dests.iter().any(|&d| reads(j, d))
-        {
-            return Err(format!(
-                "overwrites a register `{}` at {:#x} still reads (SB{rs})",
-                j.opcode, j.offset
-            ));
+        if dests.iter().any(|&d| reads(j, d)) {
+            match j.ctrl.read_sb {
+                Some(rs) if waited & (1 << rs) == 0 => {
+                    return Err(format!(
+                        "overwrites a register `{}` at {:#x} still reads (SB{rs})",
+                        j.opcode, j.offset
+                    ));
+                }
+                // Memory and other variable-latency instructions read their sources after
+                // issue: without a read scoreboard nothing orders the overwrite after it.
+                None if late_reader(j) => {
+                    return Err(format!(
+                        "overwrites a register `{}` at {:#x} reads after issue, with no read scoreboard",
+                        j.opcode, j.offset
+                    ));
+                }
+                _ => {}
+            }
         }
         waited |= j.ctrl.wait_mask;
         if targets.contains(&j.offset) || leaves_block(j) {
@@ -314,6 +339,59 @@ fn check_other(sm: u32, f: &Function, k: usize, targets: &BTreeSet<u64>) -> Resu
     Ok(())
 }
 
+/// An inserted 32-bit half of a wide spill access split in two: right next to the image of
+/// the original wide access (nothing between), the same kind of access (load or store) under
+/// the same guard, with the original's control bits exactly, moving data registers the
+/// original moved. It then runs under the original's own schedule: every scoreboard the
+/// original set is set by it too, and every later wait the original needed covers it.
+fn split_half(
+    f: &Function,
+    k: usize,
+    inserted: &BTreeSet<u64>,
+    origin: &std::collections::BTreeMap<u64, &Instr>,
+) -> bool {
+    let ins = &f.instrs[k];
+    let kind = |i: &Instr| match i.base() {
+        "LDS" | "LDL" => Some(true),
+        "STS" | "STL" => Some(false),
+        _ => None,
+    };
+    let Some(load) = kind(ins) else { return false };
+    let data = |i: &Instr| -> BTreeSet<u8> {
+        if load {
+            i.gpr_writes().into_iter().collect()
+        } else {
+            i.operands
+                .iter()
+                .filter_map(|o| match o.kind {
+                    OperandKind::Reg(r) if r != RZ => Some((r, o.width.max(1))),
+                    _ => None,
+                })
+                .flat_map(|(r, w)| (r..r.saturating_add(w)).filter(|&x| x < RZ))
+                .collect()
+        }
+    };
+    let mine = data(ins);
+    [k.checked_sub(1), Some(k + 1)]
+        .into_iter()
+        .flatten()
+        .filter_map(|n| f.instrs.get(n))
+        .filter(|n| !inserted.contains(&n.offset))
+        .filter_map(|n| origin.get(&n.offset).map(|o| (n, *o)))
+        .any(|(n, o)| {
+            kind(o) == Some(load)
+                && kind(n) == Some(load)
+                && o.predicate == ins.predicate
+                && n.predicate == ins.predicate
+                && ins.ctrl.write_sb == o.ctrl.write_sb
+                && ins.ctrl.read_sb == o.ctrl.read_sb
+                && ins.ctrl.wait_mask | o.ctrl.wait_mask == ins.ctrl.wait_mask
+                && ins.ctrl.reuse == 0
+                && !mine.is_empty()
+                && mine.is_subset(&data(o))
+        })
+}
+
 /// The scheduling check of a whole rewrite (both transforms): every inserted instruction's
 /// control bits ([`check`] for 32-bit `LDS`/`STS`, [`check_other`] for the rest), and every
 /// original instruction's image keeps the original's scoreboards, waits at least for what the
@@ -349,8 +427,19 @@ pub fn check_rewrite(
                     i.opcode, o.offset
                 ))
             };
-            if a.write_sb != b.write_sb || a.read_sb != b.read_sb {
+            // A scoreboard may be added where the original had none (a renamed source now
+            // read late, which an inserted writer must wait for), never changed or dropped,
+            // and never one a `DEPBAR` counts on.
+            let kept = |x: Option<u8>, y: Option<u8>| x.is_none() || x == y;
+            if !kept(a.write_sb, b.write_sb) || !kept(a.read_sb, b.read_sb) {
                 return fail("its scoreboards changed");
+            }
+            let added = [(a.write_sb, b.write_sb), (a.read_sb, b.read_sb)]
+                .into_iter()
+                .filter_map(|(x, y)| if x.is_none() { y } else { None })
+                .fold(0u8, |m, s| m | (1 << s));
+            if added & depbar_mask(f) != 0 {
+                return fail("it now uses a scoreboard a DEPBAR counts on");
             }
             if a.wait_mask & !b.wait_mask != 0 {
                 return fail("it no longer waits for a scoreboard the original waited for");
@@ -370,10 +459,20 @@ pub fn check_rewrite(
             }
         }
     }
+    // Rewritten offset → original instruction.
+    let origin: std::collections::BTreeMap<u64, &Instr> = original
+        .iter()
+        .flat_map(|f0| f0.instrs.iter())
+        .filter_map(|o| map.map(o.offset).map(|n| (n, o)))
+        .collect();
     let mut proof = ScheduleProof::default();
     for &off in inserted {
         let (f, k) = find(off).ok_or_else(|| format!("{off:#x}: no instruction there"))?;
         let ins = &f.instrs[k];
+        if split_half(f, k, &ins_set, &origin) {
+            proof.inherited += 1;
+            continue;
+        }
         if access(ins).is_some() {
             let p = check(sm, rewritten, &[off])?;
             proof.loads += p.loads;

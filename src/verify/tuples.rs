@@ -10,8 +10,8 @@ use crate::sass::ir::{Function, Instr, OperandKind, RZ};
 /// The first misaligned tuple of `ins`, as (register file prefix, first register, width).
 pub fn misaligned(ins: &Instr) -> Option<(&'static str, u8, u8)> {
     let bad = |r: u8, w: u8| match w {
-        2 => r % 2 != 0,
-        3 | 4 => r % 4 != 0,
+        2 => !r.is_multiple_of(2),
+        3 | 4 => !r.is_multiple_of(4),
         _ => false,
     };
     ins.operands.iter().find_map(|op| match op.kind {
