@@ -2,7 +2,8 @@
 //! repository root, each in its own `bash -euo pipefail` from this test's environment (which
 //! `scripts/test.sh` sets up with `eval "$(scripts/setup.sh)"`). Later blocks use what earlier
 //! ones built, as a reader following the README would. `scripts/test.sh` is the suite itself:
-//! instead of running it, the test checks that `.ci/run` does.
+//! instead of running it, the test checks that `.ci/run` does; `bench/gpu/` commands are run
+//! by `tests/gpu_harness.rs`.
 //!
 //! Without the toolkit the test prints a skip line and passes, unless `CI` is set.
 
@@ -83,7 +84,15 @@ fn every_readme_command_runs() {
                         ".ci/run does not run scripts/test.sh"
                     );
                 }
-                !test_sh
+                // The GPU harness's two commands: tests/gpu_harness.rs runs both (the build
+                // takes minutes; run.sh needs a GPU and is checked for its no-GPU exit).
+                let gpu = l.trim_start().starts_with("bench/gpu/");
+                if gpu {
+                    let harness = std::fs::read_to_string(repo.join("tests/gpu_harness.rs"))
+                        .expect("tests/gpu_harness.rs");
+                    assert!(harness.contains("build.sh") && harness.contains("run.sh"));
+                }
+                !test_sh && !gpu
             })
             .collect();
         let script = script.join("\n");

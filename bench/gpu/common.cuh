@@ -67,6 +67,11 @@ inline void require_gpu(const char* program) {
                 e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device");
     std::exit(EXIT_NO_GPU);
   }
+  // DEVICE,<name>,<CUDA driver API version>: run.sh records it when nvidia-smi is missing.
+  cudaDeviceProp prop;
+  int driver = 0;
+  if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess && cudaDriverGetVersion(&driver) == cudaSuccess)
+    std::printf("DEVICE,%s,%d\n", prop.name, driver);
 }
 
 #define BENCH_CUDA(call)                                                                  \
