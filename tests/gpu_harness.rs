@@ -333,3 +333,98 @@ fn budgets_from_a_report() {
         "a\tyes\tforced: budget 48\nb\tno\tno lower budget raises occupancy\n"
     );
 }
+
+#[test]
+fn run_sh_collects_stand_in_programs_into_one_csv() {
+    // Stand-ins for the programs (shell scripts printing what the real ones print on a GPU),
+    // so run.sh's collection is checked without a GPU: a speedup over the nvcc build, a
+    // mismatch, and a crash with no result line.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("nvcc-orion-gpu-bench");
+    std::fs::create_dir_all(root.join("bin")).unwrap();
+    for f in ["run.sh", "harness.py"] {
+        std::fs::copy(gpu_dir().join(f), root.join(f)).unwrap();
+    }
+    std::fs::write(
+        root.join("manifest.csv"),
+        "program,variant,flags,kernel,registers,applied,reason\n\
+         alpha,nvcc,\"-O3\",alpha_k,64,yes,\"\"\n\
+         alpha,default,\"-O3\",alpha_k,64,yes,\"no lower budget raises occupancy\"\n\
+         alpha,budget-40,\"-O3 --orion-force=budget:40\",alpha_k,40,yes,\"forced: budget 40\"\n\
+         beta,nvcc,\"-O3\",beta_k,32,yes,\"\"\n\
+         beta,default,\"-O3\",beta_k,32,yes,\"\"\n\
+         beta,regdem,\"-O3 --orion-force=regdem\",beta_k,32,no,\"forced register demotion, but no proved candidate\"\n",
+    )
+    .unwrap();
+    let stand_in = |name: &str, body: &str| {
+        let path = root.join("bin").join(name);
+        std::fs::write(
+            &path,
+            format!("#!/bin/sh\necho DEVICE,Stand-in GPU,13050\n{body}\n"),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    stand_in(
+        "alpha.nvcc",
+        "echo RESULT,alpha,alpha_k,64,0.5000,2.000000,ok",
+    );
+    stand_in(
+        "alpha.default",
+        "echo RESULT,alpha,alpha_k,64,0.5000,1.600000,ok",
+    );
+    stand_in(
+        "alpha.budget-40",
+        "echo RESULT,alpha,alpha_k,40,1.0000,1.000000,MISMATCH; exit 1",
+    );
+    stand_in("beta.nvcc", "echo RESULT,beta,beta_k,32,1.0000,1.000000,ok");
+    stand_in(
+        "beta.default",
+        "echo RESULT,beta,beta_k,32,1.0000,1.000000,ok",
+    );
+    stand_in("beta.regdem", "exit 7");
+    let o = Command::new("bash")
+        .arg(root.join("run.sh"))
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{stdout}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let csv = std::fs::read_to_string(root.join("results.csv")).unwrap();
+    let (meta, rows): (Vec<&str>, Vec<&str>) = csv.lines().partition(|l| l.starts_with('#'));
+    if which::which("nvidia-smi").is_err() {
+        assert_eq!(meta[0], "# device: Stand-in GPU");
+        assert_eq!(meta[1], "# driver: CUDA driver API 13050");
+    }
+    assert!(meta[2].starts_with("# date: 20"), "{meta:?}");
+    assert_eq!(
+        rows,
+        [
+            "program,kernel,variant,registers,occupancy,median_ms,speedup_vs_nvcc,check,applied",
+            "alpha,alpha_k,nvcc,64,0.5000,2.000000,1.0000,ok,yes",
+            "alpha,alpha_k,default,64,0.5000,1.600000,1.2500,ok,yes",
+            "alpha,alpha_k,budget-40,40,1.0000,1.000000,,MISMATCH,yes",
+            "beta,beta_k,nvcc,32,1.0000,1.000000,1.0000,ok,yes",
+            "beta,beta_k,default,32,1.0000,1.000000,1.0000,ok,yes",
+            "beta,beta_k,regdem,32,,,,CRASH-rc7,no",
+        ]
+    );
+    assert!(
+        stdout.contains("geomean speedup of the default choice over nvcc: 1.118x over 2 kernels"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("MISMATCH alpha/alpha_k variant budget-40: MISMATCH"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("MISMATCH beta/beta_k variant regdem: CRASH-rc7"),
+        "{stdout}"
+    );
+}
