@@ -427,4 +427,25 @@ fn run_sh_collects_stand_in_programs_into_one_csv() {
         stdout.contains("MISMATCH beta/beta_k variant regdem: CRASH-rc7"),
         "{stdout}"
     );
+    // Past the time limit nothing more runs, and every row left says so.
+    let late = dir.path().join("late.csv");
+    let o = Command::new("bash")
+        .arg(root.join("run.sh"))
+        .env("PATH", "/usr/bin:/bin")
+        .env("TOTAL_SECONDS", "-1")
+        .env("RESULTS", &late)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let csv = std::fs::read_to_string(&late).unwrap();
+    let rows: Vec<&str> = csv
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .skip(1)
+        .collect();
+    assert_eq!(rows.len(), 6, "{csv}");
+    assert!(
+        rows.iter().all(|r| r.contains(",,,NOT-RUN-time-limit,")),
+        "{csv}"
+    );
 }
