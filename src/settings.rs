@@ -33,9 +33,11 @@ pub struct Settings {
     /// occupancy cliffs below a kernel's count, each proved by the checker. Opt-in like
     /// spill → shared.
     pub regdem: bool,
-    /// `--orion-force=KIND` (testing): `baseline`, `lowest` (the lowest budget that built),
-    /// `spill2smem` (the proved spill → shared candidate), `regdem` (the lowest proved
-    /// register-demotion candidate), or
+    /// `--orion-force=KIND` (testing, and bench/gpu's exhaustive variants): `baseline`,
+    /// `lowest` (the lowest budget that built), `budget:N` (the plain candidate at N
+    /// registers), `pragma` (ptxas's shared-memory spilling candidate), `spill2smem` (the
+    /// proved spill → shared candidate), `regdem` (the lowest proved register-demotion
+    /// candidate), or
     /// `panic` (an internal error while tuning, to exercise the fallback).
     pub force: Option<String>,
     /// `--orion-margin=PCT` / `NVCC_ORION_MARGIN`: the predicted gain a variant must clear to
@@ -66,6 +68,15 @@ impl Default for Settings {
             keep_cubins: None,
         }
     }
+}
+
+/// The register budget of `--orion-force=budget:N` (N in 1..=255), else `None`.
+pub fn forced_budget(force: &str) -> Option<u32> {
+    force
+        .strip_prefix("budget:")?
+        .parse::<u32>()
+        .ok()
+        .filter(|n| (1..=255).contains(n))
 }
 
 /// Environment variables that belong to nvcc-orion and are removed before running nvcc.
@@ -157,11 +168,12 @@ impl Settings {
                     }
                 }
                 ("force", Some(v)) => match v {
-                    "baseline" | "lowest" | "spill2smem" | "regdem" | "panic" => {
+                    "baseline" | "lowest" | "pragma" | "spill2smem" | "regdem" | "panic" => {
                         s.force = Some(v.to_string())
                     }
+                    _ if forced_budget(v).is_some() => s.force = Some(v.to_string()),
                     _ => warnings.push(bad(&format!(
-                        "unknown --orion-force={v} (use baseline, lowest, spill2smem, regdem or panic)"
+                        "unknown --orion-force={v} (use baseline, lowest, budget:N, pragma, spill2smem, regdem or panic)"
                     ))),
                 },
                 ("transforms", Some(v)) => {
@@ -276,5 +288,20 @@ mod tests {
         );
         let (_, w) = Settings::read(&|_| None, &[("transforms".into(), Some("regdemx".into()))]);
         assert_eq!(w.len(), 1, "{w:?}");
+    }
+
+    #[test]
+    fn forcing_a_budget_or_the_pragma() {
+        for v in ["budget:40", "budget:255", "pragma"] {
+            let (s, w) = Settings::read(&|_| None, &[("force".into(), Some(v.into()))]);
+            assert!(w.is_empty() && s.force.as_deref() == Some(v), "{v}: {w:?}");
+        }
+        assert_eq!(forced_budget("budget:40"), Some(40));
+        assert_eq!(forced_budget("lowest"), None);
+        for v in ["budget:0", "budget:256", "budget:", "budget:x", "budget:-1"] {
+            let (s, w) = Settings::read(&|_| None, &[("force".into(), Some(v.into()))]);
+            assert!(s.force.is_none() && w.len() == 1, "{v}: {w:?}");
+            assert!(w[0].contains("budget:N"), "{w:?}");
+        }
     }
 }

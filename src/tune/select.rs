@@ -52,8 +52,11 @@ pub fn gain_percent(base: &Evaluated, c: &Evaluated) -> Option<f64> {
 }
 
 /// Pick among `options` (the baseline first). `force`: `baseline`, `lowest` (the lowest
-/// budget that built), `spill2smem` (our spill → shared candidate, when proved) or `regdem`
-/// (the lowest proved register-demotion candidate), for testing.
+/// budget that built), `budget:N` (the plain candidate at N registers), `pragma` (ptxas's
+/// shared-memory spilling candidate), `spill2smem` (our spill → shared candidate, when
+/// proved) or `regdem` (the lowest proved register-demotion candidate), for testing and
+/// bench/gpu's exhaustive variants. A forced kind the kernel has no candidate of keeps the
+/// baseline, and the reason says so.
 pub fn choose(options: &[Evaluated], margin_percent: f64, force: Option<&str>) -> Choice {
     let baseline = Choice {
         index: 0,
@@ -92,6 +95,31 @@ pub fn choose(options: &[Evaluated], margin_percent: f64, force: Option<&str>) -
                 index: i,
                 gain_percent: gain_percent(base, c).unwrap_or(f64::NEG_INFINITY),
                 reason: "forced: lowest budget".into(),
+            };
+        }
+        Some(f) if crate::settings::forced_budget(f).is_some() || f == "pragma" => {
+            let want = crate::settings::forced_budget(f);
+            let what = want.map_or("shared-memory spilling (pragma)".to_string(), |n| {
+                format!("budget {n}")
+            });
+            return match options.iter().enumerate().find(|(_, o)| {
+                o.budget.is_some_and(|b| {
+                    !b.rewritten()
+                        && match want {
+                            Some(n) => b.regs == n && !b.smem_spill,
+                            None => b.smem_spill,
+                        }
+                })
+            }) {
+                Some((i, c)) => Choice {
+                    index: i,
+                    gain_percent: gain_percent(base, c).unwrap_or(f64::NEG_INFINITY),
+                    reason: format!("forced: {what}"),
+                },
+                None => Choice {
+                    reason: format!("forced {what}, but no such candidate"),
+                    ..baseline
+                },
             };
         }
         Some("spill2smem") => {
@@ -202,6 +230,33 @@ mod tests {
             choose(&[base.clone(), b.clone()], 5.0, Some("baseline")).index,
             0
         );
+    }
+
+    #[test]
+    fn forcing_one_budget_or_the_pragma() {
+        let base = ev(None, 96, &[Some(100.0)]);
+        let a = ev(Some(64), 64, &[Some(90.0)]);
+        let b = ev(Some(48), 48, &[Some(200.0)]);
+        let mut pragma = ev(Some(48), 48, &[Some(150.0)]);
+        pragma.budget = pragma.budget.map(|b| crate::tune::ptx::Budget {
+            smem_spill: true,
+            ..b
+        });
+        let opts = [base.clone(), a, b, pragma];
+        // The slower budget is taken when forced, and the pragma's twin is not.
+        let c = choose(&opts, 5.0, Some("budget:48"));
+        assert_eq!((c.index, c.reason.as_str()), (2, "forced: budget 48"));
+        assert!((c.gain_percent + 50.0).abs() < 1e-9, "{}", c.gain_percent);
+        assert_eq!(choose(&opts, 5.0, Some("budget:64")).index, 1);
+        let c = choose(&opts, 5.0, Some("pragma"));
+        assert_eq!(c.index, 3, "{}", c.reason);
+        // No such candidate: the baseline, and the reason says so.
+        let c = choose(&opts, 5.0, Some("budget:40"));
+        assert_eq!(c.index, 0);
+        assert_eq!(c.reason, "forced budget 40, but no such candidate");
+        let c = choose(&opts[..3], 5.0, Some("pragma"));
+        assert_eq!(c.index, 0);
+        assert!(c.reason.contains("no such candidate"), "{}", c.reason);
     }
 
     #[test]

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Build the GPU harness (no GPU needed): every program of bench/gpu for sm_90, statically
+# linked (-cudart static), with
+#   nvcc        plain nvcc
+#   default     nvcc-orion as it ships
+#   budget-N    --orion-force=budget:N for every budget candidate of the program's kernels
+#               (from the default build's report, built and pruned alike)
+#   pragma      --orion-force=pragma (ptxas's enable_smem_spilling), where it was a candidate
+#   spill2smem  --orion-force=spill2smem (our spill → shared rewrite, where proved)
+#   regdem      --orion-force=regdem (register demotion to the lowest proved budget)
+# Programs whose kernels have no budget candidate get nvcc and default only. A program's
+# "// bench-orion-flags:" line adds nvcc-orion settings to all its nvcc-orion builds.
+# Then packs bin/, manifest.csv, run.sh and harness.py into one archive:
+#   $OUT/nvcc-orion-gpu-bench.tar.xz  (OUT: target/gpu-bench)
+# manifest.csv: program,variant,flags,kernel,registers (cuobjdump -res-usage),applied,reason.
+#
+# Usage: bench/gpu/build.sh [PROGRAM...]   (default: every bench/gpu/*.cu)
+# Environment: NVCC_ORION_NVCC (the real nvcc; else $CUDA_HOME/bin/nvcc, else nvcc on PATH),
+# NVCC_ORION_BIN (default target/release/nvcc-orion), OUT, JOBS (parallel builds, default 2).
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+out=${OUT:-$repo/target/gpu-bench}
+orion=${NVCC_ORION_BIN:-$repo/target/release/nvcc-orion}
+nvcc=${NVCC_ORION_NVCC:-}
+[[ -z $nvcc && -n ${CUDA_HOME:-} ]] && nvcc=$CUDA_HOME/bin/nvcc
+[[ -z $nvcc ]] && nvcc=$(command -v nvcc || true)
+[[ -x $nvcc ]] || { echo "build.sh: no nvcc (set NVCC_ORION_NVCC or CUDA_HOME)" >&2; exit 2; }
+[[ -x $orion ]] || { echo "build.sh: no nvcc-orion at $orion (cargo build --release)" >&2; exit 2; }
+cuobjdump=$(dirname "$nvcc")/cuobjdump
+jobs=${JOBS:-2}
+arch=sm_90
+flags=(-O3 -arch=$arch)
+
+if (($#)); then programs=("$@"); else
+  programs=()
+  for f in "$here"/*.cu; do programs+=("$(basename "$f" .cu)"); done
+fi
+stage=$out/nvcc-orion-gpu-bench
+rm -rf "$stage" "$out/obj"
+mkdir -p "$stage/bin" "$out/obj"
+export NVCC_ORION_NVCC=$nvcc
+unset NVCC_ORION NVCC_ORION_REPORT NVCC_ORION_FORCE NVCC_ORION_TRANSFORMS NVCC_ORION_BLOCK_SIZE
+start=$SECONDS
+
+# build PROGRAM VARIANT [nvcc-orion flags...]: object through nvcc (variant nvcc) or
+# nvcc-orion (its report in obj/), linked by plain nvcc with the static runtime.
+build() {
+  local p=$1 v=$2
+  shift 2
+  local o=$out/obj/$p.$v
+  # (set -e does not reach inside a function called from ||: every step checks itself.)
+  if [[ $v == nvcc ]]; then
+    "$nvcc" -c "${flags[@]}" "$here/$p.cu" -o "$o.o" || return 1
+  else
+    rm -f "$o.jsonl"
+    "$orion" -c "${flags[@]}" "$@" --orion-report="$o.jsonl" "$here/$p.cu" -o "$o.o" || return 1
+  fi
+  "$nvcc" -arch=$arch -cudart static "$o.o" -o "$stage/bin/$p.$v" || return 1
+  printf '%s\n' "${flags[*]} $*" >"$o.flags"
+}
+export -f build
+export nvcc orion out here stage arch
+export flags_s="${flags[*]}"
+
+# Step 1: nvcc and default for every program (the default's report names the candidates).
+list=$out/obj/list
+: >"$list"
+for p in "${programs[@]}"; do
+  [[ -f $here/$p.cu ]] || { echo "build.sh: no bench/gpu/$p.cu" >&2; exit 2; }
+  extra=$(sed -n 's|^// bench-orion-flags: ||p' "$here/$p.cu")
+  printf '%s nvcc\n%s default %s\n' "$p" "$p" "$extra" >>"$list"
+done
+run_list() {
+  # Each line: PROGRAM VARIANT [FLAGS...]; JOBS at a time; any failure fails the build.
+  # (xargs -L joins a line ending in a blank with the next: none may end so.)
+  sed 's/ *$//' "$1" | xargs -P "$jobs" -L 1 bash -c 'flags=($flags_s); build "$@" || { echo "build.sh: $1 $2 failed" >&2; exit 255; }' _
+}
+run_list "$list"
+
+# Step 2: the forced variants.
+: >"$list"
+for p in "${programs[@]}"; do
+  extra=$(sed -n 's|^// bench-orion-flags: ||p' "$here/$p.cu")
+  forced=$(python3 "$here/harness.py" budgets "$out/obj/$p.default.jsonl")
+  [[ -z $forced ]] && continue
+  for f in $forced spill2smem regdem; do
+    printf '%s %s %s --orion-force=%s\n' "$p" "${f/:/-}" "$extra" "$f" >>"$list"
+  done
+done
+run_list "$list"
+
+# The manifest: one row per program, variant and kernel.
+manifest=$stage/manifest.csv
+echo "program,variant,flags,kernel,registers,applied,reason" >"$manifest"
+for exe in $(cd "$stage/bin" && ls | sort); do
+  p=${exe%%.*} v=${exe#*.}
+  o=$out/obj/$p.$v
+  declare -A ok=() why=()
+  if [[ -f $o.jsonl ]]; then
+    while IFS=$'\t' read -r k yes reason; do ok[$k]=$yes why[$k]=$reason; done \
+      < <(python3 "$here/harness.py" applied "$o.jsonl")
+  fi
+  "$cuobjdump" -res-usage "$stage/bin/$exe" |
+    awk '$1 == "Function" { k = $2; sub(/:$/, "", k) }
+         k != "" && match($0, /REG:[0-9]+/) { print k, substr($0, RSTART + 4, RLENGTH - 4); k = "" }' |
+    while read -r k regs; do
+      case $v in nvcc | default) yes=yes ;; *) yes=${ok[$k]:-no} ;; esac
+      reason=${why[$k]:-}
+      printf '%s,%s,"%s",%s,%s,%s,"%s"\n' "$p" "$v" "$(cat "$o.flags")" "$k" "$regs" "$yes" "${reason//\"/\'}"
+    done >>"$manifest"
+  unset ok why
+done
+
+cp "$here/run.sh" "$here/harness.py" "$stage/"
+{
+  echo "nvcc-orion $(git -C "$repo" describe --always --dirty 2>/dev/null || echo unknown)"
+  "$nvcc" --version | tail -n 2
+  echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) in $((SECONDS - start)) s"
+} >"$stage/build-info.txt"
+archive=$out/nvcc-orion-gpu-bench.tar.xz
+tar -C "$out" --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner \
+  -cf - nvcc-orion-gpu-bench | xz -T1 -6 >"$archive"
+size=$(stat -c %s "$archive")
+((size < 64 * 1024 * 1024)) || { echo "build.sh: $archive is $size bytes (limit 64 MiB)" >&2; exit 1; }
+echo "build.sh: $(ls "$stage/bin" | wc -l) binaries, $((size / 1024)) KiB: $archive ($((SECONDS - start)) s)"
