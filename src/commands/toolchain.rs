@@ -46,6 +46,11 @@ fn pack(args: &Args) -> Result<String, String> {
     archive
         .write_tar_gz(std::io::BufWriter::new(tmp.as_file_mut()))
         .map_err(|e| e.to_string())?;
+    // Readable by the sccache client of any user (a temporary file starts private).
+    use std::os::unix::fs::PermissionsExt;
+    tmp.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(0o644))
+        .map_err(|e| e.to_string())?;
     tmp.persist(&target)
         .map_err(|e| format!("cannot write {}: {}", target.display(), e.error))?;
     // The shim `nvcc-orion --dryrun` puts on the listing's PATH, from the same settings.
