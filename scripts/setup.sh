@@ -156,8 +156,8 @@ fi
 # --- 2d. sccache with its dist features, for the compile-farm tests (opt-in: CI sets
 # NVCC_ORION_SETUP_SCCACHE_DIST=1). The distribution's sccache (0.4) has no dist server and
 # runs nvcc whole; 0.19 splits nvcc with --dryrun and distributes the ptxas steps. Built once
-# from crates.io into the cache, like the toolkit (about 25 minutes on 2 shared cores), and
-# bubblewrap (Debian's package) for the build server's overlay sandbox.
+# from crates.io into the cache, like the toolkit (31 minutes on 2 cores shared by six builds;
+# later runs reuse it), and bubblewrap (Debian's package) for the build server's sandbox.
 SCCACHE_DIST_VERSION=0.19.0
 SCCACHE_DIST_BIN="$CACHE/sccache-dist/bin"
 sccache_dist_ok() {

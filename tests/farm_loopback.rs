@@ -317,7 +317,7 @@ fn cmake_through_sccache_dist_on_loopback() {
                 d.join(format!("sccache-{name}")).display().to_string(),
             ),
             ("SCCACHE_SERVER_PORT", free_port().to_string()),
-            ("SCCACHE_IDLE_TIMEOUT", "300".to_string()),
+            ("SCCACHE_IDLE_TIMEOUT", "60".to_string()),
             (
                 "SCCACHE_ERROR_LOG",
                 d.join(format!("client-{name}.log")).display().to_string(),
