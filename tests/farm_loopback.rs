@@ -6,6 +6,8 @@
 //! `CMAKE_CUDA_COMPILER_LAUNCHER=sccache` and nvcc-orion as the compiler three times: through
 //! sccache with no farm, through the farm (the tuned ptxas steps run on the build server), and
 //! with the build server killed (sccache compiles locally). The three give the same objects.
+//! Through the farm, a setting changed only in the environment misses (the ptxas steps run on
+//! the server again) and the same setting again hits.
 //!
 //! sccache 0.19 with its dist features is built by `scripts/setup.sh` under CI
 //! (`NVCC_ORION_SETUP_SCCACHE_DIST=1`), with Debian's bubblewrap. The farm needs root (the
@@ -441,6 +443,32 @@ fn cmake_through_sccache_dist_on_loopback() {
     assert!(
         local == dist,
         "{label}: objects built on the farm differ from local ones"
+    );
+
+    // 2b. The same cache, a setting changed through the environment only: the ptxas steps
+    // miss and run on the server again; the same setting once more: they hit, nothing runs.
+    let remote_ptxas = || {
+        std::fs::read_to_string(d.join("server.log"))
+            .unwrap_or_default()
+            .matches("Compile command: \"/nvcc-orion/bin/ptxas\"")
+            .count()
+    };
+    let before = remote_ptxas();
+    let mut changed = env.clone();
+    changed.push(("NVCC_ORION_MARGIN", "50".to_string()));
+    build("dist-margin", &changed);
+    let after_change = remote_ptxas();
+    build("dist-margin-again", &changed);
+    let _ = stats(&env);
+    assert!(
+        after_change > before,
+        "{label}: a changed setting was served from the cache\n{}",
+        logs()
+    );
+    assert_eq!(
+        remote_ptxas(),
+        after_change,
+        "{label}: an unchanged setting missed"
     );
 
     // 3. The build server dies: sccache compiles locally, the same objects.
