@@ -13,8 +13,10 @@
 #   NVCC_ORION_BLOCK_SIZE  threads per block to tune for: N, or kernel:N,... (see README).
 #   NVCC_ORION_REPORT      file to append the per-kernel JSON report to.
 #   NVCC_ORION_MARGIN      predicted gain in percent a lower budget must show (default 5).
+#   NVCC_ORION_TRANSFORMS  rewrites the tuner may offer: spill2smem, regdem (see README).
 # The options travel as --orion-* flags in CMAKE_CUDA_FLAGS / CUDA_NVCC_FLAGS; nvcc-orion
-# removes them before anything reaches nvcc.
+# removes them before anything reaches nvcc. On the command line, a compiler cache used as
+# CMAKE_CUDA_COMPILER_LAUNCHER (ccache, sccache) hashes them: a changed option is a miss.
 include_guard(GLOBAL)
 
 option(NVCC_ORION "Compile CUDA through nvcc-orion" ON)
@@ -43,7 +45,7 @@ set(ENV{CUDA_NVCC_EXECUTABLE} "${NVCC_ORION_EXECUTABLE}")
 set(CUDA_NVCC_EXECUTABLE "${NVCC_ORION_EXECUTABLE}" CACHE FILEPATH "nvcc (nvcc-orion)")
 
 set(_nvcc_orion_flags "")
-foreach(_opt BLOCK_SIZE REPORT MARGIN)
+foreach(_opt BLOCK_SIZE REPORT MARGIN TRANSFORMS)
   if(DEFINED NVCC_ORION_${_opt} AND NOT NVCC_ORION_${_opt} STREQUAL "")
     string(TOLOWER "${_opt}" _name)
     string(REPLACE "_" "-" _name "${_name}")

@@ -153,6 +153,36 @@ if [[ "${NVCC_ORION_SETUP_CHROMIUM:-}" == 1 ]] && ! command -v chromium >/dev/nu
     fi
 fi
 
+# --- 2d. sccache with its dist features, for the compile-farm tests (opt-in: CI sets
+# NVCC_ORION_SETUP_SCCACHE_DIST=1). The distribution's sccache (0.4) has no dist server and
+# runs nvcc whole; 0.19 splits nvcc with --dryrun and distributes the ptxas steps. Built once
+# from crates.io into the cache, like the toolkit (31 minutes on 2 cores shared by six builds;
+# later runs reuse it), and bubblewrap (Debian's package) for the build server's sandbox.
+SCCACHE_DIST_VERSION=0.19.0
+SCCACHE_DIST_BIN="$CACHE/sccache-dist/bin"
+sccache_dist_ok() {
+    [[ -x "$SCCACHE_DIST_BIN/sccache-dist" ]] &&
+        "$SCCACHE_DIST_BIN/sccache" --version 2>/dev/null | grep -qF "$SCCACHE_DIST_VERSION"
+}
+if [[ "${NVCC_ORION_SETUP_SCCACHE_DIST:-}" == 1 ]]; then
+    if ! sccache_dist_ok; then
+        log "cargo install sccache $SCCACHE_DIST_VERSION with dist-client,dist-server into $CACHE/sccache-dist (once; slow)"
+        cargo install sccache --version "$SCCACHE_DIST_VERSION" --locked --no-default-features \
+            --features dist-client,dist-server --root "$CACHE/sccache-dist" >&2 ||
+            log "could not build sccache with its dist features"
+    fi
+    if ! command -v bwrap >/dev/null; then
+        if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+            log "apt-get install bubblewrap"
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap >&2 ||
+                { apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap >&2; } ||
+                log "could not install bubblewrap"
+        else
+            log "bubblewrap is not installed and cannot be (not root, or no apt-get)"
+        fi
+    fi
+fi
+
 # --- 3. PATH, then a one-off host-link check (cached per toolkit) --------------------------------
 new_path="$PATH"
 for d in "$TOOLS_BIN" "$CUDA_ROOT/bin"; do
@@ -207,5 +237,9 @@ if [[ -n "$extra_lib" ]]; then
         *":$extra_lib:"*) ;;
         *) printf 'export LIBRARY_PATH=%q\n' "$extra_lib${LIBRARY_PATH:+:$LIBRARY_PATH}" ;;
     esac
+fi
+# Not on PATH: the launcher tests want the distribution's sccache there.
+if sccache_dist_ok; then
+    printf 'export NVCC_ORION_SCCACHE_DIST=%q\n' "$SCCACHE_DIST_BIN"
 fi
 log "ready: CUDA_HOME=$CUDA_ROOT, cmake=$(command -v cmake), ninja=$(command -v ninja)"

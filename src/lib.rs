@@ -9,6 +9,7 @@ pub mod commands;
 pub mod container;
 pub mod cubin;
 pub mod driver;
+pub mod farm;
 pub mod predict;
 pub mod report;
 pub mod sass;

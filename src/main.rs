@@ -3,7 +3,6 @@
 use std::ffi::OsString;
 use std::io::Write;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
 use std::process::{Command, ExitCode};
 
 use nvcc_orion::cli::{self, Class};
@@ -153,11 +152,7 @@ fn dryrun_with_shim(
     settings: &Settings,
 ) -> Option<ExitCode> {
     let exe = std::env::current_exe().ok()?;
-    let root = settings
-        .cache
-        .as_ref()
-        .and_then(|c| c.parent().map(Path::to_path_buf))
-        .unwrap_or_else(std::env::temp_dir);
+    let root = driver::dryrun_shim::shim_root(settings);
     let dir = driver::dryrun_shim::shim_dir(&root, &exe)
         .map_err(|e| {
             if settings.verbose {
@@ -178,8 +173,9 @@ fn dryrun_with_shim(
     }
     let listing = String::from_utf8_lossy(&out.stderr);
     let _ = std::io::stdout().write_all(&out.stdout);
-    let _ = std::io::stderr()
-        .write_all(driver::dryrun_shim::with_shim_first(&listing, &dir).as_bytes());
+    let _ = std::io::stderr().write_all(
+        driver::dryrun_shim::with_shim_first(&listing, &dir, &settings.output_options()).as_bytes(),
+    );
     Some(match out.status.code() {
         Some(0) => ExitCode::SUCCESS,
         Some(c) => ExitCode::from(u8::try_from(c).unwrap_or(1)),

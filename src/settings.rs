@@ -205,9 +205,88 @@ impl Settings {
     }
 }
 
+impl Settings {
+    /// The `--orion-*` options that restate every setting which changes the output (mode,
+    /// block sizes, margin, transforms, force), each only where it differs from the default,
+    /// in a fixed order. `--dryrun` puts them on its ptxas lines and `cache-key` prints them,
+    /// so compiler caches hash the settings whether they came from the environment or the
+    /// command line. A new setting that changes the output belongs here too.
+    pub fn output_options(&self) -> Vec<String> {
+        let mut o = Vec::new();
+        match self.mode {
+            Mode::Tune => {}
+            Mode::Replay => o.push("--orion-mode=replay".to_string()),
+            Mode::Off => o.push("--orion-mode=off".to_string()),
+        }
+        if !self.block_sizes.is_empty() {
+            let list: Vec<String> = self
+                .block_sizes
+                .iter()
+                .map(|(k, n)| match k {
+                    Some(k) => format!("{k}:{n}"),
+                    None => n.to_string(),
+                })
+                .collect();
+            o.push(format!("--orion-block-size={}", list.join(",")));
+        }
+        if self.margin_percent != DEFAULT_MARGIN_PERCENT {
+            o.push(format!("--orion-margin={}", self.margin_percent));
+        }
+        let transforms: Vec<&str> = [
+            (self.spill_to_shared, "spill2smem"),
+            (self.regdem, "regdem"),
+        ]
+        .into_iter()
+        .filter_map(|(on, name)| on.then_some(name))
+        .collect();
+        if !transforms.is_empty() {
+            o.push(format!("--orion-transforms={}", transforms.join(",")));
+        }
+        if let Some(f) = &self.force {
+            o.push(format!("--orion-force={f}"));
+        }
+        o
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn output_options_restate_the_settings() {
+        assert!(Settings::default().output_options().is_empty());
+        let env = |k: &str| match k {
+            "NVCC_ORION_MARGIN" => Some("7.5".to_string()),
+            "NVCC_ORION_BLOCK_SIZE" => Some("k:128,256".to_string()),
+            "NVCC_ORION_TRANSFORMS" => Some("regdem,spill2smem".to_string()),
+            "NVCC_ORION_REPORT" => Some("r.jsonl".to_string()),
+            _ => None,
+        };
+        let (s, w) = Settings::read(&env, &[("force".into(), Some("lowest".into()))]);
+        assert!(w.is_empty(), "{w:?}");
+        let o = s.output_options();
+        assert_eq!(
+            o,
+            [
+                "--orion-block-size=k:128,256",
+                "--orion-margin=7.5",
+                "--orion-transforms=spill2smem,regdem",
+                "--orion-force=lowest"
+            ]
+        );
+        // Read back, they give the same settings (the report aside, which is not output).
+        let args: Vec<(String, Option<String>)> = o
+            .iter()
+            .map(|a| {
+                let (k, v) = a["--orion-".len()..].split_once('=').unwrap();
+                (k.to_string(), Some(v.to_string()))
+            })
+            .collect();
+        let (back, w) = Settings::read(&|_| None, &args);
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(back, Settings { report: None, ..s });
+    }
 
     #[test]
     fn env_then_command_line() {

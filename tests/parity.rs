@@ -723,7 +723,8 @@ fn kind_of(name: &str, path: &Path) -> Kind {
 
 /// Compare one run against the reference (real nvcc) run; push every mismatch into `problems`.
 /// A `--dryrun` listing without nvcc-orion's ptxas shim directory at the head of its
-/// `#$ PATH=` lines, and how many lines had it.
+/// `#$ PATH=` lines and without the `--orion-*` settings on its ptxas lines (the replay run
+/// carries `--orion-mode=replay`), and how many lines had the shim.
 fn strip_shim(text: &str) -> (String, usize) {
     let mut n = 0;
     let lines: Vec<String> = text
@@ -736,6 +737,11 @@ fn strip_shim(text: &str) -> (String, usize) {
                 }
                 _ => line.to_string(),
             },
+            None if line.starts_with("#$ ptxas ") => line
+                .split(' ')
+                .filter(|w| !w.starts_with("--orion-"))
+                .collect::<Vec<_>>()
+                .join(" "),
             None => line.to_string(),
         })
         .collect();

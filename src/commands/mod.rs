@@ -8,12 +8,14 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+pub mod cache_key;
 pub mod debug;
 pub mod debug_relayout;
 pub mod debug_sass;
 pub mod explain;
 pub mod inspect;
 pub mod rewrite;
+pub mod toolchain;
 
 /// The subcommands, by the word that selects them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,6 +24,8 @@ pub enum Subcommand {
     Rewrite,
     Debug,
     Explain,
+    Toolchain,
+    CacheKey,
 }
 
 impl Subcommand {
@@ -32,6 +36,8 @@ impl Subcommand {
             "rewrite" => Some(Subcommand::Rewrite),
             "debug" => Some(Subcommand::Debug),
             "explain" => Some(Subcommand::Explain),
+            "toolchain" => Some(Subcommand::Toolchain),
+            "cache-key" => Some(Subcommand::CacheKey),
             _ => None,
         }
     }
@@ -47,6 +53,8 @@ pub fn run(sub: Subcommand, args: &[OsString]) -> ExitCode {
         Subcommand::Rewrite => "nvcc-orion rewrite",
         Subcommand::Debug => "nvcc-orion debug",
         Subcommand::Explain => "nvcc-orion explain",
+        Subcommand::Toolchain => "nvcc-orion toolchain",
+        Subcommand::CacheKey => "nvcc-orion cache-key",
     }))
     .chain(args.iter().skip(2).cloned());
     let mut out = std::io::stdout().lock();
@@ -65,6 +73,12 @@ pub fn run(sub: Subcommand, args: &[OsString]) -> ExitCode {
             Ok(a) => debug::run(&a, &mut out),
             Err(e) => return usage(e),
         },
+        Subcommand::Toolchain => match toolchain::Args::try_parse_from(argv) {
+            Ok(a) => toolchain::run(&a, &mut out),
+            Err(e) => return usage(e),
+        },
+        // Run by ccache for every compile (`compiler_check`): no options to parse.
+        Subcommand::CacheKey => cache_key::run(&mut out),
     };
     if failed {
         ExitCode::from(1)

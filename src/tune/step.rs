@@ -28,7 +28,8 @@ use crate::transform::spill_to_shared::Options;
 pub struct KernelRecord {
     pub arch: String,
     pub kernel: String,
-    /// The cubin nvcc asked ptxas for.
+    /// The cubin nvcc asked ptxas for: relative to where the step ran, or the file name of
+    /// one of nvcc's temporaries (never a folder of the build machine).
     pub output: String,
     pub block_sizes: Vec<u32>,
     pub block_from: BlockFrom,
@@ -126,6 +127,7 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         return Ok(Tuned::default());
     };
     let out = ctx.cwd.join(files.output_path(argv));
+    let report_out = report_path(&ctx.cwd, &out);
     let ptx_path = ctx.cwd.join(&argv[files.input]);
     let ptx = std::fs::read_to_string(&ptx_path).map_err(io_err(&ptx_path))?;
     let baseline_bytes = std::fs::read(&out).map_err(io_err(&out))?;
@@ -140,7 +142,7 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         // No occupancy table for this architecture (its limits are not in the verified
         // data): ptxas's code stays, and the report says why.
         return Ok(Tuned {
-            records: untuned_records(&baseline, &arch_name, &out),
+            records: untuned_records(&baseline, &arch_name, &report_out),
             ..Tuned::default()
         });
     };
@@ -541,7 +543,7 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         result.records.push(KernelRecord {
             arch: arch_name.clone(),
             kernel: p.name.clone(),
-            output: out.display().to_string(),
+            output: report_out.clone(),
             block_sizes: p.blocks.clone(),
             block_from: p.block_from,
             chosen_registers: options[choice.index].registers,
@@ -741,9 +743,21 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The cubin as the report names it: relative to where the step ran when inside it, else
+/// (one of nvcc's temporaries) its file name, so no record names a folder of the machine.
+fn report_path(cwd: &Path, out: &Path) -> String {
+    match out.strip_prefix(cwd) {
+        Ok(rel) => rel.display().to_string(),
+        Err(_) => out.file_name().map_or_else(
+            || out.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        ),
+    }
+}
+
 /// Records for the kernels of an architecture the tuner has no occupancy table for: ptxas's
 /// own result, nothing tried.
-fn untuned_records(baseline: &Cubin, arch_name: &str, out: &Path) -> Vec<KernelRecord> {
+fn untuned_records(baseline: &Cubin, arch_name: &str, out: &str) -> Vec<KernelRecord> {
     baseline
         .kernels()
         .iter()
@@ -753,7 +767,7 @@ fn untuned_records(baseline: &Cubin, arch_name: &str, out: &Path) -> Vec<KernelR
             Some(KernelRecord {
                 arch: arch_name.to_string(),
                 kernel: f.name.clone(),
-                output: out.display().to_string(),
+                output: out.to_string(),
                 block_sizes: Vec::new(),
                 block_from: candidates::BlockFrom::Assumed,
                 candidates: vec![Evaluated {
