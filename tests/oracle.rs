@@ -246,3 +246,60 @@ fn every_test_kernel_agrees_with_nvdisasm_plr_or_is_refused() {
             .any(|r| r.contains("SULD") || r.contains("TEX") || r.contains("TLD"))
     );
 }
+
+/// Through the driver: a register-hungry kernel the oracle refuses (it reads a surface, which
+/// our tables do not describe) keeps ptxas' code under `--orion-force=regdem`, the build succeeds, and the
+/// report's one line for it names the refusal and the instruction.
+#[test]
+fn driver_keeps_ptxas_code_where_the_oracle_refuses() {
+    let Some(k) = common::oracle_kernels::oracle_kernels("oracle driver") else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let report = work.path().join("report.jsonl");
+    let obj = work.path().join("refused.o");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kernels/oracle_driver/refused.cu");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_nvcc-orion"))
+        .args([
+            "-c",
+            "-arch=sm_80",
+            "--orion-force=regdem",
+            "--orion-block-size=128",
+        ])
+        .arg(format!("--orion-report={}", report.display()))
+        .arg(&src)
+        .arg("-o")
+        .arg(&obj)
+        .env("NVCC_ORION_NVCC", &k.nvcc)
+        .env_remove("NVCC_ORION")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&report).unwrap();
+    let mut refused = Vec::new();
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let records = v
+            .get("kernels")
+            .and_then(|k| k.as_array())
+            .cloned()
+            .unwrap_or_else(|| vec![v.clone()]);
+        for r in records {
+            let t = r["transform"].as_str().unwrap_or("");
+            if t.contains("nvdisasm -plr disagrees") {
+                assert!(t.contains('`'), "names the instruction: {t}");
+                // ptxas' own choice is kept.
+                assert_eq!(r["chosen"].as_u64(), Some(0), "{r}");
+                refused.push(r["kernel"].as_str().unwrap_or("").to_string());
+            }
+        }
+    }
+    assert!(
+        refused.iter().any(|k| k.contains("surface")),
+        "the surface kernel is refused by the oracle: {refused:?}\n{text}"
+    );
+}
