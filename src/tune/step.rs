@@ -242,6 +242,11 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         jobserver: jobserver_client(),
         progress: (tune.settings.verbose && std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .then(|| arch_name.clone()),
+        // Compile only what varies: each variant builds just the kernels it sets a budget for.
+        entries: variants::entries_allowed(argv)
+            .then(|| super::ptx::entries(&ptx).ok())
+            .flatten()
+            .map(|d| d.into_iter().map(|e| e.name).collect()),
     };
 
     // Variant i gives every kernel its i-th register budget; the shared-memory spilling
@@ -559,8 +564,13 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         return Ok(result);
     }
 
-    // The final cubin: a variant that is exactly the choice, or one more ptxas run.
-    let final_built = match built.iter().flatten().find(|b| b.budgets == chosen) {
+    // The final cubin: a whole-module variant that is exactly the choice, or one more ptxas
+    // run (variants of some entries only hold those).
+    let final_built = match built
+        .iter()
+        .flatten()
+        .find(|b| b.whole_module && b.budgets == chosen)
+    {
         Some(b) => b.clone(),
         None => builder.build(wanted.len(), &chosen)?,
     };
