@@ -242,8 +242,9 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         jobserver: jobserver_client(),
         progress: (tune.settings.verbose && std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .then(|| arch_name.clone()),
-        // Compile only what varies: each variant builds just the kernels it sets a budget for.
-        entries: variants::entries_allowed(argv)
+        // Compile only what varies: each variant builds just the kernels it sets a budget for
+        // (whole-program code: `ptxas -c` compiles every entry whatever `--entry` says).
+        entries: (variants::entries_allowed(argv) && !relocatable)
             .then(|| super::ptx::entries(&ptx).ok())
             .flatten()
             .map(|d| d.into_iter().map(|e| e.name).collect()),
