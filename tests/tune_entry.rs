@@ -198,6 +198,92 @@ fn entry_builds_equal_whole_module_builds() {
     assert_eq!(compared, names.len());
 }
 
+/// Final assembly without a whole-module run: the baseline cubin with the chosen kernels
+/// spliced in from `--entry` builds is byte-identical to a whole-module ptxas run at the
+/// chosen budgets (the benchmark's choices for chem.cu, particles.cu and stencil.cu, and a
+/// budget for every kernel of pressure.cu: device calls, local arrays, shared memory, where
+/// the splice may refuse).
+#[test]
+fn splice_equals_whole_module_run() {
+    let Some(nvcc) = nvcc() else { return };
+    let dir = scratch("splice");
+    let expected: BTreeMap<String, BTreeMap<String, BTreeMap<String, Option<u32>>>> =
+        serde_json::from_str(&std::fs::read_to_string(source("bench/build/choices.json")).unwrap())
+            .unwrap();
+    let cases = [
+        ("chem", source("bench/build/chem.cu"), 80),
+        ("chem", source("bench/build/chem.cu"), 90),
+        ("particles", source("bench/build/particles.cu"), 90),
+        ("stencil", source("bench/build/stencil.cu"), 90),
+        ("pressure", source("tests/kernels/tune/pressure.cu"), 90),
+    ];
+    for (name, src, sm) in cases {
+        let stem = dir.path().join(format!("{name}{sm}"));
+        let text = ptx_of(&nvcc, &src, sm, &stem.with_extension("ptx"));
+        let budgets: BTreeMap<String, Budget> = if name != "pressure" {
+            expected[name][&format!("sm_{sm}")]
+                .iter()
+                .filter_map(|(k, b)| Some((k.clone(), Budget::regs((*b)?))))
+                .collect()
+        } else {
+            ptx::entries(&text)
+                .unwrap()
+                .into_iter()
+                .enumerate()
+                .map(|(i, e)| (e.name, Budget::regs([32, 40, 56][i % 3])))
+                .collect()
+        };
+        assert!(budgets.len() >= 3, "{name}: {budgets:?}");
+        let base = ptxas(
+            &nvcc,
+            &dir.path().join(format!("{name}{sm}-base")),
+            &text,
+            sm,
+            &BTreeMap::new(),
+            &[],
+        );
+        let donors: Vec<(String, Cubin)> = budgets
+            .iter()
+            .map(|(k, b)| {
+                let one = BTreeMap::from([(k.clone(), *b)]);
+                let stem = dir.path().join(format!("{name}{sm}-{}", donors_name(k)));
+                (
+                    k.clone(),
+                    ptxas(&nvcc, &stem, &text, sm, &one, &[k.as_str()]),
+                )
+            })
+            .collect();
+        let parts: Vec<(&str, &Cubin)> = donors.iter().map(|(k, c)| (k.as_str(), c)).collect();
+        let spliced = match nvcc_orion::cubin::splice::splice(&base, &parts) {
+            Ok(s) => s,
+            // pressure.cu's spilling kernels get frame programs of other lengths, which the
+            // splice refuses (the tuner then compiles the module).
+            Err(e) if name == "pressure" => {
+                assert!(e.what.contains("FDE"), "{e}");
+                continue;
+            }
+            Err(e) => panic!("{name} sm_{sm}: {e}"),
+        };
+        let full_stem = dir.path().join(format!("{name}{sm}-full"));
+        ptxas(&nvcc, &full_stem, &text, sm, &budgets, &[]);
+        let full = std::fs::read(full_stem.with_extension("cubin")).unwrap();
+        if spliced != full {
+            let kept = dir.keep();
+            let at = kept.join(format!("{name}{sm}-spliced.cubin"));
+            std::fs::write(&at, &spliced).unwrap();
+            panic!(
+                "{name} sm_{sm}: the splice {} differs from a whole-module run",
+                at.display()
+            );
+        }
+    }
+}
+
+/// A short file name for a kernel.
+fn donors_name(k: &str) -> String {
+    format!("{:016x}", common::fnv(k.as_bytes(), 0xcbf2_9ce4_8422_2325))
+}
+
 /// (arch, kernel) → chosen budget (`None`: ptxas's own) from a report.
 fn choices(report: &Path) -> BTreeMap<String, BTreeMap<String, Option<u32>>> {
     let mut out: BTreeMap<String, BTreeMap<String, Option<u32>>> = BTreeMap::new();
