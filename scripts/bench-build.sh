@@ -1,87 +1,125 @@
 #!/usr/bin/env bash
-# Build time of tuning against the real nvcc, on examples/kernels/*.cu and the tuning test
-# kernels (tests/kernels/tune/pressure.cu):
-#   nvcc -c | nvcc-orion -c, cold (an empty variant cache each run) | nvcc-orion -c, cached
-# Median of RUNS runs each, the three interleaved. Targets (issue 4): cold <= 1.5x with at
-# most 5 variants per kernel on 2 cores, cached <= 1.05x. Writes bench/results/build.md.
-# Env: RUNS (default 5), BENCH_ARCH (default sm_90), BENCH_OUT.
+# Build time and peak memory of tuning against the real nvcc, on the multi-kernel benchmark
+# files bench/build/*.cu (10-40 kernels each, float and double templates, tunable and
+# untunable kernels), each built for two architectures:
+#   nvcc -c -O3 -gencode sm_80 -gencode sm_90   against   nvcc-orion -c (same arguments)
+# in three settings: cold (NVCC_ORION_CACHE=off), cached (a variant cache warmed by one
+# earlier run) and no tuning (NVCC_ORION=replay). Each setting is measured in paired runs
+# (nvcc and nvcc-orion back to back, which one goes first alternating), and the ratio is the
+# median of the per-pair ratios, so load drift on a shared machine hits both sides of a pair
+# alike. Peak memory is the largest resident set of any process of the build (GNU time's
+# maximum RSS of the waited-for tree), as a median ratio too.
+# Targets (issue 24): cold <= 1.3x, cached <= 1.03x, peak memory <= 1.2x.
+# Env: RUNS (pairs per setting, default 5), ORION_BIN (another nvcc-orion binary to measure,
+# e.g. an older build), BENCH_LABEL (the section's title), BENCH_OUT (default bench/results/build.md), BENCH_FILES.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
 RUNS="${RUNS:-5}"
-ARCH="${BENCH_ARCH:-sm_90}"
 RESULT="${BENCH_OUT:-bench/results/build.md}"
 ((RUNS >= 3)) || { echo "RUNS must be >= 3" >&2; exit 1; }
 
 # shellcheck source=scripts/bench-lib.sh
 source scripts/bench-lib.sh
 bench_setup
+ARCHS=(-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90)
+read -r -a FILES <<<"${BENCH_FILES:-$(echo bench/build/*.cu)}"
 
-# Cold runs get a new cache folder each (time_us runs us in a subshell, so no counter).
-compiler() {
-    local c="$1"
-    shift
-    case "$c" in
-        0) env "$NVCC" "$@" ;;
-        1) env NVCC_ORION_CACHE="$(mktemp -d -p "$TMP" cold.XXXXXX)" "$ORION" "$@" ;;
-        2) env NVCC_ORION_CACHE="$TMP/warm" "$ORION" "$@" ;;
+# One run: "wall_s max_rss_kb" (GNU time; output discarded, a failure ends the script).
+sample() {
+    local out="$TMP/time.txt"
+    /usr/bin/time -f '%e %M' -o "$out" "$@" >/dev/null 2>&1 || { echo "bench: failed: $*" >&2; exit 1; }
+    tail -1 "$out"
+}
+
+# The median of numbers on stdin.
+median() {
+    sort -g | awk '{a[NR]=$1} END {printf "%.3f\n", NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'
+}
+
+# The nvcc-orion command of a setting, into the array ORION_CMD.
+orion_cmd() {
+    case "$1" in
+        cold) ORION_CMD=(env NVCC_ORION_CACHE=off "$ORION") ;;
+        cached) ORION_CMD=(env NVCC_ORION_CACHE="$TMP/warm" "$ORION") ;;
+        replay) ORION_CMD=(env NVCC_ORION=replay "$ORION") ;;
     esac
 }
 
 rows=()
 over=0
 load_start="$(cut -d' ' -f1-3 /proc/loadavg)"
-for k in examples/kernels/*.cu tests/kernels/tune/pressure.cu; do
+for k in "${FILES[@]}"; do
     name="$(basename "$k" .cu)"
-    args=(-c "-arch=$ARCH" "$k" -o "$TMP/$name.o")
+    args=(-c -O3 "${ARCHS[@]}" "$k" -o "$TMP/$name.o")
     # Warm the cache, and count what tuning does for this file.
     rep="$TMP/$name.report.jsonl"
     env NVCC_ORION_CACHE="$TMP/warm" NVCC_ORION_REPORT="$rep" "$ORION" "${args[@]}" >/dev/null 2>&1
-    read -r nk nvar ntuned < <(python3 -c '
-import json, sys
-recs = [json.loads(l) for l in open(sys.argv[1])] if __import__("os").path.exists(sys.argv[1]) else []
-print(len(recs), max((len(r["candidates"]) for r in recs), default=1), sum(r["chosen"] != 0 for r in recs))
+    read -r nk nbuilt npruned ntuned < <(python3 -c '
+import json, os, sys
+p = sys.argv[1]
+recs = [json.loads(l) for l in open(p)] if os.path.exists(p) else []
+print(len({r["kernel"] for r in recs}), sum(len(r["candidates"]) - 1 for r in recs),
+      sum(len(r["pruned"]) for r in recs), sum(r["chosen"] != 0 for r in recs))
 ' "$rep")
-    measure_three "$RUNS" "${args[@]}"
-    # shellcheck disable=SC2086
-    {
-        read -r t_nvcc _ < <(stats_ms ${WALL[0]})
-        read -r t_cold _ < <(stats_ms ${WALL[1]})
-        read -r t_warm _ < <(stats_ms ${WALL[2]})
-    }
-    r_cold=$(ratio "$t_cold" "$t_nvcc")
-    r_warm=$(ratio "$t_warm" "$t_nvcc")
-    v_cold=$(verdict "$r_cold" 1.5)
-    v_warm=$(verdict "$r_warm" 1.05)
-    [[ $v_cold == ok && $v_warm == ok ]] || over=$((over + 1))
-    rows+=("| $name | $nk | $nvar | $ntuned | $t_nvcc | $t_cold | $r_cold ($v_cold) | $t_warm | $r_warm ($v_warm) |")
-    echo "bench: $name nvcc ${t_nvcc} ms, cold ${r_cold}x, cached ${r_warm}x ($nk kernels, up to $nvar variants, $ntuned tuned)" >&2
+    declare -A ratios=() mems=() nv=()
+    for mode in cold cached replay; do
+        orion_cmd "$mode"
+        for ((i = 0; i < RUNS; i++)); do
+            if (((i + ${#mode}) % 2)); then
+                read -r tn mn < <(sample "$NVCC" "${args[@]}")
+                read -r to mo < <(sample "${ORION_CMD[@]}" "${args[@]}")
+            else
+                read -r to mo < <(sample "${ORION_CMD[@]}" "${args[@]}")
+                read -r tn mn < <(sample "$NVCC" "${args[@]}")
+            fi
+            ratios[$mode]+="$(ratio "$to" "$tn") "
+            mems[$mode]+="$(ratio "$mo" "$mn") "
+            nv[$mode]+="$tn "
+        done
+    done
+    med() { tr ' ' '\n' <<<"$1" | grep . | median; }
+    t_nvcc=$(med "${nv[cold]} ${nv[cached]} ${nv[replay]}")
+    r_cold=$(med "${ratios[cold]}")
+    r_warm=$(med "${ratios[cached]}")
+    r_replay=$(med "${ratios[replay]}")
+    m_cold=$(med "${mems[cold]}")
+    m_warm=$(med "${mems[cached]}")
+    v_cold=$(verdict "$r_cold" 1.3)
+    v_warm=$(verdict "$r_warm" 1.03)
+    v_mem=$(verdict "$m_cold" 1.2)
+    [[ $v_cold == ok && $v_warm == ok && $v_mem == ok ]] || over=$((over + 1))
+    rows+=("| $name | $nk | $nbuilt | $npruned | $ntuned | $t_nvcc | $r_cold ($v_cold) | $r_warm ($v_warm) | $r_replay | $m_cold ($v_mem) / $m_warm |")
+    echo "bench: $name nvcc ${t_nvcc} s, cold ${r_cold}x, cached ${r_warm}x, no tuning ${r_replay}x, peak memory ${m_cold}x" >&2
+    unset ratios mems nv
 done
 load_end="$(cut -d' ' -f1-3 /proc/loadavg)"
 
 cpu="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
 mkdir -p "$(dirname "$RESULT")"
 {
-    echo "# nvcc-orion build time with tuning"
+    echo "## $(date -u '+%Y-%m-%d %H:%M UTC'): ${BENCH_LABEL:-$ORION}"
     echo
-    echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
     echo "- machine: ${cpu:-unknown CPU}, $(nproc) cores, $(uname -srm)"
     echo "- toolkit: $("$NVCC" --version | grep -o 'release [0-9.]*, V[0-9.]*')"
-    echo "- nvcc-orion: $(git rev-parse --short HEAD 2>/dev/null || echo 'no commit'), $(git status --porcelain -- src 2>/dev/null | grep -q . && echo 'uncommitted src changes' || echo 'clean src')"
-    echo "- timing: bash \`time\`, median of $RUNS runs per command, the three interleaved"
+    echo "- nvcc-orion: $ORION at $(git rev-parse --short HEAD 2>/dev/null || echo 'no commit'), $(git status --porcelain -- src 2>/dev/null | grep -q . && echo 'uncommitted src changes' || echo 'clean src')"
     echo "- load average (1/5/15 min) before: $load_start, after: $load_end"
-    echo "- command: \`<compiler> -c -arch=$ARCH <file>.cu -o <tmp>.o\`; cold = a new, empty"
-    echo "  \`NVCC_ORION_CACHE\` per run; cached = a cache warmed by one earlier run"
-    echo "- variants = the most candidates any kernel had, the baseline included (at most 5)"
-    echo "- targets: cold <= 1.5x, cached <= 1.05x of nvcc"
-    echo "- reproduce: \`scripts/bench-build.sh\` (env RUNS, BENCH_ARCH)"
+    echo "- command: \`<compiler> -c -O3 ${ARCHS[*]} <file>.cu -o <tmp>.o\`"
+    echo "- $RUNS pairs per setting; ratio = median over pairs of nvcc-orion / nvcc (wall time,"
+    echo "  GNU time \`%e\`); memory = median of the ratio of peak RSS (\`%M\`), cold / cached"
+    echo "- kernels = distinct kernels; built = variant candidates compiled over both arches;"
+    echo "  pruned = budgets not built (occupancy bound); tuned = kernel-arch pairs not at ptxas's choice"
+    echo "- targets: cold <= 1.3x, cached <= 1.03x, peak memory <= 1.2x of nvcc"
+    echo "- reproduce: \`scripts/bench-build.sh\` (env RUNS, ORION_BIN, BENCH_FILES)"
     echo
-    echo "| file | kernels | variants | tuned | nvcc ms | cold ms | cold / nvcc | cached ms | cached / nvcc |"
-    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+    echo "| file | kernels | built | pruned | tuned | nvcc s | cold / nvcc | cached / nvcc | no tuning / nvcc | peak RSS cold / cached |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     printf '%s\n' "${rows[@]}"
-} >"$RESULT"
-cat "$RESULT"
+    echo
+} >"$TMP/section.md"
+cat "$TMP/section.md"
+cat "$TMP/section.md" >>"$RESULT"
 if ((over)); then
     echo "bench: $over file(s) over target" >&2
 fi

@@ -8,10 +8,14 @@
 # shellcheck disable=SC2034 # ORION and TMP are for the sourcing script
 bench_setup() {
     eval "$(scripts/setup.sh)"
-    cargo build --release >&2
-    # shellcheck source=scripts/target-dir.sh
-    source scripts/target-dir.sh
-    ORION="$TARGET_DIR/release/nvcc-orion"
+    if [[ -n ${ORION_BIN:-} ]]; then
+        ORION="$ORION_BIN"
+    else
+        cargo build --release >&2
+        # shellcheck source=scripts/target-dir.sh
+        source scripts/target-dir.sh
+        ORION="$TARGET_DIR/release/nvcc-orion"
+    fi
     NVCC="$CUDA_HOME/bin/nvcc"
     unset NVCC_ORION NVCC_ORION_REPORT NVCC_ORION_VERBOSE NVCC_ORION_FORCE
     export NVCC_ORION_NVCC="$NVCC"

@@ -482,6 +482,17 @@ impl Elf {
     /// rounded up to its alignment, so an unchanged file keeps every offset. Then rebuild the
     /// program headers from what they covered, and drop the gap bytes (they are padding).
     pub fn relayout(&mut self) -> Result<(), CubinError> {
+        self.relayout_with(false)
+    }
+
+    /// [`Elf::relayout`], each item placed right after the one before it (rounded up to its
+    /// alignment) rather than keeping the padding it had: how ptxas lays a cubin out, for a
+    /// file assembled from parts of several ptxas outputs.
+    pub fn relayout_packed(&mut self) -> Result<(), CubinError> {
+        self.relayout_with(true)
+    }
+
+    fn relayout_with(&mut self, packed: bool) -> Result<(), CubinError> {
         // File sizes as last laid out (`sh_size` is synced from the data only here).
         let old_sizes: Vec<u64> = self
             .sections
@@ -547,7 +558,11 @@ impl Elf {
                     (self.phdrs.len() * PHDR_SIZE) as u64,
                 ),
             };
-            let candidate = (orig as i128 + shift).max(0) as u64;
+            let candidate = if packed {
+                cursor
+            } else {
+                (orig as i128 + shift).max(0) as u64
+            };
             let at = align_up(candidate.max(cursor), align)
                 .ok_or_else(|| hdr_err("layout overflows"))?;
             shift = at as i128 - orig as i128;

@@ -42,6 +42,7 @@ pub mod elf;
 pub mod error;
 pub mod nvinfo;
 pub mod query;
+pub mod splice;
 pub mod symbols;
 
 pub use edit::OffsetMap;

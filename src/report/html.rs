@@ -150,7 +150,7 @@ fn table(s: &mut String, r: &Value) {
     if !pruned.is_empty() {
         let _ = write!(
             s,
-            "<p class=\"note\">not built: {}</p>",
+            "<p class=\"note\">not built (pruned: occupancy bound): {}</p>",
             esc(&pruned.join(", "))
         );
     }

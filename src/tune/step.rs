@@ -1,7 +1,9 @@
 //! Tuning one ptxas step: plan each kernel's budgets from the cubin ptxas made by itself (the
-//! baseline, already where nvcc expects it), build the variants, predict each kernel's time
-//! under each, choose, assemble the chosen budgets in one final ptxas run, check that every
-//! kernel's SASS is what was evaluated, and put the result in place of the baseline.
+//! baseline, already where nvcc expects it), build the variants (only the kernels that vary),
+//! predict each kernel's time under each, choose, assemble the chosen budgets (a built
+//! whole-module variant, else the chosen kernels spliced into the baseline, else one final
+//! ptxas run), check that every kernel's SASS is what was evaluated, and put the result in
+//! place of the baseline.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -244,6 +246,12 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         jobserver: jobserver_client(),
         progress: (tune.settings.verbose && std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .then(|| arch_name.clone()),
+        // Compile only what varies: each variant builds just the kernels it sets a budget for
+        // (whole-program code: `ptxas -c` compiles every entry whatever `--entry` says).
+        entries: (variants::entries_allowed(argv) && !relocatable)
+            .then(|| super::ptx::entries(&ptx).ok())
+            .flatten()
+            .map(|d| d.into_iter().map(|e| e.name).collect()),
     };
 
     // Variant i gives every kernel its i-th register budget; the shared-memory spilling
@@ -561,10 +569,30 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         return Ok(result);
     }
 
-    // The final cubin: a variant that is exactly the choice, or one more ptxas run.
-    let final_built = match built.iter().flatten().find(|b| b.budgets == chosen) {
+    // The final cubin: a whole-module variant that is exactly the choice; else the baseline
+    // with the chosen kernels spliced in from the variants they were evaluated in (what a
+    // whole-module run makes, byte for byte, tested); else one more ptxas run.
+    let mut spliced = false;
+    let final_built = match built
+        .iter()
+        .flatten()
+        .find(|b| b.whole_module && b.budgets == chosen)
+    {
         Some(b) => b.clone(),
-        None => builder.build(wanted.len(), &chosen)?,
+        None => match splice_choice(argv, &baseline, &chosen, &expected, &parsed) {
+            Some(cubin) => {
+                spliced = true;
+                variants::Built {
+                    budgets: chosen.clone(),
+                    cubin,
+                    // Not used: ptxas's own diagnostics for the step stay.
+                    stderr: Vec::new(),
+                    cached: false,
+                    whole_module: true,
+                }
+            }
+            None => builder.build(wanted.len(), &chosen)?,
+        },
     };
     // Kernels chosen with spill → shared get the same proved rewrite on the final cubin.
     let mut final_bytes = final_built.cubin.clone();
@@ -612,9 +640,38 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         }
     }
     write_atomically(&out, &final_bytes).map_err(io_err(&out))?;
-    result.stderr = Some(final_built.stderr);
+    if !spliced {
+        result.stderr = Some(final_built.stderr);
+    }
     result.changed = true;
     Ok(result)
+}
+
+/// The baseline with each chosen kernel taken from the variant it was evaluated in, when that
+/// can be done exactly: plain ptxas budgets only (a SASS rewrite is applied to the final
+/// cubin), no `-v` report to reproduce, and a splice the cubin module accepts.
+fn splice_choice(
+    argv: &[String],
+    baseline: &Cubin,
+    chosen: &Budgets,
+    expected: &BTreeMap<String, Option<usize>>,
+    parsed: &[Option<(Cubin, Vec<Function>)>],
+) -> Option<Vec<u8>> {
+    let verbose = argv
+        .iter()
+        .skip(1)
+        .any(|a| matches!(a.as_str(), "-v" | "--verbose"));
+    if verbose || chosen.values().any(|b| b.rewritten()) {
+        return None;
+    }
+    let parts: Vec<(&str, &Cubin)> = chosen
+        .keys()
+        .map(|k| {
+            let i = (*expected.get(k)?)?;
+            Some((k.as_str(), &parsed.get(i)?.as_ref()?.0))
+        })
+        .collect::<Option<_>>()?;
+    crate::cubin::splice::splice(baseline, &parts).ok()
 }
 
 /// Where `explain --html` wants this step's cubins: one folder, files named by the step's

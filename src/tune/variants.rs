@@ -1,6 +1,12 @@
 //! Building register-budget variants: the step's PTX with `.maxnreg` edits, through the same
 //! ptxas command line, in parallel within the build's job budget (the GNU make / cargo
 //! jobserver when there is one), and cached on disk by everything that decides the output.
+//!
+//! A variant that sets budgets for only some kernels of a module is compiled with
+//! `ptxas --entry` for those kernels alone (the device functions they call come along): a
+//! kernel's SASS does not depend on the other entries of the module, nor on their limits
+//! (DESIGN.md §4; guarded by a test on real ptxas output), so the kernels that do not vary
+//! need not be compiled again.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -23,6 +29,9 @@ pub struct Built {
     /// ptxas's diagnostics for this variant (`-v` output included).
     pub stderr: Vec<u8>,
     pub cached: bool,
+    /// Whether ptxas compiled every entry of the module (no `--entry`), so that the cubin
+    /// can ship as it is.
+    pub whole_module: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -68,6 +77,7 @@ pub fn variant_argv(argv: &[String], files: &PtxasArgs, ptx: &Path, out: &Path) 
 /// What makes a variant's output what it is: the PTX, the ptxas binary and its arguments (the
 /// input and output paths aside), and this tool's version.
 fn cache_key(argv: &[String], files: &PtxasArgs, ptxas_id: &str, ptx: &str) -> String {
+    // `argv` is the variant's own command line: `--entry` options, when added, are part of it.
     let mut h = Sha256::new();
     h.update(env!("CARGO_PKG_VERSION").as_bytes());
     h.update([0]);
@@ -115,6 +125,18 @@ pub struct Builder<'a> {
     pub jobserver: Option<jobserver::Client>,
     /// Show a progress line on stderr (verbose mode on a terminal), labelled with this.
     pub progress: Option<String>,
+    /// The module's entries, when variants may be compiled for the entries they set a budget
+    /// for alone (`--entry`); `None` compiles every variant as a whole module.
+    pub entries: Option<Vec<String>>,
+}
+
+/// Whether ptxas may be given `--entry` for a variant of the step `argv`: not when the
+/// step already selects its entries (`--entry`, `-e`); the user's selection stays whole.
+pub fn entries_allowed(argv: &[String]) -> bool {
+    !argv.iter().skip(1).any(|a| {
+        let name = a.split_once('=').map_or(a.as_str(), |(n, _)| n);
+        matches!(name, "--entry" | "-e")
+    })
 }
 
 impl Builder<'_> {
@@ -151,7 +173,7 @@ impl Builder<'_> {
                             // One line, rewritten in place; cleared when the batch is done.
                             eprint!("\r{}\x1b[K", progress_line(label, i, all.len(), budgets));
                         }
-                        let r = self.build(i, budgets);
+                        let r = self.build_varying(i, budgets);
                         *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
                     }
                 });
@@ -175,10 +197,42 @@ impl Builder<'_> {
             .collect()
     }
 
-    /// Build one variant (from the cache when it is there).
+    /// Build one variant as a whole module (from the cache when it is there).
     pub fn build(&self, i: usize, budgets: &Budgets) -> Result<Built, VariantError> {
+        self.build_with(i, budgets, &[])
+    }
+
+    /// Build one variant: only the entries `budgets` names when [`Builder::entries`] allows
+    /// it and they are not all of the module's, else the whole module.
+    pub fn build_varying(&self, i: usize, budgets: &Budgets) -> Result<Built, VariantError> {
+        let only: Vec<&str> = match &self.entries {
+            Some(all) if all.iter().any(|e| !budgets.contains_key(e)) => all
+                .iter()
+                .filter(|e| budgets.contains_key(*e))
+                .map(String::as_str)
+                .collect(),
+            _ => Vec::new(),
+        };
+        self.build_with(i, budgets, &only)
+    }
+
+    /// Build one variant, with `--entry` for each of `only` (none: the whole module).
+    fn build_with(
+        &self,
+        i: usize,
+        budgets: &Budgets,
+        only: &[&str],
+    ) -> Result<Built, VariantError> {
         let ptx = super::ptx::with_budgets(self.ptx, budgets)?;
-        let key = cache_key(self.argv, &self.files, &self.ptxas_id, &ptx);
+        let ptx_path = self.work.join(format!("variant{i}.ptx"));
+        let out = self.work.join(format!("variant{i}.cubin"));
+        let mut argv = variant_argv(self.argv, &self.files, &ptx_path, &out);
+        for e in only {
+            argv.push("--entry".to_string());
+            argv.push((*e).to_string());
+        }
+        let whole_module = only.is_empty();
+        let key = cache_key(&argv, &self.files, &self.ptxas_id, &ptx);
         if let Some(dir) = &self.cache
             && let Ok(cubin) = std::fs::read(dir.join(format!("{key}.cubin")))
         {
@@ -188,12 +242,10 @@ impl Builder<'_> {
                 cubin,
                 stderr,
                 cached: true,
+                whole_module,
             });
         }
-        let ptx_path = self.work.join(format!("variant{i}.ptx"));
-        let out = self.work.join(format!("variant{i}.cubin"));
         std::fs::write(&ptx_path, &ptx).map_err(io(ptx_path.display().to_string()))?;
-        let argv = variant_argv(self.argv, &self.files, &ptx_path, &out);
         let run = self.ctx.run(&argv).map_err(io("ptxas"))?;
         if !run.status.success() {
             return Err(VariantError::Refused {
@@ -216,6 +268,7 @@ impl Builder<'_> {
             cubin,
             stderr: run.stderr,
             cached: false,
+            whole_module,
         })
     }
 }

@@ -1,0 +1,376 @@
+//! Putting kernels compiled in another ptxas run of the same module (at another register
+//! budget, possibly with `--entry`) in place of their copies in a whole-module cubin: what a
+//! whole-module run at the mixed budgets would make, without compiling the other kernels
+//! again. A kernel's own parts are its text section, the symbols in it, its `.nv.info.<k>`,
+//! its relocations, its records in the global `.nv.info` and its `.debug_frame` FDEs; symbol
+//! indices are matched by name. Anything else of the kernel that differs between the two
+//! (constant bank, shared size, a symbol one side lacks, frame information of another length)
+//! is refused, and the caller compiles the module instead. Byte-identity with a whole-module run is checked by
+//! tests on real ptxas output (`tests/tune_entry.rs`).
+
+use std::collections::HashMap;
+
+use super::Cubin;
+use super::debug_frame::fdes;
+use super::eiattr::Attr;
+use super::elf::{SHT_REL, SHT_RELA, rd_u64};
+use super::nvinfo::{encode_records, parse_records};
+use super::symbols::{encode_relocs, parse_relocs};
+
+/// Why a splice was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("splice {kernel}: {what}")]
+pub struct SpliceError {
+    pub kernel: String,
+    pub what: String,
+}
+
+/// `base` with each `(kernel, donor)`'s kernel taken from `donor`; the written bytes.
+pub fn splice(base: &Cubin, parts: &[(&str, &Cubin)]) -> Result<Vec<u8>, SpliceError> {
+    let mut out = base.clone();
+    for (kernel, donor) in parts {
+        splice_one(&mut out, kernel, donor).map_err(|what| SpliceError {
+            kernel: kernel.to_string(),
+            what,
+        })?;
+    }
+    out.store_symbols();
+    // A segment of NOBITS sections only (shared memory, even empty) starts where its first
+    // section does; ptxas places those after the code, so it moves with them.
+    let nobits_segments: Vec<(usize, usize)> = out
+        .elf
+        .phdrs
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.p_type == super::elf::PT_LOAD && p.p_filesz == 0)
+        .filter_map(|(i, p)| {
+            let s = out
+                .elf
+                .sections
+                .iter()
+                .position(|s| s.is_nobits() && s.sh_offset == p.p_offset)?;
+            Some((i, s))
+        })
+        .collect();
+    out.elf.relayout_packed().map_err(|e| SpliceError {
+        kernel: String::new(),
+        what: e.to_string(),
+    })?;
+    for (p, s) in nobits_segments {
+        out.elf.phdrs[p].p_offset = out.elf.sections[s].sh_offset;
+    }
+    out.write().map_err(|e| SpliceError {
+        kernel: String::new(),
+        what: e.to_string(),
+    })
+}
+
+fn text_of(c: &Cubin, kernel: &str) -> Result<usize, String> {
+    c.symbols
+        .iter()
+        .find(|s| s.name == kernel && s.kind() == 2)
+        .map(|s| s.st_shndx as usize)
+        .filter(|&t| t != 0 && t < c.elf.sections.len())
+        .ok_or_else(|| "no such function".to_string())
+}
+
+/// The section whose `sh_info` is `text`, of type `ty`.
+fn attached(c: &Cubin, text: usize, pred: impl Fn(u32, &str) -> bool) -> Option<usize> {
+    c.elf
+        .sections
+        .iter()
+        .position(|s| s.sh_info as usize == text && pred(s.sh_type, &s.name))
+}
+
+fn splice_one(out: &mut Cubin, kernel: &str, donor: &Cubin) -> Result<(), String> {
+    let tb = text_of(out, kernel)?;
+    let td = text_of(donor, kernel)?;
+    // Donor symbol index → base symbol index, by name (section symbols by section name).
+    let by_name: HashMap<(String, u8), u32> = out
+        .symbols
+        .iter()
+        .enumerate()
+        .map(|(i, s)| ((key_name(out, s), s.kind()), i as u32))
+        .collect();
+    let map_sym = |i: u32| -> Result<u32, String> {
+        let s = donor
+            .symbols
+            .get(i as usize)
+            .ok_or_else(|| format!("symbol {i} out of range"))?;
+        by_name
+            .get(&(key_name(donor, s), s.kind()))
+            .copied()
+            .ok_or_else(|| format!("symbol `{}` not in the base", s.name))
+    };
+    let in_text = |c: &Cubin, t: usize| -> Vec<String> {
+        let mut v: Vec<String> = c
+            .symbols
+            .iter()
+            .filter(|s| s.st_shndx as usize == t && s.kind() != 3)
+            .map(|s| s.name.clone())
+            .collect();
+        v.sort();
+        v
+    };
+    if in_text(out, tb) != in_text(donor, td) {
+        return Err("different symbols in the text section".into());
+    }
+    // Other sections of the kernel (constant bank, shared, local) must already agree.
+    let suffix = format!(".{kernel}");
+    for s in donor
+        .elf
+        .sections
+        .iter()
+        .filter(|s| s.name.ends_with(&suffix))
+    {
+        let own = s.name.starts_with(".text.")
+            || s.name.starts_with(".nv.info.")
+            || s.name.starts_with(".rel.text.")
+            || s.name.starts_with(".rela.text.");
+        if own {
+            continue;
+        }
+        let b = out
+            .elf
+            .sections
+            .iter()
+            .find(|b| b.name == s.name)
+            .ok_or_else(|| format!("{} not in the base", s.name))?;
+        if (b.sh_type, b.sh_flags, b.sh_size, &b.data)
+            != (s.sh_type, s.sh_flags, s.sh_size, &s.data)
+        {
+            return Err(format!("{} differs", s.name));
+        }
+    }
+    // The code.
+    let d = &donor.elf.sections[td];
+    let (data, flags, align) = (d.data.clone(), d.sh_flags, d.sh_addralign);
+    // (`sh_size` follows the data in the relayout, which reads the old one to place things.)
+    let regs = d.sh_info & 0xff00_0000;
+    let b = &mut out.elf.sections[tb];
+    // `sh_info` of a text section: the register count in its top byte, its symbol below.
+    b.sh_info = (b.sh_info & 0x00ff_ffff) | regs;
+    b.data = data;
+    b.sh_flags = flags;
+    b.sh_addralign = align;
+    // Symbols in it.
+    let values: HashMap<&str, (u64, u64, u8, u8)> = donor
+        .symbols
+        .iter()
+        .filter(|s| s.st_shndx as usize == td && s.kind() != 3)
+        .map(|s| {
+            (
+                s.name.as_str(),
+                (s.st_value, s.st_size, s.st_info, s.st_other),
+            )
+        })
+        .collect();
+    for s in out.symbols.iter_mut() {
+        if s.st_shndx as usize == tb
+            && s.kind() != 3
+            && let Some(&(v, z, info, other)) = values.get(s.name.as_str())
+        {
+            (s.st_value, s.st_size, s.st_info, s.st_other) = (v, z, info, other);
+        }
+    }
+    let own_funcs: Vec<u32> = out
+        .symbols
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.st_shndx as usize == tb && s.kind() == 2)
+        .map(|(i, _)| i as u32)
+        .collect();
+    // `.nv.info.<k>`.
+    let is_info = |t: u32, n: &str| t == super::elf::SHT_CUDA_INFO && n != ".nv.info";
+    match (attached(out, tb, is_info), attached(donor, td, is_info)) {
+        (Some(ib), Some(id)) => {
+            let mut recs = parse_records(&donor.elf.sections[id].data).map_err(|e| e.what)?;
+            for r in &mut recs {
+                if r.attr == Attr::ParamCbank && r.format == 4 {
+                    let w = r.word(0).ok_or("short PARAM_CBANK")?;
+                    r.set_word(0, map_sym(w)?).ok_or("short PARAM_CBANK")?;
+                }
+            }
+            let bytes = encode_records(&recs).map_err(|e| e.what)?;
+            out.elf.sections[ib].data = bytes;
+        }
+        (None, None) => {}
+        _ => return Err("one side has no .nv.info section".into()),
+    }
+    // Relocations of the code.
+    let is_rel = |t: u32, _: &str| t == SHT_REL || t == SHT_RELA;
+    match (attached(out, tb, is_rel), attached(donor, td, is_rel)) {
+        (Some(rb), Some(rd)) => {
+            let rela = donor.elf.sections[rd].sh_type == SHT_RELA;
+            if (out.elf.sections[rb].sh_type == SHT_RELA) != rela {
+                return Err("relocation kinds differ".into());
+            }
+            let mut rel =
+                parse_relocs(&donor.elf.sections[rd].data, rela).ok_or("bad relocations")?;
+            for r in &mut rel {
+                r.sym = map_sym(r.sym)?;
+            }
+            let bytes = encode_relocs(&rel);
+            out.elf.sections[rb].data = bytes;
+        }
+        (None, None) => {}
+        _ => return Err("one side has no relocations for the code".into()),
+    }
+    // Records of the global `.nv.info` that name the kernel or its sub-functions.
+    if let (Some(gb), Some(gd)) = (out.global_info(), donor.global_info()) {
+        let donor_recs: Vec<_> = parse_records(&donor.elf.sections[gd].data)
+            .map_err(|e| e.what)?
+            .into_iter()
+            .filter_map(|r| {
+                let w = (r.format == 4).then(|| r.word(0)).flatten()?;
+                let s = donor.symbols.get(w as usize)?;
+                (s.st_shndx as usize == td && s.kind() == 2).then(|| (s.name.clone(), r))
+            })
+            .collect();
+        let mut recs = parse_records(&out.elf.sections[gb].data).map_err(|e| e.what)?;
+        let mut from = donor_recs.into_iter();
+        for r in &mut recs {
+            let Some(w) = (r.format == 4).then(|| r.word(0)).flatten() else {
+                continue;
+            };
+            if !own_funcs.contains(&w) {
+                continue;
+            }
+            let (name, d) = from.next().ok_or("fewer global records in the donor")?;
+            if d.attr != r.attr
+                || d.data.len() != r.data.len()
+                || out.symbols[w as usize].name != name
+            {
+                return Err("global records differ in shape".into());
+            }
+            r.data[4..].copy_from_slice(&d.data[4..]);
+        }
+        if from.next().is_some() {
+            return Err("more global records in the donor".into());
+        }
+        let bytes = encode_records(&recs).map_err(|e| e.what)?;
+        out.elf.sections[gb].data = bytes;
+    }
+    // `.debug_frame`: the FDEs of the kernel's functions, same length only.
+    splice_frames(out, tb, donor, td, &map_sym)?;
+    Ok(())
+}
+
+/// A symbol's name for matching: section symbols go by their section's name.
+fn key_name(c: &Cubin, s: &super::symbols::Symbol) -> String {
+    if s.kind() == 3 {
+        c.elf
+            .sections
+            .get(s.st_shndx as usize)
+            .map_or_else(String::new, |x| x.name.clone())
+    } else {
+        s.name.clone()
+    }
+}
+
+/// (FDE offset, end, function name).
+type Frame = (usize, usize, String);
+
+/// The `.debug_frame` section and the FDEs in it whose location is relocated against a
+/// function in text section `text`.
+fn frames(c: &Cubin, text: usize) -> Option<(usize, Vec<Frame>)> {
+    let df = c
+        .elf
+        .sections
+        .iter()
+        .position(|s| s.name == ".debug_frame")?;
+    let data = &c.elf.sections[df].data;
+    let rel =
+        c.elf.sections.iter().find(|s| {
+            (s.sh_type == SHT_REL || s.sh_type == SHT_RELA) && s.sh_info as usize == df
+        })?;
+    let relocs = parse_relocs(&rel.data, rel.sh_type == SHT_RELA)?;
+    let list = fdes(data);
+    let mut out = Vec::new();
+    for (i, f) in list.iter().enumerate() {
+        let end = list.get(i + 1).map_or(data.len(), |n| n.offset);
+        let Some(r) = relocs.iter().find(|r| r.r_offset as usize == f.location_at) else {
+            continue;
+        };
+        let s = c.symbols.get(r.sym as usize)?;
+        if s.st_shndx as usize == text {
+            // The FDE's own length (CIEs between FDEs stay where they are).
+            let len = rd_u64(data, f.offset + 4).map_or(end - f.offset, |l| 12 + l as usize);
+            out.push((f.offset, f.offset + len, s.name.clone()));
+        }
+    }
+    Some((df, out))
+}
+
+fn splice_frames(
+    out: &mut Cubin,
+    tb: usize,
+    donor: &Cubin,
+    td: usize,
+    map_sym: &dyn Fn(u32) -> Result<u32, String>,
+) -> Result<(), String> {
+    let (Some((db, fb)), Some((dd, fd))) = (frames(out, tb), frames(donor, td)) else {
+        return match (frames(out, tb), frames(donor, td)) {
+            (None, None) => Ok(()),
+            (Some((_, f)), None) | (None, Some((_, f))) if f.is_empty() => Ok(()),
+            _ => Err("one side has no .debug_frame".into()),
+        };
+    };
+    if fb.len() != fd.len() {
+        return Err("different FDEs".into());
+    }
+    // ptxas writes a CIE right before each function's FDE. The donor's pair replaces the
+    // base's when both have the same lengths (nothing else moves); the FDE keeps the base's
+    // CIE pointer, and its location's relocation comes from the donor (a sub-function may
+    // have moved in the code). Pairs of other lengths are refused.
+    let donor_rel = donor
+        .elf
+        .sections
+        .iter()
+        .find(|s| (s.sh_type == SHT_REL || s.sh_type == SHT_RELA) && s.sh_info as usize == dd)
+        .ok_or("no relocations for the donor's .debug_frame")?;
+    let donor_relocs =
+        parse_relocs(&donor_rel.data, donor_rel.sh_type == SHT_RELA).ok_or("bad relocations")?;
+    let pair = |x: &[u8], fde: usize| -> Result<usize, String> {
+        let p = rd_u64(x, fde + 12).ok_or("short .debug_frame")? as usize;
+        let len = rd_u64(x, p + 4).ok_or("short .debug_frame")? as usize;
+        if p + 12 + len != fde || rd_u64(x, p + 12) != Some(u64::MAX) {
+            return Err("an FDE whose CIE is not right before it".into());
+        }
+        Ok(p)
+    };
+    let rel = out
+        .elf
+        .sections
+        .iter()
+        .position(|s| (s.sh_type == SHT_REL || s.sh_type == SHT_RELA) && s.sh_info as usize == db)
+        .ok_or("no relocations for .debug_frame")?;
+    let rela = out.elf.sections[rel].sh_type == SHT_RELA;
+    let mut relocs = parse_relocs(&out.elf.sections[rel].data, rela).ok_or("bad relocations")?;
+    let dsrc = &donor.elf.sections[dd].data;
+    for (b, d) in fb.iter().zip(&fd) {
+        let bdata = &out.elf.sections[db].data;
+        let (pb, pd) = (pair(bdata, b.0)?, pair(dsrc, d.0)?);
+        if b.2 != d.2 || b.1 - b.0 != d.1 - d.0 || b.0 - pb != d.0 - pd || b.1 - b.0 < 28 {
+            return Err("FDE shapes differ".into());
+        }
+        let dr = donor_relocs
+            .iter()
+            .find(|r| r.r_offset as usize == d.0 + 20)
+            .ok_or("an FDE location without a relocation")?;
+        let br = relocs
+            .iter_mut()
+            .find(|r| r.r_offset as usize == b.0 + 20)
+            .ok_or("an FDE location without a relocation")?;
+        if br.addend.is_some() != dr.addend.is_some() {
+            return Err("relocation kinds differ".into());
+        }
+        (br.sym, br.r_type, br.addend) = (map_sym(dr.sym)?, dr.r_type, dr.addend);
+        let mut bytes = dsrc[pd..d.1].to_vec();
+        let at = b.0 - pb + 12;
+        bytes[at..at + 8].copy_from_slice(&(pb as u64).to_le_bytes());
+        out.elf.sections[db].data[pb..b.1].copy_from_slice(&bytes);
+    }
+    out.elf.sections[rel].data = encode_relocs(&relocs);
+    Ok(())
+}
