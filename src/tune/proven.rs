@@ -237,40 +237,19 @@ pub fn spill_to_shared(bytes: &[u8], requests: &[(String, Options)]) -> Result<O
             .write()
             .map_err(|e| NotProved::Decode(e.to_string()))?;
         let seen_after = decode_bytes(&nv, &out)?;
-        let after = &seen_after.decoded;
         let written = Cubin::parse(&out).map_err(|e| NotProved::Decode(e.to_string()))?;
         let mut rejected = false;
         for (i, rewrite) in done {
-            let proved = match seen_after.refusal(&requests[i].0) {
-                Some(why) => Err(format!("in the rewritten code, {why}")),
-                None => check(before, after, &rewrite),
-            }
-            .and_then(|checked| {
-                verify::schedule::check_rewrite(
-                    sm,
-                    &section_functions(before, rewrite.section),
-                    &section_functions(after, rewrite.section),
-                    &rewrite.map,
-                    &rewrite.inserted,
-                )
-                .map_err(|e| format!("scheduling: {e}"))?;
-                let base = spill_base_of(
-                    rewrite.base_reg,
-                    rewrite.base_defined_at,
-                    rewrite.stride,
-                    rewrite.slots,
-                    rewrite.area_offset,
-                );
-                prove_base(
-                    &original,
-                    &written,
-                    after,
-                    &rewrite.kernel,
-                    rewrite.section,
-                    &base,
-                )
-                .map(|shapes| (checked, shapes))
-            });
+            let proved = prove_kernel(
+                sm,
+                &original,
+                &written,
+                before,
+                &seen_after,
+                &rewrite.kernel,
+                rewrite.section,
+                &spill_claim(&rewrite),
+            );
             match proved {
                 Ok((checked, shapes)) => {
                     results[i].1 = Some(Ok(Proved {
@@ -294,17 +273,12 @@ pub fn spill_to_shared(bytes: &[u8], requests: &[(String, Options)]) -> Result<O
 /// The checker on one rewritten section: the functions of the kernel's section before and
 /// after, and what the transform claims. Instructions checked, or the rejection.
 pub fn check(before: &Decoded, after: &Decoded, r: &Rewrite) -> Result<usize, String> {
-    let of = |d: &Decoded| -> Vec<Function> {
-        let mut fs: Vec<Function> = d
-            .functions
-            .iter()
-            .filter(|f| f.section == r.section)
-            .cloned()
-            .collect();
-        fs.sort_by_key(|f| f.start);
-        fs
-    };
-    let claim = Claim {
+    check_claim(before, after, r.section, &spill_claim(r))
+}
+
+/// What a spill → shared rewrite claims, for the checker.
+pub fn spill_claim(r: &Rewrite) -> Claim {
+    Claim {
         map: r.map.clone(),
         inserted: r.inserted.clone(),
         base: Some(spill_base_of(
@@ -316,10 +290,89 @@ pub fn check(before: &Decoded, after: &Decoded, r: &Rewrite) -> Result<usize, St
         )),
         passed: r.passed.clone(),
         renamed: Default::default(),
+    }
+}
+
+/// Every check a rewritten kernel must pass to ship, on cubins already decoded (the rewrite
+/// loops decode once per round for all their kernels): the oracle on the rewritten section,
+/// the translation checker, the scheduling check of every inserted and moved instruction and
+/// the base proof. `(instructions checked, block shapes)`, or the rejection.
+#[allow(clippy::too_many_arguments)]
+fn prove_kernel(
+    sm: u32,
+    original: &Cubin,
+    written: &Cubin,
+    before: &Decoded,
+    after: &Seen,
+    kernel: &str,
+    section: usize,
+    claim: &Claim,
+) -> Result<(usize, usize), String> {
+    if let Some(why) = after.refusal(kernel) {
+        return Err(format!("in the rewritten code, {why}"));
+    }
+    let checked = check_claim(before, &after.decoded, section, claim)?;
+    verify::schedule::check_rewrite(
+        sm,
+        &section_functions(before, section),
+        &section_functions(&after.decoded, section),
+        &claim.map,
+        &claim.inserted,
+    )
+    .map_err(|e| format!("scheduling: {e}"))?;
+    let shapes = match &claim.base {
+        Some(b) => prove_base(original, written, &after.decoded, kernel, section, b)?,
+        None => 0,
     };
-    verify::check(&of(before), &of(after), &claim)
-        .map(|p| p.instructions)
-        .map_err(|e| e.to_string())
+    Ok((checked, shapes))
+}
+
+/// [`prove_kernel`] on the cubin before (`original`) and after (`rewritten`) a rewrite whose
+/// claim is `claim`, both decoded here with nvdisasm and both read by the oracle — what the
+/// rewrite loops decide, for one kernel on its own (the mutation tests).
+fn recheck(
+    original: &[u8],
+    rewritten: &[u8],
+    kernel: &str,
+    section: usize,
+    claim: &Claim,
+) -> Result<usize, String> {
+    let parsed = Cubin::parse(original).map_err(|e| e.to_string())?;
+    let written = Cubin::parse(rewritten).map_err(|e| e.to_string())?;
+    let nv = crate::toolkit::find_tool("nvdisasm")
+        .ok_or_else(|| NotProved::NoDisassembler.to_string())?;
+    let before = decode_bytes(&nv, original).map_err(|e| e.to_string())?;
+    if let Some(why) = before.refusal(kernel) {
+        return Err(NotProved::Oracle(why).to_string());
+    }
+    let after = decode_bytes(&nv, rewritten).map_err(|e| e.to_string())?;
+    prove_kernel(
+        parsed.arch(),
+        &parsed,
+        &written,
+        &before.decoded,
+        &after,
+        kernel,
+        section,
+        claim,
+    )
+    .map(|(checked, _)| checked)
+}
+
+/// Would [`spill_to_shared`] ship `rewritten` for the claim `r`? Instructions checked, or
+/// the rejection.
+pub fn recheck_spill(original: &[u8], rewritten: &[u8], r: &Rewrite) -> Result<usize, String> {
+    recheck(original, rewritten, &r.kernel, r.section, &spill_claim(r))
+}
+
+/// Would [`regdem`] ship `rewritten` for the claim `r`? Instructions checked, or the
+/// rejection.
+pub fn recheck_regdem(
+    original: &[u8],
+    rewritten: &[u8],
+    r: &regdem::Rewrite,
+) -> Result<usize, String> {
+    recheck(original, rewritten, &r.kernel, r.section, &regdem_claim(r))
 }
 
 /// Register demotion on each `(kernel, options)` of the cubin `bytes` (`options.max_registers`
@@ -374,30 +427,19 @@ pub fn regdem(
             .write()
             .map_err(|e| NotProved::Decode(e.to_string()))?;
         let seen_after = decode_bytes(&nv, &out)?;
-        let after = &seen_after.decoded;
         let written = Cubin::parse(&out).map_err(|e| NotProved::Decode(e.to_string()))?;
         let mut rejected = false;
         for (i, r) in done {
-            let claim = regdem_claim(&r);
-            let proved = match seen_after.refusal(&requests[i].0) {
-                Some(why) => Err(format!("in the rewritten code, {why}")),
-                None => check_claim(before, after, r.section, &claim),
-            }
-            .and_then(|checked| {
-                verify::schedule::check_rewrite(
-                    sm,
-                    &section_functions(before, r.section),
-                    &section_functions(after, r.section),
-                    &r.map,
-                    &r.inserted,
-                )
-                .map_err(|e| format!("scheduling: {e}"))?;
-                let shapes = match &claim.base {
-                    Some(b) => prove_base(&original, &written, after, &r.kernel, r.section, b)?,
-                    None => 0,
-                };
-                Ok((checked, shapes))
-            });
+            let proved = prove_kernel(
+                sm,
+                &original,
+                &written,
+                before,
+                &seen_after,
+                &r.kernel,
+                r.section,
+                &regdem_claim(&r),
+            );
             match proved {
                 Ok((checked, shapes)) => {
                     results[i] = Some(Ok(Proved {
