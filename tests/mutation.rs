@@ -49,22 +49,11 @@ const REGDEM_KERNELS: &[&str] = &[
 
 /// Mutations the checker is known to let through, with the reason: open bugs to fix, not
 /// accepted behaviour (see bench/results/mutation.md).
-const KNOWN_SURVIVORS: &[(&str, &str)] = &[
-    (
-        "off-by-one base: prologue immediate + 4",
-        "NOT ANALYSED (deadline): survives on every spill kernel, sm_80 and sm_90; either the \
-         patched inserted instruction is not the base's add, or verify::base misses it",
-    ),
-    (
-        "wrong stride: prologue shift + 1",
-        "NOT ANALYSED (deadline): survives on every spill kernel; same two possibilities",
-    ),
-    (
-        "claim: a renumbered register renamed wrongly",
-        "sm_90 r_with_call: the first renamed register is (probably) not live where functions meet, \
+const KNOWN_SURVIVORS: &[(&str, &str)] = &[(
+    "claim: a renumbered register renamed wrongly",
+    "sm_90 r_with_call: the first renamed register is (probably) not live where functions meet, \
      so the wrong entry is never consulted (suspected equivalent mutant, not yet confirmed)",
-    ),
-];
+)];
 
 fn run(cmd: &mut Command) {
     let out = cmd.output().expect("run tool");
@@ -263,38 +252,39 @@ fn spill_mutations() -> Vec<Mutation<Rewrite>> {
                 e.r.clone(),
             ))
         }),
-        ("off-by-one base: prologue immediate + 4", |e| {
-            // The instruction of the prologue that writes the base register and adds the area
-            // offset (an immediate in bits 32-63).
+        (
+            "off-by-one base: the base's dynamic-shared word one word off",
+            |e| {
+                // The prologue's `LEA base, lin, c[0x0][0x2c], 0x2`: read the constant-bank word
+                // after the dynamic shared size (bits 40-53 hold offset / 4).
+                let ins = inserted(&e.after, &e.r.inserted);
+                let p = ins.iter().find(|i| {
+                    i.base() == "LEA"
+                        && i.gpr_writes().contains(&e.r.base_reg)
+                        && i.operands.iter().any(|o| o.text.starts_with("c["))
+                })?;
+                Some((
+                    patch(e, p.offset, |w| {
+                        encode::set_bits(w, 40, 14, encode::get_bits(w, 40, 14) + 1)
+                    }),
+                    e.r.clone(),
+                ))
+            },
+        ),
+        ("wrong stride: the base's LEA shifts by 3", |e| {
+            // LEA's shift amount is bits 75-79 (2: four bytes a thread).
             let ins = inserted(&e.after, &e.r.inserted);
             let p = ins.iter().find(|i| {
-                i.gpr_writes().contains(&e.r.base_reg)
-                    && matches!(i.base(), "IADD3" | "IMAD" | "LEA" | "IADD" | "IMAD.IADD")
-                    && encode::imm32(i.raw) != 0
+                i.base() == "LEA"
+                    && i.gpr_writes().contains(&e.r.base_reg)
+                    && i.operands.iter().any(|o| o.text.starts_with("c["))
             })?;
             Some((
                 patch(e, p.offset, |w| {
-                    encode::set_imm32(w, encode::imm32(w).wrapping_add(4))
+                    encode::set_bits(w, 75, 5, encode::get_bits(w, 75, 5) + 1)
                 }),
                 e.r.clone(),
             ))
-        }),
-        ("wrong stride: prologue shift + 1", |e| {
-            let ins = inserted(&e.after, &e.r.inserted);
-            let p = ins
-                .iter()
-                .find(|i| matches!(i.base(), "LEA" | "SHF" | "IMAD.SHL" | "IMAD"))?;
-            let b = if p.base() == "LEA" {
-                // LEA's shift amount: bits 75-79.
-                patch(e, p.offset, |w| {
-                    encode::set_bits(w, 75, 5, encode::get_bits(w, 75, 5) + 1)
-                })
-            } else {
-                patch(e, p.offset, |w| {
-                    encode::set_imm32(w, encode::imm32(w).wrapping_add(1))
-                })
-            };
-            Some((b, e.r.clone()))
         }),
         ("SR_TID.Y read as SR_TID.X in the prologue", |e| {
             let ins = inserted(&e.after, &e.r.inserted);
