@@ -164,6 +164,17 @@ fn slot_offset(w: u128) -> u64 {
 }
 
 /// Inserted instructions, in order.
+/// Patch the prologue's `LEA base, lin, c[0x0][0x2c], 0x2`, the instruction that makes the
+/// spill base.
+fn patch_base_lea(e: &Env<Rewrite>, f: impl Fn(u128) -> u128) -> Option<(Vec<u8>, Rewrite)> {
+    let p = inserted(&e.after, &e.r.inserted).into_iter().find(|i| {
+        i.base() == "LEA"
+            && i.gpr_writes().contains(&e.r.base_reg)
+            && i.operands.iter().any(|o| o.text.starts_with("c["))
+    })?;
+    Some((patch(e, p.offset, f), e.r.clone()))
+}
+
 fn inserted<'a>(after: &'a [Function], ins: &[u64]) -> Vec<&'a Instr> {
     let mut v: Vec<&Instr> = ins.iter().filter_map(|&o| at(after, o)).collect();
     v.sort_by_key(|i| i.offset);
@@ -252,39 +263,20 @@ fn spill_mutations() -> Vec<Mutation<Rewrite>> {
                 e.r.clone(),
             ))
         }),
+        // The constant-bank word after the dynamic shared size (bits 40-53 hold offset / 4).
         (
             "off-by-one base: the base's dynamic-shared word one word off",
             |e| {
-                // The prologue's `LEA base, lin, c[0x0][0x2c], 0x2`: read the constant-bank word
-                // after the dynamic shared size (bits 40-53 hold offset / 4).
-                let ins = inserted(&e.after, &e.r.inserted);
-                let p = ins.iter().find(|i| {
-                    i.base() == "LEA"
-                        && i.gpr_writes().contains(&e.r.base_reg)
-                        && i.operands.iter().any(|o| o.text.starts_with("c["))
-                })?;
-                Some((
-                    patch(e, p.offset, |w| {
-                        encode::set_bits(w, 40, 14, encode::get_bits(w, 40, 14) + 1)
-                    }),
-                    e.r.clone(),
-                ))
+                patch_base_lea(e, |w| {
+                    encode::set_bits(w, 40, 14, encode::get_bits(w, 40, 14) + 1)
+                })
             },
         ),
+        // LEA's shift amount is bits 75-79 (2: four bytes a thread).
         ("wrong stride: the base's LEA shifts by 3", |e| {
-            // LEA's shift amount is bits 75-79 (2: four bytes a thread).
-            let ins = inserted(&e.after, &e.r.inserted);
-            let p = ins.iter().find(|i| {
-                i.base() == "LEA"
-                    && i.gpr_writes().contains(&e.r.base_reg)
-                    && i.operands.iter().any(|o| o.text.starts_with("c["))
-            })?;
-            Some((
-                patch(e, p.offset, |w| {
-                    encode::set_bits(w, 75, 5, encode::get_bits(w, 75, 5) + 1)
-                }),
-                e.r.clone(),
-            ))
+            patch_base_lea(e, |w| {
+                encode::set_bits(w, 75, 5, encode::get_bits(w, 75, 5) + 1)
+            })
         }),
         ("SR_TID.Y read as SR_TID.X in the prologue", |e| {
             let ins = inserted(&e.after, &e.r.inserted);
