@@ -51,46 +51,26 @@ fn python(args: &[&str]) -> Output {
 fn built() -> Option<&'static Path> {
     static OUT: OnceLock<Option<PathBuf>> = OnceLock::new();
     OUT.get_or_init(|| {
-        let Some(nvcc) = common::find_nvcc() else {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "gpu_harness: no nvcc found and CI is set; run `eval \"$(scripts/setup.sh)\"`"
-            );
-            eprintln!("SKIPPED gpu_harness: no nvcc found");
-            return None;
-        };
-        let out = repo().join("target/gpu-harness-test");
+        let nvcc = common::nvcc_or_skip("gpu_harness")?;
         // nextest runs each test in a process of its own: the first builds, under a lock,
-        // and stamps the build with what it was made from; the others reuse it.
-        let mut key = common::fnv(
-            &std::fs::read(env!("CARGO_BIN_EXE_nvcc-orion")).unwrap(),
-            0xcbf2_9ce4_8422_2325,
-        );
+        // what the binary and bench/gpu's files make; the others reuse it.
         let mut inputs: Vec<PathBuf> = std::fs::read_dir(gpu_dir())
             .unwrap()
             .map(|e| e.unwrap().path())
             .filter(|p| p.is_file())
             .collect();
         inputs.sort();
+        let mut bytes = vec![std::fs::read(env!("CARGO_BIN_EXE_nvcc-orion")).unwrap()];
         for p in &inputs {
-            key = common::fnv(p.file_name().unwrap().as_encoded_bytes(), key);
-            key = common::fnv(&std::fs::read(p).unwrap(), key);
+            bytes.push(p.file_name().unwrap().as_encoded_bytes().to_vec());
+            bytes.push(std::fs::read(p).unwrap());
         }
-        key = common::fnv(nvcc.to_string_lossy().as_bytes(), key);
-        let stamp = out.join("COMPLETE");
-        let key = format!("{key:016x}");
-        std::fs::create_dir_all(repo().join("target")).unwrap();
-        let lock = std::fs::File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(repo().join("target/gpu-harness-test.lock"))
-            .unwrap();
-        lock.lock().unwrap();
-        if std::fs::read_to_string(&stamp).is_ok_and(|s| s == key) {
+        let views: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
+        let lock = common::Locked::new("gpu-harness", &nvcc, &views);
+        let out = lock.dir.join("out");
+        if lock.complete() {
             return Some(out);
         }
-        let _ = std::fs::remove_dir_all(&out);
         let start = std::time::Instant::now();
         let mut cmd = Command::new(gpu_dir().join("build.sh"));
         for (k, _) in std::env::vars_os() {
@@ -116,7 +96,7 @@ fn built() -> Option<&'static Path> {
             start.elapsed().as_secs_f64(),
             String::from_utf8_lossy(&o.stdout).trim()
         );
-        std::fs::write(&stamp, &key).unwrap();
+        lock.finish();
         Some(out)
     })
     .as_deref()

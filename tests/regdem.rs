@@ -12,7 +12,6 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -82,34 +81,15 @@ fn run(cmd: &mut Command) -> std::process::Output {
 fn built() -> Option<&'static Built> {
     static B: OnceLock<Option<Built>> = OnceLock::new();
     B.get_or_init(|| {
-        let Some(nvcc) = common::find_nvcc() else {
-            if std::env::var_os("CI").is_some() {
-                panic!("regdem: no nvcc found and CI is set; run `eval \"$(scripts/setup.sh)\"`");
-            }
-            eprintln!("skipping: no nvcc found; run `eval \"$(scripts/setup.sh)\"` to enable");
-            return None;
-        };
-        let h = common::fnv(
-            &std::fs::read(source()).expect("source"),
-            0xcbf2_9ce4_8422_2325,
-        );
-        let h = common::fnv(nvcc.to_string_lossy().as_bytes(), h);
-        let root = Path::new(env!("CARGO_TARGET_TMPDIR"));
-        std::fs::create_dir_all(root).unwrap();
-        let dir = root.join(format!("regdem-{h:016x}"));
-        let lock = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(root.join(format!("regdem-{h:016x}.lock")))
-            .unwrap();
-        lock.lock().unwrap();
+        let nvcc = common::nvcc_or_skip("regdem")?;
+        let src = std::fs::read(source()).expect("source");
+        let lock = common::Locked::new("regdem", &nvcc, &[&src]);
+        let dir = lock.dir.clone();
         let cubins: BTreeMap<u32, PathBuf> = ARCHS
             .iter()
             .map(|&a| (a, dir.join(format!("regdem_sm{a}.cubin"))))
             .collect();
-        if !dir.join("COMPLETE").exists() {
-            std::fs::create_dir_all(&dir).unwrap();
+        if !lock.complete() {
             for &a in ARCHS {
                 run(Command::new(&nvcc)
                     .args(["-cubin", &format!("-arch=sm_{a}"), "-o"])
@@ -129,7 +109,7 @@ fn built() -> Option<&'static Built> {
                     .arg(dir.join(format!("pragma_{a}.ptx")))
                     .arg(source()));
             }
-            std::fs::write(dir.join("COMPLETE"), "").unwrap();
+            lock.finish();
         }
         drop(lock);
         let ptx = ARCHS

@@ -13,7 +13,6 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -101,30 +100,10 @@ fn budgets(ptx: &str) -> BTreeMap<String, Budget> {
 fn built() -> Option<&'static Built> {
     static B: OnceLock<Option<Built>> = OnceLock::new();
     B.get_or_init(|| {
-        let Some(nvcc) = common::find_nvcc() else {
-            if std::env::var_os("CI").is_some() {
-                panic!(
-                    "spill2smem: no nvcc found and CI is set; run `eval \"$(scripts/setup.sh)\"`"
-                );
-            }
-            eprintln!("skipping: no nvcc found; run `eval \"$(scripts/setup.sh)\"` to enable");
-            return None;
-        };
-        let h = common::fnv(
-            &std::fs::read(source()).expect("source"),
-            0xcbf2_9ce4_8422_2325,
-        );
-        let h = common::fnv(nvcc.to_string_lossy().as_bytes(), h);
-        let root = Path::new(env!("CARGO_TARGET_TMPDIR"));
-        std::fs::create_dir_all(root).unwrap();
-        let dir = root.join(format!("spill2smem-{h:016x}"));
-        let lock = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(root.join(format!("spill2smem-{h:016x}.lock")))
-            .unwrap();
-        lock.lock().unwrap();
+        let nvcc = common::nvcc_or_skip("spill2smem")?;
+        let src = std::fs::read(source()).expect("source");
+        let lock = common::Locked::new("spill2smem", &nvcc, &[&src]);
+        let dir = lock.dir.clone();
         let ptxas = common::toolkit_tool(&nvcc, "ptxas");
         let cubins: BTreeMap<u32, PathBuf> = ARCHS
             .iter()
@@ -138,8 +117,7 @@ fn built() -> Option<&'static Built> {
             .iter()
             .map(|&a| (a, dir.join(format!("pragma_sm{a}.cubin"))))
             .collect();
-        if !dir.join("COMPLETE").exists() {
-            std::fs::create_dir_all(&dir).unwrap();
+        if !lock.complete() {
             for &a in ARCHS {
                 let raw = dir.join(format!("raw_{a}.ptx"));
                 run(Command::new(&nvcc)
@@ -177,7 +155,7 @@ fn built() -> Option<&'static Built> {
                     .arg(&pragma[&a]));
                 std::fs::write(dir.join(format!("pragma_{a}.log")), &out.stderr).unwrap();
             }
-            std::fs::write(dir.join("COMPLETE"), "").unwrap();
+            lock.finish();
         }
         drop(lock);
         let pragma_log = ARCHS

@@ -17,7 +17,6 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -68,40 +67,14 @@ fn with_reqntid(ptx: &str, kernel: &str) -> String {
     format!("{}\n.reqntid 256, 1, 1{}", &ptx[..close], &ptx[close..])
 }
 
-/// Build once per source hash (cross-process: a lock file and a completion stamp).
+/// Build once per source hash (cross-process: [`common::build_once`]).
 fn built() -> Option<&'static Built> {
     static B: OnceLock<Option<Built>> = OnceLock::new();
     B.get_or_init(|| {
-        let Some(nvcc) = common::find_nvcc() else {
-            if std::env::var_os("CI").is_some() {
-                panic!(
-                    "thread_shape: no nvcc found and CI is set; run `eval \"$(scripts/setup.sh)\"`"
-                );
-            }
-            eprintln!("skipping: no nvcc found; run `eval \"$(scripts/setup.sh)\"` to enable");
-            return None;
-        };
-        let h = common::fnv(
-            &std::fs::read(source()).expect("source"),
-            0xcbf2_9ce4_8422_2325,
-        );
-        let h = common::fnv(nvcc.to_string_lossy().as_bytes(), h);
-        let root = Path::new(env!("CARGO_TARGET_TMPDIR"));
-        std::fs::create_dir_all(root).unwrap();
-        let dir = root.join(format!("thread-shape-{h:016x}"));
-        let lock = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(root.join(format!("thread-shape-{h:016x}.lock")))
-            .unwrap();
-        lock.lock().unwrap();
-        let cubins: BTreeMap<u32, PathBuf> = ARCHS
-            .iter()
-            .map(|&a| (a, dir.join(format!("shape_sm{a}.cubin"))))
-            .collect();
-        if !dir.join("COMPLETE").exists() {
-            std::fs::create_dir_all(&dir).unwrap();
+        let nvcc = common::nvcc_or_skip("thread_shape")?;
+        let cubin = |dir: &Path, a: u32| dir.join(format!("shape_sm{a}.cubin"));
+        let src = std::fs::read(source()).expect("source");
+        let dir = common::build_once("thread-shape", &nvcc, &[&src], |dir| {
             let ptxas = common::toolkit_tool(&nvcc, "ptxas");
             for &a in ARCHS {
                 let raw = dir.join(format!("raw_{a}.ptx"));
@@ -122,11 +95,10 @@ fn built() -> Option<&'static Built> {
                     .arg(format!("-arch=sm_{a}"))
                     .arg(&ptx)
                     .arg("-o")
-                    .arg(&cubins[&a]));
+                    .arg(cubin(dir, a)));
             }
-            std::fs::write(dir.join("COMPLETE"), "").unwrap();
-        }
-        drop(lock);
+        });
+        let cubins = ARCHS.iter().map(|&a| (a, cubin(&dir, a))).collect();
         Some(Built { nvcc, dir, cubins })
     })
     .as_ref()

@@ -668,3 +668,72 @@ pub fn switch_kernel_source() -> String {
         "__global__ void sw2(const int* in, int* out, int n) {{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i >= n) return;\n    int v = in[i + n];\n    switch (in[i]) {{\n{cases}        default: v = -1; break;\n    }}\n    out[i] = v;\n}}\n"
     )
 }
+
+/// The real nvcc, or `None` (with a skip line) when there is none; with `CI` set a missing
+/// toolkit is a failure.
+pub fn nvcc_or_skip(test: &str) -> Option<PathBuf> {
+    let nvcc = find_nvcc();
+    if nvcc.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{test}: no nvcc found and CI is set; run `eval \"$(scripts/setup.sh)\"`"
+        );
+        eprintln!("skipping {test}: no nvcc found; run `eval \"$(scripts/setup.sh)\"` to enable");
+    }
+    nvcc
+}
+
+/// A folder under `CARGO_TARGET_TMPDIR` named after `tag` and the hash of `inputs` (and of
+/// nvcc's path), held under a lock file across the test processes of a run: the first to
+/// find it incomplete builds it and calls [`Locked::finish`]; the others wait on the lock
+/// and reuse it.
+pub struct Locked {
+    pub dir: PathBuf,
+    _lock: std::fs::File,
+}
+
+impl Locked {
+    pub fn new(tag: &str, nvcc: &Path, inputs: &[&[u8]]) -> Locked {
+        let mut h = fnv(nvcc.to_string_lossy().as_bytes(), 0xcbf2_9ce4_8422_2325);
+        for i in inputs {
+            h = fnv(&(i.len() as u64).to_le_bytes(), h);
+            h = fnv(i, h);
+        }
+        let root = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        std::fs::create_dir_all(root).unwrap();
+        let dir = root.join(format!("{tag}-{h:016x}"));
+        let lock = std::fs::File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(root.join(format!("{tag}-{h:016x}.lock")))
+            .unwrap();
+        lock.lock().unwrap();
+        Locked { dir, _lock: lock }
+    }
+
+    /// Built before: the completion stamp is there. Otherwise the folder is made empty.
+    pub fn complete(&self) -> bool {
+        if self.dir.join("COMPLETE").exists() {
+            return true;
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+        std::fs::create_dir_all(&self.dir).unwrap();
+        false
+    }
+
+    /// Stamp the folder as built.
+    pub fn finish(&self) {
+        std::fs::write(self.dir.join("COMPLETE"), "").unwrap();
+    }
+}
+
+/// [`Locked`] filled by `build` once.
+pub fn build_once(tag: &str, nvcc: &Path, inputs: &[&[u8]], build: impl FnOnce(&Path)) -> PathBuf {
+    let l = Locked::new(tag, nvcc, inputs);
+    if !l.complete() {
+        build(&l.dir);
+        l.finish();
+    }
+    l.dir.clone()
+}
