@@ -16,6 +16,7 @@ use std::sync::OnceLock;
 
 use nvcc_orion::analysis::{Cfg, Liveness, RegFile};
 use nvcc_orion::sass::decode::{self, CubinInfo, Decoded};
+use nvcc_orion::verify::plr;
 
 const ARCHS: &[u32] = &[75, 80, 86, 89, 90];
 const SOURCES: &[&str] = &["calls.cu", "math.cu", "memory.cu", "tensor.cu"];
@@ -122,72 +123,17 @@ fn decoded(k: &Kernels, path: &Path) -> Decoded {
         .unwrap_or_else(|e| panic!("decode {}: {e}", path.display()))
 }
 
-/// `nvdisasm -c -plr`: (section name, offset) → (GPR count, registers marked in use).
+/// `nvdisasm -c -plr` (read by `verify::plr`, the checker's oracle): (section name, offset) →
+/// (GPR count, registers marked in use).
 fn plr(text: &str) -> HashMap<(String, u64), (u32, BTreeSet<u8>)> {
-    let mut out = HashMap::new();
-    let mut section = String::new();
-    let mut cols: Vec<(usize, u8)> = Vec::new();
-    let mut count_col;
-    for line in text.lines() {
-        let t = line.trim_start();
-        if let Some(rest) = t.strip_prefix(".section\t") {
-            section = rest
-                .trim()
-                .split(',')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_string();
-            continue;
-        }
-        let Some(cpos) = line.find("// |") else {
-            continue;
-        };
-        let cell_start = cpos + 4;
-        let gpr_end = line[cell_start..].find('|').map(|e| cell_start + e);
-        let Some(gpr_end) = gpr_end else { continue };
-        let cell = &line[cell_start..gpr_end];
-        if cell.trim_start().starts_with("# 0") || cell.trim_start().starts_with("#") {
-            // Header: positions of each register number's last digit.
-            cols.clear();
-            count_col = cell.find('#').unwrap();
-            let bytes = cell.as_bytes();
-            let mut i = count_col + 1;
-            while i < bytes.len() {
-                if bytes[i].is_ascii_digit() {
-                    let s = i;
-                    while i < bytes.len() && bytes[i].is_ascii_digit() {
-                        i += 1;
-                    }
-                    cols.push((i - 1, cell[s..i].parse().unwrap()));
-                } else {
-                    i += 1;
-                }
-            }
-            continue;
-        }
-        let Some(rest) = t.strip_prefix("/*") else {
-            continue;
-        };
-        let Some((hex, _)) = rest.split_once("*/") else {
-            continue;
-        };
-        let Ok(off) = u64::from_str_radix(hex.trim(), 16) else {
-            continue;
-        };
-        let first_col = cols.first().map_or(cell.len(), |c| c.0);
-        let count: u32 = cell[..first_col.min(cell.len())]
-            .trim()
-            .parse()
-            .unwrap_or(0);
-        let live = cols
-            .iter()
-            .filter(|(p, _)| cell.as_bytes().get(*p).is_some_and(|b| *b != b' '))
-            .map(|(_, r)| *r)
-            .collect();
-        out.insert((section.clone(), off), (count, live));
-    }
-    out
+    plr::parse(text)
+        .expect("nvdisasm -plr listing")
+        .into_iter()
+        .map(|(k, row)| {
+            let m = row.marks(plr::File::Gpr);
+            (k, (m.count, m.occupied))
+        })
+        .collect()
 }
 
 fn section_names(path: &Path) -> Vec<String> {
@@ -337,75 +283,18 @@ fn live_counts_match_nvdisasm_plr() {
 type PlrFiles = HashMap<(String, u64), HashMap<String, (u32, BTreeSet<u8>)>>;
 
 fn plr_files(text: &str) -> PlrFiles {
-    let mut out = PlrFiles::new();
-    let mut section = String::new();
-    let mut names: Vec<String> = Vec::new();
-    // Per file: (cell index, positions of each register number's last digit).
-    let mut cols: Vec<Vec<(usize, u8)>> = Vec::new();
-    for line in text.lines() {
-        let t = line.trim_start();
-        if let Some(rest) = t.strip_prefix(".section\t") {
-            section = rest.split(',').next().unwrap_or("").trim().to_string();
-            continue;
-        }
-        let Some(cpos) = line.find("// |") else {
-            continue;
-        };
-        let cells: Vec<&str> = line[cpos + 4..].split('|').collect();
-        let cells = &cells[..cells.len().saturating_sub(1)];
-        if cells.iter().any(|c| c.trim() == "GPR") {
-            names = cells.iter().map(|c| c.trim().to_string()).collect();
-            continue;
-        }
-        if cells
-            .first()
-            .is_some_and(|c| c.trim_start().starts_with('#'))
-        {
-            cols = cells
-                .iter()
-                .map(|cell| {
-                    let b = cell.as_bytes();
-                    let mut v = Vec::new();
-                    let mut i = cell.find('#').map_or(b.len(), |p| p + 1);
-                    while i < b.len() {
-                        if b[i].is_ascii_digit() {
-                            let s = i;
-                            while i < b.len() && b[i].is_ascii_digit() {
-                                i += 1;
-                            }
-                            v.push((i - 1, cell[s..i].parse().unwrap()));
-                        } else {
-                            i += 1;
-                        }
-                    }
-                    v
-                })
+    plr::parse(text)
+        .expect("nvdisasm -plr listing")
+        .into_iter()
+        .map(|(k, row)| {
+            let files = row
+                .files
+                .into_iter()
+                .map(|(f, m)| (f.name().to_string(), (m.count, m.occupied)))
                 .collect();
-            continue;
-        }
-        let Some(rest) = t.strip_prefix("/*") else {
-            continue;
-        };
-        let Some((hex, _)) = rest.split_once("*/") else {
-            continue;
-        };
-        let Ok(off) = u64::from_str_radix(hex.trim(), 16) else {
-            continue;
-        };
-        let mut files = HashMap::new();
-        for ((name, cell), cs) in names.iter().zip(cells).zip(&cols) {
-            let first = cs.first().map_or(cell.len(), |c| c.0);
-            let count: u32 = cell[..first.min(cell.len())].trim().parse().unwrap_or(0);
-            let live = cs
-                .iter()
-                .filter(|(p, _)| cell.as_bytes().get(*p).is_some_and(|b| *b != b' '))
-                .map(|(_, r)| *r)
-                .collect();
-            files.insert(name.clone(), (count, live));
-        }
-        out.insert((section.clone(), off), files);
-    }
-    out
+            (k, files)
+        })
+        .collect()
 }
 
 /// Predicates and uniform registers: our live sets equal `nvdisasm -plr`'s PRED, UGPR and

@@ -40,6 +40,16 @@ impl File {
     }
 
     pub const ALL: [File; 4] = [File::Gpr, File::Pred, File::UGpr, File::UPred];
+
+    /// The file's name in the table's header.
+    pub fn name(self) -> &'static str {
+        match self {
+            File::Gpr => "GPR",
+            File::Pred => "PRED",
+            File::UGpr => "UGPR",
+            File::UPred => "UPRED",
+        }
+    }
 }
 
 /// What one instruction does to one register file, as `-plr` marks it.
@@ -51,6 +61,8 @@ pub struct Marks {
     pub writes: BTreeSet<u8>,
     /// Every non-blank cell (live into or through the instruction, or written by it).
     pub occupied: BTreeSet<u8>,
+    /// The `#` column: registers of the file occupied there (blank: 0).
+    pub count: u32,
 }
 
 /// One instruction's row: marks per file (a file absent from the table has no marks).
@@ -195,6 +207,11 @@ pub fn parse(text: &str) -> Result<Rows, PlrError> {
         let mut row = Row::default();
         for g in &groups {
             let mut m = Marks::default();
+            let first = g.cols.first().map_or(g.span.1, |c| c.0).min(g.span.1);
+            m.count = part
+                .get(g.span.0..first)
+                .and_then(|c| c.trim().parse().ok())
+                .unwrap_or(0);
             for &(col, r) in &g.cols {
                 if col < g.span.0 || col >= g.span.1 {
                     continue;
