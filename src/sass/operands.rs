@@ -647,26 +647,32 @@ pub fn apply(family: Family, ins: &mut Instr) -> bool {
     true
 }
 
+/// An sm_75-89 instruction at offset 0 with `ops` given their roles and widths by the
+/// table, for unit tests.
+#[cfg(test)]
+pub(crate) fn test_instr(opcode: &str, ops: &str) -> Instr {
+    let mut i = Instr {
+        offset: 0,
+        raw: 0,
+        opcode: opcode.into(),
+        predicate: None,
+        operands: parse(ops).expect("parses"),
+        ctrl: super::control::Control::default(),
+        target: None,
+        targets: Vec::new(),
+        callee: None,
+        unknown: false,
+    };
+    i.unknown = !apply(Family::Turing, &mut i);
+    i
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sass::control::Control;
 
     fn ins(opcode: &str, ops: &str) -> Instr {
-        let mut i = Instr {
-            offset: 0,
-            raw: 0,
-            opcode: opcode.into(),
-            predicate: None,
-            operands: parse(ops).expect("parses"),
-            ctrl: Control::default(),
-            target: None,
-            targets: Vec::new(),
-            callee: None,
-            unknown: false,
-        };
-        i.unknown = !apply(Family::Turing, &mut i);
-        i
+        test_instr(opcode, ops)
     }
 
     #[test]

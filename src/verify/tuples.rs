@@ -53,25 +53,7 @@ pub fn check(functions: &[Function]) -> Result<(), Rejection> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sass::control::Control;
-    use crate::sass::operands::{Family, apply, parse};
-
-    fn ins(opcode: &str, ops: &str) -> Instr {
-        let mut i = Instr {
-            offset: 0x40,
-            raw: 0,
-            opcode: opcode.into(),
-            predicate: None,
-            operands: parse(ops).unwrap(),
-            ctrl: Control::default(),
-            target: None,
-            targets: Vec::new(),
-            callee: None,
-            unknown: false,
-        };
-        i.unknown = !apply(Family::Turing, &mut i);
-        i
-    }
+    use crate::sass::operands::test_instr as ins;
 
     #[test]
     fn quads_pairs_and_singles() {
