@@ -1,5 +1,5 @@
 //! nvcc-orion: a drop-in `nvcc` that replays the real toolkit's compilation steps and tunes
-//! each kernel's register budget. See `DESIGN.md` for the architecture; data flows
+//! each kernel's register budget. See `docs/DESIGN.md` for the architecture; data flows
 //! `cli` → `driver` → `tune` → outputs.
 
 pub mod analysis;

@@ -29,9 +29,9 @@ pub struct Settings {
     /// have run on a GPU (bench/gpu): a grown static shared size could also make a launch that
     /// asks for nearly all the dynamic shared memory fail, which no static check can rule out.
     pub spill_to_shared: bool,
-    /// `--orion-transforms=regdem`: let the tuner offer register demotion (papers/004) at the
-    /// occupancy cliffs below a kernel's count, each proved by the checker. Opt-in like
-    /// spill → shared.
+    /// `--orion-transforms=regdem`: let the tuner offer register demotion (docs/papers.md
+    /// §RegDem) at the occupancy cliffs below a kernel's count, each proved by the checker.
+    /// Opt-in like spill → shared.
     pub regdem: bool,
     /// `--orion-force=KIND` (testing, and bench/gpu's exhaustive variants): `baseline`,
     /// `lowest` (the lowest budget that built), `budget:N` (the plain candidate at N

@@ -708,7 +708,7 @@ fn debug_fixtures_have_debug_sections() {
     }
 }
 
-/// One entry of a fatbin container (reference/sass_formats.md §2.2–2.3), read directly: enough
+/// One entry of a fatbin container (docs/sass.md §Fatbin), read directly: enough
 /// to tell compression apart, not a fatbin parser.
 #[derive(Debug)]
 struct FatbinEntry {

@@ -1,8 +1,8 @@
 //! The compiler-cache path: sccache asks `nvcc --dryrun` for a compile's steps and runs them
-//! itself (reference/ecosystem.md §1.2). This test does what sccache does with the listing
-//! `nvcc-orion --dryrun` gives: runs every step in a shell with the listing's environment,
-//! and checks that the ptxas step went through nvcc-orion (a tuning record for the kernel)
-//! and that the object it leaves links.
+//! itself (docs/DESIGN.md §Caching and compile farms). This test does what sccache does with
+//! the listing `nvcc-orion --dryrun` gives: runs every step in a shell with the listing's
+//! environment, and checks that the ptxas step went through nvcc-orion (a tuning record for the
+//! kernel) and that the object it leaves links.
 //!
 //! sccache itself, as the distribution packages it (0.4, which caches whole nvcc invocations),
 //! in front of nvcc-orion: the first compile is tuned, the second is a cache hit with the same

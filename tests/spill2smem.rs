@@ -406,7 +406,7 @@ fn spilling_kernels_move_to_shared_on_every_arch() {
     assert!(done >= ARCHS.len() * TRANSFORMED.len(), "{done}");
 }
 
-/// The compressible stack (papers/002 §3.2) against stacked frames on the kernels with
+/// The compressible stack (docs/papers.md §Orion) against stacked frames on the kernels with
 /// spilling calls: fewer slots, both proved, and the moves it inserts are the fewest any
 /// layout needs (exhaustive search over placements, per function).
 #[test]

@@ -135,10 +135,10 @@ fn source(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(name)
 }
 
-/// DESIGN.md §4, extended to `--entry`: a kernel's SASS and attributes do not depend on the
-/// other kernels' limits, nor on which other entries are compiled. Every kernel of
-/// tests/kernels/tune/pressure.cu (device calls, local arrays, static and dynamic shared
-/// memory, launch bounds, `__maxnreg__`) at a budget of its own, in a whole-module build
+/// docs/DESIGN.md §Per-kernel budgets, extended to `--entry`: a kernel's SASS and attributes do
+/// not depend on the other kernels' limits, nor on which other entries are compiled. Every
+/// kernel of tests/kernels/tune/pressure.cu (device calls, local arrays, static and dynamic
+/// shared memory, launch bounds, `__maxnreg__`) at a budget of its own, in a whole-module build
 /// against a build of some entries only (each alone, or half the module together). Relocatable
 /// code (`ptxas -c`) compiles every entry whatever `--entry` says: the tuner does not use it
 /// there.

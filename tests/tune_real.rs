@@ -326,9 +326,9 @@ fn forced_lowest_budgets_assemble_and_verify() {
     assert!(lowered >= 6, "{lowered}");
 }
 
-/// DESIGN.md §4: a kernel's SASS under `-maxrregcount L` equals its SASS under its own
-/// `.maxnreg L`, whatever the other kernels' limits. The tuner relies on it to evaluate every
-/// kernel's budget in one ptxas run.
+/// docs/DESIGN.md §Per-kernel budgets: a kernel's SASS under `-maxrregcount L` equals its SASS
+/// under its own `.maxnreg L`, whatever the other kernels' limits. The tuner relies on it to
+/// evaluate every kernel's budget in one ptxas run.
 #[test]
 fn per_kernel_maxnreg_matches_module_maxrregcount() {
     let Some(_) = fixtures::fixtures() else {

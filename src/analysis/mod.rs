@@ -1,6 +1,6 @@
 //! Analyses over decoded SASS: control-flow graphs per function, the call graph, natural loops,
 //! liveness per instruction for the general registers, must-defined registers, and
-//! max-live (DESIGN.md §3).
+//! max-live (docs/DESIGN.md §Floors).
 
 pub mod cfg;
 pub mod defined;

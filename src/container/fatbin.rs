@@ -1,4 +1,4 @@
-//! Fatbin containers (reference/sass_formats.md §2): one or several containers back to back,
+//! Fatbin containers (docs/sass.md §Fatbin): one or several containers back to back,
 //! with zero padding between them; each container a 16-byte header and entries (PTX, ELF,
 //! `--concat` bundles), payloads stored raw, ZSTD (flag 0x8000) or LZ4 (flag 0x2000).
 //!

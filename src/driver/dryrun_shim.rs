@@ -1,11 +1,11 @@
 //! `nvcc-orion --dryrun` for compiler caches that run nvcc's steps themselves.
 //!
 //! sccache asks `nvcc --dryrun` for the steps of a compile and then runs each itself, ptxas
-//! included, with the `PATH` the listing's `#$ PATH=` line gives (reference/ecosystem.md
-//! §1.2), so a wrapper that only forwards `--dryrun` would never see a ptxas step. nvcc-orion
-//! answers with nvcc's own listing, the `PATH` line starting with a directory whose `ptxas`
-//! runs `nvcc-orion --ptxas`: each ptxas step sccache runs is then tuned like one nvcc-orion
-//! replays. The shim finds the real ptxas next to the real nvcc, never itself.
+//! included, with the `PATH` the listing's `#$ PATH=` line gives (docs/DESIGN.md §Caching
+//! and compile farms), so a wrapper that only forwards `--dryrun` would never see a ptxas step.
+//! nvcc-orion answers with nvcc's own listing, the `PATH` line starting with a directory whose
+//! `ptxas` runs `nvcc-orion --ptxas`: each ptxas step sccache runs is then tuned like one
+//! nvcc-orion replays. The shim finds the real ptxas next to the real nvcc, never itself.
 //!
 //! What the cache hashes for such a step is the shim's bytes and the step's command line, so
 //! both carry what decides the output: the shim names nvcc-orion's identity (version and a

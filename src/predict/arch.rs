@@ -3,8 +3,8 @@
 //!
 //! Two sources feed the table, and every field says which one it comes from:
 //! - **Guide**: CUDA C++ Programming Guide 13.1, Table 27 "Technical Specifications per Compute
-//!   Capability" (§20.2) and the shared-memory sections of §20.6–20.10, as transcribed in
-//!   `reference/ecosystem.md` §5.2. These are the values a real device reports in
+//!   Capability" (§20.2) and the shared-memory sections of §20.6–20.10 (see docs/sass.md
+//!   §Per-architecture differences). These are the values a real device reports in
 //!   `cudaDeviceProp` (`maxThreadsPerMultiProcessor`, `sharedMemPerMultiprocessor`, ...).
 //! - **header**: CUDA 13.5 `include/cuda_occupancy.h`, which hard-codes what the Guide's table
 //!   does not say (allocation units, sub-partitions, carve-out steps, barrier and "virtual

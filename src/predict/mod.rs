@@ -1,6 +1,7 @@
 //! Prediction: what a compiled kernel variant will achieve before it runs. For now the occupancy
 //! calculator (per-architecture tables, `cuda_occupancy.h`'s rules), the register budgets a
-//! tuner should try, and the static stall model over a variant's SASS (DESIGN.md §7).
+//! tuner should try, and the static stall model over a variant's SASS (docs/DESIGN.md
+//! §Prediction and selection).
 
 pub mod arch;
 pub mod latency;

@@ -530,8 +530,9 @@ mod tests {
         cliffs.iter().map(|(r, o)| (*r, o.blocks_per_sm)).collect()
     }
 
-    /// ecosystem.md §5.3: at 256 threads (8 warps) on sm_90, registers allow 64, 48, 40, 36,
-    /// 32, 28, 24, 20, 16, 12 or 8 warps; whole blocks of 8 warps make these the levels.
+    /// `cuda_occupancy.h`'s allocation rules: at 256 threads (8 warps) on sm_90, registers
+    /// allow 64, 48, 40, 36, 32, 28, 24, 20, 16, 12 or 8 warps; whole blocks of 8 warps make
+    /// these the levels.
     #[test]
     fn sm90_256_threads_cliffs() {
         let k = KernelResources::new(MAX_REGS_PER_THREAD, SharedBytes::User(0));

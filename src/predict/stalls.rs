@@ -1,5 +1,5 @@
-//! The static stall model (DESIGN.md §7; RegDem, papers/004 §4): how many cycles a warp of
-//! one kernel variant spends, read from the variant's SASS.
+//! The static stall model (docs/DESIGN.md §Prediction and selection; RegDem §4, docs/papers.md
+//! §RegDem): how many cycles a warp of one kernel variant spends, read from the variant's SASS.
 //!
 //! Per instruction, with `w` the weight of its loop nest ([`LOOP_FACTOR`] per level):
 //! - **latency**: the stall count in its control field (at least one cycle, the issue
@@ -14,9 +14,9 @@
 //!
 //! With `W` warps resident per scheduler, one scheduler finishes its warps in
 //! `max(latency, W · issue)` cycles: latency overlaps across warps until the pipes are busy
-//! (the saturation point of Resios' model, notes-003). The prediction per warp is that over
-//! `W`, so a variant that trades a few instructions for more resident warps wins exactly when
-//! the kernel is latency-bound.
+//! (the saturation point of Resios' model, docs/papers.md §Resios). The prediction per warp is
+//! that over `W`, so a variant that trades a few instructions for more resident warps wins
+//! exactly when the kernel is latency-bound.
 
 use std::collections::{HashMap, HashSet};
 

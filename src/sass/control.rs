@@ -1,5 +1,5 @@
 //! The scheduling control field of a Volta-and-later instruction: the 23 bits at 105..128 of
-//! the 128-bit word (reference/sass_formats.md §6.2), the same on every architecture from
+//! the 128-bit word (docs/sass.md §Control bits), the same on every architecture from
 //! sm_70 to sm_120. ptxas writes the fixed-latency schedule here: how long to stall before the
 //! next instruction issues, which scoreboard a variable-latency result or source read will
 //! release, and which scoreboards to wait for first.
@@ -99,7 +99,8 @@ mod tests {
 
     #[test]
     fn nop_padding() {
-        // ptxas's padding NOP: lo 0x...7918, hi 0x000fc00000000000 (sass_formats.md §3.3).
+        // ptxas's padding NOP: lo 0x...7918, hi 0x000fc00000000000 (docs/sass.md §Re-layout and
+        // padding).
         let c = Control::from_words(0x7918, 0x000f_c000_0000_0000);
         assert_eq!(
             c,
@@ -117,7 +118,7 @@ mod tests {
 
     #[test]
     fn fields_round_trip() {
-        // An LDL.LU spill reload and its consumer (sass_formats.md §6.2).
+        // An LDL.LU spill reload and its consumer (docs/sass.md §Control bits).
         let reload = Control {
             stall: 4,
             yield_bit: true,

@@ -1,6 +1,6 @@
 //! Encoding: patching register, predicate and immediate fields in the raw 128 bits, and
 //! swapping opcodes within a family (STL↔STS, LDL↔LDS), and the PC-relative fields of
-//! branches and calls (reference/sass_formats.md §6.1, §6.4, §6.5).
+//! branches and calls (docs/sass.md §Fields the encoder patches, §Branches and calls).
 //!
 //! An instruction is the little-endian `u128` of its 16 bytes; bit *n* is bit *n* of that
 //! integer. Everything not named by a setter is kept bit for bit, control field included.

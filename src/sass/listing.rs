@@ -1,8 +1,8 @@
 //! A cubin's instructions as the toolkit sees them: `nvdisasm -json` names each instruction
-//! (mnemonic with modifiers, operands, guard predicate; DESIGN.md §4: nvdisasm is the
-//! authority on what an instruction is), and the raw 16 bytes from the function's section
-//! give its control field. Branch targets come from the operands, which nvdisasm prints as
-//! section offsets.
+//! (mnemonic with modifiers, operands, guard predicate; docs/DESIGN.md §Decode with nvdisasm,
+//! encode ourselves: nvdisasm is the authority on what an instruction is), and the raw 16 bytes
+//! from the function's section give its control field. Branch targets come from the operands,
+//! which nvdisasm prints as section offsets.
 
 use std::path::Path;
 use std::process::Command;

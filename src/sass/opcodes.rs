@@ -1,5 +1,5 @@
 //! Opcode numbers (bits 0-11 of an instruction) to mnemonics, as ptxas 13.5 emits them for
-//! sm_75 to sm_120 (reference/sass_formats.md §6.6, collected from real cubins and checked
+//! sm_75 to sm_120 (docs/sass.md §Opcode numbers, collected from real cubins and checked
 //! against nvdisasm). No value names different mnemonics on different architectures, so one
 //! table serves all. For ALU operations the low 9 bits name the operation and the high 3 the
 //! operand form, so an unseen form of a known ALU operation is found by its low 9 bits. Used to

@@ -1,6 +1,6 @@
 //! Instructions straight from a cubin's bytes, without nvdisasm: the control field, the
 //! opcode's mnemonic (from [`super::opcodes`]), the guard predicate, and the targets of direct
-//! branches and calls decoded from their offset fields (reference/sass_formats.md §6.5). This
+//! branches and calls decoded from their offset fields (docs/sass.md §Branches and calls). This
 //! is what the stall predictor reads for every variant of a compile, where an nvdisasm run per
 //! variant would cost more than the variant's ptxas run.
 

@@ -1,13 +1,14 @@
-//! SASS transforms (DESIGN.md §5): each takes a cubin and the decoded code of one kernel's
-//! section and returns the rewritten cubin with what it claims about the rewrite. A claim is
-//! proved by `verify` before anything reaches a user; nothing here checks itself.
+//! SASS transforms (docs/DESIGN.md §Rewrites): each takes a cubin and the decoded code of one
+//! kernel's section and returns the rewritten cubin with what it claims about the rewrite. A
+//! claim is proved by `verify` before anything reaches a user; nothing here checks itself.
 //!
 //! * [`spill_to_shared`]: ptxas's register spills (`STL/LDL [R1+imm]`) into per-thread
-//!   shared-memory slots (papers/000 §3), one shared frame per function of the call tree.
+//!   shared-memory slots (docs/papers.md §ICS'14), one shared frame per function of the call tree.
 //! * [`stack`]: where those frames sit: stacked, or Orion's compressible stack with the
-//!   fewest moves around calls (papers/002 §3.2).
-//! * [`regdem`]: register demotion (papers/004): registers of a kernel without spills moved
-//!   to the same kind of shared slots until the register count reaches a target budget.
+//!   fewest moves around calls (docs/papers.md §Orion).
+//! * [`regdem`]: register demotion (docs/papers.md §RegDem): registers of a kernel without
+//!   spills moved to the same kind of shared slots until the register count reaches a target
+//!   budget.
 
 pub mod area;
 pub mod prologue;

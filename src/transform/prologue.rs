@@ -1,6 +1,6 @@
 //! The spill-area prologue: the instructions inserted at a kernel's entry that compute, once
-//! per thread, the base register of its shared spill slots (DESIGN.md §4 "Spill area
-//! placement", reference/sass_formats.md §7):
+//! per thread, the base register of its shared spill slots (docs/DESIGN.md §Spill area
+//! placement; docs/sass.md §Shared memory and the constant bank):
 //!
 //! ```text
 //! base = (linear thread index × 4) + dynamic shared size      (c[0x0][0x2c], sm_75-90)
@@ -11,7 +11,8 @@
 //! The static size and the slot offsets are folded into each access's immediate, so one
 //! register holds everything per thread. Slot `s` of a thread is then `[base + S + s×stride]`
 //! with `stride` = threads per block × 4: slot-major, one 32-bit word per thread per slot, so
-//! a warp's accesses to one slot hit 32 different banks (papers/004, equation 1).
+//! a warp's accesses to one slot hit 32 different banks (RegDem's equation 1, docs/papers.md
+//! §RegDem).
 //!
 //! Instructions are built from fixed words (opcode, form and modifier bits as ptxas 13.5
 //! emits them, checked by disassembly in the tests) with the registers patched in. Control

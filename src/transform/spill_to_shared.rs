@@ -1,13 +1,13 @@
-//! Spill → shared (papers/000 §3; DESIGN.md §5.1): every register spill ptxas left in local
-//! memory (`STL/LDL [R1+imm]` marked SpillRefill) gets a per-thread shared-memory slot and is
-//! rewritten in place (`STL→STS`, `LDL→LDS`, new base register and offset), and a prologue at
-//! the kernel's entry computes the base register.
+//! Spill → shared (docs/papers.md §ICS'14; docs/DESIGN.md §Spill to shared): every register
+//! spill ptxas left in local memory (`STL/LDL [R1+imm]` marked SpillRefill) gets a per-thread
+//! shared-memory slot and is rewritten in place (`STL→STS`, `LDL→LDS`, new base register and
+//! offset), and a prologue at the kernel's entry computes the base register.
 //!
 //! * **Slots.** Each function of the kernel's section (the kernel and the sub-functions ptxas
 //!   put in its `.text`) has its own frame of 32-bit slots, one per local-memory word its
-//!   spills touch. Frames are stacked along the call tree: a callee's frame starts where the
-//!   largest frame chain of its callers ends (papers/000 §3.2.2, stacked rather than
-//!   compressed). Recursion is refused.
+//!   spills touch. Where the frames sit along the call tree is [`super::stack`]'s choice:
+//!   Orion's compressible stack by default, stacked frames on request (docs/papers.md
+//!   §Orion). Recursion is refused.
 //! * **Layout.** Slot-major, one 32-bit word per thread per slot: slot `s` of the thread with
 //!   linear index `t` is at `area + s × stride + 4t`, `stride` = threads per block × 4, so a
 //!   warp's access to one slot is conflict-free. The area lies after the kernel's static and

@@ -1,4 +1,4 @@
-//! The shared spill stack across device calls (papers/002 §3.2, papers/000 §3.2.2): where
+//! The shared spill stack across device calls (docs/papers.md §Orion, §ICS'14): where
 //! each function's frame of spill slots starts, where each of its variables sits inside it,
 //! and which live variables a caller moves out of the callee's way around each call.
 //!

@@ -1,5 +1,5 @@
 //! Which register budgets to compile a kernel at: the occupancy cliffs below the budget ptxas
-//! chose by itself (papers/002 §3.3), for the block size the kernel will run with.
+//! chose by itself (docs/papers.md §Orion, its §3.3), for the block size the kernel will run with.
 
 use serde::Serialize;
 

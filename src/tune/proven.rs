@@ -1,8 +1,8 @@
 //! SASS transforms applied to kernels of a cubin and kept only where the translation checker
-//! proves them (DESIGN.md §6: no rewrite ships unverified). The cubin is decoded with the
-//! toolkit's nvdisasm once before and once after all the rewrites; a kernel whose rewrite is
-//! not proved is rewritten no more (the others are redone without it, each kernel's rewrite
-//! being independent of the others').
+//! proves them (docs/DESIGN.md §The translation checker: no rewrite ships unverified). The
+//! cubin is decoded with the toolkit's nvdisasm once before and once after all the rewrites; a
+//! kernel whose rewrite is not proved is rewritten no more (the others are redone without it,
+//! each kernel's rewrite being independent of the others').
 
 use std::fmt;
 use std::path::Path;

@@ -3,8 +3,8 @@
 //! Directives"), and optionally CUDA 13's `.pragma "enable_smem_spilling";` at the top of the
 //! body, which lets ptxas put spills in shared memory where it can (it refuses modules with
 //! dynamic shared memory, per-function compilation or ABI calls). `-maxrregcount` is per module; `.maxnreg` is per kernel, and ptxas 13.5 gives a
-//! kernel the same SASS under either (DESIGN.md §4, guarded by a test), so one ptxas run can
-//! evaluate a different budget for every kernel of a module.
+//! kernel the same SASS under either (docs/DESIGN.md §Per-kernel budgets, guarded by a test),
+//! so one ptxas run can evaluate a different budget for every kernel of a module.
 
 use std::collections::BTreeMap;
 
@@ -21,7 +21,7 @@ pub struct Budget {
     /// brings it to `regs`). Not written into the PTX: the variant's `.maxnreg` is `regs - 1`.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub spill_to_shared: bool,
-    /// Register demotion to `regs` (papers/004): compiled at this budget (the kernel's
+    /// Register demotion to `regs` (docs/papers.md §RegDem): compiled at this budget (the kernel's
     /// efficient one, ptxas's own count), then given our proved demotion rewrite. Not
     /// written into the PTX beyond that `.maxnreg`.
     #[serde(skip_serializing_if = "Option::is_none")]

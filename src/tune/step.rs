@@ -155,7 +155,7 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         .filter_map(|f| candidates::plan(arch, f, relocatable, &tune.settings.block_sizes, true))
         .collect();
     // Spill → shared at the lowest budget, when asked for: compiled one register lower, the
-    // base register brings it back (sm_75-90, whole-program code; DESIGN.md §5.1).
+    // base register brings it back (sm_75-90, whole-program code; docs/DESIGN.md §Spill to shared).
     let offer =
         tune.settings.spill_to_shared || tune.settings.force.as_deref() == Some("spill2smem");
     if offer && (75..=90).contains(&sm) && !relocatable {
@@ -172,7 +172,7 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         }
     }
     // Register demotion at each plain budget below ptxas's count, when asked for: the
-    // efficient binary (compiled at that count) rewritten to the budget (papers/004).
+    // efficient binary (compiled at that count) rewritten to the budget (docs/papers.md §RegDem).
     let offer_regdem = tune.settings.regdem || tune.settings.force.as_deref() == Some("regdem");
     if offer_regdem && (75..=90).contains(&sm) && !relocatable {
         for p in &mut plans {

@@ -5,8 +5,8 @@
 //! A variant that sets budgets for only some kernels of a module is compiled with
 //! `ptxas --entry` for those kernels alone (the device functions they call come along): a
 //! kernel's SASS does not depend on the other entries of the module, nor on their limits
-//! (DESIGN.md §4; guarded by a test on real ptxas output), so the kernels that do not vary
-//! need not be compiled again.
+//! (docs/DESIGN.md §Per-kernel budgets; guarded by a test on real ptxas output), so the kernels
+//! that do not vary need not be compiled again.
 
 use std::collections::BTreeMap;
 use std::io::Write;

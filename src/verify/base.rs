@@ -1,7 +1,7 @@
-//! The per-thread base of a spill area, proved (DESIGN.md section 6): the register a rewrite
-//! addresses its shared slots through holds, for every thread of every block the launch can
-//! have, an address whose slots lie inside the area the rewrite added and are disjoint from
-//! every other thread's.
+//! The per-thread base of a spill area, proved (docs/DESIGN.md §Thread shape and block size):
+//! the register a rewrite addresses its shared slots through holds, for every thread of every
+//! block the launch can have, an address whose slots lie inside the area the rewrite added and
+//! are disjoint from every other thread's.
 //!
 //! Independent of the transforms: the proof reads the decoded instructions of the rewritten
 //! kernel from its entry to [`SpillBase::defined_at`] and derives the base's value itself,
@@ -9,7 +9,7 @@
 //!
 //! * **Atoms**: `tid.x/y/z` (`S2R SR_TID.X/Y/Z`), `ntid.x/y/z` (`c[0x0][0x0/0x4/0x8]`), the
 //!   dynamic shared size `D` (`c[0x0][0x2c]`), the CTA's rank in its cluster (`S2R
-//!   SR_CgaCtaId`); sm_75-90, reference/sass_formats.md §9.
+//!   SR_CgaCtaId`); sm_75-90, docs/sass.md §Shared memory and the constant bank.
 //! * **Arithmetic**, exact modulo 2^32 (a ring homomorphism, so a polynomial with 32-bit
 //!   coefficients is the register's value): `MOV`, `IMAD` (plain, `.MOV`, `.SHL`, `.IADD`,
 //!   `.U32`), `IADD3`, `IADD`, `VIADD`, `LEA` and `SHF.L.U32` by an immediate, `LDC` and

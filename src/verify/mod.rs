@@ -1,5 +1,5 @@
-//! The translation checker (DESIGN.md section 6): proves that a rewritten text section
-//! computes what the original computes, in the manner of regalloc2's checker.
+//! The translation checker (docs/DESIGN.md §The translation checker): proves that a rewritten
+//! text section computes what the original computes, in the manner of regalloc2's checker.
 //!
 //! # What is checked
 //!
@@ -136,7 +136,7 @@
 //!   frame word the rewrite no longer keeps in local memory is never *read* through another
 //!   register (a local array element read through a pointer would see the stale word; the
 //!   checker does not model those loads). The transform must take its slots from the
-//!   annotations, as DESIGN.md section 5 says.
+//!   annotations, as docs/DESIGN.md §Spill to shared says.
 //! * *Stores* through other registers are handled soundly where the frame address can have
 //!   escaped: if the original function reads `R1` anywhere but as the base of a local
 //!   access, in its own `R1` updates and in calls, every store that may reach local memory

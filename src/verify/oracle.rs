@@ -1,9 +1,9 @@
 //! The oracle check: before a function is rewritten (and after, on the rewritten code),
 //! what our IR says each instruction reads and writes, register by register in every file
 //! (tuples and widths, predicates, uniform registers), must equal what `nvdisasm -plr`
-//! marks (DESIGN.md §6: the checker takes its instruction facts from the toolkit, not from
-//! the operand tables the transforms use). Any difference refuses the rewrite of that
-//! function, with the instruction named.
+//! marks (docs/DESIGN.md §The toolkit oracle: the checker takes its instruction facts from the
+//! toolkit, not from the operand tables the transforms use). Any difference refuses the rewrite
+//! of that function, with the instruction named.
 //!
 //! Where `-plr` is known not to describe the instruction's own effect, the comparison is
 //! narrowed, never skipped silently:

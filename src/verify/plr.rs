@@ -1,5 +1,6 @@
 //! `nvdisasm -c -plr`: the toolkit's own per-register view of every instruction, read as the
-//! independent oracle of what each instruction reads and writes (DESIGN.md §6).
+//! independent oracle of what each instruction reads and writes (docs/DESIGN.md §The toolkit
+//! oracle; docs/sass.md §`nvdisasm -plr` and the oracle).
 //!
 //! Each instruction line ends in a table with one group of cells per register file (`GPR`,
 //! `PRED`, `UGPR`, `UPRED`); a header row names the register under each cell column. A cell

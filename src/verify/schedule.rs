@@ -1,7 +1,8 @@
-//! The scheduling check for inserted shared-memory accesses (DESIGN.md §6): reads the control
-//! bits of the rewritten code as decoded by nvdisasm and proves, for every inserted `LDS` and
-//! `STS` named in the claim, that no hazard remains. Independent of the transform: it sees
-//! only the decoded instructions and the offsets of the inserted accesses.
+//! The scheduling check for inserted shared-memory accesses (docs/DESIGN.md §The translation
+//! checker): reads the control bits of the rewritten code as decoded by nvdisasm and proves,
+//! for every inserted `LDS` and `STS` named in the claim, that no hazard remains. Independent
+//! of the transform: it sees only the decoded instructions and the offsets of the inserted
+//! accesses.
 //!
 //! * `LDS Rd`: carries a write scoreboard `w`; walking forward in straight-line code, `w` is
 //!   waited for (by the reader itself or earlier) before any instruction reads or writes

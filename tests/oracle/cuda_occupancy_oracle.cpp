@@ -9,10 +9,10 @@
 //      (INT_MAX limits print as -1)
 //
 // The device properties are what a device of each compute capability reports in
-// cudaDeviceProp, transcribed here from reference/ecosystem.md section 5.2 (Programming Guide
-// 13.1, Table 27) independently of the Rust table, so a typo in either shows as a mismatch.
-// Everything else (allocation units, carve-outs, block slots, barrier and virtual-resource
-// limits) the header decides for itself.
+// cudaDeviceProp, transcribed here from the CUDA C++ Programming Guide 13.1, Table 27
+// independently of the Rust table, so a typo in either shows as a mismatch. Everything else
+// (allocation units, carve-outs, block slots, barrier and virtual-resource limits) the header
+// decides for itself.
 
 #include <climits>
 #include <cstdio>

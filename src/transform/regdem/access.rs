@@ -1,6 +1,6 @@
 //! The inserted demoted accesses: `LDS Rv, [Rbase+imm]` and `STS [Rbase+imm], Rv`, 32-bit,
-//! unguarded, built from the words ptxas 13.5 emits for them (reference/sass_formats.md
-//! §6.4: opcodes 0x984/0x388, destination/data in bits 16-23/32-39, address register in
+//! unguarded, built from the words ptxas 13.5 emits for them (docs/sass.md §Fields the
+//! encoder patches: opcodes 0x984/0x388, destination/data in bits 16-23/32-39, address register in
 //! 24-31, signed 24-bit offset in 40-63, width 4 = 32-bit in bits 73-75) with the fields
 //! patched in.
 

@@ -1,7 +1,7 @@
 //! Where an instruction's general registers lie in its 128 bits, so they can be renamed by
 //! patching: the destination in bits 16-23 and sources in 24-31, 32-39 and 64-71
-//! (reference/sass_formats.md §6.1). Bits 32-39 hold a register only in some forms: an
-//! immediate, a constant-bank operand or a uniform register may sit there instead (§6.1, ALU
+//! (docs/sass.md §Fields). Bits 32-39 hold a register only in some forms: an
+//! immediate, a constant-bank operand or a uniform register may sit there instead (ALU
 //! forms 2-7; `desc[URx]` of `LDG`, the UR of `STS [R+UR]`). A field is taken as a register
 //! only when nothing else the decoder printed can be there; an instruction whose registers
 //! cannot all be placed unambiguously is *pinned*: its registers keep their numbers. The

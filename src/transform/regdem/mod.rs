@@ -1,6 +1,6 @@
-//! Register demotion (papers/004, "RegDem"; DESIGN.md §5): from a kernel's efficient binary
-//! (few or no spills), move registers to per-thread shared-memory slots until the register
-//! count reaches a target budget at an occupancy cliff.
+//! Register demotion (docs/papers.md §RegDem; docs/DESIGN.md §Register demotion): from a
+//! kernel's efficient binary (few or no spills), move registers to per-thread shared-memory
+//! slots until the register count reaches a target budget at an occupancy cliff.
 //!
 //! 1. [`select`]: groups (aligned tuples), candidates, the three orderings of §3.4.3, and
 //!    the compaction of §3.3 that packs the kept registers, a pool of value registers and

@@ -1,6 +1,7 @@
-//! Control bits for demoted accesses (papers/004 §3.2, Figure 3; reference/sass_formats.md
-//! §6.3). Inserted `LDS`/`STS` are variable-latency: each gets a scoreboard chosen by the
-//! barrier tracker, and the instructions that depend on them wait for it.
+//! Control bits for demoted accesses (RegDem's Figure 3, docs/papers.md §RegDem;
+//! docs/sass.md §Control bits). Inserted `LDS`/`STS` are variable-latency: each gets a
+//! scoreboard chosen by the barrier tracker, and the instructions that depend on them wait for
+//! it.
 //!
 //! * A load before instruction `k` (or hoisted earlier in the block) writes a value register
 //!   `k` reads: its write scoreboard is added to `k`'s wait mask. It first waits for any

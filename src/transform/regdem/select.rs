@@ -1,4 +1,5 @@
-//! Which registers to demote and where everything else goes (papers/004 §3.3, §3.4.3).
+//! Which registers to demote and where everything else goes (RegDem §3.3, §3.4.3:
+//! docs/papers.md §RegDem).
 //!
 //! * **Groups.** A register and every tuple it belongs to form an aligned block of 1, 2 or 4
 //!   registers (64/128-bit operands are aligned to their size, so overlapping tuples nest):
