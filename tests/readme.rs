@@ -6,6 +6,11 @@
 //! by `tests/gpu_harness.rs`.
 //!
 //! Without the toolkit the test prints a skip line and passes, unless `CI` is set.
+//!
+//! The design documents are checked here too, without the toolkit: every `docs/X.md §Section`
+//! the code cites names a heading of that page, nothing cites the old design, format notes
+//! or papers outside the repository, and every link of README.md and `docs/*.md` resolves
+//! (files and `#anchors`).
 
 mod common;
 
@@ -157,4 +162,283 @@ fn every_readme_command_runs() {
     }
     let report = std::fs::read_to_string(target.join("cmake-report.jsonl")).unwrap();
     assert!(report.contains("chain_step"), "{report}");
+}
+
+// The design documents (`docs/*.md`): what the code cites of them exists, and their links
+// resolve. No toolkit needed.
+
+/// Files under the repository's code folders whose citations are checked: sources, tests,
+/// scripts and the build inputs next to them (`target` folders skipped).
+fn cited_files(repo: &Path) -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        let mut entries: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        entries.sort();
+        for p in entries {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if p.is_dir() {
+                if name != "target" && !name.starts_with('.') {
+                    walk(&p, out);
+                }
+            } else if matches!(
+                p.extension().and_then(|e| e.to_str()),
+                Some("rs" | "sh" | "py" | "cpp" | "h" | "cu" | "cmake" | "toml" | "md")
+            ) {
+                out.push(p);
+            }
+        }
+    }
+    let mut out = vec![repo.join("README.md")];
+    for d in [
+        "src", "tests", "scripts", "benches", "bench", "examples", "cmake", "shims", "fuzz",
+    ] {
+        walk(&repo.join(d), &mut out);
+    }
+    // This file names the patterns it looks for.
+    out.retain(|p| !p.ends_with("tests/readme.rs"));
+    out
+}
+
+/// The headings of a markdown text (outside code fences), without their `#`s.
+fn headings(text: &str) -> Vec<String> {
+    let mut fenced = false;
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let t = line.trim_start();
+        if t.starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced && t.starts_with('#') {
+            let h = t.trim_start_matches('#');
+            if h.starts_with(' ') {
+                out.push(h.trim().to_string());
+            }
+        }
+    }
+    out
+}
+
+/// GitHub's anchor for a heading: lower case, spaces to `-`, punctuation other than `-` and
+/// `_` dropped; a repeated heading gets `-1`, `-2`, ...
+fn anchors(text: &str) -> Vec<String> {
+    let mut seen: std::collections::BTreeMap<String, usize> = Default::default();
+    headings(text)
+        .iter()
+        .map(|h| {
+            let slug: String = h
+                .to_lowercase()
+                .chars()
+                .filter_map(|c| match c {
+                    ' ' => Some('-'),
+                    c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+                    _ => None,
+                })
+                .collect();
+            let n = seen.entry(slug.clone()).or_insert(0);
+            let a = if *n == 0 {
+                slug.clone()
+            } else {
+                format!("{slug}-{n}")
+            };
+            *n += 1;
+            a
+        })
+        .collect()
+}
+
+/// Every `docs/NAME.md` a line cites, with the text after its `§` if it names a section.
+/// The section name may run on to the next comment line, which is joined (comment markers
+/// removed).
+fn citations(text: &str) -> Vec<(usize, String, Option<String>)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let uncomment = |l: &str| -> String {
+        let t = l.trim_start();
+        let t = t
+            .strip_prefix("//!")
+            .or_else(|| t.strip_prefix("///"))
+            .or_else(|| t.strip_prefix("//"))
+            .or_else(|| t.strip_prefix('#'))
+            .unwrap_or(t);
+        t.trim().to_string()
+    };
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let mut rest = *line;
+        while let Some(at) = rest.find("docs/") {
+            let after = &rest[at + 5..];
+            let name: String = after
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+                .collect();
+            rest = &after[name.len()..];
+            // A citation at the end of a sentence: `docs/sass.md.`
+            let name = name.trim_end_matches('.');
+            if !name.ends_with(".md") {
+                continue;
+            }
+            let section = rest.trim_start_matches(' ').strip_prefix('§').map(|s| {
+                let next = lines.get(i + 1).map(|l| uncomment(l)).unwrap_or_default();
+                format!("{} {next}", s.trim_end())
+            });
+            out.push((i + 1, name.to_string(), section));
+        }
+    }
+    out
+}
+
+#[test]
+fn citations_are_found() {
+    let c = citations(
+        "//! see docs/DESIGN.md §Spill area\n//! placement, and docs/sass.md.\n// docs/x.png",
+    );
+    assert_eq!(
+        c,
+        vec![
+            (
+                1,
+                "DESIGN.md".to_string(),
+                Some("Spill area placement, and docs/sass.md.".to_string())
+            ),
+            (2, "sass.md".to_string(), None),
+        ]
+    );
+    assert_eq!(
+        anchors("# A b\n```\n# not\n```\n## ICS'14\n### A b\n"),
+        ["a-b", "ics14", "a-b-1"]
+    );
+}
+
+#[test]
+fn docs_sections_cited_in_the_code_exist() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut bad = Vec::new();
+    let mut cited = 0;
+    for file in cited_files(repo) {
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue;
+        };
+        let at = file
+            .strip_prefix(repo)
+            .unwrap_or(&file)
+            .display()
+            .to_string();
+        for (line, name, section) in citations(&text) {
+            cited += 1;
+            let Ok(doc) = std::fs::read_to_string(repo.join("docs").join(&name)) else {
+                bad.push(format!("{at}:{line}: docs/{name} does not exist"));
+                continue;
+            };
+            if let Some(s) = section {
+                let found = headings(&doc).iter().any(|h| {
+                    s.strip_prefix(h.as_str())
+                        .is_some_and(|r| !r.starts_with(|c: char| c.is_alphanumeric()))
+                });
+                if !found {
+                    bad.push(format!(
+                        "{at}:{line}: no section of docs/{name} begins §{s}"
+                    ));
+                }
+            }
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+    assert!(cited >= 20, "only {cited} citations of docs/ found");
+}
+
+#[test]
+fn nothing_cites_the_design_outside_the_repository() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // The design, the format notes and the papers used to live outside the repository;
+    // the code cites docs/DESIGN.md, docs/sass.md and docs/papers.md instead.
+    let outside = [
+        "reference/",
+        "papers/0",
+        "notes-00",
+        "sass_formats.md",
+        "ecosystem.md",
+        "oracles.md",
+    ];
+    let mut bad = Vec::new();
+    for file in cited_files(repo) {
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue;
+        };
+        let at = file
+            .strip_prefix(repo)
+            .unwrap_or(&file)
+            .display()
+            .to_string();
+        for (i, line) in text.lines().enumerate() {
+            let design = line
+                .match_indices("DESIGN.md")
+                .any(|(p, _)| !line[..p].ends_with("docs/"));
+            if design || outside.iter().any(|o| line.contains(o)) {
+                bad.push(format!("{at}:{}: {}", i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "cite docs/ instead:\n{}", bad.join("\n"));
+}
+
+#[test]
+fn docs_links_resolve() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut pages = vec![repo.join("README.md")];
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(repo.join("docs"))
+        .expect("docs/")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    docs.sort();
+    for name in ["DESIGN.md", "sass.md", "papers.md"] {
+        assert!(
+            docs.contains(&repo.join("docs").join(name)),
+            "docs/{name} missing"
+        );
+    }
+    pages.extend(docs);
+    let mut bad = Vec::new();
+    let mut links = 0;
+    for page in &pages {
+        let text = std::fs::read_to_string(page).unwrap();
+        let at = page.strip_prefix(repo).unwrap().display().to_string();
+        let mut fenced = false;
+        for (i, line) in text.lines().enumerate() {
+            if line.trim_start().starts_with("```") {
+                fenced = !fenced;
+            }
+            if fenced {
+                continue;
+            }
+            for (p, _) in line.match_indices("](") {
+                let Some(end) = line[p + 2..].find(')') else {
+                    continue;
+                };
+                let target = &line[p + 2..p + 2 + end];
+                if target.contains("://") || target.starts_with("mailto:") {
+                    continue;
+                }
+                links += 1;
+                let (file, anchor) = target.split_once('#').unwrap_or((target, ""));
+                let dest = if file.is_empty() {
+                    page.clone()
+                } else {
+                    page.parent().unwrap().join(file)
+                };
+                if !dest.exists() {
+                    bad.push(format!("{at}:{}: {target}: no such file", i + 1));
+                    continue;
+                }
+                if !anchor.is_empty() {
+                    let t = std::fs::read_to_string(&dest).unwrap_or_default();
+                    if !anchors(&t).iter().any(|a| a == anchor) {
+                        bad.push(format!("{at}:{}: {target}: no such heading", i + 1));
+                    }
+                }
+            }
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+    assert!(links >= 10, "only {links} links checked");
 }
