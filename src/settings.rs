@@ -1,7 +1,7 @@
 //! nvcc-orion's own settings: `NVCC_ORION_*` environment variables and `--orion-*` options
 //! (the command line wins). None of them ever reaches nvcc.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Mode {
@@ -112,7 +112,7 @@ impl Settings {
         orion_args: &[(String, Option<String>)],
     ) -> (Settings, Vec<String>) {
         let mut s = Settings {
-            cache: crate::tune::variants::cache_dir(env),
+            cache: cache_dir(env),
             ..Settings::default()
         };
         let mut warnings = Vec::new();
@@ -249,6 +249,22 @@ impl Settings {
     }
 }
 
+/// Where variants are cached: `$NVCC_ORION_CACHE/variants`, else
+/// `$XDG_CACHE_HOME/nvcc-orion/variants`, else `~/.cache/nvcc-orion/variants`. `None` when
+/// there is no home to put it in, or `NVCC_ORION_CACHE=off`.
+pub fn cache_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    let base = match env("NVCC_ORION_CACHE").filter(|v| !v.is_empty()) {
+        Some(v) if v == "off" => return None,
+        Some(v) => PathBuf::from(v),
+        None => env("XDG_CACHE_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| env("HOME").map(|h| Path::new(&h).join(".cache")))?
+            .join("nvcc-orion"),
+    };
+    Some(base.join("variants"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -382,5 +398,26 @@ mod tests {
             assert!(s.force.is_none() && w.len() == 1, "{v}: {w:?}");
             assert!(w[0].contains("budget:N"), "{w:?}");
         }
+    }
+
+    #[test]
+    fn cache_location() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                vars.iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        assert_eq!(
+            cache_dir(&env(&[("NVCC_ORION_CACHE", "/c"), ("HOME", "/h")])),
+            Some(PathBuf::from("/c/variants"))
+        );
+        assert_eq!(cache_dir(&env(&[("NVCC_ORION_CACHE", "off")])), None);
+        assert_eq!(
+            cache_dir(&env(&[("HOME", "/h")])),
+            Some(PathBuf::from("/h/.cache/nvcc-orion/variants"))
+        );
+        assert_eq!(cache_dir(&env(&[])), None);
     }
 }

@@ -4,9 +4,9 @@
 //! the range follows the offset map (the location is fixed through its relocation).
 
 use super::Cubin;
-use super::edit::OffsetMap;
 use super::elf::{SHT_REL, SHT_RELA, rd_u32, rd_u64, wr_u64};
 use super::error::CubinError;
+use super::offset_map::OffsetMap;
 use super::symbols::{Symbol, parse_relocs};
 
 /// One FDE: where its `initial_location` and `address_range` fields are.

@@ -6,7 +6,8 @@
 //! * [`nvinfo`] / [`eiattr`]: `.nv.info` records and attribute codes.
 //! * [`symbols`]: symbols and relocations.
 //! * [`query`]: [`FunctionInfo`] (registers, shared, stack, spills, launch bounds, callees).
-//! * [`edit`]: register count, shared size, text replacement with an [`OffsetMap`].
+//! * [`edit`]: register count, shared size, text replacement with an [`OffsetMap`]
+//!   ([`offset_map`]).
 //! * [`debug_frame`]: the 64-bit DWARF CFI FDEs of `.debug_frame`.
 //!
 //! # Facts the code relies on (CUDA 13.5, checked on the fixture matrix)
@@ -41,14 +42,15 @@ pub mod eiattr;
 pub mod elf;
 pub mod error;
 pub mod nvinfo;
+pub mod offset_map;
 pub mod query;
 pub mod splice;
 pub mod symbols;
 
-pub use edit::OffsetMap;
 pub use eiattr::Attr;
 pub use error::CubinError;
 pub use nvinfo::{Record, RecordError, encode_records, parse_records};
+pub use offset_map::OffsetMap;
 pub use query::FunctionInfo;
 
 use elf::{Elf, SHT_CUDA_INFO, SHT_SYMTAB};

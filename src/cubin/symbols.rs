@@ -9,6 +9,19 @@ pub const STB_LOCAL: u8 = 0;
 /// `st_other` bit of a kernel (cuobjdump: `ENTRY`).
 pub const STO_CUDA_ENTRY: u8 = 0x10;
 
+/// A mangled name shortened for menus and progress lines: `_Z13walk_featuresPKi...` →
+/// `walk_features` (the identifier of a plain `_Z<len><name>` mangling; others unchanged).
+pub fn short_name(name: &str) -> String {
+    let Some(rest) = name.strip_prefix("_Z") else {
+        return name.to_string();
+    };
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    match digits.parse::<usize>() {
+        Ok(n) if rest.len() >= digits.len() + n => rest[digits.len()..digits.len() + n].to_string(),
+        _ => name.to_string(),
+    }
+}
+
 /// One symbol, fields verbatim, plus its name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Symbol {
@@ -110,4 +123,16 @@ pub fn encode_relocs(relocs: &[Reloc]) -> Vec<u8> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_names() {
+        assert_eq!(short_name("_Z13walk_featuresPKiPKfPfii"), "walk_features");
+        assert_eq!(short_name("plain"), "plain");
+        assert_eq!(short_name("_Z99x"), "_Z99x");
+    }
 }
