@@ -51,7 +51,7 @@ pub struct Settings {
 }
 
 /// The default margin: a predicted gain below this is within the model's noise.
-pub const DEFAULT_MARGIN_PERCENT: f64 = 5.0;
+pub(crate) const DEFAULT_MARGIN_PERCENT: f64 = 5.0;
 
 impl Default for Settings {
     fn default() -> Self {
@@ -71,7 +71,7 @@ impl Default for Settings {
 }
 
 /// The register budget of `--orion-force=budget:N` (N in 1..=255), else `None`.
-pub fn forced_budget(force: &str) -> Option<u32> {
+pub(crate) fn forced_budget(force: &str) -> Option<u32> {
     force
         .strip_prefix("budget:")?
         .parse::<u32>()
@@ -88,7 +88,7 @@ pub fn is_ours(var: &str) -> bool {
 /// over a global one (`N`); among entries of the same kind the last one given wins (the
 /// command line after the environment, a later option after an earlier one). The one reading
 /// every part of the tool uses.
-pub fn block_size_for(entries: &[(Option<String>, u32)], kernel: &str) -> Option<u32> {
+pub(crate) fn block_size_for(entries: &[(Option<String>, u32)], kernel: &str) -> Option<u32> {
     let last = |want: Option<&str>| {
         entries
             .iter()
@@ -100,11 +100,6 @@ pub fn block_size_for(entries: &[(Option<String>, u32)], kernel: &str) -> Option
 }
 
 impl Settings {
-    /// The block size these settings give `kernel` ([`block_size_for`]).
-    pub fn block_size_for(&self, kernel: &str) -> Option<u32> {
-        block_size_for(&self.block_sizes, kernel)
-    }
-
     /// Read settings; returns them and one warning line per setting that was not understood
     /// (a typo must not break a build, but must not pass silently either).
     pub fn read(
@@ -338,9 +333,9 @@ mod tests {
         assert!(w.is_empty(), "{w:?}");
         // Per-kernel before global; the last of each kind: the command line's k:32 over the
         // environment's k:64, the later 256 over 128 and 512.
-        assert_eq!(s.block_size_for("k"), Some(32));
-        assert_eq!(s.block_size_for("other"), Some(16));
-        assert_eq!(s.block_size_for("third"), Some(256));
+        assert_eq!(block_size_for(&s.block_sizes, "k"), Some(32));
+        assert_eq!(block_size_for(&s.block_sizes, "other"), Some(16));
+        assert_eq!(block_size_for(&s.block_sizes, "third"), Some(256));
         assert_eq!(block_size_for(&s.block_sizes[..2], "third"), Some(512));
         assert_eq!(block_size_for(&[], "k"), None);
         let only_named = [(Some("k".to_string()), 8)];

@@ -66,7 +66,7 @@ pub type RangeUpdates = Vec<(usize, usize, u64)>;
 
 /// New `address_range`s for the FDEs of functions in text section `text` under `map`
 /// (computed from the file before any change; `old_symbols` is the symbol table then).
-pub fn plan_range_updates(
+pub(crate) fn plan_range_updates(
     cubin: &Cubin,
     text: usize,
     map: &OffsetMap,
@@ -123,7 +123,7 @@ pub fn plan_range_updates(
     Ok(out)
 }
 
-pub fn apply_range_updates(cubin: &mut Cubin, updates: &RangeUpdates) {
+pub(crate) fn apply_range_updates(cubin: &mut Cubin, updates: &RangeUpdates) {
     for &(sec, at, v) in updates {
         if let Some(s) = cubin.elf.sections.get_mut(sec) {
             let _ = wr_u64(&mut s.data, at, v);

@@ -26,14 +26,14 @@ pub const NOP: [u8; 16] = {
 };
 
 /// Text sections are a multiple of this many bytes.
-pub const TEXT_UNIT: usize = 128;
+pub(crate) const TEXT_UNIT: usize = 128;
 
 /// Rewrite every instruction offset held by `records` (one function's `.nv.info.<k>`)
 /// through `map`. The one place that knows which attributes hold offsets and how (§4.3):
 /// u32 lists, `INDIRECT_BRANCH_TARGETS` (branch offset and targets), `MBARRIER_INSTR_OFFSETS`
 /// (16-byte records, offset first) and `ANNOTATIONS` (`{kind, offset}` pairs). Refuses
 /// attributes whose offsets are in an unknown layout.
-pub fn remap_offsets(
+pub(crate) fn remap_offsets(
     records: &mut [Record],
     map: &OffsetMap,
     func: &str,
@@ -184,7 +184,7 @@ impl Cubin {
     /// Set the local frame and stack sizes of `function` (`EIATTR_FRAME_SIZE`,
     /// `MIN_STACK_SIZE` and `MAX_STACK_SIZE` in `.nv.info`, where present): what the driver
     /// reserves per thread. Records that say "unknown" (recursion) are left alone.
-    pub fn set_stack_size(&mut self, function: &str, bytes: u32) -> Result<(), CubinError> {
+    pub(crate) fn set_stack_size(&mut self, function: &str, bytes: u32) -> Result<(), CubinError> {
         let sym = self.function_or_err(function)?;
         let Some(g) = self.global_info() else {
             return Ok(());
@@ -212,7 +212,7 @@ impl Cubin {
 
     /// Raise `EIATTR_MAXREG_COUNT` of `kernel` to at least `regs` (the register limit ptxas
     /// compiled under, kept in `.nv.info.<k>`); nothing when absent or "no limit".
-    pub fn raise_maxreg_count(&mut self, kernel: &str, regs: u32) -> Result<(), CubinError> {
+    pub(crate) fn raise_maxreg_count(&mut self, kernel: &str, regs: u32) -> Result<(), CubinError> {
         let sym = self.function_or_err(kernel)?;
         let text = self.symbols[sym].st_shndx as usize;
         let Some(k) = self.function_info_section(text) else {
@@ -240,7 +240,7 @@ impl Cubin {
 
     /// Drop the SpillRefill annotations (`EIATTR_ANNOTATIONS` kind 1) of `kernel`'s section
     /// that name one of `offsets`: the instructions there no longer touch local memory.
-    pub fn drop_spill_annotations(
+    pub(crate) fn drop_spill_annotations(
         &mut self,
         kernel: &str,
         offsets: &[u64],
@@ -275,7 +275,7 @@ impl Cubin {
     /// `{threads, 1, 1}` in `.nv.info.<k>`, the form ptxas emits for `__launch_bounds__(N)`
     /// (an SVAL of three `u32`, after the other records), replacing any the kernel has. The
     /// driver refuses a launch of more threads (their product) than that.
-    pub fn set_max_threads(&mut self, kernel: &str, threads: u32) -> Result<(), CubinError> {
+    pub(crate) fn set_max_threads(&mut self, kernel: &str, threads: u32) -> Result<(), CubinError> {
         let sym = self.function_or_err(kernel)?;
         let text = self.symbols[sym].st_shndx as usize;
         let k = self

@@ -40,12 +40,12 @@ pub mod debug_frame;
 pub mod edit;
 pub mod eiattr;
 pub mod elf;
-pub mod error;
-pub mod nvinfo;
-pub mod offset_map;
-pub mod query;
+pub(crate) mod error;
+pub(crate) mod nvinfo;
+pub(crate) mod offset_map;
+pub(crate) mod query;
 pub mod splice;
-pub mod symbols;
+pub(crate) mod symbols;
 
 pub use eiattr::Attr;
 pub use error::CubinError;
@@ -139,14 +139,6 @@ impl Cubin {
     /// `ET_REL` (`-rdc` device code).
     pub fn is_relocatable(&self) -> bool {
         self.elf.header.e_type == elf::ET_REL
-    }
-
-    pub fn entry_kind(&self) -> EntryKind {
-        match self.elf.header.e_type {
-            1 => EntryKind::Relocatable,
-            2 => EntryKind::Executable,
-            t => EntryKind::Other(t),
-        }
     }
 
     /// The ELF model (read-only).
