@@ -1,7 +1,7 @@
 //! nvcc-orion's own settings: `NVCC_ORION_*` environment variables and `--orion-*` options
 //! (the command line wins). None of them ever reaches nvcc.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Mode {
@@ -51,7 +51,7 @@ pub struct Settings {
 }
 
 /// The default margin: a predicted gain below this is within the model's noise.
-pub const DEFAULT_MARGIN_PERCENT: f64 = 5.0;
+pub(crate) const DEFAULT_MARGIN_PERCENT: f64 = 5.0;
 
 impl Default for Settings {
     fn default() -> Self {
@@ -71,7 +71,7 @@ impl Default for Settings {
 }
 
 /// The register budget of `--orion-force=budget:N` (N in 1..=255), else `None`.
-pub fn forced_budget(force: &str) -> Option<u32> {
+pub(crate) fn forced_budget(force: &str) -> Option<u32> {
     force
         .strip_prefix("budget:")?
         .parse::<u32>()
@@ -88,7 +88,7 @@ pub fn is_ours(var: &str) -> bool {
 /// over a global one (`N`); among entries of the same kind the last one given wins (the
 /// command line after the environment, a later option after an earlier one). The one reading
 /// every part of the tool uses.
-pub fn block_size_for(entries: &[(Option<String>, u32)], kernel: &str) -> Option<u32> {
+pub(crate) fn block_size_for(entries: &[(Option<String>, u32)], kernel: &str) -> Option<u32> {
     let last = |want: Option<&str>| {
         entries
             .iter()
@@ -100,11 +100,6 @@ pub fn block_size_for(entries: &[(Option<String>, u32)], kernel: &str) -> Option
 }
 
 impl Settings {
-    /// The block size these settings give `kernel` ([`block_size_for`]).
-    pub fn block_size_for(&self, kernel: &str) -> Option<u32> {
-        block_size_for(&self.block_sizes, kernel)
-    }
-
     /// Read settings; returns them and one warning line per setting that was not understood
     /// (a typo must not break a build, but must not pass silently either).
     pub fn read(
@@ -112,7 +107,7 @@ impl Settings {
         orion_args: &[(String, Option<String>)],
     ) -> (Settings, Vec<String>) {
         let mut s = Settings {
-            cache: crate::tune::variants::cache_dir(env),
+            cache: cache_dir(env),
             ..Settings::default()
         };
         let mut warnings = Vec::new();
@@ -249,6 +244,22 @@ impl Settings {
     }
 }
 
+/// Where variants are cached: `$NVCC_ORION_CACHE/variants`, else
+/// `$XDG_CACHE_HOME/nvcc-orion/variants`, else `~/.cache/nvcc-orion/variants`. `None` when
+/// there is no home to put it in, or `NVCC_ORION_CACHE=off`.
+pub fn cache_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    let base = match env("NVCC_ORION_CACHE").filter(|v| !v.is_empty()) {
+        Some(v) if v == "off" => return None,
+        Some(v) => PathBuf::from(v),
+        None => env("XDG_CACHE_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| env("HOME").map(|h| Path::new(&h).join(".cache")))?
+            .join("nvcc-orion"),
+    };
+    Some(base.join("variants"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -322,9 +333,9 @@ mod tests {
         assert!(w.is_empty(), "{w:?}");
         // Per-kernel before global; the last of each kind: the command line's k:32 over the
         // environment's k:64, the later 256 over 128 and 512.
-        assert_eq!(s.block_size_for("k"), Some(32));
-        assert_eq!(s.block_size_for("other"), Some(16));
-        assert_eq!(s.block_size_for("third"), Some(256));
+        assert_eq!(block_size_for(&s.block_sizes, "k"), Some(32));
+        assert_eq!(block_size_for(&s.block_sizes, "other"), Some(16));
+        assert_eq!(block_size_for(&s.block_sizes, "third"), Some(256));
         assert_eq!(block_size_for(&s.block_sizes[..2], "third"), Some(512));
         assert_eq!(block_size_for(&[], "k"), None);
         let only_named = [(Some("k".to_string()), 8)];
@@ -382,5 +393,26 @@ mod tests {
             assert!(s.force.is_none() && w.len() == 1, "{v}: {w:?}");
             assert!(w[0].contains("budget:N"), "{w:?}");
         }
+    }
+
+    #[test]
+    fn cache_location() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                vars.iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        assert_eq!(
+            cache_dir(&env(&[("NVCC_ORION_CACHE", "/c"), ("HOME", "/h")])),
+            Some(PathBuf::from("/c/variants"))
+        );
+        assert_eq!(cache_dir(&env(&[("NVCC_ORION_CACHE", "off")])), None);
+        assert_eq!(
+            cache_dir(&env(&[("HOME", "/h")])),
+            Some(PathBuf::from("/h/.cache/nvcc-orion/variants"))
+        );
+        assert_eq!(cache_dir(&env(&[])), None);
     }
 }

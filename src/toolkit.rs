@@ -70,7 +70,7 @@ impl Toolkit {
     }
 
     /// The directory holding nvcc, where `ptxas`, `nvdisasm`, `cuobjdump`, `fatbinary` live too.
-    pub fn bin_dir(&self) -> &Path {
+    pub(crate) fn bin_dir(&self) -> &Path {
         self.nvcc.parent().unwrap_or(Path::new("."))
     }
 
@@ -82,7 +82,7 @@ impl Toolkit {
 
 /// A toolkit tool (`nvdisasm`, ...) next to the real nvcc this process would use (the
 /// environment and `PATH`, never nvcc-orion itself); `None` without a toolkit.
-pub fn find_tool(name: &str) -> Option<PathBuf> {
+pub(crate) fn find_tool(name: &str) -> Option<PathBuf> {
     let me = std::env::current_exe().unwrap_or_else(|_| "nvcc-orion".into());
     Toolkit::locate(&|k| std::env::var_os(k), &me)
         .ok()

@@ -55,7 +55,7 @@ const SOURCES: &[&str] = &["cu", "c", "cc", "cpp", "cxx"];
 const MODES: &[&str] = &["compile", "device-c", "device-w", "cubin", "fatbin"];
 
 /// Classify the expanded items. `nvcc_args` is the user's argv minus `--orion-*`.
-pub fn classify(items: &[Item], nvcc_args: &[OsString]) -> (Class, Facts) {
+pub(crate) fn classify(items: &[Item], nvcc_args: &[OsString]) -> (Class, Facts) {
     let mut f = Facts::default();
     let mut block: Option<String> = None;
     let mut blocked = |r: String| {

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 mod classify;
 mod optfile;
 mod parse;
-pub mod table;
+pub(crate) mod table;
 
 use parse::{Origin, Stop};
 
@@ -71,7 +71,7 @@ pub struct Facts {
 impl Facts {
     /// The target name nvcc writes into a `-MD`/`-MMD` dependency file for `input`: the last
     /// `-MT`, else `-o`, else `[odir/]stem.o` (also for `-cubin`/`-fatbin`, as nvcc 13.5 does).
-    pub fn dep_target(&self, input: &std::path::Path) -> String {
+    pub(crate) fn dep_target(&self, input: &std::path::Path) -> String {
         if let Some(t) = self.dep_targets.last() {
             return t.clone();
         }

@@ -7,7 +7,7 @@
 
 /// Split an options file the way nvcc does. `Err` carries a pass-through reason where nvcc's
 /// result is uncertain.
-pub fn split_options_file(text: &str) -> Result<Vec<String>, String> {
+pub(crate) fn split_options_file(text: &str) -> Result<Vec<String>, String> {
     let mut out = Vec::new();
     let mut cur = String::new();
     let mut in_word = false;
@@ -42,7 +42,7 @@ pub fn split_options_file(text: &str) -> Result<Vec<String>, String> {
 
 /// Split `NVCC_PREPEND_FLAGS`/`NVCC_APPEND_FLAGS`: nvcc splits on whitespace only, quotes stay
 /// part of the words (verified: `NVCC_APPEND_FLAGS='"-O1"'` makes nvcc see `"-O1"`).
-pub fn split_env_flags(text: &str) -> Vec<String> {
+pub(crate) fn split_env_flags(text: &str) -> Vec<String> {
     text.split_whitespace().map(str::to_string).collect()
 }
 

@@ -110,7 +110,7 @@ fn with_inline(spec: &'static OptSpec, inline: Option<String>, a: &str) -> Resul
 
 /// Tokenise `args`, appending to `out`. `top_level` marks the user's command line, whose items
 /// record their argument positions; `from` is the origin of everything else.
-pub fn tokenize(
+pub(crate) fn tokenize(
     args: &[String],
     top_level: bool,
     from: Origin,

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::LazyLock;
 
 /// The embedded `nvcc --help` of CUDA 13.5.
-pub const HELP_TEXT: &str = include_str!("nvcc-13.5-help.txt");
+pub(crate) const HELP_TEXT: &str = include_str!("nvcc-13.5-help.txt");
 
 /// Options whose help entry omits the argument column although nvcc requires a value
 /// (verified on 13.5: `-MF` without a value fails, `-qpp-config foo` consumes `foo`).
@@ -17,7 +17,7 @@ const VALUE_WITHOUT_HELP_ARG: &[&str] = &["dependency-output", "qpp-config"];
 /// One-letter short options that nvcc also accepts glued to their value (`-Ifoo`, `-t4`).
 /// Verified on 13.5: `-o`, `-x`, `-e` and `-m` are NOT accepted glued (`-ox.o`, `-m32` are
 /// unknown options; `-m64` is the separate flag `--m64`).
-pub const GLUED_SHORTS: &[&str] = &["l", "D", "U", "I", "L", "O", "t"];
+pub(crate) const GLUED_SHORTS: &[&str] = &["l", "D", "U", "I", "L", "O", "t"];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OptSpec {
@@ -41,7 +41,7 @@ pub struct Table {
 
 impl Table {
     /// Parse a help text. Lines that do not look like option headers are ignored.
-    pub fn from_help(text: &str) -> Table {
+    pub(crate) fn from_help(text: &str) -> Table {
         let mut specs = Vec::new();
         for line in text.lines() {
             if let Some(spec) = parse_header(line) {
@@ -75,7 +75,7 @@ impl Table {
 }
 
 /// The table of the embedded CUDA 13.5 help text.
-pub static TABLE: LazyLock<Table> = LazyLock::new(|| Table::from_help(HELP_TEXT));
+pub(crate) static TABLE: LazyLock<Table> = LazyLock::new(|| Table::from_help(HELP_TEXT));
 
 fn parse_header(line: &str) -> Option<OptSpec> {
     let rest = line.strip_prefix("--")?;

@@ -8,14 +8,14 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-pub mod cache_key;
-pub mod debug;
+pub(crate) mod cache_key;
+pub(crate) mod debug;
 pub mod debug_relayout;
-pub mod debug_sass;
-pub mod explain;
-pub mod inspect;
-pub mod rewrite;
-pub mod toolchain;
+pub(crate) mod debug_sass;
+pub(crate) mod explain;
+pub(crate) mod inspect;
+pub(crate) mod rewrite;
+pub(crate) mod toolchain;
 
 /// The subcommands, by the word that selects them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

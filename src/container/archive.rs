@@ -8,8 +8,8 @@ use super::bytes::{slice, u32_be, u64_be};
 use super::error::{ContainerError, one_line};
 use super::host::{EM_CUDA, HostElf};
 
-pub const AR_MAGIC: &[u8; 8] = b"!<arch>\n";
-pub const THIN_MAGIC: &[u8; 8] = b"!<thin>\n";
+pub(crate) const AR_MAGIC: &[u8; 8] = b"!<arch>\n";
+pub(crate) const THIN_MAGIC: &[u8; 8] = b"!<thin>\n";
 const HEADER: u64 = 60;
 
 /// What a member holds.

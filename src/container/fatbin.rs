@@ -12,20 +12,20 @@ use super::error::ContainerError;
 use std::borrow::Cow;
 
 /// Container magic, `50 ed 55 ba` in the file.
-pub const FATBIN_MAGIC: u32 = 0xBA55_ED50;
+pub(crate) const FATBIN_MAGIC: u32 = 0xBA55_ED50;
 /// The container header nvcc writes (and the smallest one accepted).
-pub const CONTAINER_HEADER_SIZE: u16 = 16;
+pub(crate) const CONTAINER_HEADER_SIZE: u16 = 16;
 /// The fixed part of an entry header; the rest (PTX options, the sm_100+ compat copy) is kept
 /// verbatim.
-pub const ENTRY_HEADER_MIN: u32 = 0x40;
+pub(crate) const ENTRY_HEADER_MIN: u32 = 0x40;
 /// Entry flag: payload is a raw LZ4 block.
-pub const FLAG_LZ4: u64 = 0x2000;
+pub(crate) const FLAG_LZ4: u64 = 0x2000;
 /// Entry flag: payload is a standard ZSTD frame.
-pub const FLAG_ZSTD: u64 = 0x8000;
+pub(crate) const FLAG_ZSTD: u64 = 0x8000;
 /// Largest decompressed image accepted (a corrupt size must not make us allocate more).
-pub const MAX_IMAGE_SIZE: u64 = 1 << 30;
+pub(crate) const MAX_IMAGE_SIZE: u64 = 1 << 30;
 /// Largest accepted ratio of decompressed to compressed size (plus 16 MiB of slack).
-pub const MAX_RATIO: u64 = 4096;
+pub(crate) const MAX_RATIO: u64 = 4096;
 const RATIO_SLACK: u64 = 1 << 24;
 
 /// What an entry holds.
@@ -42,7 +42,7 @@ pub enum EntryKind {
 }
 
 impl EntryKind {
-    pub fn from_raw(kind: u16) -> Self {
+    pub(crate) fn from_raw(kind: u16) -> Self {
         match kind {
             1 => EntryKind::Ptx,
             2 => EntryKind::Elf,
@@ -91,7 +91,6 @@ const E_KIND: u64 = 0x00;
 const E_HEADER_SIZE: u64 = 0x04;
 const E_PAYLOAD_SIZE: u64 = 0x08;
 const E_COMPRESSED_SIZE: u64 = 0x10;
-const E_OPTIONS_OFFSET: u64 = 0x14;
 const E_MINOR: u64 = 0x18;
 const E_MAJOR: u64 = 0x1a;
 const E_ARCH: u64 = 0x1c;
@@ -153,14 +152,11 @@ impl Entry {
         u64_le(&self.header, off).unwrap_or(0)
     }
 
-    pub fn kind_raw(&self) -> u16 {
+    pub(crate) fn kind_raw(&self) -> u16 {
         self.u16(E_KIND)
     }
     pub fn kind(&self) -> EntryKind {
         EntryKind::from_raw(self.kind_raw())
-    }
-    pub fn header_size(&self) -> u32 {
-        self.u32(E_HEADER_SIZE)
     }
     /// Bytes reserved for the payload (padded).
     pub fn payload_size(&self) -> u64 {
@@ -185,37 +181,18 @@ impl Entry {
     pub fn flags(&self) -> u64 {
         self.u64(E_FLAGS)
     }
-    /// The raw header bytes (all `header_size` of them).
-    pub fn header_bytes(&self) -> &[u8] {
-        &self.header
-    }
-    /// Header bytes past the fixed 0x40 (PTX options, the sm_100+ `.nv.compat` copy), verbatim.
-    pub fn extra_header(&self) -> &[u8] {
-        self.header
-            .get(ENTRY_HEADER_MIN as usize..)
-            .unwrap_or_default()
-    }
     /// The payload as stored (compressed or not, padding included).
-    pub fn stored_payload(&self) -> &[u8] {
+    #[cfg(test)]
+    fn stored_payload(&self) -> &[u8] {
         &self.payload
     }
     /// The identifier (source file name, present with `-G`/`-lineinfo`), if the header has one.
-    pub fn identifier(&self) -> Option<&[u8]> {
+    pub(crate) fn identifier(&self) -> Option<&[u8]> {
         let off = self.u32(E_IDENT_OFFSET);
         let len = self.u32(E_IDENT_LEN);
         if off == 0 {
             return None;
         }
-        let s = slice(&self.header, u64::from(off), u64::from(len))?;
-        Some(s.split(|&b| b == 0).next().unwrap_or(s))
-    }
-    /// ptxas options a PTX entry carries (`u32 offset, u32 len` at 0x40 of the header).
-    pub fn ptxas_options(&self) -> Option<&[u8]> {
-        if self.kind() != EntryKind::Ptx || self.u32(E_OPTIONS_OFFSET) == 0 {
-            return None;
-        }
-        let off = u32_le(&self.header, 0x40)?;
-        let len = u32_le(&self.header, 0x44)?;
         let s = slice(&self.header, u64::from(off), u64::from(len))?;
         Some(s.split(|&b| b == 0).next().unwrap_or(s))
     }
@@ -398,7 +375,7 @@ impl Entry {
 /// Bytes a 64-bit little-endian ELF image covers: the end of its ELF header, section and
 /// program header tables, and of every section and segment stored in the file. `None` when
 /// `b` is not such an ELF.
-pub fn elf_extent(b: &[u8]) -> Option<u64> {
+pub(crate) fn elf_extent(b: &[u8]) -> Option<u64> {
     if !b.starts_with(b"\x7fELF") || b.get(4) != Some(&2) || b.get(5) != Some(&1) {
         return None;
     }
@@ -451,11 +428,8 @@ impl Container {
     pub fn version(&self) -> u16 {
         u16_le(&self.header, 4).unwrap_or(0)
     }
-    pub fn header_size(&self) -> u16 {
-        u16_le(&self.header, 6).unwrap_or(0)
-    }
     /// Σ (entry header size + payload size), what `fat_size` says after a write.
-    pub fn fat_size(&self) -> u64 {
+    pub(crate) fn fat_size(&self) -> u64 {
         self.entries
             .iter()
             .map(|e| e.header.len() as u64 + e.payload.len() as u64)

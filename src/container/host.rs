@@ -14,15 +14,13 @@ use super::error::ContainerError;
 use super::fatbin::Fatbin;
 
 /// Names of the sections that hold fatbin containers.
-pub const FATBIN_SECTIONS: [&str; 2] = [".nv_fatbin", "__nv_relfatbin"];
+pub(crate) const FATBIN_SECTIONS: [&str; 2] = [".nv_fatbin", "__nv_relfatbin"];
 
 const ET_REL: u16 = 1;
-const ET_EXEC: u16 = 2;
-const ET_DYN: u16 = 3;
 const SHT_NOBITS: u32 = 8;
 const SHDR_SIZE: u64 = 64;
 /// e_machine of CUDA device ELFs (cubins).
-pub const EM_CUDA: u16 = 190;
+pub(crate) const EM_CUDA: u16 = 190;
 const MAX_SECTIONS: u64 = 1 << 20;
 
 /// One section header, as read.
@@ -201,19 +199,9 @@ impl HostElf {
         })
     }
 
-    /// `e_type`: 1 relocatable, 2 executable, 3 shared object / PIE.
-    pub fn elf_type(&self) -> u16 {
-        self.elf_type
-    }
-
     /// A relocatable object (`.o`), whose sections may change size.
     pub fn is_relocatable(&self) -> bool {
         self.elf_type == ET_REL
-    }
-
-    /// A linked executable or shared library.
-    pub fn is_executable(&self) -> bool {
-        matches!(self.elf_type, ET_EXEC | ET_DYN)
     }
 
     pub fn sections(&self) -> &[Section] {
@@ -226,7 +214,7 @@ impl HostElf {
     }
 
     /// Check that every edited fatbin section can be written (executables: no growth).
-    pub fn check_writable(&self) -> Result<(), ContainerError> {
+    pub(crate) fn check_writable(&self) -> Result<(), ContainerError> {
         if self.is_relocatable() {
             return Ok(());
         }
@@ -472,9 +460,9 @@ mod tests {
     #[test]
     fn executables_refuse_growth_and_pad_shrinks() {
         let mut data = tiny(&container(32));
-        put(&mut data, 16, &ET_EXEC.to_le_bytes());
+        put(&mut data, 16, &2u16.to_le_bytes()); // e_type ET_EXEC
         let mut h = HostElf::parse(data.clone()).unwrap();
-        assert!(h.is_executable());
+        assert!(!h.is_relocatable());
         let c = h.fatbins[0].fatbin.containers_mut().next().unwrap();
         c.entries[0].set_image(vec![1; 16]).unwrap();
         let out = h.write().unwrap();

@@ -27,11 +27,11 @@
 //! re-layout), [`archive`] (`ar`), [`error`]. Writing an unedited artifact gives back the input
 //! bytes exactly. No input makes any of it panic: every size is checked before it is used.
 
-pub mod archive;
+pub(crate) mod archive;
 mod bytes;
-pub mod error;
-pub mod fatbin;
-pub mod host;
+pub(crate) mod error;
+pub(crate) mod fatbin;
+pub(crate) mod host;
 
 pub use archive::{Archive, Member, MemberData};
 pub use error::ContainerError;
@@ -56,7 +56,7 @@ pub enum FileKind {
 }
 
 /// Tell the kind of a file from its first bytes; `None` when it is none of the four.
-pub fn sniff(bytes: &[u8]) -> Option<FileKind> {
+pub(crate) fn sniff(bytes: &[u8]) -> Option<FileKind> {
     if bytes::u32_le(bytes, 0) == Some(fatbin::FATBIN_MAGIC) {
         Some(FileKind::Fatbin)
     } else if bytes.starts_with(b"\x7fELF") {

@@ -4,9 +4,9 @@
 //! the range follows the offset map (the location is fixed through its relocation).
 
 use super::Cubin;
-use super::edit::OffsetMap;
 use super::elf::{SHT_REL, SHT_RELA, rd_u32, rd_u64, wr_u64};
 use super::error::CubinError;
+use super::offset_map::OffsetMap;
 use super::symbols::{Symbol, parse_relocs};
 
 /// One FDE: where its `initial_location` and `address_range` fields are.
@@ -66,7 +66,7 @@ pub type RangeUpdates = Vec<(usize, usize, u64)>;
 
 /// New `address_range`s for the FDEs of functions in text section `text` under `map`
 /// (computed from the file before any change; `old_symbols` is the symbol table then).
-pub fn plan_range_updates(
+pub(crate) fn plan_range_updates(
     cubin: &Cubin,
     text: usize,
     map: &OffsetMap,
@@ -123,7 +123,7 @@ pub fn plan_range_updates(
     Ok(out)
 }
 
-pub fn apply_range_updates(cubin: &mut Cubin, updates: &RangeUpdates) {
+pub(crate) fn apply_range_updates(cubin: &mut Cubin, updates: &RangeUpdates) {
     for &(sec, at, v) in updates {
         if let Some(s) = cubin.elf.sections.get_mut(sec) {
             let _ = wr_u64(&mut s.data, at, v);

@@ -11,7 +11,7 @@ macro_rules! attrs {
             Unknown(u8),
         }
         impl Attr {
-            pub fn from_code(code: u8) -> Attr {
+            pub(crate) fn from_code(code: u8) -> Attr {
                 match code {
                     $($code => Attr::$var,)*
                     other => Attr::Unknown(other),
@@ -159,7 +159,7 @@ pub enum OffsetLayout {
 
 impl Attr {
     /// Where this attribute keeps instruction offsets (§4.3 of the format notes).
-    pub fn offset_layout(self) -> OffsetLayout {
+    pub(crate) fn offset_layout(self) -> OffsetLayout {
         match self.code() {
             0x1c | 0x1d | 0x25 | 0x27 | 0x28 | 0x2d | 0x31 | 0x3a | 0x44 | 0x46 | 0x57 | 0x59
             | 0x65 | 0x6c => OffsetLayout::List,

@@ -12,21 +12,20 @@ use super::error::CubinError;
 use object::LittleEndian as LE;
 use object::read::elf::{FileHeader, ProgramHeader as _, SectionHeader as _};
 
-pub const SHT_NOBITS: u32 = 8;
-pub const SHT_SYMTAB: u32 = 2;
-pub const SHT_REL: u32 = 9;
-pub const SHT_RELA: u32 = 4;
-pub const SHT_CUDA_INFO: u32 = 0x7000_0000;
-pub const SHT_CUDA_CALLGRAPH: u32 = 0x7000_0001;
-pub const SHF_WRITE: u64 = 0x1;
-pub const SHF_ALLOC: u64 = 0x2;
-pub const PT_LOAD: u32 = 1;
-pub const PT_PHDR: u32 = 6;
-pub const PF_W: u32 = 0x2;
+pub(crate) const SHT_NOBITS: u32 = 8;
+pub(crate) const SHT_SYMTAB: u32 = 2;
+pub(crate) const SHT_REL: u32 = 9;
+pub(crate) const SHT_RELA: u32 = 4;
+pub(crate) const SHT_CUDA_INFO: u32 = 0x7000_0000;
+pub(crate) const SHT_CUDA_CALLGRAPH: u32 = 0x7000_0001;
+pub(crate) const SHF_WRITE: u64 = 0x1;
+pub(crate) const SHF_ALLOC: u64 = 0x2;
+pub(crate) const PT_LOAD: u32 = 1;
+pub(crate) const PF_W: u32 = 0x2;
 pub const ET_REL: u16 = 1;
-pub const EHDR_SIZE: usize = 64;
-pub const SHDR_SIZE: usize = 64;
-pub const PHDR_SIZE: usize = 56;
+pub(crate) const EHDR_SIZE: usize = 64;
+pub(crate) const SHDR_SIZE: usize = 64;
+pub(crate) const PHDR_SIZE: usize = 56;
 
 /// The ELF file header, every field kept verbatim.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,11 +69,11 @@ impl Section {
     /// No bytes in the file: NOBITS, and the CUDA types that behave like it
     /// (0x70000007 `.nv.global` and 0x7000000a `.nv.shared.*` in ET_REL cubins, 0x70000015
     /// reserved shared memory on sm_100+).
-    pub fn is_nobits(&self) -> bool {
+    pub(crate) fn is_nobits(&self) -> bool {
         is_nobits_type(self.sh_type)
     }
     /// Bytes the section occupies in the file.
-    pub fn file_size(&self) -> u64 {
+    pub(crate) fn file_size(&self) -> u64 {
         if self.is_nobits() {
             0
         } else {
@@ -83,7 +82,7 @@ impl Section {
     }
 }
 
-pub fn is_nobits_type(t: u32) -> bool {
+pub(crate) fn is_nobits_type(t: u32) -> bool {
     matches!(t, SHT_NOBITS | 0x7000_0007 | 0x7000_000a | 0x7000_0015)
 }
 
@@ -488,7 +487,7 @@ impl Elf {
     /// [`Elf::relayout`], each item placed right after the one before it (rounded up to its
     /// alignment) rather than keeping the padding it had: how ptxas lays a cubin out, for a
     /// file assembled from parts of several ptxas outputs.
-    pub fn relayout_packed(&mut self) -> Result<(), CubinError> {
+    pub(crate) fn relayout_packed(&mut self) -> Result<(), CubinError> {
         self.relayout_with(true)
     }
 
@@ -629,7 +628,7 @@ impl Elf {
     }
 
     /// Append a section header (index returned); `relayout` gives it an offset.
-    pub fn push_section(&mut self, s: Section) -> Result<usize, CubinError> {
+    pub(crate) fn push_section(&mut self, s: Section) -> Result<usize, CubinError> {
         if self.sections.len() >= 0xff00 {
             return Err(hdr_err("too many sections"));
         }
@@ -639,7 +638,7 @@ impl Elf {
     }
 
     /// Add `name` to `.shstrtab`, returning its offset.
-    pub fn add_section_name(&mut self, name: &str) -> Result<u32, CubinError> {
+    pub(crate) fn add_section_name(&mut self, name: &str) -> Result<u32, CubinError> {
         let idx = self.header.e_shstrndx as usize;
         let sec = self
             .sections
@@ -667,14 +666,14 @@ fn offset_alignment(off: u64) -> u64 {
 }
 
 /// NUL-terminated string at `off` in `table`.
-pub fn cstr(table: &[u8], off: usize) -> Option<String> {
+pub(crate) fn cstr(table: &[u8], off: usize) -> Option<String> {
     let rest = table.get(off..)?;
     let end = rest.iter().position(|&b| b == 0)?;
     Some(String::from_utf8_lossy(&rest[..end]).into_owned())
 }
 
 /// Little-endian reads with bounds checks.
-pub fn rd_u32(b: &[u8], at: usize) -> Option<u32> {
+pub(crate) fn rd_u32(b: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_le_bytes(
         b.get(at..at.checked_add(4)?)?.try_into().ok()?,
     ))
@@ -684,12 +683,12 @@ pub fn rd_u64(b: &[u8], at: usize) -> Option<u64> {
         b.get(at..at.checked_add(8)?)?.try_into().ok()?,
     ))
 }
-pub fn wr_u32(b: &mut [u8], at: usize, v: u32) -> Option<()> {
+pub(crate) fn wr_u32(b: &mut [u8], at: usize, v: u32) -> Option<()> {
     b.get_mut(at..at.checked_add(4)?)?
         .copy_from_slice(&v.to_le_bytes());
     Some(())
 }
-pub fn wr_u64(b: &mut [u8], at: usize, v: u64) -> Option<()> {
+pub(crate) fn wr_u64(b: &mut [u8], at: usize, v: u64) -> Option<()> {
     b.get_mut(at..at.checked_add(8)?)?
         .copy_from_slice(&v.to_le_bytes());
     Some(())

@@ -6,7 +6,8 @@
 //! * [`nvinfo`] / [`eiattr`]: `.nv.info` records and attribute codes.
 //! * [`symbols`]: symbols and relocations.
 //! * [`query`]: [`FunctionInfo`] (registers, shared, stack, spills, launch bounds, callees).
-//! * [`edit`]: register count, shared size, text replacement with an [`OffsetMap`].
+//! * [`edit`]: register count, shared size, text replacement with an [`OffsetMap`]
+//!   ([`offset_map`]).
 //! * [`debug_frame`]: the 64-bit DWARF CFI FDEs of `.debug_frame`.
 //!
 //! # Facts the code relies on (CUDA 13.5, checked on the fixture matrix)
@@ -39,16 +40,17 @@ pub mod debug_frame;
 pub mod edit;
 pub mod eiattr;
 pub mod elf;
-pub mod error;
-pub mod nvinfo;
-pub mod query;
+pub(crate) mod error;
+pub(crate) mod nvinfo;
+pub(crate) mod offset_map;
+pub(crate) mod query;
 pub mod splice;
-pub mod symbols;
+pub(crate) mod symbols;
 
-pub use edit::OffsetMap;
 pub use eiattr::Attr;
 pub use error::CubinError;
 pub use nvinfo::{Record, RecordError, encode_records, parse_records};
+pub use offset_map::OffsetMap;
 pub use query::FunctionInfo;
 
 use elf::{Elf, SHT_CUDA_INFO, SHT_SYMTAB};
@@ -137,14 +139,6 @@ impl Cubin {
     /// `ET_REL` (`-rdc` device code).
     pub fn is_relocatable(&self) -> bool {
         self.elf.header.e_type == elf::ET_REL
-    }
-
-    pub fn entry_kind(&self) -> EntryKind {
-        match self.elf.header.e_type {
-            1 => EntryKind::Relocatable,
-            2 => EntryKind::Executable,
-            t => EntryKind::Other(t),
-        }
     }
 
     /// The ELF model (read-only).

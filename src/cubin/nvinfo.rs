@@ -5,10 +5,10 @@
 use super::eiattr::Attr;
 use super::elf::{rd_u32, wr_u32};
 
-pub const EIFMT_NVAL: u8 = 1;
-pub const EIFMT_BVAL: u8 = 2;
-pub const EIFMT_HVAL: u8 = 3;
-pub const EIFMT_SVAL: u8 = 4;
+pub(crate) const EIFMT_NVAL: u8 = 1;
+pub(crate) const EIFMT_BVAL: u8 = 2;
+pub(crate) const EIFMT_HVAL: u8 = 3;
+pub(crate) const EIFMT_SVAL: u8 = 4;
 
 /// One record. `short` is the 16-bit field of NVAL/BVAL/HVAL records (the length for SVAL is
 /// derived from `data` when encoding).
@@ -37,11 +37,11 @@ impl Record {
             .chunks_exact(4)
             .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
     }
-    pub fn set_word(&mut self, i: usize, v: u32) -> Option<()> {
+    pub(crate) fn set_word(&mut self, i: usize, v: u32) -> Option<()> {
         wr_u32(&mut self.data, i.checked_mul(4)?, v)
     }
     /// Bytes this record takes when encoded.
-    pub fn encoded_len(&self) -> usize {
+    pub(crate) fn encoded_len(&self) -> usize {
         4 + if self.format == EIFMT_SVAL {
             self.data.len()
         } else {
@@ -111,7 +111,7 @@ pub fn encode_records(records: &[Record]) -> Result<Vec<u8>, RecordError> {
 }
 
 /// `.nv.callgraph`: `(i32 caller, i32 callee)` pairs (negative callees are sentinels).
-pub fn parse_callgraph(bytes: &[u8]) -> Vec<(i32, i32)> {
+pub(crate) fn parse_callgraph(bytes: &[u8]) -> Vec<(i32, i32)> {
     bytes
         .chunks_exact(8)
         .map(|c| {

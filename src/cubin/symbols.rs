@@ -2,12 +2,25 @@
 
 use super::elf::{cstr, rd_u32, rd_u64};
 
-pub const SYM_SIZE: usize = 24;
-pub const STT_FUNC: u8 = 2;
-pub const STT_SECTION: u8 = 3;
-pub const STB_LOCAL: u8 = 0;
+pub(crate) const SYM_SIZE: usize = 24;
+pub(crate) const STT_FUNC: u8 = 2;
+pub(crate) const STT_SECTION: u8 = 3;
+pub(crate) const STB_LOCAL: u8 = 0;
 /// `st_other` bit of a kernel (cuobjdump: `ENTRY`).
-pub const STO_CUDA_ENTRY: u8 = 0x10;
+pub(crate) const STO_CUDA_ENTRY: u8 = 0x10;
+
+/// A mangled name shortened for menus and progress lines: `_Z13walk_featuresPKi...` →
+/// `walk_features` (the identifier of a plain `_Z<len><name>` mangling; others unchanged).
+pub(crate) fn short_name(name: &str) -> String {
+    let Some(rest) = name.strip_prefix("_Z") else {
+        return name.to_string();
+    };
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    match digits.parse::<usize>() {
+        Ok(n) if rest.len() >= digits.len() + n => rest[digits.len()..digits.len() + n].to_string(),
+        _ => name.to_string(),
+    }
+}
 
 /// One symbol, fields verbatim, plus its name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,7 +48,7 @@ impl Symbol {
 
 /// Parse a symbol table's bytes (whole entries only; a trailing partial entry is an error
 /// for the caller to report).
-pub fn parse_symbols(data: &[u8], strtab: &[u8]) -> Option<Vec<Symbol>> {
+pub(crate) fn parse_symbols(data: &[u8], strtab: &[u8]) -> Option<Vec<Symbol>> {
     if !data.len().is_multiple_of(SYM_SIZE) {
         return None;
     }
@@ -55,7 +68,7 @@ pub fn parse_symbols(data: &[u8], strtab: &[u8]) -> Option<Vec<Symbol>> {
         .collect()
 }
 
-pub fn encode_symbols(syms: &[Symbol]) -> Vec<u8> {
+pub(crate) fn encode_symbols(syms: &[Symbol]) -> Vec<u8> {
     let mut out = Vec::with_capacity(syms.len() * SYM_SIZE);
     for s in syms {
         out.extend_from_slice(&s.st_name.to_le_bytes());
@@ -78,7 +91,7 @@ pub struct Reloc {
 }
 
 /// Parse REL (`rela == false`, 16-byte) or RELA (24-byte) entries.
-pub fn parse_relocs(data: &[u8], rela: bool) -> Option<Vec<Reloc>> {
+pub(crate) fn parse_relocs(data: &[u8], rela: bool) -> Option<Vec<Reloc>> {
     let size = if rela { 24 } else { 16 };
     if !data.len().is_multiple_of(size) {
         return None;
@@ -100,7 +113,7 @@ pub fn parse_relocs(data: &[u8], rela: bool) -> Option<Vec<Reloc>> {
         .collect()
 }
 
-pub fn encode_relocs(relocs: &[Reloc]) -> Vec<u8> {
+pub(crate) fn encode_relocs(relocs: &[Reloc]) -> Vec<u8> {
     let mut out = Vec::new();
     for r in relocs {
         out.extend_from_slice(&r.r_offset.to_le_bytes());
@@ -110,4 +123,16 @@ pub fn encode_relocs(relocs: &[Reloc]) -> Vec<u8> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_names() {
+        assert_eq!(short_name("_Z13walk_featuresPKiPKfPfii"), "walk_features");
+        assert_eq!(short_name("plain"), "plain");
+        assert_eq!(short_name("_Z99x"), "_Z99x");
+    }
 }

@@ -59,7 +59,7 @@ pub fn collect(preprocessed: &[&Path]) -> Result<Vec<(String, bool)>, DepfileErr
 }
 
 /// The source file of a preprocessed output: the first real file its markers name.
-pub fn source_of(files: &[(String, bool)]) -> Option<&str> {
+pub(crate) fn source_of(files: &[(String, bool)]) -> Option<&str> {
     files.first().map(|(n, _)| n.as_str())
 }
 

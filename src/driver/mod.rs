@@ -4,11 +4,11 @@
 //! Nothing the steps print is shown until every step has succeeded. On any failure the caller
 //! runs the real nvcc instead, so the user sees exactly nvcc's own errors and exit code.
 
-pub mod depfile;
+pub(crate) mod depfile;
 pub mod dryrun;
 pub mod dryrun_shim;
 pub mod process;
-pub mod shell;
+pub(crate) mod shell;
 
 use std::collections::HashMap;
 use std::ffi::OsString;

@@ -34,7 +34,7 @@ impl StepContext {
     }
 
     /// Resolve `argv[0]` like the shell: a name with a slash is a path, else search PATH.
-    pub fn resolve(&self, program: &str) -> std::io::Result<PathBuf> {
+    pub(crate) fn resolve(&self, program: &str) -> std::io::Result<PathBuf> {
         if program.contains('/') {
             return Ok(PathBuf::from(program));
         }

@@ -47,7 +47,7 @@ pub fn page(what: &str, kernels: &[Kernel<'_>]) -> String {
             s,
             "<a href=\"#k{i}\">{} {}</a>",
             esc(k.record["arch"].as_str().unwrap_or("?")),
-            esc(&super::short_name(
+            esc(&crate::cubin::symbols::short_name(
                 k.record["kernel"].as_str().unwrap_or("?")
             ))
         );

@@ -14,19 +14,6 @@ pub mod view;
 
 use serde_json::Value;
 
-/// A mangled name shortened for menus and progress lines: `_Z13walk_featuresPKi...` →
-/// `walk_features` (the identifier of a plain `_Z<len><name>` mangling; others unchanged).
-pub fn short_name(name: &str) -> String {
-    let Some(rest) = name.strip_prefix("_Z") else {
-        return name.to_string();
-    };
-    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-    match digits.parse::<usize>() {
-        Ok(n) if rest.len() >= digits.len() + n => rest[digits.len()..digits.len() + n].to_string(),
-        _ => name.to_string(),
-    }
-}
-
 /// `128/256` from a JSON array of numbers (floats rounded), `-` when absent.
 pub fn list(v: &Value) -> String {
     v.as_array().map_or_else(
@@ -100,17 +87,4 @@ pub fn rejected(record: &Value) -> Option<(u64, String)> {
             v["detail"].as_str().unwrap_or("?").to_string(),
         )
     })
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn short_names() {
-        assert_eq!(
-            super::short_name("_Z13walk_featuresPKiPKfPfii"),
-            "walk_features"
-        );
-        assert_eq!(super::short_name("plain"), "plain");
-        assert_eq!(super::short_name("_Z99x"), "_Z99x");
-    }
 }

@@ -543,7 +543,6 @@ mod tests {
                 .collect(),
             loops: vec![Loop {
                 header: 0,
-                latch: 1,
                 first: 0,
                 last: 2 * per - 1,
                 blocks: 2,

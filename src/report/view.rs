@@ -51,9 +51,8 @@ pub struct Block {
 
 #[derive(Debug, Clone)]
 pub struct Loop {
-    /// Header and latch blocks (indices into [`KernelView::blocks`]).
+    /// Header block (index into [`KernelView::blocks`]).
     pub header: usize,
-    pub latch: usize,
     /// The instruction span the body covers (ptxas lays loops out contiguously).
     pub first: usize,
     pub last: usize,
@@ -240,7 +239,6 @@ pub fn kernel_view(
             let last = spans.clone().map(|b| b.end).max()?.saturating_sub(1);
             Some(Loop {
                 header: pos[&l.header],
-                latch: pos[&l.latch],
                 first,
                 last,
                 blocks: l.body.len(),

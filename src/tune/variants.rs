@@ -52,22 +52,6 @@ fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> VariantError {
     move |source| VariantError::Io { what, source }
 }
 
-/// Where variants are cached: `$NVCC_ORION_CACHE/variants`, else
-/// `$XDG_CACHE_HOME/nvcc-orion/variants`, else `~/.cache/nvcc-orion/variants`. `None` when
-/// there is no home to put it in, or `NVCC_ORION_CACHE=off`.
-pub fn cache_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
-    let base = match env("NVCC_ORION_CACHE").filter(|v| !v.is_empty()) {
-        Some(v) if v == "off" => return None,
-        Some(v) => PathBuf::from(v),
-        None => env("XDG_CACHE_HOME")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| env("HOME").map(|h| Path::new(&h).join(".cache")))?
-            .join("nvcc-orion"),
-    };
-    Some(base.join("variants"))
-}
-
 /// The ptxas command line of a variant: `argv` with its PTX input and output replaced. `-v`
 /// stays, so each variant's stderr says what ptxas made of it.
 pub fn variant_argv(argv: &[String], files: &PtxasArgs, ptx: &Path, out: &Path) -> Vec<String> {
@@ -287,7 +271,7 @@ pub fn describe(b: &Budgets) -> String {
 pub fn progress_line(label: &str, i: usize, n: usize, budgets: &Budgets) -> String {
     let what = budgets
         .iter()
-        .map(|(k, b)| format!("{}={b}", crate::report::short_name(k)))
+        .map(|(k, b)| format!("{}={b}", crate::cubin::symbols::short_name(k)))
         .collect::<Vec<_>>()
         .join(" ");
     let left = n.saturating_sub(i + 1);
@@ -369,26 +353,5 @@ mod tests {
         o3[2] = "-O2".into();
         assert_ne!(k, cache_key(&o3, &files, "id", "ptx"));
         assert_eq!(k.len(), 64);
-    }
-
-    #[test]
-    fn cache_location() {
-        let env = |vars: &'static [(&'static str, &'static str)]| {
-            move |k: &str| {
-                vars.iter()
-                    .find(|(n, _)| *n == k)
-                    .map(|(_, v)| v.to_string())
-            }
-        };
-        assert_eq!(
-            cache_dir(&env(&[("NVCC_ORION_CACHE", "/c"), ("HOME", "/h")])),
-            Some(PathBuf::from("/c/variants"))
-        );
-        assert_eq!(cache_dir(&env(&[("NVCC_ORION_CACHE", "off")])), None);
-        assert_eq!(
-            cache_dir(&env(&[("HOME", "/h")])),
-            Some(PathBuf::from("/h/.cache/nvcc-orion/variants"))
-        );
-        assert_eq!(cache_dir(&env(&[])), None);
     }
 }
