@@ -205,7 +205,7 @@ impl Class {
                 let what = rest.split_once(": ").map_or("", |(_, w)| w);
                 format!("the checker rejected the rewrite: {}", blank(what, true))
             }
-            _ => blank(reason, false),
+            _ => blank(reason, true),
         }
     }
 }
@@ -282,6 +282,66 @@ fn text_section(c: &Cubin, kernel: &str) -> Vec<u8> {
     e.sections[i].data.clone()
 }
 
+/// `nvcc-orion rewrite --spill-to-shared` on plain nvcc's cubin of `f` (ptxas's own code at
+/// the user's limit), each kernel allowed its limit + `extra` registers: kernel → `Ok(summary)`
+/// or `Err(reason left alone)`. With `extra` 0 the output must respect every limit.
+fn probe(b: &Built, f: &CorpusFile, extra: u32) -> BTreeMap<String, Result<String, String>> {
+    let s = stem(&f.file);
+    let scratch = tempfile::Builder::new()
+        .prefix("spill-corpus-probe-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let mut limits: BTreeMap<u32, Vec<&String>> = BTreeMap::new();
+    for (k, &l) in &f.kernels {
+        limits.entry(l).or_default().push(k);
+    }
+    let mut out = BTreeMap::new();
+    for (limit, kernels) in limits {
+        let cubin = scratch.path().join(format!("{s}_{limit}.cubin"));
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_nvcc-orion"));
+        cmd.args(["rewrite", "--block-size", "128", "--max-registers"])
+            .arg((limit + extra).to_string());
+        for k in &kernels {
+            cmd.args(["--spill-to-shared", k]);
+        }
+        cmd.arg(b.dir.join(format!("plain_{s}.cubin")))
+            .arg("-o")
+            .arg(&cubin);
+        let r = cmd.output().unwrap();
+        let stderr = text(&r.stderr);
+        assert!(r.status.success(), "{cmd:?}:\n{stderr}");
+        for line in stderr.lines() {
+            let Some((k, said)) = line
+                .strip_prefix("nvcc-orion: cubin: ")
+                .and_then(|l| l.split_once(": "))
+            else {
+                panic!("{cmd:?}: unexpected line {line}");
+            };
+            let said = match said.strip_prefix("left alone: ") {
+                Some(why) => Err(why.to_string()),
+                None => Ok(said.to_string()),
+            };
+            out.insert(k.to_string(), said);
+        }
+        if extra == 0 {
+            for r in fixtures::res_usage(&cubin).unwrap() {
+                if kernels.contains(&&r.function) {
+                    assert!(
+                        r.reg <= limit,
+                        "rewrite at the cap: {} has {} registers",
+                        r.function,
+                        r.reg
+                    );
+                }
+            }
+        }
+    }
+    for k in f.kernels.keys() {
+        assert!(out.contains_key(k), "rewrite said nothing about {k}");
+    }
+    out
+}
+
 /// One kernel's row.
 struct Row {
     file: String,
@@ -291,6 +351,8 @@ struct Row {
     shared: u32,
     plain_local: usize,
     class: Class,
+    /// The rewrite of plain nvcc's code at the limit: `None` when moved, else why not.
+    at_cap: Option<String>,
 }
 
 /// Build, check and classify every kernel for `arch`; print the tally.
@@ -321,6 +383,7 @@ fn corpus(arch: u32) {
             .into_iter()
             .map(|r| (r.function, (r.reg, r.shared)))
             .collect();
+        let at_cap = probe(&b, &f, 0);
         let report: Vec<Value> = std::fs::read_to_string(b.dir.join(format!("{s}.jsonl")))
             .unwrap()
             .lines()
@@ -393,6 +456,7 @@ fn corpus(arch: u32) {
                 shared,
                 plain_local: plain_n,
                 class,
+                at_cap: at_cap[kernel].clone().err(),
             });
         }
     }
@@ -408,8 +472,10 @@ fn print_tally(arch: u32, rows: &[Row], build_s: f64, check_s: f64) {
         rows.len(),
         if build_s == 0.0 { ", reused" } else { "" }
     );
-    out.push_str("| file | kernel | limit | regs | smem | plain STL+LDL | class | reason |\n");
-    out.push_str("|---|---|---:|---:|---:|---:|---|---|\n");
+    out.push_str(
+        "| file | kernel | limit | regs | smem | plain STL+LDL | class | reason | rewrite at the limit |\n",
+    );
+    out.push_str("|---|---|---:|---:|---:|---:|---|---|---|\n");
     for r in rows {
         let reason = match &r.class {
             Class::Moved => String::new(),
@@ -417,7 +483,7 @@ fn print_tally(arch: u32, rows: &[Row], build_s: f64, check_s: f64) {
             Class::Refused(s) | Class::NotOffered(s) => s.clone(),
         };
         out.push_str(&format!(
-            "| {} | `{}` | {} | {} | {} | {} | {} | {} |\n",
+            "| {} | `{}` | {} | {} | {} | {} | {} | {} | {} |\n",
             r.file,
             r.kernel,
             r.limit,
@@ -425,7 +491,8 @@ fn print_tally(arch: u32, rows: &[Row], build_s: f64, check_s: f64) {
             r.shared,
             r.plain_local,
             r.class.label(),
-            reason
+            reason,
+            r.at_cap.as_deref().unwrap_or("moved")
         ));
     }
     let mut classes: BTreeMap<&str, usize> = BTreeMap::new();
@@ -446,7 +513,26 @@ fn print_tally(arch: u32, rows: &[Row], build_s: f64, check_s: f64) {
     for ((c, g), n) in &groups {
         out.push_str(&format!("  {n:3} {c}: {g}\n"));
     }
+    let at_cap = tally(rows.iter().map(|r| r.at_cap.clone()));
+    out.push_str(&format!(
+        "rewrite of plain nvcc's cubin at the limit (`nvcc-orion rewrite --spill-to-shared`), sm_{arch}:\n{at_cap}"
+    ));
     println!("{out}");
+}
+
+/// Counts of `None` (moved) and of each reason group, one per line.
+fn tally(results: impl Iterator<Item = Option<String>>) -> String {
+    let mut groups: BTreeMap<String, usize> = BTreeMap::new();
+    for r in results {
+        let g = r.map_or("moved and proved".to_string(), |why| {
+            format!("left alone: {}", Class::Refused(why).group())
+        });
+        *groups.entry(g).or_default() += 1;
+    }
+    groups
+        .iter()
+        .map(|(g, n)| format!("  {n:3} {g}\n"))
+        .collect()
 }
 
 #[test]
@@ -498,5 +584,34 @@ fn reasons_group_by_kind() {
     assert_eq!(
         proof.group(),
         "the checker rejected the rewrite: the original `…` at N became `…`"
+    );
+}
+
+/// What finding one register would do at the shipped budget: the rewrite of plain nvcc's code
+/// with each kernel allowed its limit + 1 (never shipped: a user's limit is a promise). The
+/// kernels it moves and proves are those a build at C − 1 plus the base, or the stack
+/// pointer's register, would serve; the rest name the next obstacle. Prints the tally.
+#[test]
+#[ignore = "diagnosis: cargo nextest run --release --test spill_corpus --run-ignored all -E 'test(one_more)' --no-capture"]
+fn one_more_register_at_the_limit_sm_86() {
+    let Some(b) = build(86) else { return };
+    let mut all = Vec::new();
+    for f in manifest() {
+        for (k, r) in probe(&b, &f, 1) {
+            println!(
+                "{} `{k}` (limit {}): {}",
+                f.file,
+                f.kernels[&k],
+                match &r {
+                    Ok(s) => s.clone(),
+                    Err(e) => format!("left alone: {e}"),
+                }
+            );
+            all.push(r.err());
+        }
+    }
+    println!(
+        "one register over the limit, sm_86:\n{}",
+        tally(all.into_iter())
     );
 }
