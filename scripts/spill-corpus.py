@@ -113,7 +113,8 @@ def main():
           "shared bytes) are `cuobjdump -res-usage`; *st*/*ld* are ptxas's \"bytes spill "
           "stores/loads\"; *STL+LDL* counts the local-memory instructions in the kernel's "
           "`nvdisasm` listing (device functions it calls are listed separately by nvdisasm "
-          "and not counted).\n")
+          "and not counted). What nvcc-orion does with these kernels today: "
+          "`spill-corpus-orion.md`.\n")
     print(f"{len({r[1] for r in rows})} kernels, {len(rows)} (kernel, arch) builds; "
           f"every one spills and stays within its limit: "
           f"{'yes' if not bad else 'NO'}.\n")
