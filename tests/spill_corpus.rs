@@ -1,0 +1,621 @@
+//! The spill corpus (`tests/kernels/spill_corpus/`, listed in its `manifest.json`): kernels of
+//! our own that spill under the limits users set (`-maxrregcount` 32, 40 and 64,
+//! `__launch_bounds__(256, 4)` and `(128, 8)`, `__maxnreg__`), compiled as a user would,
+//! `nvcc-orion -cubin -arch=sm_XX <the file's flags> --orion-transforms=spill2smem
+//! --orion-force=spill2smem --orion-block-size=128 --orion-report=...`, once per file and
+//! arch, next to plain nvcc's build of the same command.
+//!
+//! Each kernel is classified from the report and the cubin: every spill moved and proved,
+//! partly moved, refused (the report's reason), or not offered (spills remain with no spill →
+//! shared verdict). What must always hold is asserted: every build succeeds and prints nothing
+//! of ours; the report has one record per kernel; every kernel respects its register limit
+//! (`cuobjdump -res-usage`); a moved kernel has no `STL`/`LDL` left (nvdisasm); a kernel left
+//! alone has plain nvcc's code byte for byte; and the corpus itself spills under plain nvcc.
+//! Beside it, `nvcc-orion rewrite --spill-to-shared` on plain nvcc's cubin at each kernel's
+//! limit (ptxas's own code, the budget it ships with) must exit cleanly and stay within the
+//! limit; its verdicts are a column of the table. The tally (per class and per reason) is
+//! printed per arch (`--no-capture`); `bench/results/spill-corpus-orion.md` records it.
+//!
+//! CI time: the default run covers sm_86 (about 100 s wall with seven sessions on two cores,
+//! 22 s of CPU); the other arches (sm_75, 80, 89, 90) and the one-register-more diagnosis are
+//! `#[ignore]`d (`cargo nextest run --release --test spill_corpus --run-ignored all`).
+//!
+//! Without nvcc the tests print a skip message and pass (with `CI` set they fail).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::fixtures;
+use nvcc_orion::cubin::Cubin;
+use serde_json::Value;
+
+/// Block size for kernels without launch bounds (the README's example; the default, when
+/// unset, sizes the shared area for 1024 threads).
+const BLOCK: &str = "--orion-block-size=128";
+
+fn corpus_dir() -> PathBuf {
+    common::kernels_dir().join("spill_corpus")
+}
+
+/// One file of the manifest.
+struct CorpusFile {
+    file: String,
+    flags: Vec<String>,
+    /// Mangled kernel name → its register limit.
+    kernels: BTreeMap<String, u32>,
+}
+
+fn manifest() -> Vec<CorpusFile> {
+    let text = std::fs::read_to_string(corpus_dir().join("manifest.json")).unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| CorpusFile {
+            file: f["file"].as_str().unwrap().to_string(),
+            flags: f["flags"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s.as_str().unwrap().to_string())
+                .collect(),
+            kernels: f["kernels"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(k, l)| (k.clone(), l.as_u64().unwrap() as u32))
+                .collect(),
+        })
+        .collect()
+}
+
+fn stem(file: &str) -> &str {
+    file.strip_suffix(".cu").unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// One arch's builds: the folder with `plain_<stem>.cubin`, `orion_<stem>.cubin`,
+/// `<stem>.jsonl` (the report) and `<stem>.stderr` (what nvcc-orion printed).
+struct Built {
+    dir: PathBuf,
+    /// Wall seconds the builds took (0 when reused from an earlier process).
+    seconds: f64,
+}
+
+/// Build every file for `arch` once (across the test processes of a run: a lock and a
+/// completion stamp, keyed by the sources, the manifest and our binary).
+fn build(arch: u32) -> Option<Built> {
+    let nvcc = common::nvcc_or_skip("spill_corpus")?;
+    let orion = PathBuf::from(env!("CARGO_BIN_EXE_nvcc-orion"));
+    let files = manifest();
+    let mut inputs: Vec<Vec<u8>> = vec![
+        std::fs::read(corpus_dir().join("manifest.json")).unwrap(),
+        std::fs::read(&orion).unwrap(),
+        format!("sm_{arch} {BLOCK}").into_bytes(),
+    ];
+    for f in &files {
+        inputs.push(std::fs::read(corpus_dir().join(&f.file)).unwrap());
+    }
+    let refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
+    let lock = common::Locked::new(&format!("spill-corpus-sm{arch}"), &nvcc, &refs);
+    let dir = lock.dir.clone();
+    let start = std::time::Instant::now();
+    let mut seconds = 0.0;
+    if !lock.complete() {
+        // The files in parallel: each build has sequential steps (the front end, the final
+        // assembly) that leave a core idle.
+        std::thread::scope(|s| {
+            for f in &files {
+                let (nvcc, orion, dir) = (&nvcc, &orion, &dir);
+                s.spawn(move || build_file(nvcc, orion, dir, arch, f));
+            }
+        });
+        lock.finish();
+        seconds = start.elapsed().as_secs_f64();
+    }
+    Some(Built { dir, seconds })
+}
+
+fn build_file(nvcc: &Path, orion: &Path, dir: &Path, arch: u32, f: &CorpusFile) {
+    let src = corpus_dir().join(&f.file);
+    let s = stem(&f.file);
+    let arch_flag = format!("-arch=sm_{arch}");
+    let plain = Command::new(nvcc)
+        .current_dir(dir)
+        .args(["-cubin", &arch_flag])
+        .args(&f.flags)
+        .arg(&src)
+        .arg("-o")
+        .arg(format!("plain_{s}.cubin"))
+        .output()
+        .unwrap();
+    assert!(
+        plain.status.success(),
+        "plain nvcc, {} sm_{arch}:\n{}",
+        f.file,
+        text(&plain.stderr)
+    );
+    let mut cmd = Command::new(orion);
+    cmd.current_dir(dir)
+        .args(["-cubin", &arch_flag])
+        .args(&f.flags)
+        .args([
+            "--orion-transforms=spill2smem",
+            "--orion-force=spill2smem",
+            BLOCK,
+            &format!("--orion-report={s}.jsonl"),
+        ])
+        .arg(&src)
+        .arg("-o")
+        .arg(format!("orion_{s}.cubin"));
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("NVCC_ORION") && k != "NVCC_ORION_NVCC" {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.env("NVCC_ORION_CACHE", dir.join(format!("cache_{s}")));
+    let out = cmd.output().unwrap();
+    std::fs::write(dir.join(format!("{s}.stderr")), &out.stderr).unwrap();
+    assert!(
+        out.status.success(),
+        "nvcc-orion, {} sm_{arch} (a build break):\n{}",
+        f.file,
+        text(&out.stderr)
+    );
+}
+
+/// What happened to one kernel's spills.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Class {
+    /// The spill → shared candidate was chosen, proved, and no `STL`/`LDL` is left.
+    Moved,
+    /// Chosen and proved, but some local accesses remain (the count).
+    Partly(usize),
+    /// Offered and refused: the verdict's reason.
+    Refused(String),
+    /// Never offered: the tuner's reason for its choice.
+    NotOffered(String),
+}
+
+impl Class {
+    fn label(&self) -> &'static str {
+        match self {
+            Class::Moved => "moved and proved",
+            Class::Partly(_) => "partly moved",
+            Class::Refused(_) => "refused",
+            Class::NotOffered(_) => "not offered",
+        }
+    }
+
+    /// The reason with its numbers and addresses blanked, to group kernels by it.
+    fn group(&self) -> String {
+        let reason = match self {
+            Class::Moved => return String::new(),
+            Class::Partly(_) => return "local accesses left".into(),
+            Class::Refused(r) | Class::NotOffered(r) => r,
+        };
+        // A checker rejection names the kernel, the address and the instruction: keep the
+        // kind of failure only.
+        match reason.find(" at 0x") {
+            Some(i) if reason.starts_with("the checker rejected") => {
+                let rest = &reason[i..];
+                let what = rest.split_once(": ").map_or("", |(_, w)| w);
+                format!("the checker rejected the rewrite: {}", blank(what, true))
+            }
+            _ => blank(reason, true),
+        }
+    }
+}
+
+/// Numbers → `N`; with `words`, also backquoted operands → `…`.
+fn blank(s: &str, words: bool) -> String {
+    let mut out = String::new();
+    let mut in_tick = false;
+    let mut last_n = false;
+    for c in s.chars() {
+        if words && c == '`' {
+            if !in_tick {
+                out.push_str("`…`");
+            }
+            in_tick = !in_tick;
+            continue;
+        }
+        if in_tick {
+            continue;
+        }
+        if c.is_ascii_digit() || (last_n && c.is_ascii_hexdigit()) || (last_n && c == 'x') {
+            if !last_n {
+                out.push('N');
+            }
+            last_n = true;
+        } else {
+            last_n = false;
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Kernel → number of `STL`/`LDL` in its own `.text` section (nvdisasm).
+fn local_accesses(cubin: &Path) -> BTreeMap<String, usize> {
+    let listing = fixtures::run_tool("nvdisasm", &["-c"], cubin).unwrap();
+    let mut out = BTreeMap::new();
+    let mut cur: Option<String> = None;
+    for line in listing.lines() {
+        let t = line.trim_start();
+        // `.section\t.text.<name>,"ax",@progbits` (not `.sectioninfo`).
+        if let Some(rest) = t
+            .strip_prefix(".section")
+            .filter(|r| r.starts_with(char::is_whitespace))
+        {
+            cur = rest
+                .trim()
+                .split(',')
+                .next()
+                .and_then(|n| n.strip_prefix(".text."))
+                .map(str::to_string);
+            if let Some(k) = &cur {
+                out.entry(k.clone()).or_insert(0);
+            }
+            continue;
+        }
+        if let Some(k) = &cur {
+            let local = t.split(|c: char| c.is_whitespace() || c == ';').any(|w| {
+                w == "STL" || w == "LDL" || w.starts_with("STL.") || w.starts_with("LDL.")
+            });
+            if local {
+                *out.get_mut(k).unwrap() += 1;
+            }
+        }
+    }
+    out
+}
+
+fn text_section(c: &Cubin, kernel: &str) -> Vec<u8> {
+    let e = c.elf();
+    let i = e
+        .section_index_by_name(&format!(".text.{kernel}"))
+        .unwrap_or_else(|| panic!("no .text.{kernel}"));
+    e.sections[i].data.clone()
+}
+
+/// `nvcc-orion rewrite --spill-to-shared` on plain nvcc's cubin of `f` (ptxas's own code at
+/// the user's limit), each kernel allowed its limit + `extra` registers: kernel → `Ok(summary)`
+/// or `Err(reason left alone)`. With `extra` 0 the output must respect every limit.
+fn probe(b: &Built, f: &CorpusFile, extra: u32) -> BTreeMap<String, Result<String, String>> {
+    let s = stem(&f.file);
+    let scratch = tempfile::Builder::new()
+        .prefix("spill-corpus-probe-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let mut limits: BTreeMap<u32, Vec<&String>> = BTreeMap::new();
+    for (k, &l) in &f.kernels {
+        limits.entry(l).or_default().push(k);
+    }
+    let mut out = BTreeMap::new();
+    for (limit, kernels) in limits {
+        let cubin = scratch.path().join(format!("{s}_{limit}.cubin"));
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_nvcc-orion"));
+        cmd.args(["rewrite", "--block-size", "128", "--max-registers"])
+            .arg((limit + extra).to_string());
+        for k in &kernels {
+            cmd.args(["--spill-to-shared", k]);
+        }
+        cmd.arg(b.dir.join(format!("plain_{s}.cubin")))
+            .arg("-o")
+            .arg(&cubin);
+        let r = cmd.output().unwrap();
+        let stderr = text(&r.stderr);
+        assert!(r.status.success(), "{cmd:?}:\n{stderr}");
+        for line in stderr.lines() {
+            let Some((k, said)) = line
+                .strip_prefix("nvcc-orion: cubin: ")
+                .and_then(|l| l.split_once(": "))
+            else {
+                panic!("{cmd:?}: unexpected line {line}");
+            };
+            let said = match said.strip_prefix("left alone: ") {
+                Some(why) => Err(why.to_string()),
+                None => Ok(said.to_string()),
+            };
+            out.insert(k.to_string(), said);
+        }
+        if extra == 0 {
+            for r in fixtures::res_usage(&cubin).unwrap() {
+                if kernels.contains(&&r.function) {
+                    assert!(
+                        r.reg <= limit,
+                        "rewrite at the cap: {} has {} registers",
+                        r.function,
+                        r.reg
+                    );
+                }
+            }
+        }
+    }
+    for k in f.kernels.keys() {
+        assert!(out.contains_key(k), "rewrite said nothing about {k}");
+    }
+    out
+}
+
+/// One kernel's row.
+struct Row {
+    file: String,
+    kernel: String,
+    limit: u32,
+    regs: u32,
+    shared: u32,
+    plain_local: usize,
+    class: Class,
+    /// The rewrite of plain nvcc's code at the limit: `None` when moved, else why not.
+    at_cap: Option<String>,
+}
+
+/// Build, check and classify every kernel for `arch`; print the tally.
+fn corpus(arch: u32) {
+    let Some(b) = build(arch) else { return };
+    let check = std::time::Instant::now();
+    let mut rows = Vec::new();
+    let mut failures = Vec::new();
+    for f in manifest() {
+        let s = stem(&f.file);
+        let stderr = std::fs::read_to_string(b.dir.join(format!("{s}.stderr"))).unwrap();
+        // Quiet as nvcc (which prints nothing of its own here but its warnings), and no
+        // fallback to ptxas's cubin after an internal failure.
+        if stderr.lines().any(|l| l.starts_with("nvcc-orion")) {
+            failures.push(format!(
+                "{} sm_{arch}: nvcc-orion printed:\n{stderr}",
+                f.file
+            ));
+        }
+        let plain_path = b.dir.join(format!("plain_{s}.cubin"));
+        let orion_path = b.dir.join(format!("orion_{s}.cubin"));
+        let plain = Cubin::parse(&std::fs::read(&plain_path).unwrap()).unwrap();
+        let orion = Cubin::parse(&std::fs::read(&orion_path).unwrap()).unwrap();
+        let plain_local = local_accesses(&plain_path);
+        let orion_local = local_accesses(&orion_path);
+        let usage: BTreeMap<String, (u32, u32)> = fixtures::res_usage(&orion_path)
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.function, (r.reg, r.shared)))
+            .collect();
+        let at_cap = probe(&b, &f, 0);
+        let report: Vec<Value> = std::fs::read_to_string(b.dir.join(format!("{s}.jsonl")))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let reported: Vec<&str> = report
+            .iter()
+            .map(|r| r["kernel"].as_str().unwrap())
+            .collect();
+        let mut want: Vec<&str> = f.kernels.keys().map(String::as_str).collect();
+        let mut got = reported.clone();
+        want.sort_unstable();
+        got.sort_unstable();
+        if got != want {
+            failures.push(format!(
+                "{} sm_{arch}: report kernels {got:?}, manifest {want:?}",
+                f.file
+            ));
+            continue;
+        }
+        for (kernel, &limit) in &f.kernels {
+            let r = report
+                .iter()
+                .find(|r| r["kernel"] == kernel.as_str())
+                .unwrap();
+            let at = format!("{kernel} ({} sm_{arch})", f.file);
+            let (regs, shared) = usage[kernel];
+            if regs > limit {
+                failures.push(format!("{at}: {regs} registers, above its limit {limit}"));
+            }
+            let plain_n = plain_local.get(kernel).copied().unwrap_or(0);
+            if plain_n == 0 {
+                failures.push(format!(
+                    "{at}: no STL/LDL under plain nvcc: not a spill case"
+                ));
+            }
+            let local = orion_local.get(kernel).copied().unwrap_or(0);
+            let chosen = r["chosen"].as_u64().unwrap();
+            let verdict = &r["verdict"];
+            let class = if chosen == 0 {
+                // ptxas's own code: what plain nvcc gives, byte for byte.
+                if text_section(&plain, kernel) != text_section(&orion, kernel) {
+                    failures.push(format!(
+                        "{at}: kept, but its code differs from plain nvcc's"
+                    ));
+                }
+                if verdict.is_object() && verdict["proved"] == false {
+                    Class::Refused(verdict["detail"].as_str().unwrap().to_string())
+                } else {
+                    Class::NotOffered(r["reason"].as_str().unwrap().to_string())
+                }
+            } else if verdict["proved"] == true {
+                if local == 0 {
+                    Class::Moved
+                } else {
+                    Class::Partly(local)
+                }
+            } else {
+                failures.push(format!(
+                    "{at}: forced spill → shared, yet candidate {chosen} was chosen without a \
+                     proved rewrite: {r}"
+                ));
+                continue;
+            };
+            rows.push(Row {
+                file: f.file.clone(),
+                kernel: kernel.clone(),
+                limit,
+                regs,
+                shared,
+                plain_local: plain_n,
+                class,
+                at_cap: at_cap[kernel].clone().err(),
+            });
+        }
+    }
+    print_tally(arch, &rows, b.seconds, check.elapsed().as_secs_f64());
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let total: usize = manifest().iter().map(|f| f.kernels.len()).sum();
+    assert_eq!(rows.len(), total, "every kernel classified");
+}
+
+fn print_tally(arch: u32, rows: &[Row], build_s: f64, check_s: f64) {
+    let mut out = format!(
+        "spill corpus, sm_{arch}: {} kernels (builds {build_s:.1} s{}, checks {check_s:.1} s)\n",
+        rows.len(),
+        if build_s == 0.0 { ", reused" } else { "" }
+    );
+    out.push_str(
+        "| file | kernel | limit | regs | smem | plain STL+LDL | class | reason | rewrite at the limit |\n",
+    );
+    out.push_str("|---|---|---:|---:|---:|---:|---|---|---|\n");
+    for r in rows {
+        let reason = match &r.class {
+            Class::Moved => String::new(),
+            Class::Partly(n) => format!("{n} local accesses left"),
+            Class::Refused(s) | Class::NotOffered(s) => s.clone(),
+        };
+        out.push_str(&format!(
+            "| {} | `{}` | {} | {} | {} | {} | {} | {} | {} |\n",
+            r.file,
+            r.kernel,
+            r.limit,
+            r.regs,
+            r.shared,
+            r.plain_local,
+            r.class.label(),
+            reason,
+            r.at_cap.as_deref().unwrap_or("moved")
+        ));
+    }
+    let mut classes: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut groups: BTreeMap<(&str, String), usize> = BTreeMap::new();
+    for r in rows {
+        *classes.entry(r.class.label()).or_default() += 1;
+        if r.class != Class::Moved {
+            *groups
+                .entry((r.class.label(), r.class.group()))
+                .or_default() += 1;
+        }
+    }
+    out.push_str(&format!("\ntally sm_{arch}:"));
+    for (c, n) in &classes {
+        out.push_str(&format!(" {c} {n};"));
+    }
+    out.push('\n');
+    for ((c, g), n) in &groups {
+        out.push_str(&format!("  {n:3} {c}: {g}\n"));
+    }
+    let at_cap = tally(rows.iter().map(|r| r.at_cap.clone()));
+    out.push_str(&format!(
+        "rewrite of plain nvcc's cubin at the limit (`nvcc-orion rewrite --spill-to-shared`), sm_{arch}:\n{at_cap}"
+    ));
+    println!("{out}");
+}
+
+/// Counts of `None` (moved) and of each reason group, one per line.
+fn tally(results: impl Iterator<Item = Option<String>>) -> String {
+    let mut groups: BTreeMap<String, usize> = BTreeMap::new();
+    for r in results {
+        let g = r.map_or("moved and proved".to_string(), |why| {
+            format!("left alone: {}", Class::Refused(why).group())
+        });
+        *groups.entry(g).or_default() += 1;
+    }
+    groups
+        .iter()
+        .map(|(g, n)| format!("  {n:3} {g}\n"))
+        .collect()
+}
+
+#[test]
+fn corpus_sm_86() {
+    corpus(86);
+}
+
+#[test]
+#[ignore = "full matrix: cargo nextest run --release --test spill_corpus --run-ignored all"]
+fn corpus_sm_75() {
+    corpus(75);
+}
+
+#[test]
+#[ignore = "full matrix: cargo nextest run --release --test spill_corpus --run-ignored all"]
+fn corpus_sm_80() {
+    corpus(80);
+}
+
+#[test]
+#[ignore = "full matrix: cargo nextest run --release --test spill_corpus --run-ignored all"]
+fn corpus_sm_89() {
+    corpus(89);
+}
+
+#[test]
+#[ignore = "full matrix: cargo nextest run --release --test spill_corpus --run-ignored all"]
+fn corpus_sm_90() {
+    corpus(90);
+}
+
+#[test]
+fn reasons_group_by_kind() {
+    let size = Class::Refused(
+        "98 slots × 128 threads need 50176 bytes of shared memory beside the kernel's 0; static \
+         shared memory is limited to 49152"
+            .into(),
+    );
+    assert_eq!(
+        size.group(),
+        "N slots × N threads need N bytes of shared memory beside the kernel's N; static shared \
+         memory is limited to N"
+    );
+    let proof = Class::Refused(
+        "the checker rejected the rewrite: _Z1kPf at 0x690: the original `STL.64` at 0x630 \
+         became `STS`"
+            .into(),
+    );
+    assert_eq!(
+        proof.group(),
+        "the checker rejected the rewrite: the original `…` at N became `…`"
+    );
+}
+
+/// What finding one register would do at the shipped budget: the rewrite of plain nvcc's code
+/// with each kernel allowed its limit + 1 (never shipped: a user's limit is a promise). The
+/// kernels it moves and proves are those a build at C − 1 plus the base, or the stack
+/// pointer's register, would serve; the rest name the next obstacle. Prints the tally.
+#[test]
+#[ignore = "diagnosis: cargo nextest run --release --test spill_corpus --run-ignored all -E 'test(one_more)' --no-capture"]
+fn one_more_register_at_the_limit_sm_86() {
+    let Some(b) = build(86) else { return };
+    let mut all = Vec::new();
+    for f in manifest() {
+        for (k, r) in probe(&b, &f, 1) {
+            println!(
+                "{} `{k}` (limit {}): {}",
+                f.file,
+                f.kernels[&k],
+                match &r {
+                    Ok(s) => s.clone(),
+                    Err(e) => format!("left alone: {e}"),
+                }
+            );
+            all.push(r.err());
+        }
+    }
+    println!(
+        "one register over the limit, sm_86:\n{}",
+        tally(all.into_iter())
+    );
+}
