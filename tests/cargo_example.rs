@@ -1,5 +1,5 @@
 //! `examples/cargo`: a crate whose build.rs compiles its two kernel sources with
-//! `nvcc_orion::Build` (side by side, within cargo's jobserver).
+//! `nvcc_orion_build::Build` (side by side, within cargo's jobserver).
 //! Built in release (tuned: the report has its kernel for both architectures) and debug
 //! (passed straight through: no report), linked against the toolkit's static CUDA runtime,
 //! run (it exits 0 without a GPU), and rebuilt when a header the kernel includes changes.
@@ -128,7 +128,7 @@ fn builder_makes_cubins_and_ptx() {
     };
     let dir = tempfile::tempdir().unwrap();
     let kernels = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/cargo/kernels");
-    let mut b = nvcc_orion::Build::new();
+    let mut b = nvcc_orion_build::Build::new();
     b.compiler(env!("CARGO_BIN_EXE_nvcc-orion"))
         .out_dir(dir.path())
         .cargo_metadata(false)
