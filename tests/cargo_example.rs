@@ -43,7 +43,7 @@ fn cargo_example_builds_links_runs_and_tracks_headers() {
         return;
     };
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/cargo");
-    // Kept between runs (it compiles nvcc-orion's library once more).
+    // Kept between runs (the helper crate and cc compile once).
     let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("../example-cargo");
     let dir = tempfile::tempdir().unwrap();
     let report = dir.path().join("report.jsonl");

@@ -14,13 +14,13 @@
 //! target flags, its archiver and its `cargo:` link lines. What this crate adds is small:
 //! - nvcc-orion is found through `NVCC_ORION_BIN`, then `nvcc-orion` on `PATH`; without it
 //!   the sources are compiled by the real nvcc with a `cargo:warning`, so a build never breaks
-//!   for want of the tuner ([`compiler`]);
+//!   for want of the tuner (`compiler`);
 //! - each source is its own whole-program compile (cc gives several `.cu` files relocatable
 //!   device code, for which nvcc-orion offers fewer rewrites), the sources side by side as
-//!   cargo's jobserver allows ([`jobs`]); the compilers inherit the jobserver, so nvcc-orion's
+//!   cargo's jobserver allows (`jobs`); the compilers inherit the jobserver, so nvcc-orion's
 //!   variant builds draw on the same tokens;
 //! - the nvcc-orion flags (`--orion-block-size`), `-gencode`s from [`Build::arch`] or
-//!   `CUDA_COMPUTE_CAP`, and PTX or cubin outputs, which cc does not make ([`args`]);
+//!   `CUDA_COMPUTE_CAP`, and PTX or cubin outputs, which cc does not make (`args`);
 //! - debug profiles compile untuned (`NVCC_ORION=off`) unless `NVCC_ORION` says otherwise;
 //! - every source and every header the compiler read is a `rerun-if-changed`.
 //!
