@@ -66,6 +66,15 @@ fn cargo_example_builds_links_runs_and_tracks_headers() {
                 .filter(|v| v["kernel"].as_str().unwrap().contains("walk_score"))
                 .map(|v| {
                     assert_eq!(v["block_sizes"], serde_json::json!([256]));
+                    // Whole-program code (not cc's `--device-c` for several sources): the
+                    // shared-memory spilling candidates, refused for relocatable code, are
+                    // offered.
+                    let smem = v["candidates"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|c| c["budget"]["smem_spill"] == true);
+                    assert!(smem, "no shared-memory spilling candidate: {v}");
                     v["arch"].as_str().unwrap().to_string()
                 })
                 .collect();
