@@ -196,12 +196,14 @@ impl Build {
     pub fn try_compile(&self, name: &str) -> Result<PathBuf, BuildError> {
         let out = self.out()?;
         let tool = self.tool()?;
+        // Clones share cc's cache, so the compiler is probed once for all sources.
+        let base = self.cc_base(&tool, &out);
         let cc_jobs = self
             .files
             .iter()
             .map(|file| {
                 let depfile = args::output_path(&out, file, "o.d");
-                let cc = self.cc_object(&tool, &out, file, &depfile);
+                let cc = self.cc_object(&base, &tool, file, &depfile);
                 move || {
                     let mut objects =
                         cc.try_compile_intermediates().map_err(|e| BuildError::Cc {
@@ -216,7 +218,7 @@ impl Build {
         let objects: Vec<PathBuf> = done.iter().map(|(o, _)| o.clone()).collect();
         self.print_rerun(done.iter().map(|(_, d)| d.as_path()));
         // No files on the archiving build: cc device-links only what it compiled itself.
-        let archiver = self.cc_base(&tool, &out);
+        let archiver = base;
         let archive_err = |e: cc::Error| BuildError::Cc {
             file: format!("lib{name}.a"),
             message: e.to_string(),
@@ -321,12 +323,12 @@ impl Build {
     /// The `cc` build for one source's object, writing its dependency file.
     fn cc_object(
         &self,
+        base: &cc::Build,
         tool: &compiler::Tool,
-        out: &Path,
         file: &Path,
         depfile: &Path,
     ) -> cc::Build {
-        let mut cc = self.cc_base(tool, out);
+        let mut cc = base.clone();
         for a in args::gencode_args(&self.gencodes, Output::Object) {
             cc.flag(a);
         }
