@@ -25,18 +25,18 @@ fi
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
-step "cargo clippy --all-targets -- -D warnings"
-cargo clippy --all-targets -- -D warnings
+step "cargo clippy --workspace --all-targets -- -D warnings"
+cargo clippy --workspace --all-targets -- -D warnings
 
 if cargo nextest --version >/dev/null 2>&1; then
-    step "cargo nextest run --release"
-    cargo nextest run --release --no-fail-fast
+    step "cargo nextest run --workspace --release"
+    cargo nextest run --workspace --release --no-fail-fast
     # nextest does not run doctests.
-    step "cargo test --release --doc"
-    cargo test --release --doc
+    step "cargo test --workspace --release --doc"
+    cargo test --workspace --release --doc
 else
-    step "cargo test --release"
-    cargo test --release --no-fail-fast
+    step "cargo test --workspace --release"
+    cargo test --workspace --release --no-fail-fast
 fi
 
 step "all checks passed"

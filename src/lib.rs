@@ -3,7 +3,6 @@
 //! `cli` → `driver` → `tune` → outputs.
 
 pub mod analysis;
-pub mod cargo;
 pub mod cli;
 pub mod commands;
 pub mod container;
@@ -18,5 +17,3 @@ pub mod toolkit;
 pub mod transform;
 pub mod tune;
 pub mod verify;
-
-pub use cargo::Build;

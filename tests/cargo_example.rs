@@ -1,5 +1,5 @@
 //! `examples/cargo`: a crate whose build.rs compiles its two kernel sources with
-//! `nvcc_orion::Build` (side by side, within cargo's jobserver).
+//! `nvcc_orion_build::Build` (side by side, within cargo's jobserver).
 //! Built in release (tuned: the report has its kernel for both architectures) and debug
 //! (passed straight through: no report), linked against the toolkit's static CUDA runtime,
 //! run (it exits 0 without a GPU), and rebuilt when a header the kernel includes changes.
@@ -43,7 +43,7 @@ fn cargo_example_builds_links_runs_and_tracks_headers() {
         return;
     };
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/cargo");
-    // Kept between runs (it compiles nvcc-orion's library once more).
+    // Kept between runs (the helper crate and cc compile once).
     let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("../example-cargo");
     let dir = tempfile::tempdir().unwrap();
     let report = dir.path().join("report.jsonl");
@@ -66,6 +66,15 @@ fn cargo_example_builds_links_runs_and_tracks_headers() {
                 .filter(|v| v["kernel"].as_str().unwrap().contains("walk_score"))
                 .map(|v| {
                     assert_eq!(v["block_sizes"], serde_json::json!([256]));
+                    // Whole-program code (not cc's `--device-c` for several sources): the
+                    // shared-memory spilling candidates, refused for relocatable code, are
+                    // offered.
+                    let smem = v["candidates"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|c| c["budget"]["smem_spill"] == true);
+                    assert!(smem, "no shared-memory spilling candidate: {v}");
                     v["arch"].as_str().unwrap().to_string()
                 })
                 .collect();
@@ -128,7 +137,7 @@ fn builder_makes_cubins_and_ptx() {
     };
     let dir = tempfile::tempdir().unwrap();
     let kernels = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/cargo/kernels");
-    let mut b = nvcc_orion::Build::new();
+    let mut b = nvcc_orion_build::Build::new();
     b.compiler(env!("CARGO_BIN_EXE_nvcc-orion"))
         .out_dir(dir.path())
         .cargo_metadata(false)
