@@ -56,8 +56,8 @@ const FLOORS: &[(&[&str], &str)] = &[
     ),
     (&["farm", "cli"], "remote build farm; nvcc's command line"),
     (
-        &["settings", "toolkit", "cargo"],
-        "leaves: user settings, the CUDA toolkit, the cargo helper",
+        &["settings", "toolkit"],
+        "leaves: user settings, the CUDA toolkit",
     ),
 ];
 
