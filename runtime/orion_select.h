@@ -195,15 +195,18 @@ struct Stats {
 };
 
 struct Pending {
-  int32_t handle;  // -1: free, -2: reserved by begin, before end stored the handle
+  uint32_t state;  // kFree, kReserved (by begin, until end stores the handle), kTiming
+  int32_t handle;
   uint32_t variant;
 };
+enum { kFree = 0, kReserved = 1, kTiming = 2 };
 
 // Every member has a constant initialiser so that a static selector is constant-initialised
-// in every language version (C++20 refuses indeterminate members in constant initialisation).
+// in every language version (C++20 refuses indeterminate members in constant initialisation),
+// and every initialiser is zero so that it lands in .bss, not 64 KiB of .data in each object.
 struct Entry {
   std::atomic<uint32_t> published{0u};  // 0: empty; 1: key valid (release/acquire)
-  std::atomic<int32_t> locked{-1};      // -1 while exploring; read without the lock
+  std::atomic<uint32_t> chosen{0u};     // 0 while exploring, else the locked variant + 1
   Key key = Key();
   uint32_t variants = 0;
   uint32_t current = 0;  // adapt: the candidate being measured; train: round-robin counter
@@ -244,7 +247,7 @@ class BasicSelector {
     if (mode_load() == kOff || variants <= 1) return plan;
     int slot = find(key);
     if (slot >= 0) {
-      int locked = table_[slot].locked.load(std::memory_order_acquire);
+      int locked = locked_of(table_[slot], std::memory_order_acquire);
       if (locked >= 0) {  // the cheap path: no lock, no timing
         plan.variant = locked;
         return plan;
@@ -262,13 +265,13 @@ class BasicSelector {
       plan.variant = decide(e);
       // `launches` counts the launches made while measuring: not the one that locked the key,
       // as the lock-free path after it counts nothing either.
-      if (e.locked.load(std::memory_order_relaxed) >= 0) return plan;
+      if (locked_of(e) >= 0) return plan;
       detail::Stats& s = e.stats[plan.variant];
       s.launches += 1;
       if (wants_timing(e, plan.variant)) {
         for (unsigned i = 0; i < kMaxPending; ++i) {
-          if (e.pending[i].handle == -1) {
-            e.pending[i].handle = -2;
+          if (e.pending[i].state == detail::kFree) {
+            e.pending[i].state = detail::kReserved;
             e.pending[i].variant = static_cast<uint32_t>(plan.variant);
             s.inflight += 1;
             plan.pending = static_cast<int>(i);
@@ -301,7 +304,9 @@ class BasicSelector {
     if (plan.handle < 0) return;
     timer_->stop(plan.handle, stream);
     Guard g(lock_);
-    table_[plan.entry].pending[plan.pending].handle = plan.handle;
+    detail::Pending& p = table_[plan.entry].pending[plan.pending];
+    p.handle = plan.handle;
+    p.state = detail::kTiming;
   }
 
   // Collects finished timings of every key; with `wait`, waits for all of them (at exit,
@@ -312,7 +317,7 @@ class BasicSelector {
       detail::Entry& e = table_[i];
       if (e.published.load(std::memory_order_relaxed)) {
         drain(e, wait);
-        if (mode_load() == kAdapt && e.locked.load(std::memory_order_relaxed) < 0) decide(e);
+        if (mode_load() == kAdapt && locked_of(e) < 0) decide(e);
       }
     }
   }
@@ -446,8 +451,6 @@ class BasicSelector {
       e.best = 0;
       e.reason = kExploring;
       e.errors = 0;
-      for (unsigned p = 0; p < kMaxPending; ++p) e.pending[p].handle = -1;
-      e.locked.store(-1, std::memory_order_relaxed);
       e.published.store(1, std::memory_order_release);
       size_.fetch_add(1, std::memory_order_release);
       return static_cast<int>(slot);
@@ -455,17 +458,23 @@ class BasicSelector {
     return -1;
   }
 
+  // The locked variant, -1 while exploring.
+  static int locked_of(const detail::Entry& e,
+                       std::memory_order order = std::memory_order_relaxed) {
+    return static_cast<int>(e.chosen.load(order)) - 1;
+  }
+
   void lock(detail::Entry& e, unsigned variant, Reason why) {
-    if (e.locked.load(std::memory_order_relaxed) >= 0) return;
+    if (locked_of(e) >= 0) return;
     e.reason = why;
-    e.locked.store(static_cast<int32_t>(variant), std::memory_order_release);
+    e.chosen.store(variant + 1, std::memory_order_release);
   }
 
   void free_pending(detail::Entry& e, int index) {
     detail::Pending& p = e.pending[index];
-    if (p.handle == -1) return;
+    if (p.state == detail::kFree) return;
     e.stats[p.variant].inflight -= 1;
-    p.handle = -1;
+    p.state = detail::kFree;
   }
 
   // A failed start: the reservation is returned and counted as an error.
@@ -485,7 +494,7 @@ class BasicSelector {
   void drain(detail::Entry& e, bool wait) {
     for (unsigned i = 0; i < kMaxPending; ++i) {
       detail::Pending& p = e.pending[i];
-      if (p.handle < 0) continue;
+      if (p.state != detail::kTiming) continue;
       float ms = 0;
       int r = timer_->poll(p.handle, wait, &ms);
       if (r == 0) continue;
@@ -505,7 +514,7 @@ class BasicSelector {
 
   // The variant for the next launch; advances or locks the key (under the lock).
   int decide(detail::Entry& e) {
-    int locked = e.locked.load(std::memory_order_relaxed);
+    int locked = locked_of(e);
     if (locked >= 0) return locked;
     if (mode_load() == kTrain) return decide_train(e);
     return decide_adapt(e);
@@ -566,7 +575,7 @@ class BasicSelector {
   void snapshot(const detail::Entry& e, Snapshot* out) const {
     out->key = e.key;
     out->variants = e.variants;
-    out->locked = e.locked.load(std::memory_order_relaxed);
+    out->locked = locked_of(e);
     out->reason = static_cast<Reason>(e.reason);
     out->errors = e.errors;
     for (unsigned v = 0; v < kMaxVariants; ++v) {
@@ -610,7 +619,7 @@ class BasicSelector {
   detail::Entry table_[Capacity];
 };
 
-// 128 keys × ~0.5 KiB: a fixed 64 KiB of zeroed storage per object that embeds it.
+// 128 keys × ~0.5 KiB: a fixed 68 KiB of zeroed storage (.bss) per object that embeds it.
 typedef BasicSelector<128> Selector;
 
 }  // namespace orion_select_v1
