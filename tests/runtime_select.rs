@@ -9,6 +9,8 @@ use std::process::Command;
 
 use nvcc_orion::profile::Profile;
 
+mod common;
+
 /// The cases select_test.cpp runs; each must print `ok <case>`.
 const CASES: &[&str] = &[
     "direction_search",
@@ -281,4 +283,33 @@ fn selector_bench_runs() {
         5,
         "{stdout}"
     );
+}
+
+/// The generated glue will include the header from CUDA translation units: it must pass nvcc's
+/// own front end (cudafe++) and host compilation without a warning.
+#[test]
+fn selector_header_through_nvcc() {
+    let Some(nvcc) = common::nvcc_or_skip("selector_header_through_nvcc") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let src = root().join("tests/runtime/static_instance.cpp");
+    let out = Command::new(&nvcc)
+        .args([
+            "-x",
+            "cu",
+            "-arch=sm_90",
+            "-Xcompiler",
+            "-Wall,-Wextra",
+            "-c",
+        ])
+        .arg(&src)
+        .arg(format!("-I{}", root().join("runtime").display()))
+        .arg("-o")
+        .arg(dir.path().join("si.o"))
+        .output()
+        .expect("run nvcc");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.trim().is_empty(), "nvcc warned:\n{stderr}");
 }
