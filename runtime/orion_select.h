@@ -227,9 +227,11 @@ class BasicSelector {
   // constructor and no initialisation-order question.
 
   // Call once before the launches that should be selected (the runtime does it on first use,
-  // under its own once-flag); until then every launch gets the original.
+  // under its own once-flag); until then every launch gets the original. Once a mode is on, the
+  // configuration is final: pending timings hold handles of that timer.
   void configure(Mode mode, const Params& params, Timer* timer) {
     Guard g(lock_);
+    if (mode_load() != kOff) return;
     params_ = params;
     if (params_.repeats == 0) params_.repeats = 1;
     if (params_.repeats > kMaxSamples) params_.repeats = kMaxSamples;

@@ -385,6 +385,11 @@ static void single_variant_and_off() {
   for (int i = 0; i < 10; ++i) CHECK(launch(unconfigured, t, key_of(15), 2, m2) == 0);
   CHECK(t.starts == 0 && unconfigured.size() == 0);
 
+  unconfigured.configure(kTrain, default_params(), &t);
+  unconfigured.configure(kAdapt, default_params(), 0);  // ignored: the first one is final
+  for (int i = 0; i < 4; ++i) launch(unconfigured, t, key_of(15), 2, m2);
+  CHECK(t.starts == 2 && unconfigured.size() == 1);  // train: one warm-up each, then timed
+
   Selector* no_timer = fresh(kAdapt, 0);
   for (int i = 0; i < 10; ++i) CHECK(launch(*no_timer, t, key_of(16), 2, m2) == 0);
   CHECK(no_timer->size() == 0);
