@@ -10,6 +10,7 @@ pub mod cubin;
 pub mod driver;
 pub(crate) mod farm;
 pub mod predict;
+pub mod profile;
 pub(crate) mod report;
 pub mod sass;
 pub mod settings;

@@ -1,0 +1,502 @@
+//! Measured-selection profiles (issue 21): the JSON that the launch-time selector
+//! (`runtime/orion_select.h`) writes at exit under `NVCC_ORION=train` to
+//! `NVCC_ORION_PROFILE_OUT`, read back here for profile-guided builds. This module owns the
+//! format, its validation and the choice of the measured winner per kernel and arch; it never
+//! panics, and every error names the file and, where there is one, the entry. Format and
+//! rules: `docs/selector.md`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The `format` field of every profile.
+pub const FORMAT: &str = "nvcc-orion-profile";
+/// The only version this reader understands.
+pub const VERSION: u64 = 1;
+/// A kernel has at most this many variants (Orion keeps five candidates).
+pub const MAX_VARIANTS: u32 = 5;
+/// Bounds that no real measurement reaches (a day; a spread of a million times the median):
+/// beyond them an entry is corrupt, and sums over entries stay finite.
+const MAX_MEDIAN_US: f64 = 86_400e6;
+const MAX_SPREAD: f64 = 1e6;
+
+/// One launch configuration as the selector keys it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LaunchKey {
+    /// The kernel's number inside the object that registered it.
+    pub kernel_id: u32,
+    /// The CUDA device ordinal.
+    pub device: i32,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    /// Dynamic shared memory, bytes.
+    pub shared: u32,
+}
+
+/// The measurements of one variant at one launch configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Entry {
+    /// The kernel's (mangled) name.
+    pub kernel: String,
+    /// The SASS arch that ran, `sm_90`.
+    pub arch: String,
+    /// The device's name as the driver reports it.
+    pub device: String,
+    pub key: LaunchKey,
+    /// 0 is the kernel under its original name; 1.. the candidates in the model's order.
+    pub variant: u32,
+    /// The variant's entry-function name; empty when the runtime did not know it.
+    #[serde(default)]
+    pub variant_name: String,
+    /// Launches made while the key was measured (warm-up included).
+    pub launches: u64,
+    /// Timed launches that completed.
+    pub samples: u64,
+    /// Median of the samples, microseconds.
+    pub median_us: f64,
+    /// Median absolute deviation over the median.
+    pub spread: f64,
+}
+
+/// A validated profile.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Profile {
+    /// Where it was read from (the name in errors).
+    pub file: PathBuf,
+    pub entries: Vec<Entry>,
+}
+
+/// The measured choice for one kernel and arch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Winner {
+    pub variant: u32,
+    /// Launch configurations (device, key) that every compared variant was measured at.
+    pub configurations: usize,
+    /// The winner's medians summed over those configurations, microseconds.
+    pub total_us: f64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    #[error("{}: cannot read the profile: {source}", file.display())]
+    Read {
+        file: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}: not JSON: {source}", file.display())]
+    Json {
+        file: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("{}: {problem}", file.display())]
+    Header { file: PathBuf, problem: String },
+    #[error("{}: entry {index} ({kernel}): {problem}", file.display())]
+    Entry {
+        file: PathBuf,
+        index: usize,
+        kernel: String,
+        problem: String,
+    },
+    /// The profile names a variant this build does not have, or has under another name.
+    #[error("{}: entry {index} ({kernel}, {arch}): {detail}", file.display())]
+    Mismatch {
+        file: PathBuf,
+        index: usize,
+        kernel: String,
+        arch: String,
+        detail: String,
+    },
+}
+
+#[derive(Serialize)]
+struct FileOut<'a> {
+    format: &'a str,
+    version: u64,
+    entries: &'a [Entry],
+}
+
+impl Profile {
+    /// Reads and validates `file`.
+    pub fn read(file: &Path) -> Result<Profile, ProfileError> {
+        let bytes = std::fs::read(file).map_err(|source| ProfileError::Read {
+            file: file.to_path_buf(),
+            source,
+        })?;
+        Profile::parse(&bytes, file)
+    }
+
+    /// Validates `bytes`; `file` names them in errors.
+    pub fn parse(bytes: &[u8], file: &Path) -> Result<Profile, ProfileError> {
+        let header = |problem: String| ProfileError::Header {
+            file: file.to_path_buf(),
+            problem,
+        };
+        let top: Value = serde_json::from_slice(bytes).map_err(|source| ProfileError::Json {
+            file: file.to_path_buf(),
+            source,
+        })?;
+        let Value::Object(top) = top else {
+            return Err(header("the top level is not an object".into()));
+        };
+        if let Some(k) = top
+            .keys()
+            .find(|k| !matches!(k.as_str(), "format" | "version" | "entries"))
+        {
+            return Err(header(format!("unknown field `{k}`")));
+        }
+        if top.get("format").and_then(Value::as_str) != Some(FORMAT) {
+            return Err(header(format!("`format` is not \"{FORMAT}\"")));
+        }
+        match top.get("version").and_then(Value::as_u64) {
+            Some(VERSION) => {}
+            Some(v) => return Err(header(format!("version {v}, this build reads {VERSION}"))),
+            None => return Err(header("`version` is missing or not a number".into())),
+        }
+        let Some(Value::Array(raw)) = top.get("entries") else {
+            return Err(header("`entries` is missing or not a list".into()));
+        };
+        let mut entries = Vec::with_capacity(raw.len());
+        for (index, value) in raw.iter().enumerate() {
+            let kernel = value
+                .get("kernel")
+                .and_then(Value::as_str)
+                .unwrap_or("?")
+                .to_string();
+            let entry = Entry::deserialize(value).map_err(|e| ProfileError::Entry {
+                file: file.to_path_buf(),
+                index,
+                kernel: kernel.clone(),
+                problem: e.to_string(),
+            })?;
+            if let Some(problem) = check_entry(&entry, &entries) {
+                return Err(ProfileError::Entry {
+                    file: file.to_path_buf(),
+                    index,
+                    kernel,
+                    problem,
+                });
+            }
+            entries.push(entry);
+        }
+        Ok(Profile {
+            file: file.to_path_buf(),
+            entries,
+        })
+    }
+
+    /// The profile as the selector writes it (entries in their order).
+    pub fn to_json(&self) -> String {
+        let out = FileOut {
+            format: FORMAT,
+            version: VERSION,
+            entries: &self.entries,
+        };
+        serde_json::to_string_pretty(&out).unwrap_or_default()
+    }
+
+    /// The measured winner for `kernel` on `arch`, given this build's variant names of that
+    /// kernel (index 0 the original). `None` when the profile has no comparable measurements
+    /// of it. An entry whose variant this build does not have, or has under another name, is a
+    /// [`ProfileError::Mismatch`]: the profile came from another build.
+    ///
+    /// The winner is the variant with the least sum of medians over the launch configurations
+    /// at which every compared variant was measured (ties: the lower index, the original
+    /// first); a variant missing at some configuration is not compared.
+    pub fn winner(
+        &self,
+        kernel: &str,
+        arch: &str,
+        variants: &[&str],
+    ) -> Result<Option<Winner>, ProfileError> {
+        // (device name, key) -> variant -> median
+        let mut configs: BTreeMap<(&str, &LaunchKey), BTreeMap<u32, f64>> = BTreeMap::new();
+        for (index, e) in self.entries.iter().enumerate() {
+            if e.kernel != kernel || e.arch != arch {
+                continue;
+            }
+            let expected = variants.get(e.variant as usize).copied();
+            if expected.is_none()
+                || (!e.variant_name.is_empty() && expected != Some(&e.variant_name))
+            {
+                return Err(ProfileError::Mismatch {
+                    file: self.file.clone(),
+                    index,
+                    kernel: e.kernel.clone(),
+                    arch: e.arch.clone(),
+                    detail: format!(
+                        "variant {} is `{}` in the profile but `{}` in this build",
+                        e.variant,
+                        e.variant_name,
+                        expected.unwrap_or("(no such variant)")
+                    ),
+                });
+            }
+            if e.samples > 0 {
+                configs
+                    .entry((e.device.as_str(), &e.key))
+                    .or_default()
+                    .insert(e.variant, e.median_us);
+            }
+        }
+        let mut best: Option<Winner> = None;
+        for v in 0..variants.len().min(MAX_VARIANTS as usize) as u32 {
+            let total: Option<f64> = configs.values().map(|m| m.get(&v).copied()).sum();
+            let Some(total) = total.filter(|_| !configs.is_empty()) else {
+                continue;
+            };
+            if best.as_ref().is_none_or(|b| total < b.total_us) {
+                best = Some(Winner {
+                    variant: v,
+                    configurations: configs.len(),
+                    total_us: total,
+                });
+            }
+        }
+        Ok(best)
+    }
+}
+
+/// What is wrong with `e`, given the entries before it; `None` when it is sound.
+fn check_entry(e: &Entry, before: &[Entry]) -> Option<String> {
+    let arch_ok = e
+        .arch
+        .strip_prefix("sm_")
+        .map(|n| n.trim_end_matches(['a', 'f']))
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    let problem = if e.kernel.is_empty() {
+        "`kernel` is empty".to_string()
+    } else if !arch_ok {
+        format!("arch `{}` is not sm_<number>", e.arch)
+    } else if e.variant >= MAX_VARIANTS {
+        format!(
+            "variant {} is beyond the {MAX_VARIANTS} a kernel can have",
+            e.variant
+        )
+    } else if e.key.grid.contains(&0) || e.key.block.contains(&0) {
+        "the grid or block has a zero dimension".to_string()
+    } else if e.samples > e.launches {
+        format!("{} samples but only {} launches", e.samples, e.launches)
+    } else if !(0.0..=MAX_MEDIAN_US).contains(&e.median_us) {
+        format!("median_us {} is not a time", e.median_us)
+    } else if e.samples == 0 && e.median_us != 0.0 {
+        "a median without samples".to_string()
+    } else if !(0.0..=MAX_SPREAD).contains(&e.spread) {
+        format!("spread {} is not a relative deviation", e.spread)
+    } else {
+        return before.iter().enumerate().find_map(|(j, b)| {
+            let same_variant = b.kernel == e.kernel && b.arch == e.arch && b.variant == e.variant;
+            if same_variant && b.device == e.device && b.key == e.key {
+                Some(format!("repeats entry {j}"))
+            } else if same_variant
+                && !b.variant_name.is_empty()
+                && !e.variant_name.is_empty()
+                && b.variant_name != e.variant_name
+            {
+                Some(format!(
+                    "variant {} is `{}` here but `{}` in entry {j}",
+                    e.variant, e.variant_name, b.variant_name
+                ))
+            } else {
+                None
+            }
+        });
+    };
+    Some(problem)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(kernel: &str, grid: u32, variant: u32, name: &str, median: f64) -> Value {
+        serde_json::json!({
+            "kernel": kernel, "arch": "sm_90", "device": "GPU", "variant": variant,
+            "key": {"kernel_id": 3, "device": 0, "grid": [grid, 1, 1], "block": [128, 1, 1], "shared": 0},
+            "variant_name": name, "launches": 11, "samples": 10, "median_us": median, "spread": 0.01
+        })
+    }
+
+    fn doc(entries: Vec<Value>) -> Vec<u8> {
+        serde_json::to_vec(&serde_json::json!({"format": FORMAT, "version": 1, "entries": entries}))
+            .unwrap()
+    }
+
+    fn parse(bytes: &[u8]) -> Result<Profile, ProfileError> {
+        Profile::parse(bytes, Path::new("run.json"))
+    }
+
+    /// The error's one line, which must name the file.
+    fn fails(bytes: &[u8]) -> String {
+        let msg = parse(bytes).unwrap_err().to_string();
+        assert!(msg.starts_with("run.json: "), "{msg}");
+        assert!(!msg.contains('\n'), "{msg}");
+        msg
+    }
+
+    fn with(field: &str, value: Value) -> Vec<u8> {
+        let mut e = entry("k", 64, 1, "k_v1", 50.0);
+        e[field] = value;
+        doc(vec![entry("k", 64, 0, "k", 60.0), e])
+    }
+
+    #[test]
+    fn reads_what_the_selector_writes() {
+        // the shape runtime/orion_select.h prints: fixed decimals, keys in this order
+        let text = br#"{
+  "format": "nvcc-orion-profile",
+  "version": 1,
+  "entries": [
+    {"kernel": "_Z4walkPfi", "arch": "sm_90", "device": "NVIDIA H200", "key": {"kernel_id": 0, "device": 0, "grid": [64, 1, 1], "block": [128, 1, 1], "shared": 0}, "variant": 0, "variant_name": "_Z4walkPfi", "launches": 11, "samples": 10, "median_us": 104.500, "spread": 0.0048}
+  ]
+}
+"#;
+        let p = parse(text).unwrap();
+        assert_eq!(p.entries.len(), 1);
+        let e = &p.entries[0];
+        assert_eq!(
+            (e.kernel.as_str(), e.arch.as_str()),
+            ("_Z4walkPfi", "sm_90")
+        );
+        assert_eq!(e.key.grid, [64, 1, 1]);
+        assert_eq!((e.launches, e.samples), (11, 10));
+        assert_eq!((e.median_us, e.spread), (104.5, 0.0048));
+        let again = parse(p.to_json().as_bytes()).unwrap();
+        assert_eq!(again.entries, p.entries);
+        assert!(parse(&doc(vec![])).unwrap().entries.is_empty());
+    }
+
+    #[test]
+    fn malformed_files_name_the_file() {
+        assert!(fails(b"{\"format\": ").contains("not JSON"));
+        assert!(fails(b"[]").contains("not an object"));
+        assert!(fails(br#"{"format": "x", "version": 1, "entries": []}"#).contains("`format`"));
+        assert!(
+            fails(br#"{"format": "nvcc-orion-profile", "version": 2, "entries": []}"#)
+                .contains("version 2")
+        );
+        assert!(fails(br#"{"format": "nvcc-orion-profile", "version": 1}"#).contains("`entries`"));
+        assert!(
+            fails(br#"{"format": "nvcc-orion-profile", "version": 1, "entries": [], "x": 1}"#)
+                .contains("unknown field `x`")
+        );
+        let missing = Profile::read(Path::new("/nonexistent/run.json")).unwrap_err();
+        assert!(matches!(missing, ProfileError::Read { .. }));
+        assert!(
+            missing
+                .to_string()
+                .starts_with("/nonexistent/run.json: cannot read")
+        );
+    }
+
+    #[test]
+    fn malformed_entries_name_the_entry() {
+        let cases: Vec<(Vec<u8>, &str)> = vec![
+            (with("kernel", "".into()), "`kernel` is empty"),
+            (with("arch", "compute_90".into()), "arch `compute_90`"),
+            (with("variant", 5.into()), "variant 5 is beyond"),
+            (with("launches", 3.into()), "10 samples but only 3 launches"),
+            (
+                with("median_us", (-1.0).into()),
+                "median_us -1 is not a time",
+            ),
+            (with("median_us", 1e300.into()), "is not a time"),
+            (with("spread", (-0.5).into()), "spread -0.5"),
+            (with("spread", 1e7.into()), "spread 10000000 is not"),
+            (with("samples", "ten".into()), "invalid type"),
+            (with("extra", 1.into()), "unknown field `extra`"),
+        ];
+        for (bytes, want) in &cases {
+            let msg = fails(bytes);
+            assert!(msg.starts_with("run.json: entry 1 ("), "{msg}");
+            assert!(msg.contains(want), "{msg} lacks {want}");
+        }
+        let mut e = entry("k", 64, 0, "k", 60.0);
+        e["key"]["grid"][1] = 0.into();
+        assert!(fails(&doc(vec![e])).contains("entry 0 (k): the grid or block has a zero"));
+        let mut e = entry("k", 64, 0, "k", 60.0);
+        e["samples"] = 0.into();
+        assert!(fails(&doc(vec![e])).contains("a median without samples"));
+        let dup = doc(vec![
+            entry("k", 64, 0, "k", 60.0),
+            entry("k", 64, 0, "k", 61.0),
+        ]);
+        assert!(fails(&dup).contains("entry 1 (k): repeats entry 0"));
+        let renamed = doc(vec![
+            entry("k", 64, 1, "k_a", 60.0),
+            entry("k", 32, 1, "k_b", 61.0),
+        ]);
+        assert!(fails(&renamed).contains("variant 1 is `k_b` here but `k_a` in entry 0"));
+        let not_object = doc(vec![Value::from(3)]);
+        assert!(fails(&not_object).contains("entry 0 (?): invalid type"));
+    }
+
+    #[test]
+    fn winner_is_the_least_summed_median() {
+        let p = parse(&doc(vec![
+            entry("k", 64, 0, "k", 100.0),
+            entry("k", 64, 1, "k_r40", 80.0),
+            entry("k", 64, 2, "k_r32", 70.0),
+            entry("k", 256, 0, "k", 400.0),
+            entry("k", 256, 1, "k_r40", 300.0),
+            entry("k", 256, 2, "k_r32", 320.0),
+            entry("other", 64, 0, "", 5.0),
+        ]))
+        .unwrap();
+        let w = p
+            .winner("k", "sm_90", &["k", "k_r40", "k_r32"])
+            .unwrap()
+            .unwrap();
+        assert_eq!((w.variant, w.configurations, w.total_us), (1, 2, 380.0));
+        // unnamed variants are matched by index
+        let w = p
+            .winner("other", "sm_90", &["other", "x"])
+            .unwrap()
+            .unwrap();
+        assert_eq!(w.variant, 0);
+        assert_eq!(p.winner("k", "sm_80", &["k"]).unwrap(), None);
+        assert_eq!(p.winner("absent", "sm_90", &["absent"]).unwrap(), None);
+    }
+
+    #[test]
+    fn a_variant_missing_somewhere_is_not_compared() {
+        let p = parse(&doc(vec![
+            entry("k", 64, 0, "k", 100.0),
+            entry("k", 64, 1, "k_r40", 10.0),
+            entry("k", 256, 0, "k", 400.0),
+            entry("k", 256, 2, "k_r32", 390.0),
+        ]))
+        .unwrap();
+        let w = p
+            .winner("k", "sm_90", &["k", "k_r40", "k_r32"])
+            .unwrap()
+            .unwrap();
+        assert_eq!(w.variant, 0);
+    }
+
+    #[test]
+    fn another_builds_profile_is_a_mismatch() {
+        let p = parse(&doc(vec![
+            entry("k", 64, 0, "k", 100.0),
+            entry("k", 64, 2, "k_r32", 70.0),
+        ]))
+        .unwrap();
+        let renamed = p
+            .winner("k", "sm_90", &["k", "k_r40", "k_r24"])
+            .unwrap_err();
+        assert_eq!(
+            renamed.to_string(),
+            "run.json: entry 1 (k, sm_90): variant 2 is `k_r32` in the profile but `k_r24` in this build"
+        );
+        let fewer = p.winner("k", "sm_90", &["k"]).unwrap_err().to_string();
+        assert!(
+            fewer.contains("but `(no such variant)` in this build"),
+            "{fewer}"
+        );
+    }
+}
