@@ -1,0 +1,248 @@
+//! The section under check: the original and rewritten functions, the claim, and what is
+//! derived from them once (images, origins, summaries). Building it validates the claim's
+//! shape and runs the correspondence and summary passes; the per-function analysis is in
+//! `driver.rs`.
+
+use std::collections::{BTreeSet, HashMap};
+
+use super::claim::{Claim, Rejection, reject};
+use super::correspond::Origin;
+use super::semantics::{escapes, is_nop};
+use super::state::Loc;
+use super::summary::Summary;
+use crate::sass::ir::{Function, RZ};
+
+pub(super) struct Section<'a> {
+    pub(super) orig: &'a [Function],
+    pub(super) rew: &'a [Function],
+    pub(super) claim: &'a Claim,
+    pub(super) inserted: BTreeSet<u64>,
+    pub(super) names: HashMap<&'a str, usize>,
+    /// Per function: origin of each rewritten instruction.
+    pub(super) origins: Vec<Vec<Origin>>,
+    /// Per function: rewritten index of each original instruction's image.
+    pub(super) images: Vec<Vec<Option<usize>>>,
+    pub(super) summaries: Vec<Summary>,
+    pub(super) escapes: Vec<bool>,
+    pub(super) count: Vec<u32>,
+    /// The section has indirect calls (set by `summarize`).
+    pub(super) has_indirect: bool,
+}
+
+pub(super) fn func_at(fs: &[Function], off: u64) -> Option<(usize, &Function, usize)> {
+    fs.iter()
+        .enumerate()
+        .find_map(|(k, f)| f.index_of(off).map(|i| (k, f, i)))
+}
+
+impl<'a> Section<'a> {
+    /// Where original location `l` is at a function boundary of the rewrite.
+    pub(super) fn at_boundary(&self, l: Loc) -> Loc {
+        match l {
+            Loc::R(r) => Loc::R(self.claim.renamed.get(&r).copied().unwrap_or(r)),
+            other => other,
+        }
+    }
+
+    pub(super) fn new(
+        orig: &'a [Function],
+        rew: &'a [Function],
+        claim: &'a Claim,
+    ) -> Result<Section<'a>, Rejection> {
+        let first = orig.first().map_or("", |f| f.name.as_str());
+        if orig.len() != rew.len() {
+            return reject(
+                first,
+                0,
+                format!(
+                    "{} original functions but {} rewritten",
+                    orig.len(),
+                    rew.len()
+                ),
+            );
+        }
+        for (a, b) in orig.iter().zip(rew) {
+            if a.name != b.name {
+                return reject(
+                    &a.name,
+                    0,
+                    format!("rewritten function is `{}`, not `{}`", b.name, a.name),
+                );
+            }
+        }
+        let mut names = HashMap::new();
+        for (k, f) in orig.iter().enumerate() {
+            if names.insert(f.name.as_str(), k).is_some() {
+                return reject(&f.name, 0, "function listed twice");
+            }
+        }
+        let mut inserted = BTreeSet::new();
+        for &o in &claim.inserted {
+            if !inserted.insert(o) {
+                return reject(first, o, "offset listed twice as inserted");
+            }
+            if func_at(rew, o).is_none() {
+                return reject(
+                    first,
+                    o,
+                    "inserted offset is not an instruction of any rewritten function",
+                );
+            }
+        }
+        if let Some(b) = &claim.base {
+            let Some((_, f, _)) = func_at(rew, b.defined_at) else {
+                return reject(
+                    first,
+                    b.defined_at,
+                    "base.defined_at is not an instruction of the section",
+                );
+            };
+            if !inserted.contains(&b.defined_at) {
+                return reject(
+                    &f.name,
+                    b.defined_at,
+                    "base.defined_at is not an inserted instruction",
+                );
+            }
+            if b.reg == 1 || b.reg == RZ {
+                return reject(
+                    &f.name,
+                    b.defined_at,
+                    format!("R{} cannot be the base", b.reg),
+                );
+            }
+            if b.stride == 0 || b.stride % 4 != 0 || b.slots == 0 {
+                return reject(
+                    &f.name,
+                    b.defined_at,
+                    format!(
+                        "spill area of {} slots with a stride of {} bytes",
+                        b.slots, b.stride
+                    ),
+                );
+            }
+            if let Some(owner) = orig.iter().find(|f| f.start == 0)
+                && !owner.kernel
+            {
+                return reject(
+                    &owner.name,
+                    0,
+                    "a spill area in a section not owned by a kernel",
+                );
+            }
+        }
+        // Images.
+        let mut origins: Vec<Vec<Origin>> = Vec::with_capacity(rew.len());
+        let mut images: Vec<Vec<Option<usize>>> = Vec::with_capacity(orig.len());
+        let mut taken: HashMap<u64, (usize, u64)> = HashMap::new();
+        for (fk, (a, b)) in orig.iter().zip(rew).enumerate() {
+            let mut img = vec![None; a.instrs.len()];
+            for (k, ins) in a.instrs.iter().enumerate() {
+                let Some(m) = claim.map.map(ins.offset) else {
+                    return reject(
+                        &a.name,
+                        0,
+                        format!(
+                            "the map gives no image of the original at {:#x}",
+                            ins.offset
+                        ),
+                    );
+                };
+                let Some(i) = b.index_of(m) else {
+                    if is_nop(ins) {
+                        continue;
+                    }
+                    return reject(
+                        &a.name,
+                        m,
+                        format!(
+                            "image of the original at {:#x} is outside the rewritten function",
+                            ins.offset
+                        ),
+                    );
+                };
+                if inserted.contains(&m) {
+                    return reject(
+                        &a.name,
+                        m,
+                        format!(
+                            "offset is both inserted and the image of the original at {:#x}",
+                            ins.offset
+                        ),
+                    );
+                }
+                if let Some((_, other)) = taken.insert(m, (fk, ins.offset)) {
+                    return reject(
+                        &a.name,
+                        m,
+                        format!(
+                            "the originals at {other:#x} and {:#x} map to one offset",
+                            ins.offset
+                        ),
+                    );
+                }
+                img[k] = Some(i);
+            }
+            // Only trailing padding may lose its image (re-padding at the section's end).
+            if let Some(k) = img.iter().position(Option::is_none)
+                && let Some(j) = img[k..].iter().position(Option::is_some)
+            {
+                return reject(
+                    &a.name,
+                    a.instrs[k].offset,
+                    format!(
+                        "the NOP at {:#x} has no image but the original at {:#x} after it has",
+                        a.instrs[k].offset,
+                        a.instrs[k + j].offset
+                    ),
+                );
+            }
+            let mut org = vec![Origin::Padding; b.instrs.len()];
+            for (k, i) in img.iter().enumerate() {
+                if let Some(i) = *i {
+                    org[i] = Origin::Image(k);
+                }
+            }
+            for (i, ins) in b.instrs.iter().enumerate() {
+                if org[i] == Origin::Padding {
+                    if inserted.contains(&ins.offset) {
+                        org[i] = Origin::Inserted;
+                    } else if !is_nop(ins) {
+                        return reject(
+                            &b.name,
+                            ins.offset,
+                            format!(
+                                "`{}` is neither the image of an original nor inserted",
+                                ins.opcode
+                            ),
+                        );
+                    }
+                }
+            }
+            origins.push(org);
+            images.push(img);
+        }
+        let mut s = Section {
+            orig,
+            rew,
+            claim,
+            inserted,
+            names,
+            origins,
+            images,
+            summaries: vec![Summary::default(); orig.len()],
+            escapes: orig.iter().map(escapes).collect(),
+            count: orig.iter().map(|f| f.regs.unwrap_or(255)).collect(),
+            has_indirect: false,
+        };
+        for fk in 0..orig.len() {
+            s.correspondence(fk)?;
+        }
+        s.summarize()?;
+        Ok(s)
+    }
+
+    pub(super) fn map(&self, off: u64) -> Option<u64> {
+        self.claim.map.map(off)
+    }
+}
