@@ -3,15 +3,16 @@
 //! instructions in the original order, control flow goes to the images of the original
 //! targets, and inserted instructions are straight-line code that stores only to spill slots.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
-use super::claim::{Rejection, reject};
+use super::claim::{Claim, Rejection, reject};
 use super::section::Section;
+use super::semantics::is_nop;
 use super::semantics::{
     CallKind, access_bytes, addr_of, call_kind, hexo, no_fall_through, operands_text, r1_imm,
     sub_word, transfers_control, words,
 };
-use crate::sass::ir::{Instr, OperandKind};
+use crate::sass::ir::{Function, Instr, OperandKind};
 
 /// A rewritten instruction's origin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,6 +20,136 @@ pub(super) enum Origin {
     Image(usize),
     Inserted,
     Padding,
+}
+
+/// Per function: the origin of each rewritten instruction.
+pub(super) type Origins = Vec<Vec<Origin>>;
+/// Per function: the rewritten index of each original instruction's image.
+pub(super) type Images = Vec<Vec<Option<usize>>>;
+
+/// Pair every original instruction with its image under the claim's map: one original per
+/// offset, inside its own function, never on an inserted offset; only trailing padding may
+/// lose its image. Every other rewritten instruction is inserted, or a `NOP`.
+pub(super) fn images(
+    orig: &[Function],
+    rew: &[Function],
+    claim: &Claim,
+    inserted: &BTreeSet<u64>,
+) -> Result<(Origins, Images), Rejection> {
+    let mut origins: Origins = Vec::with_capacity(rew.len());
+    let mut images: Images = Vec::with_capacity(orig.len());
+    let mut taken: HashMap<u64, (usize, u64)> = HashMap::new();
+    for (fk, (a, b)) in orig.iter().zip(rew).enumerate() {
+        let img = function_images(fk, a, b, claim, inserted, &mut taken)?;
+        origins.push(origins_of(b, &img, inserted)?);
+        images.push(img);
+    }
+    Ok((origins, images))
+}
+
+/// The image index of each instruction of original `a` in rewritten `b` (`taken`: the
+/// images of the functions before, offset → (function, original offset)).
+fn function_images(
+    fk: usize,
+    a: &Function,
+    b: &Function,
+    claim: &Claim,
+    inserted: &BTreeSet<u64>,
+    taken: &mut HashMap<u64, (usize, u64)>,
+) -> Result<Vec<Option<usize>>, Rejection> {
+    let mut img = vec![None; a.instrs.len()];
+    for (k, ins) in a.instrs.iter().enumerate() {
+        let Some(m) = claim.map.map(ins.offset) else {
+            return reject(
+                &a.name,
+                0,
+                format!(
+                    "the map gives no image of the original at {:#x}",
+                    ins.offset
+                ),
+            );
+        };
+        let Some(i) = b.index_of(m) else {
+            if is_nop(ins) {
+                continue;
+            }
+            return reject(
+                &a.name,
+                m,
+                format!(
+                    "image of the original at {:#x} is outside the rewritten function",
+                    ins.offset
+                ),
+            );
+        };
+        if inserted.contains(&m) {
+            return reject(
+                &a.name,
+                m,
+                format!(
+                    "offset is both inserted and the image of the original at {:#x}",
+                    ins.offset
+                ),
+            );
+        }
+        if let Some((_, other)) = taken.insert(m, (fk, ins.offset)) {
+            return reject(
+                &a.name,
+                m,
+                format!(
+                    "the originals at {other:#x} and {:#x} map to one offset",
+                    ins.offset
+                ),
+            );
+        }
+        img[k] = Some(i);
+    }
+    // Only trailing padding may lose its image (re-padding at the section's end).
+    if let Some(k) = img.iter().position(Option::is_none)
+        && let Some(j) = img[k..].iter().position(Option::is_some)
+    {
+        return reject(
+            &a.name,
+            a.instrs[k].offset,
+            format!(
+                "the NOP at {:#x} has no image but the original at {:#x} after it has",
+                a.instrs[k].offset,
+                a.instrs[k + j].offset
+            ),
+        );
+    }
+    Ok(img)
+}
+
+/// The origin of each instruction of rewritten `b`, given the images of `a`'s.
+fn origins_of(
+    b: &Function,
+    img: &[Option<usize>],
+    inserted: &BTreeSet<u64>,
+) -> Result<Vec<Origin>, Rejection> {
+    let mut org = vec![Origin::Padding; b.instrs.len()];
+    for (k, i) in img.iter().enumerate() {
+        if let Some(i) = *i {
+            org[i] = Origin::Image(k);
+        }
+    }
+    for (i, ins) in b.instrs.iter().enumerate() {
+        if org[i] == Origin::Padding {
+            if inserted.contains(&ins.offset) {
+                org[i] = Origin::Inserted;
+            } else if !is_nop(ins) {
+                return reject(
+                    &b.name,
+                    ins.offset,
+                    format!(
+                        "`{}` is neither the image of an original nor inserted",
+                        ins.opcode
+                    ),
+                );
+            }
+        }
+    }
+    Ok(org)
 }
 
 impl<'a> Section<'a> {
@@ -63,13 +194,32 @@ impl<'a> Section<'a> {
         None
     }
 
-    /// Structural correspondence of one function (see the module doc, item 1).
+    /// Structural correspondence of one function (see the module doc, "Correspondence").
     pub(super) fn correspondence(&self, fk: usize) -> Result<(), Rejection> {
-        let (a, b) = (&self.orig[fk], &self.rew[fk]);
-        let name = &a.name;
+        let a = &self.orig[fk];
         if a.instrs.is_empty() {
             return Ok(());
         }
+        self.check_entry(fk)?;
+        for (k, ins) in a.instrs.iter().enumerate() {
+            let Some(i) = self.images[fk][k] else {
+                continue;
+            };
+            self.check_fall_through(fk, k, i)?;
+            self.check_targets(fk, ins, &self.rew[fk].instrs[i])?;
+        }
+        for (i, r) in self.rew[fk].instrs.iter().enumerate() {
+            if self.origins[fk][i] == Origin::Inserted {
+                self.check_inserted(fk, r)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The first instruction that is not inserted is the image of the original's first.
+    fn check_entry(&self, fk: usize) -> Result<(), Rejection> {
+        let (a, b) = (&self.orig[fk], &self.rew[fk]);
+        let name = &a.name;
         match self.next_image(fk, 0) {
             Some((_, 0)) => {}
             Some((i, k)) => {
@@ -84,139 +234,151 @@ impl<'a> Section<'a> {
             }
             None => return reject(name, b.start, "no image of the original entry"),
         }
-        for (k, ins) in a.instrs.iter().enumerate() {
-            let Some(i) = self.images[fk][k] else {
-                continue;
-            };
-            let r = &b.instrs[i];
-            // Fall-through.
-            if !no_fall_through(ins) && k + 1 < a.instrs.len() && self.images[fk][k + 1].is_some() {
-                match self.next_image(fk, i + 1) {
-                    Some((_, kk)) if kk == k + 1 => {}
-                    Some((j, kk)) => {
-                        return reject(
-                            name,
-                            b.instrs[j].offset,
-                            format!(
-                                "after the image of {:#x} comes the image of {:#x}, not of {:#x}",
-                                ins.offset,
-                                a.instrs[kk].offset,
-                                a.instrs[k + 1].offset
-                            ),
-                        );
-                    }
-                    None => {
-                        return reject(
-                            name,
-                            r.offset,
-                            format!("the image of {:#x} falls off the function", ins.offset),
-                        );
-                    }
-                }
-            }
-            // Targets.
-            let base = ins.base();
-            let direct = matches!(base, "BRA" | "BSSY" | "JMP")
-                || (base == "CALL"
-                    && matches!(
-                        call_kind(ins, a, &self.names),
-                        CallKind::Jump(_) | CallKind::Unknown
-                    )
-                    && ins.callee.is_none());
-            if direct && ins.target != r.target {
-                let want = ins.target.and_then(|t| self.map(t));
-                if ins.target.is_none()
-                    || (r.target != want && !self.enters_before_image(fk, ins, r.target))
-                {
+        Ok(())
+    }
+
+    /// After the image of original `k` (at rewritten `i`), when it can fall through, the
+    /// next instruction that is not inserted is the image of its successor.
+    fn check_fall_through(&self, fk: usize, k: usize, i: usize) -> Result<(), Rejection> {
+        let (a, b) = (&self.orig[fk], &self.rew[fk]);
+        let name = &a.name;
+        let (ins, r) = (&a.instrs[k], &b.instrs[i]);
+        // Fall-through.
+        if !no_fall_through(ins) && k + 1 < a.instrs.len() && self.images[fk][k + 1].is_some() {
+            match self.next_image(fk, i + 1) {
+                Some((_, kk)) if kk == k + 1 => {}
+                Some((j, kk)) => {
                     return reject(
                         name,
-                        r.offset,
+                        b.instrs[j].offset,
                         format!(
-                            "`{}` goes to {} but the original's target {} maps to {}",
-                            r.opcode,
-                            hexo(r.target),
-                            hexo(ins.target),
-                            hexo(want)
+                            "after the image of {:#x} comes the image of {:#x}, not of {:#x}",
+                            ins.offset,
+                            a.instrs[kk].offset,
+                            a.instrs[k + 1].offset
                         ),
                     );
                 }
-            }
-            if matches!(base, "BRA" | "JMP") && ins.target.is_none_or(|t| a.index_of(t).is_none()) {
-                return reject(
-                    name,
-                    r.offset,
-                    format!("`{}` has no target inside the function", ins.opcode),
-                );
-            }
-            if matches!(base, "BRX" | "JMX") {
-                if ins.targets.is_empty() {
-                    return reject(name, r.offset, "jump table with no known targets");
-                }
-                let want: Vec<Option<u64>> = ins.targets.iter().map(|&t| self.map(t)).collect();
-                let got: Vec<Option<u64>> = r.targets.iter().map(|&t| Some(t)).collect();
-                if want != got {
+                None => {
                     return reject(
                         name,
                         r.offset,
-                        "jump-table targets are not the images of the original targets",
+                        format!("the image of {:#x} falls off the function", ins.offset),
                     );
                 }
-                if ins.targets.iter().any(|&t| a.index_of(t).is_none()) {
-                    return reject(name, r.offset, "jump-table target outside the function");
-                }
             }
-            if ins.callee != r.callee {
+        }
+        Ok(())
+    }
+
+    /// Branch, `BSSY`, jump-table and call-jump targets of image `r` are the images of the
+    /// original `ins`'s targets; a call names the same callee.
+    fn check_targets(&self, fk: usize, ins: &Instr, r: &Instr) -> Result<(), Rejection> {
+        let a = &self.orig[fk];
+        let name = &a.name;
+        // Targets.
+        let base = ins.base();
+        let direct = matches!(base, "BRA" | "BSSY" | "JMP")
+            || (base == "CALL"
+                && matches!(
+                    call_kind(ins, a, &self.names),
+                    CallKind::Jump(_) | CallKind::Unknown
+                )
+                && ins.callee.is_none());
+        if direct && ins.target != r.target {
+            let want = ins.target.and_then(|t| self.map(t));
+            if ins.target.is_none()
+                || (r.target != want && !self.enters_before_image(fk, ins, r.target))
+            {
                 return reject(
                     name,
                     r.offset,
                     format!(
-                        "calls `{}` instead of `{}`",
-                        r.callee.as_deref().unwrap_or("?"),
-                        ins.callee.as_deref().unwrap_or("?")
+                        "`{}` goes to {} but the original's target {} maps to {}",
+                        r.opcode,
+                        hexo(r.target),
+                        hexo(ins.target),
+                        hexo(want)
                     ),
                 );
             }
         }
-        // Inserted instructions.
-        for (i, r) in b.instrs.iter().enumerate() {
-            if self.origins[fk][i] != Origin::Inserted {
-                continue;
+        if matches!(base, "BRA" | "JMP") && ins.target.is_none_or(|t| a.index_of(t).is_none()) {
+            return reject(
+                name,
+                r.offset,
+                format!("`{}` has no target inside the function", ins.opcode),
+            );
+        }
+        if matches!(base, "BRX" | "JMX") {
+            if ins.targets.is_empty() {
+                return reject(name, r.offset, "jump table with no known targets");
             }
-            let base = r.base();
-            if r.unknown {
+            let want: Vec<Option<u64>> = ins.targets.iter().map(|&t| self.map(t)).collect();
+            let got: Vec<Option<u64>> = r.targets.iter().map(|&t| Some(t)).collect();
+            if want != got {
                 return reject(
                     name,
                     r.offset,
-                    format!("inserted `{}` is not in the operand tables", r.opcode),
+                    "jump-table targets are not the images of the original targets",
                 );
             }
-            if transfers_control(r) {
-                return reject(
-                    name,
-                    r.offset,
-                    format!("inserted `{}` transfers control or synchronises", r.opcode),
-                );
+            if ins.targets.iter().any(|&t| a.index_of(t).is_none()) {
+                return reject(name, r.offset, "jump-table target outside the function");
             }
-            let store_ok = match base {
-                "STS" => self.base_slot(r).is_some(),
-                "STL" => self.inserted_local_ok(fk, r),
-                _ => true,
-            };
-            let stores = base.starts_with("ST")
-                || base.starts_with("ATOM")
-                || base.starts_with("RED")
-                || matches!(base, "LDGSTS" | "SUST" | "SURED" | "SUATOM");
-            if stores && !(store_ok && matches!(base, "STS" | "STL")) {
-                return reject(
-                    name,
-                    r.offset,
-                    format!(
-                        "inserted `{} {}` stores to memory that is not a spill slot",
-                        r.opcode,
-                        operands_text(r)
-                    ),
-                );
-            }
+        }
+        if ins.callee != r.callee {
+            return reject(
+                name,
+                r.offset,
+                format!(
+                    "calls `{}` instead of `{}`",
+                    r.callee.as_deref().unwrap_or("?"),
+                    ins.callee.as_deref().unwrap_or("?")
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// An inserted instruction is known to the operand tables, transfers no control and
+    /// stores only to a spill slot.
+    fn check_inserted(&self, fk: usize, r: &Instr) -> Result<(), Rejection> {
+        let name = &self.orig[fk].name;
+        let base = r.base();
+        if r.unknown {
+            return reject(
+                name,
+                r.offset,
+                format!("inserted `{}` is not in the operand tables", r.opcode),
+            );
+        }
+        if transfers_control(r) {
+            return reject(
+                name,
+                r.offset,
+                format!("inserted `{}` transfers control or synchronises", r.opcode),
+            );
+        }
+        let store_ok = match base {
+            "STS" => self.base_slot(r).is_some(),
+            "STL" => self.inserted_local_ok(fk, r),
+            _ => true,
+        };
+        let stores = base.starts_with("ST")
+            || base.starts_with("ATOM")
+            || base.starts_with("RED")
+            || matches!(base, "LDGSTS" | "SUST" | "SURED" | "SUATOM");
+        if stores && !(store_ok && matches!(base, "STS" | "STL")) {
+            return reject(
+                name,
+                r.offset,
+                format!(
+                    "inserted `{} {}` stores to memory that is not a spill slot",
+                    r.opcode,
+                    operands_text(r)
+                ),
+            );
         }
         Ok(())
     }

@@ -14,67 +14,67 @@ use super::transfer::{Op, Step};
 use crate::sass::ir::{Instr, OperandKind};
 
 impl<'a> Section<'a> {
+    /// The step of image `r` of original instruction `k` of function `fk`.
     pub(super) fn image_step(&self, fk: usize, k: usize, r: &Instr) -> Result<Step, Rejection> {
         let a = &self.orig[fk].instrs[k];
         let name = &self.rew[fk].name;
         if let Some(m) = as_move(a) {
             return self.move_step(fk, name, a, &m, r);
         }
-        let mut ops = Vec::new();
-        let mut step = Step::default();
         // Same instruction up to register numbers.
-        if a.unknown {
-            if a.raw != r.raw {
-                return reject(
-                    name,
-                    r.offset,
-                    format!(
-                        "`{}` is not in the operand tables, so its image must be bit-identical",
-                        a.opcode
-                    ),
-                );
-            }
-            if a.operands.is_empty() && !is_nop(a) {
-                return reject(
-                    name,
-                    r.offset,
-                    format!("`{}`: operands not parsed, effects unknown", a.opcode),
-                );
-            }
-        }
-        if a.opcode != r.opcode {
-            return reject(
-                name,
-                r.offset,
-                format!(
-                    "the original `{}` at {:#x} became `{}`",
-                    a.opcode, a.offset, r.opcode
-                ),
-            );
-        }
-        let ga = a.predicate.filter(|p| !p.is_true());
-        let gr = r.predicate.filter(|p| !p.is_true());
-        match (ga, gr) {
-            (None, None) => {}
-            (Some(p), Some(q))
-                if p.negated == q.negated
-                    && p.uniform == q.uniform
-                    && (p.index >= 7) == (q.index >= 7) => {}
-            _ => {
-                return reject(
-                    name,
-                    r.offset,
-                    format!("guard of the original at {:#x} changed", a.offset),
-                );
-            }
-        }
-        if let (Some(la), Some(lr)) = (guard_loc(a), guard_loc(r)) {
-            ops.push(Op::Need {
-                loc: lr,
-                sym: Sym::Orig(la),
-                what: "the guard".into(),
+        same_opcode(name, a, r)?;
+        let mut ops = Vec::new();
+        let guarded_step = guard_ops(name, a, r, "the original", &mut ops)?;
+        let (mut wpairs, mut rew_writes) = self.operand_ops(fk, name, a, r, &mut ops)?;
+        let guarded = false;
+        let frame_ops = self.local_ops(fk, a, &mut ops, &mut wpairs, &mut rew_writes);
+        // A store of whole words (same data, checked) makes them equal in both programs; a
+        // sub-word or misaligned one keeps the rest of the word as it was.
+        let partial_local = a.base() == "STL"
+            && (sub_word(a) || addr_of(a).and_then(r1_imm).is_none_or(|imm| imm % 4 != 0));
+        if a.is_call() {
+            self.call_ops(fk, a, r, guarded, &mut ops)?;
+        } else {
+            ops.push(Op::Write {
+                clear: rew_writes,
+                defs: wpairs,
+                keep_if_held: partial_local,
             });
         }
+        ops.extend(frame_ops);
+        // R1 updates.
+        let (_, wa) = reads_writes(a);
+        if !a.is_call() && wa.contains(&Loc::R(1)) {
+            match sp_adjust(a) {
+                Some(d) => ops.push(Op::ShiftFrame(d)),
+                None => ops.push(Op::ResetFrame),
+            }
+        }
+        // RET: what the original writes must be right.
+        if a.base() == "RET" {
+            self.return_needs(fk, &mut ops);
+        }
+        Ok(Step {
+            ops,
+            guarded: guarded_step,
+            is_call: a.is_call(),
+            ..Step::default()
+        })
+    }
+
+    /// Operands pair up (same kind, role, width and text up to register numbers;
+    /// immediates equal but for control targets and return addresses): each location the
+    /// original reads must hold its symbol in the image's; the written pairs (original,
+    /// image) and the image's written locations.
+    #[allow(clippy::type_complexity)]
+    fn operand_ops(
+        &self,
+        fk: usize,
+        name: &str,
+        a: &Instr,
+        r: &Instr,
+        ops: &mut Vec<Op>,
+    ) -> Result<(Vec<(Loc, Option<Loc>)>, Vec<Loc>), Rejection> {
         if a.operands.len() != r.operands.len() {
             return reject(
                 name,
@@ -160,9 +160,21 @@ impl<'a> Section<'a> {
                 rew_writes.push(*lr);
             }
         }
-        step.guarded = ga.is_some();
-        let guarded = false;
-        // Local words through [R1+imm] that are not spill moves (sub-word, odd offsets).
+        Ok((wpairs, rew_writes))
+    }
+
+    /// Local words through `[R1+imm]` that are not spill moves (sub-word, odd offsets): a
+    /// load needs them to hold their own value, a store writes them in place; an indexed
+    /// access needs or clobbers the whole frame, as does any store that may reach an escaped
+    /// frame. The frame ops that follow the step's write.
+    fn local_ops(
+        &self,
+        fk: usize,
+        a: &Instr,
+        ops: &mut Vec<Op>,
+        wpairs: &mut Vec<(Loc, Option<Loc>)>,
+        rew_writes: &mut Vec<Loc>,
+    ) -> Vec<Op> {
         let mut frame_ops = Vec::new();
         if matches!(a.base(), "LDL" | "STL")
             && let Some(oa) = addr_of(a)
@@ -199,62 +211,39 @@ impl<'a> Section<'a> {
         {
             frame_ops.push(Op::ClobberFrame);
         }
-        // A store of whole words (same data, checked) makes them equal in both programs; a
-        // sub-word or misaligned one keeps the rest of the word as it was.
-        let partial_local = a.base() == "STL"
-            && (sub_word(a) || addr_of(a).and_then(r1_imm).is_none_or(|imm| imm % 4 != 0));
-        if a.is_call() {
-            step.is_call = true;
-            self.call_ops(fk, a, r, guarded, &mut ops)?;
-        } else {
-            ops.push(Op::Write {
-                clear: rew_writes,
-                defs: wpairs,
-                keep_if_held: partial_local,
+        frame_ops
+    }
+
+    /// At a `RET`: each location the original writes holds its symbol where the caller
+    /// looks, and so does each caller's frame word it hands back; an exported function
+    /// returns everything the rewrite writes unchanged.
+    fn return_needs(&self, fk: usize, ops: &mut Vec<Op>) {
+        for l in self.summaries[fk].orig_writes.iter() {
+            ops.push(Op::Need {
+                loc: self.at_boundary(l),
+                sym: Sym::Orig(l),
+                what: "a location the function writes, at its return".into(),
             });
         }
-        ops.extend(frame_ops);
-        // R1 updates.
-        let (_, wa) = reads_writes(a);
-        if !a.is_call() && wa.contains(&Loc::R(1)) {
-            match sp_adjust(a) {
-                Some(d) => ops.push(Op::ShiftFrame(d)),
-                None => ops.push(Op::ResetFrame),
-            }
-        }
-        // RET: what the original writes must be right.
-        if a.base() == "RET" {
-            for l in self.summaries[fk].orig_writes.iter() {
+        if self.orig[fk].start > 0 {
+            for (w, at) in self.returned_words(&self.summaries[fk]) {
                 ops.push(Op::Need {
-                    loc: self.at_boundary(l),
-                    sym: Sym::Orig(l),
-                    what: "a location the function writes, at its return".into(),
+                    loc: at,
+                    sym: Sym::Orig(Loc::Local(w)),
+                    what: "a word of its caller's frame the function writes, at its return".into(),
                 });
             }
-            if self.orig[fk].start > 0 {
-                for (w, at) in self.returned_words(&self.summaries[fk]) {
-                    ops.push(Op::Need {
-                        loc: at,
-                        sym: Sym::Orig(Loc::Local(w)),
-                        what: "a word of its caller's frame the function writes, at its return"
-                            .into(),
-                    });
-                }
-            }
-            if self.orig[fk].start == 0 {
-                for l in self.summaries[fk].rew_writes.iter() {
-                    ops.push(Op::Need {
-                        loc: l,
-                        sym: Sym::Orig(l),
-                        what:
-                            "a location the rewrite writes, at the return of an exported function"
-                                .into(),
-                    });
-                }
+        }
+        if self.orig[fk].start == 0 {
+            for l in self.summaries[fk].rew_writes.iter() {
+                ops.push(Op::Need {
+                    loc: l,
+                    sym: Sym::Orig(l),
+                    what: "a location the rewrite writes, at the return of an exported function"
+                        .into(),
+                });
             }
         }
-        step.ops = ops;
-        Ok(step)
     }
 
     /// An immediate that differs: allowed if it is a return address or `LEPC` offset of
@@ -278,4 +267,74 @@ impl<'a> Section<'a> {
             && f.instrs[i - 1].is_call()
             && self.map(x - 16).and_then(|m| m.checked_add(16)) == Some(y)
     }
+}
+
+/// Same opcode; an instruction the operand tables do not know must be bit-identical and
+/// have parsed operands.
+fn same_opcode(name: &str, a: &Instr, r: &Instr) -> Result<(), Rejection> {
+    if a.unknown {
+        if a.raw != r.raw {
+            return reject(
+                name,
+                r.offset,
+                format!(
+                    "`{}` is not in the operand tables, so its image must be bit-identical",
+                    a.opcode
+                ),
+            );
+        }
+        if a.operands.is_empty() && !is_nop(a) {
+            return reject(
+                name,
+                r.offset,
+                format!("`{}`: operands not parsed, effects unknown", a.opcode),
+            );
+        }
+    }
+    if a.opcode != r.opcode {
+        return reject(
+            name,
+            r.offset,
+            format!(
+                "the original `{}` at {:#x} became `{}`",
+                a.opcode, a.offset, r.opcode
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// The image keeps the guard's sense (`what`: the original, for the message), and its
+/// predicate must hold the original's; whether the original is guarded.
+pub(super) fn guard_ops(
+    name: &str,
+    a: &Instr,
+    r: &Instr,
+    what: &str,
+    ops: &mut Vec<Op>,
+) -> Result<bool, Rejection> {
+    let ga = a.predicate.filter(|p| !p.is_true());
+    let gr = r.predicate.filter(|p| !p.is_true());
+    match (ga, gr) {
+        (None, None) => {}
+        (Some(p), Some(q))
+            if p.negated == q.negated
+                && p.uniform == q.uniform
+                && (p.index >= 7) == (q.index >= 7) => {}
+        _ => {
+            return reject(
+                name,
+                r.offset,
+                format!("guard of {what} at {:#x} changed", a.offset),
+            );
+        }
+    }
+    if let (Some(la), Some(lr)) = (guard_loc(a), guard_loc(r)) {
+        ops.push(Op::Need {
+            loc: lr,
+            sym: Sym::Orig(la),
+            what: "the guard".into(),
+        });
+    }
+    Ok(ga.is_some())
 }

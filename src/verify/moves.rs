@@ -3,15 +3,15 @@
 //! followed by the original move's renaming of symbols.
 
 use super::claim::{Rejection, reject};
+use super::image::guard_ops;
 use super::section::Section;
-use super::semantics::{
-    Move, access_bytes, addr_of, data_of, guard_loc, operands_text, r1_imm, sub_word,
-};
+use super::semantics::{Move, access_bytes, addr_of, data_of, operands_text, r1_imm, sub_word};
 use super::state::{Loc, Sym};
 use super::transfer::{Op, Step};
 use crate::sass::ir::{Instr, OperandKind, RZ};
 
 impl<'a> Section<'a> {
+    /// The step of image `r` of the original spill move `a` (`m`) of function `fk`.
     pub(super) fn move_step(
         &self,
         fk: usize,
@@ -21,10 +21,6 @@ impl<'a> Section<'a> {
         r: &Instr,
     ) -> Result<Step, Rejection> {
         let mut ops = Vec::new();
-        let mut step = Step {
-            is_move: true,
-            ..Step::default()
-        };
         let want = if m.store {
             ["STL", "STS"]
         } else {
@@ -45,30 +41,7 @@ impl<'a> Section<'a> {
                 ),
             );
         }
-        let ga = a.predicate.filter(|p| !p.is_true());
-        let gr = r.predicate.filter(|p| !p.is_true());
-        match (ga, gr) {
-            (None, None) => {}
-            (Some(p), Some(q))
-                if p.negated == q.negated
-                    && p.uniform == q.uniform
-                    && (p.index >= 7) == (q.index >= 7) => {}
-            _ => {
-                return reject(
-                    name,
-                    r.offset,
-                    format!("guard of the spill move at {:#x} changed", a.offset),
-                );
-            }
-        }
-        if let (Some(la), Some(lr)) = (guard_loc(a), guard_loc(r)) {
-            ops.push(Op::Need {
-                loc: lr,
-                sym: Sym::Orig(la),
-                what: "the guard".into(),
-            });
-        }
-        step.guarded = ga.is_some();
+        let guarded_step = guard_ops(name, a, r, "the spill move", &mut ops)?;
         let guarded = false;
         let Some(OperandKind::Reg(rd)) = data_of(r).map(|o| &o.kind) else {
             return reject(
@@ -91,63 +64,11 @@ impl<'a> Section<'a> {
                 ),
             );
         }
-        let (shared, addr_words): (bool, Vec<Loc>) = if rb.ends_with('S') {
-            let Some(slot) = self.base_slot(r) else {
-                return reject(
-                    name,
-                    r.offset,
-                    format!(
-                        "`{} {}`: {}",
-                        r.opcode,
-                        operands_text(r),
-                        self.slot_problem(r)
-                    ),
-                );
-            };
-            let b = self.claim.base.as_ref().map_or(0, |b| b.reg);
-            ops.push(Op::Need {
-                loc: Loc::R(b),
-                sym: Sym::SBase,
-                what: "the spill area's base register".into(),
-            });
-            (true, vec![Loc::Shared(slot)])
+        let shared = rb.ends_with('S');
+        let addr_words = if shared {
+            self.slot_words(name, r, &mut ops)?
         } else {
-            let Some(imm) = addr_of(r).and_then(r1_imm) else {
-                return reject(
-                    name,
-                    r.offset,
-                    format!(
-                        "the spill move's image `{} {}` is not an [R1+imm] access",
-                        r.opcode,
-                        operands_text(r)
-                    ),
-                );
-            };
-            // Another frame word: only one the original function uses itself (never
-            // outside the frame).
-            if imm != m.imm && (self.escapes[fk] || !self.frame_words_ok(fk, imm, access_bytes(r)))
-            {
-                return reject(
-                    name,
-                    r.offset,
-                    format!(
-                        "the spill move's image `{} {}` moves to another frame word (one the original never uses, or in a frame whose address escapes)",
-                        r.opcode,
-                        operands_text(r)
-                    ),
-                );
-            }
-            ops.push(Op::Need {
-                loc: Loc::R(1),
-                sym: Sym::Orig(Loc::R(1)),
-                what: "the stack pointer of a local spill access".into(),
-            });
-            (
-                false,
-                (0..rw)
-                    .map(|w| Loc::Local(imm.wrapping_add(4 * w)))
-                    .collect(),
-            )
+            self.frame_words(fk, name, m, r, rw, &mut ops)?
         };
         let pairs: Vec<(Loc, Loc)> = addr_words
             .iter()
@@ -176,8 +97,82 @@ impl<'a> Section<'a> {
             pairs: sym_pairs,
             guarded,
         });
-        step.shared_move = shared;
-        step.ops = ops;
-        Ok(step)
+        Ok(Step {
+            ops,
+            guarded: guarded_step,
+            is_move: true,
+            shared_move: shared,
+            ..Step::default()
+        })
+    }
+
+    /// The spill word an image `LDS/STS` moves: a slot of the claimed area, through the base
+    /// register, which must hold `SBase`.
+    fn slot_words(&self, name: &str, r: &Instr, ops: &mut Vec<Op>) -> Result<Vec<Loc>, Rejection> {
+        let Some(slot) = self.base_slot(r) else {
+            return reject(
+                name,
+                r.offset,
+                format!(
+                    "`{} {}`: {}",
+                    r.opcode,
+                    operands_text(r),
+                    self.slot_problem(r)
+                ),
+            );
+        };
+        let b = self.claim.base.as_ref().map_or(0, |b| b.reg);
+        ops.push(Op::Need {
+            loc: Loc::R(b),
+            sym: Sym::SBase,
+            what: "the spill area's base register".into(),
+        });
+        Ok(vec![Loc::Shared(slot)])
+    }
+
+    /// The frame words an image `LDL/STL [R1+imm]` moves (`rw` of them): the original's, or
+    /// others the original function uses itself in a frame whose address does not escape;
+    /// `R1` must hold its own value.
+    fn frame_words(
+        &self,
+        fk: usize,
+        name: &str,
+        m: &Move,
+        r: &Instr,
+        rw: i64,
+        ops: &mut Vec<Op>,
+    ) -> Result<Vec<Loc>, Rejection> {
+        let Some(imm) = addr_of(r).and_then(r1_imm) else {
+            return reject(
+                name,
+                r.offset,
+                format!(
+                    "the spill move's image `{} {}` is not an [R1+imm] access",
+                    r.opcode,
+                    operands_text(r)
+                ),
+            );
+        };
+        // Another frame word: only one the original function uses itself (never
+        // outside the frame).
+        if imm != m.imm && (self.escapes[fk] || !self.frame_words_ok(fk, imm, access_bytes(r))) {
+            return reject(
+                name,
+                r.offset,
+                format!(
+                    "the spill move's image `{} {}` moves to another frame word (one the original never uses, or in a frame whose address escapes)",
+                    r.opcode,
+                    operands_text(r)
+                ),
+            );
+        }
+        ops.push(Op::Need {
+            loc: Loc::R(1),
+            sym: Sym::Orig(Loc::R(1)),
+            what: "the stack pointer of a local spill access".into(),
+        });
+        Ok((0..rw)
+            .map(|w| Loc::Local(imm.wrapping_add(4 * w)))
+            .collect())
     }
 }

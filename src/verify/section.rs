@@ -5,9 +5,10 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use super::claim::SpillBase;
 use super::claim::{Claim, Rejection, reject};
-use super::correspond::Origin;
-use super::semantics::{escapes, is_nop};
+use super::correspond::{Origin, images};
+use super::semantics::escapes;
 use super::state::Loc;
 use super::summary::Summary;
 use crate::sass::ir::{Function, RZ};
@@ -44,184 +45,17 @@ impl<'a> Section<'a> {
         }
     }
 
+    /// Validate the claim's shape against the two versions of the section, pair each
+    /// original instruction with its image, check the correspondence of every function and
+    /// summarise every function (callees first).
     pub(super) fn new(
         orig: &'a [Function],
         rew: &'a [Function],
         claim: &'a Claim,
     ) -> Result<Section<'a>, Rejection> {
-        let first = orig.first().map_or("", |f| f.name.as_str());
-        if orig.len() != rew.len() {
-            return reject(
-                first,
-                0,
-                format!(
-                    "{} original functions but {} rewritten",
-                    orig.len(),
-                    rew.len()
-                ),
-            );
-        }
-        for (a, b) in orig.iter().zip(rew) {
-            if a.name != b.name {
-                return reject(
-                    &a.name,
-                    0,
-                    format!("rewritten function is `{}`, not `{}`", b.name, a.name),
-                );
-            }
-        }
-        let mut names = HashMap::new();
-        for (k, f) in orig.iter().enumerate() {
-            if names.insert(f.name.as_str(), k).is_some() {
-                return reject(&f.name, 0, "function listed twice");
-            }
-        }
-        let mut inserted = BTreeSet::new();
-        for &o in &claim.inserted {
-            if !inserted.insert(o) {
-                return reject(first, o, "offset listed twice as inserted");
-            }
-            if func_at(rew, o).is_none() {
-                return reject(
-                    first,
-                    o,
-                    "inserted offset is not an instruction of any rewritten function",
-                );
-            }
-        }
-        if let Some(b) = &claim.base {
-            let Some((_, f, _)) = func_at(rew, b.defined_at) else {
-                return reject(
-                    first,
-                    b.defined_at,
-                    "base.defined_at is not an instruction of the section",
-                );
-            };
-            if !inserted.contains(&b.defined_at) {
-                return reject(
-                    &f.name,
-                    b.defined_at,
-                    "base.defined_at is not an inserted instruction",
-                );
-            }
-            if b.reg == 1 || b.reg == RZ {
-                return reject(
-                    &f.name,
-                    b.defined_at,
-                    format!("R{} cannot be the base", b.reg),
-                );
-            }
-            if b.stride == 0 || b.stride % 4 != 0 || b.slots == 0 {
-                return reject(
-                    &f.name,
-                    b.defined_at,
-                    format!(
-                        "spill area of {} slots with a stride of {} bytes",
-                        b.slots, b.stride
-                    ),
-                );
-            }
-            if let Some(owner) = orig.iter().find(|f| f.start == 0)
-                && !owner.kernel
-            {
-                return reject(
-                    &owner.name,
-                    0,
-                    "a spill area in a section not owned by a kernel",
-                );
-            }
-        }
-        // Images.
-        let mut origins: Vec<Vec<Origin>> = Vec::with_capacity(rew.len());
-        let mut images: Vec<Vec<Option<usize>>> = Vec::with_capacity(orig.len());
-        let mut taken: HashMap<u64, (usize, u64)> = HashMap::new();
-        for (fk, (a, b)) in orig.iter().zip(rew).enumerate() {
-            let mut img = vec![None; a.instrs.len()];
-            for (k, ins) in a.instrs.iter().enumerate() {
-                let Some(m) = claim.map.map(ins.offset) else {
-                    return reject(
-                        &a.name,
-                        0,
-                        format!(
-                            "the map gives no image of the original at {:#x}",
-                            ins.offset
-                        ),
-                    );
-                };
-                let Some(i) = b.index_of(m) else {
-                    if is_nop(ins) {
-                        continue;
-                    }
-                    return reject(
-                        &a.name,
-                        m,
-                        format!(
-                            "image of the original at {:#x} is outside the rewritten function",
-                            ins.offset
-                        ),
-                    );
-                };
-                if inserted.contains(&m) {
-                    return reject(
-                        &a.name,
-                        m,
-                        format!(
-                            "offset is both inserted and the image of the original at {:#x}",
-                            ins.offset
-                        ),
-                    );
-                }
-                if let Some((_, other)) = taken.insert(m, (fk, ins.offset)) {
-                    return reject(
-                        &a.name,
-                        m,
-                        format!(
-                            "the originals at {other:#x} and {:#x} map to one offset",
-                            ins.offset
-                        ),
-                    );
-                }
-                img[k] = Some(i);
-            }
-            // Only trailing padding may lose its image (re-padding at the section's end).
-            if let Some(k) = img.iter().position(Option::is_none)
-                && let Some(j) = img[k..].iter().position(Option::is_some)
-            {
-                return reject(
-                    &a.name,
-                    a.instrs[k].offset,
-                    format!(
-                        "the NOP at {:#x} has no image but the original at {:#x} after it has",
-                        a.instrs[k].offset,
-                        a.instrs[k + j].offset
-                    ),
-                );
-            }
-            let mut org = vec![Origin::Padding; b.instrs.len()];
-            for (k, i) in img.iter().enumerate() {
-                if let Some(i) = *i {
-                    org[i] = Origin::Image(k);
-                }
-            }
-            for (i, ins) in b.instrs.iter().enumerate() {
-                if org[i] == Origin::Padding {
-                    if inserted.contains(&ins.offset) {
-                        org[i] = Origin::Inserted;
-                    } else if !is_nop(ins) {
-                        return reject(
-                            &b.name,
-                            ins.offset,
-                            format!(
-                                "`{}` is neither the image of an original nor inserted",
-                                ins.opcode
-                            ),
-                        );
-                    }
-                }
-            }
-            origins.push(org);
-            images.push(img);
-        }
+        let names = same_functions(orig, rew)?;
+        let inserted = inserted_offsets(orig, rew, claim)?;
+        let (origins, images) = images(orig, rew, claim, &inserted)?;
         let mut s = Section {
             orig,
             rew,
@@ -245,4 +79,118 @@ impl<'a> Section<'a> {
     pub(super) fn map(&self, off: u64) -> Option<u64> {
         self.claim.map.map(off)
     }
+}
+
+/// The two versions list the same functions, by name, in the same order: name → index.
+fn same_functions<'a>(
+    orig: &'a [Function],
+    rew: &[Function],
+) -> Result<HashMap<&'a str, usize>, Rejection> {
+    let first = orig.first().map_or("", |f| f.name.as_str());
+    if orig.len() != rew.len() {
+        return reject(
+            first,
+            0,
+            format!(
+                "{} original functions but {} rewritten",
+                orig.len(),
+                rew.len()
+            ),
+        );
+    }
+    for (a, b) in orig.iter().zip(rew) {
+        if a.name != b.name {
+            return reject(
+                &a.name,
+                0,
+                format!("rewritten function is `{}`, not `{}`", b.name, a.name),
+            );
+        }
+    }
+    let mut names = HashMap::new();
+    for (k, f) in orig.iter().enumerate() {
+        if names.insert(f.name.as_str(), k).is_some() {
+            return reject(&f.name, 0, "function listed twice");
+        }
+    }
+    Ok(names)
+}
+
+/// The claim's inserted offsets, each an instruction of the rewrite and listed once, and
+/// the spill area's shape ([`check_base`]).
+fn inserted_offsets(
+    orig: &[Function],
+    rew: &[Function],
+    claim: &Claim,
+) -> Result<BTreeSet<u64>, Rejection> {
+    let first = orig.first().map_or("", |f| f.name.as_str());
+    let mut inserted = BTreeSet::new();
+    for &o in &claim.inserted {
+        if !inserted.insert(o) {
+            return reject(first, o, "offset listed twice as inserted");
+        }
+        if func_at(rew, o).is_none() {
+            return reject(
+                first,
+                o,
+                "inserted offset is not an instruction of any rewritten function",
+            );
+        }
+    }
+    if let Some(b) = &claim.base {
+        check_base(orig, rew, b, &inserted)?;
+    }
+    Ok(inserted)
+}
+
+/// The spill area: defined by an inserted instruction, in a register that can hold it,
+/// with a positive word stride, in a section a kernel owns.
+fn check_base(
+    orig: &[Function],
+    rew: &[Function],
+    b: &SpillBase,
+    inserted: &BTreeSet<u64>,
+) -> Result<(), Rejection> {
+    let first = orig.first().map_or("", |f| f.name.as_str());
+    let Some((_, f, _)) = func_at(rew, b.defined_at) else {
+        return reject(
+            first,
+            b.defined_at,
+            "base.defined_at is not an instruction of the section",
+        );
+    };
+    if !inserted.contains(&b.defined_at) {
+        return reject(
+            &f.name,
+            b.defined_at,
+            "base.defined_at is not an inserted instruction",
+        );
+    }
+    if b.reg == 1 || b.reg == RZ {
+        return reject(
+            &f.name,
+            b.defined_at,
+            format!("R{} cannot be the base", b.reg),
+        );
+    }
+    if b.stride == 0 || !b.stride.is_multiple_of(4) || b.slots == 0 {
+        return reject(
+            &f.name,
+            b.defined_at,
+            format!(
+                "spill area of {} slots with a stride of {} bytes",
+                b.slots, b.stride
+            ),
+        );
+    }
+    if let Some(owner) = orig.iter().find(|f| f.start == 0)
+        && !owner.kernel
+    {
+        return reject(
+            &owner.name,
+            0,
+            "a spill area in a section not owned by a kernel",
+        );
+    }
+    Ok(())
 }
