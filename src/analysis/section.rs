@@ -230,3 +230,86 @@ pub fn split_orphans(f: Function) -> Vec<Function> {
         .collect();
     cut(&f, &f.instrs, &starts)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sass::operands::test_instr;
+
+    fn function(start: u64, code: &[(&str, &str)]) -> Function {
+        let instrs = code
+            .iter()
+            .enumerate()
+            .map(|(k, (op, ops))| {
+                let mut i = test_instr(op, ops);
+                i.offset = start + 16 * k as u64;
+                i
+            })
+            .collect();
+        Function {
+            name: "k".into(),
+            section: 3,
+            start,
+            instrs,
+            kernel: true,
+            regs: Some(24),
+            marked: vec![start + 0x10, start + 0x50],
+        }
+    }
+
+    #[test]
+    fn cut_keeps_section_registers_and_the_marks_inside_each_piece() {
+        let f = function(0x100, &[("MOV", "R2, R3"); 6]);
+        let starts = [
+            (0x100, "k".to_string(), true),
+            (0x140, "c".to_string(), false),
+        ];
+        let parts = cut(&f, &f.instrs, &starts);
+        let got: Vec<_> = parts
+            .iter()
+            .map(|p| {
+                (
+                    p.name.as_str(),
+                    p.start,
+                    p.instrs.len(),
+                    p.kernel,
+                    p.marked.clone(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("k", 0x100, 4, true, vec![0x110]),
+                ("c", 0x140, 2, false, vec![0x150])
+            ]
+        );
+        assert!(parts.iter().all(|p| p.section == 3 && p.regs == Some(24)));
+        assert_eq!(parts[1].instrs[0].offset, 0x140);
+    }
+
+    #[test]
+    fn code_no_entry_reaches_becomes_a_function_of_its_own() {
+        let f = function(
+            0,
+            &[
+                ("MOV", "R2, R3"),
+                ("EXIT", ""),
+                ("NOP", ""),
+                ("MOV", "R4, R5"),
+                ("EXIT", ""),
+                ("NOP", ""),
+            ],
+        );
+        let parts = split_orphans(f);
+        let got: Vec<_> = parts
+            .iter()
+            .map(|p| (p.name.as_str(), p.start, p.instrs.len(), p.kernel))
+            .collect();
+        assert_eq!(got, [("k", 0, 3, true), ("k@1", 0x30, 3, false)]);
+        // A function whose code is all reachable stays whole.
+        let whole = function(0, &[("MOV", "R2, R3"), ("EXIT", "")]);
+        assert_eq!(split_orphans(whole.clone()).len(), 1);
+        assert_eq!(split_sub_functions(&[whole]).unwrap().len(), 1);
+    }
+}

@@ -144,25 +144,31 @@
 //! * A kernel's new frame (and its spill area, before anything is stored to it) holds
 //!   arbitrary values, the same in both programs where they keep a word in the same place;
 //!   a word of it read before being written sees such a value in either program.
+//!   *Trusted*: the hardware's (local and shared memory start undefined).
 //! * No general register, predicate or uniform register holds a defined value at a
 //!   kernel's entry (ptxas loads `R1` from the constant bank before using it): a read of
 //!   one before any write sees an arbitrary value, so a rewrite that starts with those
 //!   values renumbered behaves as the original could with other arbitrary values.
+//!   *Trusted*: the launch ABI (parameters come in the constant bank, not in registers).
 //! * The instruction at `base.defined_at` computes the per-thread base of an area of
 //!   `slots × stride` bytes of shared memory that lies after the program's static and
 //!   dynamic shared memory and that no other thread's base overlaps (slot-major, one word
 //!   per thread per slot, `stride` = threads per block × 4). Not assumed by the callers
 //!   that ship rewrites: [`base::prove`] proves it from the rewritten kernel's prologue for
 //!   every block shape the launch can have (`tune::proven` runs it after this check).
+//!   *Proved* there, for the launches the rewritten cubins allow ([`base::Launch`], read
+//!   from the cubins, not from the transform).
 //! * The program's own shared-memory accesses stay inside its static + dynamic shared
 //!   memory, so they never touch the spill area (program shared memory, global memory and
 //!   local memory through registers other than `R1` are not modelled).
+//!   *Trusted*: an access outside them is already undefined behaviour in the program.
 //! * Every `[R1+imm]` access is treated as a move, but only the words of ptxas' spill slots
 //!   (the `STL/LDL` that `EIATTR_ANNOTATIONS` marks SpillRefill) may leave local memory: a
 //!   frame word the rewrite no longer keeps in local memory is never *read* through another
 //!   register (a local array element read through a pointer would see the stale word; the
 //!   checker does not model those loads). The transform must take its slots from the
-//!   annotations, as DESIGN.md section 5 says.
+//!   annotations (docs/DESIGN.md, the spill rewrite). *Enforced* by the transforms, not
+//!   proved here.
 //! * *Stores* through other registers are handled soundly where the frame address can have
 //!   escaped: if the original function reads `R1` anywhere but as the base of a local
 //!   access, in its own `R1` updates and in calls, every store that may reach local memory
@@ -170,19 +176,41 @@
 //!   instructions, calls) is taken to overwrite any frame word in both programs alike: a
 //!   word keeps only its own original value, and no other location keeps an original frame
 //!   value. Where `R1` does not escape, no other register can address the frame (frame
-//!   addresses are assumed to be derived from `R1`).
+//!   addresses are assumed to be derived from `R1`). *Proved* where the address escapes
+//!   (`semantics::escapes`); *trusted* (derivation from `R1`) where it does not.
 //! * Callees keep the ABI: `R1` is restored and a callee's frame lies below the caller's
 //!   `R1`, so the caller's local words survive a call (unless the caller's frame address
 //!   escaped, see above). Calls outside the section (`vprintf`) use no register at or above
-//!   the function's register count.
+//!   the function's register count. *Trusted*: the calling convention ptxas follows.
 //! * A return address materialised as an immediate (the `MOV` before `CALL.REL.NOINC`, and
 //!   the `LEPC` arithmetic of `printf` calls) is only ever used as a code address: the
 //!   checker accepts an immediate that differs from the original's when the original's is a
 //!   return point (the offset after a `CALL`) and the new one is the offset right after
 //!   that call's image, or the original's is an `LEPC` offset and the new one its image.
 //!   `LEPC` labels and `RET`/`BRX`/`CALL Rx` self-relative immediates are not compared.
+//!   *Trusted*: how ptxas uses them.
 //! * The decoded operand roles and widths ([`crate::sass::operands`]) are right; an
-//!   instruction they do not cover is "unknown" and handled as above.
+//!   instruction they do not cover is "unknown" and handled as above. *Checked*, not
+//!   trusted, by [`oracle`]: before and after a rewrite, what the IR says each instruction
+//!   reads and writes must equal what `nvdisasm -plr` marks, or the rewrite is refused
+//!   (`tune::proven` runs it); register tuples are aligned ([`tuples`], run by [`check`]).
+//!
+//! # Layout
+//!
+//! * `claim.rs`: what a transform claims ([`Claim`], [`SpillBase`]) and the answer
+//!   ([`Proof`], [`Rejection`]).
+//! * `semantics.rs`: what each instruction reads, writes and moves, in the checker's terms.
+//! * `section.rs`: the section under check (both versions, the claim, what is derived once).
+//! * `correspond.rs`: images and origins, and the structural correspondence checks.
+//! * `summary.rs`, `liveness.rs`, `regset.rs`: callee summaries and the liveness behind them.
+//! * `state.rs`: the abstract value, the state and its join.
+//! * `transfer.rs`: the operations a step applies to the state, and guarded runs.
+//! * `steps.rs`, `moves.rs`, `image.rs`, `calls.rs`: each rewritten instruction's step.
+//! * `driver.rs`: the entry state, the fixed point and the checking pass.
+//! * Beside the values check: [`schedule`] (control bits of inserted accesses), [`base`]
+//!   (the spill base), [`oracle`] and [`plr`] (operand facts against `nvdisasm -plr`),
+//!   [`tuples`] (register alignment).
+
 pub mod base;
 mod calls;
 mod claim;
