@@ -7,11 +7,11 @@ use std::collections::{BTreeSet, HashMap};
 
 use super::claim::{Claim, Rejection, reject};
 use super::section::Section;
-use super::semantics::is_nop;
 use super::semantics::{
     CallKind, access_bytes, addr_of, call_kind, hexo, no_fall_through, operands_text, r1_imm,
     sub_word, transfers_control, words,
 };
+use super::semantics::{is_nop, writes_memory};
 use crate::sass::ir::{Function, Instr, OperandKind};
 
 /// A rewritten instruction's origin.
@@ -365,10 +365,7 @@ impl<'a> Section<'a> {
             "STL" => self.inserted_local_ok(fk, r),
             _ => true,
         };
-        let stores = base.starts_with("ST")
-            || base.starts_with("ATOM")
-            || base.starts_with("RED")
-            || matches!(base, "LDGSTS" | "SUST" | "SURED" | "SUATOM");
+        let stores = writes_memory(r);
         if stores && !(store_ok && matches!(base, "STS" | "STL")) {
             return reject(
                 name,

@@ -6,8 +6,8 @@
 use super::claim::{Rejection, reject};
 use super::section::Section;
 use super::semantics::{
-    access_bytes, addr_of, as_move, guard_loc, is_nop, may_store_local, op_reads, op_writes,
-    parse_hex, r1_imm, reads_writes, shape, sp_adjust, sub_word, words,
+    access_bytes, addr_of, as_move, code_operands, guard_loc, is_nop, may_store_local, op_reads,
+    op_writes, parse_hex, r1_imm, reads_writes, shape, sp_adjust, sub_word, words,
 };
 use super::state::{Loc, Sym};
 use super::transfer::{Op, Step};
@@ -87,10 +87,7 @@ impl<'a> Section<'a> {
                 ),
             );
         }
-        let control = matches!(
-            a.base(),
-            "BRA" | "BRX" | "JMP" | "JMX" | "CALL" | "RET" | "BSSY" | "LEPC"
-        );
+        let control = code_operands(a);
         let mut wpairs: Vec<(Loc, Option<Loc>)> = Vec::new();
         let mut rew_writes: Vec<Loc> = Vec::new();
         for (n, (oa, or)) in a.operands.iter().zip(&r.operands).enumerate() {

@@ -359,6 +359,26 @@ pub(super) fn stack_init(ins: &Instr) -> bool {
             .any(|o| matches!(o.kind, OperandKind::Const { .. }))
 }
 
+/// Whether `ins` writes memory by its opcode (stores, atomics, reductions, surface writes,
+/// `LDGSTS`): an inserted instruction may only be a spill-slot `STS` or a frame `STL`.
+pub(super) fn writes_memory(ins: &Instr) -> bool {
+    let base = ins.base();
+    base.starts_with("ST")
+        || base.starts_with("ATOM")
+        || base.starts_with("RED")
+        || matches!(base, "LDGSTS" | "SUST" | "SURED" | "SUATOM")
+}
+
+/// Whether `ins`'s immediates and labels are code addresses (targets, self-relative
+/// offsets, `LEPC` labels), which may differ from the original's: targets are checked by
+/// the correspondence, the rest trusted (module doc, "Assumptions").
+pub(super) fn code_operands(ins: &Instr) -> bool {
+    matches!(
+        ins.base(),
+        "BRA" | "BRX" | "JMP" | "JMX" | "CALL" | "RET" | "BSSY" | "LEPC"
+    )
+}
+
 /// Whether `ins` may write memory of any kind.
 pub(super) fn stores(ins: &Instr) -> bool {
     let b = ins.base();
