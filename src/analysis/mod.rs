@@ -5,6 +5,7 @@
 pub mod cfg;
 pub mod defined;
 pub mod liveness;
+pub mod section;
 
 pub use cfg::{Block, CallGraph, Cfg, Loop};
 pub use defined::must_defined;

@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{TransformError, not_applicable};
+use crate::analysis::section::cut;
 use crate::cubin::Cubin;
 use crate::sass::ir::Function;
 
@@ -20,33 +21,13 @@ pub fn split_at_symbols(cubin: &Cubin, section: usize, functions: &[Function]) -
         .collect();
     let mut out = Vec::new();
     for f in functions.iter().filter(|f| f.section == section) {
-        let cuts: Vec<(u64, String)> = symbols
-            .range(f.start + 1..f.end())
-            .map(|(&o, n)| (o, n.clone()))
-            .collect();
         let mut starts = vec![(f.start, f.name.clone(), f.kernel)];
-        starts.extend(cuts.into_iter().map(|(o, n)| (o, n, false)));
-        for (k, (start, name, kernel)) in starts.iter().enumerate() {
-            let end = starts.get(k + 1).map_or(f.end(), |c| c.0);
-            let (a, b) = (
-                ((start - f.start) / 16) as usize,
-                ((end - f.start) / 16) as usize,
-            );
-            out.push(Function {
-                name: name.clone(),
-                section,
-                start: *start,
-                instrs: f.instrs[a..b].to_vec(),
-                kernel: *kernel,
-                regs: f.regs,
-                marked: f
-                    .marked
-                    .iter()
-                    .copied()
-                    .filter(|&o| o >= *start && o < end)
-                    .collect(),
-            });
-        }
+        starts.extend(
+            symbols
+                .range(f.start + 1..f.end())
+                .map(|(&o, n)| (o, n.clone(), false)),
+        );
+        out.extend(cut(f, &f.instrs, &starts));
     }
     out
 }

@@ -1,9 +1,14 @@
 //! Small hand-written cases; the real-code tests are in tests/verify_checker.rs.
 
 use super::*;
+use crate::cubin::OffsetMap;
+use std::collections::BTreeMap;
+
 use crate::sass::control::Control;
+use crate::sass::ir::Instr;
 use crate::sass::ir::Pred;
 use crate::sass::operands::{self, Family};
+use semantics::{escapes, parse_imm32, shape, sp_adjust, words};
 
 /// `@P0 IADD3 R5, R2, R3, RZ` at `off`.
 fn ins(off: u64, text: &str) -> Instr {

@@ -1,0 +1,460 @@
+//! Correspondence (module doc, item 1): where each original instruction went in the
+//! rewrite, and the structural checks on it: the rewritten code runs the original
+//! instructions in the original order, control flow goes to the images of the original
+//! targets, and inserted instructions are straight-line code that stores only to spill slots.
+
+use std::collections::{BTreeSet, HashMap};
+
+use super::claim::{Claim, Rejection, reject};
+use super::section::Section;
+use super::semantics::{
+    CallKind, access_bytes, addr_of, call_kind, hexo, no_fall_through, operands_text, r1_imm,
+    sub_word, transfers_control, words,
+};
+use super::semantics::{is_nop, writes_memory};
+use crate::sass::ir::{Function, Instr, OperandKind};
+
+/// A rewritten instruction's origin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Origin {
+    Image(usize),
+    Inserted,
+    Padding,
+}
+
+/// Per function: the origin of each rewritten instruction.
+pub(super) type Origins = Vec<Vec<Origin>>;
+/// Per function: the rewritten index of each original instruction's image.
+pub(super) type Images = Vec<Vec<Option<usize>>>;
+
+/// Pair every original instruction with its image under the claim's map: one original per
+/// offset, inside its own function, never on an inserted offset; only trailing padding may
+/// lose its image. Every other rewritten instruction is inserted, or a `NOP`.
+pub(super) fn images(
+    orig: &[Function],
+    rew: &[Function],
+    claim: &Claim,
+    inserted: &BTreeSet<u64>,
+) -> Result<(Origins, Images), Rejection> {
+    let mut origins: Origins = Vec::with_capacity(rew.len());
+    let mut images: Images = Vec::with_capacity(orig.len());
+    let mut taken: HashMap<u64, (usize, u64)> = HashMap::new();
+    for (fk, (a, b)) in orig.iter().zip(rew).enumerate() {
+        let img = function_images(fk, a, b, claim, inserted, &mut taken)?;
+        origins.push(origins_of(b, &img, inserted)?);
+        images.push(img);
+    }
+    Ok((origins, images))
+}
+
+/// The image index of each instruction of original `a` in rewritten `b` (`taken`: the
+/// images of the functions before, offset → (function, original offset)).
+fn function_images(
+    fk: usize,
+    a: &Function,
+    b: &Function,
+    claim: &Claim,
+    inserted: &BTreeSet<u64>,
+    taken: &mut HashMap<u64, (usize, u64)>,
+) -> Result<Vec<Option<usize>>, Rejection> {
+    let mut img = vec![None; a.instrs.len()];
+    for (k, ins) in a.instrs.iter().enumerate() {
+        let Some(m) = claim.map.map(ins.offset) else {
+            return reject(
+                &a.name,
+                0,
+                format!(
+                    "the map gives no image of the original at {:#x}",
+                    ins.offset
+                ),
+            );
+        };
+        let Some(i) = b.index_of(m) else {
+            if is_nop(ins) {
+                continue;
+            }
+            return reject(
+                &a.name,
+                m,
+                format!(
+                    "image of the original at {:#x} is outside the rewritten function",
+                    ins.offset
+                ),
+            );
+        };
+        if inserted.contains(&m) {
+            return reject(
+                &a.name,
+                m,
+                format!(
+                    "offset is both inserted and the image of the original at {:#x}",
+                    ins.offset
+                ),
+            );
+        }
+        if let Some((_, other)) = taken.insert(m, (fk, ins.offset)) {
+            return reject(
+                &a.name,
+                m,
+                format!(
+                    "the originals at {other:#x} and {:#x} map to one offset",
+                    ins.offset
+                ),
+            );
+        }
+        img[k] = Some(i);
+    }
+    // Only trailing padding may lose its image (re-padding at the section's end).
+    if let Some(k) = img.iter().position(Option::is_none)
+        && let Some(j) = img[k..].iter().position(Option::is_some)
+    {
+        return reject(
+            &a.name,
+            a.instrs[k].offset,
+            format!(
+                "the NOP at {:#x} has no image but the original at {:#x} after it has",
+                a.instrs[k].offset,
+                a.instrs[k + j].offset
+            ),
+        );
+    }
+    Ok(img)
+}
+
+/// The origin of each instruction of rewritten `b`, given the images of `a`'s.
+fn origins_of(
+    b: &Function,
+    img: &[Option<usize>],
+    inserted: &BTreeSet<u64>,
+) -> Result<Vec<Origin>, Rejection> {
+    let mut org = vec![Origin::Padding; b.instrs.len()];
+    for (k, i) in img.iter().enumerate() {
+        if let Some(i) = *i {
+            org[i] = Origin::Image(k);
+        }
+    }
+    for (i, ins) in b.instrs.iter().enumerate() {
+        if org[i] == Origin::Padding {
+            if inserted.contains(&ins.offset) {
+                org[i] = Origin::Inserted;
+            } else if !is_nop(ins) {
+                return reject(
+                    &b.name,
+                    ins.offset,
+                    format!(
+                        "`{}` is neither the image of an original nor inserted",
+                        ins.opcode
+                    ),
+                );
+            }
+        }
+    }
+    Ok(org)
+}
+
+impl<'a> Section<'a> {
+    /// A `BRA`/`JMP` whose rewritten target is inserted code that runs straight into the
+    /// image of the original target (code inserted to run on every path into a branch
+    /// target): the inserted instructions are straight-line moves, analysed on the rewritten
+    /// CFG like any other path, so entering them first changes nothing the values check does
+    /// not see. Other kinds of targets (`BSSY` reconvergence points, calls) must be images.
+    pub(super) fn enters_before_image(&self, fk: usize, ins: &Instr, target: Option<u64>) -> bool {
+        if !matches!(ins.base(), "BRA" | "JMP") {
+            return false;
+        }
+        let (Some(t), Some(ot)) = (target, ins.target) else {
+            return false;
+        };
+        let (Some(i), Some(k)) = (self.rew[fk].index_of(t), self.orig[fk].index_of(ot)) else {
+            return false;
+        };
+        if !matches!(self.origins[fk][i], Origin::Inserted) {
+            return false;
+        }
+        // Straight-line inserted instructions (no control transfer) up to the image.
+        let mut j = i;
+        while let Some(Origin::Inserted) = self.origins[fk].get(j) {
+            if self.rew[fk].instrs[j].is_branch() || self.rew[fk].instrs[j].is_exit() {
+                return false;
+            }
+            j += 1;
+        }
+        matches!(self.origins[fk].get(j), Some(Origin::Image(kk)) if *kk == k)
+    }
+
+    /// The next rewritten index at or after `i` that is not inserted or padding.
+    pub(super) fn next_image(&self, fk: usize, mut i: usize) -> Option<(usize, usize)> {
+        let org = &self.origins[fk];
+        while i < org.len() {
+            if let Origin::Image(k) = org[i] {
+                return Some((i, k));
+            }
+            i += 1;
+        }
+        None
+    }
+
+    /// Structural correspondence of one function (see the module doc, "Correspondence").
+    pub(super) fn correspondence(&self, fk: usize) -> Result<(), Rejection> {
+        let a = &self.orig[fk];
+        if a.instrs.is_empty() {
+            return Ok(());
+        }
+        self.check_entry(fk)?;
+        for (k, ins) in a.instrs.iter().enumerate() {
+            let Some(i) = self.images[fk][k] else {
+                continue;
+            };
+            self.check_fall_through(fk, k, i)?;
+            self.check_targets(fk, ins, &self.rew[fk].instrs[i])?;
+        }
+        for (i, r) in self.rew[fk].instrs.iter().enumerate() {
+            if self.origins[fk][i] == Origin::Inserted {
+                self.check_inserted(fk, r)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The first instruction that is not inserted is the image of the original's first.
+    fn check_entry(&self, fk: usize) -> Result<(), Rejection> {
+        let (a, b) = (&self.orig[fk], &self.rew[fk]);
+        let name = &a.name;
+        match self.next_image(fk, 0) {
+            Some((_, 0)) => {}
+            Some((i, k)) => {
+                return reject(
+                    name,
+                    b.instrs[i].offset,
+                    format!(
+                        "the function now starts at the image of the original at {:#x}",
+                        a.instrs[k].offset
+                    ),
+                );
+            }
+            None => return reject(name, b.start, "no image of the original entry"),
+        }
+        Ok(())
+    }
+
+    /// After the image of original `k` (at rewritten `i`), when it can fall through, the
+    /// next instruction that is not inserted is the image of its successor.
+    fn check_fall_through(&self, fk: usize, k: usize, i: usize) -> Result<(), Rejection> {
+        let (a, b) = (&self.orig[fk], &self.rew[fk]);
+        let name = &a.name;
+        let (ins, r) = (&a.instrs[k], &b.instrs[i]);
+        // Fall-through.
+        if !no_fall_through(ins) && k + 1 < a.instrs.len() && self.images[fk][k + 1].is_some() {
+            match self.next_image(fk, i + 1) {
+                Some((_, kk)) if kk == k + 1 => {}
+                Some((j, kk)) => {
+                    return reject(
+                        name,
+                        b.instrs[j].offset,
+                        format!(
+                            "after the image of {:#x} comes the image of {:#x}, not of {:#x}",
+                            ins.offset,
+                            a.instrs[kk].offset,
+                            a.instrs[k + 1].offset
+                        ),
+                    );
+                }
+                None => {
+                    return reject(
+                        name,
+                        r.offset,
+                        format!("the image of {:#x} falls off the function", ins.offset),
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Branch, `BSSY`, jump-table and call-jump targets of image `r` are the images of the
+    /// original `ins`'s targets; a call names the same callee.
+    fn check_targets(&self, fk: usize, ins: &Instr, r: &Instr) -> Result<(), Rejection> {
+        let a = &self.orig[fk];
+        let name = &a.name;
+        // Targets.
+        let base = ins.base();
+        let direct = matches!(base, "BRA" | "BSSY" | "JMP")
+            || (base == "CALL"
+                && matches!(
+                    call_kind(ins, a, &self.names),
+                    CallKind::Jump(_) | CallKind::Unknown
+                )
+                && ins.callee.is_none());
+        if direct && ins.target != r.target {
+            let want = ins.target.and_then(|t| self.map(t));
+            if ins.target.is_none()
+                || (r.target != want && !self.enters_before_image(fk, ins, r.target))
+            {
+                return reject(
+                    name,
+                    r.offset,
+                    format!(
+                        "`{}` goes to {} but the original's target {} maps to {}",
+                        r.opcode,
+                        hexo(r.target),
+                        hexo(ins.target),
+                        hexo(want)
+                    ),
+                );
+            }
+        }
+        if matches!(base, "BRA" | "JMP") && ins.target.is_none_or(|t| a.index_of(t).is_none()) {
+            return reject(
+                name,
+                r.offset,
+                format!("`{}` has no target inside the function", ins.opcode),
+            );
+        }
+        if matches!(base, "BRX" | "JMX") {
+            if ins.targets.is_empty() {
+                return reject(name, r.offset, "jump table with no known targets");
+            }
+            let want: Vec<Option<u64>> = ins.targets.iter().map(|&t| self.map(t)).collect();
+            let got: Vec<Option<u64>> = r.targets.iter().map(|&t| Some(t)).collect();
+            if want != got {
+                return reject(
+                    name,
+                    r.offset,
+                    "jump-table targets are not the images of the original targets",
+                );
+            }
+            if ins.targets.iter().any(|&t| a.index_of(t).is_none()) {
+                return reject(name, r.offset, "jump-table target outside the function");
+            }
+        }
+        if ins.callee != r.callee {
+            return reject(
+                name,
+                r.offset,
+                format!(
+                    "calls `{}` instead of `{}`",
+                    r.callee.as_deref().unwrap_or("?"),
+                    ins.callee.as_deref().unwrap_or("?")
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// An inserted instruction is known to the operand tables, transfers no control and
+    /// stores only to a spill slot.
+    fn check_inserted(&self, fk: usize, r: &Instr) -> Result<(), Rejection> {
+        let name = &self.orig[fk].name;
+        let base = r.base();
+        if r.unknown {
+            return reject(
+                name,
+                r.offset,
+                format!("inserted `{}` is not in the operand tables", r.opcode),
+            );
+        }
+        if transfers_control(r) {
+            return reject(
+                name,
+                r.offset,
+                format!("inserted `{}` transfers control or synchronises", r.opcode),
+            );
+        }
+        let store_ok = match base {
+            "STS" => self.base_slot(r).is_some(),
+            "STL" => self.inserted_local_ok(fk, r),
+            _ => true,
+        };
+        let stores = writes_memory(r);
+        if stores && !(store_ok && matches!(base, "STS" | "STL")) {
+            return reject(
+                name,
+                r.offset,
+                format!(
+                    "inserted `{} {}` stores to memory that is not a spill slot",
+                    r.opcode,
+                    operands_text(r)
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// `[base.reg + imm]`, 32-bit, `imm` a slot: the slot's offset.
+    pub(super) fn base_slot(&self, r: &Instr) -> Option<i64> {
+        let b = self.claim.base.as_ref()?;
+        let a = addr_of(r)?;
+        let OperandKind::Addr {
+            reg: Some(reg),
+            reg_width: 1,
+            ureg: None,
+            ureg_width: _,
+            desc: None,
+            imm,
+        } = a.kind
+        else {
+            return None;
+        };
+        let stride = i64::from(b.stride);
+        let ok = reg == b.reg
+            && !a.text.contains(".X")
+            && access_bytes(r) == 4
+            && !sub_word(r)
+            && imm >= i64::from(b.area)
+            && (imm - i64::from(b.area)) % stride == 0
+            && imm - i64::from(b.area) < stride * i64::from(b.slots)
+            && r.operands.len() == 2;
+        ok.then_some(imm)
+    }
+
+    /// Why a `[base.reg + ...]` access is not a slot access, for messages.
+    pub(super) fn slot_problem(&self, r: &Instr) -> String {
+        let Some(b) = self.claim.base.as_ref() else {
+            return "no spill area is claimed".into();
+        };
+        let Some(a) = addr_of(r) else {
+            return "no address".into();
+        };
+        match a.kind {
+            OperandKind::Addr { reg, imm, .. } if reg == Some(b.reg) => {
+                if access_bytes(r) != 4 {
+                    format!(
+                        "a {}-byte access to the per-thread spill words",
+                        access_bytes(r)
+                    )
+                } else {
+                    format!(
+                        "offset {imm:#x} is not a slot (stride {:#x}, {} slots)",
+                        b.stride, b.slots
+                    )
+                }
+            }
+            _ => format!("address `{}` is not based on R{}", a.text, b.reg),
+        }
+    }
+
+    /// An inserted `STL [R1+imm]` may only write words the original function uses itself,
+    /// in a function whose frame address does not escape.
+    pub(super) fn inserted_local_ok(&self, fk: usize, r: &Instr) -> bool {
+        let Some(imm) = addr_of(r).and_then(r1_imm) else {
+            return false;
+        };
+        !self.escapes[fk] && !sub_word(r) && self.frame_words_ok(fk, imm, access_bytes(r))
+    }
+
+    /// Every word of `[R1+imm]`, `bytes` wide, is one the original function itself
+    /// accesses through `[R1+imm]`.
+    pub(super) fn frame_words_ok(&self, fk: usize, imm: i64, bytes: i64) -> bool {
+        let used: BTreeSet<i64> = self.orig[fk]
+            .instrs
+            .iter()
+            .filter(|i| matches!(i.base(), "LDL" | "STL"))
+            .filter_map(|i| {
+                let imm = addr_of(i).and_then(r1_imm)?;
+                Some(words(imm, access_bytes(i)))
+            })
+            .flatten()
+            .collect();
+        words(imm, bytes).iter().all(|w| used.contains(w))
+    }
+}
