@@ -1,11 +1,13 @@
 //! Analyses over decoded SASS: control-flow graphs per function, the call graph, natural loops,
-//! liveness per instruction for the general registers, must-defined registers, and
-//! max-live (DESIGN.md §3).
+//! liveness per instruction for the general registers, must-defined registers,
+//! max-live, and loop weights (DESIGN.md §3).
 
 pub mod cfg;
 pub mod defined;
 pub mod liveness;
+pub mod loops;
 
 pub use cfg::{Block, CallGraph, Cfg, Loop};
 pub use defined::must_defined;
 pub use liveness::{Liveness, RegFile, RegSet};
+pub use loops::loop_weights;

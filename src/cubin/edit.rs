@@ -9,6 +9,7 @@ use super::elf::{SHF_ALLOC, SHF_WRITE, SHT_NOBITS, SHT_REL, SHT_RELA, Section, r
 use super::error::CubinError;
 use super::nvinfo::{EIFMT_SVAL, Record, encode_records, parse_records};
 use super::symbols::{Reloc, STB_LOCAL, STT_SECTION, Symbol, encode_relocs, parse_relocs};
+use crate::arch::ShaderModel;
 use std::collections::BTreeMap;
 
 /// The 16-byte NOP ptxas pads text sections with (`NOP` with no wait, no scoreboard).
@@ -222,7 +223,7 @@ impl Cubin {
             });
         }
         self.set_records(g, &recs)?;
-        if self.arch() < 90 && self.owns_section(sym) {
+        if ShaderModel::of(self.arch()).text_sh_info_regs && self.owns_section(sym) {
             let text = self.symbols[sym].st_shndx as usize;
             let s = &mut self.elf.sections[text];
             s.sh_info = (s.sh_info & 0x00ff_ffff) | (regs << 24);

@@ -7,24 +7,8 @@
 
 use super::ir::{Instr, Operand, OperandKind, Role};
 
-/// Architecture families whose operand rules differ.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Family {
-    /// sm_75 to sm_89.
-    Turing,
-    /// sm_90.
-    Hopper,
-}
-
-impl Family {
-    pub fn of(sm: u32) -> Option<Family> {
-        match sm {
-            75..=89 => Some(Family::Turing),
-            90 => Some(Family::Hopper),
-            _ => None,
-        }
-    }
-}
+/// Architecture families whose operand rules differ (a fact of [`crate::arch`]).
+pub use crate::arch::Family;
 
 /// How an opcode's leading operands are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
