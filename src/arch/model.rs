@@ -51,6 +51,11 @@ pub struct ShaderModel {
     /// A function that owns its `.text` section has its register count in the section's
     /// `sh_info[31:24]` (below sm_90; 0 from sm_90 on).
     pub text_sh_info_regs: bool,
+    /// nvdisasm's call model (the registers a call may touch) covers the highest register the
+    /// section names plus three, capped by `SHI_REGISTERS`, which ptxas rounds up here
+    /// (sm_90); below, it covers `SHI_REGISTERS` (found on the kernels of
+    /// tests/sass_decode.rs).
+    pub call_regs_from_code: bool,
     /// FP32 results per clock per SM (CUDA C++ Programming Guide, "Throughput of Native
     /// Arithmetic Instructions"): 64 on 7.5 and 8.0, 128 from 8.6 on.
     pub fp32_per_clock: f64,
@@ -75,6 +80,7 @@ const PRE_TURING: ShaderModel = ShaderModel {
     tail_nops: 0,
     implicit_memory_descriptor: false,
     text_sh_info_regs: true,
+    call_regs_from_code: false,
     fp32_per_clock: 64.0,
     fp64_per_clock: 2.0,
     fp64_fixed_latency: None,
@@ -126,6 +132,7 @@ const HOPPER: ShaderModel = ShaderModel {
     tail_nops: 8,
     implicit_memory_descriptor: false,
     text_sh_info_regs: false,
+    call_regs_from_code: true,
     fp32_per_clock: 128.0,
     fp64_per_clock: 64.0,
     fp64_fixed_latency: Some(10),
@@ -135,6 +142,7 @@ const HOPPER: ShaderModel = ShaderModel {
 const HOPPER_OTHER: ShaderModel = ShaderModel {
     sms: (91, 99),
     family: None,
+    call_regs_from_code: false,
     rewrites: false,
     fp64_per_clock: 2.0,
     fp64_fixed_latency: None,
@@ -222,6 +230,8 @@ mod tests {
             assert_eq!(row.tail_nops, if sm >= 80 { 8 } else { 0 }, "sm_{sm}");
             assert_eq!(row.implicit_memory_descriptor, (80..=89).contains(&sm));
             assert_eq!(row.text_sh_info_regs, sm < 90, "sm_{sm}");
+            // Decoded with operands only where there are tables: sm_90's family decides.
+            assert_eq!(row.call_regs_from_code, sm == 90, "sm_{sm}");
             assert_eq!(row.relayout, (75..=99).contains(&sm), "sm_{sm}");
             assert_eq!(row.rewrites, (75..=90).contains(&sm), "sm_{sm}");
             assert_eq!(row.shared_cluster_rank, sm >= 90, "sm_{sm}");

@@ -346,7 +346,8 @@ fn decode_with(
     }
     // nvdisasm's call model covers SHI_REGISTERS registers on sm_75-89; on sm_90, where
     // SHI_REGISTERS is rounded up, with the highest register the section names plus three
-    // (two above the highest; found on the kernels of tests/sass_decode.rs).
+    // (two above the highest; found on the kernels of tests/sass_decode.rs):
+    // `ShaderModel::call_regs_from_code`.
     let mut used: HashMap<usize, u32> = HashMap::new();
     for f in &out {
         let m = used.entry(f.section).or_default();
@@ -358,7 +359,7 @@ fn decode_with(
     }
     for f in &mut out {
         let u = used.get(&f.section).copied().unwrap_or(0);
-        if family == Family::Hopper {
+        if ShaderModel::of(sm).call_regs_from_code {
             f.regs = Some(f.regs.map_or(u + 2, |r| r.min(u + 2)));
         } else if f.regs.is_none() {
             f.regs = Some(u);
