@@ -194,7 +194,7 @@ mod tests {
     /// An instruction at index `i` of a function starting at 0, as `raw` decodes it (the
     /// operand text only gives a branch's target or a call's callee).
     fn ins(i: u64, opcode: &str, operands: &str, ctrl: Control) -> Instr {
-        let opcode = Opcode::new(opcode);
+        let opcode = Opcode::from(opcode);
         Instr {
             offset: 16 * i,
             raw: 0,

@@ -4,6 +4,7 @@
 //! not listed is [`Op::Other`] with its text kept, so decoding never fails on an opcode the
 //! project does not model and printing gives back exactly what nvdisasm printed.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::ops::Deref;
 
@@ -247,12 +248,14 @@ pub struct Opcode {
     class: OpClass,
     /// Bytes of the mnemonic in `text` (up to the first `.`).
     base_len: usize,
-    text: String,
+    /// Borrowed when it comes from a static table (`raw`'s mnemonics: no allocation on the
+    /// predictor's hot path), owned when decoded from nvdisasm's text.
+    text: Cow<'static, str>,
 }
 
 impl Opcode {
     /// Parse nvdisasm's spelling: `LDG.E.64.CONSTANT`.
-    pub fn new(text: impl Into<String>) -> Opcode {
+    pub fn new(text: impl Into<Cow<'static, str>>) -> Opcode {
         let text = text.into();
         let base_len = text.find('.').unwrap_or(text.len());
         let base = &text[..base_len];
@@ -319,7 +322,7 @@ impl fmt::Debug for Opcode {
 
 impl From<&str> for Opcode {
     fn from(s: &str) -> Opcode {
-        Opcode::new(s)
+        Opcode::new(s.to_string())
     }
 }
 
@@ -331,13 +334,13 @@ impl From<String> for Opcode {
 
 impl PartialEq<str> for Opcode {
     fn eq(&self, other: &str) -> bool {
-        self.text == other
+        self.text.as_ref() == other
     }
 }
 
 impl PartialEq<&str> for Opcode {
     fn eq(&self, other: &&str) -> bool {
-        self.text == *other
+        self.text.as_ref() == *other
     }
 }
 

@@ -239,7 +239,7 @@ pub static RULES: &[Rule] = &[
 
 /// The rule for an opcode (`IMAD.WIDE.U32`), if any.
 pub fn rule(family: Family, opcode: &str) -> Option<&'static Rule> {
-    rule_for(family, &Opcode::new(opcode))
+    rule_for(family, &Opcode::from(opcode))
 }
 
 /// The rule for a parsed opcode, if any ([`Op::Other`] has none).

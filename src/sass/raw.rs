@@ -109,7 +109,7 @@ fn decode(sm: u32, offset: u64, w: u128, siblings: &[(u64, &str)]) -> Instr {
         offset,
         raw: w,
         // An unknown number keeps its value in the text; its class is `Other`.
-        opcode: Opcode::new(mnemonic.map_or_else(|| format!("UNKNOWN_{op:#05x}"), str::to_string)),
+        opcode: mnemonic.map_or_else(|| Opcode::new(format!("UNKNOWN_{op:#05x}")), Opcode::new),
         predicate,
         operands: Vec::new(),
         ctrl: Control::from_words(0, (w >> 64) as u64),
