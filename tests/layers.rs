@@ -56,8 +56,8 @@ const FLOORS: &[(&[&str], &str)] = &[
     ),
     (&["farm", "cli"], "remote build farm; nvcc's command line"),
     (
-        &["settings", "toolkit", "profile"],
-        "leaves: user settings, the CUDA toolkit, measured profiles",
+        &["settings", "toolkit", "profile", "arch"],
+        "leaves: user settings, the CUDA toolkit, measured profiles, per-architecture facts",
     ),
 ];
 

@@ -25,7 +25,7 @@ use nvcc_orion::predict::stalls::predict;
 use nvcc_orion::sass::control::Control;
 use nvcc_orion::sass::decode;
 use nvcc_orion::sass::encode;
-use nvcc_orion::sass::raw;
+use nvcc_orion::sass::{Op, raw};
 use nvcc_orion::transform::spill_to_shared::Options;
 use nvcc_orion::tune::proven;
 use nvcc_orion::tune::ptx::{Budget, entries, with_budgets};
@@ -259,7 +259,7 @@ fn demote_and_check(b: &Built, arch: u32, level: usize) -> Vec<(String, u32, Res
         assert!(
             fs.iter()
                 .flat_map(|f| f.instrs.iter())
-                .all(|i| !matches!(i.base(), "STL" | "LDL"))
+                .all(|i| !matches!(i.op(), Op::Stl | Op::Ldl))
         );
         seen.push((kernel.clone(), target, Ok(())));
     }
@@ -437,7 +437,7 @@ fn the_scheduling_check_catches_missing_waits() {
         .iter()
         .map(|&o| f.index_of(o).unwrap())
         .map(|i| (i, &f.instrs[i]))
-        .find(|(_, i)| i.base() == "LDS")
+        .find(|(_, i)| i.op() == Op::Lds)
         .unwrap();
     let w = load.ctrl.write_sb.unwrap();
     let waiter = f.instrs[li + 1..]
@@ -453,7 +453,7 @@ fn the_scheduling_check_catches_missing_waits() {
         .accesses
         .iter()
         .copied()
-        .find(|&o| f.instrs[f.index_of(o).unwrap()].base() == "STS")
+        .find(|&o| f.instrs[f.index_of(o).unwrap()].op() == Op::Sts)
         .unwrap();
     let mutant = patch_control(&outcome.bytes, kernel, store, |c| c.read_sb = None);
     let e = verify::schedule::check(80, &decode_fs(&mutant), &r.accesses).unwrap_err();
@@ -465,7 +465,7 @@ fn the_scheduling_check_catches_missing_waits() {
         .iter()
         .map(|&o| f.index_of(o).unwrap())
         .map(|i| (i, &f.instrs[i]))
-        .find(|(i, s)| s.base() == "STS" && f.instrs[i - 1].ctrl.write_sb.is_none())
+        .find(|(i, s)| s.op() == Op::Sts && f.instrs[i - 1].ctrl.write_sb.is_none())
         .unwrap();
     let producer = f.instrs[si - 1].offset;
     let mutant = patch_control(&outcome.bytes, kernel, producer, |c| c.stall = 1);
@@ -592,7 +592,7 @@ fn measure(arch: u32, bytes: &[u8], kernel: &str, base_instructions: usize) -> O
         .iter()
         .filter(|f| f.name == kernel)
         .flat_map(|f| f.instrs.iter())
-        .filter(|i| i.base() != "NOP")
+        .filter(|i| i.op() != Op::Nop)
         .count();
     let a = Arch::from_cc((arch / 10) as u8, (arch % 10) as u8).ok()?;
     let shared = u32::try_from(info.static_shared).ok()?;
@@ -679,7 +679,7 @@ fn compared_with_ptxas_pragma_and_spill_demotion() {
                 .iter()
                 .filter(|f| &f.name == k)
                 .flat_map(|f| f.instrs.iter())
-                .filter(|i| i.base() != "NOP")
+                .filter(|i| i.op() != Op::Nop)
                 .count();
             let base = measure(arch, &bytes, k, base_count).unwrap();
             let base = base.split(" / ").collect::<Vec<_>>();

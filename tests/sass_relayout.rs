@@ -11,8 +11,8 @@ mod common;
 use common::fixtures::{self, Fixtures};
 use nvcc_orion::cubin::{Cubin, OffsetMap};
 use nvcc_orion::sass::encode::{self, RegField};
-use nvcc_orion::sass::listing::{self, Function};
-use nvcc_orion::sass::relayout;
+use nvcc_orion::sass::listing::{self, Listing as Function};
+use nvcc_orion::sass::{Op, relayout};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -158,7 +158,7 @@ fn compare_listings(
             ap.map(&f.name, f.start)
         };
         assert_eq!(g.start, start, "{label}: {} start", f.name);
-        let new_at: BTreeMap<u64, &listing::Instr> =
+        let new_at: BTreeMap<u64, &listing::Line> =
             g.instrs.iter().map(|i| (i.offset, i)).collect();
         let mut images = BTreeSet::new();
         for i in f.instrs.iter().filter(|i| i.offset < end) {
@@ -177,10 +177,10 @@ fn compare_listings(
             let ta: Vec<&str> = i.operands.split([',', ' ']).collect();
             let tb: Vec<&str> = j.operands.split([',', ' ']).collect();
             assert_eq!(ta.len(), tb.len(), "{ctx}");
-            let base = i.base();
+            let base = i.op();
             for (a, b) in ta.iter().zip(&tb) {
                 if a == b {
-                    if matches!(base, "BRA" | "BSSY") && number(a).is_some() {
+                    if matches!(base, Op::Bra | Op::Bssy) && number(a).is_some() {
                         counts.targets += 1;
                     }
                     continue;
@@ -197,32 +197,32 @@ fn compare_listings(
                 }
                 match base {
                     // Direct targets: the same original instruction.
-                    "BRA" | "BSSY" | "JMP" | "CALL" if x >= 0 => {
+                    Op::Bra | Op::Bssy | Op::Jmp | Op::Call if x >= 0 => {
                         assert_eq!(y as u64, ap.map(&f.name, x as u64), "{ctx}");
                         counts.targets += 1;
                     }
                     // Minus my own next pc.
-                    "BRX" | "RET" | "CALL" | "BRXU" => {
+                    Op::Brx | Op::Ret | Op::Call | Op::Brxu => {
                         assert_eq!(x, -(i.offset as i64 + 16), "{ctx}");
                         assert_eq!(y, -(n as i64 + 16), "{ctx}");
                         counts.register_based += 1;
                     }
                     // LEPC (sm_75-89): the MOV of the LEPC's own offset.
-                    "MOV"
+                    Op::Mov
                         if f.instrs
                             .iter()
-                            .any(|c| c.offset == x as u64 && c.base() == "LEPC") =>
+                            .any(|c| c.offset == x as u64 && c.op() == Op::Lepc) =>
                     {
                         assert_eq!(y as u64, ap.map(&f.name, x as u64), "{ctx}");
                         counts.returns += 1;
                     }
                     // Return address: the instruction after the moved call (CALL.REL, or the
                     // CALL.ABS an LEPC prepares).
-                    "MOV" | "IMAD" | "LEPC" => {
+                    Op::Mov | Op::Imad | Op::Lepc => {
                         let call_old = x as u64 - 16;
                         let call = f.instrs.iter().find(|c| c.offset == call_old);
                         assert!(
-                            call.is_some_and(|c| c.base() == "CALL"),
+                            call.is_some_and(|c| c.op() == Op::Call),
                             "{ctx}: only return addresses change"
                         );
                         assert_eq!(y as u64, ap.map(&f.name, call_old) + 16, "{ctx}");
@@ -659,7 +659,7 @@ fn branch_fields_decode_and_encode_back_on_real_code() {
                     .rsplit(',')
                     .next()
                     .and_then(|t| number(t.trim()))
-                    .filter(|_| matches!(i.base(), "BRA" | "BSSY"));
+                    .filter(|_| matches!(i.op(), Op::Bra | Op::Bssy));
                 if let Some(t) = printed {
                     assert_ne!(kind, encode::RelKind::RegisterBased);
                     assert_eq!(
@@ -888,15 +888,15 @@ fn local_to_shared_swap_keeps_operands() {
         let new_list = listing::list(&nvdisasm(), &out).unwrap();
         for (f, g) in old_list.iter().zip(&new_list) {
             for (a, b) in f.instrs.iter().zip(&g.instrs) {
-                let want = match a.base() {
-                    "STL" => "STS",
-                    "LDL" => "LDS",
+                let want = match a.op() {
+                    Op::Stl => Op::Sts,
+                    Op::Ldl => Op::Lds,
                     _ => {
                         assert_eq!((&a.opcode, &a.operands), (&b.opcode, &b.operands));
                         continue;
                     }
                 };
-                assert_eq!(b.base(), want, "{} {:#x}", f.name, a.offset);
+                assert_eq!(b.op(), want, "{} {:#x}", f.name, a.offset);
                 // Width modifiers stay; the eviction hint (.LU) goes.
                 let mods = |s: &str| -> Vec<String> {
                     s.split('.')

@@ -18,7 +18,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use nvcc_orion::cubin::Cubin;
-use nvcc_orion::sass::{decode, encode};
+use nvcc_orion::sass::{Op, decode, encode};
 use nvcc_orion::transform::spill_to_shared::{Options, ThreadsSource};
 use nvcc_orion::transform::stack::{self, Mode};
 use nvcc_orion::tune::proven;
@@ -255,7 +255,7 @@ fn spilling_kernels_move_to_shared_on_every_arch() {
             let left = new
                 .iter()
                 .flat_map(|f| f.instrs.iter())
-                .filter(|i| matches!(i.base(), "STL" | "LDL"))
+                .filter(|i| matches!(i.op(), Op::Stl | Op::Ldl))
                 .count();
             assert_eq!(left, 0, "sm_{arch} {kernel}");
             assert_eq!(r.kept_local, 0, "sm_{arch} {kernel}");
@@ -310,12 +310,12 @@ fn spilling_kernels_move_to_shared_on_every_arch() {
                         assert_eq!(i.opcode, "NOP", "sm_{arch} {kernel} {:#x}", i.offset);
                         continue;
                     };
-                    if spills.contains(&i.offset) && n.base() == i.base() {
+                    if spills.contains(&i.offset) && n.op() == i.op() {
                         assert_eq!(n.raw, i.raw, "sm_{arch} {kernel} {:#x}", i.offset);
                         kept += 1;
                     } else if spills.contains(&i.offset) {
-                        let want = if i.base() == "STL" { "STS" } else { "LDS" };
-                        assert_eq!(n.base(), want, "sm_{arch} {kernel} {:#x}", i.offset);
+                        let want = if i.op() == Op::Stl { Op::Sts } else { Op::Lds };
+                        assert_eq!(n.op(), want, "sm_{arch} {kernel} {:#x}", i.offset);
                         let imm = n
                             .operands
                             .iter()
@@ -503,7 +503,7 @@ fn a_passed_word_in_the_wrong_slot_is_rejected() {
             .instrs
             .iter()
             .find(|i| {
-                i.base() == "STS"
+                i.op() == Op::Sts
                     && i.operands.iter().any(|o| {
                         matches!(o.kind, nvcc_orion::sass::ir::OperandKind::Addr { imm, .. } if passed.contains(&imm))
                     })

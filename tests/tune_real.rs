@@ -393,7 +393,7 @@ fn per_kernel_maxnreg_matches_module_maxrregcount() {
         let p = dir.path().join(format!("k{i}.ptx"));
         std::fs::write(&p, ptx::with_budgets(&text_ptx, &budgets).unwrap()).unwrap();
         let per_kernel = build(&p, &format!("k{i}.cubin"), &[]);
-        let code = |fs: &[listing::Function]| -> Vec<listing::Function> {
+        let code = |fs: &[listing::Listing]| -> Vec<listing::Listing> {
             let prefix = format!("${}$", e.name);
             fs.iter()
                 .filter(|f| f.name == e.name || f.name.starts_with(&prefix))

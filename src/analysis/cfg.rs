@@ -15,6 +15,7 @@ use petgraph::graph::{DiGraph, NodeIndex};
 use petgraph::visit::EdgeRef;
 
 use crate::sass::ir::{Function, Instr};
+use crate::sass::opcode::Op;
 
 /// Instructions `first..end` (indices into the function's `instrs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,20 +43,20 @@ pub struct Cfg {
 }
 
 fn ends_block(ins: &Instr) -> bool {
-    match ins.base() {
-        "BRA" | "BRX" | "JMP" | "JMX" | "EXIT" | "RET" | "BREAK" | "KILL" => true,
+    match ins.op() {
+        Op::Bra | Op::Brx | Op::Jmp | Op::Jmx | Op::Exit | Op::Ret | Op::Break | Op::Kill => true,
         // A call through a register (`CALL.REL.NOINC R6`) does not end nvdisasm's block; one
         // to a function, to an address or to a label in this function (`@!P0 CALL.REL.NOINC
         // `(.L_x_7)`, whose `target` is set) does.
-        "CALL" => ins.callee.is_some() || ins.has_mod("ABS") || ins.target.is_some(),
+        Op::Call => ins.callee.is_some() || ins.has_mod("ABS") || ins.target.is_some(),
         _ => false,
     }
 }
 
 /// Whether control can go on to the next instruction.
 fn falls_through(ins: &Instr) -> bool {
-    match ins.base() {
-        "BRA" | "BRX" | "JMP" | "JMX" | "EXIT" | "RET" | "KILL" => !ins.always(),
+    match ins.op() {
+        Op::Bra | Op::Brx | Op::Jmp | Op::Jmx | Op::Exit | Op::Ret | Op::Kill => !ins.always(),
         _ => true,
     }
 }
@@ -105,7 +106,7 @@ impl Cfg {
                 };
                 graph.add_edge(id, node_at[&b.end], kind);
             }
-            if matches!(last.base(), "BRA" | "BRX" | "JMP" | "JMX") {
+            if matches!(last.op(), Op::Bra | Op::Brx | Op::Jmp | Op::Jmx) {
                 for t in last.target.iter().chain(&last.targets) {
                     if let Some(j) = f.index_of(*t)
                         && let Some(&to) = node_at.get(&j)

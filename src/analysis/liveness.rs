@@ -19,6 +19,7 @@
 //! loop body). A rewrite that picks free registers from it must not rely on that case.
 
 use crate::sass::ir::{Function, Instr, OperandKind, Pred, Role};
+use crate::sass::opcode::Op;
 
 use super::cfg::{Cfg, Edge};
 
@@ -95,7 +96,7 @@ pub fn use_def(ins: &Instr, regs: u32) -> (RegSet, RegSet, bool) {
         // predecessors; see `show_block` for what nvdisasm shows inside the block.
         return (uses, defs, true);
     }
-    if ins.base() == "RET" {
+    if ins.op() == Op::Ret {
         for r in std::iter::once(2).chain(16..=31).filter(|&r| below(r)) {
             uses.insert(r);
         }
@@ -332,7 +333,7 @@ fn writes_pred(ins: &Instr, p: Pred) -> bool {
 /// Whether a block ends in a guarded branch (`@P0 BRA`, `@!P1 EXIT`).
 fn guarded_end(last: &Instr) -> Option<Pred> {
     last.predicate
-        .filter(|p| !p.is_true() && matches!(last.base(), "BRA" | "EXIT"))
+        .filter(|p| !p.is_true() && matches!(last.op(), Op::Bra | Op::Exit))
 }
 
 /// The live-in of block `b` from its successors' path-sensitive live-ins, twice:

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use clap::Parser;
 use serde::Serialize;
 
+use crate::arch::Arch;
 use crate::container::{self, Compression, EntryKind, ImageRef};
 use crate::cubin::{Cubin, FunctionInfo};
-use crate::predict::arch::Arch;
 use crate::predict::occupancy::{KernelResources, Launch, SharedBytes, occupancy};
 
 /// Block size assumed for the occupancy column when the kernel declares none.

@@ -1,9 +1,10 @@
 //! Prediction: what a compiled kernel variant will achieve before it runs. For now the occupancy
 //! calculator (per-architecture tables, `cuda_occupancy.h`'s rules), the register budgets a
-//! tuner should try, and the static stall model over a variant's SASS (docs/DESIGN.md
-//! §Prediction and selection).
+//! tuner should try, and the static stall model over a variant's SASS (docs/DESIGN.md §Prediction and selection). The
+//! per-architecture tables themselves live in [`crate::arch`]; `arch` and `latency` here
+//! re-export them under their old paths.
 
-pub mod arch;
+pub use crate::arch::limits as arch;
 pub mod latency;
 pub mod occupancy;
 pub mod stalls;

@@ -23,11 +23,12 @@ use std::collections::{HashMap, HashSet};
 use serde::Serialize;
 
 use super::latency::{
-    LOOP_FACTOR, MAX_LOOP_DEPTH, MAX_THROUGHPUT, READ_RELEASE, SCHEDULERS_PER_SM,
-    scoreboard_latency, throughput,
+    MAX_THROUGHPUT, READ_RELEASE, SCHEDULERS_PER_SM, scoreboard_latency, throughput,
 };
+pub use crate::analysis::loops::loop_weights;
+use crate::sass::OpClass;
 use crate::sass::control::SCOREBOARDS;
-use crate::sass::{Function, OpClass};
+use crate::sass::ir::Function;
 
 /// Totals for one function, per warp, loop-weighted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -131,7 +132,7 @@ fn cost_of<'a>(
         }
         // The producer's clock starts at its issue, so its own stall counts.
         if let Some(b) = ins.ctrl.write_sb {
-            tracker[usize::from(b)] = Some((scoreboard_latency(ins.class), 0.0));
+            tracker[usize::from(b)] = Some((scoreboard_latency(ins.class()), 0.0));
         }
         if let Some(b) = ins.ctrl.read_sb {
             // A write release of the same scoreboard subsumes the read release.
@@ -143,17 +144,17 @@ fn cost_of<'a>(
         cycles += stall;
         advance(&mut tracker, stall);
         total.latency += cycles * w;
-        total.issue += MAX_THROUGHPUT / throughput(sm, ins.class) * w;
+        total.issue += MAX_THROUGHPUT / throughput(sm, ins.class()) * w;
         total.instructions += w;
-        if ins.class == OpClass::Local {
+        if ins.class() == OpClass::Local {
             total.local_accesses += w;
         }
-        if let Some(callee) = ins.callee()
+        if let Some(callee) = ins.callee.as_deref()
             && let Some(c) = cost_of(sm, by_name, callee, memo, visiting)
         {
             total.add(&c, w);
         }
-        if ins.class == OpClass::Control {
+        if ins.class() == OpClass::Control {
             tracker = [None; SCOREBOARDS as usize];
         }
     }
@@ -168,60 +169,45 @@ fn advance(tracker: &mut [Option<(f64, f64)>], cycles: f64) {
     }
 }
 
-/// Instructions that start a basic block: branch targets and the instruction after a branch.
+/// Where the predictor releases its scoreboard trackers (ptxas releases them before control
+/// flow): every resolved target and the instruction after each control-class one. Coarser
+/// than the CFG of [`crate::analysis::cfg`], on purpose: it needs no `.nv.info` marks, so it
+/// reads the same on `raw`'s operand-less decoding.
 fn block_leaders(f: &Function) -> HashSet<usize> {
     let mut leaders = HashSet::new();
     for (i, ins) in f.instrs.iter().enumerate() {
-        if let Some(t) = ins.branch_target().and_then(|t| f.index_of(t)) {
+        if let Some(t) = ins.target.and_then(|t| f.index_of(t)) {
             leaders.insert(t);
         }
-        if ins.class == OpClass::Control {
+        if ins.class() == OpClass::Control {
             leaders.insert(i + 1);
         }
     }
     leaders
 }
 
-/// Loop weight of every instruction: `LOOP_FACTOR` to the power of the number of loops
-/// around it. A loop is the span from a backward branch's target to the branch (ptxas lays
-/// loops out contiguously); depth is capped at `MAX_LOOP_DEPTH`.
-pub fn loop_weights(f: &Function) -> Vec<f64> {
-    let mut depth = vec![0u32; f.instrs.len()];
-    for (i, ins) in f.instrs.iter().enumerate() {
-        // A branch to itself is the spin ptxas puts after the last EXIT, not a loop.
-        if let Some(t) = ins.branch_target().and_then(|t| f.index_of(t))
-            && t < i
-        {
-            for d in &mut depth[t..=i] {
-                *d += 1;
-            }
-        }
-    }
-    depth
-        .into_iter()
-        .map(|d| LOOP_FACTOR.powi(d.min(MAX_LOOP_DEPTH) as i32))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sass::{Control, Instr};
+    use crate::sass::{Control, Instr, Op, Opcode};
 
-    /// An instruction at index `i` of a function starting at 0.
+    /// An instruction at index `i` of a function starting at 0, as `raw` decodes it (the
+    /// operand text only gives a branch's target or a call's callee).
     fn ins(i: u64, opcode: &str, operands: &str, ctrl: Control) -> Instr {
-        let base = opcode.split('.').next().unwrap();
+        let opcode = Opcode::from(opcode);
         Instr {
             offset: 16 * i,
+            raw: 0,
             predicate: None,
-            opcode: opcode.into(),
-            operands: operands.into(),
-            ctrl,
-            class: OpClass::of(opcode),
-            target: (base == "BRA")
+            target: (opcode.op() == Op::Bra)
                 .then(|| u64::from_str_radix(operands.trim_start_matches("0x"), 16).ok())
                 .flatten(),
-            callee: (base == "CALL").then(|| operands.to_string()),
+            callee: (opcode.op() == Op::Call).then(|| operands.to_string()),
+            opcode,
+            operands: Vec::new(),
+            ctrl,
+            targets: Vec::new(),
+            unknown: true,
         }
     }
 
@@ -236,12 +222,16 @@ mod tests {
     fn func(name: &str, body: Vec<(&str, &str, Control)>) -> Function {
         Function {
             name: name.into(),
+            section: 0,
             start: 0,
             instrs: body
                 .into_iter()
                 .enumerate()
                 .map(|(i, (o, a, c))| ins(i as u64, o, a, c))
                 .collect(),
+            kernel: true,
+            regs: None,
+            marked: Vec::new(),
         }
     }
 

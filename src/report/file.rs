@@ -37,10 +37,7 @@ pub fn records(path: &Path, scratch: &Path) -> Result<Vec<Value>, String> {
 
 fn image_records(cubin: &Cubin, kept: &Path, location: &str) -> Vec<Value> {
     let sm = cubin.arch();
-    let Some(arch) = u8::try_from(sm / 10)
-        .ok()
-        .and_then(|major| crate::predict::Arch::from_cc(major, (sm % 10) as u8).ok())
-    else {
+    let Some(arch) = crate::predict::Arch::from_sm(sm) else {
         return Vec::new();
     };
     let relocatable = cubin.is_relocatable();

@@ -38,7 +38,7 @@ pub fn arch_of(name: &str) -> Option<Arch> {
         .trim_end_matches(['a', 'f'])
         .parse()
         .ok()?;
-    Arch::from_cc(u8::try_from(sm / 10).ok()?, (sm % 10) as u8).ok()
+    Arch::from_sm(sm)
 }
 
 /// Register-budget axis: 0 to 256.

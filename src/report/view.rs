@@ -14,6 +14,7 @@ use std::rc::Rc;
 use crate::analysis::{Cfg, Liveness};
 use crate::sass::decode::{self, Decoded};
 use crate::sass::ir::{Function, Instr};
+use crate::sass::opcode::Op;
 
 /// Per-instruction flags in the listing.
 pub const CHANGED: u8 = 1;
@@ -158,7 +159,7 @@ fn code(f: &Function, label: &str, demoted: Vec<usize>) -> Code {
             .instrs
             .iter()
             .enumerate()
-            .filter(|(_, i)| matches!(i.base(), "LDL" | "STL"))
+            .filter(|(_, i)| matches!(i.op(), Op::Ldl | Op::Stl))
             .map(|(i, _)| i)
             .collect(),
         demoted,
@@ -179,7 +180,7 @@ pub fn kernel_view(
     let n = after.instrs.len();
     let mut flags = vec![0u8; n];
     for (i, ins) in after.instrs.iter().enumerate() {
-        if matches!(ins.base(), "LDL" | "STL") {
+        if matches!(ins.op(), Op::Ldl | Op::Stl) {
             flags[i] |= LOCAL;
         }
     }
@@ -190,7 +191,7 @@ pub fn kernel_view(
         for (i, c) in changed(&old, &new).into_iter().enumerate() {
             if c {
                 flags[i] |= CHANGED;
-                if matches!(after.instrs[i].base(), "LDS" | "STS") {
+                if matches!(after.instrs[i].op(), Op::Lds | Op::Sts) {
                     flags[i] |= DEMOTED;
                     demoted.push(i);
                 }

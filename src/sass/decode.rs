@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use super::listing::JsonFunction;
+use crate::arch::ShaderModel;
 use crate::cubin::eiattr::OffsetLayout;
 use crate::cubin::elf::SHT_CUDA_INFO;
 use crate::cubin::nvinfo::EIFMT_SVAL;
@@ -23,6 +24,7 @@ use object::{Object, ObjectSection, ObjectSymbol};
 use super::control::Control;
 use super::ir::{Function, Instr, OperandKind, Pred};
 use super::listing::run_nvdisasm;
+use super::opcode::Op;
 use super::operands::{self, Family};
 
 /// The decoder fails the way the listing does (both read nvdisasm's output and the cubin).
@@ -297,7 +299,7 @@ fn decode_with(
             let mut ins = Instr {
                 offset,
                 raw,
-                opcode: j.opcode,
+                opcode: j.opcode.into(),
                 predicate: j.predicate.as_deref().and_then(parse_pred),
                 operands: parsed.clone().unwrap_or_default(),
                 ctrl: Control::from_bytes(word).expect("16 bytes"),
@@ -309,11 +311,11 @@ fn decode_with(
             if !ins.unknown {
                 ins.unknown = !operands::apply(family, &mut ins);
             }
-            if (80..=89).contains(&sm) {
+            if ShaderModel::of(sm).implicit_memory_descriptor {
                 implicit_descriptor(&mut ins);
             }
             resolve_targets(&mut ins);
-            if ins.base() == "BRX" {
+            if ins.op() == Op::Brx {
                 ins.targets = info
                     .brx
                     .get(&(sec_name.clone(), offset))
@@ -344,7 +346,8 @@ fn decode_with(
     }
     // nvdisasm's call model covers SHI_REGISTERS registers on sm_75-89; on sm_90, where
     // SHI_REGISTERS is rounded up, with the highest register the section names plus three
-    // (two above the highest; found on the kernels of tests/sass_decode.rs).
+    // (two above the highest; found on the kernels of tests/sass_decode.rs):
+    // `ShaderModel::call_regs_from_code`.
     let mut used: HashMap<usize, u32> = HashMap::new();
     for f in &out {
         let m = used.entry(f.section).or_default();
@@ -356,7 +359,7 @@ fn decode_with(
     }
     for f in &mut out {
         let u = used.get(&f.section).copied().unwrap_or(0);
-        if family == Family::Hopper {
+        if ShaderModel::of(sm).call_regs_from_code {
             f.regs = Some(f.regs.map_or(u + 2, |r| r.min(u + 2)));
         } else if f.regs.is_none() {
             f.regs = Some(u);
@@ -407,9 +410,9 @@ fn resolve_targets(ins: &mut Instr) {
             _ => None,
         })
     };
-    match ins.base() {
-        "BRA" | "BSSY" | "JMP" => ins.target = imm(ins),
-        "CALL" => {
+    match ins.op() {
+        Op::Bra | Op::Bssy | Op::Jmp => ins.target = imm(ins),
+        Op::Call => {
             if let Some(l) = ins.operands.iter().find_map(|o| match &o.kind {
                 OperandKind::Label(l) => Some(l.clone()),
                 _ => None,

@@ -7,6 +7,8 @@
 
 use std::fmt;
 
+use crate::arch::ShaderModel;
+
 /// `BRA` (bits 0-11).
 pub const OP_BRA: u16 = 0x947;
 /// `BRA.U` on sm_100+ (uniform predicate form).
@@ -226,7 +228,7 @@ impl std::error::Error for EncodeError {}
 
 /// True where sm_`sm` uses the split branch form (§6.5: sm_90 and later).
 pub fn split_form(sm: u32) -> bool {
-    sm >= 90
+    ShaderModel::of(sm).split_branch_offsets
 }
 
 /// The signed byte value of the PC-relative field of `w` (relative to the next pc), or

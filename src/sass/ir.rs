@@ -1,7 +1,14 @@
-//! The instruction IR: address, raw 128 bits, opcode and modifiers, guard predicate, operands
-//! with role, register file and width, branch and call targets, control bits.
+//! The instruction IR, the one every layer reads: address, raw 128 bits, the typed opcode with
+//! its modifiers, guard predicate, operands with role, register file and width, branch and
+//! call targets, control bits. `decode` fills it from nvdisasm (operands included, for the
+//! rewrites and the checker); `raw` from the bytes alone (no operands, for the predictor's
+//! hot path).
 
+use std::fmt;
+
+use super::class::OpClass;
 use super::control::Control;
+use super::opcode::{Op, Opcode};
 
 /// A guard predicate: `@P0`, `@!UP1`, `@PT`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -17,6 +24,19 @@ impl Pred {
     /// `PT` (or `UPT`), never negated: the instruction always runs.
     pub fn is_true(&self) -> bool {
         self.index == 7 && !self.negated
+    }
+}
+
+/// As nvdisasm prints a guard: `@P0`, `@!UP1`, `@PT`.
+impl fmt::Display for Pred {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let neg = if self.negated { "!" } else { "" };
+        let file = if self.uniform { "UP" } else { "P" };
+        if self.index == 7 {
+            write!(f, "@{neg}{file}T")
+        } else {
+            write!(f, "@{neg}{file}{}", self.index)
+        }
     }
 }
 
@@ -97,8 +117,8 @@ pub struct Instr {
     pub offset: u64,
     /// The 128 bits, low word in the low half (as they lie in `.text`, little-endian).
     pub raw: u128,
-    /// Mnemonic with modifiers as nvdisasm prints it: `IMAD.WIDE.U32`.
-    pub opcode: String,
+    /// Mnemonic ([`Op`]) with modifiers, as nvdisasm prints it: `IMAD.WIDE.U32`.
+    pub opcode: Opcode,
     pub predicate: Option<Pred>,
     pub operands: Vec<Operand>,
     pub ctrl: Control,
@@ -114,18 +134,28 @@ pub struct Instr {
 }
 
 impl Instr {
+    /// The typed mnemonic: [`Op::Imad`].
+    pub fn op(&self) -> Op {
+        self.opcode.op()
+    }
+
+    /// What kind of work it is (the stall predictor's and latency tables' key).
+    pub fn class(&self) -> OpClass {
+        self.opcode.class()
+    }
+
     /// Mnemonic without modifiers: `IMAD`.
     pub fn base(&self) -> &str {
-        self.opcode.split('.').next().unwrap_or("")
+        self.opcode.base()
     }
 
     /// Modifiers after the mnemonic.
     pub fn modifiers(&self) -> impl Iterator<Item = &str> {
-        self.opcode.split('.').skip(1)
+        self.opcode.modifiers()
     }
 
     pub fn has_mod(&self, m: &str) -> bool {
-        self.modifiers().any(|x| x == m)
+        self.opcode.has_mod(m)
     }
 
     /// Unconditional (no guard or `@PT`).
@@ -168,16 +198,16 @@ impl Instr {
 
     /// Ends the instruction stream of its path: `EXIT` or `RET` unconditional.
     pub fn is_exit(&self) -> bool {
-        matches!(self.base(), "EXIT" | "RET" | "KILL")
+        matches!(self.op(), Op::Exit | Op::Ret | Op::Kill)
     }
 
     /// Transfers control (branch, call, return, exit, jump table).
     pub fn is_branch(&self) -> bool {
-        matches!(self.base(), "BRA" | "BRX" | "JMP" | "JMX" | "BREAK")
+        matches!(self.op(), Op::Bra | Op::Brx | Op::Jmp | Op::Jmx | Op::Break)
     }
 
     pub fn is_call(&self) -> bool {
-        self.base() == "CALL"
+        self.op() == Op::Call
     }
 }
 

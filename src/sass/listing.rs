@@ -1,8 +1,8 @@
-//! A cubin's instructions as the toolkit sees them: `nvdisasm -json` names each instruction
-//! (mnemonic with modifiers, operands, guard predicate; docs/DESIGN.md §Decode with nvdisasm,
-//! encode ourselves: nvdisasm is the authority on what an instruction is), and the raw 16 bytes
-//! from the function's section give its control field. Branch targets come from the operands,
-//! which nvdisasm prints as section offsets.
+//! A cubin's instructions as the toolkit prints them, kept as text: `nvdisasm -json` names each instruction
+//! (mnemonic with modifiers, operands, guard predicate; docs/DESIGN.md §Decode with nvdisasm, encode ourselves: nvdisasm is the
+//! authority on what an instruction is), and the raw 16 bytes from the function's section
+//! give its control field. Branch targets come from the operands, which nvdisasm prints as
+//! section offsets.
 
 use std::path::Path;
 use std::process::Command;
@@ -10,80 +10,59 @@ use std::process::Command;
 use object::{Object, ObjectSection, ObjectSymbol};
 use serde::Deserialize;
 
-use super::class::OpClass;
 use super::control::Control;
+use super::opcode::{Op, Opcode};
 
-/// One instruction.
+/// One instruction as `nvdisasm -json` lists it: text, not the IR. This is the toolkit's word
+/// the tests hold the IR ([`super::ir`]) against; nothing in the pipeline reads it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Instr {
+pub struct Line {
     /// Byte offset in the function's section.
     pub offset: u64,
     /// `@P0`, `@!PT`, ... when guarded.
     pub predicate: Option<String>,
     /// The mnemonic with its modifiers, `LDG.E.64.CONSTANT`.
-    pub opcode: String,
+    pub opcode: Opcode,
     pub operands: String,
     pub ctrl: Control,
-    pub class: OpClass,
-    /// Where a direct branch (`BRA`) goes, as a section offset.
+    /// Where a direct branch (`BRA`, `JMP`) goes, as a section offset.
     pub target: Option<u64>,
     /// The function a `CALL` enters, by symbol name.
     pub callee: Option<String>,
 }
 
-impl Instr {
+impl Line {
     /// The mnemonic without modifiers: `LDG`.
     pub fn base(&self) -> &str {
-        self.opcode.split('.').next().unwrap_or("")
+        self.opcode.base()
     }
 
-    /// The section offset a direct branch goes to.
-    pub fn branch_target(&self) -> Option<u64> {
-        self.target
-    }
-
-    /// The function a `CALL` enters.
-    pub fn callee(&self) -> Option<&str> {
-        self.callee.as_deref()
+    pub fn op(&self) -> Op {
+        self.opcode.op()
     }
 
     /// Fill `target` and `callee` from nvdisasm's operand text: `BRA 0x2a0` prints the
     /// target as a section offset, `CALL.REL.NOINC $k$f` names the function.
     fn resolve_operands(&mut self) {
-        if matches!(self.base(), "BRA" | "JMP") {
+        if matches!(self.op(), Op::Bra | Op::Jmp) {
             let last = self.operands.rsplit(',').next().unwrap_or("").trim();
             self.target = last
                 .strip_prefix("0x")
                 .and_then(|h| u64::from_str_radix(h, 16).ok());
         }
-        if self.base() == "CALL" && self.operands.starts_with('$') {
+        if self.op() == Op::Call && self.operands.starts_with('$') {
             self.callee = Some(self.operands.trim().to_string());
         }
     }
-
-    /// Whether the instruction is unconditional (no guard, or `@PT`).
-    pub fn always(&self) -> bool {
-        self.predicate.as_deref().is_none_or(|p| p == "@PT")
-    }
 }
 
-/// One function (kernel or device function) in its section.
+/// One function (kernel or device function) as listed, in its section.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Function {
+pub struct Listing {
     pub name: String,
     /// Offset of the first instruction in the section.
     pub start: u64,
-    pub instrs: Vec<Instr>,
-}
-
-impl Function {
-    /// Index of the instruction at section offset `off`.
-    pub fn index_of(&self, off: u64) -> Option<usize> {
-        let rel = off.checked_sub(self.start)?;
-        (rel % 16 == 0)
-            .then_some((rel / 16) as usize)
-            .filter(|&i| i < self.instrs.len())
-    }
+    pub instrs: Vec<Line>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -126,7 +105,7 @@ pub(crate) struct JsonInstr {
 }
 
 /// Disassemble every function of the cubin at `path` with `nvdisasm`.
-pub fn list(nvdisasm: &Path, path: &Path) -> Result<Vec<Function>, ListingError> {
+pub fn list(nvdisasm: &Path, path: &Path) -> Result<Vec<Listing>, ListingError> {
     let json = json(nvdisasm, path)?;
     let bytes = std::fs::read(path).map_err(|e| ListingError::Elf(e.to_string()))?;
     from_json(&json, &bytes)
@@ -156,7 +135,7 @@ pub fn run_nvdisasm(nvdisasm: &Path, args: &[&str], path: &Path) -> Result<Vec<u
 }
 
 /// Combine `nvdisasm -json` output with the cubin's bytes.
-pub fn from_json(json: &[u8], cubin: &[u8]) -> Result<Vec<Function>, ListingError> {
+pub fn from_json(json: &[u8], cubin: &[u8]) -> Result<Vec<Listing>, ListingError> {
     // [header, [function, ...]]
     let (_, funcs): (serde_json::Value, Vec<JsonFunction>) =
         serde_json::from_slice(json).map_err(|e| ListingError::Json(e.to_string()))?;
@@ -196,14 +175,12 @@ pub fn from_json(json: &[u8], cubin: &[u8]) -> Result<Vec<Function>, ListingErro
                         .ok_or_else(|| {
                             err(format!("instruction at {offset:#x} is past the section"))
                         })?;
-                    let class = OpClass::of(&j.opcode);
-                    let mut ins = Instr {
+                    let mut ins = Line {
                         offset,
                         predicate: j.predicate,
                         ctrl: Control::from_bytes(word).expect("16 bytes"),
-                        opcode: j.opcode,
+                        opcode: j.opcode.into(),
                         operands: j.operands,
-                        class,
                         target: None,
                         callee: None,
                     };
@@ -211,7 +188,7 @@ pub fn from_json(json: &[u8], cubin: &[u8]) -> Result<Vec<Function>, ListingErro
                     Ok(ins)
                 })
                 .collect::<Result<Vec<_>, _>>()?;
-            Ok(Function {
+            Ok(Listing {
                 name: f.name,
                 start: f.start,
                 instrs,

@@ -1,9 +1,10 @@
-//! SASS: what the instructions of a cubin are. For now read-only: the control field of every
-//! instruction (the same on sm_70 to sm_120), the toolkit's own disassembly of each function
-//! (`listing`, the authority), a decoding straight from the bytes for the tuner's hot path
-//! (`raw`: mnemonic, predicate, branch and call targets), and a class per mnemonic for the
-//! stall predictor. Encoding, operand tables and re-layout
-//! come with the SASS rewriting layer.
+//! SASS: what the instructions of a cubin are, in one IR ([`ir`]: the typed [`Opcode`] with
+//! its modifiers, operands, targets, control bits). Two decoders fill it: `decode` from
+//! nvdisasm with operand tables (rewrites, checker, `debug sass`) and `raw` from the bytes
+//! alone (the predictor's hot path). Beside it: the control field of every instruction (the
+//! same on sm_70 to sm_120), the toolkit's own text listing (`listing`, the authority tests
+//! compare with), a class per mnemonic, encodings, operand tables and re-layout. What differs
+//! per architecture is asked of [`crate::arch`].
 
 pub mod class;
 pub mod control;
@@ -11,6 +12,7 @@ pub mod decode;
 pub mod encode;
 pub mod ir;
 pub mod listing;
+pub mod opcode;
 pub mod opcodes;
 pub mod operands;
 pub mod raw;
@@ -18,4 +20,6 @@ pub mod relayout;
 
 pub use class::OpClass;
 pub use control::Control;
-pub use listing::{Function, Instr, ListingError};
+pub use ir::{Function, Instr};
+pub use listing::ListingError;
+pub use opcode::{Op, Opcode};

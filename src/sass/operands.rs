@@ -6,25 +6,10 @@
 //! the kernels of `tests/kernels/sass/` for sm_75, sm_80, sm_86, sm_89 and sm_90.
 
 use super::ir::{Instr, Operand, OperandKind, Role};
+use super::opcode::{Op, Opcode};
 
-/// Architecture families whose operand rules differ.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Family {
-    /// sm_75 to sm_89.
-    Turing,
-    /// sm_90.
-    Hopper,
-}
-
-impl Family {
-    pub fn of(sm: u32) -> Option<Family> {
-        match sm {
-            75..=89 => Some(Family::Turing),
-            90 => Some(Family::Hopper),
-            _ => None,
-        }
-    }
-}
+/// Architecture families whose operand rules differ (a fact of [`crate::arch`]).
+pub use crate::arch::Family;
 
 /// How an opcode's leading operands are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,18 +47,13 @@ pub enum Widths {
 /// One rule: mnemonic (without modifiers), optional modifiers that must all be present, and
 /// what the operands are.
 pub struct Rule {
-    pub mnemonic: &'static str,
+    pub mnemonic: Op,
     pub with: &'static [&'static str],
     pub dests: Dests,
     pub widths: Widths,
 }
 
-const fn r(
-    mnemonic: &'static str,
-    with: &'static [&'static str],
-    dests: Dests,
-    widths: Widths,
-) -> Rule {
+const fn r(mnemonic: Op, with: &'static [&'static str], dests: Dests, widths: Widths) -> Rule {
     Rule {
         mnemonic,
         with,
@@ -88,178 +68,186 @@ use Widths::{All2, Convert, List, Mem, One};
 /// Rules for sm_75 to sm_90; the first that matches wins (more specific rules first).
 pub static RULES: &[Rule] = &[
     // Integer and logic.
-    r("IMAD", &["WIDE"], First, List(&[2, 1, 1, 2])),
-    r("IMAD", &["HI"], First, List(&[1, 1, 1, 2])),
-    r("IMAD", &[], First, One),
-    r("UIMAD", &["WIDE"], First, List(&[2, 1, 1, 2])),
-    r("UIMAD", &[], First, One),
-    r("IADD3", &[], First, One),
-    r("UIADD3", &[], First, One),
-    r("IADD", &[], First, One),
-    r("VIADD", &[], First, One),
-    r("VIADDMNMX", &[], First, One),
-    r("VIMNMX", &[], First, One),
-    r("VIMNMX3", &[], First, One),
-    r("IABS", &[], First, One),
-    r("IMNMX", &[], First, One),
-    r("UIMNMX", &[], First, One),
-    r("LEA", &[], First, One),
-    r("ULEA", &[], First, One),
-    r("LOP3", &[], First, One),
-    r("ULOP3", &[], First, One),
-    r("LOP", &[], First, One),
-    r("ULOP", &[], First, One),
-    r("SHF", &[], First, One),
-    r("USHF", &[], First, One),
-    r("SHL", &[], First, One),
-    r("SHR", &[], First, One),
-    r("USHL", &[], First, One),
-    r("USHR", &[], First, One),
-    r("PRMT", &[], First, One),
-    r("UPRMT", &[], First, One),
-    r("SGXT", &[], First, One),
-    r("USGXT", &[], First, One),
-    r("BMSK", &[], First, One),
-    r("UBMSK", &[], First, One),
-    r("BREV", &[], First, One),
-    r("UBREV", &[], First, One),
-    r("FLO", &[], First, One),
-    r("UFLO", &[], First, One),
-    r("POPC", &[], First, One),
-    r("UPOPC", &[], First, One),
-    r("IDP", &[], First, One),
-    r("VABSDIFF", &[], First, One),
-    r("VABSDIFF4", &[], First, One),
-    r("SEL", &[], First, One),
-    r("USEL", &[], First, One),
-    r("FSEL", &[], First, One),
-    r("MOV", &[], First, One),
-    r("UMOV", &[], First, One),
-    r("S2R", &[], First, One),
-    r("S2UR", &[], First, One),
-    r("CS2R", &["32"], First, One),
-    r("CS2R", &[], First, List(&[2])),
-    r("R2UR", &[], First, One),
-    r("R2P", &[], First, One),
-    r("P2R", &[], First, One),
-    r("UP2UR", &[], First, One),
-    r("PLOP3", &[], Two, One),
-    r("UPLOP3", &[], Two, One),
-    r("ISETP", &[], Two, One),
-    r("UISETP", &[], Two, One),
-    r("FSETP", &[], Two, One),
-    r("HSETP2", &[], Two, One),
-    r("DSETP", &[], Two, All2),
-    r("PSETP", &[], Two, One),
-    r("FSET", &[], First, One),
-    r("ISET", &[], First, One),
-    r("FCHK", &[], OneDest, One),
-    r("LEPC", &[], First, List(&[2])),
-    r("VOTE", &[], AllButLast, One),
-    r("VOTEU", &[], AllButLast, One),
-    r("MATCH", &["U64"], First, List(&[1, 2])),
-    r("MATCH", &[], First, One),
-    r("REDUX", &[], First, One),
-    r("SHFL", &[], First, One),
-    r("BMOV", &["64"], First, List(&[2, 2])),
-    r("BMOV", &[], First, One),
+    r(Op::Imad, &["WIDE"], First, List(&[2, 1, 1, 2])),
+    r(Op::Imad, &["HI"], First, List(&[1, 1, 1, 2])),
+    r(Op::Imad, &[], First, One),
+    r(Op::Uimad, &["WIDE"], First, List(&[2, 1, 1, 2])),
+    r(Op::Uimad, &[], First, One),
+    r(Op::Iadd3, &[], First, One),
+    r(Op::Uiadd3, &[], First, One),
+    r(Op::Iadd, &[], First, One),
+    r(Op::Viadd, &[], First, One),
+    r(Op::Viaddmnmx, &[], First, One),
+    r(Op::Vimnmx, &[], First, One),
+    r(Op::Vimnmx3, &[], First, One),
+    r(Op::Iabs, &[], First, One),
+    r(Op::Imnmx, &[], First, One),
+    r(Op::Uimnmx, &[], First, One),
+    r(Op::Lea, &[], First, One),
+    r(Op::Ulea, &[], First, One),
+    r(Op::Lop3, &[], First, One),
+    r(Op::Ulop3, &[], First, One),
+    r(Op::Lop, &[], First, One),
+    r(Op::Ulop, &[], First, One),
+    r(Op::Shf, &[], First, One),
+    r(Op::Ushf, &[], First, One),
+    r(Op::Shl, &[], First, One),
+    r(Op::Shr, &[], First, One),
+    r(Op::Ushl, &[], First, One),
+    r(Op::Ushr, &[], First, One),
+    r(Op::Prmt, &[], First, One),
+    r(Op::Uprmt, &[], First, One),
+    r(Op::Sgxt, &[], First, One),
+    r(Op::Usgxt, &[], First, One),
+    r(Op::Bmsk, &[], First, One),
+    r(Op::Ubmsk, &[], First, One),
+    r(Op::Brev, &[], First, One),
+    r(Op::Ubrev, &[], First, One),
+    r(Op::Flo, &[], First, One),
+    r(Op::Uflo, &[], First, One),
+    r(Op::Popc, &[], First, One),
+    r(Op::Upopc, &[], First, One),
+    r(Op::Idp, &[], First, One),
+    r(Op::Vabsdiff, &[], First, One),
+    r(Op::Vabsdiff4, &[], First, One),
+    r(Op::Sel, &[], First, One),
+    r(Op::Usel, &[], First, One),
+    r(Op::Fsel, &[], First, One),
+    r(Op::Mov, &[], First, One),
+    r(Op::Umov, &[], First, One),
+    r(Op::S2r, &[], First, One),
+    r(Op::S2ur, &[], First, One),
+    r(Op::Cs2r, &["32"], First, One),
+    r(Op::Cs2r, &[], First, List(&[2])),
+    r(Op::R2ur, &[], First, One),
+    r(Op::R2p, &[], First, One),
+    r(Op::P2r, &[], First, One),
+    r(Op::Up2ur, &[], First, One),
+    r(Op::Plop3, &[], Two, One),
+    r(Op::Uplop3, &[], Two, One),
+    r(Op::Isetp, &[], Two, One),
+    r(Op::Uisetp, &[], Two, One),
+    r(Op::Fsetp, &[], Two, One),
+    r(Op::Hsetp2, &[], Two, One),
+    r(Op::Dsetp, &[], Two, All2),
+    r(Op::Psetp, &[], Two, One),
+    r(Op::Fset, &[], First, One),
+    r(Op::Iset, &[], First, One),
+    r(Op::Fchk, &[], OneDest, One),
+    r(Op::Lepc, &[], First, List(&[2])),
+    r(Op::Vote, &[], AllButLast, One),
+    r(Op::Voteu, &[], AllButLast, One),
+    r(Op::Match, &["U64"], First, List(&[1, 2])),
+    r(Op::Match, &[], First, One),
+    r(Op::Redux, &[], First, One),
+    r(Op::Shfl, &[], First, One),
+    r(Op::Bmov, &["64"], First, List(&[2, 2])),
+    r(Op::Bmov, &[], First, One),
     // Floating point.
-    r("FADD", &[], First, One),
-    r("FMUL", &[], First, One),
-    r("FFMA", &[], First, One),
-    r("FMNMX", &[], First, One),
-    r("FSWZADD", &[], First, One),
-    r("MUFU", &[], First, One),
-    r("HADD2", &[], First, One),
-    r("HMUL2", &[], First, One),
-    r("HFMA2", &[], First, One),
-    r("HMNMX2", &[], First, One),
-    r("DADD", &[], First, All2),
-    r("DMUL", &[], First, All2),
-    r("DFMA", &[], First, All2),
-    r("DMNMX", &[], First, All2),
-    r("F2F", &[], First, Convert),
-    r("F2I", &[], First, Convert),
-    r("I2F", &[], First, Convert),
-    r("I2FP", &[], First, One),
-    r("F2IP", &[], First, One),
-    r("F2FP", &[], First, One),
-    r("FRND", &[], First, Convert),
-    r("I2I", &[], First, One),
+    r(Op::Fadd, &[], First, One),
+    r(Op::Fmul, &[], First, One),
+    r(Op::Ffma, &[], First, One),
+    r(Op::Fmnmx, &[], First, One),
+    r(Op::Fswzadd, &[], First, One),
+    r(Op::Mufu, &[], First, One),
+    r(Op::Hadd2, &[], First, One),
+    r(Op::Hmul2, &[], First, One),
+    r(Op::Hfma2, &[], First, One),
+    r(Op::Hmnmx2, &[], First, One),
+    r(Op::Dadd, &[], First, All2),
+    r(Op::Dmul, &[], First, All2),
+    r(Op::Dfma, &[], First, All2),
+    r(Op::Dmnmx, &[], First, All2),
+    r(Op::F2f, &[], First, Convert),
+    r(Op::F2i, &[], First, Convert),
+    r(Op::I2f, &[], First, Convert),
+    r(Op::I2fp, &[], First, One),
+    r(Op::F2ip, &[], First, One),
+    r(Op::F2fp, &[], First, One),
+    r(Op::Frnd, &[], First, Convert),
+    r(Op::I2i, &[], First, One),
     // Tensor cores: D, A, B, C.
-    r("HMMA", &["16816", "F32"], First, List(&[4, 4, 2, 4])),
-    r("HMMA", &["16816", "F16"], First, List(&[2, 4, 2, 2])),
+    r(Op::Hmma, &["16816", "F32"], First, List(&[4, 4, 2, 4])),
+    r(Op::Hmma, &["16816", "F16"], First, List(&[2, 4, 2, 2])),
     // TF32 m16n8k8: A four registers, B two (nvdisasm -plr).
-    r("HMMA", &["1688", "F32", "TF32"], First, List(&[4, 4, 2, 4])),
-    r("HMMA", &["1688", "F32"], First, List(&[4, 2, 1, 4])),
-    r("HMMA", &["1688", "F16"], First, List(&[2, 2, 1, 2])),
-    r("IMMA", &["16832"], First, List(&[4, 4, 2, 4])),
-    r("IMMA", &["16816"], First, List(&[4, 2, 1, 4])),
-    r("IMMA", &["8816"], First, List(&[2, 1, 1, 2])),
-    r("IMMA", &["8832"], First, List(&[2, 1, 1, 2])),
+    r(
+        Op::Hmma,
+        &["1688", "F32", "TF32"],
+        First,
+        List(&[4, 4, 2, 4]),
+    ),
+    r(Op::Hmma, &["1688", "F32"], First, List(&[4, 2, 1, 4])),
+    r(Op::Hmma, &["1688", "F16"], First, List(&[2, 2, 1, 2])),
+    r(Op::Imma, &["16832"], First, List(&[4, 4, 2, 4])),
+    r(Op::Imma, &["16816"], First, List(&[4, 2, 1, 4])),
+    r(Op::Imma, &["8816"], First, List(&[2, 1, 1, 2])),
+    r(Op::Imma, &["8832"], First, List(&[2, 1, 1, 2])),
     // D and C are two doubles (four registers), A and B one (nvdisasm -plr).
-    r("DMMA", &["884"], First, List(&[4, 2, 2, 4])),
-    r("DMMA", &["8x8x4"], First, List(&[4, 2, 2, 4])),
+    r(Op::Dmma, &["884"], First, List(&[4, 2, 2, 4])),
+    r(Op::Dmma, &["8x8x4"], First, List(&[4, 2, 2, 4])),
     // Memory.
-    r("LDG", &[], First, Mem),
-    r("LD", &[], First, Mem),
-    r("LDS", &[], First, Mem),
-    r("LDL", &[], First, Mem),
-    r("LDC", &[], First, Mem),
-    r("ULDC", &[], First, Mem),
+    r(Op::Ldg, &[], First, Mem),
+    r(Op::Ld, &[], First, Mem),
+    r(Op::Lds, &[], First, Mem),
+    r(Op::Ldl, &[], First, Mem),
+    r(Op::Ldc, &[], First, Mem),
+    r(Op::Uldc, &[], First, Mem),
     // ldmatrix: `.M88.4`/`.MT88.4` write four registers, `.2` two, `.1` one.
-    r("LDSM", &["4"], First, List(&[4, 1])),
-    r("LDSM", &["2"], First, List(&[2, 1])),
-    r("LDSM", &[], First, One),
-    r("STG", &[], NoDest, Mem),
-    r("ST", &[], NoDest, Mem),
-    r("STS", &[], NoDest, Mem),
+    r(Op::Ldsm, &["4"], First, List(&[4, 1])),
+    r(Op::Ldsm, &["2"], First, List(&[2, 1])),
+    r(Op::Ldsm, &[], First, One),
+    r(Op::Stg, &[], NoDest, Mem),
+    r(Op::St, &[], NoDest, Mem),
+    r(Op::Sts, &[], NoDest, Mem),
     // stmatrix: the data is four, two or one registers, after the address.
-    r("STSM", &["4"], NoDest, List(&[1, 4])),
-    r("STSM", &["2"], NoDest, List(&[1, 2])),
-    r("STSM", &[], NoDest, One),
-    r("STL", &[], NoDest, Mem),
-    r("ATOMG", &[], First, Mem),
-    r("ATOM", &[], First, Mem),
-    r("ATOMS", &[], First, Mem),
-    r("RED", &[], NoDest, Mem),
-    r("REDG", &[], NoDest, Mem),
-    r("LDGSTS", &[], NoDest, One),
-    r("LDGDEPBAR", &[], NoDest, One),
-    r("DEPBAR", &[], NoDest, One),
-    r("CCTL", &[], NoDest, One),
-    r("MEMBAR", &[], NoDest, One),
-    r("ERRBAR", &[], NoDest, One),
-    r("CGAERRBAR", &[], NoDest, One),
-    r("FENCE", &[], NoDest, One),
+    r(Op::Stsm, &["4"], NoDest, List(&[1, 4])),
+    r(Op::Stsm, &["2"], NoDest, List(&[1, 2])),
+    r(Op::Stsm, &[], NoDest, One),
+    r(Op::Stl, &[], NoDest, Mem),
+    r(Op::Atomg, &[], First, Mem),
+    r(Op::Atom, &[], First, Mem),
+    r(Op::Atoms, &[], First, Mem),
+    r(Op::Red, &[], NoDest, Mem),
+    r(Op::Redg, &[], NoDest, Mem),
+    r(Op::Ldgsts, &[], NoDest, One),
+    r(Op::Ldgdepbar, &[], NoDest, One),
+    r(Op::Depbar, &[], NoDest, One),
+    r(Op::Cctl, &[], NoDest, One),
+    r(Op::Membar, &[], NoDest, One),
+    r(Op::Errbar, &[], NoDest, One),
+    r(Op::Cgaerrbar, &[], NoDest, One),
+    r(Op::Fence, &[], NoDest, One),
     // Control.
-    r("BRA", &[], NoDest, One),
-    r("BRX", &[], NoDest, List(&[2])),
-    r("JMP", &[], NoDest, One),
-    r("JMX", &[], NoDest, List(&[2])),
-    r("CALL", &[], NoDest, List(&[2])),
-    r("RET", &[], NoDest, List(&[2])),
-    r("EXIT", &[], NoDest, One),
-    r("BSSY", &[], NoDest, One),
-    r("BSYNC", &[], NoDest, One),
-    r("BREAK", &[], NoDest, One),
-    r("WARPSYNC", &[], NoDest, One),
-    r("BAR", &[], NoDest, One),
-    r("NOP", &[], NoDest, One),
-    r("YIELD", &[], NoDest, One),
-    r("NANOSLEEP", &[], NoDest, One),
-    r("BPT", &[], NoDest, One),
-    r("KILL", &[], NoDest, One),
+    r(Op::Bra, &[], NoDest, One),
+    r(Op::Brx, &[], NoDest, List(&[2])),
+    r(Op::Jmp, &[], NoDest, One),
+    r(Op::Jmx, &[], NoDest, List(&[2])),
+    r(Op::Call, &[], NoDest, List(&[2])),
+    r(Op::Ret, &[], NoDest, List(&[2])),
+    r(Op::Exit, &[], NoDest, One),
+    r(Op::Bssy, &[], NoDest, One),
+    r(Op::Bsync, &[], NoDest, One),
+    r(Op::Break, &[], NoDest, One),
+    r(Op::Warpsync, &[], NoDest, One),
+    r(Op::Bar, &[], NoDest, One),
+    r(Op::Nop, &[], NoDest, One),
+    r(Op::Yield, &[], NoDest, One),
+    r(Op::Nanosleep, &[], NoDest, One),
+    r(Op::Bpt, &[], NoDest, One),
+    r(Op::Kill, &[], NoDest, One),
 ];
 
 /// The rule for an opcode (`IMAD.WIDE.U32`), if any.
-pub fn rule(_family: Family, opcode: &str) -> Option<&'static Rule> {
-    let mut parts = opcode.split('.');
-    let base = parts.next()?;
-    let mods: Vec<&str> = parts.collect();
+pub fn rule(family: Family, opcode: &str) -> Option<&'static Rule> {
+    rule_for(family, &Opcode::from(opcode))
+}
+
+/// The rule for a parsed opcode, if any ([`Op::Other`] has none).
+pub fn rule_for(_family: Family, opcode: &Opcode) -> Option<&'static Rule> {
+    let op = opcode.op();
     RULES
         .iter()
-        .find(|r| r.mnemonic == base && r.with.iter().all(|w| mods.contains(w)))
+        .find(|r| r.mnemonic == op && r.with.iter().all(|w| opcode.has_mod(w)))
 }
 
 /// Parse nvdisasm's operand text (`R2, [R4.64+0x10], c[0x0][0x160]`) into operands, all
@@ -504,8 +492,8 @@ fn negated(k: &OperandKind) -> bool {
 }
 
 /// Width in registers of the data of a memory opcode: 1, 2 (`.64`) or 4 (`.128`).
-fn mem_width(opcode: &str) -> u8 {
-    let mods: Vec<&str> = opcode.split('.').skip(1).collect();
+fn mem_width(opcode: &Opcode) -> u8 {
+    let mods: Vec<&str> = opcode.modifiers().collect();
     if mods.contains(&"128") {
         4
     } else if mods.contains(&"64") || mods.contains(&"F64") {
@@ -516,10 +504,9 @@ fn mem_width(opcode: &str) -> u8 {
 }
 
 /// Destination and source widths of a conversion from its type modifiers.
-fn convert_widths(opcode: &str) -> (u8, u8) {
-    let mut parts = opcode.split('.');
-    let base = parts.next().unwrap_or("");
-    let types: Vec<&str> = parts
+fn convert_widths(opcode: &Opcode) -> (u8, u8) {
+    let types: Vec<&str> = opcode
+        .modifiers()
         .filter(|m| {
             matches!(
                 *m,
@@ -529,14 +516,14 @@ fn convert_widths(opcode: &str) -> (u8, u8) {
         .collect();
     let is64 = |t: &str| t.ends_with("64");
     let float = |t: &str| t.starts_with('F');
-    match base {
+    match opcode.op() {
         // F2I.<int dst>.<float src>: either may be missing (S32, F32 by default).
-        "F2I" => {
+        Op::F2i => {
             let d = types.iter().find(|t| !float(t)).is_some_and(|t| is64(t));
             let s = types.iter().find(|t| float(t)).is_some_and(|t| is64(t));
             (1 + d as u8, 1 + s as u8)
         }
-        "I2F" => {
+        Op::I2f => {
             let d = types.iter().find(|t| float(t)).is_some_and(|t| is64(t));
             let s = types.iter().find(|t| !float(t)).is_some_and(|t| is64(t));
             (1 + d as u8, 1 + s as u8)
@@ -553,7 +540,7 @@ fn convert_widths(opcode: &str) -> (u8, u8) {
 /// Give the operands of `ins` their roles and widths from the table; false when no rule
 /// covers it (operands stay `Read`, width 1, and the instruction is unknown).
 pub fn apply(family: Family, ins: &mut Instr) -> bool {
-    let Some(rule) = rule(family, &ins.opcode) else {
+    let Some(rule) = rule_for(family, &ins.opcode) else {
         return false;
     };
     let ops = &mut ins.operands;
@@ -623,7 +610,7 @@ pub fn apply(family: Family, ins: &mut Instr) -> bool {
             // `.E`: a 64-bit generic/global address even where sm_75 prints `[R2]`; its
             // uniform part is a pair too (`RED.E.ADD [UR4], R4`, `LDG.E.U8 R0, [R4.64+UR4]`:
             // `nvdisasm -plr` shows UR4 and UR5 read).
-            if ins.opcode.split('.').any(|m| m == "E") {
+            if ins.opcode.has_mod("E") {
                 for op in ops.iter_mut() {
                     if let OperandKind::Addr {
                         reg,

@@ -1,13 +1,15 @@
-//! Instructions straight from a cubin's bytes, without nvdisasm: the control field, the
-//! opcode's mnemonic (from [`super::opcodes`]), the guard predicate, and the targets of direct
-//! branches and calls decoded from their offset fields (docs/sass.md §Branches and calls). This
-//! is what the stall predictor reads for every variant of a compile, where an nvdisasm run per
-//! variant would cost more than the variant's ptxas run.
+//! Instructions straight from a cubin's bytes, without nvdisasm, into the one IR
+//! ([`super::ir`]) with no operands: the control field, the opcode's mnemonic (from
+//! [`super::opcodes`]), the guard predicate, and the targets of direct branches and calls
+//! decoded from their offset fields (docs/sass.md §Branches and calls). This is what the stall
+//! predictor reads for every variant of a compile, where an nvdisasm run per variant would
+//! cost more than the variant's ptxas run.
 
-use super::class::OpClass;
 use super::control::Control;
-use super::listing::{Function, Instr};
+use super::ir::{Function, Instr, Pred};
+use super::opcode::Opcode;
 use super::opcodes;
+use crate::arch::ShaderModel;
 use crate::cubin::Cubin;
 
 const BRA: u16 = 0x947;
@@ -50,8 +52,13 @@ pub fn functions(cubin: &Cubin) -> Vec<Function> {
                 .collect();
             Some(Function {
                 name: f.name.clone(),
+                section: f.text_section,
                 start,
                 instrs,
+                kernel: f.is_kernel,
+                // Facts of the operand decoder (`decode`), which this one does not run.
+                regs: None,
+                marked: Vec::new(),
             })
         })
         .collect()
@@ -70,7 +77,7 @@ fn sign_extend(v: u64, n: u32) -> i64 {
 /// signed byte count at bits 32-81 up to sm_89 (whose two low bits, 32-33, are flags); from sm_90 split into bits 16-23 (`delta >> 2`)
 /// and bits 34-81 (`delta >> 10`, signed).
 pub fn branch_delta(sm: u32, w: u128) -> i64 {
-    if sm < 90 {
+    if !ShaderModel::of(sm).split_branch_offsets {
         // Bits 32-33 are flags (bit 32 on sm_75 `BRA.U`), not part of the offset.
         sign_extend(bits(w, 34, 48), 48) << 2
     } else {
@@ -83,11 +90,11 @@ fn decode(sm: u32, offset: u64, w: u128, siblings: &[(u64, &str)]) -> Instr {
     let mnemonic = opcodes::mnemonic(op);
     let pred = bits(w, 12, 3);
     let negated = bits(w, 15, 1) == 1;
-    let predicate = match (pred, negated) {
-        (7, false) => None,
-        (7, true) => Some("@!PT".to_string()),
-        (p, n) => Some(format!("@{}P{p}", if n { "!" } else { "" })),
-    };
+    let predicate = (pred != 7 || negated).then_some(Pred {
+        uniform: false,
+        index: pred as u8,
+        negated,
+    });
     let relative = || {
         let next = i64::try_from(offset).ok()?.checked_add(16)?;
         u64::try_from(next.checked_add(branch_delta(sm, w))?).ok()
@@ -100,13 +107,17 @@ fn decode(sm: u32, offset: u64, w: u128, siblings: &[(u64, &str)]) -> Instr {
         .map(|(_, n)| n.to_string());
     Instr {
         offset,
+        raw: w,
+        // An unknown number keeps its value in the text; its class is `Other`.
+        opcode: mnemonic.map_or_else(|| Opcode::new(format!("UNKNOWN_{op:#05x}")), Opcode::new),
         predicate,
-        opcode: mnemonic.map_or_else(|| format!("UNKNOWN_{op:#05x}"), str::to_string),
-        operands: String::new(),
+        operands: Vec::new(),
         ctrl: Control::from_words(0, (w >> 64) as u64),
-        class: mnemonic.map_or(OpClass::Other, OpClass::of),
         target,
+        targets: Vec::new(),
         callee,
+        // No operands were decoded: nothing may assume which registers it touches.
+        unknown: true,
     }
 }
 

@@ -246,7 +246,7 @@ pub fn check_function(
         }
         if ok {
             agreed.instructions += 1;
-            agreed.opcodes.insert(ins.opcode.clone());
+            agreed.opcodes.insert(ins.opcode.to_string());
         }
     }
     if bad.is_empty() { Ok(agreed) } else { Err(bad) }

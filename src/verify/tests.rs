@@ -35,7 +35,7 @@ fn ins(off: u64, text: &str) -> Instr {
     let mut i = Instr {
         offset: off,
         raw: u128::from(off) << 64 | text.len() as u128,
-        opcode: opcode.to_string(),
+        opcode: opcode.into(),
         predicate: pred,
         operands: operands::parse(ops).unwrap(),
         ctrl: Control::default(),

@@ -11,7 +11,7 @@ fn ins(off: u64, text: &str, stall: u8, w: Option<u8>, wait: u8) -> Instr {
     let mut i = Instr {
         offset: off,
         raw: 0,
-        opcode: opcode.to_string(),
+        opcode: opcode.into(),
         predicate: None,
         operands: operands::parse(ops).unwrap(),
         ctrl: Control {

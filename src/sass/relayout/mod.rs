@@ -1,6 +1,6 @@
 //! Re-layout: inserting and deleting instructions in a function's text section with every branch,
 //! call, BSSY, BRX jump table, RET.REL, return-address immediate, offset attribute, symbol,
-//! `.debug_frame` range and relocation moved to match (docs/sass.md §Re-layout and padding).
+//! `.debug_frame` range and relocation moved to match (reference/sass_formats.md §11).
 //!
 //! The instructions of the section are re-encoded here (PC-relative fields, the `MOV Rx,
 //! <return address>` feeding each `CALL.REL`); everything outside the code (attributes,
@@ -28,7 +28,10 @@
 //! a direct branch out of the section, an unrecognised return-address or LEPC sequence.
 //! Text is padded like ptxas does: at least 128 bytes of NOPs on sm_80+, then to 128.
 
+mod returns;
+
 use super::encode::{self, RelKind};
+use crate::arch::ShaderModel;
 use crate::cubin::elf;
 use crate::cubin::symbols::parse_relocs;
 use crate::cubin::{Cubin, CubinError, OffsetMap};
@@ -65,14 +68,12 @@ fn invalid(kernel: &str, what: impl fmt::Display) -> RelayoutError {
     RelayoutError::Invalid(format!("function `{kernel}`: {what}"))
 }
 
-/// The lowest and highest architectures whose code this module rewrites (docs/DESIGN.md
-/// §Architectures: sm_100 and sm_120 are out of scope for rewriting).
+/// The lowest and highest architectures whose code this module rewrites (docs/DESIGN.md §Architectures: sm_100
+/// and sm_120 are out of scope for rewriting): the rows of [`ShaderModel`] with `relayout`,
+/// spelled as numbers for messages.
 pub const MIN_SM: u32 = 75;
 /// See [`MIN_SM`].
 pub const MAX_SM: u32 = 99;
-
-/// NOPs ptxas puts after the last instruction of sm_80+ code before padding to 128 bytes.
-pub const PAD_MIN_SM80: usize = 8;
 
 /// The outcome of [`insert`].
 #[derive(Debug, Clone)]
@@ -85,303 +86,6 @@ pub struct Relayout {
     pub reencoded: usize,
     /// Return-address immediates patched (new offsets of the MOVs).
     pub return_addresses: Vec<u64>,
-}
-
-/// One function in the section: `[start, end)` and where, on entry, it holds the return
-/// addresses its `RET.REL`s jump to.
-struct Func {
-    start: u64,
-    end: u64,
-    /// `None`: a return address the code moves in a way not followed.
-    ret_locs: Option<BTreeSet<Loc>>,
-}
-
-/// Where a return address is held: a register, or a word of the local frame (`[R1+imm]`),
-/// where ptxas spills it in a caller or a callee under register pressure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Loc {
-    Reg(u8),
-    Frame(i64),
-    /// Materialised by the callee itself (`MOV Rx, imm` at this section index): ptxas
-    /// does so when a function has a single call site.
-    Mov(usize),
-}
-
-/// `(imm, data register)` of a 32-bit `STL [R1+imm], Rd`, or `(imm, dst)` of a 32-bit
-/// `LDL[.LU] Rd, [R1+imm]`, unguarded.
-fn frame_word(w: u128, op: u16) -> Option<(i64, u8)> {
-    if encode::opcode(w) != op
-        || encode::guard(w) != (7, false)
-        || encode::reg(w, encode::RegField::A) != 1
-        || encode::get_bits(w, 73, 3) != 4
-    {
-        return None;
-    }
-    let imm = ((encode::get_bits(w, 40, 24) as i64) << 40) >> 40;
-    let data = if op == encode::OP_STL {
-        encode::RegField::B
-    } else {
-        encode::RegField::Dst
-    };
-    Some((imm, encode::reg(w, data)))
-}
-
-/// Whether `w` writes `R1` (the frame pointer): frame words cannot be followed across it.
-fn writes_sp(w: u128) -> bool {
-    encode::reg(w, encode::RegField::Dst) == 1
-        && !matches!(
-            encode::opcode(w),
-            encode::OP_STL | encode::OP_STS | 0x386 | 0x986 | 0x988
-        )
-}
-
-/// `MOV Rx, imm` or `IMAD.MOV.U32 Rx, RZ, RZ, imm` (form 2: C is the imm32, B GPR in bits
-/// 64-71).
-fn is_mov_imm(w: u128) -> bool {
-    match encode::opcode(w) {
-        encode::OP_MOV_IMM => true,
-        0x424 => {
-            encode::reg(w, encode::RegField::A) == 255 && encode::reg(w, encode::RegField::C) == 255
-        }
-        _ => false,
-    }
-}
-
-/// The source of the register copy `w` defines `dst` with (`MOV Rd, Rs`,
-/// `IMAD.MOV.U32 Rd, RZ, RZ, Rs`), unguarded.
-fn copy_source(w: u128) -> Option<u8> {
-    if encode::guard(w) != (7, false) {
-        return None;
-    }
-    match encode::opcode(w) {
-        0x202 => Some(encode::reg(w, encode::RegField::B)),
-        0x224
-            if encode::reg(w, encode::RegField::A) == 255
-                && encode::reg(w, encode::RegField::B) == 255 =>
-        {
-            Some(encode::reg(w, encode::RegField::C))
-        }
-        _ => None,
-    }
-}
-
-/// Where the function `body` held, on entry, the value the `RET.REL` at index `ret` reads
-/// from `reg`: followed back through register copies (`MOV Rd, Rs`, `IMAD.MOV.U32 Rd, RZ,
-/// RZ, Rs`: ptxas moves the return address between registers, `IMAD.MOV.U32 R6, RZ, RZ, R8`
-/// before `RET.REL.NODEC R6`) and through the local frame (`LDL Rd, [R1+k]` back to the last
-/// `STL [R1+k], Rs` before it, or to the caller's word `[R1+k]` when the callee stored none:
-/// under pressure the caller spills the return address right before the `CALL` and the
-/// callee reloads it before returning). `None` when the frame pointer changes on the way.
-fn entry_location(body: &[u128], first: usize, ret: usize, reg: u8) -> Option<Loc> {
-    let mut at = Loc::Reg(reg);
-    for (i, &w) in body[..ret].iter().enumerate().rev() {
-        match at {
-            Loc::Mov(_) => break,
-            Loc::Reg(r) => {
-                if encode::reg(w, encode::RegField::Dst) != r || encode::guard(w) != (7, false) {
-                    continue;
-                }
-                if is_mov_imm(w) {
-                    at = Loc::Mov(first + i);
-                } else if let Some(src) = copy_source(w) {
-                    at = Loc::Reg(src);
-                } else if let Some((k, _)) = frame_word(w, encode::OP_LDL) {
-                    at = Loc::Frame(k);
-                }
-            }
-            Loc::Frame(k) => {
-                if writes_sp(w) {
-                    return None;
-                }
-                if let Some((imm, data)) = frame_word(w, encode::OP_STL)
-                    && imm == k
-                {
-                    at = Loc::Reg(data);
-                }
-            }
-        }
-    }
-    Some(at)
-}
-
-/// How far after an `LEPC` ptxas puts the `CALL.ABS` it prepares (instructions).
-const LEPC_WINDOW: usize = 12;
-
-/// Re-encode the `LEPC` at index `i` (and, on sm_75-89, the two MOV immediates its address
-/// arithmetic uses) so that the address it computes is still the return point right after
-/// the following `CALL.ABS` (vprintf and other syscalls):
-/// * sm_90+ `LEPC Rd, label`: the 8-bit immediate at bits 24-31 is `label - next pc`, with
-///   `label` the instruction after the `CALL.ABS`.
-/// * sm_75-89 `LEPC Rd`: `R = LEPC address - MOV(lepc offset) + MOV(return offset)`; both MOVs
-///   (`MOV Rx, imm` between the LEPC and the call, immediates equal to the LEPC's own offset
-///   and to the call's offset + 16) are patched.
-///
-/// Anything else is refused.
-fn lepc(
-    words: &[u128],
-    deleted: &[bool],
-    i: usize,
-    sm: u32,
-    new_pc: &dyn Fn(u64) -> u64,
-    out: &mut [u128],
-    patched: &mut Vec<usize>,
-) -> Result<(), String> {
-    let pc = i as u64 * 16;
-    let w = words[i];
-    // The first CALL.ABS after it, with no other control flow between (NOPs do not count
-    // towards the window).
-    let mut seen = 0;
-    let mut call = None;
-    for (k, &x) in words.iter().enumerate().skip(i + 1) {
-        let op = encode::opcode(x);
-        if op == encode::OP_CALL_ABS {
-            call = Some(k);
-            break;
-        }
-        if encode::rel_kind(x).is_some() || op == encode::OP_EXIT || seen >= LEPC_WINDOW {
-            break;
-        }
-        if op != encode::OP_NOP {
-            seen += 1;
-        }
-    }
-    let call = call.ok_or_else(|| format!("LEPC at {pc:#x} is not followed by a CALL.ABS"))?;
-    let ret_old = (call as u64 + 1) * 16;
-    let ret_new = new_pc(call as u64 * 16) + 16;
-    let lepc_new = new_pc(pc);
-    if encode::opcode(w) == encode::OP_LEPC {
-        if sm < 90 || encode::get_bits(w, 32, 32) != 0 {
-            return Err(format!("LEPC at {pc:#x}: unknown form"));
-        }
-        let d = encode::get_bits(w, 24, 8);
-        if pc + 16 + d != ret_old {
-            return Err(format!(
-                "LEPC at {pc:#x} does not name the return point of the CALL.ABS at {:#x}",
-                call * 16
-            ));
-        }
-        let nd = ret_new - (lepc_new + 16);
-        if nd > 0xff {
-            return Err(format!(
-                "LEPC at {pc:#x}: the return point would be {nd:#x} bytes away (8-bit field)"
-            ));
-        }
-        out[i] = encode::set_bits(w, 24, 8, nd);
-        return Ok(());
-    }
-    let movs: Vec<(usize, u64)> = (i + 1..call)
-        .filter(|&k| encode::opcode(words[k]) == encode::OP_MOV_IMM)
-        .map(|k| (k, u64::from(encode::imm32(words[k]))))
-        .collect();
-    let own = movs.iter().find(|&&(_, v)| v == pc).map(|&(k, _)| k);
-    let ret = movs.iter().find(|&&(_, v)| v == ret_old).map(|&(k, _)| k);
-    let (Some(own), Some(ret)) = (own, ret) else {
-        return Err(format!(
-            "LEPC at {pc:#x}: no MOV of its own offset and of the return offset {ret_old:#x}"
-        ));
-    };
-    if deleted[own] || deleted[ret] {
-        return Err(format!(
-            "LEPC at {pc:#x}: its address MOVs cannot be deleted"
-        ));
-    }
-    let fit = |v: u64| u32::try_from(v).map_err(|_| format!("offset {v:#x}"));
-    out[own] = encode::set_imm32(out[own], fit(lepc_new)?);
-    out[ret] = encode::set_imm32(out[ret], fit(ret_new)?);
-    patched.extend([own, ret]);
-    Ok(())
-}
-
-/// Where the return address of the `CALL` at `call` (index) is materialised: the indices of
-/// the reaching `MOV Rx, imm` (or `IMAD.MOV.U32 Rx, RZ, RZ, imm`) whose value reaches each
-/// location `locs` the callee returns through, followed back through register copies and
-/// frame words like [`entry_location`]. Empty when the callee never returns; `None` in
-/// `locs` is a return address the callee's code does not let us follow.
-fn return_address_movs(
-    words: &[u128],
-    call: usize,
-    caller_start: usize,
-    locs: &Option<BTreeSet<Loc>>,
-    kernel: &str,
-) -> Result<Vec<usize>, RelayoutError> {
-    let Some(locs) = locs else {
-        return Err(invalid(
-            kernel,
-            format_args!(
-                "the callee of the call at {:#x} returns through an address it moves in a way not followed",
-                call * 16
-            ),
-        ));
-    };
-    let ret = (call as u64 + 1) * 16;
-    let mut found = Vec::new();
-    'locs: for &loc in locs {
-        let mut at = loc;
-        if let Loc::Mov(m) = loc {
-            if u64::from(encode::imm32(words[m])) != ret {
-                return Err(invalid(
-                    kernel,
-                    format_args!(
-                        "the callee of the call at {:#x} returns to the fixed address {:#x} (MOV at {:#x})",
-                        call * 16,
-                        encode::imm32(words[m]),
-                        m * 16
-                    ),
-                ));
-            }
-            found.push(m);
-            continue;
-        }
-        for i in (caller_start..call).rev() {
-            let w = words[i];
-            let r = match at {
-                Loc::Reg(r) => r,
-                Loc::Mov(_) => break, // handled above
-                Loc::Frame(k) => {
-                    if writes_sp(w) {
-                        break;
-                    }
-                    if let Some((imm, data)) = frame_word(w, encode::OP_STL)
-                        && imm == k
-                    {
-                        at = Loc::Reg(data);
-                    }
-                    continue;
-                }
-            };
-            if encode::reg(w, encode::RegField::Dst) != r {
-                continue;
-            }
-            if !is_mov_imm(w) {
-                if let Some(src) = copy_source(w) {
-                    at = Loc::Reg(src);
-                } else if let Some((k, _)) = frame_word(w, encode::OP_LDL) {
-                    at = Loc::Frame(k);
-                }
-                continue;
-            }
-            if u64::from(encode::imm32(w)) == ret {
-                found.push(i);
-                continue 'locs;
-            }
-            return Err(invalid(
-                kernel,
-                format_args!(
-                    "the return address of the call at {:#x} is not materialised as {ret:#x} by the reaching MOV at {:#x}",
-                    call * 16,
-                    i * 16
-                ),
-            ));
-        }
-        return Err(invalid(
-            kernel,
-            format_args!(
-                "no MOV of the return address {ret:#x} before the call at {:#x}",
-                call * 16
-            ),
-        ));
-    }
-    Ok(found)
 }
 
 /// Insert `insertions` (`(old offset, instructions)`: the instructions go before the
@@ -439,12 +143,42 @@ fn edit_with_heads(
     heads: &BTreeMap<u64, u64>,
 ) -> Result<Relayout, RelayoutError> {
     let sm = cubin.arch();
-    if !(MIN_SM..=MAX_SM).contains(&sm) {
+    if !ShaderModel::of(sm).relayout {
         return Err(invalid(
             kernel,
             format_args!("sm_{sm} code is not rewritten (sm_{MIN_SM} to sm_90 only)"),
         ));
     }
+    let (sec, words) = section_words(cubin, kernel)?;
+    let n = words.len();
+    let code_end = n as u64 * 16;
+    let groups = group_insertions(insertions, code_end, kernel)?;
+    let deleted = mark_deletions(cubin, sec, &words, deletions, kernel)?;
+    let (map, group_at) = offset_map(&groups, &deleted);
+    let funcs = returns::section_functions(cubin, sec, &words);
+    let Reencoded {
+        out,
+        reencoded,
+        return_addresses,
+    } = reencode(sm, &words, &deleted, &funcs, &map, &group_at, heads, kernel)?;
+    let (mut code, inserted) = assemble(&out, &deleted, &groups, insertions, &group_at);
+    // ptxas pads sm_80+ text with at least 128 bytes of NOPs before rounding the section to
+    // 128 (sm_75: rounding only), checked on every fixture; keep that margin.
+    for _ in 0..ShaderModel::of(sm).tail_nops {
+        code.extend_from_slice(&encode::NOP_PADDING.to_le_bytes());
+    }
+    cubin.replace_text(kernel, code, &map)?;
+    Ok(Relayout {
+        map,
+        inserted,
+        reencoded,
+        return_addresses,
+    })
+}
+
+/// The section `kernel` owns, as words without the trailing NOP padding (`replace_text`
+/// pads again).
+fn section_words(cubin: &Cubin, kernel: &str) -> Result<(usize, Vec<u128>), RelayoutError> {
     let info = cubin
         .function_info(kernel)
         .ok_or_else(|| RelayoutError::Cubin(CubinError::NoFunction(kernel.to_string())))?;
@@ -460,14 +194,18 @@ fn edit_with_heads(
         .chunks_exact(16)
         .map(|c| u128::from_le_bytes(c.try_into().expect("16-byte chunk")))
         .collect();
-    // Trailing padding goes; replace_text pads again.
     while words.last() == Some(&encode::NOP_PADDING) {
         words.pop();
     }
-    let n = words.len();
-    let code_end = n as u64 * 16;
+    Ok((sec, words))
+}
 
-    // Insertions grouped by offset.
+/// Insertions grouped by offset, in request order within an offset.
+fn group_insertions(
+    insertions: &[(u64, Vec<[u8; 16]>)],
+    code_end: u64,
+    kernel: &str,
+) -> Result<BTreeMap<u64, Vec<[u8; 16]>>, RelayoutError> {
     let mut groups: BTreeMap<u64, Vec<[u8; 16]>> = BTreeMap::new();
     for (at, code) in insertions {
         if at % 16 != 0 || *at > code_end {
@@ -478,7 +216,19 @@ fn edit_with_heads(
         }
         groups.entry(*at).or_default().extend_from_slice(code);
     }
+    Ok(groups)
+}
 
+/// Which instructions go: refused for control flow and relocated instructions.
+fn mark_deletions(
+    cubin: &Cubin,
+    sec: usize,
+    words: &[u128],
+    deletions: &[u64],
+    kernel: &str,
+) -> Result<Vec<bool>, RelayoutError> {
+    let n = words.len();
+    let code_end = n as u64 * 16;
     // Offsets of relocated instructions in this section (they cannot be deleted).
     let relocated: BTreeSet<u64> = cubin
         .elf()
@@ -526,8 +276,16 @@ fn edit_with_heads(
         }
         deleted[(d / 16) as usize] = true;
     }
+    Ok(deleted)
+}
 
-    // Old → new offsets: `newpc[i]` for every old instruction and the end of the code.
+/// Old → new offsets, and the new offset of the first instruction inserted at each old one.
+fn offset_map(
+    groups: &BTreeMap<u64, Vec<[u8; 16]>>,
+    deleted: &[bool],
+) -> (OffsetMap, BTreeMap<u64, u64>) {
+    let n = deleted.len();
+    // `newpc[i]` for every old instruction and the end of the code.
     let mut newpc = vec![0u64; n + 1];
     let mut group_at: BTreeMap<u64, u64> = BTreeMap::new(); // old offset → new offset of first inserted
     let mut cur = 0u64;
@@ -555,48 +313,38 @@ fn edit_with_heads(
             map.insert(i as u64 * 16, newpc[i]);
         }
     }
-    let new_pc = |old: u64| map.map(old).expect("offset in range");
+    (map, group_at)
+}
 
-    // The functions of the section and their return registers.
-    let mut starts: Vec<u64> = cubin
-        .functions()
-        .iter()
-        .filter(|f| f.text_section == sec)
-        .map(|f| f.text_offset)
-        .filter(|&o| o < code_end)
-        .collect();
-    starts.push(0);
-    starts.sort_unstable();
-    starts.dedup();
-    let funcs: Vec<Func> = starts
-        .iter()
-        .enumerate()
-        .map(|(k, &s)| {
-            let end = starts.get(k + 1).copied().unwrap_or(code_end);
-            let body = &words[(s / 16) as usize..(end / 16) as usize];
-            let ret_locs = body
-                .iter()
-                .enumerate()
-                .filter(|(_, w)| encode::opcode(**w) == encode::OP_RET_REL)
-                .filter_map(|(k, &w)| Some((k, encode::jump_register(w)?)))
-                .map(|(k, r)| entry_location(body, (s / 16) as usize, k, r))
-                .collect();
-            Func {
-                start: s,
-                end,
-                ret_locs,
-            }
-        })
-        .collect();
-    let all_ret_locs: Option<BTreeSet<Loc>> =
+/// The re-encoded words (deleted ones included, skipped by [`assemble`]).
+struct Reencoded {
+    out: Vec<u128>,
+    reencoded: usize,
+    return_addresses: Vec<u64>,
+}
+
+/// Re-encode every PC-relative field, LEPC sequence and return-address MOV for the new
+/// layout.
+#[allow(clippy::too_many_arguments)]
+fn reencode(
+    sm: u32,
+    words: &[u128],
+    deleted: &[bool],
+    funcs: &[returns::Func],
+    map: &OffsetMap,
+    group_at: &BTreeMap<u64, u64>,
+    heads: &BTreeMap<u64, u64>,
+    kernel: &str,
+) -> Result<Reencoded, RelayoutError> {
+    let code_end = words.len() as u64 * 16;
+    let new_pc = |old: u64| map.map(old).expect("offset in range");
+    let all_ret_locs: Option<BTreeSet<returns::Loc>> =
         funcs.iter().try_fold(BTreeSet::new(), |mut all, f| {
             all.extend(f.ret_locs.as_ref()?);
             Some(all)
         });
     let func_of = |off: u64| funcs.iter().find(|f| f.start <= off && off < f.end);
-
-    // Re-encode.
-    let mut out = words.clone();
+    let mut out = words.to_vec();
     let mut reencoded = 0;
     let mut ret_movs: BTreeMap<usize, usize> = BTreeMap::new(); // mov index → call index
     let mut ret_movs_lepc: Vec<usize> = Vec::new(); // MOVs patched for LEPC sequences
@@ -607,16 +355,8 @@ fn edit_with_heads(
             continue;
         }
         if op == encode::OP_LEPC || op == encode::OP_LEPC_REG {
-            lepc(
-                &words,
-                &deleted,
-                i,
-                sm,
-                &new_pc,
-                &mut out,
-                &mut ret_movs_lepc,
-            )
-            .map_err(|e| invalid(kernel, e))?;
+            returns::lepc(words, deleted, i, sm, &new_pc, &mut out, &mut ret_movs_lepc)
+                .map_err(|e| invalid(kernel, e))?;
             continue;
         }
         let Some(kind) = encode::rel_kind(w) else {
@@ -657,7 +397,7 @@ fn edit_with_heads(
             _ => continue,
         };
         let caller = func_of(pc).map_or(0, |f| (f.start / 16) as usize);
-        for m in return_address_movs(&words, i, caller, &regs, kernel)? {
+        for m in returns::return_address_movs(words, i, caller, &regs, kernel)? {
             ret_movs.insert(m, i);
         }
     }
@@ -682,8 +422,23 @@ fn edit_with_heads(
         out[m] = encode::set_imm32(out[m], ret);
         return_addresses.push(new_pc(m as u64 * 16));
     }
+    Ok(Reencoded {
+        out,
+        reencoded,
+        return_addresses,
+    })
+}
 
-    // Assemble.
+/// The new code: inserted groups before their offsets, deleted words dropped; and the new
+/// offsets of the inserted instructions in request order (same offset: request order).
+fn assemble(
+    out: &[u128],
+    deleted: &[bool],
+    groups: &BTreeMap<u64, Vec<[u8; 16]>>,
+    insertions: &[(u64, Vec<[u8; 16]>)],
+    group_at: &BTreeMap<u64, u64>,
+) -> (Vec<u8>, Vec<u64>) {
+    let n = out.len();
     let total = n + groups.values().map(Vec::len).sum::<usize>();
     let mut code = Vec::with_capacity(total * 16 + 128);
     let mut inserted_at: BTreeMap<u64, u64> = BTreeMap::new();
@@ -710,7 +465,7 @@ fn edit_with_heads(
             code.extend_from_slice(b);
         }
     }
-    debug_assert_eq!(inserted_at, group_at);
+    debug_assert_eq!(&inserted_at, group_at);
     // New offsets of inserted instructions in request order (same offset: request order).
     let mut cursor: BTreeMap<u64, u64> = group_at.clone();
     let mut inserted = Vec::new();
@@ -721,21 +476,7 @@ fn edit_with_heads(
             *base += 16;
         }
     }
-
-    // ptxas pads sm_80+ text with at least 128 bytes of NOPs before rounding the section to
-    // 128 (sm_75: rounding only), checked on every fixture; keep that margin.
-    if sm >= 80 {
-        for _ in 0..PAD_MIN_SM80 {
-            code.extend_from_slice(&encode::NOP_PADDING.to_le_bytes());
-        }
-    }
-    cubin.replace_text(kernel, code, &map)?;
-    Ok(Relayout {
-        map,
-        inserted,
-        reencoded,
-        return_addresses,
-    })
+    (code, inserted)
 }
 
 /// Insert `count` NOPs (stall `stall`) at each of `offsets`: a convenience over [`insert`].

@@ -1,4 +1,5 @@
-//! Per-architecture occupancy parameters, as one data table, and [`Arch`]: a compute capability
+//! Per-architecture occupancy parameters (the occupancy half of the [`super`] seam), as one
+//! data table, and [`Arch`]: a compute capability
 //! that is known to have a row in it.
 //!
 //! Two sources feed the table, and every field says which one it comes from:
@@ -72,7 +73,7 @@ pub struct ArchParams {
     pub virtual_resources_per_sm: u32,
     /// Observed with ptxas 13.5 (`cuobjdump -res-usage`, ELF section sizes): on sm_90 and later a
     /// linked cubin's per-kernel shared size already contains the driver's reserved 1 KB
-    /// (`.nv.shared.reserved.0`) whenever it is non-zero. See [`SharedBytes`](super::SharedBytes).
+    /// (`.nv.shared.reserved.0`) whenever it is non-zero. See `predict::SharedBytes`.
     pub cubin_shared_includes_reserved: bool,
 }
 
@@ -333,6 +334,11 @@ impl Arch {
                     .collect::<Vec<_>>()
                     .join(", "),
             })
+    }
+
+    /// The row for sm_`sm` (`86` is 8.6); `None` without one.
+    pub fn from_sm(sm: u32) -> Option<Arch> {
+        Arch::from_cc(u8::try_from(sm / 10).ok()?, (sm % 10) as u8).ok()
     }
 
     /// Every architecture with a row, oldest first.
