@@ -8,9 +8,9 @@ use super::eiattr::{Attr, OffsetLayout};
 use super::elf::{SHF_ALLOC, SHF_WRITE, SHT_NOBITS, SHT_REL, SHT_RELA, Section, rd_u32, wr_u32};
 use super::error::CubinError;
 use super::nvinfo::{EIFMT_SVAL, Record, encode_records, parse_records};
+use super::offset_map::OffsetMap;
 use super::symbols::{Reloc, STB_LOCAL, STT_SECTION, Symbol, encode_relocs, parse_relocs};
 use crate::arch::ShaderModel;
-use std::collections::BTreeMap;
 
 /// The 16-byte NOP ptxas pads text sections with (`NOP` with no wait, no scoreboard).
 pub const NOP: [u8; 16] = {
@@ -27,63 +27,14 @@ pub const NOP: [u8; 16] = {
 };
 
 /// Text sections are a multiple of this many bytes.
-pub const TEXT_UNIT: usize = 128;
-
-/// Maps old instruction byte offsets of one text section to new ones, as a list of anchors:
-/// an offset maps through the greatest anchor at or below it, keeping its distance to it.
-/// The empty map is the identity; [`OffsetMap::shift_from`] describes one insertion.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct OffsetMap {
-    anchors: BTreeMap<u64, u64>,
-}
-
-impl OffsetMap {
-    /// The identity.
-    pub fn new() -> OffsetMap {
-        OffsetMap::default()
-    }
-
-    /// Offsets at or after `at` move by `delta` bytes (an insertion of `delta` bytes at `at`
-    /// when positive); offsets before `at` stay.
-    pub fn shift_from(at: u64, delta: i64) -> OffsetMap {
-        let mut m = OffsetMap::new();
-        m.insert(0, 0);
-        m.insert(at, at.saturating_add_signed(delta));
-        m
-    }
-
-    /// Old offset `old` (and the offsets after it, up to the next anchor) goes to `new`.
-    pub fn insert(&mut self, old: u64, new: u64) {
-        self.anchors.insert(old, new);
-    }
-
-    /// The new offset of `old`.
-    pub fn map(&self, old: u64) -> Option<u64> {
-        match self.anchors.range(..=old).next_back() {
-            None => Some(old),
-            Some((&a_old, &a_new)) => a_new.checked_add(old - a_old),
-        }
-    }
-
-    fn map_or_err(&self, old: u64, what: &str) -> Result<u64, CubinError> {
-        self.map(old).ok_or_else(|| CubinError::Unmapped {
-            what: what.to_string(),
-            offset: old,
-        })
-    }
-
-    fn map_u32(&self, old: u32, what: &str) -> Result<u32, CubinError> {
-        let n = self.map_or_err(old as u64, what)?;
-        u32::try_from(n).map_err(|_| CubinError::Range(format!("{what}: offset {n:#x}")))
-    }
-}
+pub(crate) const TEXT_UNIT: usize = 128;
 
 /// Rewrite every instruction offset held by `records` (one function's `.nv.info.<k>`)
 /// through `map`. The one place that knows which attributes hold offsets and how (§4.3):
 /// u32 lists, `INDIRECT_BRANCH_TARGETS` (branch offset and targets), `MBARRIER_INSTR_OFFSETS`
 /// (16-byte records, offset first) and `ANNOTATIONS` (`{kind, offset}` pairs). Refuses
 /// attributes whose offsets are in an unknown layout.
-pub fn remap_offsets(
+pub(crate) fn remap_offsets(
     records: &mut [Record],
     map: &OffsetMap,
     func: &str,
@@ -234,7 +185,7 @@ impl Cubin {
     /// Set the local frame and stack sizes of `function` (`EIATTR_FRAME_SIZE`,
     /// `MIN_STACK_SIZE` and `MAX_STACK_SIZE` in `.nv.info`, where present): what the driver
     /// reserves per thread. Records that say "unknown" (recursion) are left alone.
-    pub fn set_stack_size(&mut self, function: &str, bytes: u32) -> Result<(), CubinError> {
+    pub(crate) fn set_stack_size(&mut self, function: &str, bytes: u32) -> Result<(), CubinError> {
         let sym = self.function_or_err(function)?;
         let Some(g) = self.global_info() else {
             return Ok(());
@@ -262,7 +213,7 @@ impl Cubin {
 
     /// Raise `EIATTR_MAXREG_COUNT` of `kernel` to at least `regs` (the register limit ptxas
     /// compiled under, kept in `.nv.info.<k>`); nothing when absent or "no limit".
-    pub fn raise_maxreg_count(&mut self, kernel: &str, regs: u32) -> Result<(), CubinError> {
+    pub(crate) fn raise_maxreg_count(&mut self, kernel: &str, regs: u32) -> Result<(), CubinError> {
         let sym = self.function_or_err(kernel)?;
         let text = self.symbols[sym].st_shndx as usize;
         let Some(k) = self.function_info_section(text) else {
@@ -290,7 +241,7 @@ impl Cubin {
 
     /// Drop the SpillRefill annotations (`EIATTR_ANNOTATIONS` kind 1) of `kernel`'s section
     /// that name one of `offsets`: the instructions there no longer touch local memory.
-    pub fn drop_spill_annotations(
+    pub(crate) fn drop_spill_annotations(
         &mut self,
         kernel: &str,
         offsets: &[u64],
@@ -325,7 +276,7 @@ impl Cubin {
     /// `{threads, 1, 1}` in `.nv.info.<k>`, the form ptxas emits for `__launch_bounds__(N)`
     /// (an SVAL of three `u32`, after the other records), replacing any the kernel has. The
     /// driver refuses a launch of more threads (their product) than that.
-    pub fn set_max_threads(&mut self, kernel: &str, threads: u32) -> Result<(), CubinError> {
+    pub(crate) fn set_max_threads(&mut self, kernel: &str, threads: u32) -> Result<(), CubinError> {
         let sym = self.function_or_err(kernel)?;
         let text = self.symbols[sym].st_shndx as usize;
         let k = self
@@ -818,21 +769,6 @@ mod tests {
             short: (words.len() * 4) as u16,
             data: words.iter().flat_map(|w| w.to_le_bytes()).collect(),
         }
-    }
-
-    #[test]
-    fn offset_map_shifts_after_the_insertion_point() {
-        let m = OffsetMap::shift_from(0x40, 0x80);
-        assert_eq!(m.map(0x30), Some(0x30));
-        assert_eq!(m.map(0x40), Some(0xc0));
-        assert_eq!(m.map(0x100), Some(0x180));
-        assert_eq!(OffsetMap::new().map(0x1234), Some(0x1234));
-        let mut m = OffsetMap::new();
-        m.insert(0, 0);
-        m.insert(0x20, 0x40);
-        m.insert(0x60, 0x70);
-        assert_eq!(m.map(0x30), Some(0x50));
-        assert_eq!(m.map(0x70), Some(0x80));
     }
 
     #[test]
