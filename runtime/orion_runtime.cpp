@@ -260,7 +260,13 @@ bool configured() {
     return false;
   }
   s.driver = d;
-  if (mode == sel::kTrain) s.profile_out = std::getenv("NVCC_ORION_PROFILE_OUT");
+  if (mode == sel::kTrain) {
+    s.profile_out = std::getenv("NVCC_ORION_PROFILE_OUT");
+    if (!s.profile_out || !*s.profile_out) {
+      s.profile_out = nullptr;
+      say(kSaidProfile, "train: %s is not set; no profile is written", "NVCC_ORION_PROFILE_OUT");
+    }
+  }
   EventTimer* timer = new (s.timer) EventTimer();
   s.selector.configure(static_cast<sel::Mode>(mode), sel::default_params(), timer);
   if (s.profile_out) std::atexit(write_profile_at_exit);
@@ -393,7 +399,7 @@ cudaError_t dispatch(const Original& o, dim3 grid, dim3 block, void** args, size
   // launch that succeeds turns the selector on (a driver and a device exist).
   if (phase != 2 || cudaPeekAtLastError() != cudaSuccess) {
     cudaError_t e = launch_original(o, grid, block, args, shmem, stream);
-    if (e == cudaSuccess && phase == 0) {
+    if (e == cudaSuccess && phase == 0 && cudaPeekAtLastError() == cudaSuccess) {
       (void)configured();
     } else if (e != cudaSuccess && phase == 0) {
       say(kSaidError, "selector idle: the launch failed (%s); original kernels run",
