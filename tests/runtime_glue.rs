@@ -6,10 +6,14 @@
 //! variants; the programs must link with nvcc, g++ and clang++ (where present), with
 //! `-cudart static` and `shared`, with and without `-rdc`, and, run here without a GPU, behave
 //! exactly like the plain build: the same output, the same runtime errors, the same exit code.
+//! The paths that need a GPU (resolving variants, launching them, timing, the profile) run
+//! against a simulated runtime and driver (`tests/runtime/glue_fake.cpp`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
+
+use nvcc_orion::profile::Profile;
 
 mod common;
 
@@ -65,6 +69,7 @@ fn objects(nvcc: &Path) -> PathBuf {
         "runtime/orion_runtime.h",
         "runtime/orion_launch_redirect.h",
         "runtime/orion_select.h",
+        "tests/runtime/glue_fake.cpp",
     ]
     .iter()
     .map(|p| std::fs::read(root().join(p)).unwrap())
@@ -420,4 +425,105 @@ fn glue_links_everywhere_and_runs_like_nvcc() {
         );
     }
     assert_eq!(checked, 4 * linkers.len());
+}
+
+/// The cases glue_fake.cpp checks per scenario; each prints `ok <case>`.
+const FAKE_CASES: &[(&str, &[&str])] = &[
+    (
+        "no_gpu",
+        &[
+            "no_gpu_get_kernel",
+            "no_gpu_stub",
+            "no_gpu_no_other_calls",
+            "no_gpu_last_error",
+        ],
+    ),
+    (
+        "adapt",
+        &[
+            "adapt_original_first",
+            "adapt_locks_fastest_before_slowdown",
+            "adapt_same_arguments",
+            "adapt_tried_next_step",
+            "stub_get_kernel",
+            "stub_uses_locked_variant",
+            "attributes_get_original",
+            "ex_without_attributes_selected",
+            "capture_locked_variant",
+            "capture_new_key_original",
+            "shared_memory_does_not_fit",
+            "pending_error_kept",
+        ],
+    ),
+    ("train", &["train_round_robin", "train_locks_original"]),
+];
+
+/// The glue object against a simulated GPU: no call but the launch without a driver; adapt
+/// measures the original first, steps to v1, stops at the slower v2 and locks v1, with the
+/// same argument pointers; the stub path, launch attributes, capture, shared memory that does
+/// not fit and a pending user error behave as docs/selector.md says; train round-robins and
+/// writes at exit a profile the build's reader accepts, whose winner is v1.
+#[test]
+fn glue_paths_on_a_simulated_gpu() {
+    let Some(nvcc) = common::nvcc_or_skip("glue_paths_on_a_simulated_gpu") else {
+        return;
+    };
+    let dir = objects(&nvcc);
+    let scratch = tempfile::tempdir().unwrap();
+    let exe = scratch.path().join("glue_fake");
+    run(Command::new("g++")
+        .args(["-std=c++11", "-O1", "-Wall", "-Wextra", "-Werror"])
+        .arg(format!("-I{}", cuda_home(&nvcc).join("include").display()))
+        .arg(format!("-I{}", root().join("runtime").display()))
+        .arg(root().join("tests/runtime/glue_fake.cpp"))
+        .arg(dir.join("glue.o"))
+        .arg("-o")
+        .arg(&exe));
+    let profile = scratch.path().join("profile.json");
+    let profile_str = profile.to_str().unwrap();
+    for (scenario, cases) in FAKE_CASES {
+        let mode = if *scenario == "train" {
+            "train"
+        } else {
+            "adapt"
+        };
+        let out = run(Command::new(&exe)
+            .arg(scenario)
+            .env("NVCC_ORION", mode)
+            .env("NVCC_ORION_PROFILE_OUT", profile_str)
+            .env_remove("NVCC_ORION_VERBOSE"));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let passed: Vec<&str> = stdout
+            .lines()
+            .filter_map(|l| l.strip_prefix("ok "))
+            .collect();
+        assert_eq!(&passed, cases, "{scenario}:\n{stdout}");
+    }
+    let p = Profile::read(&profile).unwrap_or_else(|e| panic!("{e}"));
+    let rows: Vec<(u32, &str, u64, f64)> = p
+        .entries
+        .iter()
+        .map(|e| (e.variant, e.variant_name.as_str(), e.samples, e.median_us))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            (0, "_Z4walkPfi", 10, 100.0),
+            (1, "_Z4walkPfi__orion_v1", 10, 80.0),
+            (2, "_Z4walkPfi__orion_v2", 10, 90.0),
+        ]
+    );
+    for e in &p.entries {
+        assert_eq!(
+            (e.kernel.as_str(), e.arch.as_str(), e.device.as_str()),
+            ("_Z4walkPfi", "sm_90", "Fake GPU")
+        );
+        assert_eq!(
+            (e.key.grid, e.key.block, e.key.shared),
+            ([8, 1, 1], [128, 1, 1], 0)
+        );
+    }
+    let names = ["_Z4walkPfi", "_Z4walkPfi__orion_v1", "_Z4walkPfi__orion_v2"];
+    let winner = p.winner("_Z4walkPfi", "sm_90", &names).unwrap().unwrap();
+    assert_eq!(winner.variant, 1);
 }
