@@ -74,7 +74,9 @@ fn objects(nvcc: &Path) -> PathBuf {
     .iter()
     .map(|p| std::fs::read(root().join(p)).unwrap())
     .collect();
-    let inputs: Vec<&[u8]> = sources.iter().map(Vec::as_slice).collect();
+    let mut inputs: Vec<&[u8]> = sources.iter().map(Vec::as_slice).collect();
+    // What the folder holds: bump when the build below changes.
+    inputs.push(b"objects v2: plain, host, glue, a.host-ptsz");
     common::build_once("runtime-glue", nvcc, &inputs, |dir| {
         compile_glue("g++", nvcc, &dir.join("glue.o"));
         let redirect = root().join("runtime/orion_launch_redirect.h");
@@ -102,6 +104,16 @@ fn objects(nvcc: &Path) -> PathBuf {
                             assert!(child.wait().unwrap().success(), "{what}");
                         }
                     }
+                }
+                if unit == "a" && rdc.is_empty() {
+                    // --default-stream per-thread: the runtime's `_ptsz` entry points.
+                    run(Command::new(nvcc)
+                        .args(["-arch=sm_90", "--default-stream", "per-thread", "-c"])
+                        .arg(&src)
+                        .arg("-Xcompiler")
+                        .arg(format!("-include,{}", redirect.display()))
+                        .arg("-o")
+                        .arg(dir.join("a.host-ptsz.o")));
                 }
                 run(Command::new("ld")
                     .arg("-r")
@@ -151,6 +163,20 @@ fn glue_objects_redirect_and_keep_variants() {
             "cudaLaunchKernelExC",
         ] {
             assert!(!undefined.contains(&bypass), "{rdc}: still calls {bypass}");
+        }
+        if rdc.is_empty() {
+            let ptsz = symbols(&dir.join("a.host-ptsz.o"));
+            for want in [
+                "orion_rt_v1___cudaLaunchKernel_ptsz",
+                "orion_rt_v1_cudaLaunchKernel_ptsz",
+                "orion_rt_v1_cudaLaunchKernelExC_ptsz",
+            ] {
+                assert!(
+                    ptsz.contains(&format!(" U {want}\n")),
+                    "{want} not in\n{ptsz}"
+                );
+            }
+            assert!(!ptsz.contains(" U __cudaLaunchKernel_ptsz\n"), "{ptsz}");
         }
         let plain = symbols(&dir.join(format!("a.plain{rdc}.o")));
         assert!(plain.contains(" U __cudaLaunchKernel\n"), "{plain}");
@@ -395,6 +421,10 @@ fn glue_links_everywhere_and_runs_like_nvcc() {
                     &lib,
                     &exe,
                 );
+                // The setup is what it says: cudart shared is a needed library, static is not.
+                let dynamic = run(Command::new("readelf").arg("-dW").arg(&exe)).stdout;
+                let needs_cudart = String::from_utf8_lossy(&dynamic).contains("libcudart.so");
+                assert_eq!(needs_cudart, cudart == "shared", "{}", exe.display());
                 for mode in ["adapt", "train"] {
                     let got = execute(
                         &exe,
