@@ -45,9 +45,10 @@ const FLOORS: &[(&[&str], &str)] = &[
         &["transform", "verify"],
         "the rewrites and the checker that proves them: independent, so the checker cannot inherit a rewrite's blind spot",
     ),
+    (&["predict"], "occupancy/latency model, the stall predictor"),
     (
-        &["predict", "analysis"],
-        "occupancy/latency model; CFG, liveness",
+        &["analysis"],
+        "CFG, loops and loop weights, liveness, sub-function sections",
     ),
     (&["sass"], "SASS IR: decode, encode, relayout"),
     (

@@ -18,8 +18,8 @@ pub const MAX_THROUGHPUT: f64 = 128.0;
 
 /// Cycles from issue until a variable-latency producer releases its write scoreboard, by
 /// class. Global and shared memory are RegDem's `GL_MEM_STALL` (200) and `SH_MEM_STALL` (24)
-/// (papers/004 §3). Local memory is off-chip like global memory (the ICS'14 paper's premise,
-/// papers/000 §1), so spills pay the global figure. The others are assumptions of the same
+/// (RegDem §3, docs/papers.md §RegDem). Local memory is off-chip like global memory (the
+/// ICS'14 paper's premise, docs/papers.md §ICS'14), so spills pay the global figure. The others are assumptions of the same
 /// order as the shared-memory figure, for producers that stay on the SM.
 pub fn scoreboard_latency(class: OpClass) -> f64 {
     match class {
@@ -66,7 +66,7 @@ pub fn throughput(sm: u32, class: OpClass) -> f64 {
 /// class is variable-latency or the figure is not known for the architecture (a rewrite then
 /// needs a scoreboard). Integer and FP32 ALU: 6, the longest of Mesa NAK's sm_80 table
 /// (`sm80_instr_latencies.rs`: CoupledAlu/CoupledFMA 4-5, CoupledDisp64 6;
-/// reference/sass_formats.md §6.3), which sm_75-90 code also meets (ptxas never needs more than
+/// docs/sass.md §Control bits), which sm_75-90 code also meets (ptxas never needs more than
 /// S06 between dependent ALU instructions there). FP64 without a scoreboard on sm_80: 10
 /// (NAK's FP64 entry); on sm_90 also 10, above the 7 cycles ptxas 13.5 itself leaves between a
 /// scoreboard-less `DADD`/`DFMA` and its first reader (measured on tests/kernels/regdem). On

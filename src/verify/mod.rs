@@ -201,7 +201,7 @@
 //!   ([`Proof`], [`Rejection`]).
 //! * `semantics.rs`: what each instruction reads, writes and moves, in the checker's terms.
 //! * `section.rs`: the section under check (both versions, the claim, what is derived once).
-//! * `correspond.rs`: images and origins, and the structural correspondence checks.
+//! * `mapping.rs`: images and origins; `correspond.rs`: the structural correspondence checks.
 //! * `summary.rs`, `liveness.rs`, `regset.rs`: callee summaries and the liveness behind them.
 //! * `state.rs`: the abstract value, the state and its join.
 //! * `transfer.rs`: the operations a step applies to the state, and guarded runs.
@@ -218,6 +218,7 @@ mod correspond;
 mod driver;
 mod image;
 mod liveness;
+mod mapping;
 mod moves;
 pub mod oracle;
 pub mod plr;

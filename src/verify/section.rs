@@ -7,10 +7,10 @@ use std::collections::{BTreeSet, HashMap};
 
 use super::claim::SpillBase;
 use super::claim::{Claim, Rejection, reject};
-use super::correspond::{Origin, images};
+use super::mapping::{Origin, images};
+use super::regset::{RegLocs, SharedWrites};
 use super::semantics::escapes;
 use super::state::Loc;
-use super::summary::Summary;
 use crate::sass::ir::{Function, RZ};
 
 pub(super) struct Section<'a> {
@@ -193,4 +193,29 @@ fn check_base(
         );
     }
     Ok(())
+}
+
+/// Summaries of one function.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Summary {
+    pub(super) orig_writes: RegLocs,
+    pub(super) rew_writes: RegLocs,
+    pub(super) rew_shared: SharedWrites,
+    pub(super) live_in: RegLocs,
+    /// General registers the original writes on every path to each of its returns (an
+    /// unguarded call of it kills them in the caller's liveness).
+    pub(super) must_writes: BTreeSet<u8>,
+    /// Local words the original reads before writing them (through its callees too), as
+    /// offsets from its `R1` on entry; `None` when they cannot be named (it moves `R1` or
+    /// indexes the frame): then every tracked frame word must hold its own value at a call.
+    /// ptxas' sub-functions share the kernel's frame, so a callee can read what its caller
+    /// stored (a spilled return address): the caller must still hold it there.
+    pub(super) live_in_local: Option<BTreeSet<i64>>,
+    /// Words of its caller's frame the function may write (`STL [R1+imm]` of a function that
+    /// shares its caller's frame, as ptxas' sub-functions do, through its callees too), in
+    /// the original and in the rewrite; `None` when they cannot be named (a store through
+    /// `R1` with an index). A function that moves `R1` writes none (the ABI: its frame is
+    /// below its caller's `R1`).
+    pub(super) orig_local_writes: Option<BTreeSet<i64>>,
+    pub(super) rew_local_writes: Option<BTreeSet<i64>>,
 }

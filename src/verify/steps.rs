@@ -3,7 +3,7 @@
 //! frame moves; every other write empties its destinations.
 
 use super::claim::{Proof, Rejection};
-use super::correspond::Origin;
+use super::mapping::Origin;
 use super::section::Section;
 use super::semantics::{
     access_bytes, addr_of, data_of, guard_loc, r1_imm, reads_writes, sp_adjust, stack_init, stores,

@@ -1,6 +1,6 @@
 //! Re-layout: inserting and deleting instructions in a function's text section with every branch,
 //! call, BSSY, BRX jump table, RET.REL, return-address immediate, offset attribute, symbol,
-//! `.debug_frame` range and relocation moved to match (reference/sass_formats.md §11).
+//! `.debug_frame` range and relocation moved to match (docs/sass.md §Re-layout and padding).
 //!
 //! The instructions of the section are re-encoded here (PC-relative fields, the `MOV Rx,
 //! <return address>` feeding each `CALL.REL`); everything outside the code (attributes,
