@@ -11,6 +11,7 @@ pub mod cubin;
 pub mod driver;
 pub mod farm;
 pub mod predict;
+pub mod process;
 pub mod report;
 pub mod sass;
 pub mod settings;

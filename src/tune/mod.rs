@@ -17,7 +17,7 @@ pub mod variants;
 use std::io::Write;
 use std::path::Path;
 
-use crate::driver::process::{Captured, StepContext};
+use crate::process::{Captured, StepContext};
 use crate::settings::{Mode, Settings};
 use crate::toolkit::Toolkit;
 

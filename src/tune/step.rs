@@ -19,7 +19,7 @@ use super::ptxas_args::PtxasArgs;
 use super::select::{self, Evaluated};
 use super::variants::{self, Budgets, Builder, VariantError};
 use crate::cubin::Cubin;
-use crate::driver::process::StepContext;
+use crate::process::StepContext;
 use crate::predict::Arch;
 use crate::predict::stalls::{combine, function_cost};
 use crate::sass::{Function, raw};
