@@ -8,15 +8,32 @@
 //!   fewest moves around calls (papers/002 §3.2).
 //! * [`regdem`]: register demotion (papers/004): registers of a kernel without spills moved
 //!   to the same kind of shared slots until the register count reaches a target budget.
+//! * [`area`]: the per-thread spill area both keep their slots in, and their options.
+//!
+//! Every rewrite is reached through one seam, [`Transform`] ([`seam`]), and registered in
+//! [`REGISTERED`]; adding one is a new module and one line there (docs/adding-a-rewrite.md).
 
 pub mod area;
 pub mod prologue;
 pub mod regdem;
+pub mod seam;
 pub mod section;
 pub mod spill_to_shared;
 pub mod stack;
 
+pub use seam::{Checks, Claim, Rewritten, Transform};
+
+/// Every rewrite the tuner may offer and `nvcc-orion rewrite` may apply, one line each, in
+/// the order the tuner builds their variants and the final assembly applies them.
+pub const REGISTERED: &[&dyn Transform] = &[&spill_to_shared::SpillToShared, &regdem::Regdem];
+
 use std::fmt;
+
+/// The worked example of a third rewrite, compiled and run as a doctest so it stays true to
+/// the seam.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/adding-a-rewrite.md")]
+pub struct AddingARewrite;
 
 use crate::cubin::CubinError;
 use crate::sass::relayout::RelayoutError;
