@@ -11,6 +11,7 @@ pub mod cubin;
 pub mod driver;
 pub(crate) mod farm;
 pub mod predict;
+pub mod process;
 pub mod profile;
 pub(crate) mod report;
 pub mod sass;

@@ -244,7 +244,7 @@ fn ptxas_mode(args: &[OsString]) -> ExitCode {
         let plain: Vec<OsString> = ptxas_args.iter().map(OsString::from).collect();
         return exec_plain(&ptxas, &plain);
     };
-    let ctx = driver::process::StepContext {
+    let ctx = nvcc_orion::process::StepContext {
         env: std::env::vars_os()
             .filter(|(k, _)| !k.to_str().is_some_and(settings::is_ours))
             .collect(),

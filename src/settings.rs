@@ -201,6 +201,17 @@ impl Settings {
 }
 
 impl Settings {
+    /// Whether the tuner may offer the SASS rewrite named `key` (`--orion-transforms`), or
+    /// must (`--orion-force`).
+    pub fn offers_transform(&self, key: &str) -> bool {
+        let asked = match key {
+            "spill2smem" => self.spill_to_shared,
+            "regdem" => self.regdem,
+            _ => false,
+        };
+        asked || self.force.as_deref() == Some(key)
+    }
+
     /// The `--orion-*` options that restate every setting which changes the output (mode,
     /// block sizes, margin, transforms, force), each only where it differs from the default,
     /// in a fixed order. `--dryrun` puts them on its ptxas lines and `cache-key` prints them,

@@ -22,8 +22,9 @@ use nvcc_orion::sass::control::Control;
 use nvcc_orion::sass::decode;
 use nvcc_orion::sass::encode::{self, RegField};
 use nvcc_orion::sass::ir::{Function, Instr};
+use nvcc_orion::transform::area::Options;
 use nvcc_orion::transform::regdem;
-use nvcc_orion::transform::spill_to_shared::{Options, Rewrite};
+use nvcc_orion::transform::spill_to_shared::Rewrite;
 use nvcc_orion::tune::proven;
 use nvcc_orion::tune::ptx::{Budget, entries, with_budgets};
 

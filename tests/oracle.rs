@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use nvcc_orion::cubin::Cubin;
 use nvcc_orion::sass::decode;
-use nvcc_orion::transform::spill_to_shared::Options;
+use nvcc_orion::transform::area::Options;
 use nvcc_orion::tune::proven::{self, NotProved};
 use nvcc_orion::verify::{oracle, tuples};
 

@@ -26,7 +26,7 @@ use nvcc_orion::sass::control::Control;
 use nvcc_orion::sass::decode;
 use nvcc_orion::sass::encode;
 use nvcc_orion::sass::{Op, raw};
-use nvcc_orion::transform::spill_to_shared::Options;
+use nvcc_orion::transform::area::Options;
 use nvcc_orion::tune::proven;
 use nvcc_orion::tune::ptx::{Budget, entries, with_budgets};
 use nvcc_orion::verify;

@@ -19,7 +19,7 @@ use std::sync::OnceLock;
 
 use nvcc_orion::cubin::Cubin;
 use nvcc_orion::sass::{Op, decode, encode};
-use nvcc_orion::transform::spill_to_shared::{Options, ThreadsSource};
+use nvcc_orion::transform::area::{Options, ThreadsSource};
 use nvcc_orion::transform::stack::{self, Mode};
 use nvcc_orion::tune::proven;
 use nvcc_orion::tune::ptx::{Budget, entries, with_budgets};

@@ -23,7 +23,7 @@ use std::sync::OnceLock;
 
 use nvcc_orion::cubin::{Cubin, OffsetMap};
 use nvcc_orion::sass::{decode, encode};
-use nvcc_orion::transform::spill_to_shared::{Options, ThreadsSource};
+use nvcc_orion::transform::area::{Options, ThreadsSource};
 use nvcc_orion::tune::proven::{self, Outcome};
 use nvcc_orion::tune::ptx::{Budget, entries, with_budgets};
 use nvcc_orion::verify::SpillBase;

@@ -11,7 +11,8 @@ use clap::Parser;
 
 use crate::container::{self, ContainerError};
 use crate::cubin::Cubin;
-use crate::transform::spill_to_shared::Options;
+use crate::transform::area::Options;
+use crate::transform::{self, Transform};
 use crate::tune::proven;
 
 #[derive(Debug, Parser)]
@@ -109,42 +110,21 @@ fn rewrite(args: &Args) -> Result<(), String> {
                     changed = true;
                 }
             }
-            let wanted: Vec<(String, Options)> = names
-                .iter()
-                .filter(|k| args.spill_to_shared.iter().any(|w| w == *k || w == "all"))
-                .map(|k| {
-                    let mut o = Options::for_kernel(&cubin, k, args.block_size);
-                    o.max_registers = args.max_registers;
-                    (k.clone(), o)
-                })
-                .collect();
-            if !wanted.is_empty() {
-                let now = cubin.write().map_err(|e| fail(&e))?;
-                let outcome = proven::spill_to_shared(&now, &wanted).map_err(|e| fail(&e))?;
-                for (kernel, result) in &outcome.kernels {
-                    match result {
-                        Ok(p) => {
-                            eprintln!("nvcc-orion: {loc}: {kernel}: {}", p.summary());
-                            changed = true;
-                        }
-                        Err(e) => eprintln!("nvcc-orion: {loc}: {kernel}: left alone: {e}"),
-                    }
-                    found.insert(kernel.clone());
+            for (t, asked, max_registers) in asked(args) {
+                let requests: Vec<(String, Options)> = names
+                    .iter()
+                    .filter(|k| asked.iter().any(|w| w == *k || w == "all"))
+                    .map(|k| {
+                        let mut o = Options::for_kernel(&cubin, k, args.block_size);
+                        o.max_registers = max_registers;
+                        (k.clone(), o)
+                    })
+                    .collect();
+                if requests.is_empty() {
+                    continue;
                 }
-                cubin = Cubin::parse(&outcome.bytes).map_err(|e| fail(&e))?;
-            }
-            let demote: Vec<(String, Options)> = names
-                .iter()
-                .filter(|k| args.regdem.iter().any(|w| w == *k || w == "all"))
-                .map(|k| {
-                    let mut o = Options::for_kernel(&cubin, k, args.block_size);
-                    o.max_registers = args.target_registers;
-                    (k.clone(), o)
-                })
-                .collect();
-            if !demote.is_empty() {
                 let now = cubin.write().map_err(|e| fail(&e))?;
-                let outcome = proven::regdem(&now, &demote).map_err(|e| fail(&e))?;
+                let outcome = proven::prove(t, &now, &requests).map_err(|e| fail(&e))?;
                 for (kernel, result) in &outcome.kernels {
                     match result {
                         Ok(p) => {
@@ -207,6 +187,22 @@ fn rewrite(args: &Args) -> Result<(), String> {
     let _ = edited;
     write_atomically(&args.output, &args.input, &out)
         .map_err(|e| format!("{}: {e}", args.output.display()))
+}
+
+/// The rewrites asked for, in the order they are registered: each with the kernels named
+/// for it (`all`: every kernel) and the register count it may reach.
+fn asked(args: &Args) -> Vec<(&'static dyn Transform, &[String], Option<u32>)> {
+    transform::REGISTERED
+        .iter()
+        .filter_map(|&t| {
+            let (kernels, max_registers) = match t.key() {
+                "spill2smem" => (&args.spill_to_shared, args.max_registers),
+                "regdem" => (&args.regdem, args.target_registers),
+                _ => return None,
+            };
+            Some((t, &kernels[..], max_registers))
+        })
+        .collect()
 }
 
 fn first_difference(a: &[u8], b: &[u8]) -> String {

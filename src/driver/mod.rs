@@ -7,7 +7,6 @@
 pub(crate) mod depfile;
 pub mod dryrun;
 pub mod dryrun_shim;
-pub mod process;
 pub(crate) mod shell;
 
 use std::collections::HashMap;
@@ -16,11 +15,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::cli::Facts;
+use crate::process::{Captured, StepContext};
 use crate::settings::Settings;
 use crate::toolkit::Toolkit;
 use crate::tune::TuneContext;
 use dryrun::Step;
-use process::{Captured, StepContext};
 
 /// What a successful replay printed, to be shown as nvcc would have shown it.
 #[derive(Debug, Default)]

@@ -1,23 +1,39 @@
-//! SASS transforms (docs/DESIGN.md §Rewrites): each takes a cubin and the decoded code of one
-//! kernel's section and returns the rewritten cubin with what it claims about the rewrite. A
-//! claim is proved by `verify` before anything reaches a user; nothing here checks itself.
+//! SASS transforms (docs/DESIGN.md §Rewrites): each takes a cubin and the decoded code of one kernel's
+//! section and returns the rewritten cubin with what it claims about the rewrite. A claim is
+//! proved by `verify` before anything reaches a user; nothing here checks itself.
 //!
 //! * [`spill_to_shared`]: ptxas's register spills (`STL/LDL [R1+imm]`) into per-thread
 //!   shared-memory slots (docs/papers.md §ICS'14), one shared frame per function of the call tree.
 //! * [`stack`]: where those frames sit: stacked, or Orion's compressible stack with the
 //!   fewest moves around calls (docs/papers.md §Orion).
-//! * [`regdem`]: register demotion (docs/papers.md §RegDem): registers of a kernel without
-//!   spills moved to the same kind of shared slots until the register count reaches a target
-//!   budget.
+//! * [`regdem`]: register demotion (docs/papers.md §RegDem): registers of a kernel without spills moved
+//!   to the same kind of shared slots until the register count reaches a target budget.
+//! * [`area`]: the per-thread spill area both keep their slots in, and their options.
+//!
+//! Every rewrite is reached through one seam, [`Transform`] ([`seam`]), and registered in
+//! [`REGISTERED`]; adding one is a new module and one line there (docs/adding-a-rewrite.md).
 
 pub mod area;
 pub mod prologue;
 pub mod regdem;
+pub mod seam;
 pub mod section;
 pub mod spill_to_shared;
 pub mod stack;
 
+pub use seam::{Checks, Claim, Rewritten, Transform};
+
+/// Every rewrite the tuner may offer and `nvcc-orion rewrite` may apply, one line each, in
+/// the order the tuner builds their variants and the final assembly applies them.
+pub const REGISTERED: &[&dyn Transform] = &[&spill_to_shared::SpillToShared, &regdem::Regdem];
+
 use std::fmt;
+
+/// The worked example of a third rewrite, compiled and run as a doctest so it stays true to
+/// the seam.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/adding-a-rewrite.md")]
+pub struct AddingARewrite;
 
 use crate::cubin::CubinError;
 use crate::sass::relayout::RelayoutError;

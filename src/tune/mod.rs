@@ -6,10 +6,15 @@
 //! baseline. Any internal failure leaves the baseline (what plain nvcc makes) with one
 //! warning line.
 
+pub mod assemble;
 pub mod candidates;
+pub mod evaluate;
+pub mod keep;
+pub mod plan;
 pub mod proven;
 pub mod ptx;
 pub mod ptxas_args;
+pub mod record;
 pub mod select;
 pub mod step;
 pub mod variants;
@@ -17,7 +22,7 @@ pub mod variants;
 use std::io::Write;
 use std::path::Path;
 
-use crate::driver::process::{Captured, StepContext};
+use crate::process::{Captured, StepContext};
 use crate::settings::{Mode, Settings};
 use crate::toolkit::Toolkit;
 

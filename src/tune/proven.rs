@@ -1,18 +1,21 @@
-//! SASS transforms applied to kernels of a cubin and kept only where the translation checker
-//! proves them (docs/DESIGN.md §The translation checker: no rewrite ships unverified). The
-//! cubin is decoded with the toolkit's nvdisasm once before and once after all the rewrites; a
-//! kernel whose rewrite is not proved is rewritten no more (the others are redone without it,
-//! each kernel's rewrite being independent of the others').
+//! SASS rewrites applied to kernels of a cubin and kept only where the translation checker
+//! proves them (docs/DESIGN.md §The translation checker: no rewrite ships unverified). One loop serves every
+//! registered rewrite ([`crate::transform::Transform`]): the cubin is decoded with the
+//! toolkit's nvdisasm once before and once after each round of rewrites; a kernel whose
+//! rewrite is not proved is rewritten no more (the others are redone without it, each
+//! kernel's rewrite being independent of the others').
 
+use std::any::Any;
 use std::fmt;
 use std::path::Path;
 
 use crate::cubin::Cubin;
 use crate::sass::decode::{self, Decoded};
 use crate::sass::ir::Function;
-use crate::transform::TransformError;
-use crate::transform::regdem;
-use crate::transform::spill_to_shared::{self, Options, Rewrite};
+use crate::transform::area::Options;
+use crate::transform::regdem::{self, Regdem};
+use crate::transform::spill_to_shared::{Rewrite, SpillToShared};
+use crate::transform::{self, Checks, Rewritten, Transform, TransformError};
 use crate::verify::oracle::{self, Verdicts};
 use crate::verify::{self, Claim, SpillBase};
 
@@ -26,75 +29,42 @@ pub struct Proved<R = Rewrite> {
     pub shapes: usize,
 }
 
-impl Proved<regdem::Rewrite> {
+impl<R: Rewritten> Proved<R> {
     /// One line for messages and reports.
     pub fn summary(&self) -> String {
-        let r = &self.rewrite;
-        format!(
-            "{} → {} registers: {} register(s) demoted ({}), {} loads and {} stores inserted, {} shared slots ({} bytes per block for {} threads, {}); proved ({} instructions checked, control bits of every access checked)",
-            r.registers_before,
-            r.registers,
-            r.demoted.iter().map(|&(_, s)| u32::from(s)).sum::<u32>(),
-            r.strategy.name(),
-            r.loads,
-            r.stores,
-            r.slots,
-            r.shared_added,
-            r.options.threads,
-            r.options.source.describe(),
-            self.checked
-        ) + &base_note(self.shapes, &r.options)
+        self.rewrite.summary(self.checked, self.shapes)
     }
 }
 
-/// The summary's note on the base proof and the launch bound.
-fn base_note(shapes: usize, opts: &Options) -> String {
-    if shapes == 0 {
-        return String::new();
+/// A rewrite's claim as the checker takes it (the same statement in `verify`'s own types).
+fn to_checker(c: transform::Claim) -> Claim {
+    Claim {
+        map: c.map,
+        inserted: c.inserted,
+        base: c.base.map(|b| SpillBase {
+            reg: b.reg,
+            defined_at: b.defined_at,
+            stride: b.stride,
+            slots: b.slots,
+            area: b.area,
+        }),
+        passed: c.passed,
+        renamed: c.renamed,
     }
-    let bound = if opts.source.assumed() {
-        format!(
-            "; launches above {} threads refused (EIATTR_MAX_THREADS)",
-            opts.threads
-        )
-    } else {
-        String::new()
-    };
-    let s = if shapes == 1 { "" } else { "s" };
-    format!("; base proved for {shapes} block shape{s}{bound}")
 }
 
-impl Proved {
-    /// One line for messages and reports.
-    pub fn summary(&self) -> String {
-        let r = &self.rewrite;
-        let mut stack = String::new();
-        if r.stacked_slots != r.slots || r.moves > 0 {
-            stack = format!(
-                " (stack compressed from {} stacked slots, {} moved around calls)",
-                r.stacked_slots, r.moves
-            );
-        }
-        let kept = if r.kept_local > 0 {
-            format!(
-                "; {} kept in local memory (values passed between functions)",
-                r.kept_local
-            )
-        } else if r.frame_released > 0 {
-            format!("; local frame of {} bytes released", r.frame_released)
-        } else {
-            String::new()
-        };
-        format!(
-            "{} spill instructions moved to {} shared slots{stack} ({} bytes per block for {} threads, {}){kept}; {} registers; proved ({} instructions checked)",
-            r.spills,
-            r.slots,
-            r.shared_added,
-            r.options.threads,
-            r.options.source.describe(),
-            r.registers,
-            self.checked
-        ) + &base_note(self.shapes, &r.options)
+impl Rewritten for Box<dyn Rewritten> {
+    fn kernel(&self) -> &str {
+        self.as_ref().kernel()
+    }
+    fn section(&self) -> usize {
+        self.as_ref().section()
+    }
+    fn claim(&self) -> transform::Claim {
+        self.as_ref().claim()
+    }
+    fn summary(&self, checked: usize, shapes: usize) -> String {
+        self.as_ref().summary(checked, shapes)
     }
 }
 
@@ -176,246 +146,84 @@ impl<R> Outcome<R> {
     }
 }
 
-/// Spill → shared on each `(kernel, options)` of the cubin `bytes`, each kept only if proved.
-/// A kernel without spills is answered without running nvdisasm (the tuner asks for every
-/// kernel of a variant). `Err` when the cubin cannot be read or decoded at all.
-pub fn spill_to_shared(bytes: &[u8], requests: &[(String, Options)]) -> Result<Outcome, NotProved> {
-    let original = Cubin::parse(bytes).map_err(|e| NotProved::Decode(e.to_string()))?;
-    let sm = original.arch();
-    let mut results: Vec<(String, Option<Result<Proved, NotProved>>)> = requests
-        .iter()
-        .map(|(k, _)| {
-            let spills = original
-                .function_info(k)
-                .is_some_and(|i| !original.spill_offsets(i.text_section).is_empty());
-            let early = (!spills).then(|| {
-                Err(NotProved::Transform(TransformError::NotApplicable(
-                    "no spills".into(),
-                )))
-            });
-            (k.clone(), early)
-        })
-        .collect();
-    let finish =
-        |results: Vec<(String, Option<Result<Proved, NotProved>>)>, bytes: Vec<u8>| Outcome {
-            bytes,
-            kernels: results
+impl Outcome<Box<dyn Rewritten>> {
+    /// The outcome with each rewrite as the type its transform made.
+    fn downcast<R: Rewritten>(self) -> Outcome<R> {
+        Outcome {
+            bytes: self.bytes,
+            kernels: self
+                .kernels
                 .into_iter()
-                .map(|(k, r)| (k, r.unwrap_or(Err(NotProved::Decode("not run".into())))))
+                .map(|(k, r)| {
+                    let r = r.map(|p| {
+                        let any: Box<dyn Any> = p.rewrite;
+                        Proved {
+                            rewrite: *any
+                                .downcast::<R>()
+                                .expect("a transform returns its own rewrite type"),
+                            checked: p.checked,
+                            shapes: p.shapes,
+                        }
+                    });
+                    (k, r)
+                })
                 .collect(),
-        };
-    if results.iter().all(|(_, r)| r.is_some()) {
+        }
+    }
+}
+
+/// Per request, its result once known.
+type Results = Vec<Option<Result<Proved<Box<dyn Rewritten>>, NotProved>>>;
+
+/// `t` on each `(kernel, options)` of the cubin `bytes`, each kept only if proved: the loop
+/// every registered rewrite runs through. A kernel the transform skips from the cubin alone
+/// ([`Transform::skip`]) is answered without running nvdisasm. `Err` when the cubin cannot
+/// be read or decoded at all.
+pub fn prove(
+    t: &dyn Transform,
+    bytes: &[u8],
+    requests: &[(String, Options)],
+) -> Result<Outcome<Box<dyn Rewritten>>, NotProved> {
+    let original = Cubin::parse(bytes).map_err(|e| NotProved::Decode(e.to_string()))?;
+    let mut results: Results = requests
+        .iter()
+        .map(|(k, _)| t.skip(&original, k).map(|e| Err(NotProved::Transform(e))))
+        .collect();
+    let finish = |results: Results, bytes: Vec<u8>| Outcome {
+        bytes,
+        kernels: requests
+            .iter()
+            .zip(results)
+            .map(|((k, _), r)| {
+                let r = r.unwrap_or(Err(NotProved::Decode("not run".into())));
+                (k.clone(), r)
+            })
+            .collect(),
+    };
+    if results.iter().all(Option::is_some) {
         return Ok(finish(results, bytes.to_vec()));
     }
     let nv = crate::toolkit::find_tool("nvdisasm").ok_or(NotProved::NoDisassembler)?;
     let seen = decode_bytes(&nv, bytes)?;
+    let checks = t.checks();
     for (i, (kernel, _)) in requests.iter().enumerate() {
-        if results[i].1.is_none()
+        if checks.oracle
+            && results[i].is_none()
             && let Some(why) = seen.refusal(kernel)
         {
-            results[i].1 = Some(Err(NotProved::Oracle(why)));
+            results[i] = Some(Err(NotProved::Oracle(why)));
         }
     }
     let before = &seen.decoded;
     // Rewrite every kernel still in the running; drop those the checker rejects; repeat.
     loop {
         let mut cubin = original.clone();
-        let mut done: Vec<(usize, Rewrite)> = Vec::new();
-        for (i, (kernel, opts)) in requests.iter().enumerate() {
-            if results[i].1.as_ref().is_some_and(|r| r.is_err()) {
-                continue;
-            }
-            match spill_to_shared::spill_to_shared(&mut cubin, &before.functions, kernel, *opts) {
-                Ok(r) => done.push((i, r)),
-                Err(e) => results[i].1 = Some(Err(NotProved::Transform(e))),
-            }
-        }
-        if done.is_empty() {
-            return Ok(finish(results, bytes.to_vec()));
-        }
-        let out = cubin
-            .write()
-            .map_err(|e| NotProved::Decode(e.to_string()))?;
-        let seen_after = decode_bytes(&nv, &out)?;
-        let written = Cubin::parse(&out).map_err(|e| NotProved::Decode(e.to_string()))?;
-        let mut rejected = false;
-        for (i, rewrite) in done {
-            let proved = prove_kernel(
-                sm,
-                &original,
-                &written,
-                before,
-                &seen_after,
-                &rewrite.kernel,
-                rewrite.section,
-                &spill_claim(&rewrite),
-            );
-            match proved {
-                Ok((checked, shapes)) => {
-                    results[i].1 = Some(Ok(Proved {
-                        rewrite,
-                        checked,
-                        shapes,
-                    }))
-                }
-                Err(e) => {
-                    results[i].1 = Some(Err(NotProved::Rejected(e)));
-                    rejected = true;
-                }
-            }
-        }
-        if !rejected {
-            return Ok(finish(results, out));
-        }
-    }
-}
-
-/// The checker on one rewritten section: the functions of the kernel's section before and
-/// after, and what the transform claims. Instructions checked, or the rejection.
-pub fn check(before: &Decoded, after: &Decoded, r: &Rewrite) -> Result<usize, String> {
-    check_claim(before, after, r.section, &spill_claim(r))
-}
-
-/// What a spill → shared rewrite claims, for the checker.
-pub fn spill_claim(r: &Rewrite) -> Claim {
-    Claim {
-        map: r.map.clone(),
-        inserted: r.inserted.clone(),
-        base: Some(spill_base_of(
-            r.base_reg,
-            r.base_defined_at,
-            r.stride,
-            r.slots,
-            r.area_offset,
-        )),
-        passed: r.passed.clone(),
-        renamed: Default::default(),
-    }
-}
-
-/// Every check a rewritten kernel must pass to ship, on cubins already decoded (the rewrite
-/// loops decode once per round for all their kernels): the oracle on the rewritten section,
-/// the translation checker, the scheduling check of every inserted and moved instruction and
-/// the base proof. `(instructions checked, block shapes)`, or the rejection.
-#[allow(clippy::too_many_arguments)]
-fn prove_kernel(
-    sm: u32,
-    original: &Cubin,
-    written: &Cubin,
-    before: &Decoded,
-    after: &Seen,
-    kernel: &str,
-    section: usize,
-    claim: &Claim,
-) -> Result<(usize, usize), String> {
-    if let Some(why) = after.refusal(kernel) {
-        return Err(format!("in the rewritten code, {why}"));
-    }
-    let checked = check_claim(before, &after.decoded, section, claim)?;
-    verify::schedule::check_rewrite(
-        sm,
-        &section_functions(before, section),
-        &section_functions(&after.decoded, section),
-        &claim.map,
-        &claim.inserted,
-    )
-    .map_err(|e| format!("scheduling: {e}"))?;
-    let shapes = match &claim.base {
-        Some(b) => prove_base(original, written, &after.decoded, kernel, section, b)?,
-        None => 0,
-    };
-    Ok((checked, shapes))
-}
-
-/// [`prove_kernel`] on the cubin before (`original`) and after (`rewritten`) a rewrite whose
-/// claim is `claim`, both decoded here with nvdisasm and both read by the oracle — what the
-/// rewrite loops decide, for one kernel on its own (the mutation tests).
-fn recheck(
-    original: &[u8],
-    rewritten: &[u8],
-    kernel: &str,
-    section: usize,
-    claim: &Claim,
-) -> Result<usize, String> {
-    let parsed = Cubin::parse(original).map_err(|e| e.to_string())?;
-    let written = Cubin::parse(rewritten).map_err(|e| e.to_string())?;
-    let nv = crate::toolkit::find_tool("nvdisasm")
-        .ok_or_else(|| NotProved::NoDisassembler.to_string())?;
-    let before = decode_bytes(&nv, original).map_err(|e| e.to_string())?;
-    if let Some(why) = before.refusal(kernel) {
-        return Err(NotProved::Oracle(why).to_string());
-    }
-    let after = decode_bytes(&nv, rewritten).map_err(|e| e.to_string())?;
-    prove_kernel(
-        parsed.arch(),
-        &parsed,
-        &written,
-        &before.decoded,
-        &after,
-        kernel,
-        section,
-        claim,
-    )
-    .map(|(checked, _)| checked)
-}
-
-/// Would [`spill_to_shared`] ship `rewritten` for the claim `r`? Instructions checked, or
-/// the rejection.
-pub fn recheck_spill(original: &[u8], rewritten: &[u8], r: &Rewrite) -> Result<usize, String> {
-    recheck(original, rewritten, &r.kernel, r.section, &spill_claim(r))
-}
-
-/// Would [`regdem`] ship `rewritten` for the claim `r`? Instructions checked, or the
-/// rejection.
-pub fn recheck_regdem(
-    original: &[u8],
-    rewritten: &[u8],
-    r: &regdem::Rewrite,
-) -> Result<usize, String> {
-    recheck(original, rewritten, &r.kernel, r.section, &regdem_claim(r))
-}
-
-/// Register demotion on each `(kernel, options)` of the cubin `bytes` (`options.max_registers`
-/// is the target), each kept only if the checker proves its values and
-/// [`verify::schedule`] the control bits of every inserted access.
-pub fn regdem(
-    bytes: &[u8],
-    requests: &[(String, Options)],
-) -> Result<Outcome<regdem::Rewrite>, NotProved> {
-    let original = Cubin::parse(bytes).map_err(|e| NotProved::Decode(e.to_string()))?;
-    let sm = original.arch();
-    let mut results: Vec<Option<Result<Proved<regdem::Rewrite>, NotProved>>> =
-        requests.iter().map(|_| None).collect();
-    let finish = |results: Vec<Option<Result<Proved<regdem::Rewrite>, NotProved>>>,
-                  bytes: Vec<u8>| Outcome {
-        bytes,
-        kernels: requests
-            .iter()
-            .zip(results)
-            .map(|((k, _), r)| {
-                (
-                    k.clone(),
-                    r.unwrap_or(Err(NotProved::Decode("not run".into()))),
-                )
-            })
-            .collect(),
-    };
-    let nv = crate::toolkit::find_tool("nvdisasm").ok_or(NotProved::NoDisassembler)?;
-    let seen = decode_bytes(&nv, bytes)?;
-    for (i, (kernel, _)) in requests.iter().enumerate() {
-        if let Some(why) = seen.refusal(kernel) {
-            results[i] = Some(Err(NotProved::Oracle(why)));
-        }
-    }
-    let before = &seen.decoded;
-    loop {
-        let mut cubin = original.clone();
-        let mut done: Vec<(usize, regdem::Rewrite)> = Vec::new();
+        let mut done: Vec<(usize, Box<dyn Rewritten>)> = Vec::new();
         for (i, (kernel, opts)) in requests.iter().enumerate() {
             if results[i].as_ref().is_some_and(|r| r.is_err()) {
                 continue;
             }
-            match regdem::regdem(&mut cubin, &before.functions, kernel, *opts) {
+            match t.apply(&mut cubin, &before.functions, kernel, *opts) {
                 Ok(r) => done.push((i, r)),
                 Err(e) => results[i] = Some(Err(NotProved::Transform(e))),
             }
@@ -429,30 +237,28 @@ pub fn regdem(
         let seen_after = decode_bytes(&nv, &out)?;
         let written = Cubin::parse(&out).map_err(|e| NotProved::Decode(e.to_string()))?;
         let mut rejected = false;
-        for (i, r) in done {
+        for (i, rewrite) in done {
             let proved = prove_kernel(
-                sm,
+                checks,
                 &original,
                 &written,
                 before,
                 &seen_after,
-                &r.kernel,
-                r.section,
-                &regdem_claim(&r),
+                rewrite.kernel(),
+                rewrite.section(),
+                &to_checker(rewrite.claim()),
             );
-            match proved {
-                Ok((checked, shapes)) => {
-                    results[i] = Some(Ok(Proved {
-                        rewrite: r,
-                        checked,
-                        shapes,
-                    }))
-                }
+            results[i] = Some(match proved {
+                Ok((checked, shapes)) => Ok(Proved {
+                    rewrite,
+                    checked,
+                    shapes,
+                }),
                 Err(e) => {
-                    results[i] = Some(Err(NotProved::Rejected(e)));
                     rejected = true;
+                    Err(NotProved::Rejected(e))
                 }
-            }
+            });
         }
         if !rejected {
             return Ok(finish(results, out));
@@ -460,34 +266,123 @@ pub fn regdem(
     }
 }
 
-/// What a register demotion claims, for the checker.
-pub fn regdem_claim(r: &regdem::Rewrite) -> Claim {
-    Claim {
-        map: r.map.clone(),
-        inserted: r.inserted.clone(),
-        // Compaction alone uses no spill area.
-        base: (r.slots > 0).then(|| {
-            spill_base_of(
-                r.base_reg,
-                r.base_defined_at,
-                r.stride,
-                r.slots,
-                r.area_offset,
-            )
-        }),
-        passed: Vec::new(),
-        renamed: r.renamed.clone(),
-    }
+/// Spill → shared on each `(kernel, options)` of the cubin `bytes` ([`prove`]).
+pub fn spill_to_shared(bytes: &[u8], requests: &[(String, Options)]) -> Result<Outcome, NotProved> {
+    prove(&SpillToShared, bytes, requests).map(Outcome::downcast)
 }
 
-fn spill_base_of(reg: u8, defined_at: u64, stride: u32, slots: u32, area: u32) -> SpillBase {
-    SpillBase {
-        reg,
-        defined_at,
-        stride,
-        slots,
-        area,
+/// Register demotion on each `(kernel, options)` of the cubin `bytes` (`options.max_registers`
+/// is the target) ([`prove`]).
+pub fn regdem(
+    bytes: &[u8],
+    requests: &[(String, Options)],
+) -> Result<Outcome<regdem::Rewrite>, NotProved> {
+    prove(&Regdem, bytes, requests).map(Outcome::downcast)
+}
+
+/// The checker on one rewritten section: the functions of the kernel's section before and
+/// after, and what the transform claims. Instructions checked, or the rejection.
+pub fn check(before: &Decoded, after: &Decoded, r: &Rewrite) -> Result<usize, String> {
+    check_claim(before, after, r.section, &to_checker(r.claim()))
+}
+
+/// What a spill → shared rewrite claims, for the checker.
+pub fn spill_claim(r: &Rewrite) -> Claim {
+    to_checker(r.claim())
+}
+
+/// What a register demotion claims, for the checker.
+pub fn regdem_claim(r: &regdem::Rewrite) -> Claim {
+    to_checker(r.claim())
+}
+
+/// Every check a rewritten kernel must pass to ship, on cubins already decoded (the rewrite
+/// loop decodes once per round for all its kernels): the oracle on the rewritten section,
+/// the translation checker, the scheduling check of every inserted and moved instruction and
+/// the base proof, as `checks` asks. `(instructions checked, block shapes)`, or the
+/// rejection.
+#[allow(clippy::too_many_arguments)]
+fn prove_kernel(
+    checks: Checks,
+    original: &Cubin,
+    written: &Cubin,
+    before: &Decoded,
+    after: &Seen,
+    kernel: &str,
+    section: usize,
+    claim: &Claim,
+) -> Result<(usize, usize), String> {
+    if checks.oracle
+        && let Some(why) = after.refusal(kernel)
+    {
+        return Err(format!("in the rewritten code, {why}"));
     }
+    let checked = check_claim(before, &after.decoded, section, claim)?;
+    if checks.schedule {
+        verify::schedule::check_rewrite(
+            original.arch(),
+            &section_functions(before, section),
+            &section_functions(&after.decoded, section),
+            &claim.map,
+            &claim.inserted,
+        )
+        .map_err(|e| format!("scheduling: {e}"))?;
+    }
+    let shapes = match &claim.base {
+        Some(b) if checks.base => {
+            prove_base(original, written, &after.decoded, kernel, section, b)?
+        }
+        _ => 0,
+    };
+    Ok((checked, shapes))
+}
+
+/// Would [`prove`] ship `rewritten` (made from `original` by `t`) for the claim `r`? The same
+/// checks on the two cubins, both decoded here with nvdisasm and both read by the oracle,
+/// for one kernel on its own (the mutation tests). Instructions checked, or the rejection.
+pub fn recheck(
+    t: &dyn Transform,
+    original: &[u8],
+    rewritten: &[u8],
+    r: &dyn Rewritten,
+) -> Result<usize, String> {
+    let parsed = Cubin::parse(original).map_err(|e| e.to_string())?;
+    let written = Cubin::parse(rewritten).map_err(|e| e.to_string())?;
+    let nv = crate::toolkit::find_tool("nvdisasm")
+        .ok_or_else(|| NotProved::NoDisassembler.to_string())?;
+    let checks = t.checks();
+    let before = decode_bytes(&nv, original).map_err(|e| e.to_string())?;
+    if checks.oracle
+        && let Some(why) = before.refusal(r.kernel())
+    {
+        return Err(NotProved::Oracle(why).to_string());
+    }
+    let after = decode_bytes(&nv, rewritten).map_err(|e| e.to_string())?;
+    prove_kernel(
+        checks,
+        &parsed,
+        &written,
+        &before.decoded,
+        &after,
+        r.kernel(),
+        r.section(),
+        &to_checker(r.claim()),
+    )
+    .map(|(checked, _)| checked)
+}
+
+/// Would [`spill_to_shared`] ship `rewritten` for the claim `r`?
+pub fn recheck_spill(original: &[u8], rewritten: &[u8], r: &Rewrite) -> Result<usize, String> {
+    recheck(&SpillToShared, original, rewritten, r)
+}
+
+/// Would [`regdem`] ship `rewritten` for the claim `r`?
+pub fn recheck_regdem(
+    original: &[u8],
+    rewritten: &[u8],
+    r: &regdem::Rewrite,
+) -> Result<usize, String> {
+    recheck(&Regdem, original, rewritten, r)
 }
 
 /// The spill base of `kernel` proved for every launch the rewritten cubin allows

@@ -3,29 +3,34 @@
 //! Directives"), and optionally CUDA 13's `.pragma "enable_smem_spilling";` at the top of the
 //! body, which lets ptxas put spills in shared memory where it can (it refuses modules with
 //! dynamic shared memory, per-function compilation or ABI calls). `-maxrregcount` is per module; `.maxnreg` is per kernel, and ptxas 13.5 gives a
-//! kernel the same SASS under either (docs/DESIGN.md §Per-kernel budgets, guarded by a test),
-//! so one ptxas run can evaluate a different budget for every kernel of a module.
+//! kernel the same SASS under either (docs/DESIGN.md §Per-kernel budgets, guarded by a test), so one ptxas run can
+//! evaluate a different budget for every kernel of a module.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::transform::Transform;
+
 /// What a kernel is compiled with in a variant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Budget {
-    /// `.maxnreg`.
+    /// `.maxnreg`, or the registers a rewrite brings the kernel to.
     pub regs: u32,
     /// `.pragma "enable_smem_spilling";`.
     pub smem_spill: bool,
-    /// Compiled at `regs - 1` and then given our spill → shared rewrite (the base register
-    /// brings it to `regs`). Not written into the PTX: the variant's `.maxnreg` is `regs - 1`.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub spill_to_shared: bool,
-    /// Register demotion to `regs` (docs/papers.md §RegDem): compiled at this budget (the kernel's
-    /// efficient one, ptxas's own count), then given our proved demotion rewrite. Not
-    /// written into the PTX beyond that `.maxnreg`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub regdem_from: Option<u32>,
+    /// The SASS rewrite of ours that makes this budget, if any (not ptxas alone).
+    pub rewrite: Option<Rewriting>,
+}
+
+/// A budget made by a registered rewrite ([`crate::transform::REGISTERED`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Rewriting {
+    /// The rewrite's [`Transform::key`].
+    pub transform: &'static str,
+    /// The `.maxnreg` ptxas compiles the variant with before the rewrite (the only part of
+    /// the rewrite written into the PTX).
+    pub from: u32,
 }
 
 impl Budget {
@@ -33,62 +38,65 @@ impl Budget {
         Budget {
             regs,
             smem_spill: false,
-            spill_to_shared: false,
-            regdem_from: None,
+            rewrite: None,
         }
     }
 
-    /// The register-demotion candidate at `regs`, from the binary compiled at `from`.
-    pub fn regdem(regs: u32, from: u32) -> Budget {
+    /// The candidate `t` makes at `regs` from the binary compiled at `from`.
+    pub fn rewritten_by(t: &dyn Transform, regs: u32, from: u32) -> Budget {
         Budget {
-            regdem_from: Some(from),
+            rewrite: Some(Rewriting {
+                transform: t.key(),
+                from,
+            }),
             ..Budget::regs(regs)
         }
     }
 
     /// A SASS rewrite of ours makes this budget (not ptxas alone).
     pub fn rewritten(&self) -> bool {
-        self.spill_to_shared || self.regdem_from.is_some()
+        self.rewrite.is_some()
     }
 
-    /// The spill → shared candidate at `regs` (compiled at `regs - 1`).
-    pub fn spill_to_shared(regs: u32) -> Budget {
-        Budget {
-            spill_to_shared: true,
-            ..Budget::regs(regs)
-        }
+    /// The registered rewrite that makes this budget.
+    pub fn transform(&self) -> Option<&'static dyn Transform> {
+        crate::transform::seam::by_key(self.rewrite?.transform)
     }
 
     /// The `.maxnreg` ptxas compiles with.
     pub fn ptxas_regs(&self) -> u32 {
-        if let Some(from) = self.regdem_from {
-            from
-        } else if self.spill_to_shared {
-            self.regs.saturating_sub(1)
-        } else {
-            self.regs
+        self.rewrite.map_or(self.regs, |r| r.from)
+    }
+}
+
+/// The report's budget object: `regs`, `smem_spill`, and the field the rewrite names
+/// ([`Transform::budget_field`]: `"spill_to_shared": true`, `"regdem_from": N`).
+impl Serialize for Budget {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let rewrite = self
+            .rewrite
+            .and_then(|r| Some(self.transform()?.budget_field(r.from)));
+        let mut st = s.serialize_struct("Budget", 2 + usize::from(rewrite.is_some()))?;
+        st.serialize_field("regs", &self.regs)?;
+        st.serialize_field("smem_spill", &self.smem_spill)?;
+        if let Some((field, value)) = rewrite {
+            st.serialize_field(field, &value)?;
         }
+        st.end()
     }
 }
 
 impl std::fmt::Display for Budget {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{}{}{}{}",
-            self.regs,
-            if self.smem_spill { "+smem" } else { "" },
-            if self.spill_to_shared {
-                "+spill2smem"
-            } else {
-                ""
-            },
-            if self.regdem_from.is_some() {
-                "+regdem"
-            } else {
-                ""
-            }
-        )
+        write!(f, "{}", self.regs)?;
+        if self.smem_spill {
+            f.write_str("+smem")?;
+        }
+        if let Some(r) = self.rewrite {
+            write!(f, "+{}", r.transform)?;
+        }
+        Ok(())
     }
 }
 
@@ -347,6 +355,33 @@ mod tests {
         assert_eq!(with_budgets(&out, &b).unwrap(), out);
         assert_eq!(out.matches("enable_smem_spilling").count(), 1);
         assert_eq!(b["_Z1aPf"].to_string(), "32+smem");
+    }
+
+    #[test]
+    fn rewritten_budgets_keep_the_report_format() {
+        use crate::transform::{regdem::Regdem, spill_to_shared::SpillToShared};
+        let json = |b: Budget| serde_json::to_string(&b).unwrap();
+        assert_eq!(json(Budget::regs(40)), r#"{"regs":40,"smem_spill":false}"#);
+        let shared = Budget::rewritten_by(&SpillToShared, 40, 39);
+        assert_eq!(
+            json(shared),
+            r#"{"regs":40,"smem_spill":false,"spill_to_shared":true}"#
+        );
+        assert_eq!(
+            (shared.to_string(), shared.ptxas_regs()),
+            ("40+spill2smem".into(), 39)
+        );
+        let demoted = Budget::rewritten_by(&Regdem, 32, 48);
+        assert_eq!(
+            json(demoted),
+            r#"{"regs":32,"smem_spill":false,"regdem_from":48}"#
+        );
+        assert_eq!(
+            (demoted.to_string(), demoted.ptxas_regs()),
+            ("32+regdem".into(), 48)
+        );
+        assert_eq!(demoted.transform().map(|t| t.key()), Some("regdem"));
+        assert!(demoted.rewritten() && !Budget::regs(32).rewritten());
     }
 
     #[test]

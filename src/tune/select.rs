@@ -4,6 +4,8 @@
 
 use serde::Serialize;
 
+use crate::transform::Transform;
+
 /// One evaluated option for a kernel.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Evaluated {
@@ -75,6 +77,9 @@ pub fn choose(options: &[Evaluated], margin_percent: f64, force: Option<&str>) -
             ..baseline
         };
     }
+    if let Some(t) = force.and_then(crate::transform::seam::by_key) {
+        return forced_rewrite(options, t, baseline);
+    }
     match force {
         Some("baseline") => {
             return Choice {
@@ -122,42 +127,6 @@ pub fn choose(options: &[Evaluated], margin_percent: f64, force: Option<&str>) -
                 },
             };
         }
-        Some("spill2smem") => {
-            return match options
-                .iter()
-                .enumerate()
-                .find(|(_, o)| o.budget.is_some_and(|b| b.spill_to_shared))
-            {
-                Some((i, c)) => Choice {
-                    index: i,
-                    gain_percent: gain_percent(base, c).unwrap_or(f64::NEG_INFINITY),
-                    reason: "forced: spill → shared".into(),
-                },
-                None => Choice {
-                    reason: "forced spill → shared, but no proved candidate".into(),
-                    ..baseline
-                },
-            };
-        }
-        Some("regdem") => {
-            // The lowest proved demotion (the strongest test of the rewrite).
-            return match options
-                .iter()
-                .enumerate()
-                .filter(|(_, o)| o.budget.is_some_and(|b| b.regdem_from.is_some()))
-                .min_by_key(|(_, o)| o.budget.map_or(u32::MAX, |b| b.regs))
-            {
-                Some((i, c)) => Choice {
-                    index: i,
-                    gain_percent: gain_percent(base, c).unwrap_or(f64::NEG_INFINITY),
-                    reason: "forced: register demotion".into(),
-                },
-                None => Choice {
-                    reason: "forced register demotion, but no proved candidate".into(),
-                    ..baseline
-                },
-            };
-        }
         _ => {}
     }
     let best = options
@@ -184,6 +153,32 @@ pub fn choose(options: &[Evaluated], margin_percent: f64, force: Option<&str>) -
         },
         None => Choice {
             reason: "no candidate launches at every block size".into(),
+            ..baseline
+        },
+    }
+}
+
+/// The lowest proved candidate of the rewrite `t` (the strongest test of it), else
+/// `baseline` with the reason.
+fn forced_rewrite(options: &[Evaluated], t: &dyn Transform, baseline: Choice) -> Choice {
+    let name = t.report_name();
+    let of_t = |o: &Evaluated| {
+        o.budget
+            .is_some_and(|b| b.rewrite.is_some_and(|r| r.transform == t.key()))
+    };
+    match options
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| of_t(o))
+        .min_by_key(|(_, o)| o.budget.map_or(u32::MAX, |b| b.regs))
+    {
+        Some((i, c)) => Choice {
+            index: i,
+            gain_percent: gain_percent(&options[0], c).unwrap_or(f64::NEG_INFINITY),
+            reason: format!("forced: {name}"),
+        },
+        None => Choice {
+            reason: format!("forced {name}, but no proved candidate"),
             ..baseline
         },
     }
@@ -257,6 +252,33 @@ mod tests {
         let c = choose(&opts[..3], 5.0, Some("pragma"));
         assert_eq!(c.index, 0);
         assert!(c.reason.contains("no such candidate"), "{}", c.reason);
+    }
+
+    #[test]
+    fn forcing_a_rewrite_takes_its_lowest_proved_candidate() {
+        use crate::transform::{regdem::Regdem, spill_to_shared::SpillToShared};
+        use crate::tune::ptx::Budget;
+        let base = ev(None, 64, &[Some(100.0)]);
+        let plain = ev(Some(40), 40, &[Some(90.0)]);
+        let mut demoted = vec![];
+        for regs in [48, 40] {
+            let mut e = ev(Some(regs), regs, &[Some(120.0)]);
+            e.budget = Some(Budget::rewritten_by(&Regdem, regs, 64));
+            demoted.push(e);
+        }
+        let opts = [base.clone(), plain, demoted[0].clone(), demoted[1].clone()];
+        let c = choose(&opts, 5.0, Some("regdem"));
+        assert_eq!(
+            (c.index, c.reason.as_str()),
+            (3, "forced: register demotion")
+        );
+        let c = choose(&opts, 5.0, Some("spill2smem"));
+        assert_eq!(c.index, 0);
+        assert_eq!(c.reason, "forced spill → shared, but no proved candidate");
+        let mut shared = ev(Some(40), 40, &[Some(95.0)]);
+        shared.budget = Some(Budget::rewritten_by(&SpillToShared, 40, 39));
+        let c = choose(&[base, shared], 5.0, Some("spill2smem"));
+        assert_eq!((c.index, c.reason.as_str()), (1, "forced: spill → shared"));
     }
 
     #[test]

@@ -16,7 +16,7 @@ use std::sync::Mutex;
 use sha2::{Digest, Sha256};
 
 use super::ptxas_args::PtxasArgs;
-use crate::driver::process::StepContext;
+use crate::process::StepContext;
 
 /// One variant to build: a budget per kernel (kernels not named keep ptxas's own choice).
 pub type Budgets = BTreeMap<String, super::ptx::Budget>;

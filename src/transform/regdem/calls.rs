@@ -10,20 +10,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::live::liveness;
+use super::live::{Effect, liveness};
 use crate::analysis::{Cfg, must_defined};
 use crate::sass::ir::Function;
-
-/// One function's effect on the caller's registers.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Effect {
-    /// Registers it may read before writing them.
-    pub reads: BTreeSet<u8>,
-    /// Registers it may write.
-    pub may_write: BTreeSet<u8>,
-    /// Registers written on every path from its entry to each of its returns.
-    pub writes: BTreeSet<u8>,
-}
 
 /// Effects of `funcs` (indexed like it), computed callees first along `order` (callers
 /// before callees, as `section::call_order` gives it; functions not in it get none).

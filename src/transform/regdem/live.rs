@@ -2,13 +2,24 @@
 //! demotion needs it: a call reads its callee's live-in and kills what the callee writes on
 //! every path; a return reads what the function may write (as the checker's summaries do); a
 //! `CALL` to a label of the function itself (ptxas' loop-exit idiom, a jump [`Cfg`] has no
-//! edge for) carries its target's live registers; guarded writes kill nothing.
+//! edge for) carries its target's live registers; guarded writes kill nothing. [`Effect`] (what
+//! a call does to its caller's registers) is defined here and computed by [`super::calls`].
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::calls::Effect;
 use crate::analysis::Cfg;
 use crate::sass::ir::Function;
+
+/// One function's effect on the caller's registers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Effect {
+    /// Registers it may read before writing them.
+    pub reads: BTreeSet<u8>,
+    /// Registers it may write.
+    pub may_write: BTreeSet<u8>,
+    /// Registers written on every path from its entry to each of its returns.
+    pub writes: BTreeSet<u8>,
+}
 
 /// Live registers before and after each instruction.
 #[derive(Debug, Clone, Default)]

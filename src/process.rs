@@ -1,6 +1,8 @@
 //! Running one replayed step as nvcc's `sh -c` would: same environment, program found on the
 //! step's PATH, argv[0] as printed, output captured so nothing is shown unless the whole
-//! replay succeeds.
+//! replay succeeds. Below both the driver, which runs every step of a replay this way, and
+//! the tuner, which runs ptxas's variants the same way: the driver hands ptxas steps down to
+//! `tune::ptxas_step`, and nothing here knows either (docs/DESIGN.md).
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;

@@ -1,0 +1,113 @@
+//! Spill → shared behind the rewrite seam ([`crate::transform::Transform`]): how the tuner
+//! offers it, what it claims and how its report line reads.
+
+use super::{Rewrite, spill_to_shared};
+use crate::cubin::Cubin;
+use crate::sass::ir::Function;
+use crate::transform::area::{Options, proof_note};
+use crate::transform::seam::{Claim, SpillBase};
+use crate::transform::{Rewritten, Transform, TransformError};
+
+/// Spill → shared, as registered in [`crate::transform::REGISTERED`].
+pub struct SpillToShared;
+
+impl Transform for SpillToShared {
+    fn key(&self) -> &'static str {
+        "spill2smem"
+    }
+
+    fn report_name(&self) -> &'static str {
+        "spill → shared"
+    }
+
+    /// At the lowest plain budget, compiled one register lower: the base register brings it
+    /// back (docs/DESIGN.md §Spill to shared).
+    fn offer(&self, plain: &[u32], _baseline: u32) -> Vec<(u32, u32)> {
+        plain
+            .iter()
+            .min()
+            .map(|&lowest| (lowest, lowest.saturating_sub(1)))
+            .into_iter()
+            .collect()
+    }
+
+    fn budget_field(&self, _compiled_at: u32) -> (&'static str, serde_json::Value) {
+        ("spill_to_shared", true.into())
+    }
+
+    fn explained(&self) -> bool {
+        true
+    }
+
+    fn skip(&self, cubin: &Cubin, kernel: &str) -> Option<TransformError> {
+        let spills = cubin
+            .function_info(kernel)
+            .is_some_and(|i| !cubin.spill_offsets(i.text_section).is_empty());
+        (!spills).then(|| TransformError::NotApplicable("no spills".into()))
+    }
+
+    fn apply(
+        &self,
+        cubin: &mut Cubin,
+        functions: &[Function],
+        kernel: &str,
+        opts: Options,
+    ) -> Result<Box<dyn Rewritten>, TransformError> {
+        Ok(Box::new(spill_to_shared(cubin, functions, kernel, opts)?))
+    }
+}
+
+impl Rewritten for Rewrite {
+    fn kernel(&self) -> &str {
+        &self.kernel
+    }
+
+    fn section(&self) -> usize {
+        self.section
+    }
+
+    fn claim(&self) -> Claim {
+        Claim {
+            map: self.map.clone(),
+            inserted: self.inserted.clone(),
+            base: Some(SpillBase {
+                reg: self.base_reg,
+                defined_at: self.base_defined_at,
+                stride: self.stride,
+                slots: self.slots,
+                area: self.area_offset,
+            }),
+            passed: self.passed.clone(),
+            renamed: Default::default(),
+        }
+    }
+
+    fn summary(&self, checked: usize, shapes: usize) -> String {
+        let mut stack = String::new();
+        if self.stacked_slots != self.slots || self.moves > 0 {
+            stack = format!(
+                " (stack compressed from {} stacked slots, {} moved around calls)",
+                self.stacked_slots, self.moves
+            );
+        }
+        let kept = if self.kept_local > 0 {
+            format!(
+                "; {} kept in local memory (values passed between functions)",
+                self.kept_local
+            )
+        } else if self.frame_released > 0 {
+            format!("; local frame of {} bytes released", self.frame_released)
+        } else {
+            String::new()
+        };
+        format!(
+            "{} spill instructions moved to {} shared slots{stack} ({} bytes per block for {} threads, {}){kept}; {} registers; proved ({checked} instructions checked)",
+            self.spills,
+            self.slots,
+            self.shared_added,
+            self.options.threads,
+            self.options.source.describe(),
+            self.registers,
+        ) + &proof_note(shapes, &self.options)
+    }
+}

@@ -1,0 +1,202 @@
+//! Evaluating one step's built variants: each variant of a rewrite's round gets that
+//! rewrite, kept only where proved ([`super::proven`]); every variant is then read back and
+//! each kernel's candidate in it predicted ([`evaluate`]).
+
+use std::collections::BTreeMap;
+
+use super::candidates::KernelPlan;
+use super::keep::Keep;
+use super::plan::Plan;
+use super::proven;
+use super::ptx::Budget;
+use super::record::{TuneError, Verdict};
+use super::select::Evaluated;
+use super::variants::{self, Budgets, Built};
+use crate::cubin::Cubin;
+use crate::predict::Arch;
+use crate::predict::stalls::{combine, function_cost};
+use crate::sass::{Function, raw};
+use crate::transform::Transform;
+use crate::transform::area::Options;
+
+/// A variant as evaluated: its cubin (rewritten where its round asks) and its SASS.
+pub type Variant = Option<(Cubin, Vec<Function>)>;
+
+/// A variant's cubins kept for `explain`: as evaluated, and as ptxas made it.
+pub type Kept = (Option<String>, Option<String>);
+
+/// What the rewrites said, per kernel: the report's note, and the checker's verdict where
+/// `explain` shows it ([`Transform::explained`]).
+#[derive(Debug, Default)]
+pub struct Notes {
+    pub transforms: BTreeMap<String, String>,
+    pub verdicts: BTreeMap<String, Verdict>,
+}
+
+impl Notes {
+    fn add(&mut self, kernel: &str, note: String) {
+        let e = self.transforms.entry(kernel.to_string()).or_default();
+        if !e.is_empty() {
+            e.push_str("; ");
+        }
+        e.push_str(&note);
+    }
+}
+
+/// Per built variant (`None`: ptxas refused it): the variant as evaluated, and the cubins
+/// kept for `explain` (as evaluated, as ptxas made it). A kernel whose rewrite is not proved
+/// leaves its round (`plan.rounds`).
+pub fn variants(
+    built: &[Option<Built>],
+    plan: &mut Plan,
+    block_sizes: &[(Option<String>, u32)],
+    keep: Option<&Keep>,
+    notes: &mut Notes,
+) -> Result<(Vec<Variant>, Vec<Kept>), TuneError> {
+    let mut parsed = Vec::new();
+    let mut kept = Vec::new();
+    for (i, b) in built.iter().enumerate() {
+        let Some(b) = b else {
+            parsed.push(None);
+            kept.push((None, None));
+            continue;
+        };
+        let bytes = match plan.rewrite[i] {
+            Some(t) => rewrite_round(t, &b.cubin, &mut plan.rounds[i], block_sizes, notes)?,
+            None => b.cubin.clone(),
+        };
+        kept.push(match keep {
+            Some(k) => {
+                let raw = k.save(&format!("v{i}"), &b.cubin);
+                let evaluated = if bytes == b.cubin {
+                    raw.clone()
+                } else {
+                    k.save(&format!("v{i}-rewritten"), &bytes)
+                };
+                (evaluated, raw)
+            }
+            None => (None, None),
+        });
+        let c = Cubin::parse(&bytes).map_err(|e| {
+            TuneError::Cubin(format!("variant {}", variants::describe(&b.budgets)), e)
+        })?;
+        let f = raw::functions(&c);
+        parsed.push(Some((c, f)));
+    }
+    Ok((parsed, kept))
+}
+
+/// `t` on the kernels of one built round, each kept only where proved: the rewritten bytes.
+/// A kernel not proved leaves `wanted`, with a note saying why.
+fn rewrite_round(
+    t: &dyn Transform,
+    cubin: &[u8],
+    wanted: &mut Budgets,
+    block_sizes: &[(Option<String>, u32)],
+    notes: &mut Notes,
+) -> Result<Vec<u8>, TuneError> {
+    let name = t.report_name();
+    let requests = requests(t, cubin, wanted, block_sizes)?;
+    let outcome = match proven::prove(t, cubin, &requests) {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            for (kernel, budget) in std::mem::take(wanted) {
+                notes.add(&kernel, format!("{name}: not applied: {e}"));
+                if t.explained() {
+                    let verdict = Verdict {
+                        budget: budget.regs,
+                        proved: false,
+                        detail: e.to_string(),
+                    };
+                    notes.verdicts.insert(kernel, verdict);
+                }
+            }
+            return Ok(cubin.to_vec());
+        }
+    };
+    for (kernel, r) in &outcome.kernels {
+        let budget = wanted[kernel];
+        let (proved, detail) = match r {
+            Ok(p) => (true, p.summary()),
+            Err(e) => {
+                wanted.remove(kernel);
+                (false, e.to_string())
+            }
+        };
+        let note = if proved {
+            format!("{name} at {}: {detail}", budget.regs)
+        } else {
+            format!("{name} at {}: not applied: {detail}", budget.regs)
+        };
+        notes.add(kernel, note);
+        if t.explained() {
+            let verdict = Verdict {
+                budget: budget.regs,
+                proved,
+                detail,
+            };
+            notes.verdicts.insert(kernel.clone(), verdict);
+        }
+    }
+    Ok(outcome.bytes)
+}
+
+/// The requests for the kernels of `budgets` made with `t` in the cubin `bytes`: slots laid
+/// out from the launch bounds, else the block-size setting, else 1024 threads; at most the
+/// budget's registers.
+pub fn requests(
+    t: &dyn Transform,
+    bytes: &[u8],
+    budgets: &Budgets,
+    block_sizes: &[(Option<String>, u32)],
+) -> Result<Vec<(String, Options)>, TuneError> {
+    let cubin = Cubin::parse(bytes).map_err(|e| TuneError::Cubin(t.report_name().into(), e))?;
+    Ok(budgets
+        .iter()
+        .filter(|(_, b)| b.rewrite.is_some_and(|r| r.transform == t.key()))
+        .map(|(k, b)| {
+            let setting = crate::settings::block_size_for(block_sizes, k);
+            let mut o = Options::for_kernel(&cubin, k, setting);
+            o.max_registers = Some(b.regs);
+            (k.clone(), o)
+        })
+        .collect())
+}
+
+/// Kernel `p`'s candidate in `cubin` (`funcs`: its SASS; none: no prediction), as compiled
+/// with `budget` (none: the baseline), or `None` when the cubin has no record of it.
+pub fn evaluate(
+    p: &KernelPlan,
+    arch: Arch,
+    relocatable: bool,
+    cubin: &Cubin,
+    funcs: &[Function],
+    budget: Option<Budget>,
+) -> Option<Evaluated> {
+    let info = cubin.function_info(&p.name)?;
+    let regs = info.registers?;
+    let warps = p.warps_with_shared(arch, regs, info.static_shared, relocatable);
+    let cost = if funcs.is_empty() {
+        None
+    } else {
+        function_cost(cubin.arch(), funcs, &p.name)
+    };
+    Some(Evaluated {
+        budget,
+        registers: regs,
+        spill_instructions: info.spill_instructions,
+        frame_bytes: info.frame_size.unwrap_or(0),
+        static_shared: info.static_shared,
+        cycles_per_warp: warps
+            .iter()
+            .map(|&w| {
+                cost.filter(|_| w > 0)
+                    .map(|c| combine(c, w).cycles_per_warp)
+            })
+            .collect(),
+        warps_per_sm: warps,
+        latency: cost.map_or(0.0, |c| c.latency),
+        issue: cost.map_or(0.0, |c| c.issue),
+        local_accesses: cost.map_or(0.0, |c| c.local_accesses),
+    })
+}

@@ -1,0 +1,194 @@
+//! Planning one step's variants (docs/DESIGN.md §Budgets at occupancy cliffs): each kernel's register budgets from the
+//! baseline cubin, the registered SASS rewrites offered where asked for, the budgets pruned
+//! that cannot clear the margin, and the rounds of variants to build.
+
+use std::collections::BTreeMap;
+
+use super::candidates::{self, KernelPlan};
+use super::ptx::Budget;
+use super::record::Pruned;
+use super::variants::Budgets;
+use crate::cubin::Cubin;
+use crate::predict::Arch;
+use crate::predict::stalls::{Cost, combine, function_cost};
+use crate::sass::Function;
+use crate::settings::Settings;
+use crate::transform::{self, Transform};
+
+/// What to build for one step.
+#[derive(Debug, Default)]
+pub struct Plan {
+    pub kernels: Vec<KernelPlan>,
+    /// Per kernel, the budgets pruned before building.
+    pub pruned: BTreeMap<String, Vec<Pruned>>,
+    /// The variants to build: round `i` gives each kernel it names that budget.
+    pub rounds: Vec<Budgets>,
+    /// Per round, the rewrite its budgets are made with (none: ptxas alone).
+    pub rewrite: Vec<Option<&'static dyn Transform>>,
+}
+
+/// The plan for the kernels of `baseline` (`functions`: its SASS, for pruning).
+pub fn plan(arch: Arch, baseline: &Cubin, functions: &[Function], settings: &Settings) -> Plan {
+    let sm = baseline.arch();
+    let relocatable = baseline.is_relocatable();
+    let mut kernels: Vec<KernelPlan> = baseline
+        .kernels()
+        .iter()
+        .filter_map(|f| candidates::plan(arch, f, relocatable, &settings.block_sizes, true))
+        .collect();
+    offer_rewrites(&mut kernels, sm, relocatable, settings);
+    let pruned = if settings.force.is_none() {
+        prune(
+            &mut kernels,
+            arch,
+            sm,
+            relocatable,
+            functions,
+            settings.margin_percent,
+        )
+    } else {
+        // Forcing a choice (testing) builds all.
+        BTreeMap::new()
+    };
+    let (rounds, rewrite) = rounds(&kernels);
+    Plan {
+        kernels,
+        pruned,
+        rounds,
+        rewrite,
+    }
+}
+
+/// The registered rewrites asked for (`--orion-transforms`, or forced), offered on
+/// whole-program code for sm_75-90 (docs/DESIGN.md §Rewrites), each at the budgets it names
+/// ([`Transform::offer`]) from each kernel's plain ones.
+fn offer_rewrites(kernels: &mut [KernelPlan], sm: u32, relocatable: bool, settings: &Settings) {
+    if !(75..=90).contains(&sm) || relocatable {
+        return;
+    }
+    for t in transform::REGISTERED {
+        if !settings.offers_transform(t.key()) {
+            continue;
+        }
+        for p in kernels.iter_mut() {
+            let plain: Vec<u32> = p
+                .budgets
+                .iter()
+                .filter(|b| !b.smem_spill && !b.rewritten())
+                .map(|b| b.regs)
+                .collect();
+            let offered = t.offer(&plain, p.baseline_regs);
+            p.budgets.extend(
+                offered
+                    .into_iter()
+                    .map(|(regs, from)| Budget::rewritten_by(*t, regs, from)),
+            );
+        }
+    }
+}
+
+/// Drop the budgets that cannot clear the margin even in the best case (a kernel whose
+/// warps are issue-bound gains nothing from more of them); what was dropped, per kernel.
+fn prune(
+    kernels: &mut [KernelPlan],
+    arch: Arch,
+    sm: u32,
+    relocatable: bool,
+    functions: &[Function],
+    margin_percent: f64,
+) -> BTreeMap<String, Vec<Pruned>> {
+    let mut pruned = BTreeMap::new();
+    for p in kernels {
+        let Some(cost) = function_cost(sm, functions, &p.name) else {
+            continue;
+        };
+        let base_cycles: Vec<f64> = p
+            .warps(arch, p.baseline_regs, relocatable)
+            .iter()
+            .map(|&w| combine(cost, w).cycles_per_warp)
+            .collect();
+        let bound = |b: &Budget| bound_percent(p, arch, relocatable, cost, &base_cycles, b);
+        let (keep, drop): (Vec<Budget>, Vec<Budget>) =
+            p.budgets.iter().partition(|b| bound(b) >= margin_percent);
+        if !drop.is_empty() {
+            let dropped = drop
+                .iter()
+                .map(|b| Pruned {
+                    budget: *b,
+                    bound_percent: bound(b),
+                })
+                .collect();
+            pruned.insert(p.name.clone(), dropped);
+        }
+        p.budgets = keep;
+    }
+    pruned
+}
+
+/// The best gain `b` could give `p` over `base_cycles` (per block size) in percent, worst case
+/// over the block sizes, if the variant kept the baseline's latency and issue per warp.
+fn bound_percent(
+    p: &KernelPlan,
+    arch: Arch,
+    relocatable: bool,
+    cost: Cost,
+    base_cycles: &[f64],
+    b: &Budget,
+) -> f64 {
+    p.warps(arch, b.regs, relocatable)
+        .iter()
+        .zip(base_cycles)
+        .map(|(&w, &base)| {
+            if w == 0 {
+                f64::NEG_INFINITY
+            } else {
+                100.0 * (base / combine(cost, w).cycles_per_warp - 1.0)
+            }
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
+/// The variants to build. Variant i gives every kernel its i-th plain register budget; the
+/// shared-memory spilling budgets go in a variant of their own, since ptxas refuses the
+/// pragma for a whole module when one kernel cannot have it (dynamic shared memory), and a
+/// refusal must not cost the plain budgets; then each registered rewrite's budgets, its i-th
+/// budget of every kernel in its i-th round.
+fn rounds(kernels: &[KernelPlan]) -> (Vec<Budgets>, Vec<Option<&'static dyn Transform>>) {
+    let mut rounds = by_position(kernels, |b| !b.smem_spill && !b.rewritten());
+    let spilling: Budgets = kernels
+        .iter()
+        .flat_map(|p| {
+            p.budgets
+                .iter()
+                .filter(|b| b.smem_spill)
+                .map(|b| (p.name.clone(), *b))
+        })
+        .collect();
+    if !spilling.is_empty() {
+        rounds.push(spilling);
+    }
+    let mut rewrite = vec![None; rounds.len()];
+    for t in transform::REGISTERED {
+        let of_t = by_position(kernels, |b| {
+            b.rewrite.is_some_and(|r| r.transform == t.key())
+        });
+        rewrite.extend(of_t.iter().map(|_| Some(*t)));
+        rounds.extend(of_t);
+    }
+    (rounds, rewrite)
+}
+
+/// Round i: the i-th budget of each kernel among those `keep` selects.
+fn by_position(kernels: &[KernelPlan], keep: impl Fn(&Budget) -> bool) -> Vec<Budgets> {
+    let of =
+        |p: &KernelPlan| -> Vec<Budget> { p.budgets.iter().copied().filter(|b| keep(b)).collect() };
+    let n = kernels.iter().map(|p| of(p).len()).max().unwrap_or(0);
+    (0..n)
+        .map(|i| {
+            kernels
+                .iter()
+                .filter_map(|p| Some((p.name.clone(), *of(p).get(i)?)))
+                .collect()
+        })
+        .collect()
+}

@@ -1,0 +1,142 @@
+//! What tuning one step gives: the report's record per kernel (`NVCC_ORION_REPORT`, one JSON
+//! object per line; `explain` reads it back), the step's outcome and why tuning failed.
+
+use serde::Serialize;
+
+use super::candidates::{self, BlockFrom};
+use super::ptx::Budget;
+use super::select::Evaluated;
+use super::variants::VariantError;
+use crate::cubin::Cubin;
+
+/// One kernel's record in the report (`NVCC_ORION_REPORT`, one JSON object per line).
+#[derive(Debug, Clone, Serialize)]
+pub struct KernelRecord {
+    pub arch: String,
+    pub kernel: String,
+    /// The cubin nvcc asked ptxas for: relative to where the step ran, or the file name of
+    /// one of nvcc's temporaries (never a folder of the build machine).
+    pub output: String,
+    pub block_sizes: Vec<u32>,
+    pub block_from: BlockFrom,
+    /// The baseline first, then each budget tried that ptxas built.
+    pub candidates: Vec<Evaluated>,
+    /// Budgets not built because even an optimistic bound on their gain was below the margin.
+    pub pruned: Vec<Pruned>,
+    /// Index into `candidates`.
+    pub chosen: usize,
+    pub chosen_registers: u32,
+    pub gain_percent: f64,
+    pub reason: String,
+    /// The SASS transform tried on this kernel and what came of it (the checker's verdict,
+    /// or why the kernel was left alone).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transform: Option<String>,
+    /// The same outcome, structured, for the candidates table's checker column.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Verdict>,
+    /// With [`crate::settings::Settings::keep_cubins`]: where each candidate's cubin was kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cubins: Option<KeptCubins>,
+}
+
+/// What the checker said about the spill → shared rewrite of one kernel.
+#[derive(Debug, Clone, Serialize)]
+pub struct Verdict {
+    /// The budget of the spill → shared candidate.
+    pub budget: u32,
+    pub proved: bool,
+    /// The proof's summary, or why the rewrite was refused.
+    pub detail: String,
+}
+
+/// Cubins kept for `explain --html` (paths).
+#[derive(Debug, Clone, Serialize)]
+pub struct KeptCubins {
+    /// One per candidate, in the record's order (the baseline first).
+    pub candidates: Vec<String>,
+    /// The spill → shared candidate's variant as ptxas made it, before the rewrite.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub before_rewrite: Option<String>,
+}
+
+/// A budget skipped before building: its gain if the variant had the baseline's own latency
+/// and issue cycles per warp, only more warps (a lower budget adds spills; it does not make a
+/// warp's own work shorter), was below the margin.
+#[derive(Debug, Clone, Serialize)]
+pub struct Pruned {
+    pub budget: Budget,
+    /// The bound on the gain, in percent, worst case over the block sizes.
+    pub bound_percent: f64,
+}
+
+/// What tuning did to one step.
+#[derive(Debug, Default)]
+pub struct Tuned {
+    /// ptxas's diagnostics for the cubin that was kept (the final run's when it changed).
+    pub stderr: Option<Vec<u8>>,
+    pub records: Vec<KernelRecord>,
+    pub changed: bool,
+    /// Variants built, and how many came from the cache.
+    pub built: usize,
+    pub cached: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TuneError {
+    #[error("cubin {0}: {1}")]
+    Cubin(String, crate::cubin::CubinError),
+    #[error(transparent)]
+    Variant(#[from] VariantError),
+    #[error("{0}")]
+    Io(String),
+    #[error(
+        "the final ptxas run gave kernel {0} different SASS from the variant that was evaluated"
+    )]
+    Mismatch(String),
+    #[error("spill → shared: {0}")]
+    Transform(String),
+}
+
+/// Records for the kernels of an architecture the tuner has no occupancy table for: ptxas's
+/// own result, nothing tried.
+pub fn untuned_records(baseline: &Cubin, arch_name: &str, out: &str) -> Vec<KernelRecord> {
+    baseline
+        .kernels()
+        .iter()
+        .filter_map(|f| {
+            let info = baseline.function_info(&f.name)?;
+            let registers = info.registers?;
+            Some(KernelRecord {
+                arch: arch_name.to_string(),
+                kernel: f.name.clone(),
+                output: out.to_string(),
+                block_sizes: Vec::new(),
+                block_from: candidates::BlockFrom::Assumed,
+                candidates: vec![Evaluated {
+                    budget: None,
+                    registers,
+                    spill_instructions: info.spill_instructions,
+                    frame_bytes: info.frame_size.unwrap_or(0),
+                    static_shared: info.static_shared,
+                    warps_per_sm: Vec::new(),
+                    cycles_per_warp: Vec::new(),
+                    latency: 0.0,
+                    issue: 0.0,
+                    local_accesses: 0.0,
+                }],
+                pruned: Vec::new(),
+                chosen: 0,
+                chosen_registers: registers,
+                gain_percent: 0.0,
+                reason: format!(
+                    "not tuned: no occupancy table for {arch_name} (its limits are not in the \
+                     tuner's verified data); ptxas's own code kept"
+                ),
+                transform: None,
+                verdict: None,
+                cubins: None,
+            })
+        })
+        .collect()
+}
