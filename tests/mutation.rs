@@ -12,7 +12,7 @@
 //! `every_mutation_of_a_proved_rewrite_is_rejected` (all kernels, both arches, every
 //! mutation: about 10 minutes) is `#[ignore]`d; its run is recorded in
 //! `bench/results/mutation.md`. `a_few_mutations_are_rejected` (sm_80, one kernel per
-//! rewrite, a handful of mutations) runs in the normal suite.
+//! rewrite, ten mutations) runs in the normal suite.
 //!
 //! Without nvcc the tests print a skip message and pass (with `CI` set they fail).
 
@@ -66,6 +66,7 @@ const QUICK_MUTATIONS: &[&str] = &[
     "missing drain: the NOP before a call no longer waits",
     "wrong width: a moved STL.64 narrowed to 32 bits (its second STS made a NOP)",
     "claim: map off by one instruction",
+    "claim: an inserted instruction missing",
     "wrong slot on an inserted STS",
     "dropped read scoreboard of an inserted STS",
     "claim: a renumbered register renamed wrongly",
@@ -392,9 +393,16 @@ fn spill_mutations() -> Vec<Mutation<Rewrite>> {
             r.slots = r.slots.checked_sub(1)?;
             Some((e.rewritten.clone(), r))
         }),
+        // Not a NOP: the checker takes an unclaimed NOP for padding, which it is (no effect
+        // but its wait mask, which the scheduling check reads from the code itself), so
+        // dropping a drain NOP from the claim is an equivalent mutant.
         ("claim: an inserted instruction missing", |e| {
             let mut r = e.r.clone();
-            r.inserted.pop()?;
+            let k = r
+                .inserted
+                .iter()
+                .rposition(|&o| at(&e.after, o).is_some_and(|i| i.base() != "NOP"))?;
+            r.inserted.remove(k);
             Some((e.rewritten.clone(), r))
         }),
         ("claim: map off by one instruction", |e| {
