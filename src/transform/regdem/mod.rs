@@ -517,8 +517,14 @@ pub fn regdem(
         Ok(())
     };
     for (k, ins) in f.instrs.iter().enumerate() {
-        // NOPs name no register; trailing padding is re-made by re-layout.
+        // NOPs name no register; trailing padding is re-made by re-layout. A NOP ends a
+        // block, though, and may now wait for our scoreboards.
         if ins.base() == "NOP" {
+            if schedule.original[k] != ins.ctrl {
+                patch(ins.offset, &|w| {
+                    encode::set_bits(w, 105, 23, u64::from(schedule.original[k].to_bits()))
+                })?;
+            }
             continue;
         }
         // The registers and the control field of the rewrite.

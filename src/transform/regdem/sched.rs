@@ -208,10 +208,10 @@ pub fn schedule(
     for (k, ins) in f.instrs.iter().enumerate() {
         let site = &sites[k];
         let mut kc = ins.ctrl;
-        if ins.operands.iter().any(|o| o.reuse) {
-            // Inserted code and renamed operands invalidate what the reuse cache holds.
-            kc.reuse = 0;
-        }
+        // Inserted code and renamed operands invalidate what the reuse cache holds. The
+        // control bits say what is reused (nvdisasm prints `R11.reuse.COL` on `IMMA`, not
+        // a `.reuse` suffix the operands show).
+        kc.reuse = 0;
         // At a block boundary nothing of ours stays pending: the first instruction there
         // (the first load, when loads go before k: a branch into k enters through them)
         // waits for all of it.
