@@ -81,7 +81,9 @@
 //!   `Orig(R1)`, or `base.reg` holds `SBase` and `imm'` names a slot) and copies the sets
 //!   of the words it moves (fewer words when a wide spill is split, the rest moved by
 //!   inserted instructions); then the original move renames symbols: `Orig(dst)` leaves
-//!   every location and joins every location that holds `Orig(src)`.
+//!   every location and joins every location that holds `Orig(src)`. A store of `RZ` at
+//!   any width stores zero in every word: each word, in the original and in every image
+//!   word (whose data must be `RZ` too), gets `RZ`'s own symbol.
 //! * *Every other original instruction*: the image has the same opcode, guard and operands
 //!   up to register numbers; every location the original reads (registers of all files
 //!   with their widths, address and constant-bank index registers, the guard, `PR`) must

@@ -241,9 +241,10 @@ pub(super) fn as_move(ins: &Instr) -> Option<Move> {
         return None;
     };
     let width = data.width.max(1);
-    // `STL [R1+x], RZ`: ptxas spills a zero. RZ holds its own (constant) symbol in both
-    // programs, so the word gets it like any register's value.
-    let zero = reg == RZ && store && width == 1;
+    // `STL[.64|.128] [R1+x], RZ`: ptxas spills a zero (a zeroed FP64 or vector accumulator).
+    // RZ reads as zero at every width, so every word gets RZ's own (constant) symbol, which
+    // it holds in both programs.
+    let zero = reg == RZ && store;
     if (reg == RZ && !zero) || imm % 4 != 0 || ins.operands.len() != 2 {
         return None;
     }

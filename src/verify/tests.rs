@@ -677,3 +677,80 @@ fn a_callee_cannot_hide_its_frame_writes_behind_a_stack_pointer_copy() {
     assert_eq!(e.offset, 0x70, "{e}");
     assert!(e.reason.contains("R5"), "{e}");
 }
+
+/// A zeroed FP64 or vector accumulator: ptxas spills it as `STL.64/.128 [R1+x], RZ`, which
+/// stores zero in every word. Split into one `STS [slot], RZ` per word it proves; a word
+/// stored from a register, to the wrong slot, or by a wide shared store is rejected.
+#[test]
+fn a_wide_spilled_zero_split_into_words_proves() {
+    for (width, regs) in [
+        (2u64, ["R8", "R9"].as_slice()),
+        (4, &["R8", "R9", "R10", "R11"]),
+    ] {
+        let m = if width == 2 { "64" } else { "128" };
+        let orig = func(&[
+            &format!("STL.{m} [R1+0x8], RZ"),
+            &format!("LDL.{m} R8, [R1+0x8]"),
+            &format!("FADD R6, {}, R8", regs[regs.len() - 1]),
+            "EXIT",
+        ]);
+        assert!(check(&orig, &orig, &Claim::identity()).is_ok());
+        let n = width as usize;
+        let rew = |stores: &[String]| {
+            let mut l = vec!["MOV R40, 0x0".to_string()];
+            l.extend(stores.iter().cloned());
+            l.extend((0..n).map(|w| format!("LDS {}, [R40+{:#x}]", regs[w], 0x400 * w)));
+            l.push(format!("FADD R6, {}, R8", regs[n - 1]));
+            l.push("EXIT".into());
+            let refs: Vec<&str> = l.iter().map(String::as_str).collect();
+            func(&refs)
+        };
+        let stores: Vec<String> = (0..n)
+            .map(|w| format!("STS [R40+{:#x}], RZ", 0x400 * w))
+            .collect();
+        let at = |k: usize| 16 * k as u64;
+        // Images: the first store, the first load, the FADD, the EXIT.
+        let claim = Claim {
+            map: offsets(&[
+                (0, at(1)),
+                (0x10, at(1 + n)),
+                (0x20, at(1 + 2 * n)),
+                (0x30, at(2 + 2 * n)),
+            ]),
+            inserted: std::iter::once(0)
+                .chain((1..n).map(|w| at(1 + w)))
+                .chain((1..n).map(|w| at(1 + n + w)))
+                .collect(),
+            base: Some(SpillBase {
+                reg: 40,
+                defined_at: 0,
+                stride: 0x400,
+                slots: width as u32,
+                area: 0,
+            }),
+            ..Claim::default()
+        };
+        let p = check(&orig, &rew(&stores), &claim).unwrap();
+        assert_eq!(p.shared_moves, 2, "{m}");
+        let last = n - 1;
+        // The last word stored from a register: the reload gets its value, not zero.
+        let mut bad = stores.clone();
+        bad[last] = format!("STS [R40+{:#x}], R7", 0x400 * last);
+        let e = check(&orig, &rew(&bad), &claim).unwrap_err();
+        assert!(e.reason.contains(regs[last]), "{m}: {e}");
+        // The last word's zero stored to the first word's slot: its slot holds nothing.
+        let mut bad = stores.clone();
+        bad[last] = "STS [R40], RZ".into();
+        let e = check(&orig, &rew(&bad), &claim).unwrap_err();
+        assert!(
+            e.reason
+                .starts_with(&format!("{} holds nothing known", regs[last])),
+            "{m}: {e}"
+        );
+        // A wide shared store is not a slot access.
+        let mut bad = stores.clone();
+        bad[0] = format!("STS.{m} [R40], RZ");
+        let e = check(&orig, &rew(&bad), &claim).unwrap_err();
+        assert_eq!(e.offset, at(1), "{m}: {e}");
+    }
+}
