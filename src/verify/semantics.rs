@@ -297,6 +297,43 @@ pub(super) fn may_store_local(ins: &Instr) -> bool {
     }
 }
 
+/// Per function: may it (or a function it calls, transitively) store to local memory
+/// through anything but `[R1+imm]` (a pointer into a caller's escaped frame): an instruction
+/// [`may_store_local`], or a call other than a direct call of a function of `fs` that may
+/// not. A direct call of one that may not leaves a caller's escaped frame as it was, but for
+/// the words its summary says it writes through `R1`.
+pub(super) fn pointer_stores(fs: &[Function], names: &HashMap<&str, usize>) -> Vec<bool> {
+    let mut out: Vec<bool> = fs
+        .iter()
+        .map(|f| {
+            f.instrs.iter().any(|i| {
+                may_store_local(i)
+                    || (i.is_call()
+                        && !matches!(
+                            call_kind(i, f, names),
+                            CallKind::Direct(_) | CallKind::Jump(_)
+                        ))
+            })
+        })
+        .collect();
+    loop {
+        let mut changed = false;
+        for (g, f) in fs.iter().enumerate() {
+            if !out[g]
+                && f.instrs.iter().any(|i| {
+                    i.is_call() && matches!(call_kind(i, f, names), CallKind::Direct(c) if out[c])
+                })
+            {
+                out[g] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            return out;
+        }
+    }
+}
+
 /// Does the frame address escape: `R1` read other than as `[R1+imm]` of a local access,
 /// by an `R1` update, or by a call.
 pub(super) fn escapes(f: &Function) -> bool {

@@ -87,12 +87,13 @@ impl<'a> Section<'a> {
         end.filter(|_| init)
     }
 
-    /// The claim's passed words, each with a spill word of its own (a word shared by two
-    /// could not start out equal to both).
+    /// The claim's passed words, each with a spill word of its own and in one spill word only
+    /// (a spill word shared by two words could not start out equal to both, nor could two
+    /// spill words, each arbitrary, both equal one word).
     pub(super) fn fresh_passed(&self) -> Vec<(i64, i64)> {
         let p = &self.claim.passed;
         p.iter()
-            .filter(|(k, imm)| p.iter().all(|(k2, i2)| i2 != imm || k2 == k))
+            .filter(|(k, imm)| p.iter().all(|(k2, i2)| (i2 == imm) == (k2 == k)))
             .copied()
             .collect()
     }
