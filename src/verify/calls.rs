@@ -102,7 +102,8 @@ impl<'a> Section<'a> {
                     defs,
                     keep_if_held: guarded,
                 });
-                if self.escapes[fk] {
+                // A callee that stores through no pointer cannot reach the escaped frame.
+                if self.escapes[fk] && self.pointer_stores[c] {
                     ops.push(Op::ClobberFrame);
                 }
             }

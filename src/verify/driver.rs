@@ -52,7 +52,7 @@ impl<'a> Section<'a> {
             if !self.has_indirect
                 && let Some(ws) = &self.summaries[fk].live_in_local
             {
-                for &(k, imm) in &self.claim.passed {
+                for (k, imm) in self.fresh_passed() {
                     if ws.contains(&k) {
                         s.add(Loc::Shared(imm), Sym::Orig(Loc::Local(k)));
                     }

@@ -81,7 +81,9 @@
 //!   `Orig(R1)`, or `base.reg` holds `SBase` and `imm'` names a slot) and copies the sets
 //!   of the words it moves (fewer words when a wide spill is split, the rest moved by
 //!   inserted instructions); then the original move renames symbols: `Orig(dst)` leaves
-//!   every location and joins every location that holds `Orig(src)`.
+//!   every location and joins every location that holds `Orig(src)`. A store of `RZ` at
+//!   any width stores zero in every word: each word, in the original and in every image
+//!   word (whose data must be `RZ` too), gets `RZ`'s own symbol.
 //! * *Every other original instruction*: the image has the same opcode, guard and operands
 //!   up to register numbers; every location the original reads (registers of all files
 //!   with their widths, address and constant-bank index registers, the guard, `PR`) must
@@ -173,7 +175,9 @@
 //!   escaped: if the original function reads `R1` anywhere but as the base of a local
 //!   access, in its own `R1` updates and in calls, every store that may reach local memory
 //!   (`STL` through another register or an index, generic `ST`/`ATOM`/`RED`, unknown
-//!   instructions, calls) is taken to overwrite any frame word in both programs alike: a
+//!   instructions, calls of code that may do so, `semantics::pointer_stores`: a direct call
+//!   of a section function that stores through no pointer, nor calls one that does, is
+//!   not one) is taken to overwrite any frame word in both programs alike: a
 //!   word keeps only its own original value, and no other location keeps an original frame
 //!   value. Where `R1` does not escape, no other register can address the frame (frame
 //!   addresses are assumed to be derived from `R1`). *Proved* where the address escapes

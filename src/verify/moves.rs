@@ -52,7 +52,8 @@ impl<'a> Section<'a> {
         };
         let rd = *rd;
         let rw = (access_bytes(r) / 4).max(1);
-        let zero = rd == RZ && m.reg == RZ && rw == 1;
+        // A zero store (module doc, "Spill moves"): every word of the image copies RZ.
+        let zero = rd == RZ && m.reg == RZ;
         if (rd == RZ && !zero) || sub_word(r) || rw > i64::from(m.width) || r.operands.len() != 2 {
             return reject(
                 name,
@@ -80,7 +81,7 @@ impl<'a> Section<'a> {
             .collect();
         if pairs
             .iter()
-            .any(|(d, s)| *d == Loc::R(RZ) || (*s == Loc::R(RZ) && (m.reg != RZ || rw != 1)))
+            .any(|(d, s)| *d == Loc::R(RZ) || (*s == Loc::R(RZ) && !zero))
         {
             return reject(name, r.offset, "register pair runs past R254");
         }
@@ -88,7 +89,7 @@ impl<'a> Section<'a> {
         // The original's symbol effect.
         let sym_pairs: Vec<(Loc, Loc)> = (0..m.width)
             .map(|w| {
-                let reg = Loc::R(m.reg + w);
+                let reg = Loc::R(if m.reg == RZ { RZ } else { m.reg + w });
                 let mem = Loc::Local(m.imm.wrapping_add(4 * i64::from(w)));
                 if m.store { (mem, reg) } else { (reg, mem) }
             })

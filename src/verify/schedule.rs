@@ -343,8 +343,9 @@ fn check_other(sm: u32, f: &Function, k: usize, targets: &BTreeSet<u64>) -> Resu
 /// An inserted 32-bit half of a wide spill access split in two: right next to the image of
 /// the original wide access (nothing between), the same kind of access (load or store) under
 /// the same guard, with the original's control bits exactly, moving data registers the
-/// original moved. It then runs under the original's own schedule: every scoreboard the
-/// original set is set by it too, and every later wait the original needed covers it.
+/// original moved (or `RZ`, where the original stores `RZ`). It then runs under the
+/// original's own schedule: every scoreboard the original set is set by it too, and every
+/// later wait the original needed covers it.
 fn split_half(
     f: &Function,
     k: usize,
@@ -372,6 +373,14 @@ fn split_half(
                 .collect()
         }
     };
+    // A store of RZ (half of a wide zero spill): no register to be ready or overwritten.
+    let zero = |i: &Instr| {
+        !load
+            && i.operands
+                .iter()
+                .any(|o| matches!(o.kind, OperandKind::Reg(RZ)))
+            && data(i).is_empty()
+    };
     let mine = data(ins);
     [k.checked_sub(1), Some(k + 1)]
         .into_iter()
@@ -388,8 +397,7 @@ fn split_half(
                 && ins.ctrl.read_sb == o.ctrl.read_sb
                 && ins.ctrl.wait_mask | o.ctrl.wait_mask == ins.ctrl.wait_mask
                 && ins.ctrl.reuse == 0
-                && !mine.is_empty()
-                && mine.is_subset(&data(o))
+                && ((!mine.is_empty() && mine.is_subset(&data(o))) || (zero(ins) && zero(o)))
         })
 }
 

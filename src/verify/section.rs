@@ -9,7 +9,7 @@ use super::claim::SpillBase;
 use super::claim::{Claim, Rejection, reject};
 use super::mapping::{Origin, images};
 use super::regset::{RegLocs, SharedWrites};
-use super::semantics::escapes;
+use super::semantics::{escapes, pointer_stores};
 use super::state::Loc;
 use crate::sass::ir::{Function, RZ};
 
@@ -25,6 +25,9 @@ pub(super) struct Section<'a> {
     pub(super) images: Vec<Vec<Option<usize>>>,
     pub(super) summaries: Vec<Summary>,
     pub(super) escapes: Vec<bool>,
+    /// Per function: may store to a caller's escaped frame (`semantics::pointer_stores`), in
+    /// the original or in the rewrite.
+    pub(super) pointer_stores: Vec<bool>,
     pub(super) count: Vec<u32>,
     /// The section has indirect calls (set by `summarize`).
     pub(super) has_indirect: bool,
@@ -56,6 +59,11 @@ impl<'a> Section<'a> {
         let names = same_functions(orig, rew)?;
         let inserted = inserted_offsets(orig, rew, claim)?;
         let (origins, images) = images(orig, rew, claim, &inserted)?;
+        let pointer_stores = pointer_stores(orig, &names)
+            .into_iter()
+            .zip(pointer_stores(rew, &names))
+            .map(|(a, b)| a || b)
+            .collect();
         let mut s = Section {
             orig,
             rew,
@@ -66,6 +74,7 @@ impl<'a> Section<'a> {
             images,
             summaries: vec![Summary::default(); orig.len()],
             escapes: orig.iter().map(escapes).collect(),
+            pointer_stores,
             count: orig.iter().map(|f| f.regs.unwrap_or(255)).collect(),
             has_indirect: false,
         };

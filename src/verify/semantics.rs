@@ -241,9 +241,10 @@ pub(super) fn as_move(ins: &Instr) -> Option<Move> {
         return None;
     };
     let width = data.width.max(1);
-    // `STL [R1+x], RZ`: ptxas spills a zero. RZ holds its own (constant) symbol in both
-    // programs, so the word gets it like any register's value.
-    let zero = reg == RZ && store && width == 1;
+    // `STL[.64|.128] [R1+x], RZ`: ptxas spills a zero (a zeroed FP64 or vector accumulator).
+    // RZ reads as zero at every width, so every word gets RZ's own (constant) symbol, which
+    // it holds in both programs.
+    let zero = reg == RZ && store;
     if (reg == RZ && !zero) || imm % 4 != 0 || ins.operands.len() != 2 {
         return None;
     }
@@ -293,6 +294,43 @@ pub(super) fn may_store_local(ins: &Instr) -> bool {
         "STL" => addr_of(ins).and_then(r1_imm).is_none(),
         "ST" | "ATOM" | "RED" | "SUST" | "SURED" | "SUATOM" => true,
         _ => false,
+    }
+}
+
+/// Per function: may it (or a function it calls, transitively) store to local memory
+/// through anything but `[R1+imm]` (a pointer into a caller's escaped frame): an instruction
+/// [`may_store_local`], or a call other than a direct call of a function of `fs` that may
+/// not. A direct call of one that may not leaves a caller's escaped frame as it was, but for
+/// the words its summary says it writes through `R1`.
+pub(super) fn pointer_stores(fs: &[Function], names: &HashMap<&str, usize>) -> Vec<bool> {
+    let mut out: Vec<bool> = fs
+        .iter()
+        .map(|f| {
+            f.instrs.iter().any(|i| {
+                may_store_local(i)
+                    || (i.is_call()
+                        && !matches!(
+                            call_kind(i, f, names),
+                            CallKind::Direct(_) | CallKind::Jump(_)
+                        ))
+            })
+        })
+        .collect();
+    loop {
+        let mut changed = false;
+        for (g, f) in fs.iter().enumerate() {
+            if !out[g]
+                && f.instrs.iter().any(|i| {
+                    i.is_call() && matches!(call_kind(i, f, names), CallKind::Direct(c) if out[c])
+                })
+            {
+                out[g] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            return out;
+        }
     }
 }
 

@@ -87,12 +87,13 @@ impl<'a> Section<'a> {
         end.filter(|_| init)
     }
 
-    /// The claim's passed words, each with a spill word of its own (a word shared by two
-    /// could not start out equal to both).
+    /// The claim's passed words, each with a spill word of its own and in one spill word only
+    /// (a spill word shared by two words could not start out equal to both, nor could two
+    /// spill words, each arbitrary, both equal one word).
     pub(super) fn fresh_passed(&self) -> Vec<(i64, i64)> {
         let p = &self.claim.passed;
         p.iter()
-            .filter(|(k, imm)| p.iter().all(|(k2, i2)| i2 != imm || k2 == k))
+            .filter(|(k, imm)| p.iter().all(|(k2, i2)| (i2 == imm) == (k2 == k)))
             .copied()
             .collect()
     }
@@ -123,8 +124,9 @@ impl<'a> Section<'a> {
         } else if matches!(r.base(), "LDS" | "STS")
             && let Some(slot) = self.base_slot(r)
             && let Some(OperandKind::Reg(d)) = data_of(r).map(|o| &o.kind)
-            && *d != RZ
+            && (*d != RZ || r.base() == "STS")
         {
+            // `STS [slot], RZ` (half of a split wide zero spill) stores RZ's zero.
             let store = r.base() == "STS";
             let (dst, src) = if store {
                 (Loc::Shared(slot), Loc::R(*d))
@@ -138,8 +140,8 @@ impl<'a> Section<'a> {
                 store,
             });
         } else if r.base() == "STS" {
-            // Structurally checked: an STS that is not a slot access was rejected; an
-            // STS of RZ to a slot empties it.
+            // Structurally checked: an STS that is not a slot access was rejected; one
+            // without a register operand to a slot empties it.
             if let Some(slot) = self.base_slot(r) {
                 ops.push(Op::BaseCopy {
                     base: Loc::R(base.map_or(0, |b| b.reg)),
@@ -156,14 +158,17 @@ impl<'a> Section<'a> {
         } else if matches!(r.base(), "LDL" | "STL")
             && let Some(imm) = addr_of(r).and_then(r1_imm)
             && let Some(OperandKind::Reg(d)) = data_of(r).map(|o| &o.kind)
-            && *d != RZ
+            && (*d != RZ || r.base() == "STL")
             && !sub_word(r)
+            && (*d == RZ || i64::from(*d) + (access_bytes(r) / 4).max(1) <= i64::from(RZ))
         {
             let store = r.base() == "STL";
             let n = (access_bytes(r) / 4).max(1);
             let pairs = (0..n)
                 .map(|w| {
-                    let reg = Loc::R(d.saturating_add(w as u8));
+                    // RZ stores zero in every word; a tuple's words are its registers
+                    // (one reaching RZ is not followed: its words are emptied below).
+                    let reg = Loc::R(if *d == RZ { RZ } else { *d + w as u8 });
                     let word = Loc::Local(imm.wrapping_add(4 * w));
                     if store { (word, reg) } else { (reg, word) }
                 })

@@ -677,3 +677,179 @@ fn a_callee_cannot_hide_its_frame_writes_behind_a_stack_pointer_copy() {
     assert_eq!(e.offset, 0x70, "{e}");
     assert!(e.reason.contains("R5"), "{e}");
 }
+
+/// A zeroed FP64 or vector accumulator: ptxas spills it as `STL.64/.128 [R1+x], RZ`, which
+/// stores zero in every word. Split into one `STS [slot], RZ` per word it proves; a word
+/// stored from a register, to the wrong slot, or by a wide shared store is rejected.
+#[test]
+fn a_wide_spilled_zero_split_into_words_proves() {
+    for (width, regs) in [
+        (2u64, ["R8", "R9"].as_slice()),
+        (4, &["R8", "R9", "R10", "R11"]),
+    ] {
+        let m = if width == 2 { "64" } else { "128" };
+        let orig = func(&[
+            &format!("STL.{m} [R1+0x8], RZ"),
+            &format!("LDL.{m} R8, [R1+0x8]"),
+            &format!("FADD R6, {}, R8", regs[regs.len() - 1]),
+            "EXIT",
+        ]);
+        assert!(check(&orig, &orig, &Claim::identity()).is_ok());
+        let n = width as usize;
+        let rew = |stores: &[String]| {
+            let mut l = vec!["MOV R40, 0x0".to_string()];
+            l.extend(stores.iter().cloned());
+            l.extend((0..n).map(|w| format!("LDS {}, [R40+{:#x}]", regs[w], 0x400 * w)));
+            l.push(format!("FADD R6, {}, R8", regs[n - 1]));
+            l.push("EXIT".into());
+            let refs: Vec<&str> = l.iter().map(String::as_str).collect();
+            func(&refs)
+        };
+        let stores: Vec<String> = (0..n)
+            .map(|w| format!("STS [R40+{:#x}], RZ", 0x400 * w))
+            .collect();
+        let at = |k: usize| 16 * k as u64;
+        // Images: the first store, the first load, the FADD, the EXIT.
+        let claim = Claim {
+            map: offsets(&[
+                (0, at(1)),
+                (0x10, at(1 + n)),
+                (0x20, at(1 + 2 * n)),
+                (0x30, at(2 + 2 * n)),
+            ]),
+            inserted: std::iter::once(0)
+                .chain((1..n).map(|w| at(1 + w)))
+                .chain((1..n).map(|w| at(1 + n + w)))
+                .collect(),
+            base: Some(SpillBase {
+                reg: 40,
+                defined_at: 0,
+                stride: 0x400,
+                slots: width as u32,
+                area: 0,
+            }),
+            ..Claim::default()
+        };
+        let p = check(&orig, &rew(&stores), &claim).unwrap();
+        assert_eq!(p.shared_moves, 2, "{m}");
+        let last = n - 1;
+        // The last word stored from a register: the reload gets its value, not zero.
+        let mut bad = stores.clone();
+        bad[last] = format!("STS [R40+{:#x}], R7", 0x400 * last);
+        let e = check(&orig, &rew(&bad), &claim).unwrap_err();
+        assert!(e.reason.contains(regs[last]), "{m}: {e}");
+        // The last word's zero stored to the first word's slot: its slot holds nothing.
+        let mut bad = stores.clone();
+        bad[last] = "STS [R40], RZ".into();
+        let e = check(&orig, &rew(&bad), &claim).unwrap_err();
+        assert!(
+            e.reason
+                .starts_with(&format!("{} holds nothing known", regs[last])),
+            "{m}: {e}"
+        );
+        // A wide shared store is not a slot access.
+        let mut bad = stores.clone();
+        bad[0] = format!("STS.{m} [R40], RZ");
+        let e = check(&orig, &rew(&bad), &claim).unwrap_err();
+        assert_eq!(e.offset, at(1), "{m}: {e}");
+    }
+}
+
+/// A kernel word read before any write (the never-stored half of a wide reload) holds an
+/// arbitrary value; listed in `passed`, it starts in its slot, which holds one too. A word
+/// listed with two slots cannot equal both: rejected.
+#[test]
+fn a_kernel_word_read_before_written_starts_in_its_passed_slot() {
+    let orig = func(&[
+        "MOV R1, c[0x0][0x28]",
+        "IADD3 R1, R1, -0x10, RZ",
+        "LDL R9, [R1+0xc]",
+        "FADD R6, R9, R9",
+        "EXIT",
+    ]);
+    let rew = func(&[
+        "MOV R1, c[0x0][0x28]",
+        "IADD3 R1, R1, -0x10, RZ",
+        "MOV R40, 0x0",
+        "LDS R9, [R40+0x400]",
+        "FADD R6, R9, R9",
+        "EXIT",
+    ]);
+    let claim = |passed: Vec<(i64, i64)>| Claim {
+        map: offsets(&[
+            (0, 0),
+            (0x10, 0x10),
+            (0x20, 0x30),
+            (0x30, 0x40),
+            (0x40, 0x50),
+        ]),
+        inserted: vec![0x20],
+        base: Some(SpillBase {
+            reg: 40,
+            defined_at: 0x20,
+            stride: 0x400,
+            slots: 2,
+            area: 0,
+        }),
+        passed,
+        ..Claim::default()
+    };
+    check(&orig, &rew, &claim(vec![(0xc, 0x400)])).unwrap();
+    for passed in [vec![], vec![(0xc, 0x400), (0xc, 0)], vec![(0xc, 0)]] {
+        let e = check(&orig, &rew, &claim(passed.clone())).unwrap_err();
+        assert!(
+            e.reason.starts_with("R9 holds nothing known"),
+            "{passed:?}: {e}"
+        );
+    }
+}
+
+/// A kernel whose frame address escapes keeps a spill in shared memory across a direct call
+/// of a function that stores through no pointer; one that does may have overwritten the
+/// original's word: rejected.
+#[test]
+fn an_escaped_frame_survives_a_call_that_stores_through_no_pointer() {
+    let kernel = |shift: u64| {
+        let ret = format!("MOV R20, {:#x}", 0x60 + shift);
+        let call = format!("CALL.REL.NOINC {:#x}", 0x90 + shift);
+        let (store, reload) = if shift == 0 {
+            ("STL [R1+0x4], R5", "LDL R5, [R1+0x4]")
+        } else {
+            ("STS [R40], R5", "LDS R5, [R40]")
+        };
+        let mut l = vec![
+            "MOV R1, c[0x0][0x28]".to_string(),
+            "IADD3 R1, R1, -0x10, RZ".into(),
+            "IADD3 R2, R1, 0x8, RZ".into(),
+            store.into(),
+            ret,
+            call,
+            reload.into(),
+            "FADD R6, R5, R5".into(),
+            "EXIT".into(),
+        ];
+        if shift != 0 {
+            l.insert(0, "MOV R40, 0x0".into());
+        }
+        l
+    };
+    let build = |lines: Vec<String>, callee: &[&str], sub_at: u64| {
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        kernel_and_callee(&refs, callee, sub_at)
+    };
+    for (callee, proves) in [
+        (["FADD R7, R7, R7", "RET.REL.NODEC R20 0x0"], true),
+        (["ST.E [R2.64], R7", "RET.REL.NODEC R20 0x0"], false),
+    ] {
+        let orig = build(kernel(0), &callee, 0x90);
+        check(&orig, &orig, &Claim::identity()).unwrap();
+        let rew = build(kernel(0x10), &callee, 0xa0);
+        let r = check(&orig, &rew, &spill_claim());
+        if proves {
+            r.unwrap();
+        } else {
+            let e = r.unwrap_err();
+            assert!(e.reason.starts_with("R5 holds nothing known"), "{e}");
+        }
+    }
+}
