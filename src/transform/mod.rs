@@ -27,6 +27,12 @@ pub use seam::{Checks, Claim, Rewritten, Transform};
 /// the order the tuner builds their variants and the final assembly applies them.
 pub const REGISTERED: &[&dyn Transform] = &[&spill_to_shared::SpillToShared, &regdem::Regdem];
 
+/// The keys of [`REGISTERED`] in order: the names the settings accept (`--orion-transforms=`,
+/// `--orion-force=`; `settings` is a leaf and is handed them).
+pub fn keys() -> Vec<&'static str> {
+    REGISTERED.iter().map(|t| t.key()).collect()
+}
+
 use std::fmt;
 
 /// The worked example of a third rewrite, compiled and run as a doctest so it stays true to
