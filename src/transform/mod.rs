@@ -14,10 +14,10 @@
 //! [`REGISTERED`]; adding one is a new module and one line there (docs/adding-a-rewrite.md).
 
 pub mod area;
-pub mod prologue;
+pub(crate) mod prologue;
 pub mod regdem;
 pub mod seam;
-pub mod section;
+pub(crate) mod section;
 pub mod spill_to_shared;
 pub mod stack;
 
