@@ -3,7 +3,7 @@
 //! `cli` → `driver` → `tune` → outputs.
 
 pub mod analysis;
-pub mod arch;
+pub(crate) mod arch;
 pub mod cli;
 pub mod commands;
 pub mod container;

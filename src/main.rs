@@ -10,6 +10,7 @@ use nvcc_orion::commands;
 use nvcc_orion::driver;
 use nvcc_orion::settings::{self, Mode, Settings};
 use nvcc_orion::toolkit::Toolkit;
+use nvcc_orion::transform;
 
 fn main() -> ExitCode {
     let argv: Vec<OsString> = std::env::args_os().collect();
@@ -42,7 +43,7 @@ fn main() -> ExitCode {
             return exec_nvcc(&tk, &plain, &nvcc_env, Some(&format!("{e}")), false);
         }
     };
-    let (settings, warnings) = Settings::read(&env_str, &inv.orion_args);
+    let (settings, warnings) = Settings::read(&env_str, &inv.orion_args, &transform::keys());
     for w in &warnings {
         eprintln!("{w}");
     }
@@ -232,7 +233,7 @@ fn ptxas_mode(args: &[OsString]) -> ExitCode {
         }
     }
     let env_str = |k: &str| std::env::var(k).ok();
-    let (settings, warnings) = Settings::read(&env_str, &orion_args);
+    let (settings, warnings) = Settings::read(&env_str, &orion_args, &transform::keys());
     for w in &warnings {
         eprintln!("{w}");
     }

@@ -1,6 +1,7 @@
 //! nvcc-orion's own settings: `NVCC_ORION_*` environment variables and `--orion-*` options
 //! (the command line wins). None of them ever reaches nvcc.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -24,15 +25,13 @@ pub struct Settings {
     /// `--orion-block-size=N` or `kernel:N` (repeatable) / `NVCC_ORION_BLOCK_SIZE`, in the
     /// order given (environment first); read with [`block_size_for`].
     pub block_sizes: Vec<(Option<String>, u32)>,
-    /// `--orion-transforms=spill2smem` / `NVCC_ORION_TRANSFORMS`: let the tuner offer SASS
-    /// rewrites (spill → shared, each proved by the checker). Off by default until the rewrites
-    /// have run on a GPU (bench/gpu): a grown static shared size could also make a launch that
-    /// asks for nearly all the dynamic shared memory fail, which no static check can rule out.
-    pub spill_to_shared: bool,
-    /// `--orion-transforms=regdem`: let the tuner offer register demotion (docs/papers.md
-    /// §RegDem) at the occupancy cliffs below a kernel's count, each proved by the checker.
-    /// Opt-in like spill → shared.
-    pub regdem: bool,
+    /// `--orion-transforms=KEY,...` / `NVCC_ORION_TRANSFORMS`: the SASS rewrites the tuner may
+    /// offer (`spill2smem`, `regdem`, ...: the keys of `transform::REGISTERED`, each rewrite
+    /// proved by the checker), without repeats, in registration order. Off by default until the
+    /// rewrites have run on a GPU (bench/gpu): a grown static shared size could also make a
+    /// launch that asks for nearly all the dynamic shared memory fail, which no static check
+    /// can rule out.
+    pub transforms: Vec<String>,
     /// `--orion-force=KIND` (testing, and bench/gpu's exhaustive variants): `baseline`,
     /// `lowest` (the lowest budget that built), `budget:N` (the plain candidate at N
     /// registers), `pragma` (ptxas's shared-memory spilling candidate), `spill2smem` (the
@@ -60,8 +59,7 @@ impl Default for Settings {
             verbose: false,
             report: None,
             block_sizes: Vec::new(),
-            spill_to_shared: false,
-            regdem: false,
+            transforms: Vec::new(),
             force: None,
             margin_percent: DEFAULT_MARGIN_PERCENT,
             cache: None,
@@ -101,11 +99,18 @@ pub(crate) fn block_size_for(entries: &[(Option<String>, u32)], kernel: &str) ->
 
 impl Settings {
     /// Read settings; returns them and one warning line per setting that was not understood
-    /// (a typo must not break a build, but must not pass silently either).
+    /// (a typo must not break a build, but must not pass silently either). `transforms` are
+    /// the keys of the registered rewrites in registration order (`transform::keys()`: this
+    /// leaf cannot look them up itself), the names `--orion-transforms` and `--orion-force`
+    /// accept.
     pub fn read(
         env: &dyn Fn(&str) -> Option<String>,
         orion_args: &[(String, Option<String>)],
+        transforms: &[&str],
     ) -> (Settings, Vec<String>) {
+        // "a, b or c", the way the warnings list the names they accept.
+        let known = transforms.join(", ");
+        let mut asked: BTreeSet<&str> = BTreeSet::new();
         let mut s = Settings {
             cache: cache_dir(env),
             ..Settings::default()
@@ -163,25 +168,22 @@ impl Settings {
                     }
                 }
                 ("force", Some(v)) => match v {
-                    "baseline" | "lowest" | "pragma" | "spill2smem" | "regdem" | "panic" => {
-                        s.force = Some(v.to_string())
-                    }
+                    "baseline" | "lowest" | "pragma" | "panic" => s.force = Some(v.to_string()),
+                    _ if transforms.contains(&v) => s.force = Some(v.to_string()),
                     _ if forced_budget(v).is_some() => s.force = Some(v.to_string()),
                     _ => warnings.push(bad(&format!(
-                        "unknown --orion-force={v} (use baseline, lowest, budget:N, pragma, spill2smem, regdem or panic)"
+                        "unknown --orion-force={v} (use baseline, lowest, budget:N, pragma, {known} or panic)"
                     ))),
                 },
                 ("transforms", Some(v)) => {
                     for t in v.split(',') {
-                        match t {
-                            "spill2smem" => s.spill_to_shared = true,
-                            "regdem" => s.regdem = true,
-                            "none" => {
-                                s.spill_to_shared = false;
-                                s.regdem = false;
+                        match transforms.iter().find(|k| **k == t) {
+                            Some(k) => {
+                                asked.insert(k);
                             }
-                            _ => warnings.push(bad(&format!(
-                                "unknown transform {t:?} (use spill2smem, regdem or none)"
+                            None if t == "none" => asked.clear(),
+                            None => warnings.push(bad(&format!(
+                                "unknown transform {t:?} (use {known} or none)"
                             ))),
                         }
                     }
@@ -196,6 +198,11 @@ impl Settings {
                 ))),
             }
         }
+        s.transforms = transforms
+            .iter()
+            .filter(|k| asked.contains(*k))
+            .map(|k| k.to_string())
+            .collect();
         (s, warnings)
     }
 }
@@ -204,12 +211,7 @@ impl Settings {
     /// Whether the tuner may offer the SASS rewrite named `key` (`--orion-transforms`), or
     /// must (`--orion-force`).
     pub fn offers_transform(&self, key: &str) -> bool {
-        let asked = match key {
-            "spill2smem" => self.spill_to_shared,
-            "regdem" => self.regdem,
-            _ => false,
-        };
-        asked || self.force.as_deref() == Some(key)
+        self.transforms.iter().any(|t| t == key) || self.force.as_deref() == Some(key)
     }
 
     /// The `--orion-*` options that restate every setting which changes the output (mode,
@@ -238,15 +240,8 @@ impl Settings {
         if self.margin_percent != DEFAULT_MARGIN_PERCENT {
             o.push(format!("--orion-margin={}", self.margin_percent));
         }
-        let transforms: Vec<&str> = [
-            (self.spill_to_shared, "spill2smem"),
-            (self.regdem, "regdem"),
-        ]
-        .into_iter()
-        .filter_map(|(on, name)| on.then_some(name))
-        .collect();
-        if !transforms.is_empty() {
-            o.push(format!("--orion-transforms={}", transforms.join(",")));
+        if !self.transforms.is_empty() {
+            o.push(format!("--orion-transforms={}", self.transforms.join(",")));
         }
         if let Some(f) = &self.force {
             o.push(format!("--orion-force={f}"));
@@ -275,6 +270,18 @@ pub fn cache_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
 mod tests {
     use super::*;
 
+    /// The registered rewrites' keys, as `transform::keys()` gives them.
+    const KEYS: &[&str] = &["spill2smem", "regdem"];
+
+    impl Settings {
+        fn read_test(
+            env: &dyn Fn(&str) -> Option<String>,
+            orion_args: &[(String, Option<String>)],
+        ) -> (Settings, Vec<String>) {
+            Settings::read(env, orion_args, KEYS)
+        }
+    }
+
     #[test]
     fn output_options_restate_the_settings() {
         assert!(Settings::default().output_options().is_empty());
@@ -285,7 +292,7 @@ mod tests {
             "NVCC_ORION_REPORT" => Some("r.jsonl".to_string()),
             _ => None,
         };
-        let (s, w) = Settings::read(&env, &[("force".into(), Some("lowest".into()))]);
+        let (s, w) = Settings::read_test(&env, &[("force".into(), Some("lowest".into()))]);
         assert!(w.is_empty(), "{w:?}");
         let o = s.output_options();
         assert_eq!(
@@ -305,7 +312,7 @@ mod tests {
                 (k.to_string(), Some(v.to_string()))
             })
             .collect();
-        let (back, w) = Settings::read(&|_| None, &args);
+        let (back, w) = Settings::read_test(&|_| None, &args);
         assert!(w.is_empty(), "{w:?}");
         assert_eq!(back, Settings { report: None, ..s });
     }
@@ -317,7 +324,7 @@ mod tests {
             "NVCC_ORION_BLOCK_SIZE" => Some("256".to_string()),
             _ => None,
         };
-        let (s, w) = Settings::read(
+        let (s, w) = Settings::read_test(
             &env,
             &[
                 ("mode".into(), Some("off".into())),
@@ -327,14 +334,14 @@ mod tests {
         assert!(w.is_empty(), "{w:?}");
         assert_eq!(s.mode, Mode::Off);
         assert_eq!(s.block_sizes, [(None, 256), (Some("k".to_string()), 128)]);
-        let (s, _) = Settings::read(&env, &[]);
+        let (s, _) = Settings::read_test(&env, &[]);
         assert_eq!(s.mode, Mode::Replay);
     }
 
     #[test]
     fn block_size_per_kernel_wins_and_the_last_entry_counts() {
         let env = |k: &str| (k == "NVCC_ORION_BLOCK_SIZE").then(|| "512,k:64".to_string());
-        let (s, w) = Settings::read(
+        let (s, w) = Settings::read_test(
             &env,
             &[
                 ("block-size".into(), Some("k:32,128".into())),
@@ -356,7 +363,7 @@ mod tests {
 
     #[test]
     fn typos_warn_and_are_ignored() {
-        let (s, w) = Settings::read(
+        let (s, w) = Settings::read_test(
             &|_| None,
             &[
                 ("blok-size".into(), Some("1".into())),
@@ -373,34 +380,55 @@ mod tests {
 
     #[test]
     fn transforms_are_opt_in() {
-        assert!(!Settings::default().spill_to_shared);
+        assert!(Settings::default().transforms.is_empty());
         let env = |k: &str| (k == "NVCC_ORION_TRANSFORMS").then(|| "spill2smem".to_string());
-        let (s, w) = Settings::read(&env, &[]);
-        assert!(w.is_empty() && s.spill_to_shared, "{w:?}");
-        let (s, w) = Settings::read(&env, &[("transforms".into(), Some("none".into()))]);
-        assert!(w.is_empty() && !s.spill_to_shared, "{w:?}");
-        assert!(!Settings::default().regdem);
-        let (s, w) = Settings::read(&|_| None, &[("transforms".into(), Some("regdem".into()))]);
-        assert!(w.is_empty() && s.regdem && !s.spill_to_shared, "{w:?}");
-        let (s, w) = Settings::read(&|_| None, &[("force".into(), Some("regdem".into()))]);
+        let (s, w) = Settings::read_test(&env, &[]);
+        assert!(w.is_empty() && s.transforms == ["spill2smem"], "{w:?}");
+        assert!(s.offers_transform("spill2smem") && !s.offers_transform("regdem"));
+        let (s, w) = Settings::read_test(&env, &[("transforms".into(), Some("none".into()))]);
+        assert!(w.is_empty() && s.transforms.is_empty(), "{w:?}");
+        let (s, w) =
+            Settings::read_test(&|_| None, &[("transforms".into(), Some("regdem".into()))]);
+        assert!(w.is_empty() && s.transforms == ["regdem"], "{w:?}");
+        let (s, w) = Settings::read_test(&|_| None, &[("force".into(), Some("regdem".into()))]);
         assert!(
             w.is_empty() && s.force.as_deref() == Some("regdem"),
             "{w:?}"
         );
-        let (_, w) = Settings::read(&|_| None, &[("transforms".into(), Some("regdemx".into()))]);
-        assert_eq!(w.len(), 1, "{w:?}");
+        let (_, w) =
+            Settings::read_test(&|_| None, &[("transforms".into(), Some("regdemx".into()))]);
+        assert_eq!(
+            w,
+            [
+                "nvcc-orion: warning: ignoring unknown transform \"regdemx\" (use spill2smem, regdem or none) from the command line"
+            ]
+        );
+        let (_, w) = Settings::read_test(&|_| None, &[("force".into(), Some("x".into()))]);
+        assert_eq!(
+            w,
+            [
+                "nvcc-orion: warning: ignoring unknown --orion-force=x (use baseline, lowest, budget:N, pragma, spill2smem, regdem or panic) from the command line"
+            ]
+        );
+        // A name only some other registry knows is unknown here: the names come from the caller.
+        let (s, w) = Settings::read(
+            &|_| None,
+            &[("transforms".into(), Some("regdem".into()))],
+            &["spill2smem"],
+        );
+        assert!(s.transforms.is_empty() && w.len() == 1, "{w:?}");
     }
 
     #[test]
     fn forcing_a_budget_or_the_pragma() {
         for v in ["budget:40", "budget:255", "pragma"] {
-            let (s, w) = Settings::read(&|_| None, &[("force".into(), Some(v.into()))]);
+            let (s, w) = Settings::read_test(&|_| None, &[("force".into(), Some(v.into()))]);
             assert!(w.is_empty() && s.force.as_deref() == Some(v), "{v}: {w:?}");
         }
         assert_eq!(forced_budget("budget:40"), Some(40));
         assert_eq!(forced_budget("lowest"), None);
         for v in ["budget:0", "budget:256", "budget:", "budget:x", "budget:-1"] {
-            let (s, w) = Settings::read(&|_| None, &[("force".into(), Some(v.into()))]);
+            let (s, w) = Settings::read_test(&|_| None, &[("force".into(), Some(v.into()))]);
             assert!(s.force.is_none() && w.len() == 1, "{v}: {w:?}");
             assert!(w[0].contains("budget:N"), "{w:?}");
         }

@@ -2,11 +2,11 @@
 //! liveness per instruction for the general registers, must-defined registers,
 //! max-live, and loop weights (docs/DESIGN.md §Floors).
 
-pub mod cfg;
-pub mod defined;
-pub mod liveness;
-pub mod loops;
-pub mod section;
+pub(crate) mod cfg;
+pub(crate) mod defined;
+pub(crate) mod liveness;
+pub(crate) mod loops;
+pub(crate) mod section;
 
 pub use cfg::{Block, CallGraph, Cfg, Loop};
 pub use defined::must_defined;

@@ -18,5 +18,5 @@ pub mod limits;
 pub mod model;
 
 pub use class::OpClass;
-pub use limits::{Arch, ArchError, ArchParams};
+pub use limits::Arch;
 pub use model::{Family, ShaderModel};

@@ -28,7 +28,7 @@ pub fn run(out: &mut dyn Write) -> bool {
         }
         Err(e) => format!("nvcc: {e}"),
     };
-    let (settings, _) = Settings::read(&|k| std::env::var(k).ok(), &[]);
+    let (settings, _) = Settings::read(&|k| std::env::var(k).ok(), &[], &crate::transform::keys());
     let key = format!(
         "{me}\n{nvcc}\nsettings:{}\n",
         settings

@@ -1,7 +1,9 @@
 //! `nvcc-orion rewrite IN -o OUT`: read a CUDA file through the container and cubin layers and
 //! write it back. `--identity` changes nothing and checks that the result is byte-identical
 //! (the round trip every later rewrite stands on); `--set-regs`/`--set-shared` edit kernels'
-//! resource records, for debugging and for the tests of those edits.
+//! resource records, for debugging and for the tests of those edits; `--transform KEY=KERNELS`
+//! applies any rewrite of `transform::REGISTERED` (`--spill-to-shared`, `--regdem`: the same
+//! for the first two), each kept only where the checker proves it.
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -19,8 +21,13 @@ use crate::tune::proven;
 #[command(about = "Read a CUDA object, cubin, fatbin, executable or archive and write it back")]
 pub struct Args {
     /// Change nothing; fail unless the output is byte-identical to the input.
-    #[arg(long, conflicts_with_all = ["set_regs", "set_shared", "spill_to_shared", "regdem"], required_unless_present_any = ["set_regs", "set_shared", "spill_to_shared", "regdem"])]
+    #[arg(long, conflicts_with_all = ["set_regs", "set_shared", "spill_to_shared", "regdem", "transform"], required_unless_present_any = ["set_regs", "set_shared", "spill_to_shared", "regdem", "transform"])]
     pub identity: bool,
+    /// Apply the registered rewrite KEY (`spill2smem`, `regdem`, ...) to these kernels
+    /// (mangled names; `all` for every kernel), each rewrite proved by the translation checker;
+    /// repeatable. The rewrite may reach `--max-registers` (`--target-registers`) registers.
+    #[arg(long, value_name = "KEY=KERNEL,...", value_parser = transform_kernels)]
+    pub transform: Vec<(String, Vec<String>)>,
     /// Move the register spills of these kernels (mangled names; `all` for every kernel that
     /// spills) into shared memory, each rewrite proved by the translation checker.
     #[arg(long, value_name = "KERNEL", num_args = 1, value_delimiter = ',')]
@@ -37,8 +44,9 @@ pub struct Args {
         conflicts_with = "spill_to_shared"
     )]
     pub regdem: Vec<String>,
-    /// The register budget register demotion must reach (an occupancy cliff: 32, 40, 48, ...).
-    #[arg(long, value_name = "N", requires = "regdem")]
+    /// The register budget register demotion must reach (an occupancy cliff: 32, 40, 48, ...);
+    /// the same as `--max-registers` for `--transform`.
+    #[arg(long, value_name = "N", conflicts_with = "max_registers")]
     pub target_registers: Option<u32>,
     /// Threads per block to lay spill slots out for, where a kernel declares no launch bounds
     /// (else 1024).
@@ -46,7 +54,7 @@ pub struct Args {
     pub block_size: Option<u32>,
     /// Register count the spill rewrite may reach (default: the limit the kernel was compiled
     /// under).
-    #[arg(long, value_name = "N", requires = "spill_to_shared")]
+    #[arg(long, value_name = "N")]
     pub max_registers: Option<u32>,
     /// Set a kernel's register count (in every cubin that has the kernel): KERNEL=N, mangled name.
     #[arg(long, value_name = "KERNEL=N", value_parser = kernel_value)]
@@ -59,6 +67,29 @@ pub struct Args {
     pub output: PathBuf,
     #[arg(value_name = "IN")]
     pub input: PathBuf,
+}
+
+/// `KEY=KERNEL,...` of `--transform`, KEY one of the registered rewrites.
+fn transform_kernels(s: &str) -> Result<(String, Vec<String>), String> {
+    let (key, kernels) = s
+        .split_once('=')
+        .ok_or_else(|| format!("expected KEY=KERNEL,..., got {s:?}"))?;
+    let keys = transform::keys();
+    if !keys.contains(&key) {
+        return Err(format!(
+            "unknown transform {key:?} (use {})",
+            keys.join(", ")
+        ));
+    }
+    let kernels: Vec<String> = kernels
+        .split(',')
+        .filter(|k| !k.is_empty())
+        .map(str::to_string)
+        .collect();
+    if kernels.is_empty() {
+        return Err(format!("no kernel named for {key}"));
+    }
+    Ok((key.to_string(), kernels))
 }
 
 fn kernel_value(s: &str) -> Result<(String, u64), String> {
@@ -160,18 +191,16 @@ fn rewrite(args: &Args) -> Result<(), String> {
             Ok(None)
         })
         .map_err(|e| at(&e))?;
+    let named: Vec<String> = asked(args)
+        .into_iter()
+        .flat_map(|(_, kernels, _)| kernels)
+        .collect();
     let missing: Vec<&str> = args
         .set_regs
         .iter()
         .chain(&args.set_shared)
         .map(|(k, _)| k.as_str())
-        .chain(
-            args.spill_to_shared
-                .iter()
-                .chain(&args.regdem)
-                .map(String::as_str)
-                .filter(|k| *k != "all"),
-        )
+        .chain(named.iter().map(String::as_str).filter(|k| *k != "all"))
         .filter(|k| !found.contains(*k))
         .collect();
     if !missing.is_empty() {
@@ -190,20 +219,37 @@ fn rewrite(args: &Args) -> Result<(), String> {
 }
 
 /// The rewrites asked for, in the order they are registered: each with the kernels named
-/// for it (`all`: every kernel) and the register count it may reach.
-fn asked(args: &Args) -> Vec<(&'static dyn Transform, &[String], Option<u32>)> {
+/// for it (`all`: every kernel; the kernels of every `--transform` naming it and of its alias
+/// flag) and the register count it may reach.
+fn asked(args: &Args) -> Vec<(&'static dyn Transform, Vec<String>, Option<u32>)> {
+    // The flags that predate `--transform`, kept as aliases (tests and the README use them).
+    let aliases: [(&str, &Vec<String>); 2] = [
+        (SPILL_TO_SHARED, &args.spill_to_shared),
+        (REGDEM, &args.regdem),
+    ];
+    let max_registers = args.max_registers.or(args.target_registers);
     transform::REGISTERED
         .iter()
         .filter_map(|&t| {
-            let (kernels, max_registers) = match t.key() {
-                "spill2smem" => (&args.spill_to_shared, args.max_registers),
-                "regdem" => (&args.regdem, args.target_registers),
-                _ => return None,
-            };
-            Some((t, &kernels[..], max_registers))
+            let kernels: Vec<String> = aliases
+                .iter()
+                .filter(|(key, _)| *key == t.key())
+                .flat_map(|(_, kernels)| kernels.iter().cloned())
+                .chain(
+                    args.transform
+                        .iter()
+                        .filter(|(key, _)| key == t.key())
+                        .flat_map(|(_, kernels)| kernels.iter().cloned()),
+                )
+                .collect();
+            (!kernels.is_empty()).then_some((t, kernels, max_registers))
         })
         .collect()
 }
+
+/// The keys the alias flags stand for.
+const SPILL_TO_SHARED: &str = "spill2smem";
+const REGDEM: &str = "regdem";
 
 fn first_difference(a: &[u8], b: &[u8]) -> String {
     match a.iter().zip(b).position(|(x, y)| x != y) {
@@ -240,5 +286,40 @@ mod tests {
         assert!(kernel_value("k").is_err());
         assert!(kernel_value("=3").is_err());
         assert!(kernel_value("k=x").is_err());
+    }
+
+    #[test]
+    fn transform_flags() {
+        assert_eq!(
+            transform_kernels("regdem=a,b"),
+            Ok(("regdem".into(), vec!["a".into(), "b".into()]))
+        );
+        assert!(
+            transform_kernels("nothing=all")
+                .unwrap_err()
+                .contains("unknown transform")
+        );
+        assert!(transform_kernels("regdem=").is_err() && transform_kernels("regdem").is_err());
+        // `--transform` and the alias flag name the same rewrite; each appears once, in
+        // registration order, with the register count to reach.
+        let args = Args::try_parse_from([
+            "rewrite",
+            "--regdem",
+            "k",
+            "--transform",
+            "regdem=all",
+            "--target-registers",
+            "40",
+            "in.o",
+            "-o",
+            "out.o",
+        ])
+        .unwrap();
+        let a = asked(&args);
+        assert_eq!(a.len(), 1);
+        assert_eq!(
+            (a[0].0.key(), &a[0].1[..], a[0].2),
+            ("regdem", &["k".to_string(), "all".into()][..], Some(40))
+        );
     }
 }

@@ -54,7 +54,7 @@ fn pack(args: &Args) -> Result<String, String> {
     tmp.persist(&target)
         .map_err(|e| format!("cannot write {}: {}", target.display(), e.error))?;
     // The shim `nvcc-orion --dryrun` puts on the listing's PATH, from the same settings.
-    let (settings, _) = Settings::read(&|k| std::env::var(k).ok(), &[]);
+    let (settings, _) = Settings::read(&|k| std::env::var(k).ok(), &[], &crate::transform::keys());
     let shim = dryrun_shim::shim_dir(&dryrun_shim::shim_root(&settings), &exe)
         .map_err(|e| format!("cannot make the ptxas shim: {e}"))?
         .join("ptxas");

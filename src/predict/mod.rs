@@ -5,7 +5,7 @@
 //! re-export them under their old paths.
 
 pub use crate::arch::limits as arch;
-pub mod latency;
+pub(crate) mod latency;
 pub mod occupancy;
 pub mod stalls;
 

@@ -6,15 +6,15 @@
 //! compare with), a class per mnemonic, encodings, operand tables and re-layout. What differs
 //! per architecture is asked of [`crate::arch`].
 
-pub mod class;
+pub(crate) mod class;
 pub mod control;
 pub mod decode;
 pub mod encode;
 pub mod ir;
 pub mod listing;
 pub mod opcode;
-pub mod opcodes;
-pub mod operands;
+pub(crate) mod opcodes;
+pub(crate) mod operands;
 pub mod raw;
 pub mod relayout;
 

@@ -237,11 +237,6 @@ pub static RULES: &[Rule] = &[
     r(Op::Kill, &[], NoDest, One),
 ];
 
-/// The rule for an opcode (`IMAD.WIDE.U32`), if any.
-pub fn rule(family: Family, opcode: &str) -> Option<&'static Rule> {
-    rule_for(family, &Opcode::from(opcode))
-}
-
 /// The rule for a parsed opcode, if any ([`Op::Other`] has none).
 pub fn rule_for(_family: Family, opcode: &Opcode) -> Option<&'static Rule> {
     let op = opcode.op();

@@ -14,10 +14,10 @@
 //! [`REGISTERED`]; adding one is a new module and one line there (docs/adding-a-rewrite.md).
 
 pub mod area;
-pub mod prologue;
+pub(crate) mod prologue;
 pub mod regdem;
 pub mod seam;
-pub mod section;
+pub(crate) mod section;
 pub mod spill_to_shared;
 pub mod stack;
 
@@ -26,6 +26,12 @@ pub use seam::{Checks, Claim, Rewritten, Transform};
 /// Every rewrite the tuner may offer and `nvcc-orion rewrite` may apply, one line each, in
 /// the order the tuner builds their variants and the final assembly applies them.
 pub const REGISTERED: &[&dyn Transform] = &[&spill_to_shared::SpillToShared, &regdem::Regdem];
+
+/// The keys of [`REGISTERED`] in order: the names the settings accept (`--orion-transforms=`,
+/// `--orion-force=`; `settings` is a leaf and is handed them).
+pub fn keys() -> Vec<&'static str> {
+    REGISTERED.iter().map(|t| t.key()).collect()
+}
 
 use std::fmt;
 

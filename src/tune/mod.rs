@@ -6,18 +6,18 @@
 //! baseline. Any internal failure leaves the baseline (what plain nvcc makes) with one
 //! warning line.
 
-pub mod assemble;
-pub mod candidates;
-pub mod evaluate;
-pub mod keep;
-pub mod plan;
+pub(crate) mod assemble;
+pub(crate) mod candidates;
+pub(crate) mod evaluate;
+pub(crate) mod keep;
+pub(crate) mod plan;
 pub mod proven;
 pub mod ptx;
-pub mod ptxas_args;
-pub mod record;
-pub mod select;
-pub mod step;
-pub mod variants;
+pub(crate) mod ptxas_args;
+pub(crate) mod record;
+pub(crate) mod select;
+pub(crate) mod step;
+pub(crate) mod variants;
 
 use std::io::Write;
 use std::path::Path;

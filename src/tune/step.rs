@@ -24,7 +24,7 @@ use crate::sass::raw;
 use crate::settings::Settings;
 use crate::transform::Transform;
 
-pub use super::record::{KeptCubins, KernelRecord, Pruned, TuneError, Tuned, Verdict};
+pub use super::record::{KeptCubins, KernelRecord, TuneError, Tuned};
 
 fn io_err(what: &Path) -> impl FnOnce(std::io::Error) -> TuneError + '_ {
     move |e| TuneError::Io(format!("{}: {e}", what.display()))
