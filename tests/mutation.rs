@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use nvcc_orion::cubin::{Cubin, OffsetMap};
+use nvcc_orion::sass::Op;
 use nvcc_orion::sass::control::Control;
 use nvcc_orion::sass::decode;
 use nvcc_orion::sass::encode::{self, RegField};
@@ -163,13 +164,13 @@ fn images<'a>(
     before: &'a [Function],
     after: &'a [Function],
     map: &OffsetMap,
-    from: &str,
-    to: &str,
+    from: Op,
+    to: Op,
 ) -> Vec<(&'a Instr, &'a Instr)> {
     instrs(before)
-        .filter(|i| i.base() == from)
+        .filter(|i| i.op() == from)
         .filter_map(|i| Some((i, at(after, map.map(i.offset)?)?)))
-        .filter(|(_, a)| a.base() == to)
+        .filter(|(_, a)| a.op() == to)
         .collect()
 }
 
@@ -186,7 +187,7 @@ fn slot_offset(w: u128) -> u64 {
 /// spill base.
 fn patch_base_lea(e: &Env<Rewrite>, f: impl Fn(u128) -> u128) -> Option<(Vec<u8>, Rewrite)> {
     let p = inserted(&e.after, &e.r.inserted).into_iter().find(|i| {
-        i.base() == "LEA"
+        i.op() == Op::Lea
             && i.gpr_writes().contains(&e.r.base_reg)
             && i.operands.iter().any(|o| o.text.starts_with("c["))
     })?;
@@ -202,7 +203,7 @@ fn inserted<'a>(after: &'a [Function], ins: &[u64]) -> Vec<&'a Instr> {
 fn spill_mutations() -> Vec<Mutation<Rewrite>> {
     vec![
         ("wrong slot on a moved store (STS offset + stride)", |e| {
-            let (_, s) = *images(&e.before, &e.after, &e.r.map, "STL", "STS").first()?;
+            let (_, s) = *images(&e.before, &e.after, &e.r.map, Op::Stl, Op::Sts).first()?;
             let stride = u64::from(e.r.stride);
             let b = patch(e, s.offset, |w| {
                 encode::set_bits(w, 40, 24, slot_offset(w) + stride)
@@ -210,7 +211,7 @@ fn spill_mutations() -> Vec<Mutation<Rewrite>> {
             Some((b, e.r.clone()))
         }),
         ("wrong slot on a moved load (LDS offset + stride)", |e| {
-            let (_, l) = *images(&e.before, &e.after, &e.r.map, "LDL", "LDS").first()?;
+            let (_, l) = *images(&e.before, &e.after, &e.r.map, Op::Ldl, Op::Lds).first()?;
             let stride = u64::from(e.r.stride);
             let b = patch(e, l.offset, |w| {
                 encode::set_bits(w, 40, 24, slot_offset(w) + stride)
@@ -223,12 +224,12 @@ fn spill_mutations() -> Vec<Mutation<Rewrite>> {
         (
             "wrong width: a moved STL.64 narrowed to 32 bits (its second STS made a NOP)",
             |e| {
-                let s2 = images(&e.before, &e.after, &e.r.map, "STL", "STS")
+                let s2 = images(&e.before, &e.after, &e.r.map, Op::Stl, Op::Sts)
                     .into_iter()
                     .filter(|(o, _)| width(o) == 5)
                     .find_map(|(_, s)| {
                         at(&e.after, s.offset + 16)
-                            .filter(|n| n.base() == "STS" && e.r.inserted.contains(&n.offset))
+                            .filter(|n| n.op() == Op::Sts && e.r.inserted.contains(&n.offset))
                     })?;
                 let b = patch(e, s2.offset, |w| {
                     let c = encode::get_bits(w, 105, 23);
@@ -240,7 +241,7 @@ fn spill_mutations() -> Vec<Mutation<Rewrite>> {
             },
         ),
         ("wrong width: a moved 32-bit STS narrowed to STS.U16", |e| {
-            let (_, s) = *images(&e.before, &e.after, &e.r.map, "STL", "STS")
+            let (_, s) = *images(&e.before, &e.after, &e.r.map, Op::Stl, Op::Sts)
                 .iter()
                 .find(|(_, s)| width(s) == 4)?;
             Some((
@@ -249,7 +250,7 @@ fn spill_mutations() -> Vec<Mutation<Rewrite>> {
             ))
         }),
         ("wrong width: moved 32-bit LDS made LDS.64", |e| {
-            let (_, l) = *images(&e.before, &e.after, &e.r.map, "LDL", "LDS")
+            let (_, l) = *images(&e.before, &e.after, &e.r.map, Op::Ldl, Op::Lds)
                 .iter()
                 .find(|(_, l)| width(l) == 4)?;
             Some((
@@ -258,7 +259,7 @@ fn spill_mutations() -> Vec<Mutation<Rewrite>> {
             ))
         }),
         ("dropped write scoreboard of a moved LDS", |e| {
-            let (_, l) = *images(&e.before, &e.after, &e.r.map, "LDL", "LDS")
+            let (_, l) = *images(&e.before, &e.after, &e.r.map, Op::Ldl, Op::Lds)
                 .iter()
                 .find(|(_, l)| l.ctrl.write_sb.is_some())?;
             Some((
@@ -267,7 +268,7 @@ fn spill_mutations() -> Vec<Mutation<Rewrite>> {
             ))
         }),
         ("dropped read scoreboard of a moved STS", |e| {
-            let (_, s) = *images(&e.before, &e.after, &e.r.map, "STL", "STS")
+            let (_, s) = *images(&e.before, &e.after, &e.r.map, Op::Stl, Op::Sts)
                 .iter()
                 .find(|(_, s)| s.ctrl.read_sb.is_some())?;
             Some((
@@ -278,7 +279,7 @@ fn spill_mutations() -> Vec<Mutation<Rewrite>> {
         (
             "wrong wait mask: an LDS's consumer does not wait for it",
             |e| {
-                let (_, l) = *images(&e.before, &e.after, &e.r.map, "LDL", "LDS")
+                let (_, l) = *images(&e.before, &e.after, &e.r.map, Op::Ldl, Op::Lds)
                     .iter()
                     .find(|(_, l)| l.ctrl.write_sb.is_some())?;
                 let sb = l.ctrl.write_sb?;
@@ -322,7 +323,7 @@ fn spill_mutations() -> Vec<Mutation<Rewrite>> {
             let ins = inserted(&e.after, &e.r.inserted);
             let p = ins
                 .iter()
-                .find(|i| i.base() == "S2R" && encode::get_bits(i.raw, 72, 8) == 0x22)?;
+                .find(|i| i.op() == Op::S2r && encode::get_bits(i.raw, 72, 8) == 0x22)?;
             Some((
                 patch(e, p.offset, |w| encode::set_bits(w, 72, 8, 0x21)),
                 e.r.clone(),
@@ -333,7 +334,7 @@ fn spill_mutations() -> Vec<Mutation<Rewrite>> {
             |e| {
                 let n = inserted(&e.after, &e.r.inserted)
                     .into_iter()
-                    .find(|i| i.base() == "NOP" && i.ctrl.wait_mask != 0)?;
+                    .find(|i| i.op() == Op::Nop && i.ctrl.wait_mask != 0)?;
                 Some((
                     patch(e, n.offset, |w| ctrl(w, |c| c.wait_mask = 0)),
                     e.r.clone(),
@@ -341,7 +342,7 @@ fn spill_mutations() -> Vec<Mutation<Rewrite>> {
             },
         ),
         ("swapped operands: data register of a moved STS", |e| {
-            let (_, s) = *images(&e.before, &e.after, &e.r.map, "STL", "STS").first()?;
+            let (_, s) = *images(&e.before, &e.after, &e.r.map, Op::Stl, Op::Sts).first()?;
             let b = patch(e, s.offset, |w| {
                 let d = encode::reg(w, RegField::B);
                 encode::set_reg(w, RegField::B, if d == 255 { 0 } else { d ^ 2 })
@@ -349,7 +350,7 @@ fn spill_mutations() -> Vec<Mutation<Rewrite>> {
             Some((b, e.r.clone()))
         }),
         ("wrong predicate: @P0 added to a moved STS", |e| {
-            let (_, s) = *images(&e.before, &e.after, &e.r.map, "STL", "STS")
+            let (_, s) = *images(&e.before, &e.after, &e.r.map, Op::Stl, Op::Sts)
                 .iter()
                 .find(|(_, s)| encode::guard(s.raw) == (7, false))?;
             Some((
@@ -362,7 +363,7 @@ fn spill_mutations() -> Vec<Mutation<Rewrite>> {
             |e| {
                 let p = inserted(&e.after, &e.r.inserted)
                     .into_iter()
-                    .find(|i| encode::guard(i.raw) == (7, false) && i.base() != "NOP")?;
+                    .find(|i| encode::guard(i.raw) == (7, false) && i.op() != Op::Nop)?;
                 Some((
                     patch(e, p.offset, |w| encode::set_guard(w, 0, true)),
                     e.r.clone(),
@@ -370,12 +371,12 @@ fn spill_mutations() -> Vec<Mutation<Rewrite>> {
             },
         ),
         ("an LDS turned back into LDL", |e| {
-            let (_, l) = *images(&e.before, &e.after, &e.r.map, "LDL", "LDS").first()?;
+            let (_, l) = *images(&e.before, &e.after, &e.r.map, Op::Ldl, Op::Lds).first()?;
             let b = patch(e, l.offset, |w| encode::swap_local_shared(w).unwrap());
             Some((b, e.r.clone()))
         }),
         ("an image whose scoreboard changed (moved LDS)", |e| {
-            let (_, l) = *images(&e.before, &e.after, &e.r.map, "LDL", "LDS")
+            let (_, l) = *images(&e.before, &e.after, &e.r.map, Op::Ldl, Op::Lds)
                 .iter()
                 .find(|(_, l)| l.ctrl.write_sb.is_some())?;
             let sb = l.ctrl.write_sb?;
@@ -402,12 +403,12 @@ fn spill_mutations() -> Vec<Mutation<Rewrite>> {
             let k = r
                 .inserted
                 .iter()
-                .rposition(|&o| at(&e.after, o).is_some_and(|i| i.base() != "NOP"))?;
+                .rposition(|&o| at(&e.after, o).is_some_and(|i| i.op() != Op::Nop))?;
             r.inserted.remove(k);
             Some((e.rewritten.clone(), r))
         }),
         ("claim: map off by one instruction", |e| {
-            let (o, s) = *images(&e.before, &e.after, &e.r.map, "STL", "STS").first()?;
+            let (o, s) = *images(&e.before, &e.after, &e.r.map, Op::Stl, Op::Sts).first()?;
             let mut r = e.r.clone();
             let next = e.r.map.map(o.offset + 16)?;
             r.map.insert(o.offset, s.offset + 16);
@@ -445,22 +446,22 @@ fn renamed_at_boundary(e: &Env<regdem::Rewrite>) -> Vec<(u8, u8)> {
 }
 
 fn regdem_mutations() -> Vec<Mutation<regdem::Rewrite>> {
-    fn access<'a>(e: &'a Env<regdem::Rewrite>, base: &str) -> Option<&'a Instr> {
+    fn access(e: &Env<regdem::Rewrite>, op: Op) -> Option<&Instr> {
         e.r.accesses
             .iter()
             .filter_map(|&o| at(&e.after, o))
-            .find(|i| i.base() == base)
+            .find(|i| i.op() == op)
     }
     vec![
         ("dropped write scoreboard of an inserted LDS", |e| {
-            let l = access(e, "LDS")?;
+            let l = access(e, Op::Lds)?;
             Some((
                 patch(e, l.offset, |w| ctrl(w, |c| c.write_sb = None)),
                 e.r.clone(),
             ))
         }),
         ("dropped read scoreboard of an inserted STS", |e| {
-            let s = access(e, "STS")?;
+            let s = access(e, Op::Sts)?;
             Some((
                 patch(e, s.offset, |w| ctrl(w, |c| c.read_sb = None)),
                 e.r.clone(),
@@ -469,7 +470,7 @@ fn regdem_mutations() -> Vec<Mutation<regdem::Rewrite>> {
         (
             "wrong wait mask: an inserted LDS's consumer does not wait",
             |e| {
-                let l = access(e, "LDS")?;
+                let l = access(e, Op::Lds)?;
                 let sb = l.ctrl.write_sb?;
                 let waiter = instrs(&e.after)
                     .filter(|i| i.offset > l.offset)
@@ -479,7 +480,7 @@ fn regdem_mutations() -> Vec<Mutation<regdem::Rewrite>> {
             },
         ),
         ("wrong slot on an inserted STS", |e| {
-            let s = access(e, "STS")?;
+            let s = access(e, Op::Sts)?;
             let stride = u64::from(e.r.stride);
             let b = patch(e, s.offset, |w| {
                 encode::set_bits(w, 40, 24, slot_offset(w) + stride)
@@ -491,7 +492,7 @@ fn regdem_mutations() -> Vec<Mutation<regdem::Rewrite>> {
                 e.r.accesses
                     .iter()
                     .filter_map(|&o| at(&e.after, o))
-                    .find(|i| i.base() == "LDS" && encode::guard(i.raw) == (7, false))?;
+                    .find(|i| i.op() == Op::Lds && encode::guard(i.raw) == (7, false))?;
             Some((
                 patch(e, l.offset, |w| encode::set_guard(w, 0, false)),
                 e.r.clone(),
@@ -500,7 +501,7 @@ fn regdem_mutations() -> Vec<Mutation<regdem::Rewrite>> {
         (
             "reuse flag set on the instruction before an inserted LDS",
             |e| {
-                let l = access(e, "LDS")?;
+                let l = access(e, Op::Lds)?;
                 let f = e.after.iter().find(|f| f.index_of(l.offset).is_some())?;
                 let k = f.index_of(l.offset)?;
                 let prev = f.instrs[..k]
@@ -518,7 +519,7 @@ fn regdem_mutations() -> Vec<Mutation<regdem::Rewrite>> {
             |e| {
                 let i = instrs(&e.after).find(|i| {
                     i.gpr_writes().len() == 2
-                        && i.base() != "S2R"
+                        && i.op() != Op::S2r
                         && encode::reg(i.raw, RegField::Dst).is_multiple_of(2)
                         && encode::reg(i.raw, RegField::Dst) != 255
                 })?;
@@ -531,7 +532,7 @@ fn regdem_mutations() -> Vec<Mutation<regdem::Rewrite>> {
         (
             "value register renamed wrongly: an inserted LDS loads into another register",
             |e| {
-                let l = access(e, "LDS")?;
+                let l = access(e, Op::Lds)?;
                 let b = patch(e, l.offset, |w| {
                     encode::set_reg(w, RegField::Dst, encode::reg(w, RegField::Dst) ^ 1)
                 });
@@ -549,7 +550,7 @@ fn regdem_mutations() -> Vec<Mutation<regdem::Rewrite>> {
         }),
         ("claim: an inserted access missing", |e| {
             let mut r = e.r.clone();
-            let l = access(e, "LDS")?.offset;
+            let l = access(e, Op::Lds)?.offset;
             r.inserted.retain(|&o| o != l);
             Some((e.rewritten.clone(), r))
         }),

@@ -345,7 +345,7 @@ fn tensor_kernel_rewrites_keep_tuples_aligned_or_are_refused() {
                 fs.iter()
                     .filter(|g| g.section == section)
                     .flat_map(|g| g.instrs.iter())
-                    .filter(|i| tensor(&i.opcode))
+                    .filter(|i| tensor(i.opcode.as_str()))
                     .count()
             };
             let req = vec![(f.name.clone(), options(&cubin, &f.name, Some(regs - 8)))];

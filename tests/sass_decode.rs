@@ -244,7 +244,7 @@ fn live_counts_match_nvdisasm_plr() {
                 let key = (sections[f.section].clone(), ins.offset);
                 // nvdisasm -c leaves out the NOP padding after the last instruction.
                 let Some((want, want_set)) = oracle.get(&key) else {
-                    assert_eq!(ins.opcode, "NOP", "no -plr line for {key:?}");
+                    assert_eq!(ins.opcode.as_str(), "NOP", "no -plr line for {key:?}");
                     continue;
                 };
                 total += 1;
@@ -420,7 +420,7 @@ fn blocks_match_nvdisasm_bbcfg() {
                 .blocks()
                 .filter(|(id, _)| reach[id.index()])
                 .map(|(_, b)| f.instrs[b.first].offset)
-                .filter(|o| f.instrs[f.index_of(*o).unwrap()].opcode != "NOP")
+                .filter(|o| f.instrs[f.index_of(*o).unwrap()].opcode.as_str() != "NOP")
                 .collect();
             checked += 1;
             if &ours != want {

@@ -159,7 +159,7 @@ fn raw_decoding_agrees_with_nvdisasm() {
                 let ours = a.predicate.map(|p| p.to_string());
                 assert_eq!(pred(&ours), pred(&b.predicate), "{at}");
                 total += 1;
-                if !a.opcode.starts_with("UNKNOWN") {
+                if !a.opcode.as_str().starts_with("UNKNOWN") {
                     assert_eq!(a.op(), b.op(), "{at}");
                     assert_eq!(a.base(), b.base(), "{at}");
                     assert_eq!(a.class(), b.opcode.class(), "{at}");

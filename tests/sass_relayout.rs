@@ -235,7 +235,13 @@ fn compare_listings(
         // Everything else in the new function is a NOP.
         for j in &g.instrs {
             if !images.contains(&j.offset) {
-                assert_eq!(j.opcode, "NOP", "{label}: {} {:#x}", g.name, j.offset);
+                assert_eq!(
+                    j.opcode.as_str(),
+                    "NOP",
+                    "{label}: {} {:#x}",
+                    g.name,
+                    j.offset
+                );
                 counts.nops += 1;
             }
         }
@@ -906,8 +912,8 @@ fn local_to_shared_swap_keeps_operands() {
                         .collect()
                 };
                 assert_eq!(
-                    mods(&a.opcode),
-                    mods(&b.opcode),
+                    mods(a.opcode.as_str()),
+                    mods(b.opcode.as_str()),
                     "{} {:#x}",
                     f.name,
                     a.offset

@@ -307,7 +307,12 @@ fn spilling_kernels_move_to_shared_on_every_arch() {
                         .find_map(|f| f.index_of(new_off).map(|k| &f.instrs[k]));
                     // Trailing NOP padding is re-made, not mapped.
                     let Some(n) = found else {
-                        assert_eq!(i.opcode, "NOP", "sm_{arch} {kernel} {:#x}", i.offset);
+                        assert_eq!(
+                            i.opcode.as_str(),
+                            "NOP",
+                            "sm_{arch} {kernel} {:#x}",
+                            i.offset
+                        );
                         continue;
                     };
                     if spills.contains(&i.offset) && n.op() == i.op() {
@@ -350,7 +355,7 @@ fn spilling_kernels_move_to_shared_on_every_arch() {
             let drains: Vec<&nvcc_orion::sass::ir::Instr> = new
                 .iter()
                 .flat_map(|f| f.instrs.iter())
-                .filter(|i| r.inserted.contains(&i.offset) && i.opcode == "NOP")
+                .filter(|i| r.inserted.contains(&i.offset) && i.opcode.as_str() == "NOP")
                 .collect();
             assert!(drains.iter().all(|i| i.ctrl.wait_mask != 0));
             assert_eq!(drains.is_empty(), r.moves == 0, "sm_{arch} {kernel}");

@@ -3,6 +3,7 @@
 mod common;
 
 use common::fixtures::{self, Fixtures};
+use nvcc_orion::sass::Op;
 use nvcc_orion::sass::decode::{self, Decoded};
 use nvcc_orion::sass::ir::Function;
 use nvcc_orion::verify::{self, Claim};
@@ -131,7 +132,7 @@ fn identity_proves_every_section() {
             .functions
             .iter()
             .flat_map(|f| &f.instrs)
-            .filter(|i| i.base() == "BRX")
+            .filter(|i| i.op() == Op::Brx)
             .count();
         let (a, b, c) = check_sections(&p.display().to_string(), &d, &d, &HashMap::new());
         total = (total.0 + a, total.1 + b, total.2 + c);
@@ -353,11 +354,11 @@ impl Spilled {
         let mut wide_or_other: BTreeSet<i64> = BTreeSet::new();
         let mut cands = Vec::new();
         for ins in orig.iter().flat_map(|f| &f.instrs) {
-            if !matches!(ins.base(), "STL" | "LDL") {
+            if !matches!(ins.op(), Op::Stl | Op::Ldl) {
                 continue;
             }
             let Some(imm) = r1_imm(ins) else { continue };
-            let data = if ins.base() == "STL" {
+            let data = if ins.op() == Op::Stl {
                 ins.operands.last()
             } else {
                 ins.operands.first()
@@ -377,7 +378,7 @@ impl Spilled {
             if movable {
                 cands.push(Spill {
                     off: ins.offset,
-                    store: ins.base() == "STL",
+                    store: ins.op() == Op::Stl,
                     reg,
                     imm,
                     wide: width_bytes(ins) == 8,
@@ -653,7 +654,7 @@ fn breaks_flow(i: &Instr) -> bool {
     i.is_branch()
         || i.is_call()
         || i.is_exit()
-        || matches!(i.base(), "BSSY" | "BSYNC" | "WARPSYNC" | "BRX")
+        || matches!(i.op(), Op::Bssy | Op::Bsync | Op::Warpsync | Op::Brx)
 }
 
 impl Spilled {
@@ -1016,7 +1017,7 @@ fn slot_permutation_proves_and_inserted_branch_is_rejected() {
     let bra = s
         .kernel_instrs()
         .iter()
-        .find(|i| i.base() == "BRA")
+        .find(|i| i.op() == Op::Bra)
         .unwrap()
         .raw;
     let mid = s.kernel_instrs()[s.kernel_instrs().len() / 2].offset;

@@ -7,6 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use crate::sass::Op;
 use crate::sass::encode;
 use crate::sass::ir::{Function, Instr, OperandKind};
 
@@ -58,8 +59,8 @@ pub fn cut(f: &Function, instrs: &[Instr], starts: &[(u64, String, bool)]) -> Ve
 /// Ends control flow unconditionally.
 fn no_fall_through(ins: &Instr) -> bool {
     matches!(
-        ins.base(),
-        "BRA" | "BRX" | "JMP" | "JMX" | "EXIT" | "RET" | "KILL"
+        ins.op(),
+        Op::Bra | Op::Brx | Op::Jmp | Op::Jmx | Op::Exit | Op::Ret | Op::Kill
     ) && ins.always()
 }
 
@@ -147,7 +148,7 @@ fn callee_entries(
 fn split_form(f: &Function) -> Option<bool> {
     f.instrs.iter().find_map(|ins| {
         let t = ins.target?;
-        if ins.base() != "BRA" {
+        if ins.op() != Op::Bra {
             return None;
         }
         let plain = encode::direct_target(80, ins.offset, ins.raw) == Some(t);
@@ -171,7 +172,7 @@ fn reach(f: &Function, from: usize) -> Vec<bool> {
         if !no_fall_through(ins) {
             stack.push(i + 1);
         }
-        let jumps = matches!(ins.base(), "BRA" | "BRX" | "JMP" | "JMX")
+        let jumps = matches!(ins.op(), Op::Bra | Op::Brx | Op::Jmp | Op::Jmx)
             || (ins.is_call()
                 && ins.callee.is_none()
                 && !ins.has_mod("ABS")
@@ -204,7 +205,7 @@ pub fn split_orphans(f: Function) -> Vec<Function> {
     let mut cuts = vec![0usize];
     let mut i = last + 1;
     while i < n {
-        if f.instrs[i].base() == "NOP" {
+        if f.instrs[i].op() == Op::Nop {
             i += 1;
             continue;
         }

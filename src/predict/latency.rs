@@ -3,7 +3,6 @@
 //! weighting with the loop analysis in [`crate::analysis::loops`]. Re-exported here under
 //! the paths the predictor, the rewrites and the checker use.
 
-pub use crate::analysis::loops::{LOOP_FACTOR, MAX_LOOP_DEPTH};
 pub use crate::arch::latency::{
     MAX_THROUGHPUT, READ_RELEASE, SCHEDULERS_PER_SM, fixed_latency, scoreboard_latency, throughput,
 };

@@ -126,7 +126,7 @@ pub fn text(ins: &Instr) -> String {
         };
         s += &format!("@{neg}{file}{idx} ");
     }
-    s += &ins.opcode;
+    s += ins.opcode.as_str();
     let ops: Vec<&str> = ins.operands.iter().map(|o| o.text.as_str()).collect();
     if !ops.is_empty() {
         s += " ";

@@ -6,7 +6,6 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::ops::Deref;
 
 use super::class::OpClass;
 
@@ -240,8 +239,8 @@ ops! {
 }
 
 /// A mnemonic with its modifiers: the typed [`Op`], its [`OpClass`], and the text as printed.
-/// Reads as the text (`Deref<Target = str>`, `Display`, comparisons with `&str`) so code that
-/// treats opcodes as strings keeps working while it moves to [`Op`].
+/// Code asks [`Opcode::op`] and [`Opcode::has_mod`]/[`Opcode::modifiers`]; the text is only
+/// for printing ([`Display`](fmt::Display), [`Opcode::as_str`]).
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Opcode {
     op: Op,
@@ -300,13 +299,6 @@ impl Opcode {
     }
 }
 
-impl Deref for Opcode {
-    type Target = str;
-    fn deref(&self) -> &str {
-        &self.text
-    }
-}
-
 impl fmt::Display for Opcode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.text)
@@ -329,18 +321,6 @@ impl From<&str> for Opcode {
 impl From<String> for Opcode {
     fn from(s: String) -> Opcode {
         Opcode::new(s)
-    }
-}
-
-impl PartialEq<str> for Opcode {
-    fn eq(&self, other: &str) -> bool {
-        self.text.as_ref() == other
-    }
-}
-
-impl PartialEq<&str> for Opcode {
-    fn eq(&self, other: &&str) -> bool {
-        self.text.as_ref() == *other
     }
 }
 

@@ -40,7 +40,9 @@ use super::{TransformError, not_applicable};
 
 mod seam;
 use crate::analysis::Cfg;
+use crate::arch::ShaderModel;
 use crate::cubin::{Cubin, OffsetMap};
+use crate::sass::Op;
 use crate::sass::control::Control;
 use crate::sass::encode::{self, RegField};
 use crate::sass::ir::{Function, Instr, OperandKind, RZ};
@@ -116,7 +118,7 @@ pub fn spill_to_shared(
     opts: Options,
 ) -> Result<Rewrite, TransformError> {
     let sm = cubin.arch();
-    if !(relayout::MIN_SM..=90).contains(&sm) {
+    if !ShaderModel::of(sm).rewrites {
         return Err(not_applicable(format!("sm_{sm} code is not rewritten")));
     }
     let info = cubin
@@ -303,7 +305,7 @@ pub fn spill_to_shared(
             Some(Access {
                 offset: ins.offset,
                 raw: ins.raw,
-                load: ins.base() == "LDL",
+                load: ins.op() == Op::Ldl,
                 imms: (0..i64::from(width))
                     .map(|k| Some(area.imm(slot(fi, imm / 4 + k)?)))
                     .collect::<Option<Vec<u32>>>()?,
@@ -482,7 +484,7 @@ fn frame_unused(funcs: &[&Function], accesses: &[Access]) -> bool {
 
 /// `(imm, words)` of an `STL/LDL [R1+imm]` (`.64`: 2 words, `.128`: 4).
 fn r1_access(ins: &Instr) -> Option<(i64, u32)> {
-    if !matches!(ins.base(), "STL" | "LDL") {
+    if !matches!(ins.op(), Op::Stl | Op::Ldl) {
         return None;
     }
     let addr = ins.operands.iter().find_map(|o| match o.kind {
@@ -578,7 +580,7 @@ fn word_liveness(
             && let Some((imm, width)) = r1_access(ins)
         {
             let words = (0..i64::from(width)).map(|k| imm / 4 + k);
-            if ins.base() == "LDL" {
+            if ins.op() == Op::Ldl {
                 live.extend(words);
             } else if ins.always() {
                 for w in words {
@@ -689,8 +691,8 @@ fn cross_words(
 /// A spill load and store of the section to build the stack's moves from (any width; the
 /// move words are made 32-bit).
 fn move_templates(spills: &[(usize, &Instr, i64, u32)]) -> Option<(u128, u128)> {
-    let ld = spills.iter().find(|s| s.1.base() == "LDL")?.1.raw;
-    let st = spills.iter().find(|s| s.1.base() == "STL")?.1.raw;
+    let ld = spills.iter().find(|s| s.1.op() == Op::Ldl)?.1.raw;
+    let st = spills.iter().find(|s| s.1.op() == Op::Stl)?.1.raw;
     Some((ld, st))
 }
 

@@ -8,6 +8,7 @@ use super::candidates::{self, KernelPlan};
 use super::ptx::Budget;
 use super::record::Pruned;
 use super::variants::Budgets;
+use crate::arch::ShaderModel;
 use crate::cubin::Cubin;
 use crate::predict::Arch;
 use crate::predict::stalls::{Cost, combine, function_cost};
@@ -63,7 +64,7 @@ pub fn plan(arch: Arch, baseline: &Cubin, functions: &[Function], settings: &Set
 /// whole-program code for sm_75-90 (docs/DESIGN.md §Rewrites), each at the budgets it names
 /// ([`Transform::offer`]) from each kernel's plain ones.
 fn offer_rewrites(kernels: &mut [KernelPlan], sm: u32, relocatable: bool, settings: &Settings) {
-    if !(75..=90).contains(&sm) || relocatable {
+    if !ShaderModel::of(sm).rewrites || relocatable {
         return;
     }
     for t in transform::REGISTERED {

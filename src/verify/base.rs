@@ -37,9 +37,10 @@
 use std::collections::BTreeMap;
 
 use super::SpillBase;
+use crate::arch::ShaderModel;
 use crate::cubin::Cubin;
 use crate::predict::latency::fixed_latency;
-use crate::sass::OpClass;
+use crate::sass::Op;
 use crate::sass::ir::{Function, Instr, OperandKind, RZ};
 
 /// The most threads a block may have on sm_75-90, and its largest z extent.
@@ -205,7 +206,7 @@ struct Reg {
 
 /// Prove `base` for the rewritten kernel `f` under `launch`.
 pub fn prove(f: &Function, base: &SpillBase, launch: &Launch) -> Result<BaseProof, String> {
-    if !(75..=90).contains(&launch.sm) {
+    if !ShaderModel::of(launch.sm).rewrites {
         return Err(format!(
             "sm_{} driver constants are not modelled",
             launch.sm
@@ -237,7 +238,7 @@ fn evaluate(f: &Function, base: &SpillBase, sm: u32) -> Result<Poly, String> {
     let mut regs: BTreeMap<u8, Reg> = BTreeMap::new();
     let mut now: u64 = 0;
     for ins in &f.instrs[..=end] {
-        if ins.is_branch() || ins.is_call() || ins.is_exit() || ins.base() == "BSSY" {
+        if ins.is_branch() || ins.is_call() || ins.is_exit() || ins.op() == Op::Bssy {
             return Err(format!(
                 "`{}` at {:#x} transfers control before the base is defined",
                 ins.opcode, ins.offset
@@ -256,7 +257,7 @@ fn evaluate(f: &Function, base: &SpillBase, sm: u32) -> Result<Poly, String> {
             Err(format!("written under a guard at {:#x}", ins.offset))
         };
         let writes = ins.gpr_writes();
-        let variable = fixed_latency(sm, OpClass::of(&ins.opcode)).is_none();
+        let variable = fixed_latency(sm, ins.class()).is_none();
         for &w in &writes {
             let val = if writes.len() == 1 {
                 val.clone()
@@ -279,7 +280,7 @@ fn evaluate(f: &Function, base: &SpillBase, sm: u32) -> Result<Poly, String> {
                     ),
                 }
             } else {
-                let lat = fixed_latency(sm, OpClass::of(&ins.opcode)).unwrap_or(0);
+                let lat = fixed_latency(sm, ins.class()).unwrap_or(0);
                 (val, None, now + u64::from(lat))
             };
             regs.insert(
@@ -400,8 +401,8 @@ fn interpret(ins: &Instr, regs: &BTreeMap<u8, Reg>, now: u64) -> Val {
     };
     let mods: Vec<&str> = ins.modifiers().collect();
     let only = |allowed: &[&str]| mods.iter().all(|m| allowed.contains(m));
-    match ins.base() {
-        "S2R" => match ins.operands.get(1).map(|o| &o.kind) {
+    match ins.op() {
+        Op::S2r => match ins.operands.get(1).map(|o| &o.kind) {
             Some(OperandKind::SpecialReg(s)) => match s.as_str() {
                 "SR_TID.X" => Ok(Poly::atom(Atom::TidX)),
                 "SR_TID.Y" => Ok(Poly::atom(Atom::TidY)),
@@ -411,14 +412,14 @@ fn interpret(ins: &Instr, regs: &BTreeMap<u8, Reg>, now: u64) -> Val {
             },
             _ => unmodelled(),
         },
-        "MOV" if mods.is_empty() && srcs.len() == 1 => src(0),
-        "LDC" if mods.is_empty() && srcs.len() == 1 => src(0),
-        "IMAD" if only(&["MOV", "SHL", "IADD", "U32"]) && srcs.len() == 3 => {
+        Op::Mov if mods.is_empty() && srcs.len() == 1 => src(0),
+        Op::Ldc if mods.is_empty() && srcs.len() == 1 => src(0),
+        Op::Imad if only(&["MOV", "SHL", "IADD", "U32"]) && srcs.len() == 3 => {
             Ok(src(0)?.mul(&src(1)?).add(&src(2)?))
         }
-        "IADD3" if mods.is_empty() && srcs.len() == 3 => Ok(src(0)?.add(&src(1)?).add(&src(2)?)),
-        "IADD" | "VIADD" if mods.is_empty() && srcs.len() == 2 => Ok(src(0)?.add(&src(1)?)),
-        "LEA" if mods.is_empty() && srcs.len() == 3 => {
+        Op::Iadd3 if mods.is_empty() && srcs.len() == 3 => Ok(src(0)?.add(&src(1)?).add(&src(2)?)),
+        Op::Iadd | Op::Viadd if mods.is_empty() && srcs.len() == 2 => Ok(src(0)?.add(&src(1)?)),
+        Op::Lea if mods.is_empty() && srcs.len() == 3 => {
             let s = match &ins.operands[srcs[2]].kind {
                 OperandKind::Imm(t) => imm(t).filter(|&s| s < 32),
                 _ => None,
@@ -426,7 +427,7 @@ fn interpret(ins: &Instr, regs: &BTreeMap<u8, Reg>, now: u64) -> Val {
             .ok_or_else(|| format!("{}: shift is not an immediate", here()))?;
             Ok(src(0)?.shl(s).add(&src(1)?))
         }
-        "SHF" if mods == ["L", "U32"] && srcs.len() == 3 => {
+        Op::Shf if mods == ["L", "U32"] && srcs.len() == 3 => {
             let s = match &ins.operands[srcs[1]].kind {
                 OperandKind::Imm(t) => imm(t).filter(|&s| s < 32),
                 _ => None,
@@ -519,7 +520,11 @@ fn check_value(value: &Poly, base: &SpillBase, launch: &Launch) -> Result<BasePr
     if dyn_coef != 1 {
         return fail("does not start after the dynamic shared memory (D once)".into());
     }
-    let want_rank = if launch.sm >= 90 { 1 << 24 } else { 0 };
+    let want_rank = if ShaderModel::of(launch.sm).shared_cluster_rank {
+        1 << 24
+    } else {
+        0
+    };
     if rank_coef != want_rank {
         return fail(format!(
             "has the cluster rank at {rank_coef:#x}, not {want_rank:#x} as sm_{} shared addresses need",

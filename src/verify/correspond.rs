@@ -13,6 +13,7 @@ use super::semantics::{
     CallKind, access_bytes, addr_of, call_kind, hexo, no_fall_through, operands_text, r1_imm,
     sub_word, transfers_control, words,
 };
+use crate::sass::Op;
 use crate::sass::ir::{Instr, OperandKind};
 
 impl<'a> Section<'a> {
@@ -22,7 +23,7 @@ impl<'a> Section<'a> {
     /// CFG like any other path, so entering them first changes nothing the values check does
     /// not see. Other kinds of targets (`BSSY` reconvergence points, calls) must be images.
     pub(super) fn enters_before_image(&self, fk: usize, ins: &Instr, target: Option<u64>) -> bool {
-        if !matches!(ins.base(), "BRA" | "JMP") {
+        if !matches!(ins.op(), Op::Bra | Op::Jmp) {
             return false;
         }
         let (Some(t), Some(ot)) = (target, ins.target) else {
@@ -140,9 +141,9 @@ impl<'a> Section<'a> {
         let a = &self.orig[fk];
         let name = &a.name;
         // Targets.
-        let base = ins.base();
-        let direct = matches!(base, "BRA" | "BSSY" | "JMP")
-            || (base == "CALL"
+        let op = ins.op();
+        let direct = matches!(op, Op::Bra | Op::Bssy | Op::Jmp)
+            || (op == Op::Call
                 && matches!(
                     call_kind(ins, a, &self.names),
                     CallKind::Jump(_) | CallKind::Unknown
@@ -166,14 +167,14 @@ impl<'a> Section<'a> {
                 );
             }
         }
-        if matches!(base, "BRA" | "JMP") && ins.target.is_none_or(|t| a.index_of(t).is_none()) {
+        if matches!(op, Op::Bra | Op::Jmp) && ins.target.is_none_or(|t| a.index_of(t).is_none()) {
             return reject(
                 name,
                 r.offset,
                 format!("`{}` has no target inside the function", ins.opcode),
             );
         }
-        if matches!(base, "BRX" | "JMX") {
+        if matches!(op, Op::Brx | Op::Jmx) {
             if ins.targets.is_empty() {
                 return reject(name, r.offset, "jump table with no known targets");
             }
@@ -208,7 +209,7 @@ impl<'a> Section<'a> {
     /// stores only to a spill slot.
     fn check_inserted(&self, fk: usize, r: &Instr) -> Result<(), Rejection> {
         let name = &self.orig[fk].name;
-        let base = r.base();
+        let op = r.op();
         if r.unknown {
             return reject(
                 name,
@@ -223,13 +224,13 @@ impl<'a> Section<'a> {
                 format!("inserted `{}` transfers control or synchronises", r.opcode),
             );
         }
-        let store_ok = match base {
-            "STS" => self.base_slot(r).is_some(),
-            "STL" => self.inserted_local_ok(fk, r),
+        let store_ok = match op {
+            Op::Sts => self.base_slot(r).is_some(),
+            Op::Stl => self.inserted_local_ok(fk, r),
             _ => true,
         };
         let stores = writes_memory(r);
-        if stores && !(store_ok && matches!(base, "STS" | "STL")) {
+        if stores && !(store_ok && matches!(op, Op::Sts | Op::Stl)) {
             return reject(
                 name,
                 r.offset,
@@ -311,7 +312,7 @@ impl<'a> Section<'a> {
         let used: BTreeSet<i64> = self.orig[fk]
             .instrs
             .iter()
-            .filter(|i| matches!(i.base(), "LDL" | "STL"))
+            .filter(|i| matches!(i.op(), Op::Ldl | Op::Stl))
             .filter_map(|i| {
                 let imm = addr_of(i).and_then(r1_imm)?;
                 Some(words(imm, access_bytes(i)))

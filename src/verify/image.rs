@@ -11,6 +11,7 @@ use super::semantics::{
 };
 use super::state::{Loc, Sym};
 use super::transfer::{Op, Step};
+use crate::sass::Op as Mnemonic;
 use crate::sass::ir::{Instr, OperandKind};
 
 impl<'a> Section<'a> {
@@ -30,7 +31,7 @@ impl<'a> Section<'a> {
         let frame_ops = self.local_ops(fk, a, &mut ops, &mut wpairs, &mut rew_writes);
         // A store of whole words (same data, checked) makes them equal in both programs; a
         // sub-word or misaligned one keeps the rest of the word as it was.
-        let partial_local = a.base() == "STL"
+        let partial_local = a.op() == Mnemonic::Stl
             && (sub_word(a) || addr_of(a).and_then(r1_imm).is_none_or(|imm| imm % 4 != 0));
         if a.is_call() {
             self.call_ops(fk, a, r, guarded, &mut ops)?;
@@ -51,7 +52,7 @@ impl<'a> Section<'a> {
             }
         }
         // RET: what the original writes must be right.
-        if a.base() == "RET" {
+        if a.op() == Mnemonic::Ret {
             self.return_needs(fk, &mut ops);
         }
         Ok(Step {
@@ -173,13 +174,13 @@ impl<'a> Section<'a> {
         rew_writes: &mut Vec<Loc>,
     ) -> Vec<Op> {
         let mut frame_ops = Vec::new();
-        if matches!(a.base(), "LDL" | "STL")
+        if matches!(a.op(), Mnemonic::Ldl | Mnemonic::Stl)
             && let Some(oa) = addr_of(a)
         {
             match r1_imm(oa) {
                 Some(imm) => {
                     for w in words(imm, access_bytes(a)) {
-                        if a.base() == "LDL" {
+                        if a.op() == Mnemonic::Ldl {
                             ops.push(Op::Need {
                                 loc: Loc::Local(w),
                                 sym: Sym::Orig(Loc::Local(w)),
@@ -193,7 +194,7 @@ impl<'a> Section<'a> {
                 }
                 None => {
                     if matches!(oa.kind, OperandKind::Addr { reg: Some(1), .. }) {
-                        if a.base() == "LDL" {
+                        if a.op() == Mnemonic::Ldl {
                             ops.push(Op::NeedFrame);
                         } else {
                             frame_ops.push(Op::ClobberFrame);
@@ -256,7 +257,7 @@ impl<'a> Section<'a> {
         else {
             return false;
         };
-        if f.instrs[i].base() == "LEPC" {
+        if f.instrs[i].op() == Mnemonic::Lepc {
             return self.map(x) == Some(y);
         }
         // A return lands right after the call's image (on inserted code, if any).

@@ -10,6 +10,7 @@ use super::semantics::{
 };
 use super::state::Loc;
 use crate::analysis::Cfg;
+use crate::sass::Op;
 use crate::sass::ir::OperandKind;
 
 impl<'a> Section<'a> {
@@ -36,12 +37,12 @@ impl<'a> Section<'a> {
             let mut uses = BTreeSet::new();
             let mut defs = BTreeSet::new();
             let mut jump = None;
-            if matches!(ins.base(), "LDL" | "STL") {
+            if matches!(ins.op(), Op::Ldl | Op::Stl) {
                 let a = addr_of(ins)?;
                 if let OperandKind::Addr { reg: Some(1), .. } = a.kind {
                     let imm = r1_imm(a)?;
                     let ws = words(imm, access_bytes(ins));
-                    if ins.base() == "LDL" {
+                    if ins.op() == Op::Ldl {
                         uses.extend(ws);
                     } else if ins.always() && !sub_word(ins) {
                         defs.extend(ws);
@@ -57,7 +58,7 @@ impl<'a> Section<'a> {
             }
             // A return hands back the caller's words the function may write: on a path
             // that does not write one, it must still hold what it held at entry.
-            if ins.base() == "RET" {
+            if ins.op() == Op::Ret {
                 uses.extend(ret_reads.into_iter().flatten().copied());
             }
             ud.push((uses, defs, jump));
@@ -145,7 +146,7 @@ impl<'a> Section<'a> {
                         }
                     }
                 } else {
-                    if ins.base() == "RET" {
+                    if ins.op() == Op::Ret {
                         uses.union_with(orig_writes);
                     }
                     if ins.always() {

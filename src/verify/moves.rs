@@ -8,6 +8,7 @@ use super::section::Section;
 use super::semantics::{Move, access_bytes, addr_of, data_of, operands_text, r1_imm, sub_word};
 use super::state::{Loc, Sym};
 use super::transfer::{Op, Step};
+use crate::sass::Op as Mnemonic;
 use crate::sass::ir::{Instr, OperandKind, RZ};
 
 impl<'a> Section<'a> {
@@ -22,12 +23,11 @@ impl<'a> Section<'a> {
     ) -> Result<Step, Rejection> {
         let mut ops = Vec::new();
         let want = if m.store {
-            ["STL", "STS"]
+            [Mnemonic::Stl, Mnemonic::Sts]
         } else {
-            ["LDL", "LDS"]
+            [Mnemonic::Ldl, Mnemonic::Lds]
         };
-        let rb = r.base();
-        if !want.contains(&rb) {
+        if !want.contains(&r.op()) {
             return reject(
                 name,
                 r.offset,
@@ -65,7 +65,7 @@ impl<'a> Section<'a> {
                 ),
             );
         }
-        let shared = rb.ends_with('S');
+        let shared = matches!(r.op(), Mnemonic::Sts | Mnemonic::Lds);
         let addr_words = if shared {
             self.slot_words(name, r, &mut ops)?
         } else {

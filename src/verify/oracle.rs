@@ -23,6 +23,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 
 use super::plr::{File, Marks, Row, Rows};
+use crate::sass::Op;
 use crate::sass::ir::{Function, Instr, OperandKind, RZ};
 
 /// Registers our IR says an instruction touches, per file.
@@ -196,7 +197,7 @@ pub struct Agreement {
 fn compare_one(ins: &Instr, row: &Row, file: File) -> Option<(Touch, Marks)> {
     let our = ours(ins, file);
     let theirs = row.marks(file);
-    if ins.is_call() || ins.base() == "RET" {
+    if ins.is_call() || ins.op() == Op::Ret {
         // Calling-convention marks: our explicit reads must be among nvdisasm's.
         let reads_ok = our.reads.iter().all(|r| theirs.reads.contains(r));
         return (!reads_ok).then_some((our, theirs));
@@ -215,7 +216,11 @@ pub fn check_function(
     let mut agreed = Agreement::default();
     for ins in &f.instrs {
         let row = rows.get(&(section.to_string(), ins.offset));
-        if row.is_none() && ins.opcode == "NOP" && ins.operands.is_empty() {
+        if row.is_none()
+            && ins.op() == Op::Nop
+            && ins.modifiers().next().is_none()
+            && ins.operands.is_empty()
+        {
             agreed.instructions += 1;
             continue;
         }

@@ -21,6 +21,7 @@
 use std::collections::BTreeSet;
 
 use crate::predict::latency::fixed_latency;
+use crate::sass::Op;
 use crate::sass::OpClass;
 use crate::sass::ir::{Function, Instr, OperandKind, RZ};
 
@@ -36,7 +37,7 @@ pub struct ScheduleProof {
 }
 
 fn leaves_block(i: &Instr) -> bool {
-    matches!(OpClass::of(&i.opcode), OpClass::Control | OpClass::Sync) || i.is_call()
+    matches!(i.class(), OpClass::Control | OpClass::Sync) || i.is_call()
 }
 
 fn reads(i: &Instr, r: u8) -> bool {
@@ -53,7 +54,11 @@ fn waits(i: &Instr, sb: u8) -> bool {
 
 /// `(data register, address register)` of a 32-bit `LDS Rd, [Ra+imm]` / `STS [Ra+imm], Rv`.
 fn access(i: &Instr) -> Option<(u8, u8)> {
-    if !matches!(i.opcode.as_str(), "LDS" | "LDS.U" | "STS") {
+    let mods: Vec<&str> = i.modifiers().collect();
+    if !matches!(
+        (i.op(), mods.as_slice()),
+        (Op::Lds, [] | ["U"]) | (Op::Sts, [])
+    ) {
         return None;
     }
     let addr = i.operands.iter().find_map(|o| match o.kind {
@@ -122,7 +127,7 @@ pub fn check(sm: u32, functions: &[Function], offsets: &[u64]) -> Result<Schedul
             }
             Err(fail(format!("SB{sb} never waited for")))
         };
-        if ins.base() == "LDS" {
+        if ins.op() == Op::Lds {
             let w = ins
                 .ctrl
                 .write_sb
@@ -155,7 +160,7 @@ pub fn check(sm: u32, functions: &[Function], offsets: &[u64]) -> Result<Schedul
                     )));
                 }
                 None => {
-                    let lat = fixed_latency(sm, OpClass::of(&p.opcode)).ok_or_else(|| {
+                    let lat = fixed_latency(sm, p.class()).ok_or_else(|| {
                         fail(format!(
                             "producer `{}` has no scoreboard and no known latency",
                             p.opcode
@@ -184,7 +189,7 @@ pub fn check(sm: u32, functions: &[Function], offsets: &[u64]) -> Result<Schedul
 /// and anything released through a scoreboard).
 fn late_reader(i: &Instr) -> bool {
     matches!(
-        OpClass::of(&i.opcode),
+        i.class(),
         OpClass::Global | OpClass::Local | OpClass::Shared | OpClass::Texture
     ) || i.ctrl.write_sb.is_some()
 }
@@ -193,7 +198,7 @@ fn late_reader(i: &Instr) -> bool {
 fn depbar_mask(f: &Function) -> u8 {
     f.instrs
         .iter()
-        .filter(|i| i.base() == "DEPBAR")
+        .filter(|i| i.op() == Op::Depbar)
         .flat_map(|i| i.operands.iter())
         .filter_map(|o| o.text.strip_prefix("SB")?.chars().next()?.to_digit(10))
         .fold(0, |m, d| m | (1 << d))
@@ -221,7 +226,7 @@ fn ready(sm: u32, f: &Function, k: usize, r: u8, targets: &BTreeSet<u64>) -> Res
                     j.offset
                 )),
                 None => {
-                    let lat = fixed_latency(sm, OpClass::of(&j.opcode)).ok_or_else(|| {
+                    let lat = fixed_latency(sm, j.class()).ok_or_else(|| {
                         format!("producer `{}` of R{r} has no known latency", j.opcode)
                     })?;
                     if stalls < u32::from(lat) {
@@ -353,9 +358,9 @@ fn split_half(
     origin: &std::collections::BTreeMap<u64, &Instr>,
 ) -> bool {
     let ins = &f.instrs[k];
-    let kind = |i: &Instr| match i.base() {
-        "LDS" | "LDL" => Some(true),
-        "STS" | "STL" => Some(false),
+    let kind = |i: &Instr| match i.op() {
+        Op::Lds | Op::Ldl => Some(true),
+        Op::Sts | Op::Stl => Some(false),
         _ => None,
     };
     let Some(load) = kind(ins) else { return false };

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 
 use super::regset::NP;
 use super::state::Loc;
+use crate::sass::Op;
 use crate::sass::ir::{Function, Instr, Operand, OperandKind, RZ};
 
 pub(super) fn regs_of(kind: &OperandKind, width: u8) -> Vec<Loc> {
@@ -145,35 +146,35 @@ pub(super) fn shape(text: &str) -> String {
 /// Control transfer or synchronisation: never inserted.
 pub(super) fn transfers_control(ins: &Instr) -> bool {
     matches!(
-        ins.base(),
-        "BRA"
-            | "BRX"
-            | "JMP"
-            | "JMX"
-            | "CALL"
-            | "RET"
-            | "EXIT"
-            | "KILL"
-            | "BSSY"
-            | "BSYNC"
-            | "BREAK"
-            | "WARPSYNC"
-            | "BAR"
-            | "BPT"
-            | "BMOV"
-            | "LEPC"
+        ins.op(),
+        Op::Bra
+            | Op::Brx
+            | Op::Jmp
+            | Op::Jmx
+            | Op::Call
+            | Op::Ret
+            | Op::Exit
+            | Op::Kill
+            | Op::Bssy
+            | Op::Bsync
+            | Op::Break
+            | Op::Warpsync
+            | Op::Bar
+            | Op::Bpt
+            | Op::Bmov
+            | Op::Lepc
     )
 }
 
 pub(super) fn is_nop(ins: &Instr) -> bool {
-    ins.base() == "NOP"
+    ins.op() == Op::Nop
 }
 
 /// Ends control flow unconditionally.
 pub(super) fn no_fall_through(ins: &Instr) -> bool {
     matches!(
-        ins.base(),
-        "BRA" | "BRX" | "JMP" | "JMX" | "EXIT" | "RET" | "KILL"
+        ins.op(),
+        Op::Bra | Op::Brx | Op::Jmp | Op::Jmx | Op::Exit | Op::Ret | Op::Kill
     ) && ins.always()
 }
 
@@ -227,9 +228,9 @@ pub(super) struct Move {
 }
 
 pub(super) fn as_move(ins: &Instr) -> Option<Move> {
-    let store = match ins.base() {
-        "STL" => true,
-        "LDL" => false,
+    let store = match ins.op() {
+        Op::Stl => true,
+        Op::Ldl => false,
         _ => return None,
     };
     if ins.unknown || sub_word(ins) {
@@ -290,9 +291,9 @@ pub(super) fn may_store_local(ins: &Instr) -> bool {
     if ins.unknown {
         return true;
     }
-    match ins.base() {
-        "STL" => addr_of(ins).and_then(r1_imm).is_none(),
-        "ST" | "ATOM" | "RED" | "SUST" | "SURED" | "SUATOM" => true,
+    match ins.op() {
+        Op::Stl => addr_of(ins).and_then(r1_imm).is_none(),
+        Op::St | Op::Atom | Op::Red | Op::Sust | Op::Sured | Op::Suatom => true,
         _ => false,
     }
 }
@@ -338,7 +339,7 @@ pub(super) fn pointer_stores(fs: &[Function], names: &HashMap<&str, usize>) -> V
 /// by an `R1` update, or by a call.
 pub(super) fn escapes(f: &Function) -> bool {
     f.instrs.iter().any(|ins| {
-        if ins.is_call() || ins.base() == "RET" {
+        if ins.is_call() || ins.op() == Op::Ret {
             return false;
         }
         if ins.unknown {
@@ -352,7 +353,7 @@ pub(super) fn escapes(f: &Function) -> bool {
             return false;
         }
         // R1 only as the address of LDL/STL [R1+imm].
-        let local = matches!(ins.base(), "LDL" | "STL");
+        let local = matches!(ins.op(), Op::Ldl | Op::Stl);
         ins.operands.iter().any(|o| match o.kind {
             OperandKind::Addr { reg: Some(1), .. } => !(local && r1_imm(o).is_some()),
             _ => regs_of(&o.kind, o.width).contains(&Loc::R(1)) && o.role.reads(),
@@ -362,7 +363,10 @@ pub(super) fn escapes(f: &Function) -> bool {
 
 /// `IADD3 R1, R1, imm, RZ` / `IADD R1, R1, imm` / `VIADD R1, R1, imm`: the delta.
 pub(super) fn sp_adjust(ins: &Instr) -> Option<i64> {
-    if !matches!(ins.opcode.as_str(), "IADD3" | "IADD" | "VIADD") || !ins.always() {
+    if !matches!(ins.op(), Op::Iadd3 | Op::Iadd | Op::Viadd)
+        || ins.modifiers().next().is_some()
+        || !ins.always()
+    {
         return None;
     }
     let ops = &ins.operands;
@@ -390,7 +394,7 @@ pub(super) fn stack_init(ins: &Instr) -> bool {
     ins.always()
         && writes == [Loc::R(1)]
         && reads.is_empty()
-        && matches!(ins.base(), "MOV" | "IMAD" | "LDC")
+        && matches!(ins.op(), Op::Mov | Op::Imad | Op::Ldc)
         && ins
             .operands
             .iter()
@@ -412,8 +416,8 @@ pub(super) fn writes_memory(ins: &Instr) -> bool {
 /// the correspondence, the rest trusted (module doc, "Assumptions").
 pub(super) fn code_operands(ins: &Instr) -> bool {
     matches!(
-        ins.base(),
-        "BRA" | "BRX" | "JMP" | "JMX" | "CALL" | "RET" | "BSSY" | "LEPC"
+        ins.op(),
+        Op::Bra | Op::Brx | Op::Jmp | Op::Jmx | Op::Call | Op::Ret | Op::Bssy | Op::Lepc
     )
 }
 

@@ -12,6 +12,7 @@ use super::semantics::{
 use super::state::Loc;
 use super::transfer::{Op, Step};
 use crate::analysis::Cfg;
+use crate::sass::Op as Mnemonic;
 use crate::sass::ir::{Instr, OperandKind, RZ};
 
 impl<'a> Section<'a> {
@@ -111,9 +112,12 @@ impl<'a> Section<'a> {
                 _ => None,
             })
             .collect();
-        let copy = match (r.opcode.as_str(), regs.as_slice(), r.operands.len()) {
-            ("MOV", [d, s], 2) if *d != RZ && *s != RZ => Some((*d, *s)),
-            ("IMAD.MOV.U32", [d, RZ, RZ, s], 4) if *d != RZ && *s != RZ => Some((*d, *s)),
+        let mods: Vec<&str> = r.modifiers().collect();
+        let copy = match (r.op(), mods.as_slice(), regs.as_slice(), r.operands.len()) {
+            (Mnemonic::Mov, [], [d, s], 2) if *d != RZ && *s != RZ => Some((*d, *s)),
+            (Mnemonic::Imad, ["MOV", "U32"], [d, RZ, RZ, s], 4) if *d != RZ && *s != RZ => {
+                Some((*d, *s))
+            }
             _ => None,
         };
         if let Some((d, s)) = copy {
@@ -121,13 +125,13 @@ impl<'a> Section<'a> {
                 pairs: vec![(Loc::R(d), Loc::R(s))],
                 guarded,
             });
-        } else if matches!(r.base(), "LDS" | "STS")
+        } else if matches!(r.op(), Mnemonic::Lds | Mnemonic::Sts)
             && let Some(slot) = self.base_slot(r)
             && let Some(OperandKind::Reg(d)) = data_of(r).map(|o| &o.kind)
-            && (*d != RZ || r.base() == "STS")
+            && (*d != RZ || r.op() == Mnemonic::Sts)
         {
             // `STS [slot], RZ` (half of a split wide zero spill) stores RZ's zero.
-            let store = r.base() == "STS";
+            let store = r.op() == Mnemonic::Sts;
             let (dst, src) = if store {
                 (Loc::Shared(slot), Loc::R(*d))
             } else {
@@ -139,7 +143,7 @@ impl<'a> Section<'a> {
                 guarded,
                 store,
             });
-        } else if r.base() == "STS" {
+        } else if r.op() == Mnemonic::Sts {
             // Structurally checked: an STS that is not a slot access was rejected; one
             // without a register operand to a slot empties it.
             if let Some(slot) = self.base_slot(r) {
@@ -155,14 +159,14 @@ impl<'a> Section<'a> {
                     keep_if_held: false,
                 });
             }
-        } else if matches!(r.base(), "LDL" | "STL")
+        } else if matches!(r.op(), Mnemonic::Ldl | Mnemonic::Stl)
             && let Some(imm) = addr_of(r).and_then(r1_imm)
             && let Some(OperandKind::Reg(d)) = data_of(r).map(|o| &o.kind)
-            && (*d != RZ || r.base() == "STL")
+            && (*d != RZ || r.op() == Mnemonic::Stl)
             && !sub_word(r)
             && (*d == RZ || i64::from(*d) + (access_bytes(r) / 4).max(1) <= i64::from(RZ))
         {
-            let store = r.base() == "STL";
+            let store = r.op() == Mnemonic::Stl;
             let n = (access_bytes(r) / 4).max(1);
             let pairs = (0..n)
                 .map(|w| {
@@ -180,7 +184,7 @@ impl<'a> Section<'a> {
             });
         } else {
             let mut clear = writes;
-            if r.base() == "STL"
+            if r.op() == Mnemonic::Stl
                 && let Some(imm) = addr_of(r).and_then(r1_imm)
             {
                 clear.extend(words(imm, access_bytes(r)).into_iter().map(Loc::Local));

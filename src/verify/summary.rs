@@ -12,6 +12,7 @@ use super::section::{Section, Summary};
 use super::semantics::{CallKind, access_bytes, addr_of, call_kind, r1_imm, reads_writes, words};
 use super::state::Loc;
 use crate::analysis::Cfg;
+use crate::sass::Op;
 use crate::sass::ir::{Instr, OperandKind};
 
 impl<'a> Section<'a> {
@@ -130,7 +131,7 @@ impl<'a> Section<'a> {
                     w.insert(l);
                 }
                 if rew
-                    && ins.base() == "STS"
+                    && ins.op() == Op::Sts
                     && let Some(imm) = self.sts_word(ins)
                 {
                     sh.words.insert(imm);
@@ -194,7 +195,7 @@ impl<'a> Section<'a> {
         let f = if rew { &self.rew[k] } else { &self.orig[k] };
         let mut out = BTreeSet::new();
         for ins in &f.instrs {
-            if ins.base() == "STL" {
+            if ins.op() == Op::Stl {
                 let a = addr_of(ins)?;
                 if let OperandKind::Addr { reg: Some(1), .. } = a.kind {
                     out.extend(words(r1_imm(a)?, access_bytes(ins)));
@@ -278,7 +279,7 @@ impl<'a> Section<'a> {
         let defined = crate::analysis::must_defined(f, &cfg, &call_defs);
         let mut out: Option<BTreeSet<u8>> = None;
         for (i, ins) in f.instrs.iter().enumerate() {
-            if ins.base() == "RET" {
+            if ins.op() == Op::Ret {
                 out = Some(match out {
                     None => defined[i].clone(),
                     Some(o) => o.intersection(&defined[i]).copied().collect(),

@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::live::{Effect, liveness};
 use crate::analysis::{Cfg, must_defined};
+use crate::sass::Op;
 use crate::sass::ir::Function;
 
 /// Effects of `funcs` (indexed like it), computed callees first along `order` (callers
@@ -34,7 +35,7 @@ pub fn effects(funcs: &[&Function], order: &[usize]) -> Vec<Effect> {
         let defined = must_defined(f, &cfg, &call_defs);
         let mut writes: Option<BTreeSet<u8>> = None;
         for (n, ins) in f.instrs.iter().enumerate() {
-            if ins.base() == "RET" {
+            if ins.op() == Op::Ret {
                 writes = Some(match writes {
                     None => defined[n].clone(),
                     Some(w) => w.intersection(&defined[n]).copied().collect(),

@@ -7,6 +7,7 @@
 //! cannot all be placed unambiguously is *pinned*: its registers keep their numbers. The
 //! checker re-reads the result through nvdisasm, so a wrong guess is rejected, never shipped.
 
+use crate::sass::Op;
 use crate::sass::encode::{self, RegField};
 use crate::sass::ir::{Instr, OperandKind, RZ};
 
@@ -71,7 +72,7 @@ pub fn reg_fields(ins: &Instr) -> RegFields {
     // they hold an immediate, a constant-bank offset or a uniform register (§6.1).
     let alu_b_is_reg = (encode::opcode(ins.raw) >> 9) & 7 == 1;
     // `MOV Rd, Rs` has no A operand; ptxas leaves 0 in its bits.
-    let no_a = ins.base() == "MOV";
+    let no_a = ins.op() == Op::Mov;
     let mut fields = Vec::new();
     let mut colliding: Vec<u8> = Vec::new();
     let d = encode::reg(ins.raw, RegField::Dst);

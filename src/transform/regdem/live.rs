@@ -8,6 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::analysis::Cfg;
+use crate::sass::Op;
 use crate::sass::ir::Function;
 
 /// One function's effect on the caller's registers.
@@ -54,7 +55,7 @@ pub fn liveness(
                 if ins.callee.is_none() {
                     jump = ins.target.and_then(|t| f.index_of(t));
                 }
-            } else if ins.base() == "RET" {
+            } else if ins.op() == Op::Ret {
                 uses.extend(ret_reads.iter().copied());
             } else if ins.always() {
                 defs.extend(ins.gpr_writes());

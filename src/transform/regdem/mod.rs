@@ -50,7 +50,9 @@ use super::prologue::{self, Shape};
 use super::section::{call_order, split_at_symbols};
 use super::{TransformError, not_applicable};
 use crate::analysis::Cfg;
+use crate::arch::ShaderModel;
 use crate::cubin::{Cubin, OffsetMap};
+use crate::sass::Op;
 use crate::sass::OpClass;
 use crate::sass::encode;
 use crate::sass::ir::{Function, OperandKind, RZ};
@@ -110,7 +112,7 @@ pub fn regdem(
     opts: Options,
 ) -> Result<Rewrite, TransformError> {
     let sm = cubin.arch();
-    if !(relayout::MIN_SM..=90).contains(&sm) {
+    if !ShaderModel::of(sm).rewrites {
         return Err(not_applicable(format!("sm_{sm} code is not rewritten")));
     }
     let target = opts
@@ -171,7 +173,7 @@ pub fn regdem(
         || funcs
             .iter()
             .flat_map(|g| g.instrs.iter())
-            .any(|i| matches!(i.base(), "STL" | "LDL"))
+            .any(|i| matches!(i.op(), Op::Stl | Op::Ldl))
     {
         return Err(not_applicable(
             "the kernel uses local memory (spills or arrays); demote its spills first",
@@ -262,7 +264,7 @@ pub fn regdem(
         targets.extend(ins.targets.iter().copied());
     }
     let control = |i: &crate::sass::ir::Instr| {
-        matches!(OpClass::of(&i.opcode), OpClass::Control | OpClass::Sync) || i.is_call()
+        matches!(i.class(), OpClass::Control | OpClass::Sync) || i.is_call()
     };
     let block_start: Vec<bool> = (0..n)
         .map(|k| targets.contains(&f.instrs[k].offset) || (k > 0 && control(&f.instrs[k - 1])))
@@ -428,7 +430,7 @@ pub fn regdem(
         .iter()
         .map(|i| {
             targets.contains(&i.offset)
-                || matches!(OpClass::of(&i.opcode), OpClass::Control | OpClass::Sync)
+                || matches!(i.class(), OpClass::Control | OpClass::Sync)
                 || i.is_call()
         })
         .collect();
@@ -491,7 +493,7 @@ pub fn regdem(
     let bra_targets: BTreeSet<u64> = f
         .instrs
         .iter()
-        .filter(|i| i.base() == "BRA")
+        .filter(|i| i.op() == Op::Bra)
         .filter_map(|i| i.target)
         .collect();
     let heads: BTreeMap<u64, u64> = (1..n)
@@ -519,7 +521,7 @@ pub fn regdem(
     for (k, ins) in f.instrs.iter().enumerate() {
         // NOPs name no register; trailing padding is re-made by re-layout. A NOP ends a
         // block, though, and may now wait for our scoreboards.
-        if ins.base() == "NOP" {
+        if ins.op() == Op::Nop {
             if schedule.original[k] != ins.ctrl {
                 patch(ins.offset, &|w| {
                     encode::set_bits(w, 105, 23, u64::from(schedule.original[k].to_bits()))
@@ -546,7 +548,7 @@ pub fn regdem(
     };
     for (c, cfields) in &callees.code {
         for (ins, fl) in c.instrs.iter().zip(cfields) {
-            if ins.base() != "NOP" && !fl.pinned {
+            if ins.op() != Op::Nop && !fl.pinned {
                 patch(ins.offset, &|w| fields::rename(w, fl, renumber))?;
             }
         }

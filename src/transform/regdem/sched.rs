@@ -28,6 +28,7 @@ use petgraph::Direction;
 
 use crate::analysis::Cfg;
 use crate::predict::latency::fixed_latency;
+use crate::sass::Op;
 use crate::sass::OpClass;
 use crate::sass::control::{Control, SCOREBOARDS};
 use crate::sass::ir::Function;
@@ -112,7 +113,7 @@ pub fn pending_before(f: &Function) -> Vec<u8> {
 /// The scoreboards `DEPBAR`s of `f` count on; `Err` when one cannot be read.
 pub fn depbar_scoreboards(f: &Function) -> Result<u8, String> {
     let mut m = 0u8;
-    for ins in f.instrs.iter().filter(|i| i.base() == "DEPBAR") {
+    for ins in f.instrs.iter().filter(|i| i.op() == Op::Depbar) {
         let mut found = false;
         for o in &ins.operands {
             if let Some(d) = o
@@ -241,7 +242,7 @@ pub fn schedule(
             kc.wait_mask |= t.war(v);
         }
         t.waited(kc.wait_mask);
-        let class = OpClass::of(&ins.opcode);
+        let class = ins.class();
         if !site.reads.is_empty() && !reads_at_issue(class) {
             let s = match kc.read_sb {
                 Some(s) => s,

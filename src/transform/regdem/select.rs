@@ -25,6 +25,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::fields::RegFields;
 use crate::analysis::{Cfg, must_defined};
 use crate::predict::latency::fixed_latency;
+use crate::sass::Op;
 use crate::sass::OpClass;
 use crate::sass::ir::{Function, Instr, RZ};
 
@@ -86,7 +87,7 @@ pub struct Analysis {
 /// Whether instruction `ins` produces its registers with a known fixed latency or a
 /// scoreboard the rewrite can wait on.
 pub fn result_is_waitable(sm: u32, ins: &Instr) -> bool {
-    ins.ctrl.write_sb.is_some() || fixed_latency(sm, OpClass::of(&ins.opcode)).is_some()
+    ins.ctrl.write_sb.is_some() || fixed_latency(sm, ins.class()).is_some()
 }
 
 fn regs_of(ins: &Instr) -> Vec<(u8, u8, bool, bool)> {
@@ -255,7 +256,7 @@ impl Analysis {
             .collect();
         let defined = must_defined(f, &cfg, &call_defs);
         for (k, ins) in f.instrs.iter().enumerate() {
-            let class = OpClass::of(&ins.opcode);
+            let class = ins.class();
             let regs = regs_of(ins);
             let guarded = !ins.always();
             let mut reads: Vec<u8> = regs
@@ -316,7 +317,7 @@ impl Analysis {
             fixed,
             excluded,
             named,
-            weight: loop_weights(f),
+            weight: crate::analysis::loops::loop_weights(f),
         })
     }
 
@@ -349,33 +350,12 @@ impl Analysis {
 pub fn other_targets(f: &Function) -> BTreeSet<u64> {
     let mut t = BTreeSet::new();
     for ins in &f.instrs {
-        if ins.base() != "BRA" {
+        if ins.op() != Op::Bra {
             t.extend(ins.target);
         }
         t.extend(ins.targets.iter().copied());
     }
     t
-}
-
-/// RegDem's loop weighting (`LOOP_FACTOR` per nesting level, capped): an instruction inside
-/// the span of a backward branch is inside a loop (ptxas lays loops out contiguously).
-fn loop_weights(f: &Function) -> Vec<f64> {
-    use crate::predict::latency::{LOOP_FACTOR, MAX_LOOP_DEPTH};
-    let mut depth = vec![0u32; f.instrs.len()];
-    for (i, ins) in f.instrs.iter().enumerate() {
-        if let Some(t) = ins.target.and_then(|t| f.index_of(t))
-            && t < i
-            && ins.base() == "BRA"
-        {
-            for d in &mut depth[t..=i] {
-                *d += 1;
-            }
-        }
-    }
-    depth
-        .into_iter()
-        .map(|d| LOOP_FACTOR.powi(d.min(MAX_LOOP_DEPTH) as i32))
-        .collect()
 }
 
 /// Where every kept group, the value-register pool and the base register go.

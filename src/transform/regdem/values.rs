@@ -31,7 +31,7 @@ pub(super) fn block_pools(
     let n = f.instrs.len();
     let mut asynchronous: BTreeSet<u8> = BTreeSet::new();
     for ins in &f.instrs {
-        if ins.ctrl.write_sb.is_some() || fixed_latency(sm, OpClass::of(&ins.opcode)).is_none() {
+        if ins.ctrl.write_sb.is_some() || fixed_latency(sm, ins.class()).is_none() {
             asynchronous.extend(ins.gpr_writes());
         }
         if ins.ctrl.read_sb.is_some() {
@@ -144,7 +144,7 @@ pub(super) fn hoist_loads(
     let reg_of: BTreeMap<u32, u8> = slot_of.iter().map(|(&r, &s)| (s, r)).collect();
     let others = select::other_targets(f);
     let control = |i: &crate::sass::ir::Instr| {
-        matches!(OpClass::of(&i.opcode), OpClass::Control | OpClass::Sync) || i.is_call()
+        matches!(i.class(), OpClass::Control | OpClass::Sync) || i.is_call()
     };
     let touches = |s: &sched::Site, v: u8| {
         s.loads.contains(&v)
