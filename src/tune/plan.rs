@@ -193,18 +193,9 @@ fn bound_percent(
 /// budget of every kernel in its i-th round.
 fn rounds(kernels: &[KernelPlan]) -> (Vec<Budgets>, Vec<Option<&'static dyn Transform>>) {
     let mut rounds = by_position(kernels, |b| !b.smem_spill && !b.rewritten());
-    let spilling: Budgets = kernels
-        .iter()
-        .flat_map(|p| {
-            p.budgets
-                .iter()
-                .filter(|b| b.smem_spill)
-                .map(|b| (p.name.clone(), *b))
-        })
-        .collect();
-    if !spilling.is_empty() {
-        rounds.push(spilling);
-    }
+    // One round per position: a kernel offered the pragma at its lowest budget and at its
+    // shipped one builds both (one map per round holds one budget per kernel).
+    rounds.extend(by_position(kernels, |b| b.smem_spill));
     let mut rewrite = vec![None; rounds.len()];
     for t in transform::REGISTERED {
         let of_t = by_position(kernels, |b| {
