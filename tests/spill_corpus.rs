@@ -359,8 +359,9 @@ struct Row {
     at_cap: Option<String>,
 }
 
-/// Build, check and classify every kernel for `arch`; print the tally.
-fn corpus(arch: u32) {
+/// Build, check and classify every kernel for `arch`; print the tally. At least `floor` kernels must have every spill moved and proved
+/// (measured; the rest wait for the checker's wide stores and partial moves, issue 23).
+fn corpus(arch: u32, floor: usize) {
     let Some(b) = build(arch) else { return };
     let check = std::time::Instant::now();
     let mut rows = Vec::new();
@@ -424,6 +425,20 @@ fn corpus(arch: u32) {
                     "{at}: no STL/LDL under plain nvcc: not a spill case"
                 ));
             }
+            // Issue 23: the spill → shared candidate at the budget the kernel ships with
+            // (ptxas's own count, within the user's limit), or a refusal naming that budget.
+            let shipped = r["candidates"][0]["registers"].as_u64().unwrap();
+            let at_shipped =
+                r["candidates"].as_array().unwrap().iter().any(|c| {
+                    c["budget"]["spill_to_shared"] == true && c["budget"]["regs"] == shipped
+                });
+            let note = r["transform"].as_str().unwrap_or("");
+            if !at_shipped && !note.contains(&format!("spill → shared at {shipped}: not applied"))
+            {
+                failures.push(format!(
+                    "{at}: no spill → shared candidate at its shipped budget {shipped}: {r}"
+                ));
+            }
             let local = orion_local.get(kernel).copied().unwrap_or(0);
             let chosen = r["chosen"].as_u64().unwrap();
             let verdict = &r["verdict"];
@@ -468,6 +483,12 @@ fn corpus(arch: u32) {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     let total: usize = manifest().iter().map(|f| f.kernels.len()).sum();
     assert_eq!(rows.len(), total, "every kernel classified");
+    let moved = rows.iter().filter(|r| r.class == Class::Moved).count();
+    println!("sm_{arch}: {moved} of {total} kernels moved and proved (floor {floor})");
+    assert!(
+        moved >= floor,
+        "sm_{arch}: {moved} moved, below the floor {floor}"
+    );
 }
 
 fn print_tally(arch: u32, rows: &[Row], build_s: f64, check_s: f64) {
@@ -541,31 +562,31 @@ fn tally(results: impl Iterator<Item = Option<String>>) -> String {
 
 #[test]
 fn corpus_sm_86() {
-    corpus(86);
+    corpus(86, 22);
 }
 
 #[test]
 #[ignore = "full matrix: cargo nextest run --release --test spill_corpus --run-ignored all"]
 fn corpus_sm_75() {
-    corpus(75);
+    corpus(75, 0);
 }
 
 #[test]
 #[ignore = "full matrix: cargo nextest run --release --test spill_corpus --run-ignored all"]
 fn corpus_sm_80() {
-    corpus(80);
+    corpus(80, 0);
 }
 
 #[test]
 #[ignore = "full matrix: cargo nextest run --release --test spill_corpus --run-ignored all"]
 fn corpus_sm_89() {
-    corpus(89);
+    corpus(89, 0);
 }
 
 #[test]
 #[ignore = "full matrix: cargo nextest run --release --test spill_corpus --run-ignored all"]
 fn corpus_sm_90() {
-    corpus(90);
+    corpus(90, 0);
 }
 
 #[test]

@@ -98,6 +98,9 @@ pub fn render(records: &[Value], out: &mut impl Write) -> std::io::Result<()> {
         }
         writeln!(out)?;
     }
+    if let Some(line) = super::spills::summary(records) {
+        writeln!(out, "{line}")?;
+    }
     Ok(())
 }
 

@@ -31,6 +31,14 @@ pub trait Transform: Sync {
     /// builds them (one round of variants per position).
     fn offer(&self, plain: &[u32], baseline: u32) -> Vec<(u32, u32)>;
 
+    /// The candidate this rewrite offers a kernel that spills at the budget it ships with
+    /// (`baseline`: ptxas's own count, the user's limit when one binds), never above it:
+    /// `(registers after the rewrite, .maxnreg ptxas compiles the variant with)`. None: the
+    /// rewrite has nothing to offer there.
+    fn offer_at_limit(&self, _baseline: u32) -> Option<(u32, u32)> {
+        None
+    }
+
     /// How the report's budget object marks a candidate of this rewrite compiled at
     /// `compiled_at` registers (the field and its value; the report format keeps them).
     fn budget_field(&self, compiled_at: u32) -> (&'static str, serde_json::Value);

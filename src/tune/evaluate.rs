@@ -41,6 +41,14 @@ impl Notes {
         }
         e.push_str(&note);
     }
+
+    /// Record `v` for `kernel`; a proved verdict is not replaced by a refusal (a rewrite
+    /// offered at two budgets, the shipped one and a lower one, keeps the one that moved).
+    fn verdict(&mut self, kernel: String, v: Verdict) {
+        if v.proved || !self.verdicts.get(&kernel).is_some_and(|old| old.proved) {
+            self.verdicts.insert(kernel, v);
+        }
+    }
 }
 
 /// Per built variant (`None`: ptxas refused it): the variant as evaluated, and the cubins
@@ -108,7 +116,7 @@ fn rewrite_round(
                         proved: false,
                         detail: e.to_string(),
                     };
-                    notes.verdicts.insert(kernel, verdict);
+                    notes.verdict(kernel, verdict);
                 }
             }
             return Ok(cubin.to_vec());
@@ -135,7 +143,7 @@ fn rewrite_round(
                 proved,
                 detail,
             };
-            notes.verdicts.insert(kernel.clone(), verdict);
+            notes.verdict(kernel.clone(), verdict);
         }
     }
     Ok(outcome.bytes)
@@ -199,4 +207,25 @@ pub fn evaluate(
         issue: cost.map_or(0.0, |c| c.issue),
         local_accesses: cost.map_or(0.0, |c| c.local_accesses),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_proved_verdict_is_not_replaced_by_a_refusal() {
+        let v = |budget, proved| Verdict {
+            budget,
+            proved,
+            detail: String::new(),
+        };
+        let mut n = Notes::default();
+        n.verdict("k".into(), v(32, true));
+        n.verdict("k".into(), v(24, false));
+        assert_eq!((n.verdicts["k"].budget, n.verdicts["k"].proved), (32, true));
+        n.verdict("j".into(), v(32, false));
+        n.verdict("j".into(), v(24, true));
+        assert_eq!((n.verdicts["j"].budget, n.verdicts["j"].proved), (24, true));
+    }
 }

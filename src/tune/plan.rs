@@ -2,7 +2,7 @@
 //! baseline cubin, the registered SASS rewrites offered where asked for, the budgets pruned
 //! that cannot clear the margin, and the rounds of variants to build.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::candidates::{self, KernelPlan};
 use super::ptx::Budget;
@@ -37,7 +37,13 @@ pub fn plan(arch: Arch, baseline: &Cubin, functions: &[Function], settings: &Set
         .iter()
         .filter_map(|f| candidates::plan(arch, f, relocatable, &settings.block_sizes, true))
         .collect();
-    offer_rewrites(&mut kernels, sm, relocatable, settings);
+    let spilling: BTreeSet<String> = baseline
+        .kernels()
+        .iter()
+        .filter(|f| f.spill_instructions > 0)
+        .map(|f| f.name.clone())
+        .collect();
+    offer_rewrites(&mut kernels, sm, relocatable, settings, &spilling);
     let pruned = if settings.force.is_none() {
         prune(
             &mut kernels,
@@ -62,8 +68,18 @@ pub fn plan(arch: Arch, baseline: &Cubin, functions: &[Function], settings: &Set
 
 /// The registered rewrites asked for (`--orion-transforms`, or forced), offered on
 /// whole-program code for sm_75-90 (docs/DESIGN.md §Rewrites), each at the budgets it names
-/// ([`Transform::offer`]) from each kernel's plain ones.
-fn offer_rewrites(kernels: &mut [KernelPlan], sm: u32, relocatable: bool, settings: &Settings) {
+/// ([`Transform::offer`]) from each kernel's plain ones. A kernel that spills at the budget
+/// it ships with (`spilling`: ptxas's own count, which is the user's limit when one binds) is
+/// also offered each rewrite's candidate at that budget ([`Transform::offer_at_limit`]) and,
+/// with it, ptxas's shared-memory spilling there (issue 23: the spills users have come from
+/// their own limits, where no lower budget raises occupancy).
+fn offer_rewrites(
+    kernels: &mut [KernelPlan],
+    sm: u32,
+    relocatable: bool,
+    settings: &Settings,
+    spilling: &BTreeSet<String>,
+) {
     if !ShaderModel::of(sm).rewrites || relocatable {
         return;
     }
@@ -72,6 +88,21 @@ fn offer_rewrites(kernels: &mut [KernelPlan], sm: u32, relocatable: bool, settin
             continue;
         }
         for p in kernels.iter_mut() {
+            if spilling.contains(&p.name)
+                && let Some((regs, from)) = t.offer_at_limit(p.baseline_regs)
+            {
+                let at_limit = Budget::rewritten_by(*t, regs, from);
+                if !p.budgets.contains(&at_limit) {
+                    p.budgets.push(at_limit);
+                }
+                let pragma = Budget {
+                    smem_spill: true,
+                    ..Budget::regs(p.baseline_regs)
+                };
+                if !p.budgets.contains(&pragma) {
+                    p.budgets.push(pragma);
+                }
+            }
             let plain: Vec<u32> = p
                 .budgets
                 .iter()
@@ -109,8 +140,15 @@ fn prune(
             .map(|&w| combine(cost, w).cycles_per_warp)
             .collect();
         let bound = |b: &Budget| bound_percent(p, arch, relocatable, cost, &base_cycles, b);
-        let (keep, drop): (Vec<Budget>, Vec<Budget>) =
-            p.budgets.iter().partition(|b| bound(b) >= margin_percent);
+        // A candidate at the shipped budget that moves spills (a rewrite or the pragma) gains
+        // by the local traffic it removes, not by occupancy: the occupancy bound does not
+        // apply, and its evaluation weighs the traffic saved against the warps the grown
+        // shared size costs.
+        let at_limit = |b: &Budget| b.regs == p.baseline_regs && (b.rewritten() || b.smem_spill);
+        let (keep, drop): (Vec<Budget>, Vec<Budget>) = p
+            .budgets
+            .iter()
+            .partition(|b| at_limit(b) || bound(b) >= margin_percent);
         if !drop.is_empty() {
             let dropped = drop
                 .iter()
@@ -156,18 +194,9 @@ fn bound_percent(
 /// budget of every kernel in its i-th round.
 fn rounds(kernels: &[KernelPlan]) -> (Vec<Budgets>, Vec<Option<&'static dyn Transform>>) {
     let mut rounds = by_position(kernels, |b| !b.smem_spill && !b.rewritten());
-    let spilling: Budgets = kernels
-        .iter()
-        .flat_map(|p| {
-            p.budgets
-                .iter()
-                .filter(|b| b.smem_spill)
-                .map(|b| (p.name.clone(), *b))
-        })
-        .collect();
-    if !spilling.is_empty() {
-        rounds.push(spilling);
-    }
+    // One round per position: a kernel offered the pragma at its lowest budget and at its
+    // shipped one builds both (one map per round holds one budget per kernel).
+    rounds.extend(by_position(kernels, |b| b.smem_spill));
     let mut rewrite = vec![None; rounds.len()];
     for t in transform::REGISTERED {
         let of_t = by_position(kernels, |b| {

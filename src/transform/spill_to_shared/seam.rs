@@ -31,6 +31,13 @@ impl Transform for SpillToShared {
             .collect()
     }
 
+    /// At the shipped budget itself, compiled one register lower so the base register keeps
+    /// the kernel within it (a user's limit is a promise; issue 23).
+    fn offer_at_limit(&self, baseline: u32) -> Option<(u32, u32)> {
+        // ptxas does not go below 16 registers in practice (`tune::candidates::MIN_BUDGET`).
+        (baseline > 16).then(|| (baseline, baseline - 1))
+    }
+
     fn budget_field(&self, _compiled_at: u32) -> (&'static str, serde_json::Value) {
         ("spill_to_shared", true.into())
     }
@@ -109,5 +116,18 @@ impl Rewritten for Rewrite {
             self.options.source.describe(),
             self.registers,
         ) + &proof_note(shapes, &self.options)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offered_at_the_shipped_budget_within_it() {
+        // Compiled one lower; the base register brings it back to the limit, never above.
+        assert_eq!(SpillToShared.offer_at_limit(32), Some((32, 31)));
+        assert_eq!(SpillToShared.offer_at_limit(64), Some((64, 63)));
+        assert_eq!(SpillToShared.offer_at_limit(16), None);
     }
 }

@@ -1,0 +1,112 @@
+//! The spill → shared summary line under the tables (issue 23): per kernel that spills under
+//! ptxas, whether its spills moved to shared memory, and if not, why, counted by kind of
+//! reason so a user sees at a glance what keeps spills in local memory.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+/// Why a kernel's spills stayed in local memory, from its record.
+pub fn refusal_kind(record: &Value) -> Option<&'static str> {
+    let v = &record["verdict"];
+    if v["proved"] == true {
+        return None;
+    }
+    let detail = v["detail"].as_str().unwrap_or("");
+    Some(if v.is_null() {
+        "not offered"
+    } else if detail.contains("shared memory") {
+        "no shared memory"
+    } else if detail.contains("registers, above the limit") {
+        "cap with no room"
+    } else if detail.contains("nvdisasm") || detail.contains("oracle") {
+        "instruction not covered"
+    } else if detail.contains("checker rejected") {
+        "proof"
+    } else {
+        "other"
+    })
+}
+
+/// `spill → shared: 12 moved, 3 refused (2 no shared memory, 1 proof)`, over the records of
+/// kernels that spill under ptxas; `None` when no record tried the rewrite.
+pub fn summary(records: &[Value]) -> Option<String> {
+    let tried = |r: &Value| {
+        r["transform"]
+            .as_str()
+            .is_some_and(|t| t.contains("spill → shared"))
+    };
+    if !records.iter().any(tried) {
+        return None;
+    }
+    let (mut moved, mut kept) = (0, 0);
+    let mut refused: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in records {
+        if r["candidates"][0]["spill_instructions"]
+            .as_u64()
+            .unwrap_or(0)
+            == 0
+        {
+            continue;
+        }
+        let chosen = r["chosen"].as_u64().unwrap_or(0) as usize;
+        let chose_it = r["candidates"][chosen]["budget"]["spill_to_shared"] == true;
+        match refusal_kind(r) {
+            None if chose_it => moved += 1,
+            None => kept += 1,
+            Some(k) => *refused.entry(k).or_default() += 1,
+        }
+    }
+    let n: usize = refused.values().sum();
+    let why: Vec<String> = refused.iter().map(|(k, c)| format!("{c} {k}")).collect();
+    let mut line = format!("spill → shared: {moved} moved");
+    if kept > 0 {
+        line.push_str(&format!(", {kept} proved but slower than ptxas's"));
+    }
+    if n > 0 {
+        line.push_str(&format!(", {n} refused ({})", why.join(", ")));
+    }
+    Some(line)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(spills: u32, chosen_smem: bool, verdict: Value) -> Value {
+        serde_json::json!({
+            "transform": "spill → shared at 32: …",
+            "candidates": [
+                {"budget": null, "spill_instructions": spills},
+                {"budget": {"regs": 32, "smem_spill": false, "spill_to_shared": true}}
+            ],
+            "chosen": u64::from(chosen_smem),
+            "verdict": verdict,
+        })
+    }
+
+    #[test]
+    fn counts_moves_and_refusals_by_kind() {
+        let proved = serde_json::json!({"budget": 32, "proved": true, "detail": "ok"});
+        let no_room = serde_json::json!({"budget": 32, "proved": false,
+            "detail": "70 slots × 128 threads need 71680 bytes of shared memory beside the kernel's 0"});
+        let proof = serde_json::json!({"budget": 32, "proved": false,
+            "detail": "the checker rejected the rewrite: k at 0xf0: …"});
+        let records = [
+            rec(10, true, proved.clone()),
+            rec(10, false, proved),
+            rec(10, false, no_room.clone()),
+            rec(10, false, no_room),
+            rec(10, false, proof),
+            rec(10, false, Value::Null),
+            rec(0, false, Value::Null),
+        ];
+        assert_eq!(
+            summary(&records).unwrap(),
+            "spill → shared: 1 moved, 1 proved but slower than ptxas's, 4 refused \
+             (2 no shared memory, 1 not offered, 1 proof)"
+        );
+        let untried = serde_json::json!({"candidates": [{"spill_instructions": 3}]});
+        assert_eq!(summary(&[untried]), None);
+    }
+}
