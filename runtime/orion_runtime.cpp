@@ -136,30 +136,13 @@ class Names : public sel::ProfileNames {
   const char* device(int device) const override;
 };
 
-// A spinlock for the resolve path (rare): constant-initialised, trivially destructible.
-class Spin {
- public:
-  void lock() {
-    while (flag_.exchange(true, std::memory_order_acquire)) std::this_thread::yield();
-  }
-  void unlock() { flag_.store(false, std::memory_order_release); }
-
- private:
-  std::atomic<bool> flag_{false};
-};
-
-struct SpinGuard {
-  explicit SpinGuard(Spin& s) : s_(s) { s_.lock(); }
-  ~SpinGuard() { s_.unlock(); }
-  Spin& s_;
-};
 
 // All state, constant-initialised and zeroed (.bss): no global constructor, and a kernel
 // launched from another static destructor at exit still finds it valid.
 struct State {
   std::atomic<int> phase{0};  // 0 not configured, 1 configuring, 2 on, 3 off
   Driver driver = Driver();
-  Spin lock;
+  sel::detail::SpinLock lock;  // the resolve path (rare)
   Kernel kernels[kMaxKernels];
   Handle handles[kMaxHandles];
   Event events[kMaxEvents];
@@ -332,7 +315,7 @@ void resolve(Kernel& k, const void* func) {
 const Kernel* kernel_for(const void* func, int device) {
   const Kernel* found = find_kernel(func, device);
   if (found) return found;
-  SpinGuard g(g_state.lock);
+  sel::detail::Guard g(g_state.lock);
   size_t h = hash_ptr(func, device);
   for (unsigned i = 0; i < kMaxKernels; ++i) {
     Kernel& k = g_state.kernels[(h + i) % kMaxKernels];

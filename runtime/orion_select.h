@@ -217,6 +217,29 @@ struct Entry {
   Stats stats[kMaxVariants] = {};
 };
 
+// A spinlock (the selector's and the runtime glue's): constant-initialised and trivially destructible (std::mutex is not, with
+// libc++). Critical sections are a few hundred instructions and a non-blocking event query.
+class SpinLock {
+ public:
+  void lock() {
+    while (flag_.exchange(true, std::memory_order_acquire)) std::this_thread::yield();
+  }
+  void unlock() { flag_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> flag_{false};
+};
+class Guard {
+ public:
+  explicit Guard(SpinLock& l) : l_(l) { l_.lock(); }
+  ~Guard() { l_.unlock(); }
+
+ private:
+  Guard(const Guard&);
+  Guard& operator=(const Guard&);
+  SpinLock& l_;
+};
+
 }  // namespace detail
 
 template <unsigned Capacity>
@@ -230,7 +253,7 @@ class BasicSelector {
   // under its own once-flag); until then every launch gets the original. Once a mode is on, the
   // configuration is final: pending timings hold handles of that timer.
   void configure(Mode mode, const Params& params, Timer* timer) {
-    Guard g(lock_);
+    detail::Guard g(lock_);
     if (mode_load() != kOff) return;
     params_ = params;
     if (params_.repeats == 0) params_.repeats = 1;
@@ -258,7 +281,7 @@ class BasicSelector {
     if (capturing) return plan;  // the original until a variant is locked
     Timer* timer = 0;
     {
-      Guard g(lock_);
+      detail::Guard g(lock_);
       slot = insert(key, variants);
       if (slot < 0) return plan;  // table full: the original, untracked
       detail::Entry& e = table_[slot];
@@ -296,7 +319,7 @@ class BasicSelector {
     if (plan.entry < 0) return;
     if (!launched) {
       if (plan.handle >= 0) timer_->discard(plan.handle);
-      Guard g(lock_);
+      detail::Guard g(lock_);
       detail::Entry& e = table_[plan.entry];
       if (plan.pending >= 0 && plan.handle >= 0) free_pending(e, plan.pending);
       e.errors += 1;
@@ -305,7 +328,7 @@ class BasicSelector {
     }
     if (plan.handle < 0) return;
     timer_->stop(plan.handle, stream);
-    Guard g(lock_);
+    detail::Guard g(lock_);
     detail::Pending& p = table_[plan.entry].pending[plan.pending];
     p.handle = plan.handle;
     p.state = detail::kTiming;
@@ -314,7 +337,7 @@ class BasicSelector {
   // Collects finished timings of every key; with `wait`, waits for all of them (at exit,
   // before the profile is written).
   void flush(bool wait) {
-    Guard g(lock_);
+    detail::Guard g(lock_);
     for (unsigned i = 0; i < Capacity; ++i) {
       detail::Entry& e = table_[i];
       if (e.published.load(std::memory_order_relaxed)) {
@@ -328,7 +351,7 @@ class BasicSelector {
 
   // The state of one key; false when it is not tracked.
   bool inspect(const Key& key, Snapshot* out) {
-    Guard g(lock_);
+    detail::Guard g(lock_);
     int slot = find(key);
     if (slot < 0) return false;
     snapshot(table_[slot], out);
@@ -347,7 +370,7 @@ class BasicSelector {
   }
 
   bool write_profile(std::FILE* f, const ProfileNames& names) {
-    Guard g(lock_);
+    detail::Guard g(lock_);
     unsigned order[Capacity];
     unsigned n = 0;
     for (unsigned i = 0; i < Capacity; ++i) {
@@ -398,29 +421,6 @@ class BasicSelector {
   }
 
  private:
-  // A spinlock: constant-initialised and trivially destructible (std::mutex is not, with
-  // libc++). Critical sections are a few hundred instructions and a non-blocking event query.
-  class SpinLock {
-   public:
-    void lock() {
-      while (flag_.exchange(true, std::memory_order_acquire)) std::this_thread::yield();
-    }
-    void unlock() { flag_.store(false, std::memory_order_release); }
-
-   private:
-    std::atomic<bool> flag_{false};
-  };
-  class Guard {
-   public:
-    explicit Guard(SpinLock& l) : l_(l) { l_.lock(); }
-    ~Guard() { l_.unlock(); }
-
-   private:
-    Guard(const Guard&);
-    Guard& operator=(const Guard&);
-    SpinLock& l_;
-  };
-
   int mode_load() const { return mode_.load(std::memory_order_acquire); }
 
   // Lock-free: slots are only ever published (never removed), key written before the release.
@@ -481,7 +481,7 @@ class BasicSelector {
 
   // A failed start: the reservation is returned and counted as an error.
   void release(const Plan& plan, bool error) {
-    Guard g(lock_);
+    detail::Guard g(lock_);
     detail::Entry& e = table_[plan.entry];
     free_pending(e, plan.pending);
     if (error) note_error(e);
@@ -616,7 +616,7 @@ class BasicSelector {
   std::atomic<int> mode_{0};  // written last by configure (release)
   Timer* timer_ = nullptr;
   Params params_ = Params();
-  SpinLock lock_;
+  detail::SpinLock lock_;
   std::atomic<unsigned> size_{0u};
   detail::Entry table_[Capacity];
 };

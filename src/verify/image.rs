@@ -92,11 +92,8 @@ impl<'a> Section<'a> {
         let mut wpairs: Vec<(Loc, Option<Loc>)> = Vec::new();
         let mut rew_writes: Vec<Loc> = Vec::new();
         for (n, (oa, or)) in a.operands.iter().zip(&r.operands).enumerate() {
-            if std::mem::discriminant(&oa.kind) != std::mem::discriminant(&or.kind)
-                || oa.role != or.role
-                || oa.width != or.width
-            {
-                return reject(
+            let differs = || {
+                reject(
                     name,
                     r.offset,
                     format!(
@@ -105,7 +102,13 @@ impl<'a> Section<'a> {
                         or.text,
                         oa.text
                     ),
-                );
+                )
+            };
+            if std::mem::discriminant(&oa.kind) != std::mem::discriminant(&or.kind)
+                || oa.role != or.role
+                || oa.width != or.width
+            {
+                return differs();
             }
             let same_shape = shape(&oa.text) == shape(&or.text);
             let imm_ok = match (&oa.kind, &or.kind) {
@@ -118,16 +121,7 @@ impl<'a> Section<'a> {
             if !imm_ok
                 || (!same_shape && !matches!(oa.kind, OperandKind::Imm(_) | OperandKind::Label(_)))
             {
-                return reject(
-                    name,
-                    r.offset,
-                    format!(
-                        "operand {} is `{}`, the original's `{}`",
-                        n + 1,
-                        or.text,
-                        oa.text
-                    ),
-                );
+                return differs();
             }
             // RZ/PT stay themselves.
             let ra = op_reads(oa, a.unknown);
@@ -135,16 +129,7 @@ impl<'a> Section<'a> {
             let wa = op_writes(oa, a.unknown);
             let wr = op_writes(or, a.unknown);
             if ra.len() != rr.len() || wa.len() != wr.len() {
-                return reject(
-                    name,
-                    r.offset,
-                    format!(
-                        "operand {} is `{}`, the original's `{}`",
-                        n + 1,
-                        or.text,
-                        oa.text
-                    ),
-                );
+                return differs();
             }
             for (la, lr) in ra.iter().zip(&rr) {
                 ops.push(Op::Need {
