@@ -26,7 +26,7 @@ const MAX_SPREAD: f64 = 1e6;
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LaunchKey {
-    /// The kernel's number inside the object that registered it.
+    /// The kernel's id: the FNV-1a hash of its mangled name (the same in every run; docs/selector.md).
     pub kernel_id: u32,
     /// The CUDA device ordinal.
     pub device: i32,
