@@ -29,7 +29,7 @@ pub fn refusal_kind(record: &Value) -> Option<&'static str> {
 }
 
 /// `spill → shared: 12 moved, 3 refused (2 no shared memory, 1 proof)`, over the records of
-/// kernels that spill under ptxas; `None` when no record tried the rewrite.
+/// kernels that spill under ptxas or had the rewrite tried; `None` when no record tried it.
 pub fn summary(records: &[Value]) -> Option<String> {
     let tried = |r: &Value| {
         r["transform"]
@@ -42,11 +42,12 @@ pub fn summary(records: &[Value]) -> Option<String> {
     let (mut moved, mut kept) = (0, 0);
     let mut refused: BTreeMap<&str, usize> = BTreeMap::new();
     for r in records {
-        if r["candidates"][0]["spill_instructions"]
+        // Kernels that spill under ptxas, and those whose spills at a lower budget the
+        // rewrite was tried on (a moved kernel must never read as "0 moved").
+        let spills = r["candidates"][0]["spill_instructions"]
             .as_u64()
-            .unwrap_or(0)
-            == 0
-        {
+            .unwrap_or(0);
+        if spills == 0 && !tried(r) {
             continue;
         }
         let chosen = r["chosen"].as_u64().unwrap_or(0) as usize;
@@ -100,11 +101,16 @@ mod tests {
             rec(10, false, proof),
             rec(10, false, Value::Null),
             rec(0, false, Value::Null),
+            rec(
+                0,
+                true,
+                serde_json::json!({"budget": 32, "proved": true, "detail": "ok"}),
+            ),
         ];
         assert_eq!(
             summary(&records).unwrap(),
-            "spill → shared: 1 moved, 1 proved but slower than ptxas's, 4 refused \
-             (2 no shared memory, 1 not offered, 1 proof)"
+            "spill → shared: 2 moved, 1 proved but slower than ptxas's, 5 refused \
+             (2 no shared memory, 2 not offered, 1 proof)"
         );
         let untried = serde_json::json!({"candidates": [{"spill_instructions": 3}]});
         assert_eq!(summary(&[untried]), None);
