@@ -562,7 +562,7 @@ fn tally(results: impl Iterator<Item = Option<String>>) -> String {
 
 #[test]
 fn corpus_sm_86() {
-    corpus(86, 22);
+    corpus(86, 29);
 }
 
 #[test]
