@@ -26,7 +26,7 @@ pub struct Block {
 
 /// Why control goes from one block to another.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Edge {
+pub(crate) enum Edge {
     FallThrough,
     Branch,
     /// A `CALL` returns to the next instruction.
@@ -35,9 +35,9 @@ pub enum Edge {
 
 #[derive(Debug, Clone)]
 pub struct Cfg {
-    pub graph: DiGraph<Block, Edge>,
+    pub(crate) graph: DiGraph<Block, Edge>,
     /// Block of each instruction.
-    pub block_of: Vec<NodeIndex>,
+    pub(crate) block_of: Vec<NodeIndex>,
     /// The entry block.
     pub entry: NodeIndex,
 }
@@ -138,7 +138,7 @@ impl Cfg {
         self.graph.node_indices().map(|i| (i, self.graph[i]))
     }
 
-    pub fn successors(&self, b: NodeIndex) -> impl Iterator<Item = NodeIndex> + '_ {
+    pub(crate) fn successors(&self, b: NodeIndex) -> impl Iterator<Item = NodeIndex> + '_ {
         self.graph.edges(b).map(|e| e.target())
     }
 
@@ -181,43 +181,6 @@ impl Cfg {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Loop {
     pub header: NodeIndex,
-    pub latch: NodeIndex,
-    pub body: BTreeSet<NodeIndex>,
-}
-
-/// Which function calls which (direct `CALL`s by name; indirect calls have no edge).
-#[derive(Debug, Clone)]
-pub struct CallGraph {
-    pub graph: DiGraph<String, u64>,
-    pub index: HashMap<String, NodeIndex>,
-}
-
-impl CallGraph {
-    pub fn build(functions: &[Function]) -> CallGraph {
-        let mut graph = DiGraph::new();
-        let mut index = HashMap::new();
-        for f in functions {
-            index.insert(f.name.clone(), graph.add_node(f.name.clone()));
-        }
-        for f in functions {
-            for ins in &f.instrs {
-                if let Some(c) = &ins.callee
-                    && let Some(&to) = index.get(c)
-                {
-                    graph.add_edge(index[&f.name], to, ins.offset);
-                }
-            }
-        }
-        CallGraph { graph, index }
-    }
-
-    /// Functions `name` calls directly.
-    pub fn callees(&self, name: &str) -> Vec<&str> {
-        self.index.get(name).map_or(Vec::new(), |&i| {
-            self.graph
-                .neighbors(i)
-                .map(|n| self.graph[n].as_str())
-                .collect()
-        })
-    }
+    pub(crate) latch: NodeIndex,
+    pub(crate) body: BTreeSet<NodeIndex>,
 }

@@ -28,20 +28,17 @@ use super::cfg::{Cfg, Edge};
 pub struct RegSet([u64; 4]);
 
 impl RegSet {
-    pub fn insert(&mut self, r: u8) {
+    pub(crate) fn insert(&mut self, r: u8) {
         self.0[(r / 64) as usize] |= 1 << (r % 64);
     }
-    pub fn remove(&mut self, r: u8) {
+    pub(crate) fn remove(&mut self, r: u8) {
         self.0[(r / 64) as usize] &= !(1 << (r % 64));
     }
-    pub fn contains(&self, r: u8) -> bool {
+    pub(crate) fn contains(&self, r: u8) -> bool {
         self.0[(r / 64) as usize] & (1 << (r % 64)) != 0
     }
-    pub fn union(&self, o: &RegSet) -> RegSet {
+    pub(crate) fn union(&self, o: &RegSet) -> RegSet {
         RegSet(std::array::from_fn(|i| self.0[i] | o.0[i]))
-    }
-    pub fn intersect(&self, o: &RegSet) -> RegSet {
-        RegSet(std::array::from_fn(|i| self.0[i] & o.0[i]))
     }
     pub fn len(&self) -> u32 {
         self.0.iter().map(|w| w.count_ones()).sum()
@@ -52,7 +49,7 @@ impl RegSet {
     pub fn iter(&self) -> impl Iterator<Item = u8> + '_ {
         (0..=254u8).filter(|&r| self.contains(r))
     }
-    pub fn from_regs(rs: impl IntoIterator<Item = u8>) -> RegSet {
+    pub(crate) fn from_regs(rs: impl IntoIterator<Item = u8>) -> RegSet {
         let mut s = RegSet::default();
         for r in rs {
             s.insert(r);
@@ -68,13 +65,9 @@ pub const SP: u8 = 1;
 #[derive(Debug, Clone)]
 pub struct Liveness {
     /// Registers live into each instruction.
-    pub live_in: Vec<RegSet>,
-    /// Registers live out of each instruction.
-    pub live_out: Vec<RegSet>,
+    pub(crate) live_in: Vec<RegSet>,
     /// Registers each instruction writes.
-    pub defs: Vec<RegSet>,
-    /// Registers written on some path from the function's entry to each instruction.
-    pub defined_in: Vec<RegSet>,
+    pub(crate) defs: Vec<RegSet>,
 }
 
 /// What an instruction reads and writes, for liveness, in a function of `regs` registers.
@@ -240,50 +233,11 @@ impl Liveness {
             }
         }
         let mut live_in = vec![RegSet::default(); n];
-        let mut live_out = vec![RegSet::default(); n];
         for &(id, b) in &blocks {
-            show_block(
-                f,
-                cfg,
-                &ud,
-                id,
-                b,
-                &block_in,
-                exit_live,
-                &mut live_in,
-                &mut live_out,
-            );
-        }
-        // Registers some path from the entry has written (forward, union at joins).
-        let mut block_def = vec![RegSet::default(); nb];
-        let mut defined_in = vec![RegSet::default(); n];
-        loop {
-            let mut changed = false;
-            for &(id, b) in &blocks {
-                let mut d = RegSet::default();
-                for p in cfg
-                    .graph
-                    .neighbors_directed(id, petgraph::Direction::Incoming)
-                {
-                    d = d.union(&block_def[p.index()]);
-                }
-                for i in b.first..b.end {
-                    defined_in[i] = d;
-                    d = d.union(&ud[i].1);
-                }
-                if d != block_def[id.index()] {
-                    block_def[id.index()] = d;
-                    changed = true;
-                }
-            }
-            if !changed {
-                break;
-            }
+            show_block(f, cfg, &ud, id, b, &block_in, exit_live, &mut live_in);
         }
         Liveness {
             live_in,
-            live_out,
-            defined_in,
             defs: ud.into_iter().map(|(_, d, _)| d).collect(),
         }
     }
@@ -393,7 +347,7 @@ fn block_in_pair(
     (if split { taken.union(&fall) } else { taken }, plain)
 }
 
-/// What nvdisasm shows at the instructions of block `b` (`live_in`, `live_out`).
+/// What nvdisasm shows at the instructions of block `b` (`live_in`).
 ///
 /// Every guarded write ends nothing inside the block. The block's live-out is its
 /// successors' path-sensitive live-in, except after a guarded branch, where it is their
@@ -417,7 +371,6 @@ fn show_block(
     block_in: &[(RegSet, RegSet)],
     exit_live: RegSet,
     live_in: &mut [RegSet],
-    live_out: &mut [RegSet],
 ) {
     use petgraph::visit::EdgeRef;
     let guarded = guarded_end(&f.instrs[b.end - 1]).is_some();
@@ -427,7 +380,6 @@ fn show_block(
         live = live.union(if guarded { &plain } else { &ps });
     }
     for i in (b.first..b.end).rev() {
-        live_out[i] = live;
         let ins = &f.instrs[i];
         if ins.is_call() && !ins.always() {
             let (u, d, _) = &ud[i];

@@ -8,7 +8,7 @@ pub(crate) mod liveness;
 pub(crate) mod loops;
 pub(crate) mod section;
 
-pub use cfg::{Block, CallGraph, Cfg, Loop};
+pub use cfg::{Block, Cfg, Loop};
 pub use defined::must_defined;
 pub use liveness::{Liveness, RegFile, RegSet};
 pub use loops::loop_weights;

@@ -15,8 +15,8 @@ use crate::sass::ir::{Function, Instr, OperandKind};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SplitError {
     pub function: String,
-    pub offset: u64,
-    pub reason: String,
+    pub(crate) offset: u64,
+    pub(crate) reason: String,
 }
 
 fn fail<T>(f: &Function, offset: u64, reason: String) -> Result<T, SplitError> {

@@ -44,7 +44,8 @@ pub enum OpClass {
 
 impl OpClass {
     /// Memory classes whose result arrives through a scoreboard after a long wait.
-    pub fn is_memory(self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_memory(self) -> bool {
         matches!(
             self,
             OpClass::Global

@@ -20,7 +20,7 @@ use std::fmt;
 use std::str::FromStr;
 
 /// Threads per warp on every architecture here (Guide, Table 27).
-pub const WARP_SIZE: u32 = 32;
+pub(crate) const WARP_SIZE: u32 = 32;
 
 /// Bytes in a KiB, to write the table in the unit the Guide uses.
 const KB: u32 = 1024;
@@ -29,48 +29,48 @@ const KB: u32 = 1024;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ArchParams {
     /// Compute capability (major, minor).
-    pub cc: (u8, u8),
+    pub(crate) cc: (u8, u8),
     /// Guide: "Maximum number of resident threads per SM" (`maxThreadsPerMultiProcessor`).
-    pub max_threads_per_sm: u32,
+    pub(crate) max_threads_per_sm: u32,
     /// Guide: "Maximum number of resident blocks per SM"; equal to the header's
     /// `cudaOccMaxBlocksPerMultiprocessor`.
-    pub max_blocks_per_sm: u32,
+    pub(crate) max_blocks_per_sm: u32,
     /// Guide: "Maximum number of threads per block" (`maxThreadsPerBlock`).
-    pub max_threads_per_block: u32,
+    pub(crate) max_threads_per_block: u32,
     /// Guide: "Number of 32-bit registers per SM" (`regsPerMultiprocessor`).
-    pub regs_per_sm: u32,
+    pub(crate) regs_per_sm: u32,
     /// Guide: "Maximum number of 32-bit registers per thread block" (`regsPerBlock`).
-    pub regs_per_block: u32,
+    pub(crate) regs_per_block: u32,
     /// Guide: "Maximum number of 32-bit registers per thread". The header's
     /// `cudaOccRegAllocationMaxPerThread` checks against 256 instead (see `occupancy`).
-    pub max_regs_per_thread: u32,
+    pub(crate) max_regs_per_thread: u32,
     /// header `cudaOccRegAllocationGranularity`: registers are given to a warp in units of this.
-    pub reg_alloc_unit: u32,
+    pub(crate) reg_alloc_unit: u32,
     /// header `cudaOccSubPartitionsPerMultiprocessor`: the register file is split evenly
     /// between this many warp schedulers, and a warp's registers come from one of them.
-    pub sub_partitions: u32,
+    pub(crate) sub_partitions: u32,
     /// Guide: "Maximum amount of shared memory per SM" (`sharedMemPerMultiprocessor`).
-    pub smem_per_sm: u32,
+    pub(crate) smem_per_sm: u32,
     /// Guide: "Maximum amount of shared memory per thread block" without opt-in
     /// (`sharedMemPerBlock`, 48 KB everywhere).
-    pub smem_per_block: u32,
+    pub(crate) smem_per_block: u32,
     /// Guide: the per-block maximum with `cudaFuncAttributeMaxDynamicSharedMemorySize` opt-in
     /// (`sharedMemPerBlockOptin`).
     pub smem_per_block_optin: u32,
     /// header `cudaOccSMemAllocationGranularity`: a block's shared memory is rounded up to this.
-    pub smem_alloc_unit: u32,
+    pub(crate) smem_alloc_unit: u32,
     /// Guide §20.7.3 and later ("1 KB of shared memory is reserved for system use"); the driver's
     /// `reservedSharedMemPerBlock`. The header adds it to every block's static size.
     pub reserved_smem_per_block: u32,
     /// header `cudaOccAlignUpShmemSizeVoltaPlus`: the shared-memory carve-outs an SM can be
     /// configured to, in bytes, ascending. A carve-out request is rounded up to the next one.
-    pub carveouts: &'static [u32],
+    pub(crate) carveouts: &'static [u32],
     /// header `cudaOccMaxBlocksPerSMBlockBarrierLimit`: barrier slots per resident-block slot
     /// (the SM has `max_blocks_per_sm` × this many); `None` where the header applies no barrier
     /// limit (it only does for `computeMajor >= 9`, in `cudaOccMaxActiveBlocksPerMultiprocessor`).
-    pub barrier_slots_per_block: Option<u32>,
+    pub(crate) barrier_slots_per_block: Option<u32>,
     /// header `cudaOccMaxVirtualResourceCountPerSM`: "virtual resources" per SM (0: no limit).
-    pub virtual_resources_per_sm: u32,
+    pub(crate) virtual_resources_per_sm: u32,
     /// Observed with ptxas 13.5 (`cuobjdump -res-usage`, ELF section sizes): on sm_90 and later a
     /// linked cubin's per-kernel shared size already contains the driver's reserved 1 KB
     /// (`.nv.shared.reserved.0`) whenever it is non-zero. See `predict::SharedBytes`.
@@ -108,7 +108,7 @@ const CARVEOUT_228K: &[u32] = &[
 ];
 
 /// The rows. Values common to every row are spelled out on each so a row reads on its own.
-pub static TABLE: &[ArchParams] = &[
+pub(crate) static TABLE: &[ArchParams] = &[
     // sm_75 (Turing). Guide Table 27 column 7.5, §20.6.4 (shared memory 7.x); header cases
     // `case 7` with `computeMinor == 5` ("isTuring").
     ArchParams {
@@ -283,13 +283,13 @@ pub static TABLE: &[ArchParams] = &[
 
 impl ArchParams {
     /// Warps an SM can hold (`maxThreadsPerMultiProcessor / warpSize`).
-    pub fn max_warps_per_sm(&self) -> u32 {
+    pub(crate) fn max_warps_per_sm(&self) -> u32 {
         self.max_threads_per_sm / WARP_SIZE
     }
 
     /// The smallest carve-out that holds `bytes`, as `cudaOccAlignUpShmemSizeVoltaPlus` picks it;
     /// `None` when `bytes` is larger than every carve-out (the header's INVALID_INPUT).
-    pub fn carveout_for(&self, bytes: u64) -> Option<u32> {
+    pub(crate) fn carveout_for(&self, bytes: u64) -> Option<u32> {
         self.carveouts
             .iter()
             .copied()
@@ -337,7 +337,7 @@ impl Arch {
     }
 
     /// The row for sm_`sm` (`86` is 8.6); `None` without one.
-    pub fn from_sm(sm: u32) -> Option<Arch> {
+    pub(crate) fn from_sm(sm: u32) -> Option<Arch> {
         Arch::from_cc(u8::try_from(sm / 10).ok()?, (sm % 10) as u8).ok()
     }
 

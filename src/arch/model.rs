@@ -23,49 +23,49 @@ impl Family {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ShaderModel {
     /// The SM numbers this row covers, inclusive (`90` is sm_90).
-    pub sms: (u32, u32),
+    pub(crate) sms: (u32, u32),
     /// Operand tables (`sass::operands`, checked against `nvdisasm -plr` on sm_75-90); `None`
     /// where there are none and SASS is not decoded with operands.
-    pub family: Option<Family>,
+    pub(crate) family: Option<Family>,
     /// `sass::relayout` rewrites this code (docs/DESIGN.md §Architectures: sm_100 and sm_120 are out of scope).
-    pub relayout: bool,
+    pub(crate) relayout: bool,
     /// The rewrites (spill → shared, register demotion) run on this code: sm_75 to sm_90,
     /// the architectures with operand tables and checked encodings.
-    pub rewrites: bool,
+    pub(crate) rewrites: bool,
     /// A shared-memory window address carries the CTA's rank in its cluster at bit 24
     /// (distributed shared memory, sm_90+), so a rewrite's shared base must add it.
-    pub shared_cluster_rank: bool,
+    pub(crate) shared_cluster_rank: bool,
     /// Direct branches and calls keep their PC-relative offset split (docs/sass.md §Branches
     /// and calls): `delta >> 2` in bits 16-23 and `delta >> 10` in bits 34-81 from sm_90 on;
     /// a plain signed byte count at bits 34-81 (bits 32-33 flags) before.
-    pub split_branch_offsets: bool,
+    pub(crate) split_branch_offsets: bool,
     /// `LEPC Rd, label` names its label with an 8-bit immediate at bits 24-31 (sm_90+);
     /// before, `LEPC Rd` takes no label and two `MOV` immediates carry the offsets.
-    pub lepc_label: bool,
+    pub(crate) lepc_label: bool,
     /// NOPs ptxas leaves after a function's last instruction before rounding the section to
     /// 128 bytes: at least 8 (128 bytes) on sm_80+, none on sm_75 (checked on every fixture).
-    pub tail_nops: usize,
+    pub(crate) tail_nops: usize,
     /// A global access (`LDG.E R0, [R2.64]`) reads a uniform-register descriptor pair that
     /// nvdisasm does not print (sm_80-89; sm_90 prints it as `desc[UR4]`).
-    pub implicit_memory_descriptor: bool,
+    pub(crate) implicit_memory_descriptor: bool,
     /// A function that owns its `.text` section has its register count in the section's
     /// `sh_info[31:24]` (below sm_90; 0 from sm_90 on).
-    pub text_sh_info_regs: bool,
+    pub(crate) text_sh_info_regs: bool,
     /// nvdisasm's call model (the registers a call may touch) covers the highest register the
     /// section names plus three, capped by `SHI_REGISTERS`, which ptxas rounds up here
     /// (sm_90); below, it covers `SHI_REGISTERS` (found on the kernels of
     /// tests/sass_decode.rs).
-    pub call_regs_from_code: bool,
+    pub(crate) call_regs_from_code: bool,
     /// FP32 results per clock per SM (CUDA C++ Programming Guide, "Throughput of Native
     /// Arithmetic Instructions"): 64 on 7.5 and 8.0, 128 from 8.6 on.
-    pub fp32_per_clock: f64,
+    pub(crate) fp32_per_clock: f64,
     /// FP64 results per clock per SM (same table): the data-centre parts (8.0, 9.0, 10.0,
     /// 10.3) have it at half the FP32 rate or better; the others at 2.
-    pub fp64_per_clock: f64,
+    pub(crate) fp64_per_clock: f64,
     /// Cycles before a reader may issue after a scoreboard-less FP64 producer: 10 on sm_80
     /// (Mesa NAK's `sm80_instr_latencies.rs`) and sm_90 (above the 7 ptxas 13.5 leaves,
     /// measured on tests/kernels/regdem); not tabulated elsewhere.
-    pub fp64_fixed_latency: Option<u8>,
+    pub(crate) fp64_fixed_latency: Option<u8>,
 }
 
 /// Volta and older: read, never rewritten; the rates of the oldest row.

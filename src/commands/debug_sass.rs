@@ -22,7 +22,7 @@ pub struct Args {
     /// Compare every instruction's register reads and writes with `nvdisasm -plr` (the
     /// oracle check run before a rewrite); one line per disagreement.
     #[arg(long)]
-    pub oracle: bool,
+    pub(crate) oracle: bool,
 }
 
 /// The functions to show: all, or kernel `k` and the sub-functions named after it.
@@ -52,7 +52,6 @@ fn ir_line(ins: &Instr) -> String {
             let role = match o.role {
                 crate::sass::ir::Role::Read => "",
                 crate::sass::ir::Role::Write => "w:",
-                crate::sass::ir::Role::ReadWrite => "rw:",
             };
             if o.width > 1 {
                 format!("{role}{}/{}", o.text, o.width)

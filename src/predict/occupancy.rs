@@ -42,7 +42,7 @@ pub enum SharedBytes {
 impl SharedBytes {
     /// The declared static size on `arch`: what `cuda_occupancy.h` takes as `sharedSizeBytes`,
     /// before it adds the reservation.
-    pub fn declared(self, arch: Arch) -> Result<u32, OccupancyError> {
+    pub(crate) fn declared(self, arch: Arch) -> Result<u32, OccupancyError> {
         let p = arch.params();
         match self {
             SharedBytes::User(n) => Ok(n),
@@ -135,7 +135,8 @@ impl Launch {
 
     /// The same launch with `bytes` of dynamic shared memory, opted in to exactly that much
     /// when it is more than the default limit allows.
-    pub fn with_dynamic_shared(mut self, bytes: u32) -> Self {
+    #[cfg(test)]
+    pub(crate) fn with_dynamic_shared(mut self, bytes: u32) -> Self {
         self.dynamic_shared = bytes;
         if bytes > 0 {
             self.dynamic_shared_limit = DynamicSharedLimit::OptIn(bytes);
@@ -197,7 +198,7 @@ impl Limiters {
         self.0 & l.bit() != 0
     }
 
-    pub fn insert(&mut self, l: Limiter) {
+    pub(crate) fn insert(&mut self, l: Limiter) {
         self.0 |= l.bit();
     }
 
@@ -231,10 +232,10 @@ impl fmt::Display for Limiters {
 /// `INT_MAX`: no registers, no shared memory, no barriers, no virtual resources).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BlockLimits {
-    pub warps: u32,
+    pub(crate) warps: u32,
     pub registers: Option<u32>,
-    pub shared_memory: Option<u32>,
-    pub blocks: u32,
+    pub(crate) shared_memory: Option<u32>,
+    pub(crate) blocks: u32,
     pub barriers: Option<u32>,
     pub virtual_resources: Option<u32>,
 }
@@ -260,7 +261,7 @@ pub struct Occupancy {
     /// Resident warps per SM (blocks × warps per block).
     pub warps_per_sm: u32,
     /// The SM's warp slots, the denominator of [`Occupancy::fraction`].
-    pub max_warps_per_sm: u32,
+    pub(crate) max_warps_per_sm: u32,
     /// Every resource whose own limit equals `blocks_per_sm`.
     pub limiters: Limiters,
     pub limits: BlockLimits,
@@ -271,12 +272,12 @@ pub struct Occupancy {
     /// allocation unit (the header's `allocatedSharedMemPerBlock`).
     pub shared_per_block: u64,
     /// The carve-out the SM runs with; `None` when not even one block fits.
-    pub shared_per_sm: Option<u32>,
+    pub(crate) shared_per_sm: Option<u32>,
 }
 
 impl Occupancy {
     /// Theoretical occupancy: resident warps over warp slots, 0.0–1.0.
-    pub fn fraction(&self) -> f64 {
+    pub(crate) fn fraction(&self) -> f64 {
         f64::from(self.warps_per_sm) / f64::from(self.max_warps_per_sm)
     }
 }

@@ -36,7 +36,7 @@ pub struct Cost {
     /// Cycles the warp spends waiting or issuing, if it had its scheduler to itself.
     pub latency: f64,
     /// Cycles the warp occupies its scheduler's pipes.
-    pub issue: f64,
+    pub(crate) issue: f64,
     /// Loop-weighted local-memory (spill and local array) instructions.
     pub local_accesses: f64,
     /// Loop-weighted instructions.
@@ -55,13 +55,13 @@ impl Cost {
 /// The predictor's verdict on one kernel variant.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Prediction {
-    pub cost: Cost,
+    pub(crate) cost: Cost,
     /// Resident warps per scheduler at the variant's occupancy.
-    pub warps_per_scheduler: f64,
+    pub(crate) warps_per_scheduler: f64,
     /// Predicted cycles per warp: `max(latency / W, issue)`. Lower is better.
     pub cycles_per_warp: f64,
     /// True when the pipes, not latency, bound the time.
-    pub issue_bound: bool,
+    pub(crate) issue_bound: bool,
 }
 
 /// Predict a kernel `kernel` among `functions` (its device functions included) on `sm` with
@@ -77,7 +77,7 @@ pub fn predict(
 }
 
 /// Combine a warp's cost with the occupancy.
-pub fn combine(cost: Cost, warps_per_sm: u32) -> Prediction {
+pub(crate) fn combine(cost: Cost, warps_per_sm: u32) -> Prediction {
     let w = (f64::from(warps_per_sm) / f64::from(SCHEDULERS_PER_SM)).max(f64::MIN_POSITIVE);
     let latency_share = cost.latency / w;
     Prediction {

@@ -7,7 +7,7 @@
 use std::fmt;
 
 /// Scoreboards per warp (SB0-SB5).
-pub const SCOREBOARDS: u8 = 6;
+pub(crate) const SCOREBOARDS: u8 = 6;
 
 /// The control field of one instruction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -16,7 +16,7 @@ pub struct Control {
     pub stall: u8,
     /// Bit 109. ptxas sets it on almost every instruction; 0 on NOP padding and in long
     /// fixed-latency chains. A scheduling hint only.
-    pub yield_bit: bool,
+    pub(crate) yield_bit: bool,
     /// Scoreboard released when the destination is written (variable-latency producers).
     pub write_sb: Option<u8>,
     /// Scoreboard released when the sources have been read.
@@ -30,12 +30,12 @@ pub struct Control {
 impl Control {
     /// Decode from the instruction's two little-endian 64-bit words (low word first, as
     /// `nvdisasm -hex` prints them and as they lie in `.text`).
-    pub fn from_words(_lo: u64, hi: u64) -> Control {
+    pub(crate) fn from_words(_lo: u64, hi: u64) -> Control {
         Control::from_bits((hi >> 41) as u32)
     }
 
     /// Decode from the instruction's 16 bytes. `None` when `bytes` is not 16 long.
-    pub fn from_bytes(bytes: &[u8]) -> Option<Control> {
+    pub(crate) fn from_bytes(bytes: &[u8]) -> Option<Control> {
         let hi: [u8; 8] = bytes.get(8..16)?.try_into().ok()?;
         (bytes.len() == 16).then(|| Control::from_words(0, u64::from_le_bytes(hi)))
     }
@@ -64,7 +64,7 @@ impl Control {
     }
 
     /// Scoreboards this instruction waits on.
-    pub fn waits(self) -> impl Iterator<Item = u8> {
+    pub(crate) fn waits(self) -> impl Iterator<Item = u8> {
         (0..SCOREBOARDS).filter(move |b| self.wait_mask & (1 << b) != 0)
     }
 }

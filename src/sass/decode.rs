@@ -53,7 +53,7 @@ pub struct CubinInfo {
     /// Kernel names (symbol order, or listing order).
     pub kernels: Vec<String>,
     /// Text section name → `SHI_REGISTERS`.
-    pub regs: HashMap<String, u32>,
+    pub(crate) regs: HashMap<String, u32>,
 }
 
 impl CubinInfo {

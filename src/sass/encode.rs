@@ -10,23 +10,23 @@ use std::fmt;
 use crate::arch::ShaderModel;
 
 /// `BRA` (bits 0-11).
-pub const OP_BRA: u16 = 0x947;
+pub(crate) const OP_BRA: u16 = 0x947;
 /// `BRA.U` on sm_100+ (uniform predicate form).
-pub const OP_BRA_U: u16 = 0x547;
+pub(crate) const OP_BRA_U: u16 = 0x547;
 /// `CALL.REL` to an immediate target.
 pub const OP_CALL_REL: u16 = 0x944;
 /// `CALL.REL Rx imm`: indirect call, the register holds a section offset.
-pub const OP_CALL_REL_REG: u16 = 0x344;
+pub(crate) const OP_CALL_REL_REG: u16 = 0x344;
 /// `CALL.ABS` (absolute, from a register: nothing to re-encode).
-pub const OP_CALL_ABS: u16 = 0x343;
+pub(crate) const OP_CALL_ABS: u16 = 0x343;
 /// `RET.REL Rx`.
-pub const OP_RET_REL: u16 = 0x950;
+pub(crate) const OP_RET_REL: u16 = 0x950;
 /// `BRX Rx`.
-pub const OP_BRX: u16 = 0x949;
+pub(crate) const OP_BRX: u16 = 0x949;
 /// `BRXU URx` (uniform register form of BRX).
-pub const OP_BRXU: u16 = 0x958;
+pub(crate) const OP_BRXU: u16 = 0x958;
 /// `BSSY Bx, target`.
-pub const OP_BSSY: u16 = 0x945;
+pub(crate) const OP_BSSY: u16 = 0x945;
 /// `EXIT`.
 pub const OP_EXIT: u16 = 0x94d;
 /// `LEPC Rd, label` (sm_90+): `Rd` = absolute address of `label`, the immediate at bits
@@ -35,7 +35,7 @@ pub const OP_EXIT: u16 = 0x94d;
 pub const OP_LEPC: u16 = 0x94e;
 /// `LEPC Rd` (sm_75-89): `Rd` = absolute address of the LEPC itself; ptxas adds
 /// `MOV Rx, <return offset>` minus `MOV Ry, <LEPC offset>` to it.
-pub const OP_LEPC_REG: u16 = 0x34e;
+pub(crate) const OP_LEPC_REG: u16 = 0x34e;
 /// `NOP`.
 pub const OP_NOP: u16 = 0x918;
 /// `MOV Rd, imm32`.
@@ -43,14 +43,14 @@ pub const OP_MOV_IMM: u16 = 0x802;
 /// `STL [Ra+imm24], Rb`.
 pub const OP_STL: u16 = 0x387;
 /// `STS [Ra+imm24], Rb`.
-pub const OP_STS: u16 = 0x388;
+pub(crate) const OP_STS: u16 = 0x388;
 /// `LDL Rd, [Ra+imm24]`.
 pub const OP_LDL: u16 = 0x983;
 /// `LDS Rd, [Ra+imm24]`.
-pub const OP_LDS: u16 = 0x984;
+pub(crate) const OP_LDS: u16 = 0x984;
 
 /// The NOP ptxas pads sections with (stall 0, no scoreboards, yield bit clear).
-pub const NOP_PADDING: u128 = (0x000f_c000_0000_0000u128 << 64) | 0x0000_0000_0000_7918;
+pub(crate) const NOP_PADDING: u128 = (0x000f_c000_0000_0000u128 << 64) | 0x0000_0000_0000_7918;
 
 /// A NOP with stall `stall` (1-15), no scoreboards, no wait, and the yield bit (109) set as
 /// ptxas sets it on most real code (§6.3), for inserting into real code.
@@ -105,7 +105,7 @@ pub fn opcode(w: u128) -> u16 {
 }
 
 /// `w` with bits 0-11 replaced.
-pub fn set_opcode(w: u128, op: u16) -> u128 {
+pub(crate) fn set_opcode(w: u128, op: u16) -> u128 {
     set_bits(w, 0, 12, u64::from(op & 0xfff))
 }
 
@@ -124,7 +124,7 @@ pub enum RegField {
 
 impl RegField {
     /// The first bit of the 8-bit field.
-    pub fn lo(self) -> u32 {
+    pub(crate) fn lo(self) -> u32 {
         match self {
             RegField::Dst => 16,
             RegField::A => 24,
@@ -201,7 +201,7 @@ pub enum RelKind {
 /// Bit 85 set on `RET` (and `BRX`) makes it absolute: `RET.ABS.NODEC R20 0x0` (`-G` code,
 /// the register holds an address relocated with the function symbol) instead of
 /// `RET.REL.NODEC`.
-pub const ABS_BIT: u32 = 85;
+pub(crate) const ABS_BIT: u32 = 85;
 
 /// The PC-relative kind of `w`, if any.
 pub fn rel_kind(w: u128) -> Option<RelKind> {
@@ -227,7 +227,7 @@ impl fmt::Display for EncodeError {
 impl std::error::Error for EncodeError {}
 
 /// True where sm_`sm` uses the split branch form (§6.5: sm_90 and later).
-pub fn split_form(sm: u32) -> bool {
+pub(crate) fn split_form(sm: u32) -> bool {
     ShaderModel::of(sm).split_branch_offsets
 }
 
@@ -309,7 +309,7 @@ pub fn set_direct_target(sm: u32, pc: u64, w: u128, target: u64) -> Result<u128,
 
 /// The register a register-based instruction jumps through (bits 24-31), for `RET.REL`,
 /// `BRX` and indirect `CALL.REL`.
-pub fn jump_register(w: u128) -> Option<u8> {
+pub(crate) fn jump_register(w: u128) -> Option<u8> {
     (rel_kind(w)? == RelKind::RegisterBased).then(|| reg(w, RegField::A))
 }
 

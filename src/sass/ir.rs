@@ -14,15 +14,15 @@ use super::opcode::{Op, Opcode};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Pred {
     /// Uniform predicate file (`UP`).
-    pub uniform: bool,
+    pub(crate) uniform: bool,
     /// Predicate number; 7 is `PT`/`UPT`.
-    pub index: u8,
-    pub negated: bool,
+    pub(crate) index: u8,
+    pub(crate) negated: bool,
 }
 
 impl Pred {
     /// `PT` (or `UPT`), never negated: the instruction always runs.
-    pub fn is_true(&self) -> bool {
+    pub(crate) fn is_true(&self) -> bool {
         self.index == 7 && !self.negated
     }
 }
@@ -82,18 +82,17 @@ pub enum OperandKind {
 
 /// Whether an instruction reads or writes an operand.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Role {
+pub(crate) enum Role {
     Read,
     Write,
-    ReadWrite,
 }
 
 impl Role {
-    pub fn reads(self) -> bool {
-        matches!(self, Role::Read | Role::ReadWrite)
+    pub(crate) fn reads(self) -> bool {
+        matches!(self, Role::Read)
     }
     pub fn writes(self) -> bool {
-        matches!(self, Role::Write | Role::ReadWrite)
+        matches!(self, Role::Write)
     }
 }
 
@@ -101,11 +100,11 @@ impl Role {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Operand {
     pub kind: OperandKind,
-    pub role: Role,
+    pub(crate) role: Role,
     /// Registers covered, from the first (`R4` with width 2 is `R4:R5`).
-    pub width: u8,
+    pub(crate) width: u8,
     /// `.reuse` was printed.
-    pub reuse: bool,
+    pub(crate) reuse: bool,
     /// nvdisasm's text of this operand.
     pub text: String,
 }
@@ -126,7 +125,7 @@ pub struct Instr {
     /// in `targets`).
     pub target: Option<u64>,
     /// `BRX` jump-table targets (nvdisasm's `BRANCH_TARGETS`), section offsets.
-    pub targets: Vec<u64>,
+    pub(crate) targets: Vec<u64>,
     /// The function a direct `CALL` enters.
     pub callee: Option<String>,
     /// No operand rule covers this instruction: its registers are pinned.
@@ -212,7 +211,7 @@ impl Instr {
 }
 
 /// `RZ`.
-pub const RZ: u8 = 255;
+pub(crate) const RZ: u8 = 255;
 
 /// One function (kernel or sub-function) of a cubin.
 #[derive(Debug, Clone, PartialEq)]
@@ -227,11 +226,11 @@ pub struct Function {
     pub kernel: bool,
     /// Registers nvdisasm's call model covers: `SHI_REGISTERS` (sm_75-89), or on sm_90 the
     /// highest register the section names plus three (capped by it).
-    pub regs: Option<u32>,
+    pub(crate) regs: Option<u32>,
     /// Section offsets of this function's instructions that its `.nv.info.<k>` attributes
     /// name (EXIT and warp-wide instruction lists, the `BRX` of each jump table, spill
     /// annotations, ...), sorted. nvdisasm gives each a label, so a basic block starts there.
-    pub marked: Vec<u64>,
+    pub(crate) marked: Vec<u64>,
 }
 
 impl Function {

@@ -117,7 +117,11 @@ pub fn json(nvdisasm: &Path, path: &Path) -> Result<Vec<u8>, ListingError> {
 }
 
 /// `nvdisasm ARGS path`'s standard output; its error output when it fails.
-pub fn run_nvdisasm(nvdisasm: &Path, args: &[&str], path: &Path) -> Result<Vec<u8>, ListingError> {
+pub(crate) fn run_nvdisasm(
+    nvdisasm: &Path,
+    args: &[&str],
+    path: &Path,
+) -> Result<Vec<u8>, ListingError> {
     let out = Command::new(nvdisasm)
         .args(args)
         .arg(path)
@@ -135,7 +139,7 @@ pub fn run_nvdisasm(nvdisasm: &Path, args: &[&str], path: &Path) -> Result<Vec<u
 }
 
 /// Combine `nvdisasm -json` output with the cubin's bytes.
-pub fn from_json(json: &[u8], cubin: &[u8]) -> Result<Vec<Listing>, ListingError> {
+pub(crate) fn from_json(json: &[u8], cubin: &[u8]) -> Result<Vec<Listing>, ListingError> {
     // [header, [function, ...]]
     let (_, funcs): (serde_json::Value, Vec<JsonFunction>) =
         serde_json::from_slice(json).map_err(|e| ListingError::Json(e.to_string()))?;

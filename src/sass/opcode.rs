@@ -267,7 +267,7 @@ impl Opcode {
         }
     }
 
-    pub fn op(&self) -> Op {
+    pub(crate) fn op(&self) -> Op {
         self.op
     }
 
@@ -277,19 +277,19 @@ impl Opcode {
     }
 
     /// The mnemonic without modifiers: `IMAD`.
-    pub fn base(&self) -> &str {
+    pub(crate) fn base(&self) -> &str {
         &self.text[..self.base_len]
     }
 
     /// The modifiers after the mnemonic, in order: `WIDE`, `U32`.
-    pub fn modifiers(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn modifiers(&self) -> impl Iterator<Item = &str> {
         self.text
             .get(self.base_len + 1..)
             .into_iter()
             .flat_map(|m| m.split('.'))
     }
 
-    pub fn has_mod(&self, m: &str) -> bool {
+    pub(crate) fn has_mod(&self, m: &str) -> bool {
         self.modifiers().any(|x| x == m)
     }
 

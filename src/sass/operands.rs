@@ -47,10 +47,10 @@ pub enum Widths {
 /// One rule: mnemonic (without modifiers), optional modifiers that must all be present, and
 /// what the operands are.
 pub struct Rule {
-    pub mnemonic: Op,
+    pub(crate) mnemonic: Op,
     pub with: &'static [&'static str],
-    pub dests: Dests,
-    pub widths: Widths,
+    pub(crate) dests: Dests,
+    pub(crate) widths: Widths,
 }
 
 const fn r(mnemonic: Op, with: &'static [&'static str], dests: Dests, widths: Widths) -> Rule {

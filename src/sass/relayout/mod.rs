@@ -68,12 +68,10 @@ fn invalid(kernel: &str, what: impl fmt::Display) -> RelayoutError {
     RelayoutError::Invalid(format!("function `{kernel}`: {what}"))
 }
 
-/// The lowest and highest architectures whose code this module rewrites (docs/DESIGN.md §Architectures: sm_100
+/// The lowest architecture whose code this module rewrites (docs/DESIGN.md §Architectures: sm_100
 /// and sm_120 are out of scope for rewriting): the rows of [`ShaderModel`] with `relayout`,
 /// spelled as numbers for messages.
-pub const MIN_SM: u32 = 75;
-/// See [`MIN_SM`].
-pub const MAX_SM: u32 = 99;
+pub(crate) const MIN_SM: u32 = 75;
 
 /// The outcome of [`insert`].
 #[derive(Debug, Clone)]
@@ -82,8 +80,6 @@ pub struct Relayout {
     pub map: OffsetMap,
     /// New offsets of the inserted instructions, in request order.
     pub inserted: Vec<u64>,
-    /// Instructions whose PC-relative field was re-encoded (new offsets).
-    pub reencoded: usize,
     /// Return-address immediates patched (new offsets of the MOVs).
     pub return_addresses: Vec<u64>,
 }
@@ -126,7 +122,7 @@ pub fn edit(
 /// inserted before `P` (the first `h` run on fall-through only; the rest on every path into
 /// `P`). Other references to `P` (attributes, `BSSY`, calls, jump tables) still name the
 /// original instruction.
-pub fn insert_with_heads(
+pub(crate) fn insert_with_heads(
     cubin: &mut Cubin,
     kernel: &str,
     insertions: &[(u64, Vec<[u8; 16]>)],
@@ -158,7 +154,6 @@ fn edit_with_heads(
     let funcs = returns::section_functions(cubin, sec, &words);
     let Reencoded {
         out,
-        reencoded,
         return_addresses,
     } = reencode(sm, &words, &deleted, &funcs, &map, &group_at, heads, kernel)?;
     let (mut code, inserted) = assemble(&out, &deleted, &groups, insertions, &group_at);
@@ -171,7 +166,6 @@ fn edit_with_heads(
     Ok(Relayout {
         map,
         inserted,
-        reencoded,
         return_addresses,
     })
 }
@@ -319,7 +313,6 @@ fn offset_map(
 /// The re-encoded words (deleted ones included, skipped by [`assemble`]).
 struct Reencoded {
     out: Vec<u128>,
-    reencoded: usize,
     return_addresses: Vec<u64>,
 }
 
@@ -345,7 +338,6 @@ fn reencode(
         });
     let func_of = |off: u64| funcs.iter().find(|f| f.start <= off && off < f.end);
     let mut out = words.to_vec();
-    let mut reencoded = 0;
     let mut ret_movs: BTreeMap<usize, usize> = BTreeMap::new(); // mov index → call index
     let mut ret_movs_lepc: Vec<usize> = Vec::new(); // MOVs patched for LEPC sequences
     for (i, &w) in words.iter().enumerate() {
@@ -383,9 +375,6 @@ fn reencode(
             }
         }
         .map_err(|e| invalid(kernel, format_args!("instruction at {pc:#x}: {e}")))?;
-        if nw != w {
-            reencoded += 1;
-        }
         out[i] = nw;
         // Calls: find the return-address MOV.
         let regs = match op {
@@ -424,7 +413,6 @@ fn reencode(
     }
     Ok(Reencoded {
         out,
-        reencoded,
         return_addresses,
     })
 }
@@ -513,7 +501,7 @@ pub struct SplitMix64(pub u64);
 
 impl SplitMix64 {
     /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
