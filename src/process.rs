@@ -46,7 +46,7 @@ impl StepContext {
     }
 
     /// Run `argv` to completion, capturing its output.
-    pub fn run(&self, argv: &[String]) -> std::io::Result<Captured> {
+    pub(crate) fn run(&self, argv: &[String]) -> std::io::Result<Captured> {
         let (program, args) = argv.split_first().ok_or_else(|| {
             std::io::Error::new(std::io::ErrorKind::InvalidInput, "empty command")
         })?;

@@ -12,11 +12,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The `format` field of every profile.
-pub const FORMAT: &str = "nvcc-orion-profile";
+pub(crate) const FORMAT: &str = "nvcc-orion-profile";
 /// The only version this reader understands.
-pub const VERSION: u64 = 1;
+pub(crate) const VERSION: u64 = 1;
 /// A kernel has at most this many variants (Orion keeps five candidates).
-pub const MAX_VARIANTS: u32 = 5;
+pub(crate) const MAX_VARIANTS: u32 = 5;
 /// Bounds that no real measurement reaches (a day; a spread of a million times the median):
 /// beyond them an entry is corrupt, and sums over entries stay finite.
 const MAX_MEDIAN_US: f64 = 86_400e6;
@@ -27,7 +27,7 @@ const MAX_SPREAD: f64 = 1e6;
 #[serde(deny_unknown_fields)]
 pub struct LaunchKey {
     /// The kernel's id: the FNV-1a hash of its mangled name (the same in every run; docs/selector.md).
-    pub kernel_id: u32,
+    pub(crate) kernel_id: u32,
     /// The CUDA device ordinal.
     pub device: i32,
     pub grid: [u32; 3],
@@ -77,7 +77,7 @@ pub struct Winner {
     /// Launch configurations (device, key) that every compared variant was measured at.
     pub configurations: usize,
     /// The winner's medians summed over those configurations, microseconds.
-    pub total_us: f64,
+    pub(crate) total_us: f64,
 }
 
 #[derive(Debug, thiserror::Error)]

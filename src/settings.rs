@@ -21,10 +21,10 @@ pub struct Settings {
     /// `NVCC_ORION_VERBOSE=1`: say on stderr what was done per invocation and kernel.
     pub verbose: bool,
     /// `NVCC_ORION_REPORT` / `--orion-report`: where to write the JSON report.
-    pub report: Option<PathBuf>,
+    pub(crate) report: Option<PathBuf>,
     /// `--orion-block-size=N` or `kernel:N` (repeatable) / `NVCC_ORION_BLOCK_SIZE`, in the
     /// order given (environment first); read with [`block_size_for`].
-    pub block_sizes: Vec<(Option<String>, u32)>,
+    pub(crate) block_sizes: Vec<(Option<String>, u32)>,
     /// `--orion-transforms=KEY,...` / `NVCC_ORION_TRANSFORMS`: the SASS rewrites the tuner may
     /// offer (`spill2smem`, `regdem`, ...: the keys of `transform::REGISTERED`, each rewrite
     /// proved by the checker), without repeats, in registration order. Off by default until the
@@ -38,15 +38,15 @@ pub struct Settings {
     /// proved spill → shared candidate), `regdem` (the lowest proved register-demotion
     /// candidate), or
     /// `panic` (an internal error while tuning, to exercise the fallback).
-    pub force: Option<String>,
+    pub(crate) force: Option<String>,
     /// `--orion-margin=PCT` / `NVCC_ORION_MARGIN`: the predicted gain a variant must clear to
     /// replace ptxas's own choice, in percent.
-    pub margin_percent: f64,
+    pub(crate) margin_percent: f64,
     /// Where built variants are cached (`NVCC_ORION_CACHE`, `off` for none).
-    pub cache: Option<PathBuf>,
+    pub(crate) cache: Option<PathBuf>,
     /// `NVCC_ORION_KEEP_CUBINS=DIR` (set by `explain --html`): keep each kernel's candidate
     /// cubins there and name them in the report, so the page can show their SASS.
-    pub keep_cubins: Option<PathBuf>,
+    pub(crate) keep_cubins: Option<PathBuf>,
 }
 
 /// The default margin: a predicted gain below this is within the model's noise.
@@ -253,7 +253,7 @@ impl Settings {
 /// Where variants are cached: `$NVCC_ORION_CACHE/variants`, else
 /// `$XDG_CACHE_HOME/nvcc-orion/variants`, else `~/.cache/nvcc-orion/variants`. `None` when
 /// there is no home to put it in, or `NVCC_ORION_CACHE=off`.
-pub fn cache_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+pub(crate) fn cache_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
     let base = match env("NVCC_ORION_CACHE").filter(|v| !v.is_empty()) {
         Some(v) if v == "off" => return None,
         Some(v) => PathBuf::from(v),

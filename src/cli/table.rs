@@ -22,19 +22,19 @@ pub(crate) const GLUED_SHORTS: &[&str] = &["l", "D", "U", "I", "L", "O", "t"];
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OptSpec {
     /// Long name without the leading `--`, e.g. `output-file`.
-    pub long: String,
+    pub(crate) long: String,
     /// Short name without the leading `-`, e.g. `o`; `None` when the help lists none.
-    pub short: Option<String>,
+    pub(crate) short: Option<String>,
     /// The option needs a value (`-o x`, `-o=x`, `--output-file=x`).
-    pub takes_value: bool,
+    pub(crate) takes_value: bool,
     /// The help marks the value as a comma-separated list (`<...>,...`).
-    pub comma_list: bool,
+    pub(crate) comma_list: bool,
 }
 
 /// The option table with lookups by either spelling.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Table {
-    pub specs: Vec<OptSpec>,
+    pub(crate) specs: Vec<OptSpec>,
     by_long: HashMap<String, usize>,
     by_short: HashMap<String, usize>,
 }

@@ -91,11 +91,7 @@ const E_KIND: u64 = 0x00;
 const E_HEADER_SIZE: u64 = 0x04;
 const E_PAYLOAD_SIZE: u64 = 0x08;
 const E_COMPRESSED_SIZE: u64 = 0x10;
-const E_MINOR: u64 = 0x18;
-const E_MAJOR: u64 = 0x1a;
 const E_ARCH: u64 = 0x1c;
-const E_IDENT_OFFSET: u64 = 0x20;
-const E_IDENT_LEN: u64 = 0x24;
 const E_FLAGS: u64 = 0x28;
 const E_DECOMPRESSED_SIZE: u64 = 0x38;
 
@@ -174,27 +170,13 @@ impl Entry {
     pub fn arch(&self) -> u32 {
         self.u32(E_ARCH)
     }
-    /// `(major, minor)`: the PTX ISA version for PTX, the code version (1, 8) for ELF.
-    pub fn version(&self) -> (u16, u16) {
-        (self.u16(E_MAJOR), self.u16(E_MINOR))
-    }
-    pub fn flags(&self) -> u64 {
+    pub(crate) fn flags(&self) -> u64 {
         self.u64(E_FLAGS)
     }
     /// The payload as stored (compressed or not, padding included).
     #[cfg(test)]
     fn stored_payload(&self) -> &[u8] {
         &self.payload
-    }
-    /// The identifier (source file name, present with `-G`/`-lineinfo`), if the header has one.
-    pub(crate) fn identifier(&self) -> Option<&[u8]> {
-        let off = self.u32(E_IDENT_OFFSET);
-        let len = self.u32(E_IDENT_LEN);
-        if off == 0 {
-            return None;
-        }
-        let s = slice(&self.header, u64::from(off), u64::from(len))?;
-        Some(s.split(|&b| b == 0).next().unwrap_or(s))
     }
 
     /// How the payload is stored (both compression flags at once is an error).
@@ -411,9 +393,9 @@ pub(crate) fn elf_extent(b: &[u8]) -> Option<u64> {
 pub struct ConcatPart {
     pub kind: EntryKind,
     pub arch: u32,
-    pub flags: u64,
+    pub(crate) flags: u64,
     /// Offset into the decompressed blob.
-    pub offset: u64,
+    pub(crate) offset: u64,
     pub size: u64,
 }
 
@@ -425,9 +407,6 @@ pub struct Container {
 }
 
 impl Container {
-    pub fn version(&self) -> u16 {
-        u16_le(&self.header, 4).unwrap_or(0)
-    }
     /// Σ (entry header size + payload size), what `fat_size` says after a write.
     pub(crate) fn fat_size(&self) -> u64 {
         self.entries
@@ -519,7 +498,7 @@ pub enum Piece {
 /// contents of `.nv_fatbin`/`__nv_relfatbin`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Fatbin {
-    pub pieces: Vec<Piece>,
+    pub(crate) pieces: Vec<Piece>,
 }
 
 impl Fatbin {

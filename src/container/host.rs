@@ -26,21 +26,21 @@ const MAX_SECTIONS: u64 = 1 << 20;
 /// One section header, as read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Section {
-    pub index: usize,
+    pub(crate) index: usize,
     pub name: String,
-    pub sh_type: u32,
-    pub flags: u64,
-    pub addr: u64,
+    pub(crate) sh_type: u32,
+    pub(crate) flags: u64,
+    pub(crate) addr: u64,
     pub offset: u64,
     pub size: u64,
-    pub align: u64,
+    pub(crate) align: u64,
 }
 
 /// A fatbin section and its parsed containers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FatbinSection {
     /// Section header index.
-    pub index: usize,
+    pub(crate) index: usize,
     pub name: String,
     pub fatbin: Fatbin,
 }
@@ -200,17 +200,12 @@ impl HostElf {
     }
 
     /// A relocatable object (`.o`), whose sections may change size.
-    pub fn is_relocatable(&self) -> bool {
+    pub(crate) fn is_relocatable(&self) -> bool {
         self.elf_type == ET_REL
     }
 
     pub fn sections(&self) -> &[Section] {
         &self.sections
-    }
-
-    /// The original bytes of the file.
-    pub fn original(&self) -> &[u8] {
-        &self.data
     }
 
     /// Check that every edited fatbin section can be written (executables: no growth).

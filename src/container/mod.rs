@@ -44,7 +44,7 @@ use std::path::Path;
 
 /// What a file is, from its first bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum FileKind {
+pub(crate) enum FileKind {
     /// A bare fatbin (`nvcc -fatbin`).
     Fatbin,
     /// A device ELF (`e_machine` EM_CUDA = 190).
@@ -162,14 +162,8 @@ pub struct ImageRef<'a> {
     /// SM number (90 for sm_90 / compute_90).
     pub arch: u32,
     pub compression: Compression,
-    /// Entry flags (0 for a bare cubin).
-    pub flags: u64,
     /// Bytes the payload takes in the file (its `payload_size`; the file size for a cubin).
-    pub stored_size: u64,
-    /// `(major, minor)`: PTX ISA version of PTX entries, code version of ELF entries.
-    pub version: (u16, u16),
-    /// The identifier (source name with `-G`/`-lineinfo`), if any.
-    pub identifier: Option<String>,
+    pub(crate) stored_size: u64,
     /// The decompressed image (uncompressed payloads include their padding).
     pub image: Cow<'a, [u8]>,
 }
@@ -212,10 +206,7 @@ fn fatbin_images<'a>(
                     kind: part.kind,
                     arch: part.arch,
                     compression,
-                    flags: part.flags,
                     stored_size: part.size,
-                    version: e.version(),
-                    identifier: None,
                     image: Cow::Owned(e.concat_part_image(part).map_err(|err| err.within(&at))?),
                     location,
                 });
@@ -226,12 +217,7 @@ fn fatbin_images<'a>(
             kind: e.kind(),
             arch: e.arch(),
             compression: e.compression().map_err(|err| err.within(&at))?,
-            flags: e.flags(),
             stored_size: e.payload_size(),
-            version: e.version(),
-            identifier: e
-                .identifier()
-                .map(|s| error::one_line(&String::from_utf8_lossy(s))),
             image: e.image().map_err(|err| err.within(&at))?,
             location,
         });
@@ -346,10 +332,7 @@ impl Artifact {
                 kind: EntryKind::Elf,
                 arch: cubin_arch(c),
                 compression: Compression::None,
-                flags: 0,
                 stored_size: c.len() as u64,
-                version: (0, 0),
-                identifier: None,
                 image: Cow::Borrowed(c),
             }),
             Artifact::Host(h) => host_images(h, &ImageLocation::default(), &mut out)?,

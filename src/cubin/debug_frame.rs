@@ -13,8 +13,8 @@ use super::symbols::{Symbol, parse_relocs};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Fde {
     /// Offset of the record in the section.
-    pub offset: usize,
-    pub location_at: usize,
+    pub(crate) offset: usize,
+    pub(crate) location_at: usize,
     pub range_at: usize,
 }
 
@@ -62,7 +62,7 @@ pub fn fdes(data: &[u8]) -> Vec<Fde> {
 }
 
 /// `(section, field offset, new value)` writes.
-pub type RangeUpdates = Vec<(usize, usize, u64)>;
+pub(crate) type RangeUpdates = Vec<(usize, usize, u64)>;
 
 /// New `address_range`s for the FDEs of functions in text section `text` under `map`
 /// (computed from the file before any change; `old_symbols` is the symbol table then).

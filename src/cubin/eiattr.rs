@@ -142,7 +142,7 @@ attrs! {
 
 /// How an attribute's value holds instruction byte offsets (within its function's `.text`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OffsetLayout {
+pub(crate) enum OffsetLayout {
     /// No instruction offsets.
     None,
     /// A list of `u32` offsets.

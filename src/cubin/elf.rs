@@ -22,7 +22,7 @@ pub(crate) const SHF_WRITE: u64 = 0x1;
 pub(crate) const SHF_ALLOC: u64 = 0x2;
 pub(crate) const PT_LOAD: u32 = 1;
 pub(crate) const PF_W: u32 = 0x2;
-pub const ET_REL: u16 = 1;
+pub(crate) const ET_REL: u16 = 1;
 pub(crate) const EHDR_SIZE: usize = 64;
 pub(crate) const SHDR_SIZE: usize = 64;
 pub(crate) const PHDR_SIZE: usize = 56;
@@ -30,20 +30,20 @@ pub(crate) const PHDR_SIZE: usize = 56;
 /// The ELF file header, every field kept verbatim.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ElfHeader {
-    pub ident: [u8; 16],
-    pub e_type: u16,
-    pub e_machine: u16,
-    pub e_version: u32,
-    pub e_entry: u64,
-    pub e_phoff: u64,
+    pub(crate) ident: [u8; 16],
+    pub(crate) e_type: u16,
+    pub(crate) e_machine: u16,
+    pub(crate) e_version: u32,
+    pub(crate) e_entry: u64,
+    pub(crate) e_phoff: u64,
     pub e_shoff: u64,
-    pub e_flags: u32,
-    pub e_ehsize: u16,
-    pub e_phentsize: u16,
-    pub e_phnum: u16,
-    pub e_shentsize: u16,
-    pub e_shnum: u16,
-    pub e_shstrndx: u16,
+    pub(crate) e_flags: u32,
+    pub(crate) e_ehsize: u16,
+    pub(crate) e_phentsize: u16,
+    pub(crate) e_phnum: u16,
+    pub(crate) e_shentsize: u16,
+    pub(crate) e_shnum: u16,
+    pub(crate) e_shstrndx: u16,
 }
 
 /// One section: its header fields and its bytes (empty for NOBITS).
@@ -51,16 +51,16 @@ pub struct ElfHeader {
 pub struct Section {
     /// Name from `.shstrtab` (lossy UTF-8; empty when unreadable).
     pub name: String,
-    pub sh_name: u32,
-    pub sh_type: u32,
-    pub sh_flags: u64,
-    pub sh_addr: u64,
+    pub(crate) sh_name: u32,
+    pub(crate) sh_type: u32,
+    pub(crate) sh_flags: u64,
+    pub(crate) sh_addr: u64,
     pub sh_offset: u64,
-    pub sh_size: u64,
-    pub sh_link: u32,
+    pub(crate) sh_size: u64,
+    pub(crate) sh_link: u32,
     pub sh_info: u32,
-    pub sh_addralign: u64,
-    pub sh_entsize: u64,
+    pub(crate) sh_addralign: u64,
+    pub(crate) sh_entsize: u64,
     /// File contents; for NOBITS always empty (`sh_size` is the memory size).
     pub data: Vec<u8>,
 }
@@ -91,12 +91,12 @@ pub(crate) fn is_nobits_type(t: u32) -> bool {
 pub struct ProgramHeader {
     pub p_type: u32,
     pub p_flags: u32,
-    pub p_offset: u64,
-    pub p_vaddr: u64,
-    pub p_paddr: u64,
-    pub p_filesz: u64,
+    pub(crate) p_offset: u64,
+    pub(crate) p_vaddr: u64,
+    pub(crate) p_paddr: u64,
+    pub(crate) p_filesz: u64,
     pub p_memsz: u64,
-    pub p_align: u64,
+    pub(crate) p_align: u64,
 }
 
 /// What a program header covered when the file was read, so it can be rebuilt after a move.
@@ -480,7 +480,7 @@ impl Elf {
     /// keep their original order; each moves by at most what the items before it grew,
     /// rounded up to its alignment, so an unchanged file keeps every offset. Then rebuild the
     /// program headers from what they covered, and drop the gap bytes (they are padding).
-    pub fn relayout(&mut self) -> Result<(), CubinError> {
+    pub(crate) fn relayout(&mut self) -> Result<(), CubinError> {
         self.relayout_with(false)
     }
 

@@ -51,7 +51,7 @@ pub use eiattr::Attr;
 pub use error::CubinError;
 pub use nvinfo::{Record, RecordError, encode_records, parse_records};
 pub use offset_map::OffsetMap;
-pub use query::FunctionInfo;
+pub(crate) use query::FunctionInfo;
 
 use elf::{Elf, SHT_CUDA_INFO, SHT_SYMTAB};
 use symbols::Symbol;
@@ -129,11 +129,6 @@ impl Cubin {
     /// The SM number (`e_flags` bits 8-15): 90 for sm_90.
     pub fn arch(&self) -> u32 {
         (self.elf.header.e_flags >> 8) & 0xff
-    }
-
-    /// `e_flags`, verbatim.
-    pub fn e_flags(&self) -> u32 {
-        self.elf.header.e_flags
     }
 
     /// `ET_REL` (`-rdc` device code).

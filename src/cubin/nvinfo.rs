@@ -16,14 +16,14 @@ pub(crate) const EIFMT_SVAL: u8 = 4;
 pub struct Record {
     pub format: u8,
     pub attr: Attr,
-    pub short: u16,
+    pub(crate) short: u16,
     pub data: Vec<u8>,
 }
 
 /// Why a record list did not parse: the byte offset of the bad record and what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordError {
-    pub offset: usize,
+    pub(crate) offset: usize,
     pub what: String,
 }
 

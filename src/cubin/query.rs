@@ -49,23 +49,23 @@ pub struct FunctionInfo {
     /// `sh_size` of `.nv.shared.<k>` (on sm_90+ it includes the 1 KiB reserved area); 0 if
     /// absent.
     pub static_shared: u64,
-    pub frame_size: Option<u32>,
+    pub(crate) frame_size: Option<u32>,
     /// `EIATTR_MIN_STACK_SIZE` (0 when absent); `None` for 0xffffffff (cuobjdump's
     /// STACK:UNKNOWN: recursion or indirect calls).
     pub min_stack: Option<u32>,
-    pub max_stack: Option<u32>,
+    pub(crate) max_stack: Option<u32>,
     /// `EIATTR_ANNOTATIONS` SpillRefill entries inside this function's own code.
     pub spill_instructions: u32,
     pub max_threads: Option<[u32; 3]>,
     pub reqntid: Option<[u32; 3]>,
     /// `EIATTR_MAXREG_COUNT` (`None` for 0xff, "no limit").
-    pub maxreg_count: Option<u32>,
+    pub(crate) maxreg_count: Option<u32>,
     /// `EIATTR_CBANK_PARAM_SIZE`.
-    pub param_bytes: Option<u32>,
+    pub(crate) param_bytes: Option<u32>,
     /// Callees from `.nv.callgraph`, by name (externals such as `vprintf` included).
-    pub callees: Vec<String>,
+    pub(crate) callees: Vec<String>,
     /// Occupancy-relevant attributes present (`CTAIDZ_USED`, `NUM_BARRIERS=1`, ...).
-    pub flags: Vec<String>,
+    pub(crate) flags: Vec<String>,
 }
 
 impl Cubin {

@@ -26,12 +26,12 @@ pub(crate) fn short_name(name: &str) -> String {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Symbol {
     pub name: String,
-    pub st_name: u32,
-    pub st_info: u8,
-    pub st_other: u8,
-    pub st_shndx: u16,
-    pub st_value: u64,
-    pub st_size: u64,
+    pub(crate) st_name: u32,
+    pub(crate) st_info: u8,
+    pub(crate) st_other: u8,
+    pub(crate) st_shndx: u16,
+    pub(crate) st_value: u64,
+    pub(crate) st_size: u64,
 }
 
 impl Symbol {
@@ -41,7 +41,7 @@ impl Symbol {
     pub fn bind(&self) -> u8 {
         self.st_info >> 4
     }
-    pub fn is_kernel(&self) -> bool {
+    pub(crate) fn is_kernel(&self) -> bool {
         self.kind() == STT_FUNC && self.st_other & STO_CUDA_ENTRY != 0
     }
 }
@@ -84,10 +84,10 @@ pub(crate) fn encode_symbols(syms: &[Symbol]) -> Vec<u8> {
 /// One relocation; `addend` is `Some` for RELA.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Reloc {
-    pub r_offset: u64,
-    pub sym: u32,
-    pub r_type: u32,
-    pub addend: Option<i64>,
+    pub(crate) r_offset: u64,
+    pub(crate) sym: u32,
+    pub(crate) r_type: u32,
+    pub(crate) addend: Option<i64>,
 }
 
 /// Parse REL (`rela == false`, 16-byte) or RELA (24-byte) entries.

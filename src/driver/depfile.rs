@@ -25,9 +25,9 @@ pub enum DepfileError {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Style {
     /// `-MMD`/`-MM`: leave out system headers.
-    pub skip_system: bool,
+    pub(crate) skip_system: bool,
     /// `-MP`: a phony target for every header.
-    pub phony: bool,
+    pub(crate) phony: bool,
 }
 
 /// The files named by the line markers of `preprocessed` (in order), first-seen order, each

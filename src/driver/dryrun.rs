@@ -17,7 +17,7 @@ pub struct Plan {
     pub env: Vec<(String, String)>,
     pub steps: Vec<Step>,
     /// nvcc's own diagnostics printed during the dry run, to be shown as nvcc shows them.
-    pub messages: Vec<String>,
+    pub(crate) messages: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
