@@ -10,14 +10,14 @@ use crate::sass::relayout;
 use std::path::PathBuf;
 
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     pub file: PathBuf,
     /// How many NOPs to insert per function.
     #[arg(long)]
-    pub insert_nops: usize,
+    pub(crate) insert_nops: usize,
     /// Seed for the insertion points.
     #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    pub(crate) seed: u64,
     #[arg(short = 'o', long = "output")]
     pub output: PathBuf,
 }
@@ -45,7 +45,7 @@ pub fn relayout_bytes(
 }
 
 /// Run the command; true on failure (already reported on stderr).
-pub fn run(args: &Args) -> bool {
+pub(crate) fn run(args: &Args) -> bool {
     let at = |e: &dyn std::fmt::Display| {
         super::report_error(format_args!("{}: {e}", args.file.display()));
         true

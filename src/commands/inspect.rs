@@ -55,17 +55,17 @@ pub struct ImageReport {
     /// "none", "zstd" or "lz4".
     pub compression: &'static str,
     /// Bytes as stored (compressed size when compressed).
-    pub stored_bytes: u64,
+    pub(crate) stored_bytes: u64,
     /// Bytes of the image itself.
-    pub image_bytes: u64,
+    pub(crate) image_bytes: u64,
     /// For cubins: "exec" (linked, whole program) or "rel" (relocatable, `-rdc`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub elf_type: Option<&'static str>,
+    pub(crate) elf_type: Option<&'static str>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub functions: Vec<FunctionReport>,
     /// For PTX: the `.entry` names.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub ptx_entries: Vec<String>,
+    pub(crate) ptx_entries: Vec<String>,
     /// Why the image could not be read, as one line.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -82,13 +82,13 @@ pub struct FunctionReport {
 
 #[derive(Debug, Serialize)]
 pub struct OccupancyReport {
-    pub threads_per_block: u32,
+    pub(crate) threads_per_block: u32,
     /// "reqntid", "launch bounds" or "assumed".
-    pub block_from: &'static str,
-    pub blocks_per_sm: u32,
-    pub warps_per_sm: u32,
-    pub max_warps_per_sm: u32,
-    pub limited_by: Vec<&'static str>,
+    pub(crate) block_from: &'static str,
+    pub(crate) blocks_per_sm: u32,
+    pub(crate) warps_per_sm: u32,
+    pub(crate) max_warps_per_sm: u32,
+    pub(crate) limited_by: Vec<&'static str>,
 }
 
 /// Run the command; true when some file or image could not be read.

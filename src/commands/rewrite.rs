@@ -31,7 +31,7 @@ pub struct Args {
     /// Move the register spills of these kernels (mangled names; `all` for every kernel that
     /// spills) into shared memory, each rewrite proved by the translation checker.
     #[arg(long, value_name = "KERNEL", num_args = 1, value_delimiter = ',')]
-    pub spill_to_shared: Vec<String>,
+    pub(crate) spill_to_shared: Vec<String>,
     /// Demote registers of these kernels (mangled names; `all` for every kernel) to shared
     /// memory until each needs at most `--target-registers`, each rewrite proved by the
     /// translation checker and the scheduling check.
@@ -43,25 +43,25 @@ pub struct Args {
         requires = "target_registers",
         conflicts_with = "spill_to_shared"
     )]
-    pub regdem: Vec<String>,
+    pub(crate) regdem: Vec<String>,
     /// The register budget register demotion must reach (an occupancy cliff: 32, 40, 48, ...);
     /// the same as `--max-registers` for `--transform`.
     #[arg(long, value_name = "N", conflicts_with = "max_registers")]
-    pub target_registers: Option<u32>,
+    pub(crate) target_registers: Option<u32>,
     /// Threads per block to lay spill slots out for, where a kernel declares no launch bounds
     /// (else 1024).
     #[arg(long, value_name = "N")]
-    pub block_size: Option<u32>,
+    pub(crate) block_size: Option<u32>,
     /// Register count the spill rewrite may reach (default: the limit the kernel was compiled
     /// under).
     #[arg(long, value_name = "N")]
-    pub max_registers: Option<u32>,
+    pub(crate) max_registers: Option<u32>,
     /// Set a kernel's register count (in every cubin that has the kernel): KERNEL=N, mangled name.
     #[arg(long, value_name = "KERNEL=N", value_parser = kernel_value)]
-    pub set_regs: Vec<(String, u64)>,
+    pub(crate) set_regs: Vec<(String, u64)>,
     /// Set a kernel's static shared-memory size in bytes: KERNEL=BYTES.
     #[arg(long, value_name = "KERNEL=BYTES", value_parser = kernel_value)]
-    pub set_shared: Vec<(String, u64)>,
+    pub(crate) set_shared: Vec<(String, u64)>,
     /// Output file (may be the input).
     #[arg(short = 'o', long = "output", value_name = "OUT")]
     pub output: PathBuf,

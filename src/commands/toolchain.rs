@@ -17,7 +17,7 @@ use crate::toolkit::Toolkit;
 pub struct Args {
     /// Write an sccache-dist toolchain archive (.tar.gz) here.
     #[arg(long = "sccache-dist", value_name = "OUT.tar.gz")]
-    pub sccache_dist: PathBuf,
+    pub(crate) sccache_dist: PathBuf,
 }
 
 /// Returns true on failure (after one line on stderr).

@@ -28,15 +28,15 @@ pub const LOOP: u8 = 8;
 /// One version of the kernel's code, for the register-pressure chart.
 #[derive(Debug, Clone)]
 pub struct Code {
-    pub label: String,
+    pub(crate) label: String,
     /// Live general registers at each instruction (what `nvdisasm -plr` counts).
-    pub live: Vec<u32>,
+    pub(crate) live: Vec<u32>,
     /// Indices of local-memory accesses.
-    pub local: Vec<usize>,
+    pub(crate) local: Vec<usize>,
     /// Indices of demoted (rewritten) shared accesses.
-    pub demoted: Vec<usize>,
+    pub(crate) demoted: Vec<usize>,
     /// (index, count) of the first instruction with the most live registers.
-    pub max_live: (usize, u32),
+    pub(crate) max_live: (usize, u32),
 }
 
 #[derive(Debug, Clone)]
@@ -45,9 +45,9 @@ pub struct Block {
     pub first: usize,
     pub end: usize,
     /// Successor blocks (indices into [`KernelView::blocks`]).
-    pub succ: Vec<usize>,
+    pub(crate) succ: Vec<usize>,
     /// Loops around it.
-    pub depth: u32,
+    pub(crate) depth: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -57,24 +57,24 @@ pub struct Loop {
     /// The instruction span the body covers (ptxas lays loops out contiguously).
     pub first: usize,
     pub last: usize,
-    pub blocks: usize,
-    pub instrs: usize,
+    pub(crate) blocks: usize,
+    pub(crate) instrs: usize,
     /// Loops around the header, this one included (1 = outermost).
-    pub depth: u32,
+    pub(crate) depth: u32,
 }
 
 #[derive(Debug, Clone)]
 pub struct KernelView {
     /// Section offset of the first instruction.
-    pub start: u64,
+    pub(crate) start: u64,
     /// Listing text and flags of the code that ships.
-    pub lines: Vec<String>,
-    pub flags: Vec<u8>,
-    pub after: Code,
+    pub(crate) lines: Vec<String>,
+    pub(crate) flags: Vec<u8>,
+    pub(crate) after: Code,
     pub before: Option<Code>,
     /// Whether `before` is the same code before the spill → shared rewrite.
-    pub rewritten: bool,
-    pub blocks: Vec<Block>,
+    pub(crate) rewritten: bool,
+    pub(crate) blocks: Vec<Block>,
     pub loops: Vec<Loop>,
 }
 

@@ -13,7 +13,7 @@ use crate::cubin::Cubin;
 
 /// Static shared memory a kernel may declare without the opt-in launch attribute (48 KiB):
 /// the spill area is static, so it must fit under this with the kernel's own.
-pub const STATIC_SHARED_LIMIT: u64 = 48 * 1024;
+pub(crate) const STATIC_SHARED_LIMIT: u64 = 48 * 1024;
 
 /// Where the threads-per-block figure used for sizing came from (the report says which).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -50,12 +50,12 @@ impl ThreadsSource {
     /// Whether the threads figure is an assumption of ours that nothing in the kernel
     /// enforces: the rewritten kernel then carries it as its launch bound
     /// (`EIATTR_MAX_THREADS`), so a larger launch fails instead of overrunning the area.
-    pub fn assumed(self) -> bool {
+    pub(crate) fn assumed(self) -> bool {
         matches!(self, ThreadsSource::Setting | ThreadsSource::Assumed)
     }
 
     /// For messages: where the block size came from.
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             ThreadsSource::Reqntid => "from .reqntid",
             ThreadsSource::MaxThreads => "from __launch_bounds__",
@@ -93,7 +93,7 @@ impl Options {
 
 /// The summary's note on the base proof and the launch bound of a rewrite laid out for
 /// `opts`, its base proved for `shapes` block shapes (0: no spill area).
-pub fn proof_note(shapes: usize, opts: &Options) -> String {
+pub(crate) fn proof_note(shapes: usize, opts: &Options) -> String {
     if shapes == 0 {
         return String::new();
     }
@@ -111,12 +111,12 @@ pub fn proof_note(shapes: usize, opts: &Options) -> String {
 
 /// Where the slots lie, in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Area {
+pub(crate) struct Area {
     /// Bytes between slots (threads × 4).
-    pub stride: u32,
+    pub(crate) stride: u32,
     /// Offset of slot 0 from the base register: the kernel's static shared size.
-    pub offset: u32,
-    pub slots: u32,
+    pub(crate) offset: u32,
+    pub(crate) slots: u32,
     /// Shared bytes per block the area adds.
     pub added: u64,
 }
@@ -150,7 +150,7 @@ impl Area {
     /// Make the block size the slots are laid out for a launch bound where it is an
     /// assumption ([`ThreadsSource::assumed`]): the kernel gets
     /// `EIATTR_MAX_THREADS` of that many threads, so the driver refuses a larger launch.
-    pub fn enforce(
+    pub(crate) fn enforce(
         &self,
         cubin: &mut Cubin,
         kernel: &str,
@@ -163,7 +163,7 @@ impl Area {
     }
 
     /// The immediate of slot `s` (`[base + imm]`).
-    pub fn imm(&self, slot: u32) -> u32 {
+    pub(crate) fn imm(&self, slot: u32) -> u32 {
         self.offset + slot * self.stride
     }
 }

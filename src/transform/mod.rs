@@ -39,7 +39,7 @@ use std::fmt;
 /// the seam.
 #[cfg(doctest)]
 #[doc = include_str!("../../docs/adding-a-rewrite.md")]
-pub struct AddingARewrite;
+pub(crate) struct AddingARewrite;
 
 use crate::cubin::CubinError;
 use crate::sass::relayout::RelayoutError;

@@ -101,20 +101,20 @@ fn imad_cbank(dst: u8, a: u8, cb: u32, c: u8, wait: u8) -> u128 {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Shape {
     /// Target architecture (75-90).
-    pub sm: u32,
+    pub(crate) sm: u32,
     /// The block is known to be one-dimensional (`REQNTID` with y = z = 1; `MAX_THREADS`
     /// bounds only the thread count): the linear index is `SR_TID.X`.
-    pub one_d: bool,
+    pub(crate) one_d: bool,
 }
 
 /// The inserted instructions, their registers and the index of the one after which the base
 /// register holds the base.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Prologue {
-    pub words: Vec<[u8; 16]>,
-    pub base: u8,
+    pub(crate) words: Vec<[u8; 16]>,
+    pub(crate) base: u8,
     /// Registers the prologue writes besides `base` (dead at a kernel's entry).
-    pub temps: Vec<u8>,
+    pub(crate) temps: Vec<u8>,
 }
 
 /// The prologue computing `base` in register `base`, using `t0` and `t1` as temporaries

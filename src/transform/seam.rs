@@ -76,9 +76,9 @@ pub trait Transform: Sync {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Checks {
     /// `nvdisasm -plr` agrees with our instruction facts in the section, before and after.
-    pub oracle: bool,
+    pub(crate) oracle: bool,
     /// The control bits of every inserted and moved instruction (`verify::schedule`).
-    pub schedule: bool,
+    pub(crate) schedule: bool,
     /// The spill base holds the same per-thread address for every launch the cubin allows
     /// (`verify::base`), where the claim names a spill area.
     pub base: bool,
@@ -118,7 +118,7 @@ pub struct Claim {
     /// Original section offset → rewritten section offset of every original instruction.
     pub map: OffsetMap,
     /// Rewritten section offsets of the inserted instructions.
-    pub inserted: Vec<u64>,
+    pub(crate) inserted: Vec<u64>,
     /// The spill area, when the rewrite uses one.
     pub base: Option<SpillBase>,
     /// Frame words a caller passes to its callees (`[R1+k]`) kept in the spill word
@@ -143,6 +143,6 @@ pub struct SpillBase {
 }
 
 /// The registered rewrite named `key`.
-pub fn by_key(key: &str) -> Option<&'static dyn Transform> {
+pub(crate) fn by_key(key: &str) -> Option<&'static dyn Transform> {
     super::REGISTERED.iter().copied().find(|t| t.key() == key)
 }

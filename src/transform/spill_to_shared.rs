@@ -47,7 +47,7 @@ use crate::sass::control::Control;
 use crate::sass::encode::{self, RegField};
 use crate::sass::ir::{Function, Instr, OperandKind, RZ};
 use crate::sass::relayout;
-pub use seam::SpillToShared;
+pub(crate) use seam::SpillToShared;
 
 /// The stack pointer.
 const SP: u8 = 1;
@@ -111,7 +111,7 @@ struct Access {
 
 /// Rewrite `kernel`'s spills in `cubin` (unchanged on error). `functions` are the decoded
 /// functions of the cubin as it is (any order; those of the kernel's section are used).
-pub fn spill_to_shared(
+pub(crate) fn spill_to_shared(
     cubin: &mut Cubin,
     functions: &[Function],
     kernel: &str,

@@ -21,20 +21,20 @@ use pathfinding::matrix::Matrix;
 
 /// One call site of a frame's function.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Call {
+pub(crate) struct Call {
     /// Index of the callee's frame.
-    pub callee: usize,
+    pub(crate) callee: usize,
     /// Variables of the caller live across the call (their values must survive it).
-    pub live: Vec<usize>,
+    pub(crate) live: Vec<usize>,
 }
 
 /// One function's spill variables.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Frame {
     /// Variables (32-bit words) of the function.
-    pub vars: usize,
+    pub(crate) vars: usize,
     /// Its calls of other frames, in address order.
-    pub calls: Vec<Call>,
+    pub(crate) calls: Vec<Call>,
 }
 
 /// How frames share the stack.
@@ -51,7 +51,7 @@ pub enum Mode {
 /// before the call, and back after it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Move {
-    pub var: usize,
+    pub(crate) var: usize,
     /// Position (inside the caller's frame) it waits at during the call.
     pub to: u32,
 }
@@ -60,19 +60,19 @@ pub struct Move {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
     /// First slot of each frame.
-    pub base: Vec<u32>,
+    pub(crate) base: Vec<u32>,
     /// Position of each variable inside its frame (`base + pos` is its slot).
-    pub pos: Vec<Vec<u32>>,
+    pub(crate) pos: Vec<Vec<u32>>,
     /// Per frame, per call (as in [`Frame::calls`]): the variables moved around it.
     pub moves: Vec<Vec<Vec<Move>>>,
     /// Slots of the whole stack.
-    pub slots: u32,
+    pub(crate) slots: u32,
 }
 
 impl Layout {
     /// Variables moved, over all calls (each costs a load and a store before the call and
     /// again after it).
-    pub fn move_count(&self) -> usize {
+    pub(crate) fn move_count(&self) -> usize {
         self.moves.iter().flatten().map(Vec::len).sum()
     }
 }

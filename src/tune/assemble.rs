@@ -18,8 +18,8 @@ use crate::transform;
 /// The final cubin's bytes and the variant it came from (`spliced`: none built).
 pub struct Assembled {
     pub bytes: Vec<u8>,
-    pub built: Built,
-    pub spliced: bool,
+    pub(crate) built: Built,
+    pub(crate) spliced: bool,
 }
 
 /// The cubin with the `chosen` budgets. `expected`: per kernel, the variant whose code it

@@ -22,7 +22,7 @@ pub const MIN_BUDGET: u32 = 16;
 /// Where the block size came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum BlockFrom {
+pub(crate) enum BlockFrom {
     /// `.reqntid` (`EIATTR_REQNTID`): the only size the kernel launches with.
     Reqntid,
     /// `__launch_bounds__` (`EIATTR_MAX_THREADS`): its largest block.
@@ -37,14 +37,14 @@ pub enum BlockFrom {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct KernelPlan {
     pub name: String,
-    pub baseline_regs: u32,
-    pub static_shared: u64,
+    pub(crate) baseline_regs: u32,
+    pub(crate) static_shared: u64,
     /// Block sizes the occupancy is computed for (one unless assumed).
-    pub blocks: Vec<u32>,
-    pub block_from: BlockFrom,
+    pub(crate) blocks: Vec<u32>,
+    pub(crate) block_from: BlockFrom,
     /// Budgets to try, highest first, each below `baseline_regs`; the shared-memory spilling
     /// one (if any) last.
-    pub budgets: Vec<Budget>,
+    pub(crate) budgets: Vec<Budget>,
 }
 
 impl KernelPlan {

@@ -30,7 +30,7 @@ pub type Kept = (Option<String>, Option<String>);
 #[derive(Debug, Default)]
 pub struct Notes {
     pub transforms: BTreeMap<String, String>,
-    pub verdicts: BTreeMap<String, Verdict>,
+    pub(crate) verdicts: BTreeMap<String, Verdict>,
 }
 
 impl Notes {

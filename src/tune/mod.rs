@@ -166,7 +166,7 @@ fn verbose_line(r: &step::KernelRecord) -> String {
 
 /// Append one JSON object per kernel to `path`, under a lock so that parallel compiles
 /// (`make -j`, ninja) never interleave lines.
-pub fn append_report(path: &Path, records: &[step::KernelRecord]) -> std::io::Result<()> {
+pub(crate) fn append_report(path: &Path, records: &[step::KernelRecord]) -> std::io::Result<()> {
     if records.is_empty() {
         return Ok(());
     }

@@ -21,9 +21,9 @@ use crate::transform::{self, Transform};
 pub struct Plan {
     pub kernels: Vec<KernelPlan>,
     /// Per kernel, the budgets pruned before building.
-    pub pruned: BTreeMap<String, Vec<Pruned>>,
+    pub(crate) pruned: BTreeMap<String, Vec<Pruned>>,
     /// The variants to build: round `i` gives each kernel it names that budget.
-    pub rounds: Vec<Budgets>,
+    pub(crate) rounds: Vec<Budgets>,
     /// Per round, the rewrite its budgets are made with (none: ptxas alone).
     pub rewrite: Vec<Option<&'static dyn Transform>>,
 }

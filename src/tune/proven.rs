@@ -179,7 +179,7 @@ type Results = Vec<Option<Result<Proved<Box<dyn Rewritten>>, NotProved>>>;
 /// every registered rewrite runs through. A kernel the transform skips from the cubin alone
 /// ([`Transform::skip`]) is answered without running nvdisasm. `Err` when the cubin cannot
 /// be read or decoded at all.
-pub fn prove(
+pub(crate) fn prove(
     t: &dyn Transform,
     bytes: &[u8],
     requests: &[(String, Options)],
@@ -286,11 +286,6 @@ pub fn check(before: &Decoded, after: &Decoded, r: &Rewrite) -> Result<usize, St
     check_claim(before, after, r.section, &to_checker(r.claim()))
 }
 
-/// What a spill → shared rewrite claims, for the checker.
-pub fn spill_claim(r: &Rewrite) -> Claim {
-    to_checker(r.claim())
-}
-
 /// What a register demotion claims, for the checker.
 pub fn regdem_claim(r: &regdem::Rewrite) -> Claim {
     to_checker(r.claim())
@@ -340,7 +335,7 @@ fn prove_kernel(
 /// Would [`prove`] ship `rewritten` (made from `original` by `t`) for the claim `r`? The same
 /// checks on the two cubins, both decoded here with nvdisasm and both read by the oracle,
 /// for one kernel on its own (the mutation tests). Instructions checked, or the rejection.
-pub fn recheck(
+pub(crate) fn recheck(
     t: &dyn Transform,
     original: &[u8],
     rewritten: &[u8],

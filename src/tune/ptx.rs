@@ -54,7 +54,7 @@ impl Budget {
     }
 
     /// A SASS rewrite of ours makes this budget (not ptxas alone).
-    pub fn rewritten(&self) -> bool {
+    pub(crate) fn rewritten(&self) -> bool {
         self.rewrite.is_some()
     }
 
@@ -101,7 +101,7 @@ impl std::fmt::Display for Budget {
 }
 
 /// The pragma, as ptxas 13.5 accepts it at the top of a kernel body.
-pub const SMEM_SPILL_PRAGMA: &str = ".pragma \"enable_smem_spilling\";";
+pub(crate) const SMEM_SPILL_PRAGMA: &str = ".pragma \"enable_smem_spilling\";";
 
 /// An `.entry` of a PTX module.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -17,24 +17,24 @@ pub struct KernelRecord {
     /// The cubin nvcc asked ptxas for: relative to where the step ran, or the file name of
     /// one of nvcc's temporaries (never a folder of the build machine).
     pub output: String,
-    pub block_sizes: Vec<u32>,
-    pub block_from: BlockFrom,
+    pub(crate) block_sizes: Vec<u32>,
+    pub(crate) block_from: BlockFrom,
     /// The baseline first, then each budget tried that ptxas built.
-    pub candidates: Vec<Evaluated>,
+    pub(crate) candidates: Vec<Evaluated>,
     /// Budgets not built because even an optimistic bound on their gain was below the margin.
-    pub pruned: Vec<Pruned>,
+    pub(crate) pruned: Vec<Pruned>,
     /// Index into `candidates`.
-    pub chosen: usize,
-    pub chosen_registers: u32,
-    pub gain_percent: f64,
-    pub reason: String,
+    pub(crate) chosen: usize,
+    pub(crate) chosen_registers: u32,
+    pub(crate) gain_percent: f64,
+    pub(crate) reason: String,
     /// The SASS transform tried on this kernel and what came of it (the checker's verdict,
     /// or why the kernel was left alone).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transform: Option<String>,
     /// The same outcome, structured, for the candidates table's checker column.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub verdict: Option<Verdict>,
+    pub(crate) verdict: Option<Verdict>,
     /// With [`crate::settings::Settings::keep_cubins`]: where each candidate's cubin was kept.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cubins: Option<KeptCubins>,
@@ -42,44 +42,44 @@ pub struct KernelRecord {
 
 /// What the checker said about the spill → shared rewrite of one kernel.
 #[derive(Debug, Clone, Serialize)]
-pub struct Verdict {
+pub(crate) struct Verdict {
     /// The budget of the spill → shared candidate.
     pub budget: u32,
     pub proved: bool,
     /// The proof's summary, or why the rewrite was refused.
-    pub detail: String,
+    pub(crate) detail: String,
 }
 
 /// Cubins kept for `explain --html` (paths).
 #[derive(Debug, Clone, Serialize)]
 pub struct KeptCubins {
     /// One per candidate, in the record's order (the baseline first).
-    pub candidates: Vec<String>,
+    pub(crate) candidates: Vec<String>,
     /// The spill → shared candidate's variant as ptxas made it, before the rewrite.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub before_rewrite: Option<String>,
+    pub(crate) before_rewrite: Option<String>,
 }
 
 /// A budget skipped before building: its gain if the variant had the baseline's own latency
 /// and issue cycles per warp, only more warps (a lower budget adds spills; it does not make a
 /// warp's own work shorter), was below the margin.
 #[derive(Debug, Clone, Serialize)]
-pub struct Pruned {
+pub(crate) struct Pruned {
     pub budget: Budget,
     /// The bound on the gain, in percent, worst case over the block sizes.
-    pub bound_percent: f64,
+    pub(crate) bound_percent: f64,
 }
 
 /// What tuning did to one step.
 #[derive(Debug, Default)]
 pub struct Tuned {
     /// ptxas's diagnostics for the cubin that was kept (the final run's when it changed).
-    pub stderr: Option<Vec<u8>>,
+    pub(crate) stderr: Option<Vec<u8>>,
     pub records: Vec<KernelRecord>,
-    pub changed: bool,
+    pub(crate) changed: bool,
     /// Variants built, and how many came from the cache.
-    pub built: usize,
-    pub cached: usize,
+    pub(crate) built: usize,
+    pub(crate) cached: usize,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -8,34 +8,34 @@ use crate::transform::Transform;
 
 /// One evaluated option for a kernel.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Evaluated {
+pub(crate) struct Evaluated {
     /// The budget; `None` for ptxas's own choice (the baseline).
     pub budget: Option<super::ptx::Budget>,
     /// Registers ptxas used under it.
-    pub registers: u32,
-    pub spill_instructions: u32,
+    pub(crate) registers: u32,
+    pub(crate) spill_instructions: u32,
     /// Stack frame bytes (local memory per thread).
-    pub frame_bytes: u32,
+    pub(crate) frame_bytes: u32,
     /// Static shared memory as the cubin records it (grows with shared-memory spilling).
-    pub static_shared: u64,
+    pub(crate) static_shared: u64,
     /// Resident warps per SM, per block size of the plan.
-    pub warps_per_sm: Vec<u32>,
+    pub(crate) warps_per_sm: Vec<u32>,
     /// Predicted cycles per warp, per block size (`None`: cannot launch).
-    pub cycles_per_warp: Vec<Option<f64>>,
+    pub(crate) cycles_per_warp: Vec<Option<f64>>,
     /// Loop-weighted latency and issue cycles per warp, and local accesses.
     pub latency: f64,
-    pub issue: f64,
-    pub local_accesses: f64,
+    pub(crate) issue: f64,
+    pub(crate) local_accesses: f64,
 }
 
 /// The decision for a kernel.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Choice {
     /// Index into the evaluated options (0 is the baseline).
-    pub index: usize,
+    pub(crate) index: usize,
     /// Predicted gain over the baseline in percent, worst case over the block sizes.
-    pub gain_percent: f64,
-    pub reason: String,
+    pub(crate) gain_percent: f64,
+    pub(crate) reason: String,
 }
 
 /// The worst-case gain of `c` over `base` in percent; `None` when `c` cannot launch at some

@@ -24,14 +24,14 @@ pub type Budgets = BTreeMap<String, super::ptx::Budget>;
 /// A built variant.
 #[derive(Debug, Clone)]
 pub struct Built {
-    pub budgets: Budgets,
+    pub(crate) budgets: Budgets,
     pub cubin: Vec<u8>,
     /// ptxas's diagnostics for this variant (`-v` output included).
-    pub stderr: Vec<u8>,
-    pub cached: bool,
+    pub(crate) stderr: Vec<u8>,
+    pub(crate) cached: bool,
     /// Whether ptxas compiled every entry of the module (no `--entry`), so that the cubin
     /// can ship as it is.
-    pub whole_module: bool,
+    pub(crate) whole_module: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -94,21 +94,21 @@ pub fn ptxas_id(ptxas: &Path) -> String {
 
 /// Everything a batch of variants shares.
 pub struct Builder<'a> {
-    pub ctx: &'a StepContext,
+    pub(crate) ctx: &'a StepContext,
     /// The step's ptxas argv, exactly as nvcc's dry run printed it.
-    pub argv: &'a [String],
+    pub(crate) argv: &'a [String],
     /// Where the input and output are in `argv`.
     pub files: PtxasArgs,
     pub ptx: &'a str,
-    pub ptxas_id: String,
-    pub cache: Option<PathBuf>,
+    pub(crate) ptxas_id: String,
+    pub(crate) cache: Option<PathBuf>,
     /// A private folder for variant inputs and outputs.
-    pub work: &'a Path,
+    pub(crate) work: &'a Path,
     /// How many ptxas runs may go at once (besides any jobserver limit).
-    pub jobs: usize,
-    pub jobserver: Option<jobserver::Client>,
+    pub(crate) jobs: usize,
+    pub(crate) jobserver: Option<jobserver::Client>,
     /// Show a progress line on stderr (verbose mode on a terminal), labelled with this.
-    pub progress: Option<String>,
+    pub(crate) progress: Option<String>,
     /// The module's entries, when variants may be compiled for the entries they set a budget
     /// for alone (`--entry`); `None` compiles every variant as a whole module.
     pub entries: Option<Vec<String>>,

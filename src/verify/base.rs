@@ -51,18 +51,18 @@ const HW_MAX_Z: u32 = 64;
 /// from the transform).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Launch {
-    pub sm: u32,
+    pub(crate) sm: u32,
     /// `EIATTR_REQNTID`: the only block shape the driver launches.
-    pub reqntid: Option<[u32; 3]>,
+    pub(crate) reqntid: Option<[u32; 3]>,
     /// Threads per block at most: the product of `EIATTR_MAX_THREADS` (the driver refuses
     /// more), else the hardware's 1024.
-    pub max_threads: u32,
+    pub(crate) max_threads: u32,
     /// Static shared bytes of the kernel before the rewrite (its own variables; its dynamic
     /// shared memory starts there).
-    pub shared_before: u64,
+    pub(crate) shared_before: u64,
     /// Static shared bytes after the rewrite (what every launch allocates besides the
     /// dynamic size).
-    pub shared_after: u64,
+    pub(crate) shared_after: u64,
 }
 
 impl Launch {
@@ -93,7 +93,7 @@ pub struct BaseProof {
     /// Block shapes checked.
     pub shapes: usize,
     /// The base as derived, for messages (`4·tid.x + 4·ntid.x·tid.y + … + D`).
-    pub base: String,
+    pub(crate) base: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

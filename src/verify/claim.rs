@@ -62,7 +62,7 @@ pub struct Proof {
     /// Functions checked.
     pub functions: usize,
     /// Images of original spill moves (`STL/LDL [R1+imm]`) checked.
-    pub moves: usize,
+    pub(crate) moves: usize,
     /// Of those, moves whose image addresses the spill area in shared memory.
     pub shared_moves: usize,
     /// Inserted instructions (in the claim).
@@ -70,7 +70,7 @@ pub struct Proof {
     /// Call sites checked against summaries (direct, indirect and unknown).
     pub calls: usize,
     /// Block visits until the fixed point (all functions).
-    pub iterations: usize,
+    pub(crate) iterations: usize,
 }
 
 /// Why a rewrite was not proved.

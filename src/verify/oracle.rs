@@ -28,13 +28,13 @@ use crate::sass::ir::{Function, Instr, OperandKind, RZ};
 
 /// Registers our IR says an instruction touches, per file.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Touch {
-    pub reads: BTreeSet<u8>,
+pub(crate) struct Touch {
+    pub(crate) reads: BTreeSet<u8>,
     pub writes: BTreeSet<u8>,
 }
 
 /// What the IR says `ins` reads and writes in `file`.
-pub fn ours(ins: &Instr, file: File) -> Touch {
+pub(crate) fn ours(ins: &Instr, file: File) -> Touch {
     let mut t = Touch::default();
     let add = |set: &mut BTreeSet<u8>, base: u8, width: u8, zero: u8| {
         if base == zero {
@@ -136,12 +136,12 @@ pub fn ours(ins: &Instr, file: File) -> Touch {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Disagreement {
     pub function: String,
-    pub offset: u64,
+    pub(crate) offset: u64,
     /// Opcode and operands as printed.
-    pub instr: String,
+    pub(crate) instr: String,
     pub file: File,
     /// (ours, nvdisasm's): reads, then writes.
-    pub reads: (BTreeSet<u8>, BTreeSet<u8>),
+    pub(crate) reads: (BTreeSet<u8>, BTreeSet<u8>),
     pub writes: (BTreeSet<u8>, BTreeSet<u8>),
 }
 
@@ -207,7 +207,7 @@ fn compare_one(ins: &Instr, row: &Row, file: File) -> Option<(Touch, Marks)> {
 
 /// Compare every instruction of `f` with the rows of its section (`section` is the text
 /// section's name). `Err` lists every disagreement (a missing row is one, in every file).
-pub fn check_function(
+pub(crate) fn check_function(
     f: &Function,
     section: &str,
     rows: &Rows,

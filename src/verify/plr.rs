@@ -31,7 +31,7 @@ impl File {
     }
 
     /// How registers of this file are written in SASS.
-    pub fn prefix(self) -> &'static str {
+    pub(crate) fn prefix(self) -> &'static str {
         match self {
             File::Gpr => "R",
             File::Pred => "P",
@@ -57,7 +57,7 @@ impl File {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Marks {
     /// `v` or `x`.
-    pub reads: BTreeSet<u8>,
+    pub(crate) reads: BTreeSet<u8>,
     /// `^` or `x`.
     pub writes: BTreeSet<u8>,
     /// Every non-blank cell (live into or through the instruction, or written by it).
@@ -79,7 +79,7 @@ impl Row {
 }
 
 /// Rows of a listing, keyed by (text section name, instruction offset).
-pub type Rows = HashMap<(String, u64), Row>;
+pub(crate) type Rows = HashMap<(String, u64), Row>;
 
 /// The listing could not be read as a `-plr` table.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -31,9 +31,9 @@ pub struct ScheduleProof {
     pub loads: usize,
     pub stores: usize,
     /// Other inserted instructions (prologue arithmetic, moves).
-    pub other: usize,
+    pub(crate) other: usize,
     /// Inserted halves of a split wide spill access, under the original's own schedule.
-    pub inherited: usize,
+    pub(crate) inherited: usize,
 }
 
 fn leaves_block(i: &Instr) -> bool {
@@ -412,7 +412,7 @@ fn split_half(
 /// original waited for, stalls at least as long, and sets a reuse flag only where the
 /// original did and the next instruction is not an inserted one (the reuse cache would hand
 /// the flagged value to an instruction the original never had after it).
-pub fn check_rewrite(
+pub(crate) fn check_rewrite(
     sm: u32,
     original: &[Function],
     rewritten: &[Function],

@@ -22,10 +22,10 @@ pub enum Loc {
 }
 
 impl Loc {
-    pub fn is_local(self) -> bool {
+    pub(crate) fn is_local(self) -> bool {
         matches!(self, Loc::Local(_))
     }
-    pub fn is_shared(self) -> bool {
+    pub(crate) fn is_shared(self) -> bool {
         matches!(self, Loc::Shared(_))
     }
 }

@@ -8,7 +8,7 @@ use super::Rejection;
 use crate::sass::ir::{Function, Instr, OperandKind, RZ};
 
 /// The first misaligned tuple of `ins`, as (register file prefix, first register, width).
-pub fn misaligned(ins: &Instr) -> Option<(&'static str, u8, u8)> {
+pub(crate) fn misaligned(ins: &Instr) -> Option<(&'static str, u8, u8)> {
     let bad = |r: u8, w: u8| match w {
         2 => !r.is_multiple_of(2),
         3 | 4 => !r.is_multiple_of(4),

@@ -19,12 +19,12 @@ fn finish(w: u128, base: u8, imm: u32, c: Control) -> u128 {
 }
 
 /// `LDS Rv, [Rbase+imm]`.
-pub fn lds(v: u8, base: u8, imm: u32, c: Control) -> u128 {
+pub(crate) fn lds(v: u8, base: u8, imm: u32, c: Control) -> u128 {
     finish(encode::set_reg(LDS, RegField::Dst, v), base, imm, c)
 }
 
 /// `STS [Rbase+imm], Rv`.
-pub fn sts(v: u8, base: u8, imm: u32, c: Control) -> u128 {
+pub(crate) fn sts(v: u8, base: u8, imm: u32, c: Control) -> u128 {
     finish(encode::set_reg(STS, RegField::B, v), base, imm, c)
 }
 

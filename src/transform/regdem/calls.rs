@@ -17,7 +17,7 @@ use crate::sass::ir::Function;
 
 /// Effects of `funcs` (indexed like it), computed callees first along `order` (callers
 /// before callees, as `section::call_order` gives it; functions not in it get none).
-pub fn effects(funcs: &[&Function], order: &[usize]) -> Vec<Effect> {
+pub(crate) fn effects(funcs: &[&Function], order: &[usize]) -> Vec<Effect> {
     let mut out = vec![Effect::default(); funcs.len()];
     for &k in order.iter().rev() {
         let f = funcs[k];
@@ -58,7 +58,7 @@ pub fn effects(funcs: &[&Function], order: &[usize]) -> Vec<Effect> {
 
 /// Per instruction index of `f` that calls a function of `funcs`: that function's effect
 /// (from `effects`, indexed like `funcs`).
-pub fn called<'a>(
+pub(crate) fn called<'a>(
     f: &Function,
     funcs: &[&Function],
     effects: &'a [Effect],

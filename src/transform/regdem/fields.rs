@@ -13,10 +13,10 @@ use crate::sass::ir::{Instr, OperandKind, RZ};
 
 /// The fields of one instruction that hold a general register, with the register.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RegFields {
-    pub fields: Vec<(RegField, u8)>,
+pub(crate) struct RegFields {
+    pub(crate) fields: Vec<(RegField, u8)>,
     /// Not every register could be placed: rename nothing.
-    pub pinned: bool,
+    pub(crate) pinned: bool,
 }
 
 /// The base registers (first of each tuple) the instruction names, RZ excluded, with
@@ -61,7 +61,7 @@ fn uniform_numbers(ins: &Instr) -> Vec<u8> {
 }
 
 /// The register fields of `ins`.
-pub fn reg_fields(ins: &Instr) -> RegFields {
+pub(crate) fn reg_fields(ins: &Instr) -> RegFields {
     let (written, read) = bases(ins);
     let uniform = uniform_numbers(ins);
     let memory = ins
@@ -113,7 +113,7 @@ pub fn reg_fields(ins: &Instr) -> RegFields {
 }
 
 /// `raw` with each register field renamed by `f` (called with the old register).
-pub fn rename(raw: u128, fields: &RegFields, f: impl Fn(u8) -> u8) -> u128 {
+pub(crate) fn rename(raw: u128, fields: &RegFields, f: impl Fn(u8) -> u8) -> u128 {
     fields
         .fields
         .iter()

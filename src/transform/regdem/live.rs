@@ -13,20 +13,20 @@ use crate::sass::ir::Function;
 
 /// One function's effect on the caller's registers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Effect {
+pub(crate) struct Effect {
     /// Registers it may read before writing them.
-    pub reads: BTreeSet<u8>,
+    pub(crate) reads: BTreeSet<u8>,
     /// Registers it may write.
-    pub may_write: BTreeSet<u8>,
+    pub(crate) may_write: BTreeSet<u8>,
     /// Registers written on every path from its entry to each of its returns.
     pub writes: BTreeSet<u8>,
 }
 
 /// Live registers before and after each instruction.
 #[derive(Debug, Clone, Default)]
-pub struct Live {
+pub(crate) struct Live {
     pub before: Vec<BTreeSet<u8>>,
-    pub after: Vec<BTreeSet<u8>>,
+    pub(crate) after: Vec<BTreeSet<u8>>,
 }
 
 /// Liveness of `f`; `called`: the effect of the function each call instruction calls;

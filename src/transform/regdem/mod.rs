@@ -32,16 +32,16 @@
 //! claims is proved by `verify` (values) and `verify::schedule` (control bits); nothing
 //! here checks itself.
 
-pub mod access;
-pub mod calls;
-pub mod fields;
-pub mod live;
-pub mod sched;
+pub(crate) mod access;
+pub(crate) mod calls;
+pub(crate) mod fields;
+pub(crate) mod live;
+pub(crate) mod sched;
 mod seam;
-pub mod select;
+pub(crate) mod select;
 mod values;
 
-pub use seam::Regdem;
+pub(crate) use seam::Regdem;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -80,16 +80,13 @@ pub struct Rewrite {
     pub slots: u32,
     pub area_offset: u32,
     pub shared_added: u64,
-    pub registers_before: u32,
+    pub(crate) registers_before: u32,
     pub registers: u32,
     /// Demoted groups (original numbers).
-    pub demoted: Vec<(u8, u8)>,
-    pub strategy: Strategy,
-    pub pool: (u8, u8),
+    pub(crate) demoted: Vec<(u8, u8)>,
+    pub(crate) strategy: Strategy,
     pub loads: usize,
     pub stores: usize,
-    /// Loop-weighted inserted accesses (the selection's cost).
-    pub weighted_accesses: f64,
     /// Registers renumbered by the compaction (original → new), kernel and sub-functions
     /// alike (what the checker's claim states at function boundaries).
     pub renamed: BTreeMap<u8, u8>,
@@ -105,7 +102,7 @@ struct Choice {
 }
 
 /// Demote registers of `kernel` until it needs at most `opts.max_registers` (required).
-pub fn regdem(
+pub(crate) fn regdem(
     cubin: &mut Cubin,
     functions: &[Function],
     kernel: &str,
@@ -612,10 +609,8 @@ pub fn regdem(
         registers,
         demoted: choice.demoted.iter().map(|g| (g.start, g.size)).collect(),
         strategy: choice.strategy,
-        pool: (layout.pool, layout.pool_size),
         loads,
         stores,
-        weighted_accesses: choice.cost,
         renamed,
         options: opts,
     })

@@ -35,28 +35,28 @@ use crate::sass::ir::Function;
 
 /// Cycles an inserted `LDS`/`STS` stalls before the next instruction issues (as ptxas
 /// separates consecutive shared-memory operations).
-pub const ACCESS_STALL: u8 = 2;
+pub(crate) const ACCESS_STALL: u8 = 2;
 
 /// What the scheduler needs per original instruction.
 #[derive(Debug, Clone, Default)]
-pub struct Site {
+pub(crate) struct Site {
     /// Value registers loaded before it.
-    pub loads: Vec<u8>,
+    pub(crate) loads: Vec<u8>,
     /// The instruction that reads each load (this one, or a later one of the block when the
     /// load was hoisted).
-    pub load_for: Vec<usize>,
+    pub(crate) load_for: Vec<usize>,
     /// Value registers stored after it.
     pub stores: Vec<u8>,
     /// Value registers it reads / writes (renamed demoted registers).
-    pub reads: Vec<u8>,
+    pub(crate) reads: Vec<u8>,
     pub writes: Vec<u8>,
 }
 
 /// New control words.
 #[derive(Debug, Clone)]
-pub struct Schedule {
-    pub original: Vec<Control>,
-    pub loads: Vec<Vec<Control>>,
+pub(crate) struct Schedule {
+    pub(crate) original: Vec<Control>,
+    pub(crate) loads: Vec<Vec<Control>>,
     pub stores: Vec<Vec<Control>>,
 }
 
@@ -71,7 +71,7 @@ fn sets(c: Control) -> u8 {
 }
 
 /// Scoreboards possibly pending (set and not yet waited for) before each instruction.
-pub fn pending_before(f: &Function) -> Vec<u8> {
+pub(crate) fn pending_before(f: &Function) -> Vec<u8> {
     let cfg = Cfg::build(f);
     let blocks: Vec<_> = cfg.blocks().collect();
     let mut out: BTreeMap<usize, u8> = blocks.iter().map(|(b, _)| (b.index(), 0)).collect();
@@ -111,7 +111,7 @@ pub fn pending_before(f: &Function) -> Vec<u8> {
 }
 
 /// The scoreboards `DEPBAR`s of `f` count on; `Err` when one cannot be read.
-pub fn depbar_scoreboards(f: &Function) -> Result<u8, String> {
+pub(crate) fn depbar_scoreboards(f: &Function) -> Result<u8, String> {
     let mut m = 0u8;
     for ins in f.instrs.iter().filter(|i| i.op() == Op::Depbar) {
         let mut found = false;
@@ -179,7 +179,7 @@ fn reads_at_issue(class: OpClass) -> bool {
 /// Control words for the original instructions (`flush[k]`: a block boundary or control
 /// instruction) and the inserted accesses of each site. `forbidden`: scoreboards never to
 /// use besides those `f`'s own `DEPBAR`s count on (its callees' `DEPBAR`s).
-pub fn schedule(
+pub(crate) fn schedule(
     sm: u32,
     f: &Function,
     sites: &[Site],

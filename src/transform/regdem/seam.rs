@@ -9,7 +9,7 @@ use crate::transform::seam::{Claim, SpillBase};
 use crate::transform::{Rewritten, Transform, TransformError};
 
 /// Register demotion, as registered in [`crate::transform::REGISTERED`].
-pub struct Regdem;
+pub(crate) struct Regdem;
 
 impl Transform for Regdem {
     fn key(&self) -> &'static str {

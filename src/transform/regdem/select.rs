@@ -34,13 +34,13 @@ const SP: u8 = 1;
 
 /// A register group: `start..start+size`, `start` a multiple of `size`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Group {
-    pub start: u8,
+pub(crate) struct Group {
+    pub(crate) start: u8,
     pub size: u8,
 }
 
 impl Group {
-    pub fn regs(self) -> impl Iterator<Item = u8> {
+    pub(crate) fn regs(self) -> impl Iterator<Item = u8> {
         self.start..self.start + self.size
     }
 }
@@ -48,7 +48,7 @@ impl Group {
 /// A candidate ordering of §3.4.3.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Strategy {
+pub(crate) enum Strategy {
     StaticCount,
     LoopWeighted,
     OperandConflicts,
@@ -70,23 +70,23 @@ impl Strategy {
 }
 
 /// What the selection knows about the function.
-pub struct Analysis {
+pub(crate) struct Analysis {
     /// Group of every register (by number), `None` when unused.
-    pub group_of: Vec<Option<Group>>,
-    pub groups: Vec<Group>,
+    pub(crate) group_of: Vec<Option<Group>>,
+    pub(crate) groups: Vec<Group>,
     /// Groups that keep their numbers.
     pub fixed: BTreeSet<Group>,
     /// Groups that may not be demoted, with why.
-    pub excluded: BTreeMap<Group, String>,
+    pub(crate) excluded: BTreeMap<Group, String>,
     /// Groups each instruction names (sorted, distinct).
     pub named: Vec<Vec<Group>>,
     /// Loop weight of each instruction.
-    pub weight: Vec<f64>,
+    pub(crate) weight: Vec<f64>,
 }
 
 /// Whether instruction `ins` produces its registers with a known fixed latency or a
 /// scoreboard the rewrite can wait on.
-pub fn result_is_waitable(sm: u32, ins: &Instr) -> bool {
+pub(crate) fn result_is_waitable(sm: u32, ins: &Instr) -> bool {
     ins.ctrl.write_sb.is_some() || fixed_latency(sm, ins.class()).is_some()
 }
 
@@ -115,12 +115,12 @@ fn regs_of(ins: &Instr) -> Vec<(u8, u8, bool, bool)> {
 /// with the kernel's (one numbering for the section, so calls keep meeting their callees'
 /// registers) but never demoted (nothing is inserted into them).
 #[derive(Default)]
-pub struct Callees<'a> {
+pub(crate) struct Callees<'a> {
     /// Each sub-function with the register fields of its instructions.
     pub code: Vec<(&'a Function, Vec<RegFields>)>,
     /// Per kernel instruction index of a call: the registers the callee may read before
     /// writing them, and those it writes on every path.
-    pub calls: BTreeMap<usize, (BTreeSet<u8>, BTreeSet<u8>)>,
+    pub(crate) calls: BTreeMap<usize, (BTreeSet<u8>, BTreeSet<u8>)>,
 }
 
 impl Analysis {
@@ -322,7 +322,7 @@ impl Analysis {
     }
 
     /// Candidates in the order `strategy` demotes them (cheapest first).
-    pub fn order(&self, strategy: Strategy) -> Vec<Group> {
+    pub(crate) fn order(&self, strategy: Strategy) -> Vec<Group> {
         let mut cost: BTreeMap<Group, f64> = BTreeMap::new();
         for (k, gs) in self.named.iter().enumerate() {
             for &g in gs {
@@ -347,7 +347,7 @@ impl Analysis {
 }
 
 /// Offsets that something other than a `BRA` targets.
-pub fn other_targets(f: &Function) -> BTreeSet<u64> {
+pub(crate) fn other_targets(f: &Function) -> BTreeSet<u64> {
     let mut t = BTreeSet::new();
     for ins in &f.instrs {
         if ins.op() != Op::Bra {
@@ -362,16 +362,16 @@ pub fn other_targets(f: &Function) -> BTreeSet<u64> {
 #[derive(Debug, Clone)]
 pub struct Layout {
     /// Old group start → new start (kept groups).
-    pub kept: BTreeMap<u8, u8>,
-    pub pool: u8,
-    pub pool_size: u8,
-    pub base: u8,
+    pub(crate) kept: BTreeMap<u8, u8>,
+    pub(crate) pool: u8,
+    pub(crate) pool_size: u8,
+    pub(crate) base: u8,
     /// Highest register used.
-    pub highest: u8,
+    pub(crate) highest: u8,
 }
 
 /// Pack the kept groups, the pool and the base under `highest_allowed`, or `None`.
-pub fn compact(
+pub(crate) fn compact(
     a: &Analysis,
     demoted: &BTreeSet<Group>,
     pool_size: u8,
@@ -441,7 +441,7 @@ pub fn compact(
 
 /// Demote in `order` until [`compact`] fits, keeping every instruction's demoted registers
 /// within the pool. `None` when the order runs out first.
-pub fn select(
+pub(crate) fn select(
     a: &Analysis,
     order: &[Group],
     pool_size: u8,

@@ -9,7 +9,7 @@ use crate::transform::seam::{Claim, SpillBase};
 use crate::transform::{Rewritten, Transform, TransformError};
 
 /// Spill → shared, as registered in [`crate::transform::REGISTERED`].
-pub struct SpillToShared;
+pub(crate) struct SpillToShared;
 
 impl Transform for SpillToShared {
     fn key(&self) -> &'static str {
