@@ -118,7 +118,7 @@ pub struct Claim {
     /// Original section offset → rewritten section offset of every original instruction.
     pub map: OffsetMap,
     /// Rewritten section offsets of the inserted instructions.
-    pub(crate) inserted: Vec<u64>,
+    pub inserted: Vec<u64>,
     /// The spill area, when the rewrite uses one.
     pub base: Option<SpillBase>,
     /// Frame words a caller passes to its callees (`[R1+k]`) kept in the spill word
