@@ -66,7 +66,7 @@ pub struct Entry {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Profile {
     /// Where it was read from (the name in errors).
-    pub file: PathBuf,
+    pub(crate) file: PathBuf,
     pub entries: Vec<Entry>,
 }
 

@@ -31,7 +31,7 @@ pub struct Settings {
     /// rewrites have run on a GPU (bench/gpu): a grown static shared size could also make a
     /// launch that asks for nearly all the dynamic shared memory fail, which no static check
     /// can rule out.
-    pub transforms: Vec<String>,
+    pub(crate) transforms: Vec<String>,
     /// `--orion-force=KIND` (testing, and bench/gpu's exhaustive variants): `baseline`,
     /// `lowest` (the lowest budget that built), `budget:N` (the plain candidate at N
     /// registers), `pragma` (ptxas's shared-memory spilling candidate), `spill2smem` (the

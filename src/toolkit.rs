@@ -60,11 +60,6 @@ impl Toolkit {
         Err(ToolkitError::NotFound)
     }
 
-    /// A toolkit whose nvcc is at `nvcc` (for tests and library users who know it).
-    pub fn at(nvcc: impl Into<PathBuf>) -> Self {
-        Toolkit { nvcc: nvcc.into() }
-    }
-
     pub fn nvcc(&self) -> &Path {
         &self.nvcc
     }

@@ -21,7 +21,7 @@ use crate::sass::opcode::Op;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Block {
     pub first: usize,
-    pub end: usize,
+    pub(crate) end: usize,
 }
 
 /// Why control goes from one block to another.
@@ -39,7 +39,7 @@ pub struct Cfg {
     /// Block of each instruction.
     pub(crate) block_of: Vec<NodeIndex>,
     /// The entry block.
-    pub entry: NodeIndex,
+    pub(crate) entry: NodeIndex,
 }
 
 fn ends_block(ins: &Instr) -> bool {
@@ -180,7 +180,7 @@ impl Cfg {
 /// A natural loop.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Loop {
-    pub header: NodeIndex,
+    pub(crate) header: NodeIndex,
     pub(crate) latch: NodeIndex,
     pub(crate) body: BTreeSet<NodeIndex>,
 }

@@ -40,7 +40,7 @@ impl RegSet {
     pub(crate) fn union(&self, o: &RegSet) -> RegSet {
         RegSet(std::array::from_fn(|i| self.0[i] | o.0[i]))
     }
-    pub fn len(&self) -> u32 {
+    pub(crate) fn len(&self) -> u32 {
         self.0.iter().map(|w| w.count_ones()).sum()
     }
     pub fn is_empty(&self) -> bool {

@@ -14,7 +14,7 @@ use crate::sass::ir::{Function, Instr, OperandKind};
 /// Why a section's functions cannot be cut apart (the checker's rejection).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SplitError {
-    pub function: String,
+    pub(crate) function: String,
     pub(crate) offset: u64,
     pub(crate) reason: String,
 }

@@ -8,7 +8,7 @@ use super::{debug_relayout, debug_sass};
 #[command(about = "Developer views of the SASS layer")]
 pub struct Args {
     #[command(subcommand)]
-    pub what: What,
+    pub(crate) what: What,
 }
 
 #[derive(Debug, Subcommand)]

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    pub file: PathBuf,
+    pub(crate) file: PathBuf,
     /// How many NOPs to insert per function.
     #[arg(long)]
     pub(crate) insert_nops: usize,
@@ -19,7 +19,7 @@ pub(crate) struct Args {
     #[arg(long, default_value_t = 1)]
     pub(crate) seed: u64,
     #[arg(short = 'o', long = "output")]
-    pub output: PathBuf,
+    pub(crate) output: PathBuf,
 }
 
 /// Rewrite `bytes` (any container) as the command does; the number of images changed.

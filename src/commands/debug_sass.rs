@@ -9,10 +9,10 @@ use crate::sass::ir::{Function, Instr};
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// A cubin, or any file `inspect` reads.
-    pub file: PathBuf,
+    pub(crate) file: PathBuf,
     /// Only this kernel (mangled name).
     #[arg(long)]
-    pub kernel: Option<String>,
+    pub(crate) kernel: Option<String>,
     /// One line per instruction: `0x<offset> live=<n>` (general registers live).
     #[arg(long)]
     pub liveness: bool,

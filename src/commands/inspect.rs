@@ -27,19 +27,19 @@ pub const ASSUMED_BLOCK: u32 = 256;
 pub struct Args {
     /// Print one JSON document instead of tables.
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
     /// Files to inspect (.o, .cubin, .fatbin, executables, .a).
     #[arg(required = true, value_name = "FILE")]
-    pub files: Vec<PathBuf>,
+    pub(crate) files: Vec<PathBuf>,
 }
 
 /// Everything `inspect` found in one file.
 #[derive(Debug, Serialize)]
 pub struct FileReport {
-    pub path: String,
+    pub(crate) path: String,
     /// "cubin", "fatbin", "host object", "executable", "archive"; absent when unreadable.
-    pub kind: Option<&'static str>,
-    pub images: Vec<ImageReport>,
+    pub(crate) kind: Option<&'static str>,
+    pub(crate) images: Vec<ImageReport>,
     /// Why the file could not be read, as one line.
     pub error: Option<String>,
 }
@@ -47,13 +47,13 @@ pub struct FileReport {
 /// One device image: a fatbin entry, or the cubin itself.
 #[derive(Debug, Serialize)]
 pub struct ImageReport {
-    pub location: String,
+    pub(crate) location: String,
     /// "elf", "ptx" or "concat".
-    pub kind: &'static str,
+    pub(crate) kind: &'static str,
     /// `sm_XY` for SASS, `compute_XY` for PTX.
     pub arch: String,
     /// "none", "zstd" or "lz4".
-    pub compression: &'static str,
+    pub(crate) compression: &'static str,
     /// Bytes as stored (compressed size when compressed).
     pub(crate) stored_bytes: u64,
     /// Bytes of the image itself.
@@ -62,7 +62,7 @@ pub struct ImageReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) elf_type: Option<&'static str>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub functions: Vec<FunctionReport>,
+    pub(crate) functions: Vec<FunctionReport>,
     /// For PTX: the `.entry` names.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) ptx_entries: Vec<String>,
@@ -74,7 +74,7 @@ pub struct ImageReport {
 #[derive(Debug, Serialize)]
 pub struct FunctionReport {
     #[serde(flatten)]
-    pub info: FunctionInfo,
+    pub(crate) info: FunctionInfo,
     /// Kernels only, on architectures with occupancy data.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub occupancy: Option<OccupancyReport>,

@@ -22,12 +22,12 @@ use crate::tune::proven;
 pub struct Args {
     /// Change nothing; fail unless the output is byte-identical to the input.
     #[arg(long, conflicts_with_all = ["set_regs", "set_shared", "spill_to_shared", "regdem", "transform"], required_unless_present_any = ["set_regs", "set_shared", "spill_to_shared", "regdem", "transform"])]
-    pub identity: bool,
+    pub(crate) identity: bool,
     /// Apply the registered rewrite KEY (`spill2smem`, `regdem`, ...) to these kernels
     /// (mangled names; `all` for every kernel), each rewrite proved by the translation checker;
     /// repeatable. The rewrite may reach `--max-registers` (`--target-registers`) registers.
     #[arg(long, value_name = "KEY=KERNEL,...", value_parser = transform_kernels)]
-    pub transform: Vec<(String, Vec<String>)>,
+    pub(crate) transform: Vec<(String, Vec<String>)>,
     /// Move the register spills of these kernels (mangled names; `all` for every kernel that
     /// spills) into shared memory, each rewrite proved by the translation checker.
     #[arg(long, value_name = "KERNEL", num_args = 1, value_delimiter = ',')]
@@ -64,9 +64,9 @@ pub struct Args {
     pub(crate) set_shared: Vec<(String, u64)>,
     /// Output file (may be the input).
     #[arg(short = 'o', long = "output", value_name = "OUT")]
-    pub output: PathBuf,
+    pub(crate) output: PathBuf,
     #[arg(value_name = "IN")]
-    pub input: PathBuf,
+    pub(crate) input: PathBuf,
 }
 
 /// `KEY=KERNEL,...` of `--transform`, KEY one of the registered rewrites.

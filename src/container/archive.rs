@@ -26,7 +26,7 @@ pub enum MemberData {
 pub struct Member {
     header: Vec<u8>,
     /// The resolved name (`rdc_lib.o`), or the raw name of special members (`/`, `//`).
-    pub name: String,
+    pub(crate) name: String,
     pub data: MemberData,
     pad: Option<u8>,
 }
@@ -44,7 +44,7 @@ impl Member {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Archive {
     /// The archive's file name, used in image locations (set by `container::open`).
-    pub name: Option<String>,
+    pub(crate) name: Option<String>,
     pub members: Vec<Member>,
 }
 
@@ -57,7 +57,7 @@ fn parse_size(field: &[u8]) -> Option<u64> {
 }
 
 impl Archive {
-    pub fn parse(data: &[u8]) -> Result<Archive, ContainerError> {
+    pub(crate) fn parse(data: &[u8]) -> Result<Archive, ContainerError> {
         if data.starts_with(THIN_MAGIC) {
             return Err(ContainerError::unsupported("archive", "thin archives"));
         }
@@ -149,7 +149,7 @@ impl Archive {
     }
 
     /// Write the archive back (identity when nothing was edited).
-    pub fn write(&self) -> Result<Vec<u8>, ContainerError> {
+    pub(crate) fn write(&self) -> Result<Vec<u8>, ContainerError> {
         let mut bodies = Vec::with_capacity(self.members.len());
         for m in &self.members {
             bodies.push(match &m.data {

@@ -71,14 +71,6 @@ impl ContainerError {
         }
     }
 
-    /// An error for an `edit_cubins` callback to return.
-    pub fn edit(at: impl Into<String>, what: impl Into<String>) -> Self {
-        ContainerError::Edit {
-            at: at.into(),
-            what: one_line(&what.into()),
-        }
-    }
-
     /// Put `outer` (e.g. `"section .nv_fatbin"`) in front of where the error is.
     pub(crate) fn within(self, outer: &str) -> Self {
         let join = |at: String| {

@@ -391,12 +391,12 @@ pub(crate) fn elf_extent(b: &[u8]) -> Option<u64> {
 /// One part of a `--concat` entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConcatPart {
-    pub kind: EntryKind,
+    pub(crate) kind: EntryKind,
     pub arch: u32,
     pub(crate) flags: u64,
     /// Offset into the decompressed blob.
     pub(crate) offset: u64,
-    pub size: u64,
+    pub(crate) size: u64,
 }
 
 /// One container: header (kept verbatim, `fat_size` recomputed on write) and entries.
@@ -415,7 +415,7 @@ impl Container {
             .sum()
     }
     /// Bytes this container takes when written.
-    pub fn written_len(&self) -> u64 {
+    pub(crate) fn written_len(&self) -> u64 {
         self.header.len() as u64 + self.fat_size()
     }
 

@@ -170,7 +170,7 @@ fn read_sections(data: &[u8]) -> Result<Vec<Section>, ContainerError> {
 
 impl HostElf {
     /// Parse a host ELF and every fatbin section in it.
-    pub fn parse(data: Vec<u8>) -> Result<HostElf, ContainerError> {
+    pub(crate) fn parse(data: Vec<u8>) -> Result<HostElf, ContainerError> {
         let sections = read_sections(&data)?;
         let elf_type = u16_le(&data, 16).unwrap_or(0);
         let mut fatbins = Vec::new();
@@ -229,7 +229,7 @@ impl HostElf {
 
     /// Write the file: the original bytes with every fatbin section rewritten (identity when
     /// nothing was edited).
-    pub fn write(&self) -> Result<Vec<u8>, ContainerError> {
+    pub(crate) fn write(&self) -> Result<Vec<u8>, ContainerError> {
         let mut out = self.data.clone();
         // Highest file offset first, so that moving one section does not move the next one
         // to be replaced.

@@ -122,13 +122,13 @@ pub struct ImageLocation {
     /// Host ELF section (`.nv_fatbin`, `__nv_relfatbin`).
     pub section: Option<String>,
     /// Container index in the fatbin (sequence); 0 for a bare cubin.
-    pub container: usize,
+    pub(crate) container: usize,
     /// Entry index in the container; 0 for a bare cubin.
-    pub entry: usize,
+    pub(crate) entry: usize,
     /// Part of a `--concat` entry (those are listed part by part, read-only).
     pub part: Option<usize>,
     /// The image is a bare cubin file, not in a fatbin.
-    pub bare: bool,
+    pub(crate) bare: bool,
 }
 
 impl fmt::Display for ImageLocation {

@@ -24,7 +24,7 @@ macro_rules! attrs {
                 }
             }
             /// The name without the `EIATTR_` prefix (`UNKNOWN` for unnamed codes).
-            pub fn name(self) -> &'static str {
+            pub(crate) fn name(self) -> &'static str {
                 match self {
                     $(Attr::$var => $name,)*
                     Attr::Unknown(_) => "UNKNOWN",

@@ -136,7 +136,7 @@ fn align_up(v: u64, align: u64) -> Option<u64> {
 
 impl Elf {
     /// Parse a 64-bit little-endian ELF file.
-    pub fn parse(data: &[u8]) -> Result<Elf, CubinError> {
+    pub(crate) fn parse(data: &[u8]) -> Result<Elf, CubinError> {
         let e = LE;
         if data.len() < EHDR_SIZE {
             return Err(hdr_err(format!(
@@ -371,7 +371,7 @@ impl Elf {
 
     /// Serialise. Every section is written at its `sh_offset`, the tables at `e_shoff` /
     /// `e_phoff`, and the kept gap bytes where they were.
-    pub fn write(&self) -> Result<Vec<u8>, CubinError> {
+    pub(crate) fn write(&self) -> Result<Vec<u8>, CubinError> {
         let mut len = EHDR_SIZE as u64;
         let ext = |a: u64, b: u64| {
             a.checked_add(b)

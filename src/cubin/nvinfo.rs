@@ -24,7 +24,7 @@ pub struct Record {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordError {
     pub(crate) offset: usize,
-    pub what: String,
+    pub(crate) what: String,
 }
 
 impl Record {

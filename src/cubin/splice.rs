@@ -21,7 +21,7 @@ use super::symbols::{encode_relocs, parse_relocs};
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("splice {kernel}: {what}")]
 pub struct SpliceError {
-    pub kernel: String,
+    pub(crate) kernel: String,
     pub what: String,
 }
 

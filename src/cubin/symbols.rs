@@ -35,7 +35,7 @@ pub struct Symbol {
 }
 
 impl Symbol {
-    pub fn kind(&self) -> u8 {
+    pub(crate) fn kind(&self) -> u8 {
         self.st_info & 0xf
     }
     pub fn bind(&self) -> u8 {

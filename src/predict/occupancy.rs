@@ -202,10 +202,6 @@ impl Limiters {
         self.0 |= l.bit();
     }
 
-    pub fn is_empty(self) -> bool {
-        self.0 == 0
-    }
-
     pub fn iter(self) -> impl Iterator<Item = Limiter> {
         Limiter::ALL.into_iter().filter(move |&l| self.contains(l))
     }

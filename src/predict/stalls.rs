@@ -40,7 +40,7 @@ pub struct Cost {
     /// Loop-weighted local-memory (spill and local array) instructions.
     pub local_accesses: f64,
     /// Loop-weighted instructions.
-    pub instructions: f64,
+    pub(crate) instructions: f64,
 }
 
 impl Cost {

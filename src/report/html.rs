@@ -24,7 +24,7 @@ const ERROR_HOOK: &str = "window.addEventListener('error',function(e){var d=docu
 
 /// One kernel on the page: its record, and its code view or why there is none.
 pub struct Kernel<'a> {
-    pub record: &'a Value,
+    pub(crate) record: &'a Value,
     pub(crate) view: Result<KernelView, String>,
 }
 

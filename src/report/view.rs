@@ -43,7 +43,7 @@ pub struct Code {
 pub struct Block {
     /// Instructions `first..end`.
     pub first: usize,
-    pub end: usize,
+    pub(crate) end: usize,
     /// Successor blocks (indices into [`KernelView::blocks`]).
     pub(crate) succ: Vec<usize>,
     /// Loops around it.
@@ -53,10 +53,10 @@ pub struct Block {
 #[derive(Debug, Clone)]
 pub struct Loop {
     /// Header block (index into [`KernelView::blocks`]).
-    pub header: usize,
+    pub(crate) header: usize,
     /// The instruction span the body covers (ptxas lays loops out contiguously).
     pub first: usize,
-    pub last: usize,
+    pub(crate) last: usize,
     pub(crate) blocks: usize,
     pub(crate) instrs: usize,
     /// Loops around the header, this one included (1 = outermost).
@@ -71,7 +71,7 @@ pub struct KernelView {
     pub(crate) lines: Vec<String>,
     pub(crate) flags: Vec<u8>,
     pub(crate) after: Code,
-    pub before: Option<Code>,
+    pub(crate) before: Option<Code>,
     /// Whether `before` is the same code before the spill → shared rewrite.
     pub(crate) rewritten: bool,
     pub(crate) blocks: Vec<Block>,

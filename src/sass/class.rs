@@ -1,14 +1,16 @@
 //! What kind of work an instruction is, from its mnemonic. The classes themselves are keys of
 //! the per-architecture tables ([`crate::arch::OpClass`]); which mnemonic is in which class is
 //! decided once per instruction when its [`Opcode`](super::Opcode) is parsed. This spelling
-//! serves callers that still hold the text.
+//! (`OpClass::of`, on the text) is kept for the unit tests below.
 
+#[cfg(test)]
 use super::opcode::{Op, class_of};
 pub use crate::arch::OpClass;
 
 impl OpClass {
     /// The class of a mnemonic with its modifiers (`LDG.E.64`, `IMAD.WIDE.U32`).
-    pub fn of(opcode: &str) -> OpClass {
+    #[cfg(test)]
+    pub(crate) fn of(opcode: &str) -> OpClass {
         let base = opcode.split('.').next().unwrap_or("");
         class_of(Op::parse(base), base)
     }

@@ -242,7 +242,7 @@ impl Function {
             .filter(|&i| i < self.instrs.len())
     }
 
-    pub fn end(&self) -> u64 {
+    pub(crate) fn end(&self) -> u64 {
         self.start + 16 * self.instrs.len() as u64
     }
 }

@@ -112,7 +112,7 @@ pub fn list(nvdisasm: &Path, path: &Path) -> Result<Vec<Listing>, ListingError> 
 }
 
 /// `nvdisasm -json` of the cubin at `path`, as printed.
-pub fn json(nvdisasm: &Path, path: &Path) -> Result<Vec<u8>, ListingError> {
+pub(crate) fn json(nvdisasm: &Path, path: &Path) -> Result<Vec<u8>, ListingError> {
     run_nvdisasm(nvdisasm, &["-json"], path)
 }
 

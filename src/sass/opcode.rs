@@ -23,7 +23,7 @@ macro_rules! ops {
 
         impl Op {
             /// The mnemonic for `base` (no modifiers); [`Op::Other`] if it is not listed.
-            pub fn parse(base: &str) -> Op {
+            pub(crate) fn parse(base: &str) -> Op {
                 match base {
                     $($s => Op::$v,)*
                     _ => Op::Other,
@@ -31,7 +31,8 @@ macro_rules! ops {
             }
 
             /// nvdisasm's spelling; `None` for [`Op::Other`].
-            pub fn name(self) -> Option<&'static str> {
+            #[cfg(test)]
+            pub(crate) fn name(self) -> Option<&'static str> {
                 match self {
                     $(Op::$v => Some($s),)*
                     Op::Other => None,
@@ -254,7 +255,7 @@ pub struct Opcode {
 
 impl Opcode {
     /// Parse nvdisasm's spelling: `LDG.E.64.CONSTANT`.
-    pub fn new(text: impl Into<Cow<'static, str>>) -> Opcode {
+    pub(crate) fn new(text: impl Into<Cow<'static, str>>) -> Opcode {
         let text = text.into();
         let base_len = text.find('.').unwrap_or(text.len());
         let base = &text[..base_len];

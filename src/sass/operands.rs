@@ -48,7 +48,7 @@ pub enum Widths {
 /// what the operands are.
 pub struct Rule {
     pub(crate) mnemonic: Op,
-    pub with: &'static [&'static str],
+    pub(crate) with: &'static [&'static str],
     pub(crate) dests: Dests,
     pub(crate) widths: Widths,
 }

@@ -118,7 +118,7 @@ pub(crate) struct Area {
     pub(crate) offset: u32,
     pub(crate) slots: u32,
     /// Shared bytes per block the area adds.
-    pub added: u64,
+    pub(crate) added: u64,
 }
 
 impl Area {

@@ -25,7 +25,8 @@ pub use seam::{Checks, Claim, Rewritten, Transform};
 
 /// Every rewrite the tuner may offer and `nvcc-orion rewrite` may apply, one line each, in
 /// the order the tuner builds their variants and the final assembly applies them.
-pub const REGISTERED: &[&dyn Transform] = &[&spill_to_shared::SpillToShared, &regdem::Regdem];
+pub(crate) const REGISTERED: &[&dyn Transform] =
+    &[&spill_to_shared::SpillToShared, &regdem::Regdem];
 
 /// The keys of [`REGISTERED`] in order: the names the settings accept (`--orion-transforms=`,
 /// `--orion-force=`; `settings` is a leaf and is handed them).

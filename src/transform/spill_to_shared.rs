@@ -55,7 +55,7 @@ const SP: u8 = 1;
 /// What the rewrite did and claims.
 #[derive(Debug, Clone)]
 pub struct Rewrite {
-    pub kernel: String,
+    pub(crate) kernel: String,
     /// Index of the kernel's text section.
     pub section: usize,
     /// Original section offset → rewritten offset of every original instruction.

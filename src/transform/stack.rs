@@ -53,7 +53,7 @@ pub enum Mode {
 pub struct Move {
     pub(crate) var: usize,
     /// Position (inside the caller's frame) it waits at during the call.
-    pub to: u32,
+    pub(crate) to: u32,
 }
 
 /// The decided layout.
@@ -79,7 +79,7 @@ impl Layout {
 
 /// Lay out `frames` for a call graph rooted at `entry` (callers before callees in `order`,
 /// every frame reachable from the entry listed).
-pub fn layout(frames: &[Frame], order: &[usize], mode: Mode) -> Layout {
+pub(crate) fn layout(frames: &[Frame], order: &[usize], mode: Mode) -> Layout {
     let n = frames.len();
     let mut base = vec![0u32; n];
     for &f in order {

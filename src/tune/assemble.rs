@@ -17,7 +17,7 @@ use crate::transform;
 
 /// The final cubin's bytes and the variant it came from (`spliced`: none built).
 pub struct Assembled {
-    pub bytes: Vec<u8>,
+    pub(crate) bytes: Vec<u8>,
     pub(crate) built: Built,
     pub(crate) spliced: bool,
 }

@@ -36,7 +36,7 @@ pub(crate) enum BlockFrom {
 /// What a kernel is tuned for and with.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct KernelPlan {
-    pub name: String,
+    pub(crate) name: String,
     pub(crate) baseline_regs: u32,
     pub(crate) static_shared: u64,
     /// Block sizes the occupancy is computed for (one unless assumed).

@@ -29,7 +29,7 @@ pub type Kept = (Option<String>, Option<String>);
 /// `explain` shows it ([`Transform::explained`]).
 #[derive(Debug, Default)]
 pub struct Notes {
-    pub transforms: BTreeMap<String, String>,
+    pub(crate) transforms: BTreeMap<String, String>,
     pub(crate) verdicts: BTreeMap<String, Verdict>,
 }
 

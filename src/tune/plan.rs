@@ -19,13 +19,13 @@ use crate::transform::{self, Transform};
 /// What to build for one step.
 #[derive(Debug, Default)]
 pub struct Plan {
-    pub kernels: Vec<KernelPlan>,
+    pub(crate) kernels: Vec<KernelPlan>,
     /// Per kernel, the budgets pruned before building.
     pub(crate) pruned: BTreeMap<String, Vec<Pruned>>,
     /// The variants to build: round `i` gives each kernel it names that budget.
     pub(crate) rounds: Vec<Budgets>,
     /// Per round, the rewrite its budgets are made with (none: ptxas alone).
-    pub rewrite: Vec<Option<&'static dyn Transform>>,
+    pub(crate) rewrite: Vec<Option<&'static dyn Transform>>,
 }
 
 /// The plan for the kernels of `baseline` (`functions`: its SASS, for pruning).

@@ -24,7 +24,7 @@ use crate::verify::{self, Claim, SpillBase};
 pub struct Proved<R = Rewrite> {
     pub rewrite: R,
     /// Instructions the checker followed.
-    pub checked: usize,
+    pub(crate) checked: usize,
     /// Block shapes the spill base was proved for ([`verify::base`]; 0 without a spill area).
     pub shapes: usize,
 }
@@ -138,12 +138,6 @@ fn decode_bytes(nv: &Path, bytes: &[u8]) -> Result<Seen, NotProved> {
 pub struct Outcome<R = Rewrite> {
     pub bytes: Vec<u8>,
     pub kernels: Vec<(String, Result<Proved<R>, NotProved>)>,
-}
-
-impl<R> Outcome<R> {
-    pub fn proved(&self) -> impl Iterator<Item = &Proved<R>> {
-        self.kernels.iter().filter_map(|(_, r)| r.as_ref().ok())
-    }
 }
 
 impl Outcome<Box<dyn Rewritten>> {

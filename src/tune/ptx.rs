@@ -27,10 +27,10 @@ pub struct Budget {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Rewriting {
     /// The rewrite's [`Transform::key`].
-    pub transform: &'static str,
+    pub(crate) transform: &'static str,
     /// The `.maxnreg` ptxas compiles the variant with before the rewrite (the only part of
     /// the rewrite written into the PTX).
-    pub from: u32,
+    pub(crate) from: u32,
 }
 
 impl Budget {
@@ -59,7 +59,7 @@ impl Budget {
     }
 
     /// The registered rewrite that makes this budget.
-    pub fn transform(&self) -> Option<&'static dyn Transform> {
+    pub(crate) fn transform(&self) -> Option<&'static dyn Transform> {
         crate::transform::seam::by_key(self.rewrite?.transform)
     }
 

@@ -66,8 +66,8 @@ pub enum OutputArg {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PtxasArgs {
     /// Index of the PTX input.
-    pub input: usize,
-    pub output: OutputArg,
+    pub(crate) input: usize,
+    pub(crate) output: OutputArg,
     /// `sm_90`, `sm_90a`, ... when given.
     pub arch: Option<String>,
 }

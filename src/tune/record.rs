@@ -13,10 +13,10 @@ use crate::cubin::Cubin;
 #[derive(Debug, Clone, Serialize)]
 pub struct KernelRecord {
     pub arch: String,
-    pub kernel: String,
+    pub(crate) kernel: String,
     /// The cubin nvcc asked ptxas for: relative to where the step ran, or the file name of
     /// one of nvcc's temporaries (never a folder of the build machine).
-    pub output: String,
+    pub(crate) output: String,
     pub(crate) block_sizes: Vec<u32>,
     pub(crate) block_from: BlockFrom,
     /// The baseline first, then each budget tried that ptxas built.
@@ -31,21 +31,21 @@ pub struct KernelRecord {
     /// The SASS transform tried on this kernel and what came of it (the checker's verdict,
     /// or why the kernel was left alone).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub transform: Option<String>,
+    pub(crate) transform: Option<String>,
     /// The same outcome, structured, for the candidates table's checker column.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) verdict: Option<Verdict>,
     /// With [`crate::settings::Settings::keep_cubins`]: where each candidate's cubin was kept.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub cubins: Option<KeptCubins>,
+    pub(crate) cubins: Option<KeptCubins>,
 }
 
 /// What the checker said about the spill → shared rewrite of one kernel.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Verdict {
     /// The budget of the spill → shared candidate.
-    pub budget: u32,
-    pub proved: bool,
+    pub(crate) budget: u32,
+    pub(crate) proved: bool,
     /// The proof's summary, or why the rewrite was refused.
     pub(crate) detail: String,
 }
@@ -65,7 +65,7 @@ pub struct KeptCubins {
 /// warp's own work shorter), was below the margin.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Pruned {
-    pub budget: Budget,
+    pub(crate) budget: Budget,
     /// The bound on the gain, in percent, worst case over the block sizes.
     pub(crate) bound_percent: f64,
 }
@@ -75,7 +75,7 @@ pub(crate) struct Pruned {
 pub struct Tuned {
     /// ptxas's diagnostics for the cubin that was kept (the final run's when it changed).
     pub(crate) stderr: Option<Vec<u8>>,
-    pub records: Vec<KernelRecord>,
+    pub(crate) records: Vec<KernelRecord>,
     pub(crate) changed: bool,
     /// Variants built, and how many came from the cache.
     pub(crate) built: usize,

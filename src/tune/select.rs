@@ -10,7 +10,7 @@ use crate::transform::Transform;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub(crate) struct Evaluated {
     /// The budget; `None` for ptxas's own choice (the baseline).
-    pub budget: Option<super::ptx::Budget>,
+    pub(crate) budget: Option<super::ptx::Budget>,
     /// Registers ptxas used under it.
     pub(crate) registers: u32,
     pub(crate) spill_instructions: u32,

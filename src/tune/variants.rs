@@ -25,7 +25,7 @@ pub type Budgets = BTreeMap<String, super::ptx::Budget>;
 #[derive(Debug, Clone)]
 pub struct Built {
     pub(crate) budgets: Budgets,
-    pub cubin: Vec<u8>,
+    pub(crate) cubin: Vec<u8>,
     /// ptxas's diagnostics for this variant (`-v` output included).
     pub(crate) stderr: Vec<u8>,
     pub(crate) cached: bool,
@@ -98,8 +98,8 @@ pub struct Builder<'a> {
     /// The step's ptxas argv, exactly as nvcc's dry run printed it.
     pub(crate) argv: &'a [String],
     /// Where the input and output are in `argv`.
-    pub files: PtxasArgs,
-    pub ptx: &'a str,
+    pub(crate) files: PtxasArgs,
+    pub(crate) ptx: &'a str,
     pub(crate) ptxas_id: String,
     pub(crate) cache: Option<PathBuf>,
     /// A private folder for variant inputs and outputs.
@@ -111,7 +111,7 @@ pub struct Builder<'a> {
     pub(crate) progress: Option<String>,
     /// The module's entries, when variants may be compiled for the entries they set a budget
     /// for alone (`--entry`); `None` compiles every variant as a whole module.
-    pub entries: Option<Vec<String>>,
+    pub(crate) entries: Option<Vec<String>>,
 }
 
 /// Whether ptxas may be given `--entry` for a variant of the step `argv`: not when the

@@ -58,7 +58,7 @@ pub struct SpillBase {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Proof {
     /// Reachable rewritten instructions checked (final pass).
-    pub instructions: usize,
+    pub(crate) instructions: usize,
     /// Functions checked.
     pub functions: usize,
     /// Images of original spill moves (`STL/LDL [R1+imm]`) checked.
@@ -76,7 +76,7 @@ pub struct Proof {
 /// Why a rewrite was not proved.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rejection {
-    pub function: String,
+    pub(crate) function: String,
     /// Rewritten section offset (0 when the problem is not at one instruction).
     pub offset: u64,
     pub reason: String,

@@ -30,7 +30,7 @@ use crate::sass::ir::{Function, Instr, OperandKind, RZ};
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Touch {
     pub(crate) reads: BTreeSet<u8>,
-    pub writes: BTreeSet<u8>,
+    pub(crate) writes: BTreeSet<u8>,
 }
 
 /// What the IR says `ins` reads and writes in `file`.
@@ -135,14 +135,14 @@ pub(crate) fn ours(ins: &Instr, file: File) -> Touch {
 /// One instruction where the IR and the toolkit disagree.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Disagreement {
-    pub function: String,
+    pub(crate) function: String,
     pub(crate) offset: u64,
     /// Opcode and operands as printed.
     pub(crate) instr: String,
-    pub file: File,
+    pub(crate) file: File,
     /// (ours, nvdisasm's): reads, then writes.
     pub(crate) reads: (BTreeSet<u8>, BTreeSet<u8>),
-    pub writes: (BTreeSet<u8>, BTreeSet<u8>),
+    pub(crate) writes: (BTreeSet<u8>, BTreeSet<u8>),
 }
 
 impl fmt::Display for Disagreement {
@@ -167,7 +167,7 @@ impl fmt::Display for Disagreement {
 }
 
 /// Opcode and operand text of an instruction, for messages.
-pub fn text(ins: &Instr) -> String {
+pub(crate) fn text(ins: &Instr) -> String {
     let ops: Vec<&str> = ins.operands.iter().map(|o| o.text.as_str()).collect();
     let guard = ins.predicate.map_or(String::new(), |p| {
         format!(
@@ -261,7 +261,7 @@ pub(crate) fn check_function(
 #[derive(Debug, Clone, Default)]
 pub struct Verdicts {
     /// Function name → what agreed, or the disagreements.
-    pub functions: Vec<(String, Result<Agreement, Vec<Disagreement>>)>,
+    pub(crate) functions: Vec<(String, Result<Agreement, Vec<Disagreement>>)>,
 }
 
 impl Verdicts {

@@ -40,7 +40,7 @@ impl File {
         }
     }
 
-    pub const ALL: [File; 4] = [File::Gpr, File::Pred, File::UGpr, File::UPred];
+    pub(crate) const ALL: [File; 4] = [File::Gpr, File::Pred, File::UGpr, File::UPred];
 
     /// The file's name in the table's header.
     pub fn name(self) -> &'static str {
@@ -59,7 +59,7 @@ pub struct Marks {
     /// `v` or `x`.
     pub(crate) reads: BTreeSet<u8>,
     /// `^` or `x`.
-    pub writes: BTreeSet<u8>,
+    pub(crate) writes: BTreeSet<u8>,
     /// Every non-blank cell (live into or through the instruction, or written by it).
     pub occupied: BTreeSet<u8>,
     /// The `#` column: registers of the file occupied there (blank: 0).

@@ -108,7 +108,7 @@ pub fn delete(cubin: &mut Cubin, kernel: &str, offsets: &[u64]) -> Result<Relayo
 
 /// [`insert`] and [`delete`] in one re-layout (offsets are old offsets; an instruction
 /// may be deleted and have code inserted before it, which then takes its place).
-pub fn edit(
+pub(crate) fn edit(
     cubin: &mut Cubin,
     kernel: &str,
     insertions: &[(u64, Vec<[u8; 16]>)],

@@ -19,13 +19,13 @@ pub(crate) struct Effect {
     /// Registers it may write.
     pub(crate) may_write: BTreeSet<u8>,
     /// Registers written on every path from its entry to each of its returns.
-    pub writes: BTreeSet<u8>,
+    pub(crate) writes: BTreeSet<u8>,
 }
 
 /// Live registers before and after each instruction.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Live {
-    pub before: Vec<BTreeSet<u8>>,
+    pub(crate) before: Vec<BTreeSet<u8>>,
     pub(crate) after: Vec<BTreeSet<u8>>,
 }
 

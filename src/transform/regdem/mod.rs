@@ -67,7 +67,7 @@ const COUNT_EXTRA: u32 = 3;
 /// What the rewrite did and claims.
 #[derive(Debug, Clone)]
 pub struct Rewrite {
-    pub kernel: String,
+    pub(crate) kernel: String,
     pub section: usize,
     pub map: OffsetMap,
     /// Rewritten offsets of all inserted instructions (prologue first).

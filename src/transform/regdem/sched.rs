@@ -46,10 +46,10 @@ pub(crate) struct Site {
     /// load was hoisted).
     pub(crate) load_for: Vec<usize>,
     /// Value registers stored after it.
-    pub stores: Vec<u8>,
+    pub(crate) stores: Vec<u8>,
     /// Value registers it reads / writes (renamed demoted registers).
     pub(crate) reads: Vec<u8>,
-    pub writes: Vec<u8>,
+    pub(crate) writes: Vec<u8>,
 }
 
 /// New control words.
@@ -57,7 +57,7 @@ pub(crate) struct Site {
 pub(crate) struct Schedule {
     pub(crate) original: Vec<Control>,
     pub(crate) loads: Vec<Vec<Control>>,
-    pub stores: Vec<Vec<Control>>,
+    pub(crate) stores: Vec<Vec<Control>>,
 }
 
 const ALL: u8 = (1 << SCOREBOARDS) - 1;

@@ -36,7 +36,7 @@ const SP: u8 = 1;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) struct Group {
     pub(crate) start: u8,
-    pub size: u8,
+    pub(crate) size: u8,
 }
 
 impl Group {
@@ -75,11 +75,11 @@ pub(crate) struct Analysis {
     pub(crate) group_of: Vec<Option<Group>>,
     pub(crate) groups: Vec<Group>,
     /// Groups that keep their numbers.
-    pub fixed: BTreeSet<Group>,
+    pub(crate) fixed: BTreeSet<Group>,
     /// Groups that may not be demoted, with why.
     pub(crate) excluded: BTreeMap<Group, String>,
     /// Groups each instruction names (sorted, distinct).
-    pub named: Vec<Vec<Group>>,
+    pub(crate) named: Vec<Vec<Group>>,
     /// Loop weight of each instruction.
     pub(crate) weight: Vec<f64>,
 }
@@ -117,7 +117,7 @@ fn regs_of(ins: &Instr) -> Vec<(u8, u8, bool, bool)> {
 #[derive(Default)]
 pub(crate) struct Callees<'a> {
     /// Each sub-function with the register fields of its instructions.
-    pub code: Vec<(&'a Function, Vec<RegFields>)>,
+    pub(crate) code: Vec<(&'a Function, Vec<RegFields>)>,
     /// Per kernel instruction index of a call: the registers the callee may read before
     /// writing them, and those it writes on every path.
     pub(crate) calls: BTreeMap<usize, (BTreeSet<u8>, BTreeSet<u8>)>,
