@@ -143,7 +143,7 @@ impl Cfg {
     }
 
     /// Natural loops: one per back edge (an edge whose target dominates its source).
-    pub fn loops(&self) -> Vec<Loop> {
+    pub(crate) fn loops(&self) -> Vec<Loop> {
         if self.graph.node_count() == 0 {
             return Vec::new();
         }

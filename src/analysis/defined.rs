@@ -13,7 +13,7 @@ use crate::sass::ir::Function;
 /// `call_defs`: per instruction index of a call, what its callee writes on every path. A
 /// `CALL` to a label of the function itself (ptxas' loop-exit idiom) is a jump, which
 /// [`Cfg`] has no edge for: its state flows to the target here.
-pub fn must_defined(
+pub(crate) fn must_defined(
     f: &Function,
     cfg: &Cfg,
     call_defs: &BTreeMap<usize, BTreeSet<u8>>,

@@ -32,7 +32,7 @@ pub fn loop_depths(f: &Function) -> Vec<u32> {
 
 /// Loop weight of every instruction: [`LOOP_FACTOR`] to the power of its loop depth, the
 /// depth capped at [`MAX_LOOP_DEPTH`].
-pub fn loop_weights(f: &Function) -> Vec<f64> {
+pub(crate) fn loop_weights(f: &Function) -> Vec<f64> {
     loop_depths(f)
         .into_iter()
         .map(|d| LOOP_FACTOR.powi(d.min(MAX_LOOP_DEPTH) as i32))

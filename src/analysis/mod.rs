@@ -9,6 +9,5 @@ pub(crate) mod loops;
 pub(crate) mod section;
 
 pub use cfg::{Block, Cfg, Loop};
-pub use defined::must_defined;
+pub(crate) use defined::must_defined;
 pub use liveness::{Liveness, RegFile, RegSet};
-pub use loops::loop_weights;

@@ -17,6 +17,6 @@ pub mod latency;
 pub mod limits;
 pub mod model;
 
-pub use class::OpClass;
+pub(crate) use class::OpClass;
 pub use limits::Arch;
 pub use model::{Family, ShaderModel};

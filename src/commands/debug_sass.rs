@@ -15,10 +15,10 @@ pub struct Args {
     pub(crate) kernel: Option<String>,
     /// One line per instruction: `0x<offset> live=<n>` (general registers live).
     #[arg(long)]
-    pub liveness: bool,
+    pub(crate) liveness: bool,
     /// Print the control-flow graph.
     #[arg(long)]
-    pub cfg: bool,
+    pub(crate) cfg: bool,
     /// Compare every instruction's register reads and writes with `nvdisasm -plr` (the
     /// oracle check run before a rewrite); one line per disagreement.
     #[arg(long)]

@@ -41,7 +41,7 @@ pub struct FileReport {
     pub(crate) kind: Option<&'static str>,
     pub(crate) images: Vec<ImageReport>,
     /// Why the file could not be read, as one line.
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
 }
 
 /// One device image: a fatbin entry, or the cubin itself.
@@ -68,7 +68,7 @@ pub struct ImageReport {
     pub(crate) ptx_entries: Vec<String>,
     /// Why the image could not be read, as one line.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
 }
 
 #[derive(Debug, Serialize)]

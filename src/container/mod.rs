@@ -116,7 +116,7 @@ pub fn open(path: &Path) -> Result<Artifact, ContainerError> {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default, serde::Serialize)]
 pub struct ImageLocation {
     /// The archive's file name, when known (see [`open`]).
-    pub archive: Option<String>,
+    pub(crate) archive: Option<String>,
     /// Archive member name.
     pub member: Option<String>,
     /// Host ELF section (`.nv_fatbin`, `__nv_relfatbin`).

@@ -48,7 +48,7 @@ pub mod splice;
 pub(crate) mod symbols;
 
 pub use eiattr::Attr;
-pub use error::CubinError;
+pub(crate) use error::CubinError;
 pub use nvinfo::{Record, RecordError, encode_records, parse_records};
 pub use offset_map::OffsetMap;
 pub(crate) use query::FunctionInfo;

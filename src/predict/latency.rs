@@ -3,6 +3,6 @@
 //! weighting with the loop analysis in [`crate::analysis::loops`]. Re-exported here under
 //! the paths the predictor, the rewrites and the checker use.
 
-pub use crate::arch::latency::{
+pub(crate) use crate::arch::latency::{
     MAX_THROUGHPUT, READ_RELEASE, SCHEDULERS_PER_SM, fixed_latency, scoreboard_latency, throughput,
 };

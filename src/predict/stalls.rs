@@ -25,7 +25,7 @@ use serde::Serialize;
 use super::latency::{
     MAX_THROUGHPUT, READ_RELEASE, SCHEDULERS_PER_SM, scoreboard_latency, throughput,
 };
-pub use crate::analysis::loops::loop_weights;
+pub(crate) use crate::analysis::loops::loop_weights;
 use crate::sass::OpClass;
 use crate::sass::control::SCOREBOARDS;
 use crate::sass::ir::Function;

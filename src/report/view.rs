@@ -75,7 +75,7 @@ pub struct KernelView {
     /// Whether `before` is the same code before the spill → shared rewrite.
     pub(crate) rewritten: bool,
     pub(crate) blocks: Vec<Block>,
-    pub loops: Vec<Loop>,
+    pub(crate) loops: Vec<Loop>,
 }
 
 /// Decodes each cubin once (several kernels share one) with the toolkit's nvdisasm.

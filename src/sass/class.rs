@@ -5,7 +5,7 @@
 
 #[cfg(test)]
 use super::opcode::{Op, class_of};
-pub use crate::arch::OpClass;
+pub(crate) use crate::arch::OpClass;
 
 impl OpClass {
     /// The class of a mnemonic with its modifiers (`LDG.E.64`, `IMAD.WIDE.U32`).

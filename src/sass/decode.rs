@@ -28,7 +28,7 @@ use super::opcode::Op;
 use super::operands::{self, Family};
 
 /// The decoder fails the way the listing does (both read nvdisasm's output and the cubin).
-pub use super::listing::ListingError as DecodeError;
+pub(crate) use super::listing::ListingError as DecodeError;
 
 /// A decoded cubin.
 #[derive(Debug, Clone, PartialEq)]

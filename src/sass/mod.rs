@@ -12,14 +12,13 @@ pub mod decode;
 pub mod encode;
 pub mod ir;
 pub mod listing;
-pub mod opcode;
+pub(crate) mod opcode;
 pub(crate) mod opcodes;
 pub(crate) mod operands;
 pub mod raw;
 pub mod relayout;
 
-pub use class::OpClass;
+pub(crate) use class::OpClass;
 pub use control::Control;
 pub use ir::{Function, Instr};
-pub use listing::ListingError;
 pub use opcode::{Op, Opcode};

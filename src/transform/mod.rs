@@ -16,7 +16,7 @@
 pub mod area;
 pub(crate) mod prologue;
 pub mod regdem;
-pub mod seam;
+pub(crate) mod seam;
 pub(crate) mod section;
 pub mod spill_to_shared;
 pub mod stack;

@@ -23,7 +23,7 @@ pub(crate) struct Evaluated {
     /// Predicted cycles per warp, per block size (`None`: cannot launch).
     pub(crate) cycles_per_warp: Vec<Option<f64>>,
     /// Loop-weighted latency and issue cycles per warp, and local accesses.
-    pub latency: f64,
+    pub(crate) latency: f64,
     pub(crate) issue: f64,
     pub(crate) local_accesses: f64,
 }

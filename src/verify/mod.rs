@@ -237,7 +237,6 @@ mod transfer;
 pub mod tuples;
 
 pub use claim::{Claim, Proof, Rejection, SpillBase};
-pub use state::{Loc, Sym};
 
 use std::collections::BTreeSet;
 

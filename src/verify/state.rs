@@ -6,7 +6,7 @@ use std::fmt;
 
 /// A place that holds a 32-bit value in the rewritten program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Loc {
+pub(crate) enum Loc {
     /// General register R0-R254.
     R(u8),
     /// Predicate P0-P6.
@@ -46,7 +46,7 @@ impl fmt::Display for Loc {
 
 /// What a location may be known to hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Sym {
+pub(crate) enum Sym {
     /// The value this location of the original program holds at the same point.
     Orig(Loc),
     /// The per-thread base of the spill area.
