@@ -26,11 +26,12 @@ bench_setup
 ARCHS=(-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90)
 read -r -a FILES <<<"${BENCH_FILES:-$(echo bench/build/*.cu)}"
 
-# One run: "wall_s max_rss_kb" (GNU time; output discarded, a failure ends the script).
+# One run: "wall_s max_rss_kb cpu_s" (GNU time; CPU is user + system of the process and its
+# waited-for children; output discarded, a failure ends the script).
 sample() {
     local out="$TMP/time.txt"
-    /usr/bin/time -f '%e %M' -o "$out" "$@" >/dev/null 2>&1 || { echo "bench: failed: $*" >&2; exit 1; }
-    tail -1 "$out"
+    /usr/bin/time -f '%e %M %U %S' -o "$out" "$@" >/dev/null 2>&1 || { echo "bench: failed: $*" >&2; exit 1; }
+    tail -1 "$out" | awk '{printf "%s %s %.2f\n", $1, $2, $3 + $4}'
 }
 
 # The median of numbers on stdin.
@@ -63,17 +64,18 @@ recs = [json.loads(l) for l in open(p)] if os.path.exists(p) else []
 print(len({r["kernel"] for r in recs}), sum(len(r["candidates"]) - 1 for r in recs),
       sum(len(r["pruned"]) for r in recs), sum(r["chosen"] != 0 for r in recs))
 ' "$rep")
-    declare -A ratios=() mems=() nv=()
+    declare -A ratios=() mems=() nv=() cpus=()
     for mode in cold cached replay; do
         orion_cmd "$mode"
         for ((i = 0; i < RUNS; i++)); do
             if (((i + ${#mode}) % 2)); then
-                read -r tn mn < <(sample "$NVCC" "${args[@]}")
-                read -r to mo < <(sample "${ORION_CMD[@]}" "${args[@]}")
+                read -r tn mn cn < <(sample "$NVCC" "${args[@]}")
+                read -r to mo co < <(sample "${ORION_CMD[@]}" "${args[@]}")
             else
-                read -r to mo < <(sample "${ORION_CMD[@]}" "${args[@]}")
-                read -r tn mn < <(sample "$NVCC" "${args[@]}")
+                read -r to mo co < <(sample "${ORION_CMD[@]}" "${args[@]}")
+                read -r tn mn cn < <(sample "$NVCC" "${args[@]}")
             fi
+            cpus[$mode]+="$(ratio "$co" "$cn") "
             ratios[$mode]+="$(ratio "$to" "$tn") "
             mems[$mode]+="$(ratio "$mo" "$mn") "
             nv[$mode]+="$tn "
@@ -86,13 +88,15 @@ print(len({r["kernel"] for r in recs}), sum(len(r["candidates"]) - 1 for r in re
     r_replay=$(med "${ratios[replay]}")
     m_cold=$(med "${mems[cold]}")
     m_warm=$(med "${mems[cached]}")
+    c_cold=$(med "${cpus[cold]}")
+    c_warm=$(med "${cpus[cached]}")
     v_cold=$(verdict "$r_cold" 1.3)
     v_warm=$(verdict "$r_warm" 1.03)
     v_mem=$(verdict "$m_cold" 1.2)
     [[ $v_cold == ok && $v_warm == ok && $v_mem == ok ]] || over=$((over + 1))
-    rows+=("| $name | $nk | $nbuilt | $npruned | $ntuned | $t_nvcc | $r_cold ($v_cold) | $r_warm ($v_warm) | $r_replay | $m_cold ($v_mem) / $m_warm |")
+    rows+=("| $name | $nk | $nbuilt | $npruned | $ntuned | $t_nvcc | $r_cold ($v_cold) | $r_warm ($v_warm) | $r_replay | $m_cold ($v_mem) / $m_warm | $c_cold / $c_warm |")
     echo "bench: $name nvcc ${t_nvcc} s, cold ${r_cold}x, cached ${r_warm}x, no tuning ${r_replay}x, peak memory ${m_cold}x" >&2
-    unset ratios mems nv
+    unset ratios mems nv cpus
 done
 load_end="$(cut -d' ' -f1-3 /proc/loadavg)"
 
@@ -107,14 +111,15 @@ mkdir -p "$(dirname "$RESULT")"
     echo "- load average (1/5/15 min) before: $load_start, after: $load_end"
     echo "- command: \`<compiler> -c -O3 ${ARCHS[*]} <file>.cu -o <tmp>.o\`"
     echo "- $RUNS pairs per setting; ratio = median over pairs of nvcc-orion / nvcc (wall time,"
-    echo "  GNU time \`%e\`); memory = median of the ratio of peak RSS (\`%M\`), cold / cached"
+    echo "  GNU time \`%e\`); memory = median of the ratio of peak RSS (\`%M\`), cold / cached;"
+    echo "  CPU = median of the ratio of user + system time (\`%U + %S\`, less disturbed by load)"
     echo "- kernels = distinct kernels; built = variant candidates compiled over both arches;"
     echo "  pruned = budgets not built (occupancy bound); tuned = kernel-arch pairs not at ptxas's choice"
     echo "- targets: cold <= 1.3x, cached <= 1.03x, peak memory <= 1.2x of nvcc"
     echo "- reproduce: \`scripts/bench-build.sh\` (env RUNS, ORION_BIN, BENCH_FILES)"
     echo
-    echo "| file | kernels | built | pruned | tuned | nvcc s | cold / nvcc | cached / nvcc | no tuning / nvcc | peak RSS cold / cached |"
-    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    echo "| file | kernels | built | pruned | tuned | nvcc s | cold / nvcc | cached / nvcc | no tuning / nvcc | peak RSS cold / cached | CPU cold / cached |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     printf '%s\n' "${rows[@]}"
     echo
 } >"$TMP/section.md"

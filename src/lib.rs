@@ -10,6 +10,7 @@ pub mod container;
 pub mod cubin;
 pub mod driver;
 pub(crate) mod farm;
+pub(crate) mod jobs;
 pub mod predict;
 pub mod process;
 pub mod profile;

@@ -258,8 +258,9 @@ fn ptxas_mode(args: &[OsString]) -> ExitCode {
         toolkit: &tk,
         settings: &settings,
     };
-    match nvcc_orion::tune::ptxas_step(&argv, &ctx, tune, &mut notes) {
-        Ok(done) => {
+    match nvcc_orion::tune::ptxas_step(&argv, &ctx, tune) {
+        Ok(stepped) => {
+            let done = stepped.publish(tune, &mut notes);
             let _ = std::io::stdout().write_all(&done.stdout);
             let _ = std::io::stderr().write_all(&done.stderr);
             if settings.verbose {

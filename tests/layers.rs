@@ -57,8 +57,8 @@ const FLOORS: &[(&[&str], &str)] = &[
     ),
     (&["farm", "cli"], "remote build farm; nvcc's command line"),
     (
-        &["settings", "toolkit", "profile", "arch", "process"],
-        "leaves: user settings, the CUDA toolkit, measured profiles, per-architecture facts, running one step",
+        &["settings", "toolkit", "profile", "arch", "process", "jobs"],
+        "leaves: user settings, the CUDA toolkit, measured profiles, per-architecture facts, running one step, job slots",
     ),
 ];
 

@@ -619,6 +619,72 @@ fn no_free_jobserver_token_still_finishes() {
     );
 }
 
+/// Two architectures are tuned side by side when the jobserver has a token to spare: sm_80's
+/// ptxas step is tuned in the background while sm_90's front end runs. Without a spare token
+/// everything runs one step after another on the process's own slot. Either way the object
+/// (but for nvcc's own `tmpxft_` temporary names, which differ between any two runs) and the
+/// report are the same bytes, in the same order.
+#[test]
+fn arches_are_tuned_side_by_side_within_the_jobserver() {
+    let Some(_) = fixtures::fixtures() else {
+        return;
+    };
+    let dir = scratch("arches");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/kernels/walk.cu");
+    let build = |tokens: usize, out: &str| {
+        let rep = dir.path().join(format!("{out}.jsonl"));
+        let client = jobserver::Client::new(tokens).expect("a jobserver");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_nvcc-orion"));
+        cmd.current_dir(dir.path())
+            .args(["-c", "-O3"])
+            .args(["-gencode", "arch=compute_80,code=sm_80"])
+            .args(["-gencode", "arch=compute_90,code=sm_90"])
+            .arg(&src)
+            .args(["-o", out])
+            .env_remove("NVCC_ORION")
+            .env("NVCC_ORION_CACHE", "off")
+            .env("NVCC_ORION_VERBOSE", "1")
+            .env("NVCC_ORION_REPORT", &rep);
+        client.configure_make(&mut cmd);
+        let o = cmd.output().unwrap();
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let mut records = report(&rep);
+        for r in &mut records {
+            r.as_object_mut().unwrap().remove("output");
+        }
+        let object = std::fs::read(dir.path().join(out)).unwrap();
+        (text(&o.stderr), records, without_tmpxft(&object))
+    };
+    let (side, side_records, side_object) = build(1, "side.o");
+    let (serial, serial_records, serial_object) = build(0, "serial.o");
+    assert!(
+        side.contains("nvcc-orion: sm_80: tuned in the background"),
+        "{side}"
+    );
+    assert!(!serial.contains("in the background"), "{serial}");
+    assert_eq!(side_records.len(), serial_records.len());
+    assert!(side_records.iter().any(|r| r["arch"] == "sm_80"));
+    assert!(side_records.iter().any(|r| r["arch"] == "sm_90"));
+    assert_eq!(side_records, serial_records, "the report, record by record");
+    assert!(side_object == serial_object, "the objects differ");
+}
+
+/// `bytes` with every `tmpxft_XXXXXXXX_XXXXXXXX` name of nvcc's temporaries blanked.
+fn without_tmpxft(bytes: &[u8]) -> Vec<u8> {
+    let mut out = bytes.to_vec();
+    let pat = b"tmpxft_";
+    let mut i = 0;
+    while let Some(k) = out[i..].windows(pat.len()).position(|w| w == pat) {
+        let start = i + k + pat.len();
+        let end = (start + 17).min(out.len());
+        for b in &mut out[start..end] {
+            *b = b'X';
+        }
+        i = end;
+    }
+    out
+}
+
 /// An internal error while tuning (forced here) keeps what plain nvcc makes, with one warning
 /// line and a successful exit.
 #[test]

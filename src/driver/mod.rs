@@ -15,10 +15,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::cli::Facts;
+use crate::jobs::Slots;
 use crate::process::{Captured, StepContext};
-use crate::settings::Settings;
+use crate::settings::{Mode, Settings};
 use crate::toolkit::Toolkit;
-use crate::tune::TuneContext;
+use crate::tune::{Stepped, TuneContext};
 use dryrun::Step;
 
 /// What a successful replay printed, to be shown as nvcc would have shown it.
@@ -159,84 +160,197 @@ pub fn replay(
     Ok(replayed)
 }
 
+/// What one `Run` step left: its output, or a tuned ptxas step still to publish.
+enum Ran {
+    Plain(Captured),
+    Tuned(Stepped),
+}
+
+/// A ptxas step tuned in the background, and the files it reads and writes (a later step
+/// that names one waits for it).
+struct Pending<'s> {
+    index: usize,
+    files: Vec<String>,
+    handle: std::thread::ScopedJoinHandle<'s, std::io::Result<Stepped>>,
+}
+
+/// The files a step names: its arguments that are no options and look like paths.
+fn files_of(argv: &[String]) -> Vec<String> {
+    argv.iter()
+        .skip(1)
+        .filter(|a| !a.starts_with('-') && (a.contains('/') || a.contains('.')))
+        .cloned()
+        .collect()
+}
+
+/// Run the plan's steps in order. A tuned ptxas step runs in the background when an extra
+/// job slot is free ([`Slots`]): the next architecture's front end (`cicc`) does not need its
+/// output, so both proceed side by side, and each variant round draws on the same slots. A
+/// step that names a background step's files waits for it (`fatbinary` for the cubins), and
+/// so does every `rm` and dependency-file step. Output, notes and report records are taken
+/// in step order, so the replay prints and reports the same bytes either way.
 fn run_steps(
     plan: &dryrun::Plan,
     ctx: &StepContext,
     facts: &Facts,
     tune: TuneContext<'_>,
 ) -> Result<Replayed, DriverError> {
+    let background = tune.settings.mode == Mode::Tune;
+    let slots = Slots::of_process();
     let mut done = Replayed::default();
-    // Preprocessed outputs since the last dependency step: nvcc reads them to write the `.d`.
-    let mut preprocessed: Vec<PathBuf> = Vec::new();
-    for step in &plan.steps {
-        done.steps += 1;
-        match step {
-            Step::Run { argv, .. } => {
-                let tool = step.tool().unwrap_or_default().to_string();
-                let result = if tool == "ptxas" {
-                    done.ptxas_steps += 1;
-                    crate::tune::ptxas_step(argv, ctx, tune, &mut done.notes)
-                } else {
-                    ctx.run(argv)
-                };
-                let Captured {
-                    status,
-                    mut stdout,
-                    mut stderr,
-                } = result.map_err(|source| DriverError::Spawn {
-                    tool: tool.clone(),
+    let mut ran: Vec<(String, Option<Ran>)> = Vec::new();
+    // Verbose lines of the background steps, in step order.
+    let mut aside: Vec<String> = Vec::new();
+    std::thread::scope(|scope| -> Result<(), DriverError> {
+        let mut pending: Vec<Pending<'_>> = Vec::new();
+        // Take a finished background step's result, failing the replay if ptxas failed.
+        let join = |p: Pending<'_>, ran: &mut Vec<(String, Option<Ran>)>| {
+            let stepped = p
+                .handle
+                .join()
+                .unwrap_or_else(|_| Err(std::io::Error::other("a tuning thread panicked")))
+                .map_err(|source| DriverError::Spawn {
+                    tool: "ptxas".into(),
                     source,
                 })?;
-                if !status.success() {
-                    return Err(DriverError::StepFailed { tool, status });
-                }
-                done.stdout.append(&mut stdout);
-                done.stderr.append(&mut stderr);
-                if argv.iter().any(|a| a == "-E")
-                    && let Some(out) = argv
-                        .iter()
-                        .position(|a| a == "-o")
-                        .and_then(|i| argv.get(i + 1))
-                {
-                    preprocessed.push(ctx.cwd.join(out));
-                }
+            if !stepped.captured.status.success() {
+                return Err(DriverError::StepFailed {
+                    tool: "ptxas".into(),
+                    status: stepped.captured.status,
+                });
             }
-            Step::FilterDeps { out } => {
-                let inputs: Vec<&Path> = preprocessed.iter().map(PathBuf::as_path).collect();
-                let dep_err = |source| DriverError::Depfile {
-                    path: out.clone(),
-                    source,
-                };
-                let files = depfile::collect(&inputs).map_err(dep_err)?;
-                let source = depfile::source_of(&files)
-                    .ok_or(depfile::DepfileError::NoInput)
-                    .map_err(dep_err)?;
-                let style = depfile::Style {
-                    skip_system: facts.dep_skip_system,
-                    phony: facts.dep_phony,
-                };
-                let text = depfile::render(&facts.dep_target(Path::new(source)), &files, style)
-                    .map_err(dep_err)?;
-                std::fs::write(ctx.cwd.join(out), text).map_err(|source| DriverError::Io {
-                    what: format!("writing {}", out.display()),
-                    source,
-                })?;
-                preprocessed.clear();
+            ran[p.index].1 = Some(Ran::Tuned(stepped));
+            Ok(())
+        };
+        // Preprocessed outputs since the last dependency step: nvcc reads them to write the `.d`.
+        let mut preprocessed: Vec<PathBuf> = Vec::new();
+        for step in &plan.steps {
+            done.steps += 1;
+            let waits_for = |p: &Pending<'_>| match step {
+                Step::Run { argv, .. } => argv
+                    .iter()
+                    .any(|a| p.files.iter().any(|f| a.contains(f.as_str()))),
+                Step::FilterDeps { .. } | Step::Remove { .. } => true,
+            };
+            let (ready, later): (Vec<_>, Vec<_>) = pending.into_iter().partition(waits_for);
+            pending = later;
+            for p in ready {
+                join(p, &mut ran)?;
             }
-            Step::Remove { paths } => {
-                for p in paths {
-                    match std::fs::remove_file(ctx.cwd.join(p)) {
-                        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                            return Err(DriverError::Io {
-                                what: format!("removing {}", p.display()),
-                                source: e,
+            match step {
+                Step::Run { argv, .. } => {
+                    let tool = step.tool().unwrap_or_default().to_string();
+                    let spawn_err = |source| DriverError::Spawn {
+                        tool: tool.clone(),
+                        source,
+                    };
+                    let result = if tool == "ptxas" {
+                        done.ptxas_steps += 1;
+                        if let Some(slot) = background.then(|| slots.try_extra()).flatten() {
+                            if tune.settings.verbose {
+                                let arch = argv.iter().find_map(|a| a.strip_prefix("-arch="));
+                                aside.push(format!(
+                                    "nvcc-orion: {}: tuned in the background (an extra job slot)",
+                                    arch.unwrap_or("?")
+                                ));
+                            }
+                            ran.push((tool, None));
+                            pending.push(Pending {
+                                index: ran.len() - 1,
+                                files: files_of(argv),
+                                handle: scope.spawn(move || {
+                                    let _slot = slot;
+                                    crate::tune::ptxas_step(argv, ctx, tune)
+                                }),
                             });
+                            continue;
                         }
-                        _ => {}
+                        Ran::Tuned(crate::tune::ptxas_step(argv, ctx, tune).map_err(spawn_err)?)
+                    } else {
+                        Ran::Plain(ctx.run(argv).map_err(spawn_err)?)
+                    };
+                    let status = match &result {
+                        Ran::Plain(c) => c.status,
+                        Ran::Tuned(t) => t.captured.status,
+                    };
+                    if !status.success() {
+                        return Err(DriverError::StepFailed { tool, status });
+                    }
+                    ran.push((tool, Some(result)));
+                    if argv.iter().any(|a| a == "-E")
+                        && let Some(out) = argv
+                            .iter()
+                            .position(|a| a == "-o")
+                            .and_then(|i| argv.get(i + 1))
+                    {
+                        preprocessed.push(ctx.cwd.join(out));
+                    }
+                }
+                Step::FilterDeps { out } => {
+                    write_depfile(out, &preprocessed, ctx, facts)?;
+                    preprocessed.clear();
+                }
+                Step::Remove { paths } => {
+                    for p in paths {
+                        match std::fs::remove_file(ctx.cwd.join(p)) {
+                            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                                return Err(DriverError::Io {
+                                    what: format!("removing {}", p.display()),
+                                    source: e,
+                                });
+                            }
+                            _ => {}
+                        }
                     }
                 }
             }
         }
+        for p in pending {
+            join(p, &mut ran)?;
+        }
+        Ok(())
+    })?;
+    done.notes.append(&mut aside);
+    for (_, r) in ran {
+        let Captured {
+            mut stdout,
+            mut stderr,
+            ..
+        } = match r {
+            Some(Ran::Plain(c)) => c,
+            Some(Ran::Tuned(t)) => t.publish(tune, &mut done.notes),
+            None => unreachable!("every background step is joined"),
+        };
+        done.stdout.append(&mut stdout);
+        done.stderr.append(&mut stderr);
     }
     Ok(done)
+}
+
+/// Write the `-MD`/`-MMD` dependency file `out` from the preprocessed outputs before it.
+fn write_depfile(
+    out: &Path,
+    preprocessed: &[PathBuf],
+    ctx: &StepContext,
+    facts: &Facts,
+) -> Result<(), DriverError> {
+    let inputs: Vec<&Path> = preprocessed.iter().map(PathBuf::as_path).collect();
+    let dep_err = |source| DriverError::Depfile {
+        path: out.to_path_buf(),
+        source,
+    };
+    let files = depfile::collect(&inputs).map_err(dep_err)?;
+    let source = depfile::source_of(&files)
+        .ok_or(depfile::DepfileError::NoInput)
+        .map_err(dep_err)?;
+    let style = depfile::Style {
+        skip_system: facts.dep_skip_system,
+        phony: facts.dep_phony,
+    };
+    let text =
+        depfile::render(&facts.dep_target(Path::new(source)), &files, style).map_err(dep_err)?;
+    std::fs::write(ctx.cwd.join(out), text).map_err(|source| DriverError::Io {
+        what: format!("writing {}", out.display()),
+        source,
+    })
 }

@@ -21,6 +21,7 @@ pub(crate) mod variants;
 
 use std::io::Write;
 use std::path::Path;
+use std::sync::Mutex;
 
 use crate::process::{Captured, StepContext};
 use crate::settings::{Mode, Settings};
@@ -33,54 +34,89 @@ pub struct TuneContext<'a> {
     pub settings: &'a Settings,
 }
 
-/// Run one ptxas step (`argv` exactly as nvcc's dry run printed it, expanded). Report lines go
-/// to `notes` (shown on stderr in verbose mode).
+/// One ptxas step through the hook: what it printed, and what it has to report once the
+/// replay takes it ([`Stepped::publish`]). Tuning runs may finish in any order (the driver
+/// tunes one architecture in the background while the next one's front end runs); publishing
+/// in step order keeps the report the same bytes.
+#[derive(Debug)]
+pub struct Stepped {
+    pub captured: Captured,
+    notes: Vec<String>,
+    records: Vec<step::KernelRecord>,
+}
+
+impl Stepped {
+    fn plain(captured: Captured) -> Stepped {
+        Stepped {
+            captured,
+            notes: Vec::new(),
+            records: Vec::new(),
+        }
+    }
+
+    /// Append the step's records to the report (when one is asked for) and its lines to
+    /// `notes` (shown on stderr in verbose mode); what the step printed comes back.
+    pub fn publish(mut self, tune: TuneContext<'_>, notes: &mut Vec<String>) -> Captured {
+        notes.append(&mut self.notes);
+        if let Some(path) = &tune.settings.report
+            && let Err(e) = append_report(path, &self.records)
+        {
+            warn(
+                &mut self.captured,
+                &format!("cannot write the report {}: {e}", path.display()),
+            );
+        }
+        self.captured
+    }
+}
+
+/// Run one ptxas step (`argv` exactly as nvcc's dry run printed it, expanded), then tune it.
 pub fn ptxas_step(
     argv: &[String],
     ctx: &StepContext,
     tune: TuneContext<'_>,
-    notes: &mut Vec<String>,
-) -> std::io::Result<Captured> {
+) -> std::io::Result<Stepped> {
     let mut captured = ctx.run(argv)?;
     // A failed ptxas is the user's error (nvcc reports it); a PTX-only target runs ptxas
     // without -o as a syntax check: nothing to tune.
     if !captured.status.success() {
-        return Ok(captured);
+        return Ok(Stepped::plain(captured));
     }
     let Some(files) = step::step_files(argv) else {
-        return Ok(captured);
+        return Ok(Stepped::plain(captured));
     };
     let arch = files.arch.unwrap_or_else(|| "?".to_string());
+    let mut notes = Vec::new();
     if tune.settings.mode != Mode::Tune {
         if tune.settings.verbose {
             notes.push(format!(
                 "nvcc-orion: {arch}: replayed unchanged (NVCC_ORION=replay)"
             ));
         }
-        return Ok(captured);
+        return Ok(Stepped {
+            captured,
+            notes,
+            records: Vec::new(),
+        });
     }
     // A bug of ours must not fail a build nvcc would finish: a panic while tuning leaves
     // ptxas's own cubin in place (nothing is written until the tuned cubin is verified) and
     // becomes one warning line, not a backtrace.
-    let tuned = {
-        let hook = std::panic::take_hook();
-        std::panic::set_hook(Box::new(|_| {}));
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            if tune.settings.force.as_deref() == Some("panic") {
-                panic!("forced by --orion-force=panic");
-            }
-            step::tune(argv, ctx, tune)
-        }));
-        std::panic::set_hook(hook);
-        r.unwrap_or_else(|payload| {
-            let what = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown".to_string());
-            Err(step::TuneError::Io(format!("internal error: {what}")))
-        })
-    };
+    let tuned = quietly(|| {
+        if tune.settings.force.as_deref() == Some("panic") {
+            panic!("forced by --orion-force=panic");
+        }
+        step::tune(argv, ctx, tune)
+    })
+    .unwrap_or_else(|payload| {
+        let what = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown".to_string());
+        Err(step::TuneError::Io(format!("internal error: {what}")))
+    });
+    let mut records = Vec::new();
     match tuned {
         Ok(t) => {
             if let Some(stderr) = t.stderr {
@@ -99,21 +135,44 @@ pub fn ptxas_step(
                     }
                 ));
             }
-            if let Some(path) = &tune.settings.report
-                && let Err(e) = append_report(path, &t.records)
-            {
-                warn(
-                    &mut captured,
-                    &format!("cannot write the report {}: {e}", path.display()),
-                );
-            }
+            records = t.records;
         }
         Err(e) => warn(
             &mut captured,
             &format!("tuning {arch} failed ({e}); keeping ptxas's own cubin"),
         ),
     }
-    Ok(captured)
+    Ok(Stepped {
+        captured,
+        notes,
+        records,
+    })
+}
+
+/// The panic hook in place while no tuning runs; `None` inside.
+type Hook = Box<dyn Fn(&std::panic::PanicHookInfo<'_>) + Sync + Send + 'static>;
+
+/// Run `f`, catching a panic without printing it. The hook is process-wide and tuning steps
+/// may run side by side: the first one in silences it, the last one out puts it back.
+fn quietly<R>(f: impl FnOnce() -> R) -> std::thread::Result<R> {
+    static QUIET: Mutex<(usize, Option<Hook>)> = Mutex::new((0, None));
+    {
+        let mut q = QUIET.lock().unwrap_or_else(|e| e.into_inner());
+        if q.0 == 0 {
+            q.1 = Some(std::panic::take_hook());
+            std::panic::set_hook(Box::new(|_| {}));
+        }
+        q.0 += 1;
+    }
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    let mut q = QUIET.lock().unwrap_or_else(|e| e.into_inner());
+    q.0 -= 1;
+    if q.0 == 0
+        && let Some(hook) = q.1.take()
+    {
+        std::panic::set_hook(hook);
+    }
+    r
 }
 
 /// One warning line, shown with the step's own output.

@@ -80,8 +80,8 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         ptxas_id: variants::ptxas_id(&ptxas),
         cache: settings.cache.clone(),
         work: work.path(),
-        jobs: std::thread::available_parallelism().map_or(2, |n| n.get()),
-        jobserver: jobserver_client(),
+        jobs: crate::jobs::cores(),
+        slots: crate::jobs::Slots::of_process(),
         progress: (settings.verbose && std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .then(|| arch_name.clone()),
         // Compile only what varies: each variant builds just the kernels it sets a budget for
@@ -285,14 +285,6 @@ fn report_path(cwd: &Path, out: &Path) -> String {
     }
 }
 
-/// The build's jobserver (GNU make's or cargo's), when one is handed down.
-fn jobserver_client() -> Option<jobserver::Client> {
-    // SAFETY: `from_env_ext` reads the descriptors named in MAKEFLAGS / CARGO_MAKEFLAGS. They
-    // were inherited from the parent build for this purpose; with `check_pipe` the crate
-    // checks that they really are the jobserver's pipe or fifo before using them, so a stale
-    // MAKEFLAGS whose numbers now name one of our own files is refused rather than read.
-    unsafe { jobserver::Client::from_env_ext(true) }.client.ok()
-}
 #[cfg(test)]
 mod tests {
     use super::*;

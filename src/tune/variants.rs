@@ -16,6 +16,7 @@ use std::sync::Mutex;
 use sha2::{Digest, Sha256};
 
 use super::ptxas_args::PtxasArgs;
+use crate::jobs::Slots;
 use crate::process::StepContext;
 
 /// One variant to build: a budget per kernel (kernels not named keep ptxas's own choice).
@@ -104,9 +105,11 @@ pub struct Builder<'a> {
     pub(crate) cache: Option<PathBuf>,
     /// A private folder for variant inputs and outputs.
     pub(crate) work: &'a Path,
-    /// How many ptxas runs may go at once (besides any jobserver limit).
+    /// How many ptxas runs may go at once at most (the machine's cores).
     pub(crate) jobs: usize,
-    pub(crate) jobserver: Option<jobserver::Client>,
+    /// Where the slots of all but the first come from (the build's jobserver or the local
+    /// pool, shared with the driver).
+    pub(crate) slots: &'a Slots,
     /// Show a progress line on stderr (verbose mode on a terminal), labelled with this.
     pub(crate) progress: Option<String>,
     /// The module's entries, when variants may be compiled for the entries they set a budget
@@ -134,16 +137,14 @@ impl Builder<'_> {
             for w in 0..workers {
                 let (results, next) = (&results, &next);
                 s.spawn(move || {
-                    // The first worker runs on this process's own job slot. The others run
-                    // only on a jobserver token that is free now: waiting for one could
-                    // deadlock a build whose every job is an nvcc-orion waiting the same way,
-                    // and the first worker finishes the batch alone anyway.
-                    let _token = match (&self.jobserver, w) {
-                        (Some(js), 1..) => match js.try_acquire() {
-                            Ok(Some(t)) => Some(t),
-                            _ => return,
+                    // The first worker runs on the caller's slot; the others only on an
+                    // extra slot that is free now (`jobs`: never waited for).
+                    let _slot = match w {
+                        0 => None,
+                        _ => match self.slots.try_extra() {
+                            Some(s) => Some(s),
+                            None => return,
                         },
-                        _ => None,
                     };
                     loop {
                         let i = {
@@ -173,7 +174,7 @@ impl Builder<'_> {
                     .unwrap_or_else(|e| e.into_inner())
                     .unwrap_or_else(|| {
                         Err(VariantError::Io {
-                            what: "jobserver".into(),
+                            what: "job slots".into(),
                             source: std::io::Error::other("no job slot for the variant"),
                         })
                     })

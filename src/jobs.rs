@@ -1,0 +1,119 @@
+//! Job slots: how many processes one nvcc-orion runs at once (docs/DESIGN.md §Per-kernel budgets).
+//!
+//! The build started this process on one slot of its own (make, ninja and cargo count it), and
+//! whatever runs on the calling thread uses that one. Every other process at the same time
+//! needs an extra slot: a token of the build's jobserver when one is handed down (GNU make's
+//! `MAKEFLAGS` or cargo's `CARGO_MAKEFLAGS`), else one of a local pool of the machine's
+//! cores minus the own one. Both the driver (a ptxas step tuned in the background while the
+//! next architecture's front end runs) and the variant builder (the variants of one step side
+//! by side) draw from the same process-wide [`Slots`], so together they never exceed it.
+//!
+//! Extra slots are only ever *tried*, never waited for: waiting could deadlock a build whose
+//! every job is an nvcc-orion waiting the same way, and the holder of the own slot finishes
+//! the work alone anyway.
+
+use std::sync::{Mutex, OnceLock};
+
+/// Where extra slots come from.
+#[derive(Debug)]
+pub struct Slots {
+    source: Source,
+}
+
+#[derive(Debug)]
+enum Source {
+    Jobserver(jobserver::Client),
+    /// Free permits of a local pool.
+    Local(Mutex<usize>),
+}
+
+/// An extra slot, held until dropped.
+#[derive(Debug)]
+pub struct Slot<'a> {
+    held: Held<'a>,
+}
+
+#[derive(Debug)]
+enum Held<'a> {
+    /// The token goes back to the jobserver when dropped.
+    Token {
+        _token: jobserver::Acquired,
+    },
+    Local(&'a Mutex<usize>),
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        if let Held::Local(free) = self.held {
+            *free.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        }
+    }
+}
+
+impl Slots {
+    /// This process's slots: the build's jobserver when one is handed down, else the
+    /// machine's cores. Read once per process.
+    pub fn of_process() -> &'static Slots {
+        static SLOTS: OnceLock<Slots> = OnceLock::new();
+        SLOTS.get_or_init(|| match jobserver_client() {
+            Some(client) => Slots {
+                source: Source::Jobserver(client),
+            },
+            None => Slots::local(cores().saturating_sub(1)),
+        })
+    }
+
+    /// A local pool of `extra` slots besides the own one.
+    pub fn local(extra: usize) -> Slots {
+        Slots {
+            source: Source::Local(Mutex::new(extra)),
+        }
+    }
+
+    /// An extra slot if one is free now.
+    pub fn try_extra(&self) -> Option<Slot<'_>> {
+        let held = match &self.source {
+            Source::Jobserver(client) => Held::Token {
+                _token: client.try_acquire().ok()??,
+            },
+            Source::Local(free) => {
+                let mut n = free.lock().unwrap_or_else(|e| e.into_inner());
+                *n = n.checked_sub(1)?;
+                Held::Local(free)
+            }
+        };
+        Some(Slot { held })
+    }
+}
+
+/// The machine's cores (the most processes worth running at once).
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
+}
+
+/// The build's jobserver (GNU make's or cargo's), when one is handed down.
+fn jobserver_client() -> Option<jobserver::Client> {
+    // SAFETY: `from_env_ext` reads the descriptors named in MAKEFLAGS / CARGO_MAKEFLAGS. They
+    // were inherited from the parent build for this purpose; with `check_pipe` the crate
+    // checks that they really are the jobserver's pipe or fifo before using them, so a stale
+    // MAKEFLAGS whose numbers now name one of our own files is refused rather than read.
+    unsafe { jobserver::Client::from_env_ext(true) }.client.ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_local_pool_gives_its_slots_once_and_takes_them_back() {
+        let slots = Slots::local(2);
+        let a = slots.try_extra().expect("first");
+        let b = slots.try_extra().expect("second");
+        assert!(slots.try_extra().is_none(), "only two extra slots");
+        drop(a);
+        let c = slots.try_extra().expect("a returned slot is free again");
+        assert!(slots.try_extra().is_none());
+        drop((b, c));
+        assert!(slots.try_extra().is_some());
+    }
+}
