@@ -80,8 +80,8 @@ pub struct Rewrite {
     pub shared_added: u64,
     /// Spill instructions rewritten (original instructions).
     pub spills: usize,
-    /// Spill instructions left in local memory: words that carry a value from one
-    /// function to another (a return address a caller spills and its callee reloads).
+    /// Spill instructions left in local memory: those of the words a partial move keeps
+    /// there ([`Partial`]).
     pub kept_local: usize,
     /// Bytes those instructions move (as `ptxas -v` counts spill stores and loads).
     pub kept_local_bytes: u64,

@@ -99,13 +99,15 @@ impl Rewritten for Rewrite {
         }
         let kept = if let Some(p) = &self.partial {
             format!(
-                "; partly moved: {} of {} spill words, {} bytes left in local memory ({} instructions; the area limit: all {} slots × {} threads would exceed {} bytes of static shared memory)",
+                "; partly moved: {} of {} spill words, {} bytes left in local memory ({} instructions): the area limit at {} threads, all {} slots need {} bytes beside the kernel's {}, above {} bytes of static shared memory",
                 p.words_moved,
                 p.words,
                 p.local_bytes,
                 self.kept_local,
-                p.full_slots,
                 self.options.threads,
+                p.full_slots,
+                u64::from(p.full_slots) * u64::from(self.stride),
+                self.area_offset,
                 STATIC_SHARED_LIMIT
             )
         } else if self.kept_local > 0 {
