@@ -43,7 +43,6 @@ use super::{TransformError, not_applicable};
 mod partial;
 mod seam;
 use crate::analysis::Cfg;
-use crate::analysis::loops::loop_weights;
 use crate::arch::ShaderModel;
 use crate::cubin::{Cubin, OffsetMap};
 use crate::sass::Op;
@@ -257,7 +256,7 @@ pub fn spill_to_shared(
                 Mode::Compressed => Mode::CompressedInOrder,
                 m => m,
             };
-            let units = partial::units(&spill_heat(&funcs, &spills));
+            let units = partial::units(&partial::spill_heat(&funcs, &order, &live.calls, &spills));
             let fits = |local: &BTreeSet<i64>| {
                 Area::plan(&opts, info.static_shared, plan(local, sizing).slots).is_ok()
             };
@@ -482,21 +481,6 @@ pub fn spill_to_shared(
         partial: part,
         options: opts,
     })
-}
-
-/// Each spill access as `(first word, words, loop weight of its instruction)`: the heat the
-/// partial move ranks words by (the weight per entry of the access's function).
-fn spill_heat(funcs: &[&Function], spills: &[(usize, &Instr, i64, u32)]) -> Vec<(i64, u32, f64)> {
-    let weights: Vec<Vec<f64>> = funcs.iter().map(|f| loop_weights(f)).collect();
-    spills
-        .iter()
-        .map(|&(fi, ins, imm, width)| {
-            let w = funcs[fi]
-                .index_of(ins.offset)
-                .map_or(1.0, |i| weights[fi][i]);
-            (imm / 4, width, w)
-        })
-        .collect()
 }
 
 /// Whether the section needs no local frame once `accesses` are in shared memory: nothing

@@ -11,7 +11,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::WordLiveness;
+use super::{CallSite, WordLiveness};
+use crate::analysis::loops::loop_weights;
+use crate::sass::ir::{Function, Instr};
 use crate::transform::stack::{self, Mode};
 
 /// The slots of the words moved to shared memory.
@@ -171,6 +173,37 @@ pub(super) fn choose(
         }
     }
     any.then_some(local)
+}
+
+/// Each spill access as `(first word, words, weight)`: the heat the partial move ranks words
+/// by. The weight is the loop weight of the access in its function times how often the
+/// function runs per kernel entry (the loop weights of its call sites, summed over callers;
+/// `order` lists callers first).
+pub(super) fn spill_heat(
+    funcs: &[&Function],
+    order: &[usize],
+    calls: &[Vec<CallSite>],
+    spills: &[(usize, &Instr, i64, u32)],
+) -> Vec<(i64, u32, f64)> {
+    let weights: Vec<Vec<f64>> = funcs.iter().map(|f| loop_weights(f)).collect();
+    let mut runs = vec![0.0; funcs.len()];
+    if let Some(&entry) = order.first() {
+        runs[entry] = 1.0;
+    }
+    for &f in order {
+        for c in &calls[f] {
+            runs[c.callee] += runs[f] * weights[f].get(c.at).copied().unwrap_or(1.0);
+        }
+    }
+    spills
+        .iter()
+        .map(|&(fi, ins, imm, width)| {
+            let w = funcs[fi]
+                .index_of(ins.offset)
+                .map_or(1.0, |i| weights[fi][i]);
+            (imm / 4, width, w * runs[fi])
+        })
+        .collect()
 }
 
 #[cfg(test)]
