@@ -787,3 +787,47 @@ fn partial_moves_across_calls_are_proved() {
         "{partial} partial, {with_calls} with calls, {passed} passing words, {compressed} compressed"
     );
 }
+
+/// Where not one spill word fits beside the kernel's own static shared memory, the rewrite is
+/// refused naming the limit; where a few fit, exactly those move and the area fills the 48
+/// KiB to the byte (`no_room.cu`: 45568 bytes of its own, 63 spill words; sm_86).
+#[test]
+fn no_room_for_one_word_is_refused_naming_the_limit() {
+    let Some(nvcc) = common::nvcc_or_skip("spill2smem") else {
+        return;
+    };
+    let dir = tempfile::Builder::new()
+        .prefix("spill2smem-no-room-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let path = dir.path().join("no_room.cubin");
+    run(Command::new(&nvcc)
+        .args(["-cubin", "-arch=sm_86", "-maxrregcount=24", "-o"])
+        .arg(&path)
+        .arg(source().with_file_name("no_room.cu")));
+    let bytes = std::fs::read(&path).unwrap();
+    let cubin = Cubin::parse(&bytes).unwrap();
+    let kernel = "_Z7no_roomPKfPfi";
+    let info = cubin.function_info(kernel).unwrap();
+    assert_eq!(info.static_shared, 45568);
+    let at = |threads| {
+        let mut o = Options::for_kernel(&cubin, kernel, Some(threads));
+        o.max_registers = Some(32);
+        let out = proven::spill_to_shared(&bytes, &[(kernel.to_string(), o)]).unwrap();
+        out.kernels.into_iter().next().unwrap().1
+    };
+    let e = match at(1024) {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("moved at 1024 threads"),
+    };
+    assert!(
+        e.starts_with("not one spill word fits") && e.contains("limited to 49152"),
+        "{e}"
+    );
+    let p = at(128).expect("partly moved at 128 threads");
+    let r = &p.rewrite;
+    let part = r.partial.as_ref().expect("partial");
+    assert_eq!((r.slots, part.words_moved), (7, 7));
+    assert_eq!(info.static_shared + r.shared_added, 48 * 1024);
+    eprintln!("{e}\n{}", p.summary());
+}

@@ -261,7 +261,7 @@ pub fn spill_to_shared(
                 Area::plan(&opts, info.static_shared, plan(local, sizing).slots).is_ok()
             };
             let Some(local) = partial::choose(&units, fits) else {
-                return Err(full);
+                return Err(not_applicable(format!("not one spill word fits: {full}")));
             };
             slots_plan = plan(&local, opts.stack);
             part = Some(Partial {
