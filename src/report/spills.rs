@@ -28,8 +28,10 @@ pub fn refusal_kind(record: &Value) -> Option<&'static str> {
     })
 }
 
-/// `spill → shared: 12 moved, 3 refused (2 no shared memory, 1 proof)`, over the records of
-/// kernels that spill under ptxas or had the rewrite tried; `None` when no record tried it.
+/// `spill → shared: 12 moved, 2 partly moved, 3 refused (2 no shared memory, 1 proof)`,
+/// over the records of kernels that spill under ptxas or had the rewrite tried; `None` when
+/// no record tried it. *Partly moved*: the chosen rewrite left spills in local memory (the
+/// area for all of them did not fit).
 pub fn summary(records: &[Value]) -> Option<String> {
     let tried = |r: &Value| {
         r["transform"]
@@ -39,7 +41,7 @@ pub fn summary(records: &[Value]) -> Option<String> {
     if !records.iter().any(tried) {
         return None;
     }
-    let (mut moved, mut kept) = (0, 0);
+    let (mut moved, mut partly, mut kept) = (0, 0, 0);
     let mut refused: BTreeMap<&str, usize> = BTreeMap::new();
     for r in records {
         // Kernels that spill under ptxas, and those whose spills at a lower budget the
@@ -51,8 +53,10 @@ pub fn summary(records: &[Value]) -> Option<String> {
             continue;
         }
         let chosen = r["chosen"].as_u64().unwrap_or(0) as usize;
-        let chose_it = r["candidates"][chosen]["budget"]["spill_to_shared"] == true;
+        let c = &r["candidates"][chosen];
+        let chose_it = c["budget"]["spill_to_shared"] == true;
         match refusal_kind(r) {
+            None if chose_it && c["spill_instructions"].as_u64().unwrap_or(0) > 0 => partly += 1,
             None if chose_it => moved += 1,
             None => kept += 1,
             Some(k) => *refused.entry(k).or_default() += 1,
@@ -61,6 +65,9 @@ pub fn summary(records: &[Value]) -> Option<String> {
     let n: usize = refused.values().sum();
     let why: Vec<String> = refused.iter().map(|(k, c)| format!("{c} {k}")).collect();
     let mut line = format!("spill → shared: {moved} moved");
+    if partly > 0 {
+        line.push_str(&format!(", {partly} partly moved"));
+    }
     if kept > 0 {
         line.push_str(&format!(", {kept} proved but slower than ptxas's"));
     }
@@ -75,11 +82,17 @@ mod tests {
     use super::*;
 
     fn rec(spills: u32, chosen_smem: bool, verdict: Value) -> Value {
+        rec_left(spills, chosen_smem, verdict, 0)
+    }
+
+    /// `left`: spill instructions the chosen rewrite left in local memory.
+    fn rec_left(spills: u32, chosen_smem: bool, verdict: Value, left: u32) -> Value {
         serde_json::json!({
             "transform": "spill → shared at 32: …",
             "candidates": [
                 {"budget": null, "spill_instructions": spills},
-                {"budget": {"regs": 32, "smem_spill": false, "spill_to_shared": true}}
+                {"budget": {"regs": 32, "smem_spill": false, "spill_to_shared": true},
+                 "spill_instructions": left}
             ],
             "chosen": u64::from(chosen_smem),
             "verdict": verdict,
@@ -95,6 +108,7 @@ mod tests {
             "detail": "the checker rejected the rewrite: k at 0xf0: …"});
         let records = [
             rec(10, true, proved.clone()),
+            rec_left(10, true, proved.clone(), 4),
             rec(10, false, proved),
             rec(10, false, no_room.clone()),
             rec(10, false, no_room),
@@ -109,7 +123,7 @@ mod tests {
         ];
         assert_eq!(
             summary(&records).unwrap(),
-            "spill → shared: 2 moved, 1 proved but slower than ptxas's, 5 refused \
+            "spill → shared: 2 moved, 1 partly moved, 1 proved but slower than ptxas's, 5 refused \
              (2 no shared memory, 2 not offered, 1 proof)"
         );
         let untried = serde_json::json!({"candidates": [{"spill_instructions": 3}]});

@@ -17,7 +17,9 @@
 //!   block-size setting, or 1024 with nothing declared) the kernel gets them as its launch
 //!   bound (`EIATTR_MAX_THREADS`), so the driver refuses a larger launch. A 64-bit (128-bit)
 //!   spill becomes two (four) 32-bit accesses: the original instruction carries the first
-//!   word and the others are inserted right after it.
+//!   word and the others are inserted right after it. Where the area for every word would
+//!   pass the static limit, only the hottest words move (`partial`: a partial move, issue
+//!   23) and the others keep their local accesses and frame.
 //! * **Base register.** One register above every register the section uses holds
 //!   `4t + c[0x0][0x2c]` (plus the CTA's rank in the cluster `<< 24` on sm_90, as ptxas forms
 //!   shared addresses there; [`super::prologue`]); `S + s × stride` goes in each access's
@@ -38,6 +40,7 @@ use super::section::{call_order, split_at_symbols};
 use super::stack::{self, Mode};
 use super::{TransformError, not_applicable};
 
+mod partial;
 mod seam;
 use crate::analysis::Cfg;
 use crate::arch::ShaderModel;
@@ -76,8 +79,8 @@ pub struct Rewrite {
     pub shared_added: u64,
     /// Spill instructions rewritten (original instructions).
     pub spills: usize,
-    /// Spill instructions left in local memory: words that carry a value from one
-    /// function to another (a return address a caller spills and its callee reloads).
+    /// Spill instructions left in local memory: those of the words a partial move keeps
+    /// there ([`Partial`]).
     pub kept_local: usize,
     /// Bytes those instructions move (as `ptxas -v` counts spill stores and loads).
     pub kept_local_bytes: u64,
@@ -98,6 +101,23 @@ pub struct Rewrite {
     /// Register count after the rewrite.
     pub registers: u32,
     pub options: Options,
+    /// Set when the area for every spill word did not fit: only the hottest moved.
+    pub partial: Option<Partial>,
+}
+
+/// A partial move (issue 23): the spill words that did not fit the area stay in local
+/// memory, their accesses untouched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Partial {
+    /// Spill words given shared slots, of `words` in all.
+    pub words_moved: usize,
+    pub words: usize,
+    /// Bytes of spill words left in local memory (4 per word).
+    pub local_bytes: u64,
+    /// Those words (byte offsets from `R1`), ascending.
+    pub kept: Vec<i64>,
+    /// Slots moving every word would have needed.
+    pub full_slots: u32,
 }
 
 /// One rewritten access.
@@ -220,50 +240,50 @@ pub(crate) fn spill_to_shared(
         .collect();
     let live = word_liveness(&funcs, &order, &index, &spill_offsets);
     let cross = cross_words(&funcs, &order, &callees, &live, &words_of, &spills);
-    let vars: Vec<BTreeMap<i64, usize>> = words_of
-        .iter()
-        .map(|ws| {
-            ws.iter()
-                .filter(|w| !cross.contains(w))
-                .enumerate()
-                .map(|(i, &w)| (w, i))
-                .collect()
-        })
-        .collect();
-    let frames: Vec<stack::Frame> = (0..funcs.len())
-        .map(|fi| stack::Frame {
-            vars: vars[fi].len(),
-            calls: live.calls[fi]
-                .iter()
-                .map(|c| stack::Call {
-                    callee: c.callee,
-                    live: c
-                        .live_out
-                        .iter()
-                        .filter_map(|w| vars[fi].get(w).copied())
-                        .collect(),
-                })
-                .collect(),
-        })
-        .collect();
-    let lay = stack::layout(&frames, &order, opts.stack);
-    // Words passed between functions get slots of their own below every frame, the same
-    // for every function (the checker is told: a call must leave the value there).
-    let passed_slot: BTreeMap<i64, u32> = cross
-        .iter()
-        .enumerate()
-        .map(|(i, &w)| (w, i as u32))
-        .collect();
-    let c0 = passed_slot.len() as u32;
-    let stacked_slots = c0 + stack::layout(&frames, &order, Mode::Stacked).slots;
-    let slot = |fi: usize, w: i64| -> Option<u32> {
-        match vars[fi].get(&w) {
-            Some(&v) => Some(c0 + lay.base[fi] + lay.pos[fi][v]),
-            None => passed_slot.get(&w).copied(),
+    // Every word in shared memory where the area fits; else the hottest, as many as fit
+    // (issue 23, partial moves: the rest keep their local accesses).
+    let plan = |local: &BTreeSet<i64>, mode: Mode| {
+        partial::slot_plan(&words_of, &cross, &live, &order, local, mode)
+    };
+    let mut slots_plan = plan(&BTreeSet::new(), opts.stack);
+    let mut part = None;
+    let area = match Area::plan(&opts, info.static_shared, slots_plan.slots) {
+        Ok(area) => area,
+        Err(full) => {
+            // The compressed layout's slot count does not depend on where variables sit:
+            // the in-order layout sizes each try without the matching.
+            let sizing = match opts.stack {
+                Mode::Compressed => Mode::CompressedInOrder,
+                m => m,
+            };
+            let units = partial::units(&partial::spill_heat(&funcs, &order, &live.calls, &spills));
+            let fits = |local: &BTreeSet<i64>| {
+                Area::plan(&opts, info.static_shared, plan(local, sizing).slots).is_ok()
+            };
+            let Some(local) = partial::choose(&units, fits) else {
+                return Err(not_applicable(format!("not one spill word fits: {full}")));
+            };
+            slots_plan = plan(&local, opts.stack);
+            part = Some(Partial {
+                words_moved: all_words.len() - local.len(),
+                words: all_words.len(),
+                local_bytes: 4 * local.len() as u64,
+                kept: local.iter().map(|w| 4 * w).collect(),
+                full_slots: plan(&BTreeSet::new(), sizing).slots,
+            });
+            Area::plan(&opts, info.static_shared, slots_plan.slots)?
         }
     };
-    let slots = c0 + lay.slots;
-    let area = Area::plan(&opts, info.static_shared, slots)?;
+    let stacked_slots = slots_plan.stacked_slots(&order);
+    let partial::SlotPlan {
+        frames,
+        lay,
+        passed_slot,
+        slots,
+        ..
+    } = &slots_plan;
+    let (slots, c0) = (*slots, passed_slot.len() as u32);
+    let slot = |fi: usize, w: i64| slots_plan.slot(fi, w);
     let (stride, shared_added, area_offset) = (area.stride, area.added, area.offset);
 
     // Registers: the base above everything the section names; two temporaries at entry.
@@ -455,9 +475,10 @@ pub(crate) fn spill_to_shared(
         moves: lay.move_count(),
         frame_released,
         stacked_slots,
-        frames,
-        layout: lay,
+        frames: frames.clone(),
+        layout: lay.clone(),
         registers,
+        partial: part,
         options: opts,
     })
 }

@@ -5,6 +5,7 @@
 use serde::Serialize;
 
 use crate::transform::Transform;
+use crate::transform::spill_to_shared::SpillToShared;
 
 /// One evaluated option for a kernel.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -159,18 +160,20 @@ pub fn choose(options: &[Evaluated], margin_percent: f64, force: Option<&str>) -
 }
 
 /// The lowest proved candidate of the rewrite `t` (the strongest test of it), else
-/// `baseline` with the reason.
+/// `baseline` with the reason. For spill → shared, one that moved every spill comes before
+/// a partial move (spills left) at any budget.
 fn forced_rewrite(options: &[Evaluated], t: &dyn Transform, baseline: Choice) -> Choice {
     let name = t.report_name();
     let of_t = |o: &Evaluated| {
         o.budget
             .is_some_and(|b| b.rewrite.is_some_and(|r| r.transform == t.key()))
     };
+    let partly = |o: &Evaluated| t.key() == SpillToShared.key() && o.spill_instructions > 0;
     match options
         .iter()
         .enumerate()
         .filter(|(_, o)| of_t(o))
-        .min_by_key(|(_, o)| o.budget.map_or(u32::MAX, |b| b.regs))
+        .min_by_key(|(_, o)| (partly(o), o.budget.map_or(u32::MAX, |b| b.regs)))
     {
         Some((i, c)) => Choice {
             index: i,
@@ -277,8 +280,19 @@ mod tests {
         assert_eq!(c.reason, "forced spill → shared, but no proved candidate");
         let mut shared = ev(Some(40), 40, &[Some(95.0)]);
         shared.budget = Some(Budget::rewritten_by(&SpillToShared, 40, 39));
-        let c = choose(&[base, shared], 5.0, Some("spill2smem"));
+        let c = choose(&[base.clone(), shared.clone()], 5.0, Some("spill2smem"));
         assert_eq!((c.index, c.reason.as_str()), (1, "forced: spill → shared"));
+        // A partial move at a lower budget gives way to a full one.
+        let mut partly = ev(Some(32), 32, &[Some(95.0)]);
+        partly.budget = Some(Budget::rewritten_by(&SpillToShared, 32, 31));
+        partly.spill_instructions = 12;
+        let c = choose(
+            &[base.clone(), partly.clone(), shared],
+            5.0,
+            Some("spill2smem"),
+        );
+        assert_eq!(c.index, 2);
+        assert_eq!(choose(&[base, partly], 5.0, Some("spill2smem")).index, 1);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use super::{Rewrite, spill_to_shared};
 use crate::cubin::Cubin;
 use crate::sass::ir::Function;
-use crate::transform::area::{Options, proof_note};
+use crate::transform::area::{Options, STATIC_SHARED_LIMIT, proof_note};
 use crate::transform::seam::{Claim, SpillBase};
 use crate::transform::{Rewritten, Transform, TransformError};
 
@@ -97,7 +97,20 @@ impl Rewritten for Rewrite {
                 self.stacked_slots, self.moves
             );
         }
-        let kept = if self.kept_local > 0 {
+        let kept = if let Some(p) = &self.partial {
+            format!(
+                "; partly moved: {} of {} spill words, {} bytes left in local memory ({} instructions): the area limit at {} threads, all {} slots need {} bytes beside the kernel's {}, above {} bytes of static shared memory",
+                p.words_moved,
+                p.words,
+                p.local_bytes,
+                self.kept_local,
+                self.options.threads,
+                p.full_slots,
+                u64::from(p.full_slots) * u64::from(self.stride),
+                self.area_offset,
+                STATIC_SHARED_LIMIT
+            )
+        } else if self.kept_local > 0 {
             format!(
                 "; {} kept in local memory (values passed between functions)",
                 self.kept_local
