@@ -13,7 +13,7 @@ use crate::cubin::Cubin;
 
 /// Static shared memory a kernel may declare without the opt-in launch attribute (48 KiB):
 /// the spill area is static, so it must fit under this with the kernel's own.
-pub(crate) const STATIC_SHARED_LIMIT: u64 = 48 * 1024;
+pub const STATIC_SHARED_LIMIT: u64 = 48 * 1024;
 
 /// Where the threads-per-block figure used for sizing came from (the report says which).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
