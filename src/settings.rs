@@ -47,6 +47,35 @@ pub struct Settings {
     /// `NVCC_ORION_KEEP_CUBINS=DIR` (set by `explain --html`): keep each kernel's candidate
     /// cubins there and name them in the report, so the page can show their SASS.
     pub(crate) keep_cubins: Option<PathBuf>,
+    /// `NVCC_ORION_PROFILE=FILE` / `--orion-profile=FILE`: a training run's profile; the
+    /// tuner ships each kernel's measured winner where the profile has one
+    /// (`tune::guided`, docs/selector.md).
+    pub(crate) profile: Option<ProfileSetting>,
+}
+
+/// The profile a build is guided by: where it is and what it holds.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ProfileSetting {
+    pub(crate) path: PathBuf,
+    /// SHA-256 of its bytes when the settings were read (`unreadable` when it could not be
+    /// read): what compiler caches hash, so an edited profile is a miss.
+    pub(crate) sha256: String,
+}
+
+impl ProfileSetting {
+    fn at(path: PathBuf) -> ProfileSetting {
+        use sha2::{Digest, Sha256};
+        let sha256 = std::fs::read(&path).map_or_else(
+            |_| "unreadable".to_string(),
+            |b| {
+                Sha256::digest(&b)
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect()
+            },
+        );
+        ProfileSetting { path, sha256 }
+    }
 }
 
 /// The default margin: a predicted gain below this is within the model's noise.
@@ -64,6 +93,7 @@ impl Default for Settings {
             margin_percent: DEFAULT_MARGIN_PERCENT,
             cache: None,
             keep_cubins: None,
+            profile: None,
         }
     }
 }
@@ -126,6 +156,7 @@ impl Settings {
             ("NVCC_ORION_MARGIN", "margin"),
             ("NVCC_ORION_TRANSFORMS", "transforms"),
             ("NVCC_ORION_KEEP_CUBINS", "keep-cubins"),
+            ("NVCC_ORION_PROFILE", "profile"),
         ] {
             if let Some(v) = env(var).filter(|v| !v.is_empty()) {
                 pairs.push((key.to_string(), Some(v), "environment"));
@@ -153,6 +184,11 @@ impl Settings {
                 ("verbose", Some(v)) => s.verbose = !matches!(v, "0" | "false" | "no" | "off"),
                 ("report", Some(v)) => s.report = Some(PathBuf::from(v)),
                 ("keep-cubins", Some(v)) => s.keep_cubins = Some(PathBuf::from(v)),
+                ("profile", Some(v)) => s.profile = Some(ProfileSetting::at(PathBuf::from(v))),
+                ("profile", None) => s.profile = None,
+                // Restated by `output_options` for compiler caches; the file itself is hashed
+                // again wherever it is read.
+                ("profile-sha256", Some(_)) => {}
                 ("block-size", Some(v)) => {
                     for item in v.split(',') {
                         let (kernel, n) = match item.rsplit_once(':') {
@@ -245,6 +281,14 @@ impl Settings {
         }
         if let Some(f) = &self.force {
             o.push(format!("--orion-force={f}"));
+        }
+        if let Some(p) = &self.profile {
+            // The path, so that the ptxas steps a cache runs read the same file (absolute,
+            // since they may run elsewhere), and its content hash, so that an edited profile
+            // is a miss.
+            let path = std::path::absolute(&p.path).unwrap_or_else(|_| p.path.clone());
+            o.push(format!("--orion-profile={}", path.display()));
+            o.push(format!("--orion-profile-sha256={}", p.sha256));
         }
         o
     }
