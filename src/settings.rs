@@ -63,8 +63,10 @@ pub(crate) struct ProfileSetting {
 }
 
 impl ProfileSetting {
+    /// `path` made absolute (steps may run in other folders) and hashed.
     fn at(path: PathBuf) -> ProfileSetting {
         use sha2::{Digest, Sha256};
+        let path = std::path::absolute(&path).unwrap_or(path);
         let sha256 = std::fs::read(&path).map_or_else(
             |_| "unreadable".to_string(),
             |b| {
@@ -186,8 +188,8 @@ impl Settings {
                 ("keep-cubins", Some(v)) => s.keep_cubins = Some(PathBuf::from(v)),
                 ("profile", Some(v)) => s.profile = Some(ProfileSetting::at(PathBuf::from(v))),
                 ("profile", None) => s.profile = None,
-                // Restated by `output_options` for compiler caches; the file itself is hashed
-                // again wherever it is read.
+                // Restated by `output_options` for compiler caches only: the hash that counts
+                // is the one of the file `--orion-profile` names, taken when it is read.
                 ("profile-sha256", Some(_)) => {}
                 ("block-size", Some(v)) => {
                     for item in v.split(',') {
@@ -283,11 +285,9 @@ impl Settings {
             o.push(format!("--orion-force={f}"));
         }
         if let Some(p) = &self.profile {
-            // The path, so that the ptxas steps a cache runs read the same file (absolute,
-            // since they may run elsewhere), and its content hash, so that an edited profile
-            // is a miss.
-            let path = std::path::absolute(&p.path).unwrap_or_else(|_| p.path.clone());
-            o.push(format!("--orion-profile={}", path.display()));
+            // The (absolute) path, so that the ptxas steps a cache runs read the same file,
+            // and its content hash, so that an edited profile is a miss.
+            o.push(format!("--orion-profile={}", p.path.display()));
             o.push(format!("--orion-profile-sha256={}", p.sha256));
         }
         o
@@ -359,6 +359,46 @@ mod tests {
         let (back, w) = Settings::read_test(&|_| None, &args);
         assert!(w.is_empty(), "{w:?}");
         assert_eq!(back, Settings { report: None, ..s });
+    }
+
+    #[test]
+    fn a_profile_is_restated_with_its_content_hash() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("p.json");
+        let read = |file: &Path| {
+            let f = file.display().to_string();
+            let env = move |k: &str| (k == "NVCC_ORION_PROFILE").then(|| f.clone());
+            let (s, w) = Settings::read_test(&env, &[]);
+            assert!(w.is_empty(), "{w:?}");
+            s.output_options()
+        };
+        std::fs::write(&file, "a").unwrap();
+        let a = read(&file);
+        std::fs::write(&file, "b").unwrap();
+        let b = read(&file);
+        assert_eq!(a[0], format!("--orion-profile={}", file.display()));
+        assert_eq!(a[0], b[0]);
+        // sha256("a") and sha256("b").
+        assert!(
+            a[1].ends_with("=ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb")
+        );
+        assert!(
+            b[1].ends_with("=3e23e8160039594a33894f6564e1b1348bbd7a0088d42c4acb73eeaed59c009d")
+        );
+        // Read back, the restated options name the same profile; a missing one hashes as such.
+        let (back, w) = Settings::read_test(
+            &|_| None,
+            &[
+                ("profile".into(), Some(file.display().to_string())),
+                ("profile-sha256".into(), Some("x".into())),
+            ],
+        );
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(back.output_options(), b);
+        assert_eq!(
+            read(&dir.path().join("none.json"))[1],
+            "--orion-profile-sha256=unreadable"
+        );
     }
 
     #[test]
