@@ -153,9 +153,28 @@ fn a_profile_ships_its_measured_variant() {
     assert!(warnings(&model.stderr).is_empty(), "{}", model.stderr);
     assert!(model.record.get("measured").is_none(), "{}", model.record);
 
+    // A profile without entries changes nothing, and the report lists the variants a
+    // training build embeds, under the names a training run's profile uses.
+    std::fs::write(d.join("empty.json"), profile(&[])).unwrap();
+    let listed = build(&nvcc, d, "empty.o", &[("NVCC_ORION_PROFILE", "empty.json")]);
+    assert!(warnings(&listed.stderr).is_empty(), "{}", listed.stderr);
+    assert!(mask_tmpxft(&listed.object) == mask_tmpxft(&model.object));
+    let m = &listed.record["measured"];
+    assert!(
+        m.get("winner").is_none() && m.get("rank_error").is_none(),
+        "{m}"
+    );
+    let names: Vec<&str> = m["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names[..2], [KERNEL, &format!("{KERNEL}__orion_v1")], "{m}");
+
     // The training run measured variant 1 faster than the original (variant 0, the model's
     // pick): the guided build ships variant 1, against the model.
-    let v1 = format!("{KERNEL}__orion_v1");
+    let v1 = names[1].to_string();
     let guided = profile(&[entry(0, KERNEL, 120.5), entry(1, &v1, 100.25)]);
     std::fs::write(d.join("run.json"), &guided).unwrap();
     let a = build(&nvcc, d, "a.o", &[("NVCC_ORION_PROFILE", "run.json")]);

@@ -12,12 +12,14 @@ pub fn lines(record: &Value) -> Vec<String> {
     let Some(variants) = m["variants"].as_array() else {
         return Vec::new();
     };
-    let mut out = vec![format!(
-        "    measured ({}, {} launch configuration(s)); rank error {} (the measured winner's place in the model's order)",
-        m["profile"].as_str().unwrap_or("?"),
-        m["configurations"],
-        m["rank_error"],
-    )];
+    let file = m["profile"].as_str().unwrap_or("?");
+    let mut out = vec![match m["rank_error"].as_u64() {
+        Some(e) => format!(
+            "    measured ({file}, {} launch configuration(s)); rank error {e} (the measured winner's place in the model's order)",
+            m["configurations"],
+        ),
+        None => format!("    not measured in {file}; the variants a training build embeds:"),
+    }];
     for v in variants {
         let us = v["measured_us"].as_f64().map_or_else(
             || "not measured".to_string(),
@@ -73,5 +75,16 @@ mod tests {
         assert!(l[2].starts_with("    * v1 k__orion_v1"), "{}", l[2]);
         assert!(l[3].ends_with("cycles/warp  not measured"), "{}", l[3]);
         assert!(lines(&serde_json::json!({})).is_empty());
+        let none: Value = serde_json::from_str(
+            r#"{"measured":{"profile":"run.json","configurations":0,
+            "variants":[{"variant":0,"name":"k","candidate":0,"registers":32,"cycles_per_warp":[1.0],"measured_us":null}]}}"#,
+        )
+        .unwrap();
+        let l = lines(&none);
+        assert_eq!(
+            l[0],
+            "    not measured in run.json; the variants a training build embeds:"
+        );
+        assert!(l[1].ends_with("not measured"), "{}", l[1]);
     }
 }

@@ -30,11 +30,14 @@ pub(crate) struct Measured {
     pub(crate) configurations: usize,
     /// The variants in the ranking's order (variant 0 is the model's pick).
     pub(crate) variants: Vec<MeasuredVariant>,
-    /// The measured winner's variant index.
-    pub(crate) winner: u32,
+    /// The measured winner's variant index; `None` when the profile has no comparable
+    /// measurement of this kernel (the variants are still listed, with their names).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) winner: Option<u32>,
     /// The predictor's rank error: where the measured winner stands in the model's order
     /// (0: the model's pick was measured fastest).
-    pub(crate) rank_error: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) rank_error: Option<u32>,
 }
 
 /// One variant, measured beside predicted.
@@ -71,8 +74,9 @@ impl Guide {
     }
 
     /// Where the profile has a measured winner for `kernel` on `arch`, make it the choice
-    /// (even against the model) and say what was measured; `None` (the model's choice
-    /// unchanged) elsewhere. `options`: the kernel's evaluated candidates, ptxas's own first.
+    /// (even against the model). With a profile that matches the build, say what was
+    /// measured (the variants and their names, even when nothing of this kernel was); `None`
+    /// without a profile, or when it does not match (a warning). `options`: the kernel's evaluated candidates, ptxas's own first.
     pub(crate) fn apply(
         &mut self,
         kernel: &str,
@@ -84,7 +88,7 @@ impl Guide {
         let ranking = ranked::ranked(kernel, options, choice.index);
         let names: Vec<&str> = ranking.iter().map(|r| r.name.as_str()).collect();
         let winner = match profile.winner(kernel, arch, &names) {
-            Ok(w) => w?,
+            Ok(w) => w,
             Err(e) => {
                 self.warnings.push(format!(
                     "profile entry ignored: {e}; the model's choice stands for {kernel}"
@@ -98,14 +102,17 @@ impl Guide {
                 || profile.file().display().to_string(),
                 |n| n.to_string_lossy().into_owned(),
             ),
-            configurations: winner.configurations,
+            configurations: winner.as_ref().map_or(0, |w| w.configurations),
             variants: ranking
                 .iter()
                 .enumerate()
                 .map(|(k, r)| variant(k, r, options, &totals))
                 .collect(),
-            winner: winner.variant,
-            rank_error: winner.variant,
+            winner: winner.as_ref().map(|w| w.variant),
+            rank_error: winner.as_ref().map(|w| w.variant),
+        };
+        let Some(winner) = winner else {
+            return Some(measured);
         };
         let to = ranking[winner.variant as usize].candidate;
         let model = &options[choice.index];
