@@ -187,7 +187,7 @@ impl Settings {
                 ("report", Some(v)) => s.report = Some(PathBuf::from(v)),
                 ("keep-cubins", Some(v)) => s.keep_cubins = Some(PathBuf::from(v)),
                 ("profile", Some(v)) => s.profile = Some(ProfileSetting::at(PathBuf::from(v))),
-                ("profile", None) => s.profile = None,
+                ("profile", None) => warnings.push(bad("--orion-profile without a file (use --orion-profile=FILE)")),
                 // Restated by `output_options` for compiler caches only: the hash that counts
                 // is the one of the file `--orion-profile` names, taken when it is read.
                 ("profile-sha256", Some(_)) => {}
@@ -398,6 +398,14 @@ mod tests {
         assert_eq!(
             read(&dir.path().join("none.json"))[1],
             "--orion-profile-sha256=unreadable"
+        );
+        let (s, w) = Settings::read_test(&|_| None, &[("profile".into(), None)]);
+        assert_eq!(s.profile, None);
+        assert_eq!(
+            w,
+            [
+                "nvcc-orion: warning: ignoring --orion-profile without a file (use --orion-profile=FILE) from the command line"
+            ]
         );
     }
 
