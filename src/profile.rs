@@ -487,6 +487,13 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!((w.variant, w.configurations, w.total_us), (1, 2, 380.0));
+        // What was compared, per variant: the same sums.
+        assert_eq!(
+            p.totals("k", "sm_90", 3),
+            [(0, 500.0), (1, 380.0), (2, 390.0)]
+        );
+        assert_eq!(p.totals("k", "sm_90", 2), [(0, 500.0), (1, 380.0)]);
+        assert!(p.totals("absent", "sm_90", 3).is_empty());
         // unnamed variants are matched by index
         let w = p
             .winner("other", "sm_90", &["other", "x"])
@@ -511,6 +518,8 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(w.variant, 0);
+        // Only the original was measured at both configurations.
+        assert_eq!(p.totals("k", "sm_90", 3), [(0, 500.0)]);
     }
 
     #[test]
