@@ -245,11 +245,7 @@ impl Profile {
             }
         }
         let mut best: Option<Winner> = None;
-        for v in 0..variants.len().min(MAX_VARIANTS as usize) as u32 {
-            let total: Option<f64> = configs.values().map(|m| m.get(&v).copied()).sum();
-            let Some(total) = total.filter(|_| !configs.is_empty()) else {
-                continue;
-            };
+        for (v, total) in totals(&configs, variants.len()) {
             if best.as_ref().is_none_or(|b| total < b.total_us) {
                 best = Some(Winner {
                     variant: v,
@@ -260,6 +256,44 @@ impl Profile {
         }
         Ok(best)
     }
+
+    /// What [`Profile::winner`] compares, per variant of `kernel` on `arch` (this build has
+    /// `n_variants`): its medians summed over the launch configurations, for each variant
+    /// measured at all of them, in variant order. Call it after `winner` has accepted the
+    /// build's names.
+    pub fn totals(&self, kernel: &str, arch: &str, n_variants: usize) -> Vec<(u32, f64)> {
+        let mut configs: BTreeMap<(&str, &LaunchKey), BTreeMap<u32, f64>> = BTreeMap::new();
+        for e in &self.entries {
+            if e.kernel == kernel && e.arch == arch && e.samples > 0 {
+                configs
+                    .entry((e.device.as_str(), &e.key))
+                    .or_default()
+                    .insert(e.variant, e.median_us);
+            }
+        }
+        totals(&configs, n_variants)
+    }
+
+    /// The profile's file, as it was named.
+    pub fn file(&self) -> &Path {
+        &self.file
+    }
+}
+
+/// Per variant measured at every configuration of `configs`: the sum of its medians.
+fn totals(
+    configs: &BTreeMap<(&str, &LaunchKey), BTreeMap<u32, f64>>,
+    n_variants: usize,
+) -> Vec<(u32, f64)> {
+    if configs.is_empty() {
+        return Vec::new();
+    }
+    (0..n_variants.min(MAX_VARIANTS as usize) as u32)
+        .filter_map(|v| {
+            let total: Option<f64> = configs.values().map(|m| m.get(&v).copied()).sum();
+            Some((v, total?))
+        })
+        .collect()
 }
 
 /// What is wrong with `e`, given the entries before it; `None` when it is sound.
@@ -453,6 +487,13 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!((w.variant, w.configurations, w.total_us), (1, 2, 380.0));
+        // What was compared, per variant: the same sums.
+        assert_eq!(
+            p.totals("k", "sm_90", 3),
+            [(0, 500.0), (1, 380.0), (2, 390.0)]
+        );
+        assert_eq!(p.totals("k", "sm_90", 2), [(0, 500.0), (1, 380.0)]);
+        assert!(p.totals("absent", "sm_90", 3).is_empty());
         // unnamed variants are matched by index
         let w = p
             .winner("other", "sm_90", &["other", "x"])
@@ -477,6 +518,8 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(w.variant, 0);
+        // Only the original was measured at both configurations.
+        assert_eq!(p.totals("k", "sm_90", 3), [(0, 500.0)]);
     }
 
     #[test]

@@ -47,6 +47,37 @@ pub struct Settings {
     /// `NVCC_ORION_KEEP_CUBINS=DIR` (set by `explain --html`): keep each kernel's candidate
     /// cubins there and name them in the report, so the page can show their SASS.
     pub(crate) keep_cubins: Option<PathBuf>,
+    /// `NVCC_ORION_PROFILE=FILE` / `--orion-profile=FILE`: a training run's profile; the
+    /// tuner ships each kernel's measured winner where the profile has one
+    /// (`tune::guided`, docs/selector.md).
+    pub(crate) profile: Option<ProfileSetting>,
+}
+
+/// The profile a build is guided by: where it is and what it holds.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ProfileSetting {
+    pub(crate) path: PathBuf,
+    /// SHA-256 of its bytes when the settings were read (`unreadable` when it could not be
+    /// read): what compiler caches hash, so an edited profile is a miss.
+    pub(crate) sha256: String,
+}
+
+impl ProfileSetting {
+    /// `path` made absolute (steps may run in other folders) and hashed.
+    fn at(path: PathBuf) -> ProfileSetting {
+        use sha2::{Digest, Sha256};
+        let path = std::path::absolute(&path).unwrap_or(path);
+        let sha256 = std::fs::read(&path).map_or_else(
+            |_| "unreadable".to_string(),
+            |b| {
+                Sha256::digest(&b)
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect()
+            },
+        );
+        ProfileSetting { path, sha256 }
+    }
 }
 
 /// The default margin: a predicted gain below this is within the model's noise.
@@ -64,6 +95,7 @@ impl Default for Settings {
             margin_percent: DEFAULT_MARGIN_PERCENT,
             cache: None,
             keep_cubins: None,
+            profile: None,
         }
     }
 }
@@ -126,6 +158,7 @@ impl Settings {
             ("NVCC_ORION_MARGIN", "margin"),
             ("NVCC_ORION_TRANSFORMS", "transforms"),
             ("NVCC_ORION_KEEP_CUBINS", "keep-cubins"),
+            ("NVCC_ORION_PROFILE", "profile"),
         ] {
             if let Some(v) = env(var).filter(|v| !v.is_empty()) {
                 pairs.push((key.to_string(), Some(v), "environment"));
@@ -153,6 +186,11 @@ impl Settings {
                 ("verbose", Some(v)) => s.verbose = !matches!(v, "0" | "false" | "no" | "off"),
                 ("report", Some(v)) => s.report = Some(PathBuf::from(v)),
                 ("keep-cubins", Some(v)) => s.keep_cubins = Some(PathBuf::from(v)),
+                ("profile", Some(v)) => s.profile = Some(ProfileSetting::at(PathBuf::from(v))),
+                ("profile", None) => warnings.push(bad("--orion-profile without a file (use --orion-profile=FILE)")),
+                // Restated by `output_options` for compiler caches only: the hash that counts
+                // is the one of the file `--orion-profile` names, taken when it is read.
+                ("profile-sha256", Some(_)) => {}
                 ("block-size", Some(v)) => {
                     for item in v.split(',') {
                         let (kernel, n) = match item.rsplit_once(':') {
@@ -246,6 +284,12 @@ impl Settings {
         if let Some(f) = &self.force {
             o.push(format!("--orion-force={f}"));
         }
+        if let Some(p) = &self.profile {
+            // The (absolute) path, so that the ptxas steps a cache runs read the same file,
+            // and its content hash, so that an edited profile is a miss.
+            o.push(format!("--orion-profile={}", p.path.display()));
+            o.push(format!("--orion-profile-sha256={}", p.sha256));
+        }
         o
     }
 }
@@ -315,6 +359,54 @@ mod tests {
         let (back, w) = Settings::read_test(&|_| None, &args);
         assert!(w.is_empty(), "{w:?}");
         assert_eq!(back, Settings { report: None, ..s });
+    }
+
+    #[test]
+    fn a_profile_is_restated_with_its_content_hash() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("p.json");
+        let read = |file: &Path| {
+            let f = file.display().to_string();
+            let env = move |k: &str| (k == "NVCC_ORION_PROFILE").then(|| f.clone());
+            let (s, w) = Settings::read_test(&env, &[]);
+            assert!(w.is_empty(), "{w:?}");
+            s.output_options()
+        };
+        std::fs::write(&file, "a").unwrap();
+        let a = read(&file);
+        std::fs::write(&file, "b").unwrap();
+        let b = read(&file);
+        assert_eq!(a[0], format!("--orion-profile={}", file.display()));
+        assert_eq!(a[0], b[0]);
+        // sha256("a") and sha256("b").
+        assert!(
+            a[1].ends_with("=ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb")
+        );
+        assert!(
+            b[1].ends_with("=3e23e8160039594a33894f6564e1b1348bbd7a0088d42c4acb73eeaed59c009d")
+        );
+        // Read back, the restated options name the same profile; a missing one hashes as such.
+        let (back, w) = Settings::read_test(
+            &|_| None,
+            &[
+                ("profile".into(), Some(file.display().to_string())),
+                ("profile-sha256".into(), Some("x".into())),
+            ],
+        );
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(back.output_options(), b);
+        assert_eq!(
+            read(&dir.path().join("none.json"))[1],
+            "--orion-profile-sha256=unreadable"
+        );
+        let (s, w) = Settings::read_test(&|_| None, &[("profile".into(), None)]);
+        assert_eq!(s.profile, None);
+        assert_eq!(
+            w,
+            [
+                "nvcc-orion: warning: ignoring --orion-profile without a file (use --orion-profile=FILE) from the command line"
+            ]
+        );
     }
 
     #[test]

@@ -8,6 +8,7 @@
 
 pub mod file;
 pub mod html;
+pub mod measured;
 pub mod spills;
 pub mod svg;
 pub mod table;

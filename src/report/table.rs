@@ -96,6 +96,9 @@ pub fn render(records: &[Value], out: &mut impl Write) -> std::io::Result<()> {
         if let Some(t) = r["transform"].as_str() {
             writeln!(out, "    {t}")?;
         }
+        for line in super::measured::lines(r) {
+            writeln!(out, "{line}")?;
+        }
         writeln!(out)?;
     }
     if let Some(line) = super::spills::summary(records) {

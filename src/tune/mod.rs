@@ -9,11 +9,13 @@
 pub(crate) mod assemble;
 pub(crate) mod candidates;
 pub(crate) mod evaluate;
+pub(crate) mod guided;
 pub(crate) mod keep;
 pub(crate) mod plan;
 pub mod proven;
 pub mod ptx;
 pub(crate) mod ptxas_args;
+pub(crate) mod ranked;
 pub(crate) mod record;
 pub(crate) mod select;
 pub(crate) mod step;
@@ -121,6 +123,9 @@ pub fn ptxas_step(
         Ok(t) => {
             if let Some(stderr) = t.stderr {
                 captured.stderr = stderr;
+            }
+            for w in &t.warnings {
+                warn(&mut captured, w);
             }
             if tune.settings.verbose {
                 notes.extend(t.records.iter().map(verbose_line));

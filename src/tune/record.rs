@@ -38,6 +38,10 @@ pub struct KernelRecord {
     /// With [`crate::settings::Settings::keep_cubins`]: where each candidate's cubin was kept.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) cubins: Option<KeptCubins>,
+    /// With a profile (`NVCC_ORION_PROFILE`) that measured this kernel: measured beside
+    /// predicted per variant, and the predictor's rank error.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) measured: Option<super::guided::Measured>,
 }
 
 /// What the checker said about the spill → shared rewrite of one kernel.
@@ -80,6 +84,8 @@ pub struct Tuned {
     /// Variants built, and how many came from the cache.
     pub(crate) built: usize,
     pub(crate) cached: usize,
+    /// Warning lines (without the `nvcc-orion: warning: ` prefix), e.g. a profile ignored.
+    pub(crate) warnings: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -136,6 +142,7 @@ pub fn untuned_records(baseline: &Cubin, arch_name: &str, out: &str) -> Vec<Kern
                 transform: None,
                 verdict: None,
                 cubins: None,
+                measured: None,
             })
         })
         .collect()

@@ -12,6 +12,7 @@ use super::TuneContext;
 use super::assemble::{self, write_atomically};
 use super::candidates::KernelPlan;
 use super::evaluate::{self, Kept, Notes, Variant};
+use super::guided::Guide;
 use super::keep::Keep;
 use super::plan;
 use super::ptxas_args::PtxasArgs;
@@ -132,11 +133,16 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         kept: keep.as_ref().map(|_| (kept_baseline, &kept[..])),
     };
     let mut selected = Selected::default();
+    let mut guide = Guide::load(settings);
     for p in &plan.kernels {
         let pruned = plan.pruned.remove(&p.name).unwrap_or_default();
-        if let Some(record) =
-            select_kernel(p, &candidates, pruned, settings, &mut notes, &mut selected)
-        {
+        let mut ctx = Choosing {
+            settings,
+            arch_name: &arch_name,
+            guide: &mut guide,
+            notes: &mut notes,
+        };
+        if let Some(record) = select_kernel(p, &candidates, pruned, &mut ctx, &mut selected) {
             result.records.push(KernelRecord {
                 arch: arch_name.clone(),
                 output: report_out.clone(),
@@ -144,6 +150,7 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
             });
         }
     }
+    result.warnings = guide.warnings;
     if selected.chosen.is_empty() {
         return Ok(result);
     }
@@ -190,6 +197,15 @@ struct Selected {
     expected: BTreeMap<String, Option<usize>>,
 }
 
+/// What choosing needs besides the candidates.
+struct Choosing<'a> {
+    settings: &'a Settings,
+    arch_name: &'a str,
+    /// The profile, if any ([`Guide::apply`]).
+    guide: &'a mut Guide,
+    notes: &'a mut Notes,
+}
+
 /// Kernel `p`'s candidates evaluated and one chosen ([`select::choose`]): its record (arch
 /// and output left for the caller), or `None` when not even the baseline has a record of it.
 /// `kernel_pruned`: its budgets pruned before building.
@@ -197,10 +213,10 @@ fn select_kernel(
     p: &KernelPlan,
     c: &Candidates<'_>,
     kernel_pruned: Vec<super::record::Pruned>,
-    settings: &Settings,
-    notes: &mut Notes,
+    ctx: &mut Choosing<'_>,
     selected: &mut Selected,
 ) -> Option<KernelRecord> {
+    let settings = ctx.settings;
     let (base, base_functions) = c.baseline;
     let mut options: Vec<Evaluated> = Vec::new();
     let mut sources = vec![None];
@@ -239,6 +255,15 @@ fn select_kernel(
             .and_then(|&i| kept[i].1.clone()),
     });
     let mut choice = select::choose(&options, settings.margin_percent, settings.force.as_deref());
+    // A forced choice (testing) wins over a profile.
+    let measured = settings
+        .force
+        .is_none()
+        .then(|| {
+            ctx.guide
+                .apply(&p.name, ctx.arch_name, &options, &mut choice)
+        })
+        .flatten();
     if let Some(i) = sources[choice.index] {
         selected.chosen.insert(p.name.clone(), c.rounds[i][&p.name]);
     }
@@ -267,9 +292,10 @@ fn select_kernel(
         gain_percent: choice.gain_percent,
         reason: choice.reason,
         pruned: kernel_pruned,
-        transform: notes.transforms.remove(&p.name),
-        verdict: notes.verdicts.remove(&p.name),
+        transform: ctx.notes.transforms.remove(&p.name),
+        verdict: ctx.notes.verdicts.remove(&p.name),
         cubins,
+        measured,
     })
 }
 

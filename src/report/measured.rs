@@ -1,0 +1,90 @@
+//! The profile-guided part of a record (`measured`, written by `tune::guided` when a
+//! profile measured the kernel): per variant, the measured time beside the predicted cycles,
+//! and the predictor's rank error (docs/selector.md §Profile-guided builds).
+
+use serde_json::Value;
+
+use super::list;
+
+/// The lines `explain` prints under a kernel's table; empty when nothing was measured.
+pub fn lines(record: &Value) -> Vec<String> {
+    let m = &record["measured"];
+    let Some(variants) = m["variants"].as_array() else {
+        return Vec::new();
+    };
+    let file = m["profile"].as_str().unwrap_or("?");
+    let mut out = vec![match m["rank_error"].as_u64() {
+        Some(e) => format!(
+            "    measured ({file}, {} launch configuration(s)); rank error {e} (the measured winner's place in the model's order)",
+            m["configurations"],
+        ),
+        None => format!("    not measured in {file}; the variants a training build embeds:"),
+    }];
+    for v in variants {
+        let us = v["measured_us"].as_f64().map_or_else(
+            || "not measured".to_string(),
+            |t| format!("measured {t:.3} µs"),
+        );
+        out.push(format!(
+            "    {} v{} {:<40} {:>4} REG  predicted {:>20} cycles/warp  {us}",
+            if v["variant"] == m["winner"] {
+                "*"
+            } else {
+                " "
+            },
+            v["variant"],
+            v["name"].as_str().unwrap_or("?"),
+            v["registers"],
+            list(&v["cycles_per_warp"]),
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn measured_beside_predicted() {
+        let r: Value = serde_json::from_str(
+            r#"{"measured":{"profile":"run.json","configurations":2,"winner":1,"rank_error":1,
+            "variants":[
+              {"variant":0,"name":"k","candidate":1,"registers":32,"cycles_per_warp":[3102.3],"measured_us":120.5},
+              {"variant":1,"name":"k__orion_v1","candidate":0,"registers":64,"cycles_per_warp":[5828.1],"measured_us":100.25},
+              {"variant":2,"name":"k__orion_v2","candidate":2,"registers":40,"cycles_per_warp":[4032.9],"measured_us":null}]}}"#,
+        )
+        .unwrap();
+        let l = lines(&r);
+        assert_eq!(l.len(), 4, "{l:#?}");
+        assert!(
+            l[0].contains("run.json, 2 launch configuration(s)); rank error 1"),
+            "{}",
+            l[0]
+        );
+        assert!(
+            l[1].starts_with("      v0 k ") && l[1].ends_with("measured 120.500 µs"),
+            "{}",
+            l[1]
+        );
+        assert!(
+            l[1].contains("predicted                 3102 cycles/warp"),
+            "{}",
+            l[1]
+        );
+        assert!(l[2].starts_with("    * v1 k__orion_v1"), "{}", l[2]);
+        assert!(l[3].ends_with("cycles/warp  not measured"), "{}", l[3]);
+        assert!(lines(&serde_json::json!({})).is_empty());
+        let none: Value = serde_json::from_str(
+            r#"{"measured":{"profile":"run.json","configurations":0,
+            "variants":[{"variant":0,"name":"k","candidate":0,"registers":32,"cycles_per_warp":[1.0],"measured_us":null}]}}"#,
+        )
+        .unwrap();
+        let l = lines(&none);
+        assert_eq!(
+            l[0],
+            "    not measured in run.json; the variants a training build embeds:"
+        );
+        assert!(l[1].ends_with("not measured"), "{}", l[1]);
+    }
+}

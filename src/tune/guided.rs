@@ -1,0 +1,154 @@
+//! Profile-guided builds (issue 21, docs/selector.md §Profile-guided builds): with
+//! `NVCC_ORION_PROFILE` / `--orion-profile`, each kernel whose profile has a measured winner
+//! ships that candidate instead of the model's pick; elsewhere the model's choice stands. The
+//! candidates and their names come from [`ranked`](super::ranked), the same ranking a
+//! training build embeds. A profile that cannot be read or does not match the build is one
+//! warning line, and the model's choice stands: a profile never fails a build.
+
+use serde::Serialize;
+
+use super::ranked::{self, Ranked};
+use super::select::{Choice, Evaluated, gain_percent};
+use crate::profile::Profile;
+use crate::settings::Settings;
+
+/// The profile of one tuned step, and the warnings it gave.
+#[derive(Debug, Default)]
+pub(crate) struct Guide {
+    profile: Option<Profile>,
+    /// One line each, without the `nvcc-orion: warning: ` prefix.
+    pub(crate) warnings: Vec<String>,
+}
+
+/// What the profile measured of one kernel, beside what the model predicted (the report's
+/// `measured` field).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct Measured {
+    /// The profile's file name (never a folder of the build machine).
+    pub(crate) profile: String,
+    /// Launch configurations (device, launch key) every compared variant was measured at.
+    pub(crate) configurations: usize,
+    /// The variants in the ranking's order (variant 0 is the model's pick).
+    pub(crate) variants: Vec<MeasuredVariant>,
+    /// The measured winner's variant index; `None` when the profile has no comparable
+    /// measurement of this kernel (the variants are still listed, with their names).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) winner: Option<u32>,
+    /// The predictor's rank error: where the measured winner stands in the model's order
+    /// (0: the model's pick was measured fastest).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) rank_error: Option<u32>,
+}
+
+/// One variant, measured beside predicted.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct MeasuredVariant {
+    pub(crate) variant: u32,
+    pub(crate) name: String,
+    /// Index into the record's `candidates`.
+    pub(crate) candidate: usize,
+    pub(crate) registers: u32,
+    /// The model's prediction, as in the candidate's record.
+    pub(crate) cycles_per_warp: Vec<Option<f64>>,
+    /// Its medians summed over the configurations, µs; `None` when it was not measured at
+    /// all of them.
+    pub(crate) measured_us: Option<f64>,
+}
+
+impl Guide {
+    /// The profile `settings` name, read and validated; a bad one becomes a warning.
+    pub(crate) fn load(settings: &Settings) -> Guide {
+        let Some(p) = &settings.profile else {
+            return Guide::default();
+        };
+        match Profile::read(&p.path) {
+            Ok(profile) => Guide {
+                profile: Some(profile),
+                warnings: Vec::new(),
+            },
+            Err(e) => Guide {
+                profile: None,
+                warnings: vec![format!("profile ignored: {e}; the model's choices stand")],
+            },
+        }
+    }
+
+    /// Where the profile has a measured winner for `kernel` on `arch`, make it the choice
+    /// (even against the model). With a profile that matches the build, say what was
+    /// measured (the variants and their names, even when nothing of this kernel was); `None`
+    /// without a profile, or when it does not match (a warning). `options`: the kernel's evaluated candidates, ptxas's own first.
+    pub(crate) fn apply(
+        &mut self,
+        kernel: &str,
+        arch: &str,
+        options: &[Evaluated],
+        choice: &mut Choice,
+    ) -> Option<Measured> {
+        let profile = self.profile.as_ref()?;
+        let ranking = ranked::ranked(kernel, options, choice.index);
+        let names: Vec<&str> = ranking.iter().map(|r| r.name.as_str()).collect();
+        let winner = match profile.winner(kernel, arch, &names) {
+            Ok(w) => w,
+            Err(e) => {
+                self.warnings.push(format!(
+                    "profile entry ignored: {e}; the model's choice stands for {kernel}"
+                ));
+                return None;
+            }
+        };
+        let totals = profile.totals(kernel, arch, names.len());
+        let measured = Measured {
+            profile: profile.file().file_name().map_or_else(
+                || profile.file().display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            ),
+            configurations: winner.as_ref().map_or(0, |w| w.configurations),
+            variants: ranking
+                .iter()
+                .enumerate()
+                .map(|(k, r)| variant(k, r, options, &totals))
+                .collect(),
+            winner: winner.as_ref().map(|w| w.variant),
+            rank_error: winner.as_ref().map(|w| w.variant),
+        };
+        let Some(winner) = winner else {
+            return Some(measured);
+        };
+        let to = ranking[winner.variant as usize].candidate;
+        let model = &options[choice.index];
+        choice.reason = format!(
+            "measured fastest: variant {} ({} registers) over {} launch configuration(s) in {}; \
+             the model's pick ({} registers): {}",
+            winner.variant,
+            options[to].registers,
+            winner.configurations,
+            measured.profile,
+            model.registers,
+            choice.reason
+        );
+        if to != choice.index {
+            choice.index = to;
+            choice.gain_percent = if to == 0 {
+                0.0
+            } else {
+                gain_percent(&options[0], &options[to]).unwrap_or(f64::NEG_INFINITY)
+            };
+        }
+        Some(measured)
+    }
+}
+
+fn variant(k: usize, r: &Ranked, options: &[Evaluated], totals: &[(u32, f64)]) -> MeasuredVariant {
+    let c = &options[r.candidate];
+    MeasuredVariant {
+        variant: k as u32,
+        name: r.name.clone(),
+        candidate: r.candidate,
+        registers: c.registers,
+        cycles_per_warp: c.cycles_per_warp.clone(),
+        measured_us: totals
+            .iter()
+            .find(|(v, _)| *v as usize == k)
+            .map(|(_, t)| *t),
+    }
+}

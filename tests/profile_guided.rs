@@ -1,0 +1,314 @@
+//! Profile-guided builds (issue 21, docs/selector.md §Profile-guided builds) on real toolchain
+//! output: `examples/kernels/walk.cu` on sm_90, whose tuned build ships a lower budget than
+//! ptxas's own and also builds other budgets. A profile written the way a training run
+//! writes it, naming the ranking's variant 1 as the fastest, makes the build ship variant 1
+//! (cuobjdump shows its registers); two such builds are byte-identical; a malformed or a
+//! mismatched profile gives one warning line naming the file and the model's object; and the
+//! compiler caches' view changes with the profile's content.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const KERNEL: &str = "_Z13walk_featuresPKiPKfPfii";
+
+fn nvcc_or_skip(label: &str) -> Option<PathBuf> {
+    let nvcc = common::find_nvcc();
+    if nvcc.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{label}: no nvcc found and CI is set"
+        );
+        eprintln!("SKIPPED {label}: no nvcc found");
+    }
+    nvcc
+}
+
+fn walk() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/kernels/walk.cu")
+}
+
+fn ok(o: &Output, what: &str) {
+    assert!(
+        o.status.success(),
+        "{what}: {}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// nvcc-orion with the test's nvcc and variant cache, and no setting from the caller's
+/// environment.
+fn orion(nvcc: &Path, dir: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nvcc-orion"));
+    cmd.current_dir(dir).env("NVCC_ORION_NVCC", nvcc);
+    for (k, _) in std::env::vars_os() {
+        if k.to_str()
+            .is_some_and(|k| k.starts_with("NVCC_ORION_") && k != "NVCC_ORION_NVCC")
+            || k == "NVCC_ORION"
+        {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.env("NVCC_ORION_CACHE", dir.join("cache"));
+    cmd
+}
+
+/// One profile entry as the selector writes it: `variant` measured at one launch
+/// configuration with median `median_us`.
+fn entry(variant: u32, name: &str, median_us: f64) -> String {
+    format!(
+        r#"{{"kernel": "{KERNEL}", "arch": "sm_90", "device": "NVIDIA H100 80GB HBM3",
+  "key": {{"kernel_id": 2166136261, "device": 0, "grid": [528, 1, 1], "block": [256, 1, 1], "shared": 0}},
+  "variant": {variant}, "variant_name": "{name}", "launches": 11, "samples": 10,
+  "median_us": {median_us:.3}, "spread": 0.0100}}"#
+    )
+}
+
+fn profile(entries: &[String]) -> String {
+    format!(
+        "{{\"format\": \"nvcc-orion-profile\", \"version\": 1, \"entries\": [\n{}\n]}}\n",
+        entries.join(",\n")
+    )
+}
+
+/// `bytes` with the hex digits after every `tmpxft_` (nvcc's temporaries, named after its
+/// process id) set to `0`.
+fn mask_tmpxft(bytes: &[u8]) -> Vec<u8> {
+    let mut d = bytes.to_vec();
+    let key = b"tmpxft_";
+    let mut i = 0;
+    while i + key.len() <= d.len() {
+        if &d[i..i + key.len()] != key {
+            i += 1;
+            continue;
+        }
+        i += key.len();
+        while i < d.len() && (d[i].is_ascii_hexdigit() || d[i] == b'_') {
+            if d[i] != b'_' {
+                d[i] = b'0';
+            }
+            i += 1;
+        }
+    }
+    d
+}
+
+struct Build {
+    object: Vec<u8>,
+    registers: u32,
+    stderr: String,
+    record: serde_json::Value,
+}
+
+/// Compile walk.cu for sm_90 into `out` under `env`, with a report.
+fn build(nvcc: &Path, dir: &Path, out: &str, env: &[(&str, &str)]) -> Build {
+    let report = dir.join(format!("{out}.jsonl"));
+    let o = orion(nvcc, dir)
+        .args(["-c", "-arch=sm_90", "-o", out])
+        .arg(walk())
+        .env("NVCC_ORION_REPORT", &report)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    ok(&o, out);
+    let obj = dir.join(out);
+    let registers = common::fixtures::res_usage(&obj)
+        .unwrap()
+        .iter()
+        .find(|u| u.function == KERNEL)
+        .unwrap_or_else(|| panic!("{KERNEL} in {out}"))
+        .reg;
+    let record = std::fs::read_to_string(&report)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|r| r["kernel"] == KERNEL)
+        .expect("a record of the kernel");
+    Build {
+        object: std::fs::read(&obj).unwrap(),
+        registers,
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        record,
+    }
+}
+
+fn warnings(stderr: &str) -> Vec<&str> {
+    stderr
+        .lines()
+        .filter(|l| l.starts_with("nvcc-orion: warning:"))
+        .collect()
+}
+
+#[test]
+fn a_profile_ships_its_measured_variant() {
+    let label = "profile_guided";
+    let Some(nvcc) = nvcc_or_skip(label) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let model = build(&nvcc, d, "model.o", &[]);
+    assert!(warnings(&model.stderr).is_empty(), "{}", model.stderr);
+    assert!(model.record.get("measured").is_none(), "{}", model.record);
+
+    // A profile without entries changes nothing, and the report lists the variants a
+    // training build embeds, under the names a training run's profile uses.
+    std::fs::write(d.join("empty.json"), profile(&[])).unwrap();
+    let listed = build(&nvcc, d, "empty.o", &[("NVCC_ORION_PROFILE", "empty.json")]);
+    assert!(warnings(&listed.stderr).is_empty(), "{}", listed.stderr);
+    assert!(mask_tmpxft(&listed.object) == mask_tmpxft(&model.object));
+    let m = &listed.record["measured"];
+    assert!(
+        m.get("winner").is_none() && m.get("rank_error").is_none(),
+        "{m}"
+    );
+    let names: Vec<&str> = m["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names[..2], [KERNEL, &format!("{KERNEL}__orion_v1")], "{m}");
+
+    // The training run measured variant 1 faster than the original (variant 0, the model's
+    // pick): the guided build ships variant 1, against the model.
+    let v1 = names[1].to_string();
+    let guided = profile(&[entry(0, KERNEL, 120.5), entry(1, &v1, 100.25)]);
+    std::fs::write(d.join("run.json"), &guided).unwrap();
+    let a = build(&nvcc, d, "a.o", &[("NVCC_ORION_PROFILE", "run.json")]);
+    assert!(warnings(&a.stderr).is_empty(), "{}", a.stderr);
+    let m = &a.record["measured"];
+    assert_eq!(m["winner"], 1, "{m}");
+    assert_eq!(m["rank_error"], 1, "{m}");
+    assert_eq!(m["configurations"], 1, "{m}");
+    assert_eq!(m["profile"], "run.json", "{m}");
+    let variants = m["variants"].as_array().unwrap();
+    assert!((2..=5).contains(&variants.len()), "{m}");
+    assert_eq!(variants[0]["name"], KERNEL);
+    assert_eq!(variants[0]["registers"], model.registers, "{m}");
+    assert_eq!(variants[0]["measured_us"], 120.5, "{m}");
+    assert_eq!(variants[1]["name"], v1.as_str());
+    assert_eq!(variants[1]["measured_us"], 100.25, "{m}");
+    assert!(variants[1]["cycles_per_warp"].is_array(), "{m}");
+    // Unmeasured variants say so.
+    assert!(
+        variants[2..].iter().all(|v| v["measured_us"].is_null()),
+        "{m}"
+    );
+    let shipped = variants[1]["registers"].as_u64().unwrap() as u32;
+    assert_ne!(shipped, model.registers, "variant 1 is another budget: {m}");
+    assert_eq!(
+        a.registers, shipped,
+        "cuobjdump shows variant 1's registers"
+    );
+    assert_eq!(a.record["chosen_registers"], shipped);
+    let reason = a.record["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("measured fastest: variant 1"),
+        "{reason}"
+    );
+
+    // Deterministic: a second guided build gives the same bytes (nvcc's tmpxft names aside).
+    let b = build(&nvcc, d, "b.o", &[("NVCC_ORION_PROFILE", "run.json")]);
+    assert_eq!(b.registers, shipped);
+    assert!(
+        mask_tmpxft(&a.object) == mask_tmpxft(&b.object),
+        "two guided builds differ"
+    );
+
+    // A malformed profile: one warning naming the file, and the model's object.
+    std::fs::write(d.join("bad.json"), &guided[..guided.len() / 2]).unwrap();
+    let bad = build(&nvcc, d, "bad.o", &[("NVCC_ORION_PROFILE", "bad.json")]);
+    let w = warnings(&bad.stderr);
+    assert_eq!(w.len(), 1, "{}", bad.stderr);
+    assert!(
+        w[0].contains("bad.json") && w[0].contains("profile ignored"),
+        "{}",
+        w[0]
+    );
+    assert_eq!(bad.registers, model.registers);
+    assert!(mask_tmpxft(&bad.object) == mask_tmpxft(&model.object));
+
+    // A profile from another build (variant 1 under another name): one warning naming the
+    // file and the entry, and the model's object.
+    let other = profile(&[
+        entry(0, KERNEL, 120.5),
+        entry(1, &format!("{KERNEL}__orion_v2"), 100.25),
+    ]);
+    std::fs::write(d.join("other.json"), other).unwrap();
+    let mismatched = build(&nvcc, d, "other.o", &[("NVCC_ORION_PROFILE", "other.json")]);
+    let w = warnings(&mismatched.stderr);
+    assert_eq!(w.len(), 1, "{}", mismatched.stderr);
+    assert!(
+        w[0].contains("other.json: entry 1 (") && w[0].contains("in this build"),
+        "{}",
+        w[0]
+    );
+    assert_eq!(mismatched.registers, model.registers);
+    assert!(mismatched.record.get("measured").is_none());
+    assert!(mask_tmpxft(&mismatched.object) == mask_tmpxft(&model.object));
+}
+
+/// What compiler caches hash changes with the profile's content, not only its name: the
+/// `cache-key` settings line and the `--dryrun` ptxas lines.
+#[test]
+fn the_caches_see_the_profile_content() {
+    let label = "profile_cache_view";
+    let Some(nvcc) = nvcc_or_skip(label) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let file = d.join("run.json");
+    let view = |extra: &[&str]| -> (String, String) {
+        let key = orion(&nvcc, d)
+            .arg("cache-key")
+            .env("NVCC_ORION_PROFILE", &file)
+            .output()
+            .unwrap();
+        ok(&key, label);
+        let settings = String::from_utf8(key.stdout)
+            .unwrap()
+            .lines()
+            .find(|l| l.starts_with("settings:"))
+            .unwrap()
+            .to_string();
+        let o = orion(&nvcc, d)
+            .args(["--dryrun", "-c", "-arch=sm_90", "-o", "w.o"])
+            .arg(walk())
+            .args(extra)
+            .output()
+            .unwrap();
+        ok(&o, label);
+        let ptxas = String::from_utf8(o.stderr)
+            .unwrap()
+            .lines()
+            .find(|l| l.starts_with("#$ ptxas "))
+            .unwrap()
+            .to_string();
+        (settings, ptxas)
+    };
+    let flag = format!("--orion-profile={}", file.display());
+    std::fs::write(&file, profile(&[entry(0, KERNEL, 120.5)])).unwrap();
+    let (key_a, line_a) = view(&[&flag]);
+    std::fs::write(&file, profile(&[entry(0, KERNEL, 99.0)])).unwrap();
+    let (key_b, line_b) = view(&[&flag]);
+    for (text, what) in [(&key_a, "cache-key"), (&line_a, "--dryrun")] {
+        assert!(text.contains(&flag), "{what}: {text}");
+        assert!(text.contains("--orion-profile-sha256="), "{what}: {text}");
+    }
+    assert_ne!(key_a, key_b, "an edited profile must change the cache key");
+    assert_ne!(
+        line_a, line_b,
+        "an edited profile must change the ptxas line"
+    );
+    let (plain_key, plain_line) = {
+        std::fs::remove_file(&file).unwrap();
+        view(&[])
+    };
+    assert!(!plain_line.contains("--orion-profile"), "{plain_line}");
+    // cache-key still names the (now unreadable) profile from the environment.
+    assert!(plain_key.contains("sha256=unreadable"), "{plain_key}");
+}
