@@ -696,25 +696,33 @@ fn corpus_sm_86() {
 #[test]
 #[ignore = "full matrix: cargo nextest run --release --test spill_corpus --run-ignored all"]
 fn corpus_sm_75() {
-    corpus(75, 0);
+    if let Some(d) = corpus(75, 34) {
+        assert_ninety_percent(75, &d);
+    }
 }
 
 #[test]
 #[ignore = "full matrix: cargo nextest run --release --test spill_corpus --run-ignored all"]
 fn corpus_sm_80() {
-    corpus(80, 0);
+    if let Some(d) = corpus(80, 33) {
+        assert_ninety_percent(80, &d);
+    }
 }
 
 #[test]
 #[ignore = "full matrix: cargo nextest run --release --test spill_corpus --run-ignored all"]
 fn corpus_sm_89() {
-    corpus(89, 0);
+    if let Some(d) = corpus(89, 33) {
+        assert_ninety_percent(89, &d);
+    }
 }
 
 #[test]
 #[ignore = "full matrix: cargo nextest run --release --test spill_corpus --run-ignored all"]
 fn corpus_sm_90() {
-    corpus(90, 0);
+    if let Some(d) = corpus(90, 33) {
+        assert_ninety_percent(90, &d);
+    }
 }
 
 #[test]
