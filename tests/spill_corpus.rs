@@ -787,8 +787,12 @@ fn build_unforced(b: &Built) -> PathBuf {
                 }
                 cmd.env("NVCC_ORION_CACHE", built.join(format!("cache_{st}")));
                 let out = cmd.output().unwrap();
+                // Quiet as nvcc: nothing of ours (nvcc's own warnings may pass through).
+                let ours = text(&out.stderr)
+                    .lines()
+                    .any(|l| l.starts_with("nvcc-orion"));
                 assert!(
-                    out.status.success() && out.stderr.is_empty(),
+                    out.status.success() && !ours,
                     "nvcc-orion unforced, {}:\n{}",
                     f.file,
                     text(&out.stderr)
