@@ -1,5 +1,6 @@
 //! Mutation testing of the transforms and the checker: proved rewrites of our own spilling
-//! kernels (spill → shared on `tests/kernels/spill2smem/spills.cu` at `.maxnreg 31`, register
+//! kernels (spill → shared on `tests/kernels/spill2smem/spills.cu` and on the spill corpus's
+//! `c32_devcall`, whose 128-bit spills split in four, at `.maxnreg 31`, register
 //! demotion on `tests/kernels/regdem/regdem.cu`, sm_80 and sm_90) are broken on purpose —
 //! in the rewritten cubin's instruction words (a wrong slot, width, scoreboard, wait mask,
 //! stall, base, stride, thread index, predicate, register...) or in what the transform claims
@@ -57,8 +58,14 @@ const REGDEM_KERNELS: &[&str] = &[
     "_Z11r_with_callPKfPfi",
 ];
 
+/// A kernel of the spill corpus whose 128-bit spills (`STL.128`, beside a local array passed
+/// to a device function) are each moved as four 32-bit shared accesses: the three inserted
+/// pieces after each image run under the original's schedule (`tests/kernels/spill_corpus/`).
+const WIDE_SPILL: (&str, &str) = ("spill_corpus/cap32.cu", "_Z11c32_devcallPKfS0_Pfii");
+
 /// The fast subset (in the normal suite): sm_80, the spill kernel that moves values around
-/// calls and the regdem kernel with a call, and these mutations.
+/// calls, the corpus kernel with 128-bit spills and the regdem kernel with a call, and these
+/// mutations.
 const QUICK_SPILL: &str = "_Z16s_guarded_calleePKdPdi";
 const QUICK_REGDEM: &str = "_Z11r_with_callPKfPfi";
 const QUICK_MUTATIONS: &[&str] = &[
@@ -72,6 +79,7 @@ const QUICK_MUTATIONS: &[&str] = &[
     "wrong slot on an inserted STS",
     "dropped read scoreboard of an inserted STS",
     "claim: a renumbered register renamed wrongly",
+    "a piece of a split 128-bit STS, away from its image, loses its read scoreboard",
 ];
 
 fn run(cmd: &mut Command) {
@@ -192,6 +200,23 @@ fn patch_base_lea(e: &Env<Rewrite>, f: impl Fn(u128) -> u128) -> Option<(Vec<u8>
             && i.operands.iter().any(|o| o.text.starts_with("c["))
     })?;
     Some((patch(e, p.offset, f), e.r.clone()))
+}
+
+/// An inserted 32-bit `STS` of a split wide spill store with inserted `STS` on both sides:
+/// the third of the four pieces of an `STL.128`, two away from its image.
+fn far_piece(e: &Env<Rewrite>) -> Option<&Instr> {
+    let ins: BTreeSet<u64> = e.r.inserted.iter().copied().collect();
+    let sts =
+        |off: u64| at(&e.after, off).is_some_and(|i| i.op() == Op::Sts && ins.contains(&i.offset));
+    instrs(&e.after).find(|i| {
+        i.op() == Op::Sts
+            && i.ctrl.read_sb.is_some()
+            && ins.contains(&i.offset)
+            && i.offset >= 16
+            && sts(i.offset - 16)
+            && sts(i.offset + 16)
+            && at(&e.after, i.offset - 32).is_some_and(|x| x.op() == Op::Sts)
+    })
 }
 
 fn inserted<'a>(after: &'a [Function], ins: &[u64]) -> Vec<&'a Instr> {
@@ -407,6 +432,16 @@ fn spill_mutations() -> Vec<Mutation<Rewrite>> {
             r.inserted.remove(k);
             Some((e.rewritten.clone(), r))
         }),
+        (
+            "a piece of a split 128-bit STS, away from its image, loses its read scoreboard",
+            |e| {
+                let p = far_piece(e)?;
+                Some((
+                    patch(e, p.offset, |w| ctrl(w, |c| c.read_sb = None)),
+                    e.r.clone(),
+                ))
+            },
+        ),
         ("claim: map off by one instruction", |e| {
             let (o, s) = *images(&e.before, &e.after, &e.r.map, Op::Stl, Op::Sts).first()?;
             let mut r = e.r.clone();
@@ -652,12 +687,16 @@ fn spill_envs(
     nvdisasm: &Path,
     dir: &Path,
     arch: u32,
+    src: &str,
     kernels: &[&str],
 ) -> Vec<Env<Rewrite>> {
+    if kernels.is_empty() {
+        return Vec::new();
+    }
     let original = compile(
         nvcc,
         dir,
-        &kernels_dir().join("spill2smem/spills.cu"),
+        &kernels_dir().join(src),
         arch,
         Some(|k| if k.contains("s_bounds_128") { 63 } else { 31 }),
     );
@@ -754,7 +793,22 @@ fn run_plan(test: &str, plan: &Plan) -> Option<Tally> {
     let mut spill = Vec::new();
     let mut reg = Vec::new();
     for &arch in plan.archs {
-        spill.extend(spill_envs(&nvcc, &nvdisasm, dir, arch, plan.spill));
+        spill.extend(spill_envs(
+            &nvcc,
+            &nvdisasm,
+            dir,
+            arch,
+            "spill2smem/spills.cu",
+            plan.spill,
+        ));
+        spill.extend(spill_envs(
+            &nvcc,
+            &nvdisasm,
+            dir,
+            arch,
+            WIDE_SPILL.0,
+            &[WIDE_SPILL.1],
+        ));
         reg.extend(regdem_envs(&nvcc, &nvdisasm, dir, arch, plan.regdem));
     }
     let chosen = |n: &str| plan.only.is_none_or(|o| o.contains(&n));

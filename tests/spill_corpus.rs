@@ -9,18 +9,28 @@
 //! partly moved, refused (the report's reason), or not offered (spills remain with no spill →
 //! shared verdict). What must always hold is asserted: every build succeeds and prints nothing
 //! of ours; the report has one record per kernel; every kernel respects its register limit
-//! (`cuobjdump -res-usage`) and 48 KiB of shared memory; a moved kernel has no `STL`/`LDL`
-//! left (nvdisasm); a partly moved one keeps local accesses only to the words its summary
-//! says were kept, and its hottest spill word moved ([`check_partly`]); a kernel left alone
-//! has plain nvcc's code byte for byte; and the corpus itself spills under plain nvcc.
+//! (`cuobjdump -res-usage`) and 48 KiB of shared memory; a moved kernel has no spill
+//! `STL`/`LDL` left (nvdisasm's `SpillRefill` marks; a kernel's own local arrays stay in local
+//! memory); a partly moved one keeps local accesses only to the words its summary says were
+//! kept, and its hottest spill word moved ([`check_partly`]); a kernel left alone has plain
+//! nvcc's code byte for byte; and the corpus itself spills under plain nvcc.
 //! Beside it, `nvcc-orion rewrite --spill-to-shared` on plain nvcc's cubin at each kernel's
 //! limit (ptxas's own code, the budget it ships with) must exit cleanly and stay within the
 //! limit; its verdicts are a column of the table. The tally (per class and per reason) is
 //! printed per arch (`--no-capture`); `bench/results/spill-corpus-orion.md` records it.
 //!
+//! Issue 23's "Done when" is asserted on sm_86: among the kernels whose spill area fits the
+//! free shared memory, at least 90 % have every spill moved and proved, and every other kernel
+//! is partly moved or kept by a reason naming a real limit ([`LIMITS`]; any other reason
+//! fails). Without forcing, the report and `explain` show the spill → shared candidate at
+//! each spilling kernel's shipped budget with its predicted cycles beside ptxas's
+//! (`unforced_report_shows_the_candidate_at_the_shipped_budget_sm_86`, on the same builds'
+//! caches).
+//!
 //! CI time: the default run covers sm_86 (about 100 s wall with seven sessions on two cores,
-//! 22 s of CPU); the other arches (sm_75, 80, 89, 90) and the one-register-more diagnosis are
-//! `#[ignore]`d (`cargo nextest run --release --test spill_corpus --run-ignored all`).
+//! 22 s of CPU; the unforced report about 25 s more); the other arches (sm_75, 80, 89, 90)
+//! and the one-register-more diagnosis are `#[ignore]`d
+//! (`cargo nextest run --release --test spill_corpus --run-ignored all`).
 //!
 //! Without nvcc the tests print a skip message and pass (with `CI` set they fail).
 
@@ -40,6 +50,14 @@ use serde_json::Value;
 /// Block size for kernels without launch bounds (the README's example; the default, when
 /// unset, sizes the shared area for 1024 threads).
 const BLOCK: &str = "--orion-block-size=128";
+
+/// Kernels moved or partly moved and proved, per arch (the floors of [`corpus`]'s second
+/// count): on sm_86 all 40 (33 moved, 7 partly); on the others at least the moved ones.
+const PROVED_86: usize = 40;
+const PROVED_75: usize = 34;
+const PROVED_80: usize = 33;
+const PROVED_89: usize = 33;
+const PROVED_90: usize = 33;
 
 fn corpus_dir() -> PathBuf {
     common::kernels_dir().join("spill_corpus")
@@ -179,10 +197,10 @@ fn build_file(nvcc: &Path, orion: &Path, dir: &Path, arch: u32, f: &CorpusFile) 
 /// What happened to one kernel's spills.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 enum Class {
-    /// The spill → shared candidate was chosen, proved, and no `STL`/`LDL` is left.
+    /// The spill → shared candidate was chosen, proved, and no spill `STL`/`LDL` is left.
     Moved,
-    /// Chosen and proved, but some local accesses remain (the count, and what
-    /// [`check_partly`] found).
+    /// Chosen and proved, but some spill accesses remain in local memory (the count, and
+    /// what [`check_partly`] found).
     Partly(usize, String),
     /// Offered and refused: the verdict's reason.
     Refused(String),
@@ -204,7 +222,7 @@ impl Class {
     fn group(&self) -> String {
         let reason = match self {
             Class::Moved => return String::new(),
-            Class::Partly(..) => return "local accesses left".into(),
+            Class::Partly(..) => return "spill accesses left".into(),
             Class::Refused(r) | Class::NotOffered(r) => r,
         };
         // A checker rejection names the kernel, the address and the instruction: keep the
@@ -249,8 +267,11 @@ fn blank(s: &str, words: bool) -> String {
     out
 }
 
-/// Kernel → number of `STL`/`LDL` in its own `.text` section (nvdisasm).
-fn local_accesses(cubin: &Path) -> BTreeMap<String, usize> {
+/// Kernel → number of `STL`/`LDL` in its own `.text` section (nvdisasm); with `spills`,
+/// only those nvdisasm marks as ptxas's spills (`(*"SpillRefill"*)`): a kernel's own local
+/// memory (an array passed by address to a device function, one indexed at run time) is no
+/// spill and stays in local memory.
+fn local_accesses(cubin: &Path, spills: bool) -> BTreeMap<String, usize> {
     let listing = fixtures::run_tool("nvdisasm", &["-c"], cubin).unwrap();
     let mut out = BTreeMap::new();
     let mut cur: Option<String> = None;
@@ -276,7 +297,7 @@ fn local_accesses(cubin: &Path) -> BTreeMap<String, usize> {
             let local = t.split(|c: char| c.is_whitespace() || c == ';').any(|w| {
                 w == "STL" || w == "LDL" || w.starts_with("STL.") || w.starts_with("LDL.")
             });
-            if local {
+            if local && (!spills || t.contains("(*\"SpillRefill\"*)")) {
                 *out.get_mut(k).unwrap() += 1;
             }
         }
@@ -477,12 +498,107 @@ struct Row {
     at_cap: Option<String>,
 }
 
+/// The real limits a kernel's spills may stay in local memory for (issue 23: "refused with a
+/// reason that names a real limit"), each with the words of the reasons that name it (all of
+/// one entry must appear). A refusal naming none of them (a proof failure, a code shape the
+/// rewrite does not follow) fails the test.
+const LIMITS: &[(&str, &[&str])] = &[
+    (
+        "the area does not fit the free shared memory",
+        &["bytes of shared memory", "limited to"],
+    ),
+    (
+        "a register cap with no room for the base",
+        &["registers, above the limit of"],
+    ),
+    (
+        "an instruction the checker does not cover",
+        &["operand tables do not cover"],
+    ),
+    (
+        "an instruction the checker does not cover",
+        &["not covered by the operand tables"],
+    ),
+    (
+        "an architecture the rewrite does not handle",
+        &["code is not rewritten"],
+    ),
+];
+
+/// The real limit `reason` names, if any ([`LIMITS`]).
+fn limit(reason: &str) -> Option<&'static str> {
+    LIMITS
+        .iter()
+        .find(|(_, words)| words.iter().all(|w| reason.contains(w)))
+        .map(|&(name, _)| name)
+}
+
+/// The issue's "Done when" over one arch's rows.
+#[derive(Debug)]
+struct DoneWhen {
+    /// Kernels whose spill area fits the free shared memory: all but those refused because
+    /// it does not and those partly moved (a partial move is made only where it does not).
+    fits: usize,
+    /// Of those, every spill moved and proved.
+    moved: usize,
+    /// Partly moved (outside `fits`).
+    partly: usize,
+    /// Refused or not offered, by the real limit their reason names.
+    limits: BTreeMap<&'static str, usize>,
+}
+
+/// Count the rows for the issue's "Done when" and print the numbers; every kernel not moved
+/// must be partly moved or kept by a reason in [`LIMITS`] (listed in the panic otherwise).
+fn done_when(arch: u32, rows: &[Row]) -> DoneWhen {
+    let mut d = DoneWhen {
+        fits: 0,
+        moved: 0,
+        partly: 0,
+        limits: BTreeMap::new(),
+    };
+    let mut unexplained = Vec::new();
+    for r in rows {
+        match &r.class {
+            Class::Moved => {
+                d.fits += 1;
+                d.moved += 1;
+            }
+            Class::Partly(..) => d.partly += 1,
+            Class::Refused(why) | Class::NotOffered(why) => match limit(why) {
+                Some(l) => {
+                    if l != LIMITS[0].0 {
+                        d.fits += 1;
+                    }
+                    *d.limits.entry(l).or_default() += 1;
+                }
+                None => unexplained.push(format!("{} `{}`: {why}", r.file, r.kernel)),
+            },
+        }
+    }
+    println!(
+        "sm_{arch}, issue 23's done-when: {} of {} kernels whose area fits moved and proved \
+         ({:.0} %); {} partly moved; kept by a real limit: {:?}",
+        d.moved,
+        d.fits,
+        100.0 * d.moved as f64 / d.fits.max(1) as f64,
+        d.partly,
+        d.limits
+    );
+    assert!(
+        unexplained.is_empty(),
+        "sm_{arch}: spills kept in local memory for a reason that names no real limit:\n{}",
+        unexplained.join("\n")
+    );
+    d
+}
+
 /// Build, check and classify every kernel for `arch`; print the tally. At least `floor`
 /// kernels must have every spill moved and proved, and at least `proved_floor` moved or
 /// partly moved (the area for every spill above 48 KiB: the hottest words moved), proved
-/// (measured, issue 23).
-fn corpus(arch: u32, floor: usize, proved_floor: usize) {
-    let Some(b) = build(arch) else { return };
+/// (measured, issue 23). The issue's "Done when" numbers are returned for the caller to
+/// assert.
+fn corpus(arch: u32, floor: usize, proved_floor: usize) -> Option<DoneWhen> {
+    let b = build(arch)?;
     let check = std::time::Instant::now();
     let mut rows = Vec::new();
     let mut failures = Vec::new();
@@ -501,8 +617,8 @@ fn corpus(arch: u32, floor: usize, proved_floor: usize) {
         let orion_path = b.dir.join(format!("orion_{s}.cubin"));
         let plain = Cubin::parse(&std::fs::read(&plain_path).unwrap()).unwrap();
         let orion = Cubin::parse(&std::fs::read(&orion_path).unwrap()).unwrap();
-        let plain_local = local_accesses(&plain_path);
-        let orion_local = local_accesses(&orion_path);
+        let plain_local = local_accesses(&plain_path, false);
+        let orion_local = local_accesses(&orion_path, true);
         let usage: BTreeMap<String, (u32, u32)> = fixtures::res_usage(&orion_path)
             .unwrap()
             .into_iter()
@@ -578,7 +694,12 @@ fn corpus(arch: u32, floor: usize, proved_floor: usize) {
                 if u64::from(shared) > STATIC_SHARED_LIMIT {
                     failures.push(format!("{at}: {shared} bytes of shared memory"));
                 }
-                if local == 0 {
+                // Every spill moved: none of ptxas's spill accesses left, and the rewrite
+                // says it kept no spill word in local memory.
+                let kept = verdict["detail"]
+                    .as_str()
+                    .is_some_and(|d| d.contains("partly moved"));
+                if local == 0 && !kept {
                     Class::Moved
                 } else {
                     let detail = verdict["detail"].as_str().unwrap_or("");
@@ -631,6 +752,19 @@ fn corpus(arch: u32, floor: usize, proved_floor: usize) {
         moved + partly >= proved_floor,
         "sm_{arch}: {moved} moved and {partly} partly moved, below the floor {proved_floor}"
     );
+    Some(done_when(arch, &rows))
+}
+
+/// At least 90 % of the kernels whose spill area fits the free shared memory have every
+/// spill moved and proved (issue 23); the rest are partly moved or kept by a real limit
+/// ([`done_when`] fails on any other reason).
+fn assert_ninety_percent(arch: u32, d: &DoneWhen) {
+    assert!(
+        d.moved * 10 >= d.fits * 9,
+        "sm_{arch}: {} of {} kernels whose area fits moved and proved, below 90 %",
+        d.moved,
+        d.fits
+    );
 }
 
 fn print_tally(arch: u32, rows: &[Row], build_s: f64, check_s: f64) {
@@ -646,7 +780,7 @@ fn print_tally(arch: u32, rows: &[Row], build_s: f64, check_s: f64) {
     for r in rows {
         let reason = match &r.class {
             Class::Moved => String::new(),
-            Class::Partly(n, note) => format!("{n} local accesses left: {note}"),
+            Class::Partly(n, note) => format!("{n} spill accesses left: {note}"),
             Class::Refused(s) | Class::NotOffered(s) => s.clone(),
         };
         out.push_str(&format!(
@@ -704,31 +838,41 @@ fn tally(results: impl Iterator<Item = Option<String>>) -> String {
 
 #[test]
 fn corpus_sm_86() {
-    corpus(86, 29, 36);
+    if let Some(d) = corpus(86, 33, PROVED_86) {
+        assert_ninety_percent(86, &d);
+    }
 }
 
 #[test]
 #[ignore = "full matrix: cargo nextest run --release --test spill_corpus --run-ignored all"]
 fn corpus_sm_75() {
-    corpus(75, 0, 0);
+    if let Some(d) = corpus(75, 34, PROVED_75) {
+        assert_ninety_percent(75, &d);
+    }
 }
 
 #[test]
 #[ignore = "full matrix: cargo nextest run --release --test spill_corpus --run-ignored all"]
 fn corpus_sm_80() {
-    corpus(80, 0, 0);
+    if let Some(d) = corpus(80, 33, PROVED_80) {
+        assert_ninety_percent(80, &d);
+    }
 }
 
 #[test]
 #[ignore = "full matrix: cargo nextest run --release --test spill_corpus --run-ignored all"]
 fn corpus_sm_89() {
-    corpus(89, 0, 0);
+    if let Some(d) = corpus(89, 33, PROVED_89) {
+        assert_ninety_percent(89, &d);
+    }
 }
 
 #[test]
 #[ignore = "full matrix: cargo nextest run --release --test spill_corpus --run-ignored all"]
 fn corpus_sm_90() {
-    corpus(90, 0, 0);
+    if let Some(d) = corpus(90, 33, PROVED_90) {
+        assert_ninety_percent(90, &d);
+    }
 }
 
 #[test]
@@ -751,6 +895,202 @@ fn reasons_group_by_kind() {
     assert_eq!(
         proof.group(),
         "the checker rejected the rewrite: the original `…` at N became `…`"
+    );
+}
+
+/// Without forcing (issue 23's second "Done when"): `nvcc-orion` with
+/// `--orion-transforms=spill2smem` only, on the files of [`build`] (its per-file cache, so the
+/// variants are ptxas's runs already made): the `--orion-report` JSONL of every file, and
+/// `explain` on it. Folder with `<stem>.jsonl` and `<stem>.explain`.
+fn build_unforced(b: &Built) -> PathBuf {
+    let orion = PathBuf::from(env!("CARGO_BIN_EXE_nvcc-orion"));
+    let nvcc = common::nvcc_or_skip("spill_corpus").unwrap();
+    let stamp = std::fs::read(b.dir.join("COMPLETE")).unwrap();
+    let key = b.dir.to_string_lossy().into_owned();
+    let lock = common::Locked::new(
+        "spill-corpus-unforced",
+        &nvcc,
+        &[key.as_bytes(), &stamp, &std::fs::read(&orion).unwrap()],
+    );
+    if lock.complete() {
+        return lock.dir.clone();
+    }
+    let files = manifest();
+    std::thread::scope(|s| {
+        for f in &files {
+            let (orion, dir, built) = (&orion, &lock.dir, &b.dir);
+            s.spawn(move || {
+                let st = stem(&f.file);
+                let report = dir.join(format!("{st}.jsonl"));
+                let mut cmd = Command::new(orion);
+                cmd.current_dir(dir)
+                    .args(["-cubin", "-arch=sm_86"])
+                    .args(&f.flags)
+                    .args(["--orion-transforms=spill2smem", BLOCK])
+                    .arg(format!("--orion-report={}", report.display()))
+                    .arg(corpus_dir().join(&f.file))
+                    .args(["-o", &format!("{st}.cubin")]);
+                for (k, _) in std::env::vars_os() {
+                    if k.to_string_lossy().starts_with("NVCC_ORION") && k != "NVCC_ORION_NVCC" {
+                        cmd.env_remove(k);
+                    }
+                }
+                cmd.env("NVCC_ORION_CACHE", built.join(format!("cache_{st}")));
+                let out = cmd.output().unwrap();
+                // Quiet as nvcc: nothing of ours (nvcc's own warnings may pass through).
+                let ours = text(&out.stderr)
+                    .lines()
+                    .any(|l| l.starts_with("nvcc-orion"));
+                assert!(
+                    out.status.success() && !ours,
+                    "nvcc-orion unforced, {}:\n{}",
+                    f.file,
+                    text(&out.stderr)
+                );
+                let explain = Command::new(orion)
+                    .arg("explain")
+                    .arg(&report)
+                    .output()
+                    .unwrap();
+                assert!(explain.status.success(), "explain {}", report.display());
+                std::fs::write(dir.join(format!("{st}.explain")), &explain.stdout).unwrap();
+            });
+        }
+    });
+    lock.finish();
+    lock.dir.clone()
+}
+
+/// `explain`'s rows of `kernel`'s table: each row's words.
+fn explain_rows<'a>(explain: &'a str, kernel: &str) -> Vec<Vec<&'a str>> {
+    let mut rows = Vec::new();
+    let mut mine = false;
+    for line in explain.lines() {
+        if !line.starts_with(' ') {
+            mine = line.split_whitespace().nth(1) == Some(kernel);
+            continue;
+        }
+        if mine {
+            rows.push(line.split_whitespace().collect());
+        }
+    }
+    rows
+}
+
+/// Without forcing, for every kernel of the corpus that spills at the budget it ships with
+/// (ptxas's own count, within its limit), the report and `explain` show the spill → shared
+/// candidate at that budget with its predicted cycles beside ptxas's, or its refusal at that
+/// budget naming a real limit ([`LIMITS`]). sm_86, reusing [`build`]'s compiles.
+#[test]
+fn unforced_report_shows_the_candidate_at_the_shipped_budget_sm_86() {
+    let Some(b) = build(86) else { return };
+    let dir = build_unforced(&b);
+    let mut failures = Vec::new();
+    let (mut shown, mut refused) = (0, 0);
+    for f in manifest() {
+        let st = stem(&f.file);
+        let explain = std::fs::read_to_string(dir.join(format!("{st}.explain"))).unwrap();
+        let report: Vec<Value> = std::fs::read_to_string(dir.join(format!("{st}.jsonl")))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        for kernel in f.kernels.keys() {
+            let at = format!("{kernel} ({})", f.file);
+            let Some(r) = report.iter().find(|r| r["kernel"] == kernel.as_str()) else {
+                failures.push(format!("{at}: no record"));
+                continue;
+            };
+            let ptxas = &r["candidates"][0];
+            if ptxas["spill_instructions"].as_u64().unwrap_or(0) == 0 {
+                continue;
+            }
+            let shipped = ptxas["registers"].as_u64().unwrap();
+            let cycles = |c: &Value| c["cycles_per_warp"][0].as_f64().filter(|&x| x > 0.0);
+            let rows = explain_rows(&explain, kernel);
+            let baseline = rows
+                .iter()
+                .find(|w| w.starts_with(&["*", "ptxas"]) || w.starts_with(&["ptxas"]));
+            let candidate =
+                r["candidates"].as_array().unwrap().iter().find(|c| {
+                    c["budget"]["spill_to_shared"] == true && c["budget"]["regs"] == shipped
+                });
+            let row = rows.iter().find(|w| {
+                w.first() == Some(&shipped.to_string().as_str())
+                    && w.get(1..4) == Some(&["spill", "→", "shared"][..])
+            });
+            match (candidate, row) {
+                (Some(c), Some(w)) => {
+                    let c_cycles = cycles(c);
+                    let p_cycles = cycles(ptxas);
+                    let shown_cycles =
+                        |w: &[&str]| w.get(w.len().wrapping_sub(2))?.parse::<f64>().ok();
+                    if c_cycles.is_none()
+                        || p_cycles.is_none()
+                        || w.last() != Some(&"proved")
+                        || shown_cycles(w).is_none()
+                        || baseline.and_then(|b| shown_cycles(b)).is_none()
+                    {
+                        failures.push(format!(
+                            "{at}: the candidate at {shipped} without predicted cycles beside \
+                             ptxas's: report {c} / {ptxas}, explain {w:?} / {baseline:?}"
+                        ));
+                    } else {
+                        shown += 1;
+                    }
+                }
+                (None, Some(w)) => {
+                    let v = &r["verdict"];
+                    let detail = v["detail"].as_str().unwrap_or("");
+                    if v["budget"] != shipped || v["proved"] != false || limit(detail).is_none() {
+                        failures.push(format!(
+                            "{at}: no candidate at {shipped}, and no refusal there naming a \
+                             real limit: {v}"
+                        ));
+                    } else if !w.join(" ").contains(&format!(
+                        "rejected: {}",
+                        detail.split_whitespace().collect::<Vec<_>>().join(" ")
+                    )) {
+                        failures.push(format!("{at}: explain does not give the refusal: {w:?}"));
+                    } else {
+                        refused += 1;
+                    }
+                }
+                _ => failures.push(format!(
+                    "{at}: no spill → shared row at the shipped budget {shipped} in explain:\n{}",
+                    rows.iter()
+                        .map(|w| w.join(" "))
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                )),
+            }
+        }
+    }
+    println!(
+        "unforced, sm_86: {shown} spilling kernels show the spill → shared candidate at their \
+         shipped budget with predicted cycles, {refused} its refusal there naming a real limit"
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(shown > 0, "no candidate shown at all");
+}
+
+#[test]
+fn reasons_name_real_limits() {
+    let room = "106 slots × 128 threads need 54272 bytes of shared memory beside the kernel's 0; \
+                static shared memory is limited to 49152";
+    assert_eq!(limit(room), Some(LIMITS[0].0));
+    assert_eq!(
+        limit("the base register needs 33 registers, above the limit of 32"),
+        Some("a register cap with no room for the base")
+    );
+    // A proof failure or a code shape not followed names no limit: the test fails on it.
+    assert_eq!(
+        limit("the checker rejected the rewrite: scheduling: `STS` at 0x3220: no producer"),
+        None
+    );
+    assert_eq!(
+        limit("re-layout refused: the callee of the call at 0x9c0 returns through an address"),
+        None
     );
 }
 

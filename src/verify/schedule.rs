@@ -345,12 +345,15 @@ fn check_other(sm: u32, f: &Function, k: usize, targets: &BTreeSet<u64>) -> Resu
     Ok(())
 }
 
-/// An inserted 32-bit half of a wide spill access split in two: right next to the image of
-/// the original wide access (nothing between), the same kind of access (load or store) under
-/// the same guard, with the original's control bits exactly, moving data registers the
-/// original moved (or `RZ`, where the original stores `RZ`). It then runs under the
-/// original's own schedule: every scoreboard the original set is set by it too, and every
-/// later wait the original needed covers it.
+/// An inserted 32-bit piece of a wide spill access split in 32-bit words: next to the image
+/// of the original wide access, with nothing between but other inserted pieces of the same
+/// access (a 128-bit access has three after its image), each the same kind of access (load
+/// or store) under the same guard, with the original's control bits exactly, moving data
+/// registers the original moved (or `RZ`, where the original stores `RZ`). Such a run issues
+/// no earlier than the original would have (the instructions before keep their stalls) and
+/// ends at, or starts right after, its image: every scoreboard the original set is set by
+/// each piece too, every wait the original made each piece makes, and every later wait the
+/// original needed comes after the whole run and covers it.
 fn split_half(
     f: &Function,
     k: usize,
@@ -386,24 +389,42 @@ fn split_half(
                 .any(|o| matches!(o.kind, OperandKind::Reg(RZ)))
             && data(i).is_empty()
     };
-    let mine = data(ins);
-    [k.checked_sub(1), Some(k + 1)]
-        .into_iter()
-        .flatten()
-        .filter_map(|n| f.instrs.get(n))
-        .filter(|n| !inserted.contains(&n.offset))
-        .filter_map(|n| origin.get(&n.offset).map(|o| (n, *o)))
-        .any(|(n, o)| {
-            kind(o) == Some(load)
-                && kind(n) == Some(load)
-                && o.predicate == ins.predicate
-                && n.predicate == ins.predicate
-                && ins.ctrl.write_sb == o.ctrl.write_sb
-                && ins.ctrl.read_sb == o.ctrl.read_sb
-                && ins.ctrl.wait_mask | o.ctrl.wait_mask == ins.ctrl.wait_mask
-                && ins.ctrl.reuse == 0
-                && ((!mine.is_empty() && mine.is_subset(&data(o))) || (zero(ins) && zero(o)))
-        })
+    // `piece` is an inserted piece of the wide access `o`.
+    let piece_of = |piece: &Instr, o: &Instr| {
+        let mine = data(piece);
+        kind(piece) == Some(load)
+            && piece.predicate == o.predicate
+            && piece.ctrl.write_sb == o.ctrl.write_sb
+            && piece.ctrl.read_sb == o.ctrl.read_sb
+            && piece.ctrl.wait_mask | o.ctrl.wait_mask == piece.ctrl.wait_mask
+            && piece.ctrl.reuse == 0
+            && ((!mine.is_empty() && mine.is_subset(&data(o))) || (zero(piece) && zero(o)))
+    };
+    // Each way, over the run of inserted instructions, to the first original one: it must be
+    // the image of a wide access of this kind and every instruction of the run a piece of it.
+    let before = f.instrs[..k].iter().rev();
+    let after = f.instrs.get(k + 1..).unwrap_or_default().iter();
+    let sides: [Box<dyn Iterator<Item = &Instr>>; 2] = [Box::new(before), Box::new(after)];
+    sides.into_iter().any(|mut side| {
+        let mut run = Vec::new();
+        let Some(n) = side.find(|n| {
+            let original = !inserted.contains(&n.offset);
+            if !original {
+                run.push(*n);
+            }
+            original
+        }) else {
+            return false;
+        };
+        let Some(o) = origin.get(&n.offset) else {
+            return false;
+        };
+        kind(o) == Some(load)
+            && kind(n) == Some(load)
+            && n.predicate == ins.predicate
+            && piece_of(ins, o)
+            && run.iter().all(|p| piece_of(p, o))
+    })
 }
 
 /// The scheduling check of a whole rewrite (both transforms): every inserted instruction's

@@ -49,11 +49,14 @@ fn frame_word(w: u128, op: u16) -> Option<(i64, u8)> {
 }
 
 /// Whether `w` writes `R1` (the frame pointer): frame words cannot be followed across it.
+/// Stores write no register, and `BSSY Bn` / `BSYNC Bn` (0x941) hold their convergence
+/// barrier where other instructions hold their destination (`BSSY B1` is no write of `R1`:
+/// the FP32 division slow path opens with one).
 fn writes_sp(w: u128) -> bool {
     encode::reg(w, encode::RegField::Dst) == 1
         && !matches!(
             encode::opcode(w),
-            encode::OP_STL | encode::OP_STS | 0x386 | 0x986 | 0x988
+            encode::OP_STL | encode::OP_STS | 0x386 | 0x986 | 0x988 | encode::OP_BSSY | 0x941
         )
 }
 
@@ -339,4 +342,22 @@ pub(super) fn section_functions(cubin: &Cubin, sec: usize, words: &[u128]) -> Ve
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::writes_sp;
+
+    /// Words from nvdisasm's listing of the FP32 division slow path (sm_86, CUDA 13.5): the
+    /// convergence barriers `B1` sit in the destination field without writing `R1`.
+    #[test]
+    fn convergence_barriers_do_not_write_the_frame_pointer() {
+        let bssy_b1: u128 = 0x0000_0790_0001_7945;
+        let bsync_b1: u128 = 0x0000_0000_0001_7941;
+        // `IADD3 R1, R1, -0x1a0, RZ` does.
+        let iadd3_r1: u128 = 0xffff_fe60_0101_7810;
+        assert!(!writes_sp(bssy_b1));
+        assert!(!writes_sp(bsync_b1));
+        assert!(writes_sp(iadd3_r1));
+    }
 }
