@@ -30,7 +30,8 @@ pub type Kept = (Option<String>, Option<String>);
 #[derive(Debug, Default)]
 pub struct Notes {
     pub(crate) transforms: BTreeMap<String, String>,
-    pub(crate) verdicts: BTreeMap<String, Verdict>,
+    /// Every verdict per kernel, in the order the rewrites were checked.
+    verdicts: BTreeMap<String, Vec<Verdict>>,
 }
 
 impl Notes {
@@ -42,12 +43,21 @@ impl Notes {
         e.push_str(&note);
     }
 
-    /// Record `v` for `kernel`; a proved verdict is not replaced by a refusal (a rewrite
-    /// offered at two budgets, the shipped one and a lower one, keeps the one that moved).
     fn verdict(&mut self, kernel: String, v: Verdict) {
-        if v.proved || !self.verdicts.get(&kernel).is_some_and(|old| old.proved) {
-            self.verdicts.insert(kernel, v);
-        }
+        self.verdicts.entry(kernel).or_default().push(v);
+    }
+
+    /// The verdict the report shows for `kernel`: the proved one at `shipped`, the budget of
+    /// the rewrite that ships (a rewrite offered at two budgets reports the one chosen);
+    /// else the last proved one, else the last (a refusal is never shown over a proof).
+    pub(crate) fn take_verdict(&mut self, kernel: &str, shipped: Option<u32>) -> Option<Verdict> {
+        let all = self.verdicts.remove(kernel)?;
+        let pick = all
+            .iter()
+            .rposition(|v| v.proved && Some(v.budget) == shipped)
+            .or_else(|| all.iter().rposition(|v| v.proved))
+            .unwrap_or(all.len() - 1);
+        all.into_iter().nth(pick)
     }
 }
 
@@ -221,11 +231,33 @@ mod tests {
             detail: String::new(),
         };
         let mut n = Notes::default();
+        let seen = |v: Option<Verdict>| v.map(|v| (v.budget, v.proved));
         n.verdict("k".into(), v(32, true));
         n.verdict("k".into(), v(24, false));
-        assert_eq!((n.verdicts["k"].budget, n.verdicts["k"].proved), (32, true));
+        assert_eq!(seen(n.take_verdict("k", None)), Some((32, true)));
         n.verdict("j".into(), v(32, false));
         n.verdict("j".into(), v(24, true));
-        assert_eq!((n.verdicts["j"].budget, n.verdicts["j"].proved), (24, true));
+        assert_eq!(seen(n.take_verdict("j", None)), Some((24, true)));
+        n.verdict("r".into(), v(32, false));
+        assert_eq!(seen(n.take_verdict("r", None)), Some((32, false)));
+        assert_eq!(seen(n.take_verdict("r", None)), None);
+    }
+
+    #[test]
+    fn the_report_shows_the_verdict_of_the_rewrite_that_ships() {
+        let v = |budget, proved| Verdict {
+            budget,
+            proved,
+            detail: String::new(),
+        };
+        let mut n = Notes::default();
+        // Offered at the shipped budget 64 and at 40; both proved, the one at 64 ships.
+        n.verdict("k".into(), v(64, true));
+        n.verdict("k".into(), v(40, true));
+        let got = n.take_verdict("k", Some(64)).unwrap();
+        assert_eq!((got.budget, got.proved), (64, true));
+        n.verdict("k".into(), v(64, true));
+        n.verdict("k".into(), v(40, true));
+        assert_eq!(n.take_verdict("k", Some(40)).unwrap().budget, 40);
     }
 }

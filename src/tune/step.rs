@@ -280,6 +280,10 @@ fn select_kernel(
             settings.margin_percent
         );
     }
+    let shipped_rewrite = options[choice.index]
+        .budget
+        .filter(|b| b.rewritten())
+        .map(|b| b.regs);
     Some(KernelRecord {
         arch: String::new(),
         kernel: p.name.clone(),
@@ -293,7 +297,7 @@ fn select_kernel(
         reason: choice.reason,
         pruned: kernel_pruned,
         transform: ctx.notes.transforms.remove(&p.name),
-        verdict: ctx.notes.verdicts.remove(&p.name),
+        verdict: ctx.notes.take_verdict(&p.name, shipped_rewrite),
         cubins,
         measured,
     })
