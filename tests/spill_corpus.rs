@@ -19,7 +19,7 @@
 //! limit; its verdicts are a column of the table. The tally (per class and per reason) is
 //! printed per arch (`--no-capture`); `bench/results/spill-corpus-orion.md` records it.
 //!
-//! Issue 23's "Done when" is asserted on sm_86: among the kernels whose spill area fits the
+//! Issue 23's "Done when" is asserted on every arch (sm_75, 80, 86, 89, 90): among the kernels whose spill area fits the
 //! free shared memory, at least 90 % have every spill moved and proved, and every other kernel
 //! is partly moved or kept by a reason naming a real limit ([`LIMITS`]; any other reason
 //! fails). Without forcing, the report and `explain` show the spill → shared candidate at
@@ -27,10 +27,9 @@
 //! (`unforced_report_shows_the_candidate_at_the_shipped_budget_sm_86`, on the same builds'
 //! caches).
 //!
-//! CI time: the default run covers sm_86 (about 100 s wall with seven sessions on two cores,
-//! 22 s of CPU; the unforced report about 25 s more); the other arches (sm_75, 80, 89, 90)
-//! and the one-register-more diagnosis are `#[ignore]`d
-//! (`cargo nextest run --release --test spill_corpus --run-ignored all`).
+//! CI time: about 25–40 s wall per arch on an idle two-core machine (2 min for sm_75, 80, 89
+//! and 90 together), the unforced report about 25 s more; the one-register-more diagnosis is
+//! `#[ignore]`d (`cargo nextest run --release --test spill_corpus --run-ignored all`).
 //!
 //! Without nvcc the tests print a skip message and pass (with `CI` set they fail).
 
@@ -52,12 +51,12 @@ use serde_json::Value;
 const BLOCK: &str = "--orion-block-size=128";
 
 /// Kernels moved or partly moved and proved, per arch (the floors of [`corpus`]'s second
-/// count): on sm_86 all 40 (33 moved, 7 partly); on the others at least the moved ones.
+/// count): all 40 on every arch (34 moved and 6 partly on sm_75, 33 and 7 on the others).
 const PROVED_86: usize = 40;
-const PROVED_75: usize = 34;
-const PROVED_80: usize = 33;
-const PROVED_89: usize = 33;
-const PROVED_90: usize = 33;
+const PROVED_75: usize = 40;
+const PROVED_80: usize = 40;
+const PROVED_89: usize = 40;
+const PROVED_90: usize = 40;
 
 fn corpus_dir() -> PathBuf {
     common::kernels_dir().join("spill_corpus")
@@ -844,7 +843,6 @@ fn corpus_sm_86() {
 }
 
 #[test]
-#[ignore = "full matrix: cargo nextest run --release --test spill_corpus --run-ignored all"]
 fn corpus_sm_75() {
     if let Some(d) = corpus(75, 34, PROVED_75) {
         assert_ninety_percent(75, &d);
@@ -852,7 +850,6 @@ fn corpus_sm_75() {
 }
 
 #[test]
-#[ignore = "full matrix: cargo nextest run --release --test spill_corpus --run-ignored all"]
 fn corpus_sm_80() {
     if let Some(d) = corpus(80, 33, PROVED_80) {
         assert_ninety_percent(80, &d);
@@ -860,7 +857,6 @@ fn corpus_sm_80() {
 }
 
 #[test]
-#[ignore = "full matrix: cargo nextest run --release --test spill_corpus --run-ignored all"]
 fn corpus_sm_89() {
     if let Some(d) = corpus(89, 33, PROVED_89) {
         assert_ninety_percent(89, &d);
@@ -868,7 +864,6 @@ fn corpus_sm_89() {
 }
 
 #[test]
-#[ignore = "full matrix: cargo nextest run --release --test spill_corpus --run-ignored all"]
 fn corpus_sm_90() {
     if let Some(d) = corpus(90, 33, PROVED_90) {
         assert_ninety_percent(90, &d);
