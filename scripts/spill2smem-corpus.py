@@ -48,7 +48,8 @@ def res_usage(cubin):
 
 
 def local_ops(cubin):
-    """kernel -> STL/LDL instructions in its own section."""
+    """kernel -> spill STL/LDL instructions in its own section (nvdisasm marks them
+    SpillRefill; a kernel's own local arrays are not spills)."""
     text = subprocess.run([tool("nvdisasm"), "-c", cubin], capture_output=True, text=True,
                           check=True).stdout
     out, cur = {}, None
@@ -58,7 +59,7 @@ def local_ops(cubin):
             cur = m.group(1)
             out.setdefault(cur, 0)
             continue
-        if cur and re.search(r"\b(STL|LDL)(\.\S+)?\s", line):
+        if cur and re.search(r"\b(STL|LDL)(\.\S+)?\s", line) and "SpillRefill" in line:
             out[cur] += 1
     return out
 
@@ -70,13 +71,14 @@ def build(cmd, env=None):
     return r
 
 
-def what(rec, after):
+def what(rec):
     """moved / partly moved / kept, and why, from the kernel's report record."""
+    verdict = rec.get("verdict")
     if rec["chosen"] != 0:
         budget = rec["candidates"][rec["chosen"]].get("budget") or {}
         at = budget.get("regs", "?")
-        return ("moved" if after == 0 else "partly moved") + f" (budget {at})"
-    verdict = rec.get("verdict")
+        partly = isinstance(verdict, dict) and "partly moved" in verdict.get("detail", "")
+        return ("partly moved" if partly else "moved") + f" (budget {at})"
     if isinstance(verdict, dict) and verdict.get("proved") is False:
         return "refused: " + verdict.get("detail", "")
     return "kept: " + (rec.get("transform") or rec.get("reason") or "")
@@ -117,7 +119,7 @@ def main():
                     rows.append((f["file"], k, f["kernels"][k], arch, preg, oreg, pl.get(k, 0),
                                  ol.get(k, 0), osh - psh, cycles(rec["candidates"][0]),
                                  cycles(ship), rec["block_sizes"][0],
-                                 what(rec, ol.get(k, 0))))
+                                 what(rec)))
     moved = sum(r[12].startswith("moved") for r in rows)
     partly = sum(r[12].startswith("partly") for r in rows)
     print("# Spill → shared on the spill corpus\n")
@@ -139,7 +141,7 @@ def main():
     print(f"{len(rows)} kernel builds: {moved} with every spill moved, {partly} partly moved "
           f"(the hottest words; the area for all of them would pass 48 KiB), "
           f"{len(rows) - moved - partly} kept.\n")
-    print("| file | kernel | limit | arch | regs | local | smem + | cycles ptxas → shipped | at "
+    print("| file | kernel | limit | arch | regs | spills | smem + | cycles ptxas → shipped | at "
           "| result |")
     print("|---|---|---:|---|---|---|---:|---|---:|---|")
     for (file, k, limit, arch, preg, oreg, pl, ol, add, pc, sc, at, res) in rows:
