@@ -17,13 +17,13 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from corpus_tools import local_ops, res_usage, tool  # noqa: E402
+
 ARCHS = [75, 80, 86, 89, 90]
 ROOT = os.path.join("tests", "kernels", "spill_corpus")
 
 
-def tool(name):
-    home = os.environ.get("CUDA_HOME")
-    return os.path.join(home, "bin", name) if home else name
 
 
 def ptxas_stats(log):
@@ -42,35 +42,8 @@ def ptxas_stats(log):
     return out
 
 
-def res_usage(cubin):
-    out, cur = {}, None
-    text = subprocess.run([tool("cuobjdump"), "-res-usage", cubin], capture_output=True,
-                          text=True, check=True).stdout
-    for line in text.splitlines():
-        m = re.match(r"\s*Function (\S+):", line)
-        if m:
-            cur = m.group(1)
-            continue
-        m = re.search(r"REG:(\d+) STACK:(\d+) SHARED:(\d+)", line)
-        if m and cur:
-            out[cur] = tuple(int(g) for g in m.groups())
-    return out
 
 
-def local_ops(cubin):
-    """kernel -> number of STL/LDL instructions in its own section."""
-    text = subprocess.run([tool("nvdisasm"), "-c", cubin], capture_output=True, text=True,
-                          check=True).stdout
-    out, cur = {}, None
-    for line in text.splitlines():
-        m = re.match(r"\s*\.section\s+\.text\.(\S+?),", line)
-        if m:
-            cur = m.group(1)
-            out.setdefault(cur, 0)
-            continue
-        if cur and re.search(r"\b(STL|LDL)(\.\S+)?\s", line):
-            out[cur] += 1
-    return out
 
 
 def main():

@@ -21,47 +21,19 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from corpus_tools import local_ops, res_usage, tool  # noqa: E402
+
 ROOT = os.path.join("tests", "kernels", "spill_corpus")
 ORION = os.path.join("target", "release", "nvcc-orion")
 FLAGS = ["--orion-transforms=spill2smem", "--orion-force=spill2smem",
          "--orion-block-size=128"]
 
 
-def tool(name):
-    home = os.environ.get("CUDA_HOME")
-    return os.path.join(home, "bin", name) if home else name
 
 
-def res_usage(cubin):
-    out, cur = {}, None
-    text = subprocess.run([tool("cuobjdump"), "-res-usage", cubin], capture_output=True,
-                          text=True, check=True).stdout
-    for line in text.splitlines():
-        m = re.match(r"\s*Function (\S+):", line)
-        if m:
-            cur = m.group(1)
-            continue
-        m = re.search(r"REG:(\d+) STACK:(\d+) SHARED:(\d+)", line)
-        if m and cur:
-            out[cur] = tuple(int(g) for g in m.groups())
-    return out
 
 
-def local_ops(cubin):
-    """kernel -> spill STL/LDL instructions in its own section (nvdisasm marks them
-    SpillRefill; a kernel's own local arrays are not spills)."""
-    text = subprocess.run([tool("nvdisasm"), "-c", cubin], capture_output=True, text=True,
-                          check=True).stdout
-    out, cur = {}, None
-    for line in text.splitlines():
-        m = re.match(r"\s*\.section\s+\.text\.(\S+?),", line)
-        if m:
-            cur = m.group(1)
-            out.setdefault(cur, 0)
-            continue
-        if cur and re.search(r"\b(STL|LDL)(\.\S+)?\s", line) and "SpillRefill" in line:
-            out[cur] += 1
-    return out
 
 
 def build(cmd, env=None):
@@ -110,7 +82,7 @@ def main():
                 build([ORION, "-cubin", f"-arch=sm_{arch}", *f["flags"], *FLAGS,
                        f"--orion-report={rep}", src, "-o", ours], env)
                 pu, ou = res_usage(plain), res_usage(ours)
-                pl, ol = local_ops(plain), local_ops(ours)
+                pl, ol = local_ops(plain, True), local_ops(ours, True)
                 recs = {r["kernel"]: r for r in map(json.loads, open(rep))}
                 for k in sorted(f["kernels"]):
                     rec = recs[k]

@@ -16,31 +16,6 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn nvcc_or_skip(label: &str) -> Option<PathBuf> {
-    let nvcc = common::find_nvcc();
-    if nvcc.is_none() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{label}: no nvcc found and CI is set"
-        );
-        eprintln!("SKIPPED {label}: no nvcc found");
-    }
-    nvcc
-}
-
-fn walk() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/kernels/walk.cu")
-}
-
-fn ok(o: &Output, what: &str) {
-    assert!(
-        o.status.success(),
-        "{what}: {}\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
-
 /// The registers of `walk_features` in an object.
 fn walk_regs(obj: &Path) -> u32 {
     common::fixtures::res_usage(obj)
@@ -56,7 +31,7 @@ fn walk_regs(obj: &Path) -> u32 {
 #[test]
 fn dryrun_ptxas_lines_carry_the_settings() {
     let label = "dryrun_settings";
-    let Some(nvcc) = nvcc_or_skip(label) else {
+    let Some(nvcc) = common::nvcc_or_skip(label) else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -64,7 +39,7 @@ fn dryrun_ptxas_lines_carry_the_settings() {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_nvcc-orion"));
         cmd.current_dir(dir.path())
             .args(["--dryrun", "--keep", "-c", "-arch=sm_90", "-o", "w.o"])
-            .arg(walk())
+            .arg(common::example("walk.cu"))
             .args(extra)
             .env("NVCC_ORION_NVCC", &nvcc)
             .env("NVCC_ORION_CACHE", dir.path().join("cache"))
@@ -75,7 +50,7 @@ fn dryrun_ptxas_lines_carry_the_settings() {
             .env_remove("NVCC_ORION_TRANSFORMS")
             .envs(env.iter().copied());
         let o = cmd.output().unwrap();
-        ok(&o, label);
+        common::assert_ok(&o, label);
         let text = String::from_utf8(o.stderr).unwrap();
         text.lines()
             .find(|l| l.starts_with("#$ ptxas "))
@@ -170,7 +145,7 @@ fn three_compiles(label: &str, d: &Path, launch: &dyn Fn(&str, &Path) -> u64) {
 #[test]
 fn sccache_steps_miss_when_a_setting_changes() {
     let label = "sccache_settings";
-    let Some(nvcc) = nvcc_or_skip(label) else {
+    let Some(nvcc) = common::nvcc_or_skip(label) else {
         return;
     };
     let Some(sccache) = sccache_dist(label) else {
@@ -212,12 +187,12 @@ fn sccache_steps_miss_when_a_setting_changes() {
                 env!("CARGO_BIN_EXE_nvcc-orion").as_ref(),
                 "-c".as_ref(),
                 "-arch=sm_90".as_ref(),
-                walk().as_os_str(),
+                common::example("walk.cu").as_os_str(),
                 "-o".as_ref(),
                 obj.as_os_str(),
             ],
         );
-        ok(&o, &format!("{label} {force}"));
+        common::assert_ok(&o, &format!("{label} {force}"));
         misses(())
     };
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -234,7 +209,7 @@ fn sccache_steps_miss_when_a_setting_changes() {
 #[test]
 fn ccache_misses_when_a_setting_changes() {
     let label = "ccache_settings";
-    let Some(nvcc) = nvcc_or_skip(label) else {
+    let Some(nvcc) = common::nvcc_or_skip(label) else {
         return;
     };
     let Some(ccache) = common::packaged_tool("ccache", label) else {
@@ -267,12 +242,12 @@ fn ccache_misses_when_a_setting_changes() {
                 env!("CARGO_BIN_EXE_nvcc-orion").as_ref(),
                 "-c".as_ref(),
                 "-arch=sm_90".as_ref(),
-                walk().as_os_str(),
+                common::example("walk.cu").as_os_str(),
                 "-o".as_ref(),
                 obj.as_os_str(),
             ],
         );
-        ok(&o, &format!("{label} {force}"));
+        common::assert_ok(&o, &format!("{label} {force}"));
         let stats = cc(None, &["--print-stats".as_ref()]);
         let text = String::from_utf8_lossy(&stats.stdout).into_owned();
         let count = |key: &str| -> u64 {

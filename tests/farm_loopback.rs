@@ -82,15 +82,6 @@ fn output_within(cmd: &mut Command, secs: u64, what: &str) -> Output {
     }
 }
 
-fn ok(o: &Output, what: &str) {
-    assert!(
-        o.status.success(),
-        "{what}:\n{}\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
-
 /// `nvcc-orion toolchain --sccache-dist out`: the client configuration it prints.
 fn pack(nvcc: &Path, out: &Path, orion_cache: &Path) -> String {
     let o = output_within(
@@ -102,7 +93,7 @@ fn pack(nvcc: &Path, out: &Path, orion_cache: &Path) -> String {
         300,
         "nvcc-orion toolchain",
     );
-    ok(&o, "nvcc-orion toolchain");
+    common::assert_ok(&o, "nvcc-orion toolchain");
     String::from_utf8(o.stdout).unwrap()
 }
 
@@ -124,7 +115,7 @@ fn toolchain_archive_is_deterministic() {
         "{label}: two runs differ"
     );
     let list = output_within(Command::new("tar").arg("tzvf").arg(&a), 120, "tar tzvf");
-    ok(&list, "tar tzvf");
+    common::assert_ok(&list, "tar tzvf");
     let list = String::from_utf8(list.stdout).unwrap();
     eprintln!("{list}");
     let names: Vec<&str> = list
@@ -383,7 +374,7 @@ fn cmake_through_sccache_dist_on_loopback() {
             .arg("-B")
             .arg(&dir);
         with_env(&mut configure);
-        ok(
+        common::assert_ok(
             &output_within(&mut configure, 300, name),
             &format!("{label}: configure {name}"),
         );
@@ -408,7 +399,7 @@ fn cmake_through_sccache_dist_on_loopback() {
     };
     let stats = |env: &[(&str, String)]| -> serde_json::Value {
         let o = sc(env, &["--show-stats", "--stats-format=json"]);
-        ok(&o, "sccache --show-stats");
+        common::assert_ok(&o, "sccache --show-stats");
         let _ = sc(env, &["--stop-server"]);
         serde_json::from_slice(&o.stdout).unwrap()
     };

@@ -14,27 +14,6 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len()).any(|w| w == needle)
 }
 
-/// `bytes` with the hex digits after every `tmpxft_` set to `0`.
-fn mask_tmpxft(bytes: &[u8]) -> Vec<u8> {
-    let mut d = bytes.to_vec();
-    let key = b"tmpxft_";
-    let mut i = 0;
-    while i + key.len() <= d.len() {
-        if &d[i..i + key.len()] != key {
-            i += 1;
-            continue;
-        }
-        i += key.len();
-        while i < d.len() && (d[i].is_ascii_hexdigit() || d[i] == b'_') {
-            if d[i] != b'_' {
-                d[i] = b'0';
-            }
-            i += 1;
-        }
-    }
-    d
-}
-
 struct Run {
     build: PathBuf,
     cache: PathBuf,
@@ -149,8 +128,8 @@ fn objects_do_not_depend_on_where_they_are_built() {
     // object keeps the name (its file symbol, the static constructor's name): plain nvcc's
     // objects differ there from run to run, and so may nvcc-orion's. Masked, nothing else
     // may differ in nvcc-orion's objects unless it differs in plain nvcc's too.
-    let (pa, pb) = (mask_tmpxft(&a.plain), mask_tmpxft(&b.plain));
-    let (oa, ob) = (mask_tmpxft(&a.orion), mask_tmpxft(&b.orion));
+    let (pa, pb) = (common::mask_tmpxft(&a.plain), common::mask_tmpxft(&b.plain));
+    let (oa, ob) = (common::mask_tmpxft(&a.orion), common::mask_tmpxft(&b.orion));
     if pa == pb {
         assert!(
             oa == ob,

@@ -8,35 +8,10 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Command;
 
 const KERNEL: &str = "_Z13walk_featuresPKiPKfPfii";
-
-fn nvcc_or_skip(label: &str) -> Option<PathBuf> {
-    let nvcc = common::find_nvcc();
-    if nvcc.is_none() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{label}: no nvcc found and CI is set"
-        );
-        eprintln!("SKIPPED {label}: no nvcc found");
-    }
-    nvcc
-}
-
-fn walk() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/kernels/walk.cu")
-}
-
-fn ok(o: &Output, what: &str) {
-    assert!(
-        o.status.success(),
-        "{what}: {}\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
 
 /// nvcc-orion with the test's nvcc and variant cache, and no setting from the caller's
 /// environment.
@@ -73,28 +48,6 @@ fn profile(entries: &[String]) -> String {
     )
 }
 
-/// `bytes` with the hex digits after every `tmpxft_` (nvcc's temporaries, named after its
-/// process id) set to `0`.
-fn mask_tmpxft(bytes: &[u8]) -> Vec<u8> {
-    let mut d = bytes.to_vec();
-    let key = b"tmpxft_";
-    let mut i = 0;
-    while i + key.len() <= d.len() {
-        if &d[i..i + key.len()] != key {
-            i += 1;
-            continue;
-        }
-        i += key.len();
-        while i < d.len() && (d[i].is_ascii_hexdigit() || d[i] == b'_') {
-            if d[i] != b'_' {
-                d[i] = b'0';
-            }
-            i += 1;
-        }
-    }
-    d
-}
-
 struct Build {
     object: Vec<u8>,
     registers: u32,
@@ -107,12 +60,12 @@ fn build(nvcc: &Path, dir: &Path, out: &str, env: &[(&str, &str)]) -> Build {
     let report = dir.join(format!("{out}.jsonl"));
     let o = orion(nvcc, dir)
         .args(["-c", "-arch=sm_90", "-o", out])
-        .arg(walk())
+        .arg(common::example("walk.cu"))
         .env("NVCC_ORION_REPORT", &report)
         .envs(env.iter().copied())
         .output()
         .unwrap();
-    ok(&o, out);
+    common::assert_ok(&o, out);
     let obj = dir.join(out);
     let registers = common::fixtures::res_usage(&obj)
         .unwrap()
@@ -144,7 +97,7 @@ fn warnings(stderr: &str) -> Vec<&str> {
 #[test]
 fn a_profile_ships_its_measured_variant() {
     let label = "profile_guided";
-    let Some(nvcc) = nvcc_or_skip(label) else {
+    let Some(nvcc) = common::nvcc_or_skip(label) else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -158,7 +111,7 @@ fn a_profile_ships_its_measured_variant() {
     std::fs::write(d.join("empty.json"), profile(&[])).unwrap();
     let listed = build(&nvcc, d, "empty.o", &[("NVCC_ORION_PROFILE", "empty.json")]);
     assert!(warnings(&listed.stderr).is_empty(), "{}", listed.stderr);
-    assert!(mask_tmpxft(&listed.object) == mask_tmpxft(&model.object));
+    assert!(common::mask_tmpxft(&listed.object) == common::mask_tmpxft(&model.object));
     let m = &listed.record["measured"];
     assert!(
         m.get("winner").is_none() && m.get("rank_error").is_none(),
@@ -214,7 +167,7 @@ fn a_profile_ships_its_measured_variant() {
     let b = build(&nvcc, d, "b.o", &[("NVCC_ORION_PROFILE", "run.json")]);
     assert_eq!(b.registers, shipped);
     assert!(
-        mask_tmpxft(&a.object) == mask_tmpxft(&b.object),
+        common::mask_tmpxft(&a.object) == common::mask_tmpxft(&b.object),
         "two guided builds differ"
     );
 
@@ -229,7 +182,7 @@ fn a_profile_ships_its_measured_variant() {
         w[0]
     );
     assert_eq!(bad.registers, model.registers);
-    assert!(mask_tmpxft(&bad.object) == mask_tmpxft(&model.object));
+    assert!(common::mask_tmpxft(&bad.object) == common::mask_tmpxft(&model.object));
 
     // A profile from another build (variant 1 under another name): one warning naming the
     // file and the entry, and the model's object.
@@ -248,7 +201,7 @@ fn a_profile_ships_its_measured_variant() {
     );
     assert_eq!(mismatched.registers, model.registers);
     assert!(mismatched.record.get("measured").is_none());
-    assert!(mask_tmpxft(&mismatched.object) == mask_tmpxft(&model.object));
+    assert!(common::mask_tmpxft(&mismatched.object) == common::mask_tmpxft(&model.object));
 }
 
 /// What compiler caches hash changes with the profile's content, not only its name: the
@@ -256,7 +209,7 @@ fn a_profile_ships_its_measured_variant() {
 #[test]
 fn the_caches_see_the_profile_content() {
     let label = "profile_cache_view";
-    let Some(nvcc) = nvcc_or_skip(label) else {
+    let Some(nvcc) = common::nvcc_or_skip(label) else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -268,7 +221,7 @@ fn the_caches_see_the_profile_content() {
             .env("NVCC_ORION_PROFILE", &file)
             .output()
             .unwrap();
-        ok(&key, label);
+        common::assert_ok(&key, label);
         let settings = String::from_utf8(key.stdout)
             .unwrap()
             .lines()
@@ -277,11 +230,11 @@ fn the_caches_see_the_profile_content() {
             .to_string();
         let o = orion(&nvcc, d)
             .args(["--dryrun", "-c", "-arch=sm_90", "-o", "w.o"])
-            .arg(walk())
+            .arg(common::example("walk.cu"))
             .args(extra)
             .output()
             .unwrap();
-        ok(&o, label);
+        common::assert_ok(&o, label);
         let ptxas = String::from_utf8(o.stderr)
             .unwrap()
             .lines()

@@ -653,7 +653,7 @@ fn arches_are_tuned_side_by_side_within_the_jobserver() {
             r.as_object_mut().unwrap().remove("output");
         }
         let object = std::fs::read(dir.path().join(out)).unwrap();
-        (text(&o.stderr), records, without_tmpxft(&object))
+        (text(&o.stderr), records, common::mask_tmpxft(&object))
     };
     let (side, side_records, side_object) = build(1, "side.o");
     let (serial, serial_records, serial_object) = build(0, "serial.o");
@@ -667,22 +667,6 @@ fn arches_are_tuned_side_by_side_within_the_jobserver() {
     assert!(side_records.iter().any(|r| r["arch"] == "sm_90"));
     assert_eq!(side_records, serial_records, "the report, record by record");
     assert!(side_object == serial_object, "the objects differ");
-}
-
-/// `bytes` with every `tmpxft_XXXXXXXX_XXXXXXXX` name of nvcc's temporaries blanked.
-fn without_tmpxft(bytes: &[u8]) -> Vec<u8> {
-    let mut out = bytes.to_vec();
-    let pat = b"tmpxft_";
-    let mut i = 0;
-    while let Some(k) = out[i..].windows(pat.len()).position(|w| w == pat) {
-        let start = i + k + pat.len();
-        let end = (start + 17).min(out.len());
-        for b in &mut out[start..end] {
-            *b = b'X';
-        }
-        i = end;
-    }
-    out
 }
 
 /// An internal error while tuning (forced here) keeps what plain nvcc makes, with one warning

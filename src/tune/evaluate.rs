@@ -223,15 +223,18 @@ pub fn evaluate(
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_proved_verdict_is_not_replaced_by_a_refusal() {
-        let v = |budget, proved| Verdict {
+    fn v(budget: u32, proved: bool) -> Verdict {
+        Verdict {
             budget,
             proved,
             detail: String::new(),
-        };
+        }
+    }
+
+    #[test]
+    fn a_proved_verdict_is_not_replaced_by_a_refusal() {
         let mut n = Notes::default();
-        let seen = |v: Option<Verdict>| v.map(|v| (v.budget, v.proved));
+        let seen = |x: Option<Verdict>| x.map(|x| (x.budget, x.proved));
         n.verdict("k".into(), v(32, true));
         n.verdict("k".into(), v(24, false));
         assert_eq!(seen(n.take_verdict("k", None)), Some((32, true)));
@@ -245,11 +248,6 @@ mod tests {
 
     #[test]
     fn the_report_shows_the_verdict_of_the_rewrite_that_ships() {
-        let v = |budget, proved| Verdict {
-            budget,
-            proved,
-            detail: String::new(),
-        };
         let mut n = Notes::default();
         // Offered at the shipped budget 64 and at 40; both proved, the one at 64 ships.
         n.verdict("k".into(), v(64, true));

@@ -59,19 +59,9 @@ pub(crate) fn ranked(kernel: &str, options: &[Evaluated], chosen: usize) -> Vec<
 mod tests {
     use super::*;
 
+    /// ptxas's own at 96 registers (no budget), else a budget of `regs`.
     fn ev(regs: u32, cycles: &[Option<f64>]) -> Evaluated {
-        Evaluated {
-            budget: (regs != 96).then(|| crate::tune::ptx::Budget::regs(regs)),
-            registers: regs,
-            spill_instructions: 0,
-            frame_bytes: 0,
-            static_shared: 0,
-            warps_per_sm: vec![],
-            cycles_per_warp: cycles.to_vec(),
-            latency: 0.0,
-            issue: 0.0,
-            local_accesses: 0.0,
-        }
+        crate::tune::select::tests::ev((regs != 96).then_some(regs), regs, cycles)
     }
 
     #[test]

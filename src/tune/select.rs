@@ -188,10 +188,12 @@ fn forced_rewrite(options: &[Evaluated], t: &dyn Transform, baseline: Choice) ->
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn ev(budget: Option<u32>, regs: u32, cycles: &[Option<f64>]) -> Evaluated {
+    /// A candidate with only its budget, registers and predicted cycles (test constructor,
+    /// shared with `ranked`'s tests).
+    pub(crate) fn ev(budget: Option<u32>, regs: u32, cycles: &[Option<f64>]) -> Evaluated {
         Evaluated {
             budget: budget.map(crate::tune::ptx::Budget::regs),
             registers: regs,

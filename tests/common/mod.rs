@@ -669,6 +669,45 @@ pub fn switch_kernel_source() -> String {
     )
 }
 
+/// `bytes` with the hex digits after every `tmpxft_` (nvcc's temporaries, named after its
+/// process id, which differ between any two runs) set to `0`.
+pub fn mask_tmpxft(bytes: &[u8]) -> Vec<u8> {
+    let mut d = bytes.to_vec();
+    let key = b"tmpxft_";
+    let mut i = 0;
+    while i + key.len() <= d.len() {
+        if &d[i..i + key.len()] != key {
+            i += 1;
+            continue;
+        }
+        i += key.len();
+        while i < d.len() && (d[i].is_ascii_hexdigit() || d[i] == b'_') {
+            if d[i] != b'_' {
+                d[i] = b'0';
+            }
+            i += 1;
+        }
+    }
+    d
+}
+
+/// An example kernel source, `examples/kernels/<name>`.
+pub fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples/kernels")
+        .join(name)
+}
+
+/// Fail with what `o` printed unless it succeeded.
+pub fn assert_ok(o: &std::process::Output, what: &str) {
+    assert!(
+        o.status.success(),
+        "{what}: {}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
 /// The real nvcc, or `None` (with a skip line) when there is none; with `CI` set a missing
 /// toolkit is a failure.
 pub fn nvcc_or_skip(test: &str) -> Option<PathBuf> {
