@@ -31,8 +31,17 @@ fn is_alias(file: &str, line: &str) -> bool {
 }
 
 fn code(text: &str) -> String {
-    // Unit tests sit at the end of a file, after `#[cfg(test)]`; they may name rewrites.
-    let body = text.split("#[cfg(test)]\nmod tests").next().unwrap_or(text);
+    // Unit tests sit at the end of a file, after `#[cfg(test)]`; they may name rewrites (a
+    // tests module may be `pub(crate)` to lend its constructors to a sibling's tests).
+    let end = [
+        "#[cfg(test)]\nmod tests",
+        "#[cfg(test)]\npub(crate) mod tests",
+    ]
+    .iter()
+    .filter_map(|m| text.find(m))
+    .min()
+    .unwrap_or(text.len());
+    let body = &text[..end];
     body.lines()
         .filter(|l| !l.trim_start().starts_with("//"))
         .collect::<Vec<_>>()
@@ -82,6 +91,8 @@ fn the_scan_sees_a_name() {
         "fn f() { let _ = \"regdem\"; }\n// \"regdem\"\n#[cfg(test)]\nmod tests { \"regdem\" }";
     let c = code(text);
     assert_eq!(c.matches("\"regdem\"").count(), 1, "{c}");
+    let lent = "fn f() {}\n#[cfg(test)]\npub(crate) mod tests { \"regdem\" }";
+    assert!(!code(lent).contains("regdem"));
     assert!(is_alias(
         "commands/rewrite.rs",
         "const REGDEM: &str = \"regdem\";"
