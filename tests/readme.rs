@@ -169,6 +169,22 @@ fn every_readme_command_runs() {
 
 /// Files under the repository's code folders whose citations are checked: sources, tests,
 /// scripts and the build inputs next to them (`target` folders skipped).
+/// Each readable file of [`cited_files`]: its path relative to the repository, and its text.
+fn cited_texts(repo: &Path) -> Vec<(String, String)> {
+    cited_files(repo)
+        .into_iter()
+        .filter_map(|file| {
+            let text = std::fs::read_to_string(&file).ok()?;
+            let at = file
+                .strip_prefix(repo)
+                .unwrap_or(&file)
+                .display()
+                .to_string();
+            Some((at, text))
+        })
+        .collect()
+}
+
 fn cited_files(repo: &Path) -> Vec<PathBuf> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         let Ok(entries) = std::fs::read_dir(dir) else {
@@ -314,15 +330,7 @@ fn docs_sections_cited_in_the_code_exist() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut bad = Vec::new();
     let mut cited = 0;
-    for file in cited_files(repo) {
-        let Ok(text) = std::fs::read_to_string(&file) else {
-            continue;
-        };
-        let at = file
-            .strip_prefix(repo)
-            .unwrap_or(&file)
-            .display()
-            .to_string();
+    for (at, text) in cited_texts(repo) {
         for (line, name, section) in citations(&text) {
             cited += 1;
             let Ok(doc) = std::fs::read_to_string(repo.join("docs").join(&name)) else {
@@ -360,15 +368,7 @@ fn nothing_cites_the_design_outside_the_repository() {
         "oracles.md",
     ];
     let mut bad = Vec::new();
-    for file in cited_files(repo) {
-        let Ok(text) = std::fs::read_to_string(&file) else {
-            continue;
-        };
-        let at = file
-            .strip_prefix(repo)
-            .unwrap_or(&file)
-            .display()
-            .to_string();
+    for (at, text) in cited_texts(repo) {
         for (i, line) in text.lines().enumerate() {
             let design = line
                 .match_indices("DESIGN.md")
