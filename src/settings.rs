@@ -51,6 +51,29 @@ pub struct Settings {
     /// tuner ships each kernel's measured winner where the profile has one
     /// (`tune::guided`, docs/selector.md).
     pub(crate) profile: Option<ProfileSetting>,
+    /// `NVCC_ORION=adapt|train` (tune mode with a launch-time selector): each tuned kernel
+    /// ships its ranked variants as extra entries and the host object carries the selector
+    /// (docs/selector.md).
+    pub selector: Option<Selector>,
+}
+
+/// What the selector compiled into an object does at launch time (docs/selector.md §Modes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Selector {
+    /// Orion's runtime adaptation: measure in the predicted direction, lock the best.
+    Adapt,
+    /// Round-robin every variant and write a profile at exit.
+    Train,
+}
+
+impl Selector {
+    /// The `NVCC_ORION` value that asks for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Selector::Adapt => "adapt",
+            Selector::Train => "train",
+        }
+    }
 }
 
 /// The profile a build is guided by: where it is and what it holds.
@@ -96,6 +119,7 @@ impl Default for Settings {
             cache: None,
             keep_cubins: None,
             profile: None,
+            selector: None,
         }
     }
 }
@@ -174,14 +198,18 @@ impl Settings {
                 |what: &str| format!("nvcc-orion: warning: ignoring {what} from the {origin}");
             match (key.as_str(), value.as_deref()) {
                 ("mode", Some(v)) => match v {
-                    "off" | "0" | "false" | "no" => s.mode = Mode::Off,
-                    "replay" => s.mode = Mode::Replay,
-                    "tune" | "on" | "1" | "true" | "yes" => s.mode = Mode::Tune,
+                    "off" | "0" | "false" | "no" => (s.mode, s.selector) = (Mode::Off, None),
+                    "replay" => (s.mode, s.selector) = (Mode::Replay, None),
+                    "tune" | "on" | "1" | "true" | "yes" => {
+                        (s.mode, s.selector) = (Mode::Tune, None)
+                    }
+                    "adapt" => (s.mode, s.selector) = (Mode::Tune, Some(Selector::Adapt)),
+                    "train" => (s.mode, s.selector) = (Mode::Tune, Some(Selector::Train)),
                     _ => warnings.push(bad(&format!(
-                        "unknown mode {v:?} (use off, replay or tune)"
+                        "unknown mode {v:?} (use off, replay, tune, adapt or train)"
                     ))),
                 },
-                ("off", None) => s.mode = Mode::Off,
+                ("off", None) => (s.mode, s.selector) = (Mode::Off, None),
                 ("verbose", None) => s.verbose = true,
                 ("verbose", Some(v)) => s.verbose = !matches!(v, "0" | "false" | "no" | "off"),
                 ("report", Some(v)) => s.report = Some(PathBuf::from(v)),
@@ -260,7 +288,11 @@ impl Settings {
     pub fn output_options(&self) -> Vec<String> {
         let mut o = Vec::new();
         match self.mode {
-            Mode::Tune => {}
+            Mode::Tune => {
+                if let Some(sel) = self.selector {
+                    o.push(format!("--orion-mode={}", sel.name()));
+                }
+            }
             Mode::Replay => o.push("--orion-mode=replay".to_string()),
             Mode::Off => o.push("--orion-mode=off".to_string()),
         }
@@ -428,6 +460,24 @@ mod tests {
         assert_eq!(s.block_sizes, [(None, 256), (Some("k".to_string()), 128)]);
         let (s, _) = Settings::read_test(&env, &[]);
         assert_eq!(s.mode, Mode::Replay);
+    }
+
+    #[test]
+    fn adapt_and_train_are_tune_mode_with_a_selector_and_are_restated() {
+        let env = |k: &str| (k == "NVCC_ORION").then(|| "adapt".to_string());
+        let (s, w) = Settings::read_test(&env, &[]);
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!((s.mode, s.selector), (Mode::Tune, Some(Selector::Adapt)));
+        assert_eq!(s.output_options(), ["--orion-mode=adapt"]);
+        let (s, _) = Settings::read_test(&env, &[("mode".into(), Some("train".into()))]);
+        assert_eq!((s.mode, s.selector), (Mode::Tune, Some(Selector::Train)));
+        assert_eq!(s.output_options(), ["--orion-mode=train"]);
+        // A later plain mode drops the selector.
+        let (s, _) = Settings::read_test(&env, &[("mode".into(), Some("tune".into()))]);
+        assert_eq!((s.mode, s.selector), (Mode::Tune, None));
+        assert!(s.output_options().is_empty());
+        let (s, _) = Settings::read_test(&env, &[("off".into(), None)]);
+        assert_eq!((s.mode, s.selector), (Mode::Off, None));
     }
 
     #[test]
