@@ -142,7 +142,9 @@ fn every_program_and_variant_builds_and_the_manifest_is_right() {
     let mut forced_budgets = 0;
     for p in &programs {
         // The variants the default build's candidates call for.
-        let mut want: BTreeSet<String> = ["nvcc", "default"].map(String::from).into();
+        let mut want: BTreeSet<String> = ["nvcc", "default", "adapt", "train"]
+            .map(String::from)
+            .into();
         let mut pragma = false;
         for r in report(p, "default") {
             let pruned = r["pruned"].as_array().unwrap().iter();
@@ -158,7 +160,7 @@ fn every_program_and_variant_builds_and_the_manifest_is_right() {
                 }
             }
         }
-        if want.len() > 2 {
+        if want.len() > 4 {
             want.extend(["spill2smem", "regdem"].map(String::from));
             if pragma {
                 want.insert("pragma".into());
@@ -199,12 +201,44 @@ fn every_program_and_variant_builds_and_the_manifest_is_right() {
         forced_budgets >= 20,
         "{forced_budgets} forced budgets applied"
     );
-    // The control gets nothing to try; the register-bound programs do.
+    // The control gets nothing to try (and no variants); the register-bound programs do.
     assert!(
         !rows
-            .keys()
-            .any(|(p, v, _)| p == "control" && v != "nvcc" && v != "default")
+            .iter()
+            .any(|((p, v, _), (_, applied, _))| p == "control"
+                && !matches!(v.as_str(), "nvcc" | "default" | "adapt" | "train")
+                || p == "control" && *applied && v == "adapt")
     );
+    // The selector's builds: variant 0 is the default build's choice, the train build embeds
+    // the same variants as the adapt build, and the register-bound kernels have some.
+    let with_variants = rows
+        .iter()
+        .filter(|((p, v, k), (regs, applied, _))| {
+            if v != "adapt" {
+                return false;
+            }
+            let default = &rows[&(p.clone(), "default".to_string(), k.clone())];
+            assert_eq!(*regs, default.0, "{p}/{k}: adapt's variant 0");
+            let train = &rows[&(p.clone(), "train".to_string(), k.clone())];
+            assert_eq!(*applied, train.1, "{p}/{k}: train's variants");
+            *applied
+        })
+        .count();
+    assert!(with_variants >= 5, "{with_variants} kernels with variants");
+    let reasons = std::fs::read_to_string(out.join("nvcc-orion-gpu-bench/manifest.csv")).unwrap();
+    assert!(
+        reasons.lines().any(|l| l.starts_with("nbody,adapt,")
+            && l.contains(",nbody_forces,")
+            && l.contains("\"v1=")),
+        "{reasons}"
+    );
+    // The selector's glue is in the adapt and train programs only.
+    let nm = |exe: &str| {
+        let o = Command::new("nm").arg(bin.join(exe)).output().unwrap();
+        String::from_utf8_lossy(&o.stdout).contains("orion_rt_v1_")
+    };
+    assert!(nm("nbody.adapt") && nm("nbody.train") && nm("control.adapt"));
+    assert!(!nm("nbody.default") && !nm("nbody.nvcc"));
     assert!(rows.contains_key(&("nbody".into(), "pragma".into(), "nbody_forces".into())));
     let archive = out.join("nvcc-orion-gpu-bench.tar.xz");
     let size = std::fs::metadata(&archive).unwrap().len();
@@ -313,6 +347,24 @@ fn the_summary_of_the_test_fixture() {
         "{s}"
     );
     assert!(!s.contains("pragma oversize"), "{s}");
+    // The selector: adapt and train rows are no candidates of their own (the fidelity lines
+    // above are unchanged by them); adapt is judged against the exhaustive best, and its
+    // cost where a kernel has no variants against the default build.
+    assert!(
+        s.contains("adapt within 2% of the exhaustive best: 1/2 kernels; geomean adapt/best 1.098"),
+        "{s}"
+    );
+    assert!(
+        s.contains("nbody/nbody_forces: adapt 1.2700 ms, 1.016x the best (budget-48)\n"),
+        "{s}"
+    );
+    assert!(s.contains("oversize/oversize_chain: adapt 0.9500 ms, 1.187x the best (regdem); more than 2% slower"), "{s}");
+    assert!(
+        s.contains(
+            "overhead on kernels without variants: geomean adapt/default 1.010 over 1 kernels"
+        ),
+        "{s}"
+    );
     // The mismatch, plain when piped, red when forced; the refused oversized launch is a pass.
     assert!(
         s.contains("\nMISMATCH nbody/nbody_forces variant regdem: MISMATCH\n1 output mismatches"),
@@ -374,6 +426,8 @@ fn run_sh_collects_stand_in_programs_into_one_csv() {
          alpha,nvcc,\"-O3\",alpha_k,64,yes,\"\"\n\
          alpha,default,\"-O3\",alpha_k,64,yes,\"no lower budget raises occupancy\"\n\
          alpha,budget-40,\"-O3 --orion-force=budget:40\",alpha_k,40,yes,\"forced: budget 40\"\n\
+         alpha,adapt,\"-O3 --orion-mode=adapt\",alpha_k,64,yes,\"v1=40\"\n\
+         alpha,train,\"-O3 --orion-mode=train\",alpha_k,64,yes,\"v1=40\"\n\
          beta,nvcc,\"-O3\",beta_k,32,yes,\"\"\n\
          beta,default,\"-O3\",beta_k,32,yes,\"\"\n\
          beta,regdem,\"-O3 --orion-force=regdem\",beta_k,32,no,\"forced register demotion, but no proved candidate\"\n",
@@ -400,6 +454,19 @@ fn run_sh_collects_stand_in_programs_into_one_csv() {
     stand_in(
         "alpha.budget-40",
         "echo RESULT,alpha,alpha_k,40,1.0000,1.000000,MISMATCH; exit 1",
+    );
+    // The selector's builds get their settings: untimed launches for the selector to measure
+    // in, verbose lines (kept in selector.log), and train's profile path.
+    stand_in(
+        "alpha.adapt",
+        "[ \"$BENCH_WARMUP_RUNS\" = 64 ] && [ -n \"$NVCC_ORION_VERBOSE\" ] || exit 9\n\
+         echo 'nvcc-orion: stand-in selector line' >&2\n\
+         echo RESULT,alpha,alpha_k,64,0.5000,1.010000,ok",
+    );
+    stand_in(
+        "alpha.train",
+        "printf '{}' > \"$NVCC_ORION_PROFILE_OUT\" || exit 9\n\
+         echo RESULT,alpha,alpha_k,64,0.5000,1.900000,ok",
     );
     stand_in("beta.nvcc", "echo RESULT,beta,beta_k,32,1.0000,1.000000,ok");
     stand_in(
@@ -433,6 +500,8 @@ fn run_sh_collects_stand_in_programs_into_one_csv() {
             "alpha,alpha_k,nvcc,64,0.5000,2.000000,1.0000,ok,yes",
             "alpha,alpha_k,default,64,0.5000,1.600000,1.2500,ok,yes",
             "alpha,alpha_k,budget-40,40,1.0000,1.000000,,MISMATCH,yes",
+            "alpha,alpha_k,adapt,64,0.5000,1.010000,1.9802,ok,yes",
+            "alpha,alpha_k,train,64,0.5000,1.900000,1.0526,ok,yes",
             "beta,beta_k,nvcc,32,1.0000,1.000000,1.0000,ok,yes",
             "beta,beta_k,default,32,1.0000,1.000000,1.0000,ok,yes",
             "beta,beta_k,regdem,32,,,,CRASH-rc7,no",
@@ -450,6 +519,20 @@ fn run_sh_collects_stand_in_programs_into_one_csv() {
         stdout.contains("MISMATCH beta/beta_k variant regdem: CRASH-rc7"),
         "{stdout}"
     );
+    // The budget-40 mismatch is no candidate: adapt is judged against the default build.
+    assert!(
+        stdout.contains("alpha/alpha_k: adapt 1.0100 ms, 0.631x the best (default)\n"),
+        "{stdout}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("profiles/alpha.json")).unwrap(),
+        "{}"
+    );
+    let log = std::fs::read_to_string(root.join("selector.log")).unwrap();
+    assert_eq!(
+        log,
+        "== alpha adapt: exit 0\nnvcc-orion: stand-in selector line\n== alpha train: exit 0\n"
+    );
     // Past the time limit nothing more runs, and every row left says so.
     let late = dir.path().join("late.csv");
     let o = Command::new("bash")
@@ -466,7 +549,7 @@ fn run_sh_collects_stand_in_programs_into_one_csv() {
         .filter(|l| !l.starts_with('#'))
         .skip(1)
         .collect();
-    assert_eq!(rows.len(), 6, "{csv}");
+    assert_eq!(rows.len(), 8, "{csv}");
     assert!(
         rows.iter().all(|r| r.contains(",,,NOT-RUN-time-limit,")),
         "{csv}"

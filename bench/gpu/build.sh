@@ -8,11 +8,16 @@
 #   pragma      --orion-force=pragma (ptxas's enable_smem_spilling), where it was a candidate
 #   spill2smem  --orion-force=spill2smem (our spill → shared rewrite, where proved)
 #   regdem      --orion-force=regdem (register demotion to the lowest proved budget)
-# Programs whose kernels have no budget candidate get nvcc and default only. A program's
+#   adapt       NVCC_ORION=adapt: the ranked variants embedded (`<kernel>__orion_v<k>`) and the
+#               launch-time selector in the object (Orion's runtime adaptation)
+#   train       NVCC_ORION=train: the same variants, round-robin, a profile written at exit
+# Programs whose kernels have no budget candidate get nvcc, default, adapt and train only (an
+# adapt build of a kernel with no variants measures the selector's own overhead). A program's
 # "// bench-orion-flags:" line adds nvcc-orion settings to all its nvcc-orion builds.
 # Then packs bin/, manifest.csv, run.sh and harness.py into one archive:
 #   $OUT/nvcc-orion-gpu-bench.tar.xz  (OUT: target/gpu-bench)
-# manifest.csv: program,variant,flags,kernel,registers (cuobjdump -res-usage),applied,reason.
+# manifest.csv: program,variant,flags,kernel,registers (cuobjdump -res-usage),applied,reason
+# (adapt and train: applied when the kernel has variants, reason lists them: `v1=40 v2=64`).
 #
 # Usage: bench/gpu/build.sh [PROGRAM...]   (default: every bench/gpu/*.cu)
 # Environment: NVCC_ORION_NVCC (the real nvcc; else $CUDA_HOME/bin/nvcc, else nvcc on PATH),
@@ -70,6 +75,7 @@ for p in "${programs[@]}"; do
   [[ -f $here/$p.cu ]] || { echo "build.sh: no bench/gpu/$p.cu" >&2; exit 2; }
   extra=$(sed -n 's|^// bench-orion-flags: ||p' "$here/$p.cu")
   printf '%s nvcc\n%s default %s\n' "$p" "$p" "$extra" >>"$list"
+  printf '%s %s %s --orion-mode=%s\n' "$p" adapt "$extra" adapt "$p" train "$extra" train >>"$list"
 done
 run_list() {
   # Each line: PROGRAM VARIANT [FLAGS...]; JOBS at a time; any failure fails the build.
@@ -103,12 +109,21 @@ for exe in $(cd "$stage/bin" && ls | sort); do
   fi
   "$cuobjdump" -res-usage "$stage/bin/$exe" |
     awk '$1 == "Function" { k = $2; sub(/:$/, "", k) }
-         k != "" && match($0, /REG:[0-9]+/) { print k, substr($0, RSTART + 4, RLENGTH - 4); k = "" }' |
-    while read -r k regs; do
-      case $v in nvcc | default) yes=yes ;; *) yes=${ok[$k]:-no} ;; esac
-      reason=${why[$k]:-}
-      printf '%s,%s,"%s",%s,%s,%s,"%s"\n' "$p" "$v" "$(cat "$o.flags")" "$k" "$regs" "$yes" "${reason//\"/\'}"
-    done >>"$manifest"
+         k != "" && match($0, /REG:[0-9]+/) { print k, substr($0, RSTART + 4, RLENGTH - 4); k = "" }' \
+      >"$o.regs"
+  while read -r k regs; do
+    [[ $k == *__orion_v* ]] && continue
+    reason=${why[$k]:-}
+    case $v in
+      nvcc | default) yes=yes ;;
+      adapt | train)
+        # The selector's variants of k: `v1=40 v2=64` (none: the original alone runs).
+        reason=$(awk -v b="${k}__orion_v" 'index($1, b) == 1 { printf "%sv%s=%s", s, substr($1, length(b) + 1), $2; s = " " }' "$o.regs")
+        yes=$([[ -n $reason ]] && echo yes || echo no) ;;
+      *) yes=${ok[$k]:-no} ;;
+    esac
+    printf '%s,%s,"%s",%s,%s,%s,"%s"\n' "$p" "$v" "$(cat "$o.flags")" "$k" "$regs" "$yes" "${reason//\"/\'}"
+  done <"$o.regs" >>"$manifest"
   unset ok why
 done
 

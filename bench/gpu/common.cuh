@@ -33,6 +33,14 @@ constexpr int EXIT_NO_GPU = 3;
 constexpr int EXIT_USAGE = 4;
 
 constexpr int WARMUP_RUNS = 3;
+// BENCH_WARMUP_RUNS overrides WARMUP_RUNS: run.sh gives the adapt and train builds enough
+// untimed launches for the launch-time selector to finish measuring first (docs/selector.md:
+// adapt locks within about 30 launches of a key, train measures every variant 11 times).
+inline int warmup_runs() {
+  const char* v = std::getenv("BENCH_WARMUP_RUNS");
+  int n = v ? std::atoi(v) : 0;
+  return n > 0 && n <= 100000 ? n : WARMUP_RUNS;
+}
 constexpr int TIMED_RUNS = 21;  // the median of at least 20
 
 // true: --cpu-only. Anything else on the command line is a usage error.
@@ -138,12 +146,12 @@ inline int cpu_verdict(const char* program, bool ok) {
   return ok ? EXIT_OK : EXIT_MISMATCH;
 }
 
-// Median time in ms of `launch()` over TIMED_RUNS runs after WARMUP_RUNS, each timed with
+// Median time in ms of `launch()` over TIMED_RUNS runs after warmup_runs(), each timed with
 // CUDA events. Returns a negative value when a launch fails (the error is left in *err).
 template <class F>
 float median_ms(F launch, cudaError_t* err) {
   *err = cudaSuccess;
-  for (int i = 0; i < WARMUP_RUNS; ++i) {
+  for (int i = 0, n = warmup_runs(); i < n; ++i) {
     launch();
     if ((*err = cudaGetLastError()) != cudaSuccess) return -1;
   }

@@ -11,8 +11,10 @@
                                       the summary of a run (run.sh's CSV): geomean speedup of
                                       the default choice over nvcc, the best variant per
                                       kernel against the chosen one, the rewrites' speed,
-                                      every output mismatch (red on a terminal). Exit status
-                                      1 when there is a mismatch.
+                                      the launch-time selector (adapt's locked variant against
+                                      the exhaustive best, its overhead on kernels without
+                                      variants), every output mismatch (red on a terminal).
+                                      Exit status 1 when there is a mismatch.
 """
 
 import csv
@@ -27,6 +29,8 @@ PASSES = {"ok", "launch-refused"}
 REWRITES = ("pragma", "spill2smem", "regdem")
 # Two timings within this ratio are the same (CUDA-event medians of 21 runs).
 NOISE = 0.02
+# Builds with the launch-time selector (docs/selector.md): not candidates of their own.
+SELECTED = ("adapt", "train")
 
 
 def records(path):
@@ -82,6 +86,57 @@ def geomean(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
 
 
+def exhaustive(variants):
+    """The timed candidates of one kernel: every build but the selector's, less the forced
+    variants that did not take effect (the default's code again, not a candidate)."""
+    return {
+        v: ms(r)
+        for v, r in variants.items()
+        if v not in SELECTED and ms(r) is not None and r.get("applied", "yes") == "yes"
+    }
+
+
+def selection(kernels):
+    """The launch-time selector's lines: adapt's locked variant (timed after the untimed
+    launches it measured in) against the exhaustive best, and its cost where a kernel has no
+    variants (adapt's timing over the default build's)."""
+    out, ratios, overhead = [], [], []
+    for (program, kernel), variants in sorted(kernels.items()):
+        adapt, default = variants.get("adapt"), variants.get("default")
+        if not adapt or ms(adapt) is None:
+            continue
+        if adapt.get("applied", "yes") != "yes":
+            if default and ms(default):
+                overhead.append(ms(adapt) / ms(default))
+                out.append(f"  {program}/{kernel}: no variants; adapt/default {overhead[-1]:.3f}")
+            continue
+        timed = exhaustive(variants)
+        if not timed:
+            continue
+        best = min(timed, key=lambda v: (timed[v], v != "default", v))
+        ratio = ms(adapt) / timed[best]
+        ratios.append(ratio)
+        out.append(
+            f"  {program}/{kernel}: adapt {ms(adapt):.4f} ms, {ratio:.3f}x the best ({best})"
+            + ("" if ratio <= 1 + NOISE else f"; more than {NOISE:.0%} slower")
+        )
+    head = ["launch-time selector (NVCC_ORION=adapt):"]
+    if ratios:
+        hits = sum(1 for r in ratios if r <= 1 + NOISE)
+        head.append(
+            f"  adapt within {NOISE:.0%} of the exhaustive best: {hits}/{len(ratios)} kernels; "
+            f"geomean adapt/best {geomean(ratios):.3f}"
+        )
+    if overhead:
+        head.append(
+            f"  overhead on kernels without variants: geomean adapt/default {geomean(overhead):.3f} "
+            f"over {len(overhead)} kernels"
+        )
+    if not ratios and not overhead:
+        head.append("  no adapt build timed")
+    return head + out
+
+
 def summary(path, color):
     meta, rows = read_results(path)
     red = (lambda s: f"\033[31m{s}\033[0m") if color else (lambda s: s)
@@ -102,11 +157,7 @@ def summary(path, color):
         speedups.append(ms(base) / ms(chosen))
         # A forced variant that did not take effect is the default's code again: not a
         # candidate of its own.
-        timed = {
-            v: ms(r)
-            for v, r in variants.items()
-            if ms(r) is not None and r.get("applied", "yes") == "yes"
-        }
+        timed = exhaustive(variants)
         best = min(timed, key=lambda v: (timed[v], v != "default", v))
         ratio = timed[best] / timed["default"]
         good = ratio >= 1 - NOISE
@@ -144,6 +195,7 @@ def summary(path, color):
             out.append(f"  {kind}: geomean {geomean(xs):.3f}x over {len(xs)} kernels")
     if not any_rewrite:
         out.append("  none applied")
+    out.extend(selection(kernels))
     bad = [r for r in rows if r["check"] not in PASSES]
     for r in bad:
         out.append(

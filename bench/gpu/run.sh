@@ -7,8 +7,12 @@
 # Writes results.csv (in the unpacked folder, or RESULTS=path): the device, driver and date
 # as "# key: value" lines, then
 #   program,kernel,variant,registers,occupancy,median_ms,speedup_vs_nvcc,check,applied
-# and prints the summary (harness.py, when python3 is there). Exit status: 0 when every
-# output check passed, 1 on a mismatch, 3 when there is no usable GPU.
+# and prints the summary (harness.py, when python3 is there). The adapt and train builds run
+# with BENCH_WARMUP_RUNS=64 (the selector measures during the untimed launches, so adapt's
+# timing is its locked variant's) and NVCC_ORION_VERBOSE=1 (their stderr goes to
+# selector.log); train writes its profile to profiles/PROGRAM.json, which a build takes back
+# with NVCC_ORION_PROFILE. Exit status: 0 when every output check passed, 1 on a mismatch, 3
+# when there is no usable GPU.
 set -euo pipefail
 if (($#)) && [[ -f $1 ]]; then
   dest=$(cd "$(dirname "$1")" && pwd)
@@ -26,7 +30,7 @@ results=${RESULTS:-$here/results.csv}
 per_run=${PER_RUN_TIMEOUT:-30}
 total=${TOTAL_SECONDS:-540}
 raw=$(mktemp)
-trap 'rm -f "$raw"' EXIT
+trap 'rm -f "$raw" "$raw.err"' EXIT
 
 # The binaries in manifest order (one row per kernel there: each binary once).
 mapfile -t runs < <(tail -n +2 "$here/manifest.csv" | cut -d, -f1,2 | awk '!seen[$0]++')
@@ -35,6 +39,10 @@ if command -v nvidia-smi >/dev/null; then
   line=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1 || true)
   device=${line%%,*} driver=${line#*, }
 fi
+profiles=$(dirname "$results")/profiles
+selector_log=$(dirname "$results")/selector.log
+rm -rf "$profiles"
+: >"$selector_log"
 start=$SECONDS
 for pv in "${runs[@]}"; do
   p=${pv%%,*} v=${pv#*,}
@@ -44,10 +52,21 @@ for pv in "${runs[@]}"; do
     done >>"$raw"
     continue
   fi
+  env=()
+  case $v in
+    adapt) env=(BENCH_WARMUP_RUNS=64 NVCC_ORION_VERBOSE=1) ;;
+    train)
+      mkdir -p "$profiles"
+      env=(BENCH_WARMUP_RUNS=64 NVCC_ORION_VERBOSE=1 "NVCC_ORION_PROFILE_OUT=$profiles/$p.json")
+      ;;
+  esac
   set +e
-  outp=$(timeout "$per_run" "$here/bin/$p.$v" 2>"$raw.err")
+  outp=$(env "${env[@]}" timeout "$per_run" "$here/bin/$p.$v" 2>"$raw.err")
   rc=$?
   set -e
+  if ((${#env[@]})); then
+    { echo "== $p $v: exit $rc"; cat "$raw.err"; } >>"$selector_log"
+  fi
   if ((rc == 3)); then
     echo "run.sh: no usable GPU: $outp" >&2
     exit 3
