@@ -30,3 +30,29 @@ __global__ void walk_features(const int *__restrict__ successor, const float *__
         score = fmaf(score, f[i], f[(i + 3) % FEATURES]);
     out[t] = score;
 }
+
+// The host side for examples/adapt/walk_demo.cpp: walks `threads` threads' walks on the GPU
+// (out: one score per thread). Returns the first CUDA error (0: success), so a program without
+// a GPU can say what the runtime said.
+extern "C" int walk_features_run(const int *successor, const float *feat, float *out, int nodes,
+                                 int steps, int threads)
+{
+    int *d_succ = nullptr;
+    float *d_feat = nullptr, *d_out = nullptr;
+    size_t feat_bytes = sizeof(float) * FEATURES * (size_t)nodes;
+    cudaError_t e = cudaMalloc(&d_succ, sizeof(int) * nodes);
+    if (e == cudaSuccess) e = cudaMalloc(&d_feat, feat_bytes);
+    if (e == cudaSuccess) e = cudaMalloc(&d_out, sizeof(float) * threads);
+    if (e == cudaSuccess) e = cudaMemcpy(d_succ, successor, sizeof(int) * nodes, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) e = cudaMemcpy(d_feat, feat, feat_bytes, cudaMemcpyHostToDevice);
+    for (int rep = 0; e == cudaSuccess && rep < 50; ++rep) {
+        // Repeated launches of one configuration: what a selector measures and then locks.
+        walk_features<<<threads / 128, 128>>>(d_succ, d_feat, d_out, nodes, steps);
+        e = cudaGetLastError();
+    }
+    if (e == cudaSuccess) e = cudaMemcpy(out, d_out, sizeof(float) * threads, cudaMemcpyDeviceToHost);
+    cudaFree(d_succ);
+    cudaFree(d_feat);
+    cudaFree(d_out);
+    return (int)e;
+}
