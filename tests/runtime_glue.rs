@@ -3,7 +3,7 @@
 //! plain nvcc, and again with the launch redirect in the host compilation and the glue object
 //! merged into each object (`ld -r`), the way the driver will build it under
 //! `NVCC_ORION=adapt|train`. The objects must redirect every launch path and keep the
-//! variants; the programs must link with nvcc, g++ and clang++ (where present), with
+//! variants; the programs must link with nvcc, g++ and clang++ (required under CI), with
 //! `-cudart static` and `shared`, with and without `-rdc`, and, run here without a GPU, behave
 //! exactly like the plain build: the same output, the same runtime errors, the same exit code.
 //! The paths that need a GPU (resolving variants, launching them, timing, the profile) run
@@ -253,11 +253,9 @@ fn glue_object_needs_only_libc_and_cudart() {
         state.contains(" b "),
         "the glue's state is not in .bss: {state}"
     );
-    if which::which("clang++").is_ok() {
+    if common::clang_or_skip("glue_object_needs_only_libc_and_cudart") {
         let scratch = tempfile::tempdir().unwrap();
         compile_glue("clang++", &nvcc, &scratch.path().join("glue.o"));
-    } else {
-        eprintln!("glue_object_needs_only_libc_and_cudart: clang++ not installed");
     }
 }
 
@@ -380,10 +378,8 @@ fn glue_links_everywhere_and_runs_like_nvcc() {
     let scratch = tempfile::tempdir().unwrap();
     let lib = cudart_dir(&nvcc, scratch.path());
     let mut linkers = vec!["nvcc", "g++"];
-    if which::which("clang++").is_ok() {
+    if common::clang_or_skip("glue_links_everywhere_and_runs_like_nvcc") {
         linkers.push("clang++");
-    } else {
-        eprintln!("glue_links_everywhere_and_runs_like_nvcc: clang++ not installed, not linked");
     }
     let objs = |kind: &str, rdc: &str| -> Vec<PathBuf> {
         ["a", "b"]
@@ -486,13 +482,16 @@ const FAKE_CASES: &[(&str, &[&str])] = &[
         ],
     ),
     ("train", &["train_round_robin", "train_locks_original"]),
+    ("train_gap", &["gap_round_robin_finds_v3"]),
 ];
 
 /// The glue object against a simulated GPU: no call but the launch without a driver; adapt
 /// measures the original first, steps to v1, stops at the slower v2 and locks v1, with the
 /// same argument pointers; the stub path, launch attributes, capture, shared memory that does
 /// not fit and a pending user error behave as docs/selector.md says; train round-robins and
-/// writes at exit a profile the build's reader accepts, whose winner is v1.
+/// writes at exit a profile the build's reader accepts, whose winner is v1. With a gap (v1 and
+/// v3 in the module, v2 dropped by the build) the profile numbers the variants as the build
+/// does, so the build's names match them and the winner is v3.
 #[test]
 fn glue_paths_on_a_simulated_gpu() {
     let Some(nvcc) = common::nvcc_or_skip("glue_paths_on_a_simulated_gpu") else {
@@ -509,10 +508,9 @@ fn glue_paths_on_a_simulated_gpu() {
         .arg(dir.join("glue.o"))
         .arg("-o")
         .arg(&exe));
-    let profile = scratch.path().join("profile.json");
-    let profile_str = profile.to_str().unwrap();
+    let profile_of = |scenario: &str| scenario_profile(scratch.path(), scenario);
     for (scenario, cases) in FAKE_CASES {
-        let mode = if *scenario == "train" {
+        let mode = if scenario.starts_with("train") {
             "train"
         } else {
             "adapt"
@@ -520,7 +518,7 @@ fn glue_paths_on_a_simulated_gpu() {
         let out = run(Command::new(&exe)
             .arg(scenario)
             .env("NVCC_ORION", mode)
-            .env("NVCC_ORION_PROFILE_OUT", profile_str)
+            .env("NVCC_ORION_PROFILE_OUT", profile_of(scenario))
             .env_remove("NVCC_ORION_VERBOSE"));
         let stdout = String::from_utf8_lossy(&out.stdout);
         let passed: Vec<&str> = stdout
@@ -529,7 +527,7 @@ fn glue_paths_on_a_simulated_gpu() {
             .collect();
         assert_eq!(&passed, cases, "{scenario}:\n{stdout}");
     }
-    let p = Profile::read(&profile).unwrap_or_else(|e| panic!("{e}"));
+    let p = Profile::read(&profile_of("train")).unwrap_or_else(|e| panic!("{e}"));
     let rows: Vec<(u32, &str, u64, f64)> = p
         .entries
         .iter()
@@ -556,4 +554,32 @@ fn glue_paths_on_a_simulated_gpu() {
     let names = ["_Z4walkPfi", "_Z4walkPfi__orion_v1", "_Z4walkPfi__orion_v2"];
     let winner = p.winner("_Z4walkPfi", "sm_90", &names).unwrap().unwrap();
     assert_eq!(winner.variant, 1);
+
+    let gap = Profile::read(&profile_of("train_gap")).unwrap_or_else(|e| panic!("{e}"));
+    let rows: Vec<(u32, &str, u64, f64)> = gap
+        .entries
+        .iter()
+        .map(|e| (e.variant, e.variant_name.as_str(), e.samples, e.median_us))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            (0, "_Z4walkPfi", 10, 100.0),
+            (1, "_Z4walkPfi__orion_v1", 10, 80.0),
+            (3, "_Z4walkPfi__orion_v3", 10, 70.0),
+        ]
+    );
+    // The build's names by number (v2 dropped, its slot kept): the winner is the build's 3.
+    let names = [
+        "_Z4walkPfi",
+        "_Z4walkPfi__orion_v1",
+        "_Z4walkPfi__orion_v2",
+        "_Z4walkPfi__orion_v3",
+    ];
+    let winner = gap.winner("_Z4walkPfi", "sm_90", &names).unwrap().unwrap();
+    assert_eq!(winner.variant, 3);
+}
+
+fn scenario_profile(dir: &Path, scenario: &str) -> PathBuf {
+    dir.join(format!("{scenario}.json"))
 }
