@@ -88,8 +88,7 @@ fn driver_identity() -> Vec<u8> {
 /// Both units, plain and with the glue, with and without `-rdc`: `<unit>.<plain|host|glue>
 /// <-rdc>.o` (`host`: redirected by hand but not merged; `glue`: built by nvcc-orion under
 /// adapt), `a.train.o` (train), the programs nvcc-orion compiles and links in one call
-/// (`once`: adapt, `-cudart static`; `once-rdc`: adapt, `-rdc`, `-cudart shared`; passed to
-/// nvcc whole), the
+/// (`once`: adapt, `-cudart static`; `once-rdc`: adapt, `-rdc`, `-cudart shared`), the
 /// runtime libraries for the links (`cudart/`), the glue cache they share (`cache/`), and
 /// the glue object compiled by hand (`glue.o`).
 fn objects(nvcc: &Path) -> PathBuf {
@@ -109,7 +108,7 @@ fn objects(nvcc: &Path) -> PathBuf {
     let driver = driver_identity();
     inputs.push(&driver);
     // What the folder holds: bump when the build below changes.
-    inputs.push(b"objects v3: plain, host, glue (driver), a.train, once, once-rdc, a.host-ptsz");
+    inputs.push(b"objects v4: plain, host, glue (driver), a.train, once, once-rdc, a.host-ptsz");
     common::build_once("runtime-glue", nvcc, &inputs, |dir| {
         compile_glue("g++", nvcc, &dir.join("glue.o"));
         let lib = cudart_dir(nvcc, dir);
@@ -503,12 +502,30 @@ fn glue_links_everywhere_and_runs_like_nvcc() {
                 checked += 1;
             }
         }
-        // nvcc-orion compiling and linking in one call: the same program. Such a call is
-        // passed to nvcc whole (src/cli/classify.rs: no compile mode), so it is not tuned and
-        // carries no glue: there are no tuned variants to select.
+        // nvcc-orion compiling and linking in one call (replayed under adapt/train only): the
+        // glue is in the program, merged into the temporary objects before nvlink and the link.
         let once = dir.join(if rdc.is_empty() { "once" } else { "once-rdc" });
-        assert!(!has_glue(&once), "glue in {}", once.display());
+        assert!(
+            symbols(&once).contains(" orion_launch\n"),
+            "no glue in {}",
+            once.display()
+        );
         assert_eq!(execute(&once, &[], &lib), expected, "{}", once.display());
+        if rdc.is_empty() && linkers.contains(&"clang++") {
+            // The glue built by clang++ (`-ccbin clang++`: a glue object per host compiler),
+            // linked by clang++.
+            let obj = scratch.path().join("a.clang.o");
+            run(orion(&nvcc, "adapt", &dir.join("cache"))
+                .args(["-arch=sm_90", "-ccbin", "clang++", "-c"])
+                .arg(root().join("tests/runtime/glue_a.cu"))
+                .arg("-o")
+                .arg(&obj));
+            assert!(symbols(&obj).contains(" W orion_launch\n"));
+            let exe = scratch.path().join("clang-built");
+            let objs = [obj, dir.join("b.glue.o")];
+            link(&nvcc, "clang++", &objs, false, "shared", &lib, &exe);
+            assert_eq!(execute(&exe, &[], &lib), expected, "{}", exe.display());
+        }
         if rdc.is_empty() {
             // Train's object, linked by g++ with the plain b.
             let exe = scratch.path().join("train-g++");
