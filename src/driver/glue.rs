@@ -1,5 +1,5 @@
-//! The launch-time selector's glue in the user's objects (issue 21; docs/selector.md, "Wiring
-//! it into the driver"). Under `NVCC_ORION=adapt|train` the host compilation of nvcc's
+//! The launch-time selector's glue in the user's objects (issue 21,
+//! docs/selector.md §How the driver wires it in). Under `NVCC_ORION=adapt|train` the host compilation of nvcc's
 //! `.cudafe1.cpp` force-includes the launch redirect, and the object it writes is merged
 //! (`ld -r`) with the glue object right away, before any later step (nvlink, the host link,
 //! `ar`) reads it. The glue object is built once per host compiler, its version, the mode and
