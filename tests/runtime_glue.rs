@@ -259,6 +259,20 @@ fn glue_objects_redirect_and_keep_variants() {
             // functions but through it (only the glue itself calls them).
             assert!(!symbols.contains(" U orion_rt_v1_"), "{symbols}");
         }
+        // One glue object per mode (ORION_RT_DEFAULT_MODE differs), both in the cache.
+        let glue_objects: Vec<Vec<u8>> = std::fs::read_dir(dir.join("cache/runtime"))
+            .unwrap()
+            .flat_map(|d| std::fs::read_dir(d.unwrap().path()).unwrap())
+            .map(|f| f.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "o"))
+            .map(|p| std::fs::read(p).unwrap())
+            .collect();
+        assert!(
+            glue_objects.len() >= 2,
+            "{} glue objects",
+            glue_objects.len()
+        );
+        assert_ne!(glue_objects[0], glue_objects[1]);
         for kernel in ["_Z4walkPfi", "_Z4walkPfi__orion_v1", "_Z4walkPfi__orion_v2"] {
             assert!(
                 merged_symbols.contains(&format!(" T {kernel}\n")),

@@ -282,9 +282,12 @@ impl Glue {
             h.update([0]);
         }
         let dir = self.root.join(&hex(&h.finalize())[..16]);
-        if dir.is_dir() {
+        let complete = |dir: &Path| SOURCES.iter().all(|(name, _)| dir.join(name).is_file());
+        if complete(&dir) {
             return Ok(dir);
         }
+        // Written whole or not at all, so only a user's hand can have emptied it: write anew.
+        let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&self.root)
             .map_err(io(format!("creating {}", self.root.display())))?;
         let tmp = scratch_name(&dir);
@@ -298,7 +301,7 @@ impl Glue {
         match write() {
             Ok(()) => Ok(dir),
             // Another build got there first: its copy is the same bytes.
-            Err(_) if dir.is_dir() => {
+            Err(_) if complete(&dir) => {
                 let _ = std::fs::remove_dir_all(&tmp);
                 Ok(dir)
             }
@@ -482,6 +485,10 @@ mod tests {
             .unwrap()
             .collect();
         assert_eq!(entries.len(), 1);
+        // A copy missing a file is written anew.
+        std::fs::remove_file(a.join("orion_select.h")).unwrap();
+        assert_eq!(glue.sources().unwrap(), a);
+        assert!(a.join("orion_select.h").is_file());
         // A cache that cannot be written is an error (the caller warns and builds plain).
         let file = dir.path().join("file");
         std::fs::write(&file, "").unwrap();
