@@ -9,8 +9,9 @@
 //   device has succeeded. With no GPU, no driver or a broken one, every launch is therefore
 //   exactly the original call, and the runtime's error state is untouched.
 // * Variants are found by name: `cudaGetFuncBySymbol` -> `cuFuncGetName` / `cuFuncGetModule`
-//   -> `cuModuleGetFunction("<mangled>__orion_v<k>")`, k = 1..4, stopping at the first missing
-//   one. The driver functions come from `cudaGetDriverEntryPointByVersion`, so no -lcuda.
+//   -> `cuModuleGetFunction("<mangled>__orion_v<k>")`, every k = 1..4 (the tuner may drop one
+//   and keep the others' numbers). The driver functions come from
+//   `cudaGetDriverEntryPointByVersion`, so no -lcuda.
 // * A variant is launched with `cuLaunchKernel` on the user's stream with the same argument
 //   pointers; variant 0 is always the original entry point, unchanged.
 // * Any doubt (no entry point, an error, a capture query failing, shared memory that does not
@@ -93,11 +94,14 @@ struct Kernel {
   int device = 0;
   uint32_t id = 0;        // FNV-1a of the mangled name: the same in every run
   unsigned variants = 0;  // 1 + the variants found (1: the original only)
+  // The build's number k of the selector's variant i (`__orion_v<k>`; 0 for the original):
+  // increasing, with gaps where the tuner dropped a variant.
+  unsigned char number[sel::kMaxVariants] = {};
   CUfunction fn[sel::kMaxVariants] = {};
   int static_shared[sel::kMaxVariants] = {};
   int max_dynamic[sel::kMaxVariants] = {};
   const char* name = nullptr;  // owned by the driver's module
-  char* variant_names = nullptr;  // kMaxVariants-1 names, NUL-separated, malloc'd once
+  char* variant_names = nullptr;  // the names of variants 1.., NUL-separated, malloc'd once
 };
 
 struct Handle {
@@ -132,6 +136,7 @@ class Names : public sel::ProfileNames {
  public:
   const char* kernel(uint32_t kernel_id) const override;
   const char* variant(uint32_t kernel_id, unsigned variant) const override;
+  unsigned number(uint32_t kernel_id, unsigned variant) const override;
   const char* arch(int device) const override;
   const char* device(int device) const override;
 };
@@ -295,18 +300,22 @@ void resolve(Kernel& k, const void* func) {
   size_t len = std::strlen(name) + 16;
   char* names = static_cast<char*>(std::calloc(sel::kMaxVariants - 1, len));
   if (!names) return;
+  // Every k: the tuner drops a variant whose registers differ from its standalone build and
+  // keeps the others' numbers, so a missing k is no end. The present ones keep their order.
   unsigned n = 1;
-  for (; n < sel::kMaxVariants; ++n) {
+  for (unsigned number = 1; number < sel::kMaxVariants; ++number) {
     char* v = names + (n - 1) * len;
-    std::snprintf(v, len, "%s__orion_v%u", name, n);
+    std::snprintf(v, len, "%s__orion_v%u", name, number);
     CUfunction vf = nullptr;
-    if (d.module_get_function(&vf, m, v) != CUDA_SUCCESS || !vf) break;
+    if (d.module_get_function(&vf, m, v) != CUDA_SUCCESS || !vf) continue;
     if (d.func_get_attribute(&k.static_shared[n], CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, vf) !=
             CUDA_SUCCESS ||
         d.func_get_attribute(&k.max_dynamic[n], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                              vf) != CUDA_SUCCESS)
-      break;
+      continue;
     k.fn[n] = vf;
+    k.number[n] = static_cast<unsigned char>(number);
+    ++n;
   }
   k.variants = n;
   k.variant_names = names;
@@ -541,6 +550,11 @@ const char* Names::variant(uint32_t kernel_id, unsigned variant) const {
   if (!k || variant >= k->variants) return nullptr;
   if (variant == 0) return k->name;
   return k->variant_names + (variant - 1) * (std::strlen(k->name) + 16);
+}
+
+unsigned Names::number(uint32_t kernel_id, unsigned variant) const {
+  const Kernel* k = by_id(kernel_id);
+  return k && variant < k->variants ? k->number[variant] : variant;
 }
 
 DeviceInfo* device_info(int device) {

@@ -144,11 +144,18 @@ struct Snapshot {
 };
 
 // Names the profile writer needs; the runtime answers from its registration tables. A null
-// answer is written as "".
+// answer is written as "". `variant` is the selector's index (0 .. variants-1).
 class ProfileNames {
  public:
   virtual const char* kernel(uint32_t kernel_id) const = 0;
   virtual const char* variant(uint32_t kernel_id, unsigned variant) const = 0;
+  // The build's number of the selector's variant `variant` (the k of `__orion_v<k>`), which
+  // the profile records: the tuner may drop a variant and keep the others' numbers, so the
+  // selector's indices can have gaps in the build's numbering (docs/selector.md).
+  virtual unsigned number(uint32_t kernel_id, unsigned variant) const {
+    (void)kernel_id;
+    return variant;
+  }
   virtual const char* arch(int device) const = 0;
   virtual const char* device(int device) const = 0;
 
@@ -406,7 +413,7 @@ class BasicSelector {
                      static_cast<unsigned long>(s.key.block[1]),
                      static_cast<unsigned long>(s.key.block[2]),
                      static_cast<unsigned long>(s.key.shared));
-        std::fprintf(f, ", \"variant\": %u, \"variant_name\": ", v);
+        std::fprintf(f, ", \"variant\": %u, \"variant_name\": ", names.number(s.key.kernel, v));
         json_string(f, names.variant(s.key.kernel, v));
         std::fprintf(f, ", \"launches\": %u, \"samples\": %u, \"median_us\": ", s.stats[v].launches,
                      s.stats[v].samples);

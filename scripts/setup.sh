@@ -153,6 +153,20 @@ if [[ "${NVCC_ORION_SETUP_CHROMIUM:-}" == 1 ]] && ! command -v chromium >/dev/nu
     fi
 fi
 
+# --- 2c'. clang++, for the selector glue's link tests (opt-in: CI sets NVCC_ORION_SETUP_CLANG=1)
+# Debian's `clang` package: the glue must link and run when clang++ does the final link
+# (issue 21); tests/runtime_glue.rs and tests/glue_driver.rs fail under CI without it.
+if [[ "${NVCC_ORION_SETUP_CLANG:-}" == 1 ]] && ! command -v clang++ >/dev/null; then
+    if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+        log "apt-get install clang"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q clang >&2 ||
+            { apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q clang >&2; } ||
+            log "could not install clang"
+    else
+        log "clang++ is not installed and cannot be (not root, or no apt-get)"
+    fi
+fi
+
 # --- 2d. sccache with its dist features, for the compile-farm tests (opt-in: CI sets
 # NVCC_ORION_SETUP_SCCACHE_DIST=1). The distribution's sccache (0.4) has no dist server and
 # runs nvcc whole; 0.19 splits nvcc with --dryrun and distributes the ptxas steps. Built once

@@ -50,6 +50,10 @@ fn main() -> ExitCode {
     let why = match (&settings.mode, &inv.class) {
         (Mode::Off, _) => Some("NVCC_ORION=off".to_string()),
         (_, Class::PassThrough(reason)) => Some(reason.clone()),
+        // Compiling and linking in one call is replayed only for the selector's glue.
+        (_, Class::Tunable) if inv.facts.compile_and_link && settings.selector.is_none() => {
+            Some("no compile mode (-c/-dc/-dw/-cubin/-fatbin)".to_string())
+        }
         (_, Class::Tunable) => None,
     };
     if settings.mode != Mode::Off

@@ -1,11 +1,14 @@
 //! The selector's CUDA glue (`runtime/orion_runtime.cpp`, `runtime/orion_launch_redirect.h`,
 //! issue 21) on real toolchain output: the test program `tests/runtime/glue_{a,b}.cu` built by
-//! plain nvcc, and again with the launch redirect in the host compilation and the glue object
-//! merged into each object (`ld -r`), the way the driver will build it under
-//! `NVCC_ORION=adapt|train`. The objects must redirect every launch path and keep the
-//! variants; the programs must link with nvcc, g++ and clang++ (where present), with
-//! `-cudart static` and `shared`, with and without `-rdc`, and, run here without a GPU, behave
-//! exactly like the plain build: the same output, the same runtime errors, the same exit code.
+//! plain nvcc, and again by nvcc-orion under `NVCC_ORION=adapt|train`, which force-includes the
+//! launch redirect in the host compilation and merges the glue object into each object
+//! (`src/driver/glue.rs`). The objects must redirect every launch path and keep the variants;
+//! the programs must link with nvcc, g++ and clang++ (required under CI), with `-cudart static`
+//! and `shared`, with and without `-rdc`, compiled with `-c` and linked apart or compiled and
+//! linked in one call, and, run here without a GPU, behave exactly like the plain build: the
+//! same output, the same runtime errors, the same exit code. Outputs without a host object,
+//! units without launches and plain tune builds carry no glue, and a glue that cannot be
+//! built leaves the plain object with one warning line.
 //! The paths that need a GPU (resolving variants, launching them, timing, the profile) run
 //! against a simulated runtime and driver (`tests/runtime/glue_fake.cpp`).
 
@@ -59,8 +62,35 @@ fn compile_glue(cxx: &str, nvcc: &Path, out: &Path) {
         .arg(out));
 }
 
+/// nvcc-orion (this build's) standing in for `nvcc` under `NVCC_ORION=mode`, with its caches
+/// in `cache` and no other setting of the caller's.
+fn orion(nvcc: &Path, mode: &str, cache: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nvcc-orion"));
+    for (k, _) in std::env::vars_os() {
+        if k.to_str()
+            .is_some_and(|k| k == "NVCC_ORION" || k.starts_with("NVCC_ORION_"))
+        {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.env("NVCC_ORION_NVCC", nvcc)
+        .env("NVCC_ORION", mode)
+        .env("NVCC_ORION_CACHE", cache);
+    cmd
+}
+
+/// Which nvcc-orion built the driver's objects: a new build rebuilds them.
+fn driver_identity() -> Vec<u8> {
+    let md = std::fs::metadata(env!("CARGO_BIN_EXE_nvcc-orion")).unwrap();
+    format!("{} {:?}", md.len(), md.modified().ok()).into_bytes()
+}
+
 /// Both units, plain and with the glue, with and without `-rdc`: `<unit>.<plain|host|glue>
-/// <-rdc>.o` (`host`: redirected but not merged yet), and the glue object itself.
+/// <-rdc>.o` (`host`: redirected by hand but not merged; `glue`: built by nvcc-orion under
+/// adapt), `a.train.o` (train), the programs nvcc-orion compiles and links in one call
+/// (`once`: adapt, `-cudart static`; `once-rdc`: adapt, `-rdc`, `-cudart shared`), the
+/// runtime libraries for the links (`cudart/`), the glue cache they share (`cache/`), and
+/// the glue object compiled by hand (`glue.o`).
 fn objects(nvcc: &Path) -> PathBuf {
     let sources: Vec<Vec<u8>> = [
         "tests/runtime/glue_a.cu",
@@ -75,17 +105,34 @@ fn objects(nvcc: &Path) -> PathBuf {
     .map(|p| std::fs::read(root().join(p)).unwrap())
     .collect();
     let mut inputs: Vec<&[u8]> = sources.iter().map(Vec::as_slice).collect();
+    let driver = driver_identity();
+    inputs.push(&driver);
     // What the folder holds: bump when the build below changes.
-    inputs.push(b"objects v2: plain, host, glue, a.host-ptsz");
+    inputs.push(b"objects v4: plain, host, glue (driver), a.train, once, once-rdc, a.host-ptsz");
     common::build_once("runtime-glue", nvcc, &inputs, |dir| {
         compile_glue("g++", nvcc, &dir.join("glue.o"));
+        let lib = cudart_dir(nvcc, dir);
+        let cache = dir.join("cache");
         let redirect = root().join("runtime/orion_launch_redirect.h");
+        let src = |unit: &str| root().join(format!("tests/runtime/glue_{unit}.cu"));
         let mut jobs = Vec::new();
+        let mut spawn = |mut cmd: Command| {
+            jobs.push((format!("{cmd:?}"), cmd.spawn().expect("spawn")));
+            if jobs.len() == 2 {
+                for (what, mut child) in jobs.drain(..) {
+                    assert!(child.wait().unwrap().success(), "{what}");
+                }
+            }
+        };
         for rdc in ["", "-rdc"] {
             for unit in ["a", "b"] {
-                let src = root().join(format!("tests/runtime/glue_{unit}.cu"));
-                for kind in ["plain", "host"] {
-                    let mut cmd = Command::new(nvcc);
+                let src = src(unit);
+                for kind in ["plain", "host", "glue"] {
+                    let mut cmd = if kind == "glue" {
+                        orion(nvcc, "adapt", &cache)
+                    } else {
+                        Command::new(nvcc)
+                    };
                     cmd.args(["-arch=sm_90", "-c"]).arg(&src);
                     if !rdc.is_empty() {
                         cmd.arg("-rdc=true");
@@ -98,30 +145,41 @@ fn objects(nvcc: &Path) -> PathBuf {
                             .arg(format!("-include,{}", redirect.display()));
                     }
                     cmd.arg("-o").arg(dir.join(format!("{unit}.{kind}{rdc}.o")));
-                    jobs.push((format!("{cmd:?}"), cmd.spawn().expect("spawn nvcc")));
-                    if jobs.len() == 2 {
-                        for (what, mut child) in jobs.drain(..) {
-                            assert!(child.wait().unwrap().success(), "{what}");
-                        }
-                    }
+                    spawn(cmd);
                 }
-                if unit == "a" && rdc.is_empty() {
-                    // --default-stream per-thread: the runtime's `_ptsz` entry points.
-                    run(Command::new(nvcc)
-                        .args(["-arch=sm_90", "--default-stream", "per-thread", "-c"])
-                        .arg(&src)
-                        .arg("-Xcompiler")
-                        .arg(format!("-include,{}", redirect.display()))
-                        .arg("-o")
-                        .arg(dir.join("a.host-ptsz.o")));
-                }
-                run(Command::new("ld")
-                    .arg("-r")
-                    .arg(dir.join(format!("{unit}.host{rdc}.o")))
-                    .arg(dir.join("glue.o"))
-                    .arg("-o")
-                    .arg(dir.join(format!("{unit}.glue{rdc}.o"))));
             }
+        }
+        // --default-stream per-thread: the runtime's `_ptsz` entry points.
+        let mut cmd = Command::new(nvcc);
+        cmd.args(["-arch=sm_90", "--default-stream", "per-thread", "-c"])
+            .arg(src("a"))
+            .arg("-Xcompiler")
+            .arg(format!("-include,{}", redirect.display()))
+            .arg("-o")
+            .arg(dir.join("a.host-ptsz.o"));
+        spawn(cmd);
+        let mut cmd = orion(nvcc, "train", &cache);
+        cmd.args(["-arch=sm_90", "-c"])
+            .arg(src("a"))
+            .arg("-o")
+            .arg(dir.join("a.train.o"));
+        spawn(cmd);
+        for (exe, extra) in [
+            ("once", &[][..]),
+            ("once-rdc", &["-rdc=true", "-cudart", "shared"][..]),
+        ] {
+            let mut cmd = orion(nvcc, "adapt", &cache);
+            cmd.arg("-arch=sm_90")
+                .args(extra)
+                .arg(src("a"))
+                .arg(src("b"))
+                .arg(format!("-L{}", lib.display()))
+                .arg("-o")
+                .arg(dir.join(exe));
+            spawn(cmd);
+        }
+        for (what, mut child) in jobs {
+            assert!(child.wait().unwrap().success(), "{what}");
         }
     })
 }
@@ -182,16 +240,39 @@ fn glue_objects_redirect_and_keep_variants() {
         assert!(plain.contains(" U __cudaLaunchKernel\n"), "{plain}");
         let merged = dir.join(format!("a.glue{rdc}.o"));
         let merged_symbols = symbols(&merged);
-        for entry in [
-            "orion_launch",
-            "orion_rt_v1___cudaLaunchKernel",
-            "orion_rt_v1_cudaLaunchKernelExC",
-        ] {
-            assert!(
-                merged_symbols.contains(&format!(" W {entry}\n")),
-                "{rdc}: {entry} is not a weak definition in\n{merged_symbols}"
-            );
+        for object in [merged.clone(), dir.join("a.train.o")] {
+            let symbols = symbols(&object);
+            for entry in [
+                "orion_launch",
+                "orion_rt_v1___cudaGetKernel",
+                "orion_rt_v1___cudaLaunchKernel",
+                "orion_rt_v1_cudaLaunchKernel",
+                "orion_rt_v1_cudaLaunchKernelExC",
+            ] {
+                assert!(
+                    symbols.contains(&format!(" W {entry}\n")),
+                    "{}: {entry} is not a weak definition in\n{symbols}",
+                    object.display()
+                );
+            }
+            // The redirected launches are all the glue's: none reaches the runtime's launch
+            // functions but through it (only the glue itself calls them).
+            assert!(!symbols.contains(" U orion_rt_v1_"), "{symbols}");
         }
+        // One glue object per mode (ORION_RT_DEFAULT_MODE differs), both in the cache.
+        let glue_objects: Vec<Vec<u8>> = std::fs::read_dir(dir.join("cache/runtime"))
+            .unwrap()
+            .flat_map(|d| std::fs::read_dir(d.unwrap().path()).unwrap())
+            .map(|f| f.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "o"))
+            .map(|p| std::fs::read(p).unwrap())
+            .collect();
+        assert!(
+            glue_objects.len() >= 2,
+            "{} glue objects",
+            glue_objects.len()
+        );
+        assert_ne!(glue_objects[0], glue_objects[1]);
         for kernel in ["_Z4walkPfi", "_Z4walkPfi__orion_v1", "_Z4walkPfi__orion_v2"] {
             assert!(
                 merged_symbols.contains(&format!(" T {kernel}\n")),
@@ -253,11 +334,9 @@ fn glue_object_needs_only_libc_and_cudart() {
         state.contains(" b "),
         "the glue's state is not in .bss: {state}"
     );
-    if which::which("clang++").is_ok() {
+    if common::clang_or_skip("glue_object_needs_only_libc_and_cudart") {
         let scratch = tempfile::tempdir().unwrap();
         compile_glue("clang++", &nvcc, &scratch.path().join("glue.o"));
-    } else {
-        eprintln!("glue_object_needs_only_libc_and_cudart: clang++ not installed");
     }
 }
 
@@ -378,12 +457,10 @@ fn glue_links_everywhere_and_runs_like_nvcc() {
     };
     let dir = objects(&nvcc);
     let scratch = tempfile::tempdir().unwrap();
-    let lib = cudart_dir(&nvcc, scratch.path());
+    let lib = dir.join("cudart");
     let mut linkers = vec!["nvcc", "g++"];
-    if which::which("clang++").is_ok() {
+    if common::clang_or_skip("glue_links_everywhere_and_runs_like_nvcc") {
         linkers.push("clang++");
-    } else {
-        eprintln!("glue_links_everywhere_and_runs_like_nvcc: clang++ not installed, not linked");
     }
     let objs = |kind: &str, rdc: &str| -> Vec<PathBuf> {
         ["a", "b"]
@@ -439,6 +516,38 @@ fn glue_links_everywhere_and_runs_like_nvcc() {
                 checked += 1;
             }
         }
+        // nvcc-orion compiling and linking in one call (replayed under adapt/train only): the
+        // glue is in the program, merged into the temporary objects before nvlink and the link.
+        let once = dir.join(if rdc.is_empty() { "once" } else { "once-rdc" });
+        assert!(
+            symbols(&once).contains(" orion_launch\n"),
+            "no glue in {}",
+            once.display()
+        );
+        assert_eq!(execute(&once, &[], &lib), expected, "{}", once.display());
+        if rdc.is_empty() && linkers.contains(&"clang++") {
+            // The glue built by clang++ (`-ccbin clang++`: a glue object per host compiler),
+            // linked by clang++.
+            let obj = scratch.path().join("a.clang.o");
+            run(orion(&nvcc, "adapt", &dir.join("cache"))
+                .args(["-arch=sm_90", "-ccbin", "clang++", "-c"])
+                .arg(root().join("tests/runtime/glue_a.cu"))
+                .arg("-o")
+                .arg(&obj));
+            assert!(symbols(&obj).contains(" W orion_launch\n"));
+            let exe = scratch.path().join("clang-built");
+            let objs = [obj, dir.join("b.glue.o")];
+            link(&nvcc, "clang++", &objs, false, "shared", &lib, &exe);
+            assert_eq!(execute(&exe, &[], &lib), expected, "{}", exe.display());
+        }
+        if rdc.is_empty() {
+            // Train's object, linked by g++ with the plain b.
+            let exe = scratch.path().join("train-g++");
+            let objs = [dir.join("a.train.o"), dir.join("b.plain.o")];
+            link(&nvcc, "g++", &objs, false, "static", &lib, &exe);
+            let got = execute(&exe, &[("NVCC_ORION_PROFILE_OUT", "/dev/null")], &lib);
+            assert_eq!(got, expected, "{}", exe.display());
+        }
         let exe = scratch.path().join(format!("glue{rdc}-nvcc-static"));
         let (code, stdout, stderr) = execute(&exe, &[("NVCC_ORION_VERBOSE", "1")], &lib);
         assert_eq!((code, &stdout), (expected.0, &expected.1));
@@ -486,13 +595,16 @@ const FAKE_CASES: &[(&str, &[&str])] = &[
         ],
     ),
     ("train", &["train_round_robin", "train_locks_original"]),
+    ("train_gap", &["gap_round_robin_finds_v3"]),
 ];
 
 /// The glue object against a simulated GPU: no call but the launch without a driver; adapt
 /// measures the original first, steps to v1, stops at the slower v2 and locks v1, with the
 /// same argument pointers; the stub path, launch attributes, capture, shared memory that does
 /// not fit and a pending user error behave as docs/selector.md says; train round-robins and
-/// writes at exit a profile the build's reader accepts, whose winner is v1.
+/// writes at exit a profile the build's reader accepts, whose winner is v1. With a gap (v1 and
+/// v3 in the module, v2 dropped by the build) the profile numbers the variants as the build
+/// does, so the build's names match them and the winner is v3.
 #[test]
 fn glue_paths_on_a_simulated_gpu() {
     let Some(nvcc) = common::nvcc_or_skip("glue_paths_on_a_simulated_gpu") else {
@@ -509,10 +621,9 @@ fn glue_paths_on_a_simulated_gpu() {
         .arg(dir.join("glue.o"))
         .arg("-o")
         .arg(&exe));
-    let profile = scratch.path().join("profile.json");
-    let profile_str = profile.to_str().unwrap();
+    let profile_of = |scenario: &str| scenario_profile(scratch.path(), scenario);
     for (scenario, cases) in FAKE_CASES {
-        let mode = if *scenario == "train" {
+        let mode = if scenario.starts_with("train") {
             "train"
         } else {
             "adapt"
@@ -520,7 +631,7 @@ fn glue_paths_on_a_simulated_gpu() {
         let out = run(Command::new(&exe)
             .arg(scenario)
             .env("NVCC_ORION", mode)
-            .env("NVCC_ORION_PROFILE_OUT", profile_str)
+            .env("NVCC_ORION_PROFILE_OUT", profile_of(scenario))
             .env_remove("NVCC_ORION_VERBOSE"));
         let stdout = String::from_utf8_lossy(&out.stdout);
         let passed: Vec<&str> = stdout
@@ -529,7 +640,7 @@ fn glue_paths_on_a_simulated_gpu() {
             .collect();
         assert_eq!(&passed, cases, "{scenario}:\n{stdout}");
     }
-    let p = Profile::read(&profile).unwrap_or_else(|e| panic!("{e}"));
+    let p = Profile::read(&profile_of("train")).unwrap_or_else(|e| panic!("{e}"));
     let rows: Vec<(u32, &str, u64, f64)> = p
         .entries
         .iter()
@@ -556,4 +667,180 @@ fn glue_paths_on_a_simulated_gpu() {
     let names = ["_Z4walkPfi", "_Z4walkPfi__orion_v1", "_Z4walkPfi__orion_v2"];
     let winner = p.winner("_Z4walkPfi", "sm_90", &names).unwrap().unwrap();
     assert_eq!(winner.variant, 1);
+
+    let gap = Profile::read(&profile_of("train_gap")).unwrap_or_else(|e| panic!("{e}"));
+    let rows: Vec<(u32, &str, u64, f64)> = gap
+        .entries
+        .iter()
+        .map(|e| (e.variant, e.variant_name.as_str(), e.samples, e.median_us))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            (0, "_Z4walkPfi", 10, 100.0),
+            (1, "_Z4walkPfi__orion_v1", 10, 80.0),
+            (3, "_Z4walkPfi__orion_v3", 10, 70.0),
+        ]
+    );
+    // The build's names by number (v2 dropped, its slot kept): the winner is the build's 3.
+    let names = [
+        "_Z4walkPfi",
+        "_Z4walkPfi__orion_v1",
+        "_Z4walkPfi__orion_v2",
+        "_Z4walkPfi__orion_v3",
+    ];
+    let winner = gap.winner("_Z4walkPfi", "sm_90", &names).unwrap().unwrap();
+    assert_eq!(winner.variant, 3);
+}
+
+fn scenario_profile(dir: &Path, scenario: &str) -> PathBuf {
+    dir.join(format!("{scenario}.json"))
+}
+
+/// Whether `file` carries any of the glue: its entry points or the redirect's names.
+fn has_glue(file: &Path) -> bool {
+    let bytes = std::fs::read(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    bytes.windows(12).any(|w| w == b"orion_rt_v1_")
+}
+
+/// Under adapt, outputs without a host object (`-E`, `-ptx`, `-cubin`, `-fatbin`, `--cuda`),
+/// `-lib` (passed to nvcc whole), a unit that launches no kernel, and a plain tune build carry
+/// no glue; only the `.cudafe1.cpp` host compilation is redirected (nvcc-orion's `--dryrun`).
+#[test]
+fn driver_leaves_other_outputs_alone() {
+    let Some(nvcc) = common::nvcc_or_skip("driver_leaves_other_outputs_alone") else {
+        return;
+    };
+    let scratch = tempfile::tempdir().unwrap();
+    let cache = scratch.path().join("cache");
+    let a = root().join("tests/runtime/glue_a.cu");
+    let host_only = scratch.path().join("host_only.cu");
+    std::fs::write(
+        &host_only,
+        "// no kernel, no launch\nint twice(int x) { return 2 * x; }\n",
+    )
+    .unwrap();
+    let cases: &[(&str, &[&str], &Path, &str)] = &[
+        ("adapt", &["-E"], &a, "a.ii"),
+        ("adapt", &["-ptx"], &a, "a.ptx"),
+        ("adapt", &["-cubin"], &a, "a.cubin"),
+        ("adapt", &["-fatbin"], &a, "a.fatbin"),
+        ("adapt", &["--cuda"], &a, "a.cu.cpp.ii"),
+        ("adapt", &["-lib"], &a, "liba.a"),
+        ("tune", &["-c"], &a, "a.tune.o"),
+        ("adapt", &["-c"], &host_only, "host_only.o"),
+    ];
+    for (mode, flags, src, out) in cases {
+        let out = scratch.path().join(out);
+        let o = run(orion(&nvcc, mode, &cache)
+            .arg("-arch=sm_90")
+            .args(*flags)
+            .arg(src)
+            .arg("-o")
+            .arg(&out));
+        assert!(
+            o.stderr.is_empty(),
+            "{flags:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(
+            !has_glue(&out),
+            "{mode} {flags:?}: glue in {}",
+            out.display()
+        );
+    }
+    // A unit without launches gets no glue, and says so in verbose mode.
+    let o = run(orion(&nvcc, "adapt", &cache)
+        .env("NVCC_ORION_VERBOSE", "1")
+        .args(["-arch=sm_90", "-c"])
+        .arg(&host_only)
+        .arg("-o")
+        .arg(scratch.path().join("v.o")));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("no kernel launch in "), "{stderr}");
+    // nvcc-orion's own --dryrun shows the real steps: the redirect is added at replay only.
+    let o = run(orion(&nvcc, "adapt", &cache)
+        .args(["-arch=sm_90", "-c", "--dryrun"])
+        .arg(&a));
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("orion_launch_redirect"));
+}
+
+/// A glue that cannot be built (a host compiler that fails on it, a cache that cannot be
+/// written) leaves the plain object, with exactly one warning line and exit code 0; a user
+/// error still comes from nvcc itself.
+#[test]
+fn driver_falls_back_to_the_plain_object() {
+    let Some(nvcc) = common::nvcc_or_skip("driver_falls_back_to_the_plain_object") else {
+        return;
+    };
+    let dir = objects(&nvcc);
+    let scratch = tempfile::tempdir().unwrap();
+    let bin = scratch.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let gxx = which::which("g++").unwrap();
+    // Compiles everything but the glue.
+    let wrapper = bin.join("g++");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nfor a in \"$@\"; do case \"$a\" in *orion_runtime.cpp) echo 'cannot compile this' >&2; exit 1;; esac; done\nexec {} \"$@\"\n",
+            gxx.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let not_a_dir = scratch.path().join("file");
+    std::fs::write(&not_a_dir, "").unwrap();
+    let b = root().join("tests/runtime/glue_b.cu");
+    let names = |file: &Path| -> Vec<String> {
+        symbols(file)
+            .lines()
+            .map(|l| l.get(17..).unwrap_or(l).to_string())
+            .collect()
+    };
+    let plain = names(&dir.join("b.plain.o"));
+    for (what, cache, ccbin) in [
+        (
+            "cannot compile this",
+            scratch.path().join("cache"),
+            Some(&wrapper),
+        ),
+        ("Not a directory", not_a_dir.clone(), None),
+    ] {
+        let out = scratch.path().join("b.o");
+        let mut cmd = orion(&nvcc, "adapt", &cache);
+        if let Some(cc) = ccbin {
+            cmd.arg("-ccbin").arg(cc);
+        }
+        let o = run(cmd.args(["-arch=sm_90", "-c"]).arg(&b).arg("-o").arg(&out));
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{stderr}");
+        assert!(
+            lines[0].starts_with("nvcc-orion: warning: no launch-time selector in ")
+                && lines[0].contains(what)
+                && lines[0].ends_with("; the plain object stands"),
+            "{stderr}"
+        );
+        assert!(!has_glue(&out));
+        assert_eq!(names(&out), plain, "{what}");
+    }
+    // The user's own error: nvcc's message and exit code, no word of the glue.
+    let bad = scratch.path().join("bad.cu");
+    std::fs::write(&bad, "__global__ void k() { undeclared(); }\n").unwrap();
+    let ours = orion(&nvcc, "adapt", &scratch.path().join("cache"))
+        .args(["-arch=sm_90", "-c"])
+        .arg(&bad)
+        .current_dir(scratch.path())
+        .output()
+        .unwrap();
+    let theirs = Command::new(&nvcc)
+        .args(["-arch=sm_90", "-c"])
+        .arg(&bad)
+        .current_dir(scratch.path())
+        .output()
+        .unwrap();
+    assert_eq!(ours.status.code(), theirs.status.code());
+    assert_eq!(ours.stderr, theirs.stderr);
 }

@@ -72,6 +72,7 @@ pub(crate) fn classify(items: &[Item], nvcc_args: &[OsString]) -> (Class, Facts)
     let mut own_maxrreg: Option<u32> = None;
     let mut ptxas: Vec<String> = Vec::new();
     let mut strip = vec![false; nvcc_args.len()];
+    let mut depfile = false;
 
     for item in items {
         let (spec, value, origin) = match item {
@@ -96,7 +97,10 @@ pub(crate) fn classify(items: &[Item], nvcc_args: &[OsString]) -> (Class, Facts)
             "output-file" => f.output = Some(value.into()),
             "output-directory" => f.output_dir = Some(value.into()),
             "dependency-target-name" => f.dep_targets.push(value),
-            "generate-nonsystem-dependencies-with-compile" => f.dep_skip_system = true,
+            "generate-dependencies-with-compile" => depfile = true,
+            "generate-nonsystem-dependencies-with-compile" => {
+                (depfile, f.dep_skip_system) = (true, true)
+            }
             "generate-dependency-targets" => f.dep_phony = true,
             "keep" | "save-temps" => f.keep = true,
             "keep-dir" => f.keep_dir = Some(value.into()),
@@ -144,6 +148,11 @@ pub(crate) fn classify(items: &[Item], nvcc_args: &[OsString]) -> (Class, Facts)
         .map(|(a, _)| a.clone())
         .collect();
     f.relocatable = modes.contains("device-c") || rdc == Some(true);
+    f.compile_and_link = modes.is_empty();
+    if f.compile_and_link && depfile {
+        // The dependency file's target in a one-call build is nvcc's business alone.
+        blocked("no compile mode (-c/-dc/-dw/-cubin/-fatbin) with -MD/-MMD".into());
+    }
 
     match ptxas_facts(&ptxas) {
         Ok(n) => f.user_maxrregcount = own_maxrreg.or(n),
@@ -169,9 +178,6 @@ fn decide(
     codes: &[String],
     gencodes: &[String],
 ) -> Result<(), String> {
-    if modes.is_empty() {
-        return Err("no compile mode (-c/-dc/-dw/-cubin/-fatbin)".into());
-    }
     let device_only = modes.contains("cubin") || modes.contains("fatbin");
     if (device_only && modes.len() > 1)
         || (modes.contains("device-c") && modes.contains("device-w"))
@@ -209,7 +215,8 @@ fn decide(
         None if !f.inputs.iter().any(|p| ext(p) == "cu") => return Err("no .cu input".into()),
         None => {}
     }
-    if f.output.is_some() && f.inputs.len() > 1 {
+    // (Compiling and linking, `-o` names the program.)
+    if f.output.is_some() && f.inputs.len() > 1 && !f.compile_and_link {
         return Err("-o with several inputs".into());
     }
     real_target(arch.as_deref(), codes, gencodes)

@@ -66,6 +66,10 @@ pub struct Facts {
     pub dep_skip_system: bool,
     /// `-MP`: dependency files get a phony target per header.
     pub dep_phony: bool,
+    /// No compile mode: nvcc compiles the sources and links the program in one call. Replayed
+    /// only under a launch-time selector (`NVCC_ORION=adapt|train`, which needs the replay to
+    /// put its glue in the objects); otherwise passed to nvcc whole.
+    pub compile_and_link: bool,
 }
 
 impl Facts {
@@ -247,10 +251,24 @@ mod tests {
     }
 
     #[test]
+    fn compiling_and_linking_in_one_call() {
+        for args in [&["k.cu"][..], &["a.cu", "b.cu", "-o", "app", "-rdc=true"]] {
+            let inv = run(args);
+            assert_eq!(inv.class, Class::Tunable, "{args:?}");
+            assert!(inv.facts.compile_and_link, "{args:?}");
+        }
+        assert!(!run(&["-c", "k.cu"]).facts.compile_and_link);
+        assert_eq!(
+            reason(&["a.cu", "b.o", "-o", "app"]),
+            "input b.o is not a .cu/.c/.cc/.cpp/.cxx source"
+        );
+    }
+
+    #[test]
     fn pass_through_reasons() {
         for (args, want) in [
-            (&["k.cu"][..], "no compile mode"),
-            (&["-c", "k.cpp"], "no .cu input"),
+            (&["-c", "k.cpp"][..], "no .cu input"),
+            (&["k.cu", "-MD"], "no compile mode"),
             (&["-c", "k.cu", "k.ptx"], "input k.ptx"),
             (&["-c", "k.cu", "a.o"], "input a.o"),
             (&["-c", "k.cu", "-x", "c++"], "-x c++"),

@@ -7,6 +7,7 @@
 pub(crate) mod depfile;
 pub mod dryrun;
 pub mod dryrun_shim;
+pub(crate) mod glue;
 pub(crate) mod shell;
 
 use std::collections::HashMap;
@@ -139,6 +140,15 @@ pub fn replay(
         env,
         cwd: cwd.to_path_buf(),
     };
+    // The selector's glue lives beside the variant cache (`<cache>/runtime`), or in this
+    // replay's own folder when there is no cache.
+    let glue = settings.selector.map(|sel| {
+        let root = match settings.cache.as_deref().and_then(Path::parent) {
+            Some(base) => base.join("runtime"),
+            None => tmp.path().join("nvcc-orion-runtime"),
+        };
+        glue::Glue::new(sel, root)
+    });
     let result = run_steps(
         &plan,
         &ctx,
@@ -147,6 +157,7 @@ pub fn replay(
             toolkit: tk,
             settings,
         },
+        glue.as_ref(),
     );
     drop(tmp);
     let mut replayed = result?;
@@ -188,12 +199,14 @@ fn files_of(argv: &[String]) -> Vec<String> {
 /// output, so both proceed side by side, and each variant round draws on the same slots. A
 /// step that names a background step's files waits for it (`fatbinary` for the cubins), and
 /// so does every `rm` and dependency-file step. Output, notes and report records are taken
-/// in step order, so the replay prints and reports the same bytes either way.
+/// in step order, so the replay prints and reports the same bytes either way. With `glue`
+/// (`NVCC_ORION=adapt|train`), the host compilation of each `.cudafe1.cpp` goes through it.
 fn run_steps(
     plan: &dryrun::Plan,
     ctx: &StepContext,
     facts: &Facts,
     tune: TuneContext<'_>,
+    glue: Option<&glue::Glue>,
 ) -> Result<Replayed, DriverError> {
     let background = tune.settings.mode == Mode::Tune;
     let slots = Slots::of_process();
@@ -266,6 +279,14 @@ fn run_steps(
                             continue;
                         }
                         Ran::Tuned(crate::tune::ptxas_step(argv, ctx, tune).map_err(spawn_err)?)
+                    } else if let Some(glue) = glue
+                        && let Some(host) = glue::HostCompile::of(argv)
+                    {
+                        let compiled = glue.compile(argv, &host, ctx).map_err(spawn_err)?;
+                        if tune.settings.verbose {
+                            aside.extend(compiled.note);
+                        }
+                        Ran::Plain(compiled.captured)
                     } else {
                         Ran::Plain(ctx.run(argv).map_err(spawn_err)?)
                     };

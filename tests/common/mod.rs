@@ -722,6 +722,20 @@ pub fn nvcc_or_skip(test: &str) -> Option<PathBuf> {
     nvcc
 }
 
+/// Whether `clang++` is installed (the selector glue must link with it, issue 21); with `CI`
+/// set a missing one is a failure (`.ci/run` sets `NVCC_ORION_SETUP_CLANG=1`).
+pub fn clang_or_skip(test: &str) -> bool {
+    let found = which::which("clang++").is_ok();
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{test}: clang++ not installed and CI is set; run `NVCC_ORION_SETUP_CLANG=1 scripts/setup.sh`"
+        );
+        eprintln!("{test}: clang++ not installed; its links are skipped");
+    }
+    found
+}
+
 /// A folder under `CARGO_TARGET_TMPDIR` named after `tag` and the hash of `inputs` (and of
 /// nvcc's path), held under a lock file across the test processes of a run: the first to
 /// find it incomplete builds it and calls [`Locked::finish`]; the others wait on the lock

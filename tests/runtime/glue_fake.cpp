@@ -2,7 +2,9 @@
 // against a simulated CUDA runtime and driver, written here. The simulation has one device,
 // a kernel `_Z4walkPfi` with two variants, a simulated clock that each launch advances by its
 // function's duration (original 100 µs, v1 80 µs, v2 90 µs), and events that read that clock.
-// argv[1] picks the scenario; each prints `ok <case>` per check passed.
+// argv[1] picks the scenario; each prints `ok <case>` per check passed. Scenario `train_gap`
+// renames v2 to `_Z4walkPfi__orion_v3` and makes it the fastest (70 µs): the build dropped
+// its variant 2 and kept the others' numbers.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
@@ -336,6 +338,15 @@ void train() {
   check(all(tail(5), "orig"), "train_locks_original");
 }
 
+// v1 and v3 present, v2 missing: both are found, in order, and keep their names.
+void train_gap() {
+  g_v2.name = "_Z4walkPfi__orion_v3";
+  g_v2.us = 70;
+  for (int i = 0; i < 60; ++i) launch(8);
+  std::vector<std::string> v = g_launched;
+  check(v[3] == "v1" && v[4] == "v2" && v[5] == "orig", "gap_round_robin_finds_v3");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -343,6 +354,7 @@ int main(int argc, char** argv) {
   if (std::strcmp(scenario, "no_gpu") == 0) no_gpu();
   else if (std::strcmp(scenario, "adapt") == 0) adapt();
   else if (std::strcmp(scenario, "train") == 0) train();
+  else if (std::strcmp(scenario, "train_gap") == 0) train_gap();
   else check(false, "scenario");
   return g_failed ? 1 : 0;
 }

@@ -1,0 +1,498 @@
+//! The launch-time selector's glue in the user's objects (issue 21,
+//! docs/selector.md §How the driver wires it in). Under `NVCC_ORION=adapt|train` the host compilation of nvcc's
+//! `.cudafe1.cpp` force-includes the launch redirect, and the object it writes is merged
+//! (`ld -r`) with the glue object right away, before any later step (nvlink, the host link,
+//! `ar`) reads it. The glue object is built once per host compiler, its version, the mode and
+//! the `-m64` flag, and cached.
+//!
+//! Never a failed build: when the glue cannot be built, the redirected compilation fails, or
+//! the merge fails, the step runs again as nvcc printed it, and the plain object stands with
+//! one warning line. A failure of that plain step is the user's, reported by nvcc itself.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use sha2::{Digest, Sha256};
+
+use crate::process::{Captured, StepContext};
+use crate::settings::Selector;
+
+/// The runtime sources, shipped in the binary (users have no repository); written to the
+/// cache under the hash of them all, so a new nvcc-orion never reads an older copy.
+const SOURCES: [(&str, &str); 4] = [
+    (
+        "orion_launch_redirect.h",
+        include_str!("../../runtime/orion_launch_redirect.h"),
+    ),
+    (
+        "orion_runtime.cpp",
+        include_str!("../../runtime/orion_runtime.cpp"),
+    ),
+    (
+        "orion_runtime.h",
+        include_str!("../../runtime/orion_runtime.h"),
+    ),
+    (
+        "orion_select.h",
+        include_str!("../../runtime/orion_select.h"),
+    ),
+];
+
+/// How the glue is compiled, besides the compiler, the mode, `-m64` and the include paths:
+/// C++11 and no C++ runtime (any final link works, `gcc` included), position-independent (the
+/// object may end up in a shared library).
+const GLUE_FLAGS: [&str; 5] = ["-std=c++11", "-O2", "-fPIC", "-fno-exceptions", "-fno-rtti"];
+
+/// The glue's entry points the redirect renames to (`runtime/orion_launch_redirect.h`): an
+/// object that calls none of them launches no kernel and needs no glue.
+const RENAMED_PREFIX: &str = "orion_rt_v1_";
+
+#[derive(Debug, thiserror::Error)]
+enum GlueError {
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
+    #[error("`{what}` failed ({status}){detail}")]
+    Tool {
+        what: String,
+        status: std::process::ExitStatus,
+        detail: String,
+    },
+    #[error("no CUDA include directory (with cuda.h) on the host compiler's command line")]
+    NoCudaInclude,
+    #[error("link-time optimisation (-flto) objects cannot be merged")]
+    Lto,
+    #[error("the host compiler rejected the launch redirect")]
+    Redirect,
+    #[error("{0} is not an ELF relocatable object")]
+    NotElf(String),
+    /// The same failure, met earlier in this replay.
+    #[error("{0}")]
+    Earlier(String),
+}
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> GlueError {
+    let what = what.into();
+    move |source| GlueError::Io { what, source }
+}
+
+/// Run `argv` in the step's environment; its stdout when it succeeded.
+fn tool(ctx: &StepContext, argv: &[String]) -> Result<Vec<u8>, GlueError> {
+    let what = argv.join(" ");
+    let c = ctx.run(argv).map_err(io(format!("running `{what}`")))?;
+    if !c.status.success() {
+        // The compiler's first line says why (a missing header, an unknown option).
+        let first = String::from_utf8_lossy(&c.stderr)
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .map(|l| format!(": {}", l.trim()))
+            .unwrap_or_default();
+        return Err(GlueError::Tool {
+            what: argv[0].clone(),
+            status: c.status,
+            detail: first,
+        });
+    }
+    Ok(c.stdout)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A path made unique to this process and moment, for writing a file or folder that is then
+/// renamed into place (atomic: a concurrent build sees all of it or none).
+fn scratch_name(path: &Path) -> PathBuf {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".tmp-{}-{nanos}", std::process::id()));
+    path.with_file_name(name)
+}
+
+/// The host compilation of a `.cudafe1.cpp`: where its input is, and the object it writes.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct HostCompile {
+    input: usize,
+    object: String,
+}
+
+impl HostCompile {
+    /// `argv` is nvcc's `<ccbin> ... -c -x c++ ... "<tmp>/x.cudafe1.cpp" -o "<obj>"` line.
+    /// Preprocessing (`-E`) and every other step are not.
+    pub(crate) fn of(argv: &[String]) -> Option<HostCompile> {
+        if !argv.iter().any(|a| a == "-c") || argv.iter().any(|a| a == "-E") {
+            return None;
+        }
+        let input = argv
+            .iter()
+            .position(|a| a.ends_with(".cudafe1.cpp") && !a.starts_with('-'))?;
+        let o = argv.iter().position(|a| a == "-o")?;
+        let object = argv.get(o + 1)?.clone();
+        Some(HostCompile { input, object })
+    }
+}
+
+/// What the glue of one host compiler needs: its object and the linker that merges it.
+#[derive(Debug, Clone)]
+struct Built {
+    object: PathBuf,
+    ld: String,
+}
+
+/// What one glue object is built for: the host compiler, its `-m64`/`-m32`, and the CUDA
+/// include directory (the compiler's version and the mode enter the cache key when built).
+type Toolchain = (String, Option<String>, String);
+
+/// The glue of one replay: where it lives and what was built for which compiler.
+pub(crate) struct Glue {
+    selector: Selector,
+    /// `<cache>/runtime`, or a folder of the replay's own when there is no cache.
+    root: PathBuf,
+    /// Per (compiler, its `-m` flag, CUDA include directory): the glue built, or why not.
+    built: Mutex<HashMap<Toolchain, Result<Built, String>>>,
+}
+
+/// What a host compilation under the glue left: the step's output, and a line for the
+/// verbose notes.
+pub(crate) struct Compiled {
+    pub(crate) captured: Captured,
+    pub(crate) note: Option<String>,
+}
+
+impl Glue {
+    pub(crate) fn new(selector: Selector, root: PathBuf) -> Glue {
+        Glue {
+            selector,
+            root,
+            built: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Run the host compilation `argv` (see [`HostCompile::of`]) with the launch redirect and
+    /// merge the glue into its object; on any failure of ours, the step as nvcc printed it,
+    /// and one warning line on its stderr.
+    pub(crate) fn compile(
+        &self,
+        argv: &[String],
+        host: &HostCompile,
+        ctx: &StepContext,
+    ) -> std::io::Result<Compiled> {
+        let object = ctx.cwd.join(&host.object);
+        match self.try_compile(argv, host, ctx, &object) {
+            Ok((captured, merged)) => Ok(Compiled {
+                captured,
+                note: Some(if merged {
+                    format!(
+                        "nvcc-orion: launch-time selector ({}) merged into {}",
+                        self.selector.name(),
+                        host.object
+                    )
+                } else {
+                    format!(
+                        "nvcc-orion: no kernel launch in {}: no selector needed",
+                        host.object
+                    )
+                }),
+            }),
+            Err(why) => {
+                let mut captured = ctx.run(argv)?;
+                if captured.status.success() {
+                    captured.stderr.extend_from_slice(
+                        format!(
+                            "nvcc-orion: warning: no launch-time selector in {}: {why}; the plain object stands\n",
+                            host.object
+                        )
+                        .as_bytes(),
+                    );
+                }
+                Ok(Compiled {
+                    captured,
+                    note: None,
+                })
+            }
+        }
+    }
+
+    /// The redirected compilation and the merge: what the step printed, and whether the glue
+    /// was merged (not when the unit launches no kernel).
+    fn try_compile(
+        &self,
+        argv: &[String],
+        host: &HostCompile,
+        ctx: &StepContext,
+        object: &Path,
+    ) -> Result<(Captured, bool), GlueError> {
+        if argv.iter().any(|a| a.starts_with("-flto")) {
+            return Err(GlueError::Lto);
+        }
+        let sources = self.sources()?;
+        let built = self.built(argv, ctx, &sources)?;
+        let mut redirected = argv.to_vec();
+        redirected.splice(
+            host.input..host.input,
+            [
+                "-include".to_string(),
+                sources
+                    .join("orion_launch_redirect.h")
+                    .display()
+                    .to_string(),
+            ],
+        );
+        let captured = ctx
+            .run(&redirected)
+            .map_err(io(format!("running {}", argv[0])))?;
+        if !captured.status.success() {
+            return Err(GlueError::Redirect);
+        }
+        if !launches(object)? {
+            return Ok((captured, false));
+        }
+        let merged = scratch_name(object);
+        let result = tool(
+            ctx,
+            &[
+                built.ld.clone(),
+                "-r".into(),
+                object.display().to_string(),
+                built.object.display().to_string(),
+                "-o".into(),
+                merged.display().to_string(),
+            ],
+        )
+        .and_then(|_| std::fs::rename(&merged, object).map_err(io("renaming the merged object")));
+        if result.is_err() {
+            let _ = std::fs::remove_file(&merged);
+        }
+        result.map(|()| (captured, true))
+    }
+
+    /// The runtime sources in `<root>/<hash>/`, written once (atomically) by whichever build
+    /// needs them first.
+    fn sources(&self) -> Result<PathBuf, GlueError> {
+        let mut h = Sha256::new();
+        for (name, text) in SOURCES {
+            h.update(name.as_bytes());
+            h.update([0]);
+            h.update(text.as_bytes());
+            h.update([0]);
+        }
+        let dir = self.root.join(&hex(&h.finalize())[..16]);
+        let complete = |dir: &Path| SOURCES.iter().all(|(name, _)| dir.join(name).is_file());
+        if complete(&dir) {
+            return Ok(dir);
+        }
+        // Written whole or not at all, so only a user's hand can have emptied it: write anew.
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&self.root)
+            .map_err(io(format!("creating {}", self.root.display())))?;
+        let tmp = scratch_name(&dir);
+        let write = || -> std::io::Result<()> {
+            std::fs::create_dir(&tmp)?;
+            for (name, text) in SOURCES {
+                std::fs::write(tmp.join(name), text)?;
+            }
+            std::fs::rename(&tmp, &dir)
+        };
+        match write() {
+            Ok(()) => Ok(dir),
+            // Another build got there first: its copy is the same bytes.
+            Err(_) if complete(&dir) => {
+                let _ = std::fs::remove_dir_all(&tmp);
+                Ok(dir)
+            }
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&tmp);
+                Err(io(format!(
+                    "writing the runtime sources to {}",
+                    dir.display()
+                ))(e))
+            }
+        }
+    }
+
+    /// The glue object for the compiler of `argv`, built on first use (per replay, and per
+    /// cache across builds).
+    fn built(
+        &self,
+        argv: &[String],
+        ctx: &StepContext,
+        sources: &Path,
+    ) -> Result<Built, GlueError> {
+        let cc = argv[0].clone();
+        let m = argv.iter().find(|a| *a == "-m64" || *a == "-m32").cloned();
+        let include = cuda_include(argv).ok_or(GlueError::NoCudaInclude)?;
+        let memo = (cc, m, include);
+        if let Some(r) = self.built.lock().ok().and_then(|b| b.get(&memo).cloned()) {
+            return r.map_err(GlueError::Earlier);
+        }
+        let r = self.build(&memo, ctx, sources);
+        if let Ok(mut b) = self.built.lock() {
+            b.insert(memo, r.as_ref().map_err(|e| e.to_string()).cloned());
+        }
+        r
+    }
+
+    fn build(
+        &self,
+        (cc, m, include): &Toolchain,
+        ctx: &StepContext,
+        sources: &Path,
+    ) -> Result<Built, GlueError> {
+        let version = tool(ctx, &[cc.clone(), "--version".into()])?;
+        let resolved = ctx.resolve(cc).map_err(io(format!("finding {cc}")))?;
+        let mode = match self.selector {
+            Selector::Adapt => "1",
+            Selector::Train => "2",
+        };
+        let cuda_h = Path::new(include).join("cuda.h");
+        let stamp = std::fs::metadata(&cuda_h)
+            .map(|md| format!("{} {:?}", md.len(), md.modified().ok()))
+            .map_err(io(format!("reading {}", cuda_h.display())))?;
+        let mut h = Sha256::new();
+        for part in [
+            resolved.display().to_string().as_bytes(),
+            &version,
+            mode.as_bytes(),
+            m.as_deref().unwrap_or("").as_bytes(),
+            include.as_bytes(),
+            stamp.as_bytes(),
+            GLUE_FLAGS.join(" ").as_bytes(),
+        ] {
+            h.update(part);
+            h.update([0]);
+        }
+        let object = sources.join(format!("glue-{}.o", &hex(&h.finalize())[..16]));
+        let ld = String::from_utf8_lossy(&tool(ctx, &[cc.clone(), "-print-prog-name=ld".into()])?)
+            .trim()
+            .to_string();
+        let ld = if ld.is_empty() { "ld".to_string() } else { ld };
+        if object.is_file() {
+            return Ok(Built { object, ld });
+        }
+        let tmp = scratch_name(&object);
+        let mut compile: Vec<String> = vec![cc.clone()];
+        compile.extend(GLUE_FLAGS.iter().map(|f| f.to_string()));
+        compile.extend(m.iter().cloned());
+        compile.extend([
+            format!("-DORION_RT_DEFAULT_MODE={mode}"),
+            format!("-I{include}"),
+            format!("-I{}", sources.display()),
+            "-c".into(),
+            sources.join("orion_runtime.cpp").display().to_string(),
+            "-o".into(),
+            tmp.display().to_string(),
+        ]);
+        let done = tool(ctx, &compile).and_then(|_| {
+            std::fs::rename(&tmp, &object).map_err(io(format!("writing {}", object.display())))
+        });
+        if done.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        done.map(|()| Built { object, ld })
+    }
+}
+
+/// The first `-I` directory of `argv` that holds `cuda.h`: the toolkit headers the user's
+/// object is compiled against.
+fn cuda_include(argv: &[String]) -> Option<String> {
+    let mut dirs = Vec::new();
+    for (i, a) in argv.iter().enumerate() {
+        if a == "-I" || a == "-isystem" {
+            dirs.extend(argv.get(i + 1).cloned());
+        } else if let Some(d) = a.strip_prefix("-I") {
+            dirs.push(d.to_string());
+        }
+    }
+    dirs.into_iter()
+        .find(|d| Path::new(d).join("cuda.h").is_file())
+}
+
+/// Whether the object calls any renamed launch entry point (`orion_rt_v1_*`, undefined).
+fn launches(object: &Path) -> Result<bool, GlueError> {
+    use object::{Object, ObjectSymbol};
+    let data = std::fs::read(object).map_err(io(format!("reading {}", object.display())))?;
+    let not_elf = || GlueError::NotElf(object.display().to_string());
+    let file = object::File::parse(&*data).map_err(|_| not_elf())?;
+    if file.format() != object::BinaryFormat::Elf || file.kind() != object::ObjectKind::Relocatable
+    {
+        return Err(not_elf());
+    }
+    Ok(file
+        .symbols()
+        .any(|s| s.is_undefined() && s.name().is_ok_and(|n| n.starts_with(RENAMED_PREFIX))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(line: &str) -> Vec<String> {
+        line.split(' ').map(str::to_string).collect()
+    }
+
+    #[test]
+    fn finds_the_host_compilation_of_the_cudafe_output_only() {
+        let host = argv(
+            "gcc -D__CUDA_ARCH__=900 -c -x c++ -Wno-psabi -I/cuda/include -m64 /t/x-6_k.cudafe1.cpp -o k.o",
+        );
+        assert_eq!(
+            HostCompile::of(&host),
+            Some(HostCompile {
+                input: 8,
+                object: "k.o".into()
+            })
+        );
+        for other in [
+            "gcc -E -x c++ -D__CUDACC__ -m64 k.cu -o /t/k.cpp4.ii",
+            "cudafe++ --gen_c_file_name /t/x-6_k.cudafe1.cpp /t/k.cpp4.ii",
+            "gcc -c -x c++ -m64 k.cpp -o k.o",
+            "gcc -c -x c++ -E /t/x-6_k.cudafe1.cpp -o k.ii",
+        ] {
+            assert_eq!(HostCompile::of(&argv(other)), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn the_cuda_include_is_the_directory_with_cuda_h() {
+        let dir = tempfile::tempdir().unwrap();
+        let inc = dir.path().join("include");
+        std::fs::create_dir(&inc).unwrap();
+        std::fs::write(inc.join("cuda.h"), "").unwrap();
+        let with = |a: &str| argv(&format!("gcc -I/nowhere {a} -c x.cudafe1.cpp"));
+        let want = Some(inc.display().to_string());
+        assert_eq!(cuda_include(&with(&format!("-I{}", inc.display()))), want);
+        assert_eq!(cuda_include(&with(&format!("-I {}", inc.display()))), want);
+        assert_eq!(cuda_include(&with("-I/also/nowhere")), None);
+    }
+
+    #[test]
+    fn sources_are_written_once_under_their_hash() {
+        let dir = tempfile::tempdir().unwrap();
+        let glue = Glue::new(Selector::Adapt, dir.path().join("runtime"));
+        let a = glue.sources().unwrap();
+        let b = glue.sources().unwrap();
+        assert_eq!(a, b);
+        for (name, text) in SOURCES {
+            assert_eq!(std::fs::read_to_string(a.join(name)).unwrap(), text);
+        }
+        // Nothing half-written is left beside it.
+        let entries: Vec<_> = std::fs::read_dir(dir.path().join("runtime"))
+            .unwrap()
+            .collect();
+        assert_eq!(entries.len(), 1);
+        // A copy missing a file is written anew.
+        std::fs::remove_file(a.join("orion_select.h")).unwrap();
+        assert_eq!(glue.sources().unwrap(), a);
+        assert!(a.join("orion_select.h").is_file());
+        // A cache that cannot be written is an error (the caller warns and builds plain).
+        let file = dir.path().join("file");
+        std::fs::write(&file, "").unwrap();
+        let glue = Glue::new(Selector::Adapt, file.join("runtime"));
+        assert!(glue.sources().is_err());
+    }
+}
