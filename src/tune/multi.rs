@@ -23,7 +23,7 @@ use super::ranked::ranked;
 use super::record::{Embedded, KernelRecord, TuneError};
 use super::select::Evaluated;
 use super::variants::{self, Budgets, Builder, VariantError};
-use crate::cubin::Cubin;
+use crate::cubin::{Cubin, FunctionInfo};
 use crate::transform;
 
 /// What the emitter needs of a tuned step.
@@ -106,7 +106,7 @@ pub(crate) fn embed(argv: &[String], input: &Input<'_>, records: &mut [KernelRec
 
 /// The multi-variant cubin, or `None` when no kernel has a variant beyond its original.
 fn emit(input: &Input<'_>, records: &mut [KernelRecord]) -> Result<Option<Vec<u8>>, TuneError> {
-    let wants = wanted(input, records);
+    let wants = wanted(input.sources, records);
     if wants.is_empty() {
         return Ok(None);
     }
@@ -154,11 +154,12 @@ fn emit(input: &Input<'_>, records: &mut [KernelRecord]) -> Result<Option<Vec<u8
     unreachable!("the second attempt returns")
 }
 
-/// Every kernel's ranked variants beyond the original.
-fn wanted(input: &Input<'_>, records: &[KernelRecord]) -> Vec<Want> {
+/// Every tuned kernel's ranked variants beyond the original (`sources`: the kernels the
+/// step tuned).
+fn wanted(sources: &BTreeMap<String, Vec<Option<usize>>>, records: &[KernelRecord]) -> Vec<Want> {
     let mut wants = Vec::new();
     for (ri, r) in records.iter().enumerate() {
-        if !input.sources.contains_key(&r.kernel) {
+        if !sources.contains_key(&r.kernel) {
             continue;
         }
         for (k, v) in ranked(&r.kernel, &r.candidates, r.chosen)
@@ -277,29 +278,8 @@ fn check_variant(
     let Some(got) = multi.function_info(&w.name) else {
         return Err("not in the cubin".to_string());
     };
-    let got_regs = got.registers.unwrap_or(0);
-    let got_frame = got.frame_size.unwrap_or(0);
-    if (
-        got_regs,
-        got_frame,
-        got.spill_instructions,
-        got.static_shared,
-    ) != (
-        want.registers,
-        want.frame_bytes,
-        want.spill_instructions,
-        want.static_shared,
-    ) {
-        return Err(format!(
-            "{got_regs} registers, {got_frame} B frame, {} spill instructions, {} B shared \
-             where its standalone build has {}, {} B, {}, {} B",
-            got.spill_instructions,
-            got.static_shared,
-            want.registers,
-            want.frame_bytes,
-            want.spill_instructions,
-            want.static_shared
-        ));
+    if let Some(why) = differs(want, &got) {
+        return Err(why);
     }
     let standalone = match input
         .sources
@@ -311,6 +291,33 @@ fn check_variant(
         None => None,
     };
     Ok(standalone.is_some_and(|c| kernel_code(c, &w.kernel) == kernel_code(multi, &w.name)))
+}
+
+/// How `got` (a variant as the multi-variant cubin has it) differs from `want` (its
+/// standalone candidate) in what the choice rests on: registers, stack frame, spill
+/// instructions, static shared memory.
+fn differs(want: &Evaluated, got: &FunctionInfo) -> Option<String> {
+    let got_regs = got.registers.unwrap_or(0);
+    let got_frame = got.frame_size.unwrap_or(0);
+    let g = (
+        got_regs,
+        got_frame,
+        got.spill_instructions,
+        got.static_shared,
+    );
+    let w = (
+        want.registers,
+        want.frame_bytes,
+        want.spill_instructions,
+        want.static_shared,
+    );
+    (g != w).then(|| {
+        format!(
+            "{} registers, {} B frame, {} spill instructions, {} B shared where its standalone \
+             build has {}, {} B, {}, {} B",
+            g.0, g.1, g.2, g.3, w.0, w.1, w.2, w.3
+        )
+    })
 }
 
 /// The records' `variants`: the original first, then each wanted variant as embedded (from
@@ -361,5 +368,123 @@ fn fill(
             });
         }
         r.variants = variants;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tune::candidates::BlockFrom;
+    use crate::tune::select::tests::ev;
+
+    fn record(kernel: &str, candidates: Vec<Evaluated>, chosen: usize) -> KernelRecord {
+        KernelRecord {
+            arch: "sm_90".into(),
+            kernel: kernel.into(),
+            output: "k.cubin".into(),
+            block_sizes: vec![256],
+            block_from: BlockFrom::Assumed,
+            chosen_registers: candidates[chosen].registers,
+            candidates,
+            pruned: Vec::new(),
+            chosen,
+            gain_percent: 0.0,
+            reason: String::new(),
+            transform: None,
+            verdict: None,
+            cubins: None,
+            measured: None,
+            variants: Vec::new(),
+        }
+    }
+
+    fn info(registers: u32, frame: u32) -> FunctionInfo {
+        FunctionInfo {
+            registers: Some(registers),
+            frame_size: Some(frame),
+            ..FunctionInfo::default()
+        }
+    }
+
+    #[test]
+    fn a_variant_must_match_its_standalone_candidate() {
+        let want = ev(Some(40), 40, &[Some(1.0)]);
+        assert_eq!(differs(&want, &info(40, 0)), None);
+        let why = differs(&want, &info(38, 0)).unwrap();
+        assert_eq!(
+            why,
+            "38 registers, 0 B frame, 0 spill instructions, 0 B shared where its standalone \
+             build has 40, 0 B, 0, 0 B"
+        );
+        let spilled = FunctionInfo {
+            spill_instructions: 3,
+            ..info(40, 16)
+        };
+        assert!(differs(&want, &spilled).is_some());
+    }
+
+    #[test]
+    fn variants_keep_their_ranked_index_when_one_is_dropped() {
+        // ptxas's own at 96; budgets 64 (+25%, the static winner), 48 (+11%), 40 (-10%).
+        let candidates = vec![
+            ev(None, 96, &[Some(100.0)]),
+            ev(Some(64), 64, &[Some(80.0)]),
+            ev(Some(48), 48, &[Some(90.0)]),
+            ev(Some(40), 40, &[Some(111.0)]),
+        ];
+        let mut records = vec![
+            record("_Z1kPf", candidates, 1),
+            // A kernel the step did not tune (no sources) gets nothing.
+            record("_Z1jPf", vec![ev(None, 32, &[Some(1.0)])], 0),
+        ];
+        let sources =
+            BTreeMap::from([("_Z1kPf".to_string(), vec![None, Some(0), Some(1), Some(2)])]);
+        let names = |ws: &[Want]| -> Vec<(usize, String, usize)> {
+            ws.iter()
+                .map(|w| (w.variant, w.name.clone(), w.candidate))
+                .collect()
+        };
+        let wants = wanted(&sources, &records);
+        assert_eq!(
+            names(&wants),
+            [
+                (1, "_Z1kPf__orion_v1".to_string(), 2),
+                (2, "_Z1kPf__orion_v2".to_string(), 0),
+                (3, "_Z1kPf__orion_v3".to_string(), 3),
+            ]
+        );
+        // v2 (ptxas's own) dropped: v3 keeps its number and candidate.
+        let dropped = BTreeMap::from([("_Z1kPf__orion_v2".to_string(), "differs".to_string())]);
+        let same = BTreeMap::from([
+            ("_Z1kPf__orion_v1".to_string(), true),
+            ("_Z1kPf__orion_v3".to_string(), false),
+        ]);
+        fill(&mut records, &wants, &dropped, &same, None);
+        let got: Vec<String> = records[0]
+            .variants
+            .iter()
+            .map(|v| {
+                format!(
+                    "{} {} {} {:?} {:?}",
+                    v.variant, v.name, v.candidate, v.same_code, v.dropped
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "0 _Z1kPf 1 None None",
+                "1 _Z1kPf__orion_v1 2 Some(true) None",
+                "2 _Z1kPf__orion_v2 0 None Some(\"differs\")",
+                "3 _Z1kPf__orion_v3 3 Some(false) None",
+            ]
+        );
+        assert_eq!(records[0].variants[2].registers, 96);
+        assert!(records[1].variants.is_empty());
+        let json = serde_json::to_string(&records[0].variants[2]).unwrap();
+        assert_eq!(
+            json,
+            r#"{"variant":2,"name":"_Z1kPf__orion_v2","candidate":0,"registers":96,"frame_bytes":0,"spill_instructions":0,"dropped":"differs"}"#
+        );
     }
 }
