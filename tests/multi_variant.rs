@@ -61,6 +61,7 @@ fn built() -> Option<&'static PathBuf> {
         let stamp = format!("{}:{:?}", bin.len(), bin.modified().ok());
         let walk = std::fs::read(common::example("walk.cu")).unwrap();
         let two = std::fs::read(two_cu()).unwrap();
+        let taken = std::fs::read(common::kernels_dir().join("multi/taken.cu")).unwrap();
         Some(common::build_once(
             "multi_variant",
             &nvcc,
@@ -69,6 +70,7 @@ fn built() -> Option<&'static PathBuf> {
                 stamp.as_bytes(),
                 &walk,
                 &two,
+                &taken,
                 include_bytes!("multi_variant.rs"),
             ],
             |d| {
@@ -91,6 +93,15 @@ fn built() -> Option<&'static PathBuf> {
                 let mut c = orion(&nvcc, d, "train", "walk_rdc.o", "cache_a");
                 c.args(["-rdc=true", "-arch=sm_90"]).arg(&walk);
                 run(c, "walk_rdc.o");
+                let mut c = orion(&nvcc, d, "adapt", "walk_entry.o", "cache_a");
+                c.env("NVCC_ORION_VERBOSE", "1")
+                    .args(["-arch=sm_90", "-Xptxas", &format!("--entry={WALK}")])
+                    .arg(&walk);
+                run(c, "walk_entry.o");
+                let mut c = orion(&nvcc, d, "adapt", "taken.o", "cache_a");
+                c.arg("-arch=sm_90")
+                    .arg(common::kernels_dir().join("multi/taken.cu"));
+                run(c, "taken.o");
                 for (mode, out) in [("tune", "two_tune.o"), ("adapt", "two_adapt.o")] {
                     let mut c = orion(&nvcc, d, mode, out, "cache_a");
                     c.args(["-arch=sm_90", "--orion-transforms=spill2smem"])
@@ -363,4 +374,61 @@ fn a_proved_rewrite_ships_as_a_variant_with_its_launch_bounds() {
         "{bounds:?}"
     );
     assert!(copies.iter().all(|(_, m)| **m), "{bounds:?}");
+}
+
+#[test]
+fn a_step_that_selects_its_entries_gets_no_variants() {
+    let Some(d) = built() else { return };
+    let stderr = std::fs::read_to_string(d.join("walk_entry.o.stderr")).unwrap();
+    assert!(
+        stderr.contains("sm_90: no variants embedded: the step selects its entries"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("warning"), "{stderr}");
+    let regs = registers(&d.join("walk_entry.o"));
+    assert!(regs.contains_key(&(90, WALK.to_string())), "{regs:?}");
+    assert!(
+        regs.keys().all(|(_, f)| !f.contains("__orion_v")),
+        "{regs:?}"
+    );
+}
+
+/// `taken.cu` already has a kernel named `hops__orion_v1`: the build succeeds with plain
+/// tune's choice for `hops`, the user's own `hops__orion_v1`, and one warning line.
+#[test]
+fn a_taken_variant_name_leaves_plain_tune_with_one_warning() {
+    let Some(d) = built() else { return };
+    let stderr = std::fs::read_to_string(d.join("taken.o.stderr")).unwrap();
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("nvcc-orion: warning:"))
+        .collect();
+    assert_eq!(
+        warnings,
+        [
+            "nvcc-orion: warning: sm_90: variants not embedded (the module already has a kernel \
+          named hops__orion_v1); the tuned kernels ship alone"
+        ]
+    );
+    let recs = records(d, "taken.o");
+    let hops = recs.iter().find(|r| r["kernel"] == "hops").unwrap();
+    assert!(hops["candidates"].as_array().unwrap().len() > 1, "{hops}");
+    assert!(hops.get("variants").is_none(), "{hops}");
+    let regs = registers(&d.join("taken.o"));
+    let users = recs
+        .iter()
+        .find(|r| r["kernel"] == "hops__orion_v1")
+        .unwrap();
+    assert_eq!(
+        regs.keys().map(|(_, f)| f.as_str()).collect::<Vec<_>>(),
+        ["hops", "hops__orion_v1"]
+    );
+    assert_eq!(
+        u64::from(regs[&(90, "hops".to_string())]),
+        hops["chosen_registers"].as_u64().unwrap()
+    );
+    assert_eq!(
+        u64::from(regs[&(90, "hops__orion_v1".to_string())]),
+        users["chosen_registers"].as_u64().unwrap()
+    );
 }

@@ -110,6 +110,17 @@ fn emit(input: &Input<'_>, records: &mut [KernelRecord]) -> Result<Option<Vec<u8
     if wants.is_empty() {
         return Ok(None);
     }
+    // A name the module already uses would make two entries of one name.
+    let taken = ptx::entries(input.builder.ptx).map_err(VariantError::from)?;
+    if let Some(w) = wants
+        .iter()
+        .find(|w| taken.iter().any(|e| e.name == w.name))
+    {
+        return Err(TuneError::Variants(format!(
+            "the module already has a kernel named {}",
+            w.name
+        )));
+    }
     let mut dropped: BTreeMap<String, String> = BTreeMap::new();
     for attempt in 0..2 {
         let live: Vec<&Want> = wants
