@@ -9,7 +9,10 @@
 //! - the original holds the static winner, with the registers and SASS of a plain
 //!   `NVCC_ORION=tune` build, which has no `__orion_v` entry;
 //! - two adapt builds are byte-identical;
-//! - a rewrite-made variant is embedded, proved, and keeps its kernel's launch bounds.
+//! - a rewrite-made variant is embedded, proved, and keeps its kernel's launch bounds;
+//! - a rewritten original stays as plain tune ships it, and five variants at most ship;
+//! - a step with `--entry` gets no variants, and a name the module already uses leaves
+//!   plain tune's cubin with one warning.
 
 mod common;
 
@@ -106,6 +109,17 @@ fn built() -> Option<&'static PathBuf> {
                     let mut c = orion(&nvcc, d, mode, out, "cache_a");
                     c.args(["-arch=sm_90", "--orion-transforms=spill2smem"])
                         .arg(two_cu());
+                    run(c, out);
+                }
+                // The rewrite forced on the originals: every budget is built, none pruned.
+                for (mode, out) in [("tune", "forced_tune.o"), ("adapt", "forced_adapt.o")] {
+                    let mut c = orion(&nvcc, d, mode, out, "cache_a");
+                    c.args([
+                        "-arch=sm_90",
+                        "--orion-force=spill2smem",
+                        "--orion-block-size=256",
+                    ])
+                    .arg(two_cu());
                     run(c, out);
                 }
             },
@@ -430,5 +444,34 @@ fn a_taken_variant_name_leaves_plain_tune_with_one_warning() {
     assert_eq!(
         u64::from(regs[&(90, "hops__orion_v1".to_string())]),
         users["chosen_registers"].as_u64().unwrap()
+    );
+}
+
+/// With the spill → shared rewrite forced, the original name holds the rewritten kernel as
+/// plain tune ships it, its variants are ptxas's builds, and a kernel with six candidates
+/// embeds five.
+#[test]
+fn a_rewritten_original_and_five_variants_at_most() {
+    let Some(d) = built() else { return };
+    let obj = d.join("forced_adapt.o");
+    let recs = records(d, "forced_adapt.o");
+    check_listed(&obj, &recs);
+    same_originals(&d.join("forced_tune.o"), &obj);
+    let bounded = recs.iter().find(|r| r["kernel"] == BOUNDED).unwrap();
+    let chosen = &bounded["candidates"][bounded["chosen"].as_u64().unwrap() as usize];
+    assert_eq!(chosen["budget"]["spill_to_shared"], true, "{bounded}");
+    assert_eq!(bounded["variants"][0]["frame_bytes"], 0, "{bounded}");
+    let pressure = recs
+        .iter()
+        .find(|r| r["kernel"] == "_Z11mv_pressurePKfPfi")
+        .unwrap();
+    assert!(
+        pressure["candidates"].as_array().unwrap().len() > 5,
+        "{pressure}"
+    );
+    assert_eq!(
+        pressure["variants"].as_array().unwrap().len(),
+        5,
+        "{pressure}"
     );
 }

@@ -122,7 +122,7 @@ fn emit(input: &Input<'_>, records: &mut [KernelRecord]) -> Result<Option<Vec<u8
         )));
     }
     let mut dropped: BTreeMap<String, String> = BTreeMap::new();
-    for attempt in 0..2 {
+    for attempt in 0..=LAST_ATTEMPT {
         let live: Vec<&Want> = wants
             .iter()
             .filter(|w| !dropped.contains_key(&w.name))
@@ -154,7 +154,7 @@ fn emit(input: &Input<'_>, records: &mut [KernelRecord]) -> Result<Option<Vec<u8
             fill(records, &wants, &dropped, &same_code, Some(&multi));
             return Ok(Some(bytes));
         }
-        if attempt == 1 {
+        if attempt == LAST_ATTEMPT {
             let (name, why) = differ.into_iter().next().unwrap_or_default();
             return Err(TuneError::Variants(format!(
                 "{name} still differs from its standalone build without the dropped variants: {why}"
@@ -162,8 +162,11 @@ fn emit(input: &Input<'_>, records: &mut [KernelRecord]) -> Result<Option<Vec<u8
         }
         dropped.extend(differ);
     }
-    unreachable!("the second attempt returns")
+    Err(TuneError::Variants("no attempt left".to_string()))
 }
+
+/// The build after the first drops what differed: one more ptxas run at most.
+const LAST_ATTEMPT: usize = 1;
 
 /// Every tuned kernel's ranked variants beyond the original (`sources`: the kernels the
 /// step tuned).
