@@ -94,6 +94,10 @@ pub(crate) fn embed(argv: &[String], input: &Input<'_>, records: &mut [KernelRec
             );
             Embedding::Cubin(bytes, note)
         }
+        // Every variant dropped (the records say why), or none to embed.
+        Ok(Ok(None)) if records.iter().any(|r| !r.variants.is_empty()) => Embedding::Note(
+            "no variants embedded: each one's build differed (see the report)".to_string(),
+        ),
         Ok(Ok(None)) => Embedding::None,
         Ok(Err(e)) => Embedding::Failed(format!(
             "variants not embedded ({e}); the tuned kernels ship alone"
