@@ -12,6 +12,7 @@ pub mod measured;
 pub mod spills;
 pub mod svg;
 pub mod table;
+pub mod variants;
 pub mod view;
 
 use serde_json::Value;

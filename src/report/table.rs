@@ -96,7 +96,10 @@ pub fn render(records: &[Value], out: &mut impl Write) -> std::io::Result<()> {
         if let Some(t) = r["transform"].as_str() {
             writeln!(out, "    {t}")?;
         }
-        for line in super::measured::lines(r) {
+        for line in super::measured::lines(r)
+            .into_iter()
+            .chain(super::variants::lines(r))
+        {
             writeln!(out, "{line}")?;
         }
         writeln!(out)?;

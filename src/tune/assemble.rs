@@ -135,7 +135,7 @@ fn splice_choice(
 
 /// The bytes of a kernel's code and of its own sub-functions (`$kernel$...`), in symbol
 /// order: what must not change between the evaluated variant and the cubin that ships.
-fn kernel_code(cubin: &Cubin, kernel: &str) -> Vec<Vec<u8>> {
+pub(crate) fn kernel_code(cubin: &Cubin, kernel: &str) -> Vec<Vec<u8>> {
     let prefix = format!("${kernel}$");
     let sections = &cubin.elf().sections;
     cubin

@@ -11,6 +11,7 @@ pub(crate) mod candidates;
 pub(crate) mod evaluate;
 pub(crate) mod guided;
 pub(crate) mod keep;
+pub(crate) mod multi;
 pub(crate) mod plan;
 pub mod proven;
 pub mod ptx;
@@ -129,6 +130,7 @@ pub fn ptxas_step(
             }
             if tune.settings.verbose {
                 notes.extend(t.records.iter().map(verbose_line));
+                notes.extend(t.notes);
                 notes.push(format!(
                     "nvcc-orion: {arch}: {} variant(s) built ({} from the cache){}",
                     t.built,

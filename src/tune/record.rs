@@ -42,6 +42,31 @@ pub struct KernelRecord {
     /// predicted per variant, and the predictor's rank error.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) measured: Option<super::guided::Measured>,
+    /// Under `NVCC_ORION=adapt|train`: the variants embedded in the cubin beside the
+    /// original ([`super::multi`]), variant 0 (the original name) first; empty otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) variants: Vec<Embedded>,
+}
+
+/// One variant of a multi-variant cubin (docs/selector.md §Variant names): which ranked
+/// candidate it is, what the cubin says of it, or why it was left out.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct Embedded {
+    /// `k` of `__orion_v<k>` (0: the original name).
+    pub(crate) variant: u32,
+    pub(crate) name: String,
+    /// Index into the record's `candidates`.
+    pub(crate) candidate: usize,
+    /// As the cubin records it (those of the standalone candidate when dropped).
+    pub(crate) registers: u32,
+    pub(crate) frame_bytes: u32,
+    pub(crate) spill_instructions: u32,
+    /// Its code is byte for byte its standalone build's (absent when dropped).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) same_code: Option<bool>,
+    /// Why it is not in the cubin: its build differed from the standalone candidate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) dropped: Option<String>,
 }
 
 /// What the checker said about the spill → shared rewrite of one kernel.
@@ -86,6 +111,8 @@ pub struct Tuned {
     pub(crate) cached: usize,
     /// Warning lines (without the `nvcc-orion: warning: ` prefix), e.g. a profile ignored.
     pub(crate) warnings: Vec<String>,
+    /// Lines for verbose mode (with their `nvcc-orion: ` prefix).
+    pub(crate) notes: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -102,6 +129,8 @@ pub enum TuneError {
     Mismatch(String),
     #[error("spill → shared: {0}")]
     Transform(String),
+    #[error("{0}")]
+    Variants(String),
 }
 
 /// Records for the kernels of an architecture the tuner has no occupancy table for: ptxas's
@@ -143,6 +172,7 @@ pub fn untuned_records(baseline: &Cubin, arch_name: &str, out: &str) -> Vec<Kern
                 verdict: None,
                 cubins: None,
                 measured: None,
+                variants: Vec::new(),
             })
         })
         .collect()

@@ -14,6 +14,7 @@ use super::candidates::KernelPlan;
 use super::evaluate::{self, Kept, Notes, Variant};
 use super::guided::Guide;
 use super::keep::Keep;
+use super::multi;
 use super::plan;
 use super::ptxas_args::PtxasArgs;
 use super::select::{self, Evaluated};
@@ -151,25 +152,54 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         }
     }
     result.warnings = guide.warnings;
-    if selected.chosen.is_empty() {
-        return Ok(result);
+    let plain = if selected.chosen.is_empty() {
+        None
+    } else {
+        Some(assemble::assemble(
+            argv,
+            &baseline,
+            &built,
+            &parsed,
+            &plan.rounds,
+            &builder,
+            &selected.chosen,
+            &selected.expected,
+            &settings.block_sizes,
+        )?)
+    };
+    let mut ship = plain.as_ref().map(|a| a.bytes.clone());
+    if settings.selector.is_some() {
+        let input = multi::Input {
+            plain: plain.as_ref().map_or(&baseline_bytes[..], |a| &a.bytes[..]),
+            baseline: &baseline,
+            parsed: &parsed,
+            chosen: &selected.chosen,
+            sources: &selected.sources,
+            block_sizes: &settings.block_sizes,
+            builder: &builder,
+            index: plan.rounds.len() + 1,
+        };
+        match multi::embed(argv, &input, &mut result.records) {
+            multi::Embedding::Cubin(bytes, note) => {
+                ship = Some(bytes);
+                result
+                    .notes
+                    .push(format!("nvcc-orion: {arch_name}: {note}"));
+            }
+            multi::Embedding::None => {}
+            multi::Embedding::Note(n) => result.notes.push(format!("nvcc-orion: {arch_name}: {n}")),
+            multi::Embedding::Failed(w) => result.warnings.push(format!("{arch_name}: {w}")),
+        }
     }
-    let assembled = assemble::assemble(
-        argv,
-        &baseline,
-        &built,
-        &parsed,
-        &plan.rounds,
-        &builder,
-        &selected.chosen,
-        &selected.expected,
-        &settings.block_sizes,
-    )?;
-    write_atomically(&out, &assembled.bytes).map_err(io_err(&out))?;
-    if !assembled.spliced {
-        result.stderr = Some(assembled.built.stderr);
+    if let Some(bytes) = ship {
+        write_atomically(&out, &bytes).map_err(io_err(&out))?;
+        result.changed = true;
     }
-    result.changed = true;
+    if let Some(a) = plain
+        && !a.spliced
+    {
+        result.stderr = Some(a.built.stderr);
+    }
     Ok(result)
 }
 
@@ -195,6 +225,8 @@ struct Selected {
     chosen: Budgets,
     /// Per kernel: which evaluated variant its final SASS must equal (None = baseline).
     expected: BTreeMap<String, Option<usize>>,
+    /// Per kernel: each candidate's variant (None = baseline), in the record's order.
+    sources: BTreeMap<String, Vec<Option<usize>>>,
 }
 
 /// What choosing needs besides the candidates.
@@ -270,6 +302,7 @@ fn select_kernel(
     selected
         .expected
         .insert(p.name.clone(), sources[choice.index]);
+    selected.sources.insert(p.name.clone(), sources);
     if options.len() == 1 && !kernel_pruned.is_empty() {
         let best = kernel_pruned
             .iter()
@@ -300,6 +333,7 @@ fn select_kernel(
         verdict: ctx.notes.take_verdict(&p.name, shipped_rewrite),
         cubins,
         measured,
+        variants: Vec::new(),
     })
 }
 

@@ -209,6 +209,19 @@ impl Builder<'_> {
         only: &[&str],
     ) -> Result<Built, VariantError> {
         let ptx = super::ptx::with_budgets(self.ptx, budgets)?;
+        self.build_text(i, budgets, &ptx, only)
+    }
+
+    /// Build `ptx` (the step's PTX as edited by the caller, e.g. with the variants' entries
+    /// added) as variant `i`, labelled `budgets`, with `--entry` for each of `only`; cached
+    /// by the text like any variant.
+    pub fn build_text(
+        &self,
+        i: usize,
+        budgets: &Budgets,
+        ptx: &str,
+        only: &[&str],
+    ) -> Result<Built, VariantError> {
         let ptx_path = self.work.join(format!("variant{i}.ptx"));
         let out = self.work.join(format!("variant{i}.cubin"));
         let mut argv = variant_argv(self.argv, &self.files, &ptx_path, &out);
@@ -217,7 +230,7 @@ impl Builder<'_> {
             argv.push((*e).to_string());
         }
         let whole_module = only.is_empty();
-        let key = cache_key(&argv, &self.files, &self.ptxas_id, &ptx);
+        let key = cache_key(&argv, &self.files, &self.ptxas_id, ptx);
         if let Some(dir) = &self.cache
             && let Ok(cubin) = std::fs::read(dir.join(format!("{key}.cubin")))
         {
@@ -230,7 +243,7 @@ impl Builder<'_> {
                 whole_module,
             });
         }
-        std::fs::write(&ptx_path, &ptx).map_err(io(ptx_path.display().to_string()))?;
+        std::fs::write(&ptx_path, ptx).map_err(io(ptx_path.display().to_string()))?;
         let run = self.ctx.run(&argv).map_err(io("ptxas"))?;
         if !run.status.success() {
             return Err(VariantError::Refused {

@@ -1,0 +1,508 @@
+//! Multi-variant code (issue 21, docs/selector.md §Variant names): under
+//! `NVCC_ORION=adapt|train`, each tuned kernel's ranked candidates ([`ranked`]) ship in the
+//! same cubin as extra entry functions `<kernel>__orion_v<k>`, so that the launch-time
+//! selector can find them from the original's handle. The original name keeps the static
+//! winner, exactly as a plain tune build ships it, so the object works without a runtime.
+//!
+//! One extra ptxas run builds the step's PTX with each variant's `.entry` copied under its
+//! name and given its budget; each rewrite-made variant then gets its rewrite, proved by the
+//! checker as for the chosen kernels. A renamed copy can change ptxas's heuristics, so every
+//! variant is checked against the candidate it was ranked from (registers, spills, shared
+//! memory); one that differs is dropped and the cubin built once more without it. Variant
+//! indices stay stable: a dropped `k` is absent, never renumbered, so a training profile's
+//! variant `k` is the same candidate in the build it guides. Anything else that goes wrong
+//! leaves what plain tune ships, with one warning line.
+
+use std::collections::BTreeMap;
+
+use super::assemble::kernel_code;
+use super::evaluate::{Variant, requests};
+use super::proven;
+use super::ptx::{self, Budget};
+use super::ranked::ranked;
+use super::record::{Embedded, KernelRecord, TuneError};
+use super::select::Evaluated;
+use super::variants::{self, Budgets, Builder, VariantError};
+use crate::cubin::{Cubin, FunctionInfo};
+use crate::transform;
+
+/// What the emitter needs of a tuned step.
+pub(crate) struct Input<'a> {
+    /// The cubin plain tune ships (the assembled one, or ptxas's own when nothing changed).
+    pub(crate) plain: &'a [u8],
+    /// ptxas's own cubin, where every candidate without a budget was evaluated.
+    pub(crate) baseline: &'a Cubin,
+    /// The built variants as evaluated.
+    pub(crate) parsed: &'a [Variant],
+    /// The budgets the original names get (the static winners), as assemble builds them.
+    pub(crate) chosen: &'a Budgets,
+    /// Per kernel: each candidate's variant in `parsed` (None = the baseline).
+    pub(crate) sources: &'a BTreeMap<String, Vec<Option<usize>>>,
+    pub(crate) block_sizes: &'a [(Option<String>, u32)],
+    pub(crate) builder: &'a Builder<'a>,
+    /// The first free variant number of the step (names the work files).
+    pub(crate) index: usize,
+}
+
+/// What the emitter gives the step.
+#[derive(Debug)]
+pub(crate) enum Embedding {
+    /// The multi-variant cubin to ship, and a verbose note on what it holds.
+    Cubin(Vec<u8>, String),
+    /// Nothing to embed (no kernel has a second candidate): plain tune's cubin ships.
+    None,
+    /// Not attempted, for this reason (a verbose note); plain tune's cubin ships.
+    Note(String),
+    /// Failed (a warning line); plain tune's cubin ships.
+    Failed(String),
+}
+
+/// One variant to embed.
+#[derive(Debug, Clone)]
+struct Want {
+    kernel: String,
+    /// Index into the step's records.
+    record: usize,
+    variant: usize,
+    name: String,
+    /// Index into the record's candidates.
+    candidate: usize,
+    budget: Option<Budget>,
+}
+
+/// Embed the variants of the step `argv`, filling each record's `variants` when it works.
+/// Never fails the build: a panic or an error becomes [`Embedding::Failed`].
+pub(crate) fn embed(argv: &[String], input: &Input<'_>, records: &mut [KernelRecord]) -> Embedding {
+    if !variants::entries_allowed(argv) {
+        return Embedding::Note(
+            "no variants embedded: the step selects its entries (--entry/-e)".to_string(),
+        );
+    }
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| emit(input, records)));
+    match r {
+        Ok(Ok(Some(bytes))) => {
+            let all = || records.iter().flat_map(|r| r.variants.iter().skip(1));
+            let dropped = all().filter(|v| v.dropped.is_some()).count();
+            let note = format!(
+                "{} variant(s) embedded beside the original kernels{}",
+                all().count() - dropped,
+                if dropped > 0 {
+                    format!(", {dropped} dropped (their build differed; see the report)")
+                } else {
+                    String::new()
+                }
+            );
+            Embedding::Cubin(bytes, note)
+        }
+        // Every variant dropped (the records say why), or none to embed.
+        Ok(Ok(None)) if records.iter().any(|r| !r.variants.is_empty()) => Embedding::Note(
+            "no variants embedded: each one's build differed (see the report)".to_string(),
+        ),
+        Ok(Ok(None)) => Embedding::None,
+        Ok(Err(e)) => Embedding::Failed(format!(
+            "variants not embedded ({e}); the tuned kernels ship alone"
+        )),
+        Err(_) => Embedding::Failed(
+            "variants not embedded (internal error); the tuned kernels ship alone".to_string(),
+        ),
+    }
+}
+
+/// The multi-variant cubin, or `None` when no kernel has a variant beyond its original.
+fn emit(input: &Input<'_>, records: &mut [KernelRecord]) -> Result<Option<Vec<u8>>, TuneError> {
+    let wants = wanted(input.sources, records);
+    if wants.is_empty() {
+        return Ok(None);
+    }
+    // A name the module already uses would make two entries of one name.
+    let taken = ptx::entries(input.builder.ptx).map_err(VariantError::from)?;
+    if let Some(w) = wants
+        .iter()
+        .find(|w| taken.iter().any(|e| e.name == w.name))
+    {
+        return Err(TuneError::Variants(format!(
+            "the module already has a kernel named {}",
+            w.name
+        )));
+    }
+    let mut dropped: BTreeMap<String, String> = BTreeMap::new();
+    for attempt in 0..=LAST_ATTEMPT {
+        let live: Vec<&Want> = wants
+            .iter()
+            .filter(|w| !dropped.contains_key(&w.name))
+            .collect();
+        if live.is_empty() {
+            fill(records, &wants, &dropped, &BTreeMap::new(), None);
+            return Ok(None);
+        }
+        let (bytes, refused) = build(input, &live, attempt)?;
+        let multi =
+            Cubin::parse(&bytes).map_err(|e| TuneError::Cubin("multi-variant".to_string(), e))?;
+        check_originals(input, &multi)?;
+        let mut same_code = BTreeMap::new();
+        let mut differ = refused;
+        for w in &live {
+            if differ.contains_key(&w.name) {
+                continue;
+            }
+            match check_variant(input, records, &multi, w) {
+                Ok(same) => {
+                    same_code.insert(w.name.clone(), same);
+                }
+                Err(why) => {
+                    differ.insert(w.name.clone(), why);
+                }
+            }
+        }
+        if differ.is_empty() {
+            fill(records, &wants, &dropped, &same_code, Some(&multi));
+            return Ok(Some(bytes));
+        }
+        if attempt == LAST_ATTEMPT {
+            let (name, why) = differ.into_iter().next().unwrap_or_default();
+            return Err(TuneError::Variants(format!(
+                "{name} still differs from its standalone build without the dropped variants: {why}"
+            )));
+        }
+        dropped.extend(differ);
+    }
+    Err(TuneError::Variants("no attempt left".to_string()))
+}
+
+/// The build after the first drops what differed: one more ptxas run at most.
+const LAST_ATTEMPT: usize = 1;
+
+/// Every tuned kernel's ranked variants beyond the original (`sources`: the kernels the
+/// step tuned).
+fn wanted(sources: &BTreeMap<String, Vec<Option<usize>>>, records: &[KernelRecord]) -> Vec<Want> {
+    let mut wants = Vec::new();
+    for (ri, r) in records.iter().enumerate() {
+        if !sources.contains_key(&r.kernel) {
+            continue;
+        }
+        for (k, v) in ranked(&r.kernel, &r.candidates, r.chosen)
+            .into_iter()
+            .enumerate()
+            .skip(1)
+        {
+            wants.push(Want {
+                kernel: r.kernel.clone(),
+                record: ri,
+                variant: k,
+                name: v.name,
+                candidate: v.candidate,
+                budget: r.candidates[v.candidate].budget,
+            });
+        }
+    }
+    wants
+}
+
+/// One ptxas run of the step's PTX with the `live` variants' entries copied in and given
+/// their budgets (the originals get the chosen ones), then each rewrite on the kernels it
+/// makes: the bytes, and the variants whose rewrite was not proved (with why).
+fn build(
+    input: &Input<'_>,
+    live: &[&Want],
+    attempt: usize,
+) -> Result<(Vec<u8>, BTreeMap<String, String>), TuneError> {
+    let builder = input.builder;
+    let copies: Vec<(String, String)> = live
+        .iter()
+        .map(|w| (w.kernel.clone(), w.name.clone()))
+        .collect();
+    let mut budgets = input.chosen.clone();
+    for w in live {
+        // ptxas's own candidate gets no budget (a user's own `.maxnreg` stays, copied along).
+        if let Some(b) = w.budget {
+            budgets.insert(w.name.clone(), b);
+        }
+    }
+    let text = ptx::with_copies(builder.ptx, &copies)
+        .and_then(|t| ptx::with_budgets(&t, &budgets))
+        .map_err(VariantError::from)?;
+    let built = builder.build_text(input.index + attempt, &budgets, &text, &[])?;
+    // A variant runs at the block sizes its original runs at.
+    let mut block_sizes = input.block_sizes.to_vec();
+    for w in live {
+        if let Some(n) = crate::settings::block_size_for(input.block_sizes, &w.kernel) {
+            block_sizes.push((Some(w.name.clone()), n));
+        }
+    }
+    let mut bytes = built.cubin;
+    let mut refused = BTreeMap::new();
+    for t in transform::REGISTERED {
+        let of_t: Budgets = budgets
+            .iter()
+            .filter(|(_, b)| b.rewrite.is_some_and(|r| r.transform == t.key()))
+            .map(|(k, b)| (k.clone(), *b))
+            .collect();
+        if of_t.is_empty() {
+            continue;
+        }
+        let requests = requests(*t, &bytes, &of_t, &block_sizes)?;
+        let outcome = proven::prove(*t, &bytes, &requests)
+            .map_err(|e| TuneError::Transform(format!("multi-variant cubin: {e}")))?;
+        for (k, r) in &outcome.kernels {
+            if let Err(e) = r {
+                if input.chosen.contains_key(k) {
+                    return Err(TuneError::Transform(format!(
+                        "multi-variant cubin, {k}: {e}"
+                    )));
+                }
+                refused.insert(k.clone(), format!("{} not proved: {e}", t.report_name()));
+            }
+        }
+        bytes = outcome.bytes;
+    }
+    Ok((bytes, refused))
+}
+
+/// Every kernel under its own name must be what plain tune ships: the same code, registers,
+/// stack frame and shared memory.
+fn check_originals(input: &Input<'_>, multi: &Cubin) -> Result<(), TuneError> {
+    let plain = Cubin::parse(input.plain).map_err(|e| TuneError::Cubin("tuned".to_string(), e))?;
+    for f in plain.kernels() {
+        let got = multi.function_info(&f.name);
+        let same_info = got.as_ref().is_some_and(|g| {
+            (
+                g.registers,
+                g.frame_size,
+                g.static_shared,
+                g.spill_instructions,
+            ) == (
+                f.registers,
+                f.frame_size,
+                f.static_shared,
+                f.spill_instructions,
+            )
+        });
+        if !same_info || kernel_code(multi, &f.name) != kernel_code(&plain, &f.name) {
+            return Err(TuneError::Mismatch(f.name.clone()));
+        }
+    }
+    Ok(())
+}
+
+/// Whether variant `w` in `multi` is its standalone candidate: `Ok(same code)`, else why
+/// not (registers, spills or shared memory differ).
+fn check_variant(
+    input: &Input<'_>,
+    records: &[KernelRecord],
+    multi: &Cubin,
+    w: &Want,
+) -> Result<bool, String> {
+    let want: &Evaluated = &records[w.record].candidates[w.candidate];
+    let Some(got) = multi.function_info(&w.name) else {
+        return Err("not in the cubin".to_string());
+    };
+    if let Some(why) = differs(want, &got) {
+        return Err(why);
+    }
+    let standalone = match input
+        .sources
+        .get(&w.kernel)
+        .and_then(|s| s.get(w.candidate))
+    {
+        Some(None) => Some(input.baseline),
+        Some(Some(i)) => input.parsed.get(*i).and_then(|v| v.as_ref()).map(|v| &v.0),
+        None => None,
+    };
+    Ok(standalone.is_some_and(|c| kernel_code(c, &w.kernel) == kernel_code(multi, &w.name)))
+}
+
+/// How `got` (a variant as the multi-variant cubin has it) differs from `want` (its
+/// standalone candidate) in what the choice rests on: registers, stack frame, spill
+/// instructions, static shared memory.
+fn differs(want: &Evaluated, got: &FunctionInfo) -> Option<String> {
+    let got_regs = got.registers.unwrap_or(0);
+    let got_frame = got.frame_size.unwrap_or(0);
+    let g = (
+        got_regs,
+        got_frame,
+        got.spill_instructions,
+        got.static_shared,
+    );
+    let w = (
+        want.registers,
+        want.frame_bytes,
+        want.spill_instructions,
+        want.static_shared,
+    );
+    (g != w).then(|| {
+        format!(
+            "{} registers, {} B frame, {} spill instructions, {} B shared where its standalone \
+             build has {}, {} B, {}, {} B",
+            g.0, g.1, g.2, g.3, w.0, w.1, w.2, w.3
+        )
+    })
+}
+
+/// The records' `variants`: the original first, then each wanted variant as embedded (from
+/// `multi`) or dropped.
+fn fill(
+    records: &mut [KernelRecord],
+    wants: &[Want],
+    dropped: &BTreeMap<String, String>,
+    same_code: &BTreeMap<String, bool>,
+    multi: Option<&Cubin>,
+) {
+    for (ri, r) in records.iter_mut().enumerate() {
+        let mine: Vec<&Want> = wants.iter().filter(|w| w.record == ri).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let of = |c: &Evaluated| (c.registers, c.frame_bytes, c.spill_instructions);
+        let (registers, frame_bytes, spill_instructions) = of(&r.candidates[r.chosen]);
+        let mut variants = vec![Embedded {
+            variant: 0,
+            name: r.kernel.clone(),
+            candidate: r.chosen,
+            registers,
+            frame_bytes,
+            spill_instructions,
+            same_code: multi.map(|_| true),
+            dropped: None,
+        }];
+        for w in mine {
+            let (registers, frame_bytes, spill_instructions) = of(&r.candidates[w.candidate]);
+            let embedded = multi.and_then(|m| m.function_info(&w.name));
+            variants.push(Embedded {
+                variant: w.variant as u32,
+                name: w.name.clone(),
+                candidate: w.candidate,
+                registers: embedded
+                    .as_ref()
+                    .and_then(|e| e.registers)
+                    .unwrap_or(registers),
+                frame_bytes: embedded
+                    .as_ref()
+                    .map_or(frame_bytes, |e| e.frame_size.unwrap_or(0)),
+                spill_instructions: embedded
+                    .as_ref()
+                    .map_or(spill_instructions, |e| e.spill_instructions),
+                same_code: same_code.get(&w.name).copied(),
+                dropped: dropped.get(&w.name).cloned(),
+            });
+        }
+        r.variants = variants;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tune::candidates::BlockFrom;
+    use crate::tune::select::tests::ev;
+
+    fn record(kernel: &str, candidates: Vec<Evaluated>, chosen: usize) -> KernelRecord {
+        KernelRecord {
+            arch: "sm_90".into(),
+            kernel: kernel.into(),
+            output: "k.cubin".into(),
+            block_sizes: vec![256],
+            block_from: BlockFrom::Assumed,
+            chosen_registers: candidates[chosen].registers,
+            candidates,
+            pruned: Vec::new(),
+            chosen,
+            gain_percent: 0.0,
+            reason: String::new(),
+            transform: None,
+            verdict: None,
+            cubins: None,
+            measured: None,
+            variants: Vec::new(),
+        }
+    }
+
+    fn info(registers: u32, frame: u32) -> FunctionInfo {
+        FunctionInfo {
+            registers: Some(registers),
+            frame_size: Some(frame),
+            ..FunctionInfo::default()
+        }
+    }
+
+    #[test]
+    fn a_variant_must_match_its_standalone_candidate() {
+        let want = ev(Some(40), 40, &[Some(1.0)]);
+        assert_eq!(differs(&want, &info(40, 0)), None);
+        let why = differs(&want, &info(38, 0)).unwrap();
+        assert_eq!(
+            why,
+            "38 registers, 0 B frame, 0 spill instructions, 0 B shared where its standalone \
+             build has 40, 0 B, 0, 0 B"
+        );
+        let spilled = FunctionInfo {
+            spill_instructions: 3,
+            ..info(40, 16)
+        };
+        assert!(differs(&want, &spilled).is_some());
+    }
+
+    #[test]
+    fn variants_keep_their_ranked_index_when_one_is_dropped() {
+        // ptxas's own at 96; budgets 64 (+25%, the static winner), 48 (+11%), 40 (-10%).
+        let candidates = vec![
+            ev(None, 96, &[Some(100.0)]),
+            ev(Some(64), 64, &[Some(80.0)]),
+            ev(Some(48), 48, &[Some(90.0)]),
+            ev(Some(40), 40, &[Some(111.0)]),
+        ];
+        let mut records = vec![
+            record("_Z1kPf", candidates, 1),
+            // A kernel the step did not tune (no sources) gets nothing.
+            record("_Z1jPf", vec![ev(None, 32, &[Some(1.0)])], 0),
+        ];
+        let sources =
+            BTreeMap::from([("_Z1kPf".to_string(), vec![None, Some(0), Some(1), Some(2)])]);
+        let names = |ws: &[Want]| -> Vec<(usize, String, usize)> {
+            ws.iter()
+                .map(|w| (w.variant, w.name.clone(), w.candidate))
+                .collect()
+        };
+        let wants = wanted(&sources, &records);
+        assert_eq!(
+            names(&wants),
+            [
+                (1, "_Z1kPf__orion_v1".to_string(), 2),
+                (2, "_Z1kPf__orion_v2".to_string(), 0),
+                (3, "_Z1kPf__orion_v3".to_string(), 3),
+            ]
+        );
+        // v2 (ptxas's own) dropped: v3 keeps its number and candidate.
+        let dropped = BTreeMap::from([("_Z1kPf__orion_v2".to_string(), "differs".to_string())]);
+        let same = BTreeMap::from([
+            ("_Z1kPf__orion_v1".to_string(), true),
+            ("_Z1kPf__orion_v3".to_string(), false),
+        ]);
+        fill(&mut records, &wants, &dropped, &same, None);
+        let got: Vec<String> = records[0]
+            .variants
+            .iter()
+            .map(|v| {
+                format!(
+                    "{} {} {} {:?} {:?}",
+                    v.variant, v.name, v.candidate, v.same_code, v.dropped
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "0 _Z1kPf 1 None None",
+                "1 _Z1kPf__orion_v1 2 Some(true) None",
+                "2 _Z1kPf__orion_v2 0 None Some(\"differs\")",
+                "3 _Z1kPf__orion_v3 3 Some(false) None",
+            ]
+        );
+        assert_eq!(records[0].variants[2].registers, 96);
+        assert!(records[1].variants.is_empty());
+        let json = serde_json::to_string(&records[0].variants[2]).unwrap();
+        assert_eq!(
+            json,
+            r#"{"variant":2,"name":"_Z1kPf__orion_v2","candidate":0,"registers":96,"frame_bytes":0,"spill_instructions":0,"dropped":"differs"}"#
+        );
+    }
+}
