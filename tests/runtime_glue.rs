@@ -640,6 +640,19 @@ fn glue_paths_on_a_simulated_gpu() {
             .collect();
         assert_eq!(&passed, cases, "{scenario}:\n{stdout}");
     }
+    // The benchmark's scenario (scripts/bench-selector.sh) measures a locked key.
+    let out = run(Command::new(&exe)
+        .args(["bench", "1000"])
+        .env("NVCC_ORION", "adapt")
+        .env_remove("NVCC_ORION_VERBOSE"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let fields: Vec<&str> = stdout.lines().map(|l| l.split(' ').next().unwrap()).collect();
+    assert_eq!(
+        fields,
+        ["locked", "direct_ns", "glue_locked_ns", "glue_untuned_ns"],
+        "{stdout}"
+    );
+    assert!(stdout.starts_with("locked v1\n"), "{stdout}");
     let p = Profile::read(&profile_of("train")).unwrap_or_else(|e| panic!("{e}"));
     let rows: Vec<(u32, &str, u64, f64)> = p
         .entries

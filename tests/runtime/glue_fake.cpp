@@ -4,10 +4,13 @@
 // function's duration (original 100 µs, v1 80 µs, v2 90 µs), and events that read that clock.
 // argv[1] picks the scenario; each prints `ok <case>` per check passed. Scenario `train_gap`
 // renames v2 to `_Z4walkPfi__orion_v3` and makes it the fastest (70 µs): the build dropped
-// its variant 2 and kept the others' numbers.
+// its variant 2 and kept the others' numbers. Scenario `bench N` (scripts/bench-selector.sh)
+// prints the glue's own cost per launch once adapt has locked, and for a kernel without
+// variants, with every simulated CUDA call next to free.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -33,6 +36,7 @@ cudaError_t g_last = cudaSuccess;  // the runtime's last error
 double g_clock = 0;                // µs
 int g_other_calls = 0;             // calls other than launches and error queries
 std::vector<std::string> g_launched;  // which function ran: "orig", "v1", "v2"
+bool g_record = true;                 // false (bench): launches are not recorded
 void** g_last_args = nullptr;
 CUstream g_capturing = nullptr;
 
@@ -44,6 +48,7 @@ struct FakeFunc {
 FakeFunc g_orig = {"_Z4walkPfi", 100, 0};
 FakeFunc g_v1 = {"_Z4walkPfi__orion_v1", 80, 16384};
 FakeFunc g_v2 = {"_Z4walkPfi__orion_v2", 90, 0};
+FakeFunc g_plain = {"_Z5plainPf", 50, 0};  // a kernel without variants
 int g_module;  // its address is the module
 int g_kernel_handle;
 
@@ -51,7 +56,8 @@ struct FakeEvent {
   double t;
 };
 
-void walk_host() {}  // the "host stub": its address is the kernel's handle
+void walk_host() {}   // the "host stub": its address is the kernel's handle
+void plain_host() {}  // the same for g_plain
 
 cudaError_t fail(cudaError_t e) {
   g_last = e;
@@ -60,7 +66,7 @@ cudaError_t fail(cudaError_t e) {
 
 cudaError_t run_original(void** args) {
   if (!g_gpu) return fail(cudaErrorInsufficientDriver);
-  g_launched.push_back("orig");
+  if (g_record) g_launched.push_back("orig");
   g_last_args = args;
   g_clock += g_orig.us;
   return cudaSuccess;
@@ -124,6 +130,10 @@ cudaError_t CUDARTAPI cudaGetDeviceProperties(cudaDeviceProp* p, int) {
 }
 cudaError_t CUDARTAPI cudaGetFuncBySymbol(cudaFunction_t* f, const void* sym) {
   ++g_other_calls;
+  if (sym == reinterpret_cast<const void*>(&plain_host)) {
+    *f = reinterpret_cast<cudaFunction_t>(&g_plain);
+    return cudaSuccess;
+  }
   if (sym != reinterpret_cast<const void*>(&walk_host)) return fail(cudaErrorInvalidDeviceFunction);
   *f = reinterpret_cast<cudaFunction_t>(&g_orig);
   return cudaSuccess;
@@ -185,7 +195,7 @@ CUresult CUDAAPI fake_set_attribute(CUfunction, CUfunction_attribute, int) {
 CUresult CUDAAPI fake_launch(CUfunction f, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, unsigned, CUstream, void** args, void**) {
   FakeFunc* ff = reinterpret_cast<FakeFunc*>(f);
-  g_launched.push_back(ff == &g_v1 ? "v1" : ff == &g_v2 ? "v2" : "?");
+  if (g_record) g_launched.push_back(ff == &g_v1 ? "v1" : ff == &g_v2 ? "v2" : "?");
   g_last_args = args;
   g_clock += ff->us;
   return CUDA_SUCCESS;
@@ -347,6 +357,39 @@ void train_gap() {
   check(v[3] == "v1" && v[4] == "v2" && v[5] == "orig", "gap_round_robin_finds_v3");
 }
 
+// Nanoseconds per call of `f` over n calls.
+template <class F>
+double ns_per(long n, F f) {
+  auto t0 = std::chrono::steady_clock::now();
+  for (long i = 0; i < n; ++i) f();
+  auto t1 = std::chrono::steady_clock::now();
+  return std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(n);
+}
+
+// The glue's dispatch cost (adapt, locked; and a kernel without variants) against the same
+// launch straight to the simulated runtime, whose calls cost next to nothing: what the glue
+// adds to a launch, less the real runtime and driver calls it makes (cudaPeekAtLastError,
+// cudaGetDevice, cuStreamIsCapturing), which only a GPU machine can time.
+void bench(long n) {
+  for (int i = 0; i < 60; ++i) launch(8);
+  bool locked = all(tail(20), "v1");
+  for (int i = 0; i < 3; ++i)
+    orion_rt_v1_cudaLaunchKernel(reinterpret_cast<const void*>(&plain_host), dim3(8), dim3(128),
+                                 g_args, 0, nullptr);
+  g_record = false;
+  const void* plain = reinterpret_cast<const void*>(&plain_host);
+  double direct = ns_per(n, [] {
+    cudaLaunchKernel(reinterpret_cast<const void*>(&walk_host), dim3(8), dim3(128), g_args, 0,
+                     nullptr);
+  });
+  double glue = ns_per(n, [] { launch(8); });
+  double untuned = ns_per(n, [plain] {
+    orion_rt_v1_cudaLaunchKernel(plain, dim3(8), dim3(128), g_args, 0, nullptr);
+  });
+  std::printf("locked %s\ndirect_ns %.1f\nglue_locked_ns %.1f\nglue_untuned_ns %.1f\n",
+              locked ? "v1" : "no", direct, glue, untuned);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -355,6 +398,7 @@ int main(int argc, char** argv) {
   else if (std::strcmp(scenario, "adapt") == 0) adapt();
   else if (std::strcmp(scenario, "train") == 0) train();
   else if (std::strcmp(scenario, "train_gap") == 0) train_gap();
+  else if (std::strcmp(scenario, "bench") == 0) bench(argc > 2 ? std::atol(argv[2]) : 1000000);
   else check(false, "scenario");
   return g_failed ? 1 : 0;
 }
