@@ -646,7 +646,10 @@ fn glue_paths_on_a_simulated_gpu() {
         .env("NVCC_ORION", "adapt")
         .env_remove("NVCC_ORION_VERBOSE"));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let fields: Vec<&str> = stdout.lines().map(|l| l.split(' ').next().unwrap()).collect();
+    let fields: Vec<&str> = stdout
+        .lines()
+        .map(|l| l.split(' ').next().unwrap())
+        .collect();
     assert_eq!(
         fields,
         ["locked", "direct_ns", "glue_locked_ns", "glue_untuned_ns"],
