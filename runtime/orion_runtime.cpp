@@ -99,7 +99,17 @@ struct Kernel {
   unsigned char number[sel::kMaxVariants] = {};
   CUfunction fn[sel::kMaxVariants] = {};
   int static_shared[sel::kMaxVariants] = {};
-  int max_dynamic[sel::kMaxVariants] = {};
+  // The dynamic-shared limit of each (the original's as last read; a variant's as last set):
+  // read lock-free by `fitting`, raised under the lock by `refit` (release after the driver
+  // call, so a launch that sees the raised limit sees the driver's state too).
+  std::atomic<int> max_dynamic[sel::kMaxVariants] = {};
+  // The original's limit at which raising a variant's failed (0: never): not tried again
+  // until the user changes the original's limit.
+  int refused[sel::kMaxVariants] = {};
+  // What the profile records to tell builds apart (-1: unknown): cuFuncGetAttribute's
+  // CU_FUNC_ATTRIBUTE_NUM_REGS and _LOCAL_SIZE_BYTES.
+  int registers[sel::kMaxVariants] = {};
+  int local_bytes[sel::kMaxVariants] = {};
   const char* name = nullptr;  // owned by the driver's module
   char* variant_names = nullptr;  // the names of variants 1.., NUL-separated, malloc'd once
 };
@@ -137,6 +147,8 @@ class Names : public sel::ProfileNames {
   const char* kernel(uint32_t kernel_id) const override;
   const char* variant(uint32_t kernel_id, unsigned variant) const override;
   unsigned number(uint32_t kernel_id, unsigned variant) const override;
+  int registers(uint32_t kernel_id, unsigned variant) const override;
+  int local_bytes(uint32_t kernel_id, unsigned variant) const override;
   const char* arch(int device) const override;
   const char* device(int device) const override;
 };
@@ -264,14 +276,24 @@ bool configured() {
 
 // --- finding the variants --------------------------------------------------------------
 
-const Kernel* find_kernel(const void* func, int device) {
+Kernel* find_kernel(const void* func, int device) {
   size_t h = hash_ptr(func, device);
   for (unsigned i = 0; i < kMaxKernels; ++i) {
-    const Kernel& k = g_state.kernels[(h + i) % kMaxKernels];
+    Kernel& k = g_state.kernels[(h + i) % kMaxKernels];
     if (!k.state.load(std::memory_order_acquire)) return nullptr;
     if (k.func == func && k.device == device) return &k;
   }
   return nullptr;
+}
+
+// The registers and local bytes of variant `i` (the profile's check against the build).
+void resources(Kernel& k, unsigned i, CUfunction f) {
+  const Driver& d = g_state.driver;
+  if (d.func_get_attribute(&k.registers[i], CU_FUNC_ATTRIBUTE_NUM_REGS, f) != CUDA_SUCCESS)
+    k.registers[i] = -1;
+  if (d.func_get_attribute(&k.local_bytes[i], CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f) !=
+      CUDA_SUCCESS)
+    k.local_bytes[i] = -1;
 }
 
 // Fills `k` from the original's handle. Any failure leaves the original alone (1 variant).
@@ -294,8 +316,10 @@ void resolve(Kernel& k, const void* func) {
   k.name = name;
   k.id = fnv(name);
   (void)d.func_get_attribute(&k.static_shared[0], CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f);
-  (void)d.func_get_attribute(&k.max_dynamic[0], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                             f);
+  int limit = 0;
+  (void)d.func_get_attribute(&limit, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f);
+  k.max_dynamic[0].store(limit, std::memory_order_relaxed);
+  resources(k, 0, f);
   if (cluster > 0) return;  // compile-time cluster dimensions: the original only
   size_t len = std::strlen(name) + 16;
   char* names = static_cast<char*>(std::calloc(sel::kMaxVariants - 1, len));
@@ -310,9 +334,11 @@ void resolve(Kernel& k, const void* func) {
     if (d.module_get_function(&vf, m, v) != CUDA_SUCCESS || !vf) continue;
     if (d.func_get_attribute(&k.static_shared[n], CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, vf) !=
             CUDA_SUCCESS ||
-        d.func_get_attribute(&k.max_dynamic[n], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                             vf) != CUDA_SUCCESS)
+        d.func_get_attribute(&limit, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, vf) !=
+            CUDA_SUCCESS)
       continue;
+    k.max_dynamic[n].store(limit, std::memory_order_relaxed);
+    resources(k, n, vf);
     k.fn[n] = vf;
     k.number[n] = static_cast<unsigned char>(number);
     ++n;
@@ -341,16 +367,56 @@ const Kernel* kernel_for(const void* func, int device) {
   return nullptr;  // table full: the original
 }
 
+// What the original may use in all: its static size plus its dynamic limit, or the default
+// 48 KiB. The driver accepted that for the original, so it is within the device's opt-in
+// maximum.
+size_t budget_of(const Kernel& k, int original_limit) {
+  size_t budget = static_cast<size_t>(k.static_shared[0]) + static_cast<size_t>(original_limit);
+  return budget < kDefaultShared ? kDefaultShared : budget;
+}
+
+// The rare path of `fitting`: the launch's dynamic size is above what a variant allows, or
+// above the original's limit as last read. The user may have raised the original's limit
+// since (cudaFuncSetAttribute with cudaFuncAttributeMaxDynamicSharedMemorySize): read it again
+// and raise the limit of each variant that fits the original's budget, once, under the lock.
+unsigned refit(Kernel& k, size_t shmem) {
+  const Driver& d = g_state.driver;
+  sel::detail::Guard g(g_state.lock);
+  int original = 0;
+  if (d.func_get_attribute(&original, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                           k.fn[0]) != CUDA_SUCCESS)
+    original = k.max_dynamic[0].load(std::memory_order_relaxed);
+  k.max_dynamic[0].store(original, std::memory_order_relaxed);
+  size_t budget = budget_of(k, original);
+  for (unsigned v = 1; v < k.variants; ++v) {
+    size_t static_size = static_cast<size_t>(k.static_shared[v]);
+    if (static_size + shmem > budget) return v;
+    if (shmem <= static_cast<size_t>(k.max_dynamic[v].load(std::memory_order_relaxed))) continue;
+    if (k.refused[v] == original) return v;
+    int raised = static_cast<int>(budget - static_size);
+    if (d.func_set_attribute(k.fn[v], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, raised) !=
+        CUDA_SUCCESS) {
+      k.refused[v] = original;
+      return v;
+    }
+    k.max_dynamic[v].store(raised, std::memory_order_release);
+  }
+  return k.variants;
+}
+
 // How many variants (a prefix: they are ordered) this launch's shared memory leaves room for.
 // A variant needs no more than the original is allowed (its static size plus the dynamic
-// maximum the user opted into, or the default 48 KiB); a larger dynamic maximum is set on the
-// variant first.
-unsigned fitting(const Kernel& k, size_t shmem) {
-  size_t budget = static_cast<size_t>(k.static_shared[0]) + static_cast<size_t>(k.max_dynamic[0]);
-  if (budget < kDefaultShared) budget = kDefaultShared;
+// maximum the user opted into, or the default 48 KiB), and the dynamic size within its own
+// limit. Launches within the limits as last read cost two loads per variant; only one above
+// them takes `refit`.
+unsigned fitting(Kernel& k, size_t shmem) {
+  int original = k.max_dynamic[0].load(std::memory_order_relaxed);
+  size_t budget = budget_of(k, original);
   for (unsigned v = 1; v < k.variants; ++v) {
-    if (static_cast<size_t>(k.static_shared[v]) + shmem > budget) return v;
-    if (shmem > static_cast<size_t>(k.max_dynamic[v])) return v;  // see resolve: no opt-in
+    if (static_cast<size_t>(k.static_shared[v]) + shmem > budget)
+      return shmem > static_cast<size_t>(original) ? refit(k, shmem) : v;
+    if (shmem > static_cast<size_t>(k.max_dynamic[v].load(std::memory_order_acquire)))
+      return refit(k, shmem);
   }
   return k.variants;
 }
@@ -404,7 +470,7 @@ cudaError_t dispatch(const Original& o, dim3 grid, dim3 block, void** args, size
     clear_error(e);
     return launch_original(o, grid, block, args, shmem, stream);
   }
-  const Kernel* k = find_kernel(o.func, device);
+  Kernel* k = find_kernel(o.func, device);
   if (!k) {
     // Resolved after this kernel's original launch on this device succeeded.
     e = launch_original(o, grid, block, args, shmem, stream);
@@ -555,6 +621,16 @@ const char* Names::variant(uint32_t kernel_id, unsigned variant) const {
 unsigned Names::number(uint32_t kernel_id, unsigned variant) const {
   const Kernel* k = by_id(kernel_id);
   return k && variant < k->variants ? k->number[variant] : variant;
+}
+
+int Names::registers(uint32_t kernel_id, unsigned variant) const {
+  const Kernel* k = by_id(kernel_id);
+  return k && variant < k->variants ? k->registers[variant] : -1;
+}
+
+int Names::local_bytes(uint32_t kernel_id, unsigned variant) const {
+  const Kernel* k = by_id(kernel_id);
+  return k && variant < k->variants ? k->local_bytes[variant] : -1;
 }
 
 DeviceInfo* device_info(int device) {

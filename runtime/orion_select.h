@@ -156,6 +156,21 @@ class ProfileNames {
     (void)kernel_id;
     return variant;
   }
+  // What the driver reports of the selector's variant `variant` (registers per thread and
+  // local memory per thread, bytes: CU_FUNC_ATTRIBUTE_NUM_REGS and _LOCAL_SIZE_BYTES);
+  // negative when unknown, and then not written. A profile-guided build compares them with
+  // its own variant of that number, so that a profile of another build of changed sources
+  // (another ranking under the same index names) is refused rather than misapplied.
+  virtual int registers(uint32_t kernel_id, unsigned variant) const {
+    (void)kernel_id;
+    (void)variant;
+    return -1;
+  }
+  virtual int local_bytes(uint32_t kernel_id, unsigned variant) const {
+    (void)kernel_id;
+    (void)variant;
+    return -1;
+  }
   virtual const char* arch(int device) const = 0;
   virtual const char* device(int device) const = 0;
 
@@ -415,6 +430,10 @@ class BasicSelector {
                      static_cast<unsigned long>(s.key.shared));
         std::fprintf(f, ", \"variant\": %u, \"variant_name\": ", names.number(s.key.kernel, v));
         json_string(f, names.variant(s.key.kernel, v));
+        int registers = names.registers(s.key.kernel, v);
+        if (registers >= 0) std::fprintf(f, ", \"registers\": %d", registers);
+        int local_bytes = names.local_bytes(s.key.kernel, v);
+        if (local_bytes >= 0) std::fprintf(f, ", \"local_bytes\": %d", local_bytes);
         std::fprintf(f, ", \"launches\": %u, \"samples\": %u, \"median_us\": ", s.stats[v].launches,
                      s.stats[v].samples);
         json_fixed(f, s.stats[v].median_us, 1000);

@@ -21,6 +21,9 @@ pub(crate) const MAX_VARIANTS: u32 = 5;
 /// beyond them an entry is corrupt, and sums over entries stay finite.
 const MAX_MEDIAN_US: f64 = 86_400e6;
 const MAX_SPREAD: f64 = 1e6;
+/// A thread has at most 255 registers and 512 KiB of local memory on every arch.
+const MAX_REGISTERS: u32 = 255;
+const MAX_LOCAL_BYTES: u32 = 512 * 1024;
 
 /// One launch configuration as the selector keys it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -52,6 +55,14 @@ pub struct Entry {
     /// The variant's entry-function name; empty when the runtime did not know it.
     #[serde(default)]
     pub variant_name: String,
+    /// Registers per thread of the variant that ran, as the driver reported them
+    /// (`CU_FUNC_ATTRIBUTE_NUM_REGS`); absent in profiles of older runtimes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registers: Option<u32>,
+    /// Local memory per thread of the variant that ran, bytes
+    /// (`CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES`); absent in profiles of older runtimes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_bytes: Option<u32>,
     /// Launches made while the key was measured (warm-up included).
     pub launches: u64,
     /// Timed launches that completed.
@@ -60,6 +71,47 @@ pub struct Entry {
     pub median_us: f64,
     /// Median absolute deviation over the median.
     pub spread: f64,
+}
+
+/// One variant of the build a profile is applied to, as [`Profile::winner`] checks the
+/// profile against it: the entry-function name and, where known, what it uses.
+pub trait BuildVariant {
+    fn name(&self) -> &str;
+    /// Registers per thread in this build; `None`: not compared.
+    fn registers(&self) -> Option<u32> {
+        None
+    }
+    /// Its stack frame in this build, bytes per thread; `None`: not compared.
+    fn frame_bytes(&self) -> Option<u32> {
+        None
+    }
+}
+
+/// A variant known by name alone (nothing but the name is compared).
+impl BuildVariant for &str {
+    fn name(&self) -> &str {
+        self
+    }
+}
+
+/// A variant with the resources the build gave it (what profile-guided builds compare).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Variant<'a> {
+    pub name: &'a str,
+    pub registers: u32,
+    pub frame_bytes: u32,
+}
+
+impl BuildVariant for Variant<'_> {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn registers(&self) -> Option<u32> {
+        Some(self.registers)
+    }
+    fn frame_bytes(&self) -> Option<u32> {
+        Some(self.frame_bytes)
+    }
 }
 
 /// A validated profile.
@@ -103,7 +155,8 @@ pub enum ProfileError {
         kernel: String,
         problem: String,
     },
-    /// The profile names a variant this build does not have, or has under another name.
+    /// The profile names a variant this build does not have, has under another name, or has
+    /// with other registers (or a larger stack frame) than the one that ran.
     #[error("{}: entry {index} ({kernel}, {arch}): {detail}", file.display())]
     Mismatch {
         file: PathBuf,
@@ -200,19 +253,23 @@ impl Profile {
         serde_json::to_string_pretty(&out).unwrap_or_default()
     }
 
-    /// The measured winner for `kernel` on `arch`, given this build's variant names of that
-    /// kernel (index 0 the original). `None` when the profile has no comparable measurements
-    /// of it. An entry whose variant this build does not have, or has under another name, is a
-    /// [`ProfileError::Mismatch`]: the profile came from another build.
+    /// The measured winner for `kernel` on `arch`, given this build's variants of that kernel
+    /// by number k (index 0 the original). `None` when the profile has no comparable
+    /// measurements of it. An entry whose variant this build does not have, has under another
+    /// name, or has with another register count than the one that ran is a
+    /// [`ProfileError::Mismatch`]: the profile came from another build (names are index names,
+    /// so changed sources can rank other candidates under the same names). Local bytes are
+    /// compared one way: the driver's local size of a function covers at least its own stack
+    /// frame, so a profile's below this build's frame is a mismatch.
     ///
     /// The winner is the variant with the least sum of medians over the launch configurations
     /// at which every compared variant was measured (ties: the lower index, the original
     /// first); a variant missing at some configuration is not compared.
-    pub fn winner(
+    pub fn winner<V: BuildVariant>(
         &self,
         kernel: &str,
         arch: &str,
-        variants: &[&str],
+        variants: &[V],
     ) -> Result<Option<Winner>, ProfileError> {
         // (device name, key) -> variant -> median
         let mut configs: BTreeMap<(&str, &LaunchKey), BTreeMap<u32, f64>> = BTreeMap::new();
@@ -220,21 +277,13 @@ impl Profile {
             if e.kernel != kernel || e.arch != arch {
                 continue;
             }
-            let expected = variants.get(e.variant as usize).copied();
-            if expected.is_none()
-                || (!e.variant_name.is_empty() && expected != Some(&e.variant_name))
-            {
+            if let Some(detail) = mismatch(e, variants.get(e.variant as usize)) {
                 return Err(ProfileError::Mismatch {
                     file: self.file.clone(),
                     index,
                     kernel: e.kernel.clone(),
                     arch: e.arch.clone(),
-                    detail: format!(
-                        "variant {} is `{}` in the profile but `{}` in this build",
-                        e.variant,
-                        e.variant_name,
-                        expected.unwrap_or("(no such variant)")
-                    ),
+                    detail,
                 });
             }
             if e.samples > 0 {
@@ -280,6 +329,41 @@ impl Profile {
     }
 }
 
+/// How entry `e` disagrees with this build's variant of its number; `None` when it agrees.
+fn mismatch<V: BuildVariant>(e: &Entry, built: Option<&V>) -> Option<String> {
+    let Some(built) = built else {
+        return Some(format!(
+            "variant {} is `{}` in the profile but `(no such variant)` in this build",
+            e.variant, e.variant_name
+        ));
+    };
+    let name = built.name();
+    if !e.variant_name.is_empty() && e.variant_name != name {
+        return Some(format!(
+            "variant {} is `{}` in the profile but `{name}` in this build",
+            e.variant, e.variant_name
+        ));
+    }
+    if let (Some(ran), Some(has)) = (e.registers, built.registers())
+        && ran != has
+    {
+        return Some(format!(
+            "variant {} (`{name}`) ran with {ran} registers but has {has} in this build",
+            e.variant
+        ));
+    }
+    if let (Some(ran), Some(frame)) = (e.local_bytes, built.frame_bytes())
+        && ran < frame
+    {
+        return Some(format!(
+            "variant {} (`{name}`) ran with {ran} bytes of local memory but has a {frame}-byte \
+             stack frame in this build",
+            e.variant
+        ));
+    }
+    None
+}
+
 /// Per variant measured at every configuration of `configs`: the sum of its medians.
 fn totals(
     configs: &BTreeMap<(&str, &LaunchKey), BTreeMap<u32, f64>>,
@@ -322,6 +406,10 @@ fn check_entry(e: &Entry, before: &[Entry]) -> Option<String> {
         "a median without samples".to_string()
     } else if !(0.0..=MAX_SPREAD).contains(&e.spread) {
         format!("spread {} is not a relative deviation", e.spread)
+    } else if let Some(r) = e.registers.filter(|&r| r > MAX_REGISTERS) {
+        format!("registers {r} is beyond the {MAX_REGISTERS} a thread can have")
+    } else if let Some(l) = e.local_bytes.filter(|&l| l > MAX_LOCAL_BYTES) {
+        format!("local_bytes {l} is beyond the 512 KiB a thread can have")
     } else {
         return before.iter().enumerate().find_map(|(j, b)| {
             let same_variant = b.kernel == e.kernel && b.arch == e.arch && b.variant == e.variant;
@@ -335,6 +423,13 @@ fn check_entry(e: &Entry, before: &[Entry]) -> Option<String> {
                 Some(format!(
                     "variant {} is `{}` here but `{}` in entry {j}",
                     e.variant, e.variant_name, b.variant_name
+                ))
+            } else if let (true, Some(here), Some(there)) = (same_variant, e.registers, b.registers)
+                && here != there
+            {
+                Some(format!(
+                    "variant {} has {here} registers here but {there} in entry {j}",
+                    e.variant
                 ))
             } else {
                 None
@@ -444,6 +539,16 @@ mod tests {
             (with("spread", 1e7.into()), "spread 10000000 is not"),
             (with("samples", "ten".into()), "invalid type"),
             (with("extra", 1.into()), "unknown field `extra`"),
+            (
+                with("registers", 256.into()),
+                "registers 256 is beyond the 255",
+            ),
+            (with("registers", (-1).into()), "invalid value"),
+            (
+                with("local_bytes", (600 * 1024).into()),
+                "local_bytes 614400 is beyond",
+            ),
+            (with("local_bytes", "none".into()), "invalid type"),
         ];
         for (bytes, want) in &cases {
             let msg = fails(bytes);
@@ -466,6 +571,14 @@ mod tests {
             entry("k", 32, 1, "k_b", 61.0),
         ]);
         assert!(fails(&renamed).contains("variant 1 is `k_b` here but `k_a` in entry 0"));
+        let mut a = entry("k", 64, 1, "k_v1", 60.0);
+        a["registers"] = 40.into();
+        let mut b = entry("k", 32, 1, "k_v1", 61.0);
+        b["registers"] = 32.into();
+        assert!(
+            fails(&doc(vec![a, b]))
+                .contains("entry 1 (k): variant 1 has 32 registers here but 40 in entry 0")
+        );
         let not_object = doc(vec![Value::from(3)]);
         assert!(fails(&not_object).contains("entry 0 (?): invalid type"));
     }
@@ -540,6 +653,92 @@ mod tests {
         assert!(
             fewer.contains("but `(no such variant)` in this build"),
             "{fewer}"
+        );
+    }
+
+    /// An entry with the resources the selector records (registers, local bytes).
+    fn ran(grid: u32, variant: u32, name: &str, median: f64, registers: u32, local: u32) -> Value {
+        let mut e = entry("k", grid, variant, name, median);
+        e["registers"] = registers.into();
+        e["local_bytes"] = local.into();
+        e
+    }
+
+    fn built(name: &str, registers: u32, frame_bytes: u32) -> Variant<'_> {
+        Variant {
+            name,
+            registers,
+            frame_bytes,
+        }
+    }
+
+    #[test]
+    fn resources_round_trip_and_are_optional() {
+        let p = parse(&doc(vec![
+            ran(64, 0, "k", 100.0, 32, 224),
+            entry("k", 64, 1, "k_v1", 80.0),
+        ]))
+        .unwrap();
+        let e = &p.entries;
+        assert_eq!((e[0].registers, e[0].local_bytes), (Some(32), Some(224)));
+        assert_eq!((e[1].registers, e[1].local_bytes), (None, None));
+        let json = p.to_json();
+        assert!(json.contains("\"registers\": 32"), "{json}");
+        // an entry without them writes none (an older runtime's profile reads back the same)
+        assert_eq!(json.matches("\"registers\"").count(), 1, "{json}");
+        assert_eq!(parse(json.as_bytes()).unwrap().entries, p.entries);
+    }
+
+    #[test]
+    fn the_build_must_have_the_registers_that_ran() {
+        let p = parse(&doc(vec![
+            ran(64, 0, "k", 100.0, 32, 224),
+            ran(64, 1, "k_v1", 80.0, 40, 96),
+            ran(64, 2, "k_v2", 90.0, 64, 0),
+        ]))
+        .unwrap();
+        // The build that ran: the same registers (frames at most the local sizes).
+        let same = [
+            built("k", 32, 224),
+            built("k_v1", 40, 0),
+            built("k_v2", 64, 0),
+        ];
+        let w = p.winner("k", "sm_90", &same).unwrap().unwrap();
+        assert_eq!(w.variant, 1);
+        // Changed sources, another ranking under the same index names: refused, naming the
+        // file, the entry, the kernel and both counts.
+        let other = [
+            built("k", 32, 224),
+            built("k_v1", 64, 0),
+            built("k_v2", 40, 96),
+        ];
+        let err = p.winner("k", "sm_90", &other).unwrap_err();
+        assert!(matches!(err, ProfileError::Mismatch { index: 1, .. }));
+        assert_eq!(
+            err.to_string(),
+            "run.json: entry 1 (k, sm_90): variant 1 (`k_v1`) ran with 40 registers but has 64 \
+             in this build"
+        );
+        // Same registers, but this build's variant has a larger stack frame than ran.
+        let spills = [
+            built("k", 32, 224),
+            built("k_v1", 40, 128),
+            built("k_v2", 64, 0),
+        ];
+        assert_eq!(
+            p.winner("k", "sm_90", &spills).unwrap_err().to_string(),
+            "run.json: entry 1 (k, sm_90): variant 1 (`k_v1`) ran with 96 bytes of local memory \
+             but has a 128-byte stack frame in this build"
+        );
+        // A profile without resources is matched by name alone, as before.
+        let old = parse(&doc(vec![
+            entry("k", 64, 0, "k", 100.0),
+            entry("k", 64, 1, "k_v1", 80.0),
+        ]))
+        .unwrap();
+        assert_eq!(
+            old.winner("k", "sm_90", &other).unwrap().unwrap().variant,
+            1
         );
     }
 }

@@ -3,8 +3,9 @@
 //! ptxas's own and also builds other budgets. A profile written the way a training run
 //! writes it, naming the ranking's variant 1 as the fastest, makes the build ship variant 1
 //! (cuobjdump shows its registers); two such builds are byte-identical; a malformed or a
-//! mismatched profile gives one warning line naming the file and the model's object; and the
-//! compiler caches' view changes with the profile's content.
+//! mismatched profile (another name, or other registers than this build's variant 1: a
+//! profile of another build of changed sources) gives one warning line naming the file and
+//! the model's object; and the compiler caches' view changes with the profile's content.
 
 mod common;
 
@@ -38,6 +39,14 @@ fn entry(variant: u32, name: &str, median_us: f64) -> String {
   "key": {{"kernel_id": 2166136261, "device": 0, "grid": [528, 1, 1], "block": [256, 1, 1], "shared": 0}},
   "variant": {variant}, "variant_name": "{name}", "launches": 11, "samples": 10,
   "median_us": {median_us:.3}, "spread": 0.0100}}"#
+    )
+}
+
+/// `entry` with what the driver reported of the variant that ran, as the runtime writes it.
+fn ran(entry: String, registers: u64, local_bytes: u64) -> String {
+    entry.replace(
+        r#""launches""#,
+        &format!(r#""registers": {registers}, "local_bytes": {local_bytes}, "launches""#),
     )
 }
 
@@ -124,11 +133,29 @@ fn a_profile_ships_its_measured_variant() {
         .map(|v| v["name"].as_str().unwrap())
         .collect();
     assert_eq!(names[..2], [KERNEL, &format!("{KERNEL}__orion_v1")], "{m}");
+    // What a training run's driver reports of variants 0 and 1: this build's registers, and
+    // local bytes equal to the stack frames.
+    let resources: Vec<(u64, u64)> = m["variants"].as_array().unwrap()[..2]
+        .iter()
+        .map(|v| {
+            let c = &listed.record["candidates"][v["candidate"].as_u64().unwrap() as usize];
+            (
+                v["registers"].as_u64().unwrap(),
+                c["frame_bytes"].as_u64().unwrap(),
+            )
+        })
+        .collect();
 
     // The training run measured variant 1 faster than the original (variant 0, the model's
     // pick): the guided build ships variant 1, against the model.
     let v1 = names[1].to_string();
-    let guided = profile(&[entry(0, KERNEL, 120.5), entry(1, &v1, 100.25)]);
+    let [(r0, f0), (r1, f1)] = resources[..] else {
+        panic!("{resources:?}")
+    };
+    let guided = profile(&[
+        ran(entry(0, KERNEL, 120.5), r0, f0),
+        ran(entry(1, &v1, 100.25), r1, f1),
+    ]);
     std::fs::write(d.join("run.json"), &guided).unwrap();
     let a = build(&nvcc, d, "a.o", &[("NVCC_ORION_PROFILE", "run.json")]);
     assert!(warnings(&a.stderr).is_empty(), "{}", a.stderr);
@@ -202,6 +229,32 @@ fn a_profile_ships_its_measured_variant() {
     assert_eq!(mismatched.registers, model.registers);
     assert!(mismatched.record.get("measured").is_none());
     assert!(common::mask_tmpxft(&mismatched.object) == common::mask_tmpxft(&model.object));
+
+    // The same names, but variant 1 ran with other registers than this build's variant 1
+    // (changed sources ranked another candidate there): refused with one line naming the
+    // file, the entry, the kernel and both counts; the model's object.
+    let changed = profile(&[
+        ran(entry(0, KERNEL, 120.5), r0, f0),
+        ran(entry(1, &v1, 100.25), r1 + 8, f1),
+    ]);
+    std::fs::write(d.join("changed.json"), changed).unwrap();
+    let refused = build(
+        &nvcc,
+        d,
+        "changed.o",
+        &[("NVCC_ORION_PROFILE", "changed.json")],
+    );
+    let w = warnings(&refused.stderr);
+    assert_eq!(w.len(), 1, "{}", refused.stderr);
+    let want = format!(
+        "changed.json: entry 1 ({KERNEL}, sm_90): variant 1 (`{v1}`) ran with {} registers but \
+         has {r1} in this build; the model's choice stands for {KERNEL}",
+        r1 + 8
+    );
+    assert!(w[0].ends_with(&want), "{}\nwanted: {want}", w[0]);
+    assert_eq!(refused.registers, model.registers);
+    assert!(refused.record.get("measured").is_none());
+    assert!(common::mask_tmpxft(&refused.object) == common::mask_tmpxft(&model.object));
 }
 
 /// What compiler caches hash changes with the profile's content, not only its name: the

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use nvcc_orion::profile::Profile;
+use nvcc_orion::profile::{Profile, Variant};
 
 mod common;
 
@@ -596,15 +596,27 @@ const FAKE_CASES: &[(&str, &[&str])] = &[
     ),
     ("train", &["train_round_robin", "train_locks_original"]),
     ("train_gap", &["gap_round_robin_finds_v3"]),
+    (
+        "shared_raise",
+        &[
+            "raise_variant_limit_once",
+            "raise_selects_fitting_variant",
+            "raise_overflow_excluded",
+            "raise_no_driver_query_after",
+        ],
+    ),
 ];
 
 /// The glue object against a simulated GPU: no call but the launch without a driver; adapt
 /// measures the original first, steps to v1, stops at the slower v2 and locks v1, with the
 /// same argument pointers; the stub path, launch attributes, capture, shared memory that does
 /// not fit and a pending user error behave as docs/selector.md says; train round-robins and
-/// writes at exit a profile the build's reader accepts, whose winner is v1. With a gap (v1 and
-/// v3 in the module, v2 dropped by the build) the profile numbers the variants as the build
-/// does, so the build's names match them and the winner is v3.
+/// writes at exit a profile the build's reader accepts, with each variant's registers and
+/// local bytes as the driver reports them, whose winner is v1; a build whose v1 has other
+/// registers refuses it. With a gap (v1 and v3 in the module, v2 dropped by the build) the
+/// profile numbers the variants as the build does, so the build's names match them and the
+/// winner is v3. When the user raises the original's dynamic-shared limit after it was
+/// resolved, the variants that fit get theirs raised once and are selected above 48 KiB.
 #[test]
 fn glue_paths_on_a_simulated_gpu() {
     let Some(nvcc) = common::nvcc_or_skip("glue_paths_on_a_simulated_gpu") else {
@@ -669,6 +681,48 @@ fn glue_paths_on_a_simulated_gpu() {
             (1, "_Z4walkPfi__orion_v1", 10, 80.0),
             (2, "_Z4walkPfi__orion_v2", 10, 90.0),
         ]
+    );
+    // The simulated driver's CU_FUNC_ATTRIBUTE_NUM_REGS and _LOCAL_SIZE_BYTES per variant.
+    let resources: Vec<(Option<u32>, Option<u32>)> = p
+        .entries
+        .iter()
+        .map(|e| (e.registers, e.local_bytes))
+        .collect();
+    assert_eq!(
+        resources,
+        [
+            (Some(32), Some(224)),
+            (Some(40), Some(96)),
+            (Some(64), Some(0))
+        ]
+    );
+    let build = |v1_registers: u32| {
+        [
+            ("_Z4walkPfi", 32),
+            ("_Z4walkPfi__orion_v1", v1_registers),
+            ("_Z4walkPfi__orion_v2", 64),
+        ]
+        .map(|(name, registers)| Variant {
+            name,
+            registers,
+            frame_bytes: 0,
+        })
+    };
+    let winner = p
+        .winner("_Z4walkPfi", "sm_90", &build(40))
+        .unwrap()
+        .unwrap();
+    assert_eq!(winner.variant, 1);
+    let refused = p
+        .winner("_Z4walkPfi", "sm_90", &build(48))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.ends_with(
+            "train.json: entry 1 (_Z4walkPfi, sm_90): variant 1 (`_Z4walkPfi__orion_v1`) ran \
+             with 40 registers but has 48 in this build"
+        ),
+        "{refused}"
     );
     for e in &p.entries {
         assert_eq!(

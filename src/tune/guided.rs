@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::ranked::{self, Ranked};
 use super::select::{Choice, Evaluated, gain_percent};
-use crate::profile::Profile;
+use crate::profile::{Profile, Variant};
 use crate::settings::Settings;
 
 /// The profile of one tuned step, and the warnings it gave.
@@ -86,8 +86,17 @@ impl Guide {
     ) -> Option<Measured> {
         let profile = self.profile.as_ref()?;
         let ranking = ranked::ranked(kernel, options, choice.index);
-        let names: Vec<&str> = ranking.iter().map(|r| r.name.as_str()).collect();
-        let winner = match profile.winner(kernel, arch, &names) {
+        // Names and what each uses: index names alone cannot tell this build's variant k from
+        // another build's (changed sources rank other candidates), its registers can.
+        let built: Vec<Variant> = ranking
+            .iter()
+            .map(|r| Variant {
+                name: &r.name,
+                registers: options[r.candidate].registers,
+                frame_bytes: options[r.candidate].frame_bytes,
+            })
+            .collect();
+        let winner = match profile.winner(kernel, arch, &built) {
             Ok(w) => w,
             Err(e) => {
                 self.warnings.push(format!(
@@ -96,7 +105,7 @@ impl Guide {
                 return None;
             }
         };
-        let totals = profile.totals(kernel, arch, names.len());
+        let totals = profile.totals(kernel, arch, built.len());
         let measured = Measured {
             profile: profile.file().file_name().map_or_else(
                 || profile.file().display().to_string(),

@@ -6,7 +6,10 @@
 // renames v2 to `_Z4walkPfi__orion_v3` and makes it the fastest (70 µs): the build dropped
 // its variant 2 and kept the others' numbers. Scenario `bench N` (scripts/bench-selector.sh)
 // prints the glue's own cost per launch once adapt has locked, and for a kernel without
-// variants, with every simulated CUDA call next to free.
+// variants, with every simulated CUDA call next to free. Scenario `shared_raise`: the user
+// raises the original's dynamic-shared limit after it was resolved; the glue raises the
+// variants' to match where they fit. Each function has a register count and local bytes, which
+// the train profile records.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
@@ -40,15 +43,23 @@ bool g_record = true;                 // false (bench): launches are not recorde
 void** g_last_args = nullptr;
 CUstream g_capturing = nullptr;
 
+const int kOptin = 227 * 1024;  // the device's opt-in maximum of shared memory per block
+
 struct FakeFunc {
   const char* name;
   double us;
   int shared;
+  int registers;
+  int local_bytes;
+  int max_dynamic;  // -1: the default, 48 KiB less the static size
+  int set_calls;    // cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) that changed it
+  int limit() const { return max_dynamic < 0 ? 48 * 1024 - shared : max_dynamic; }
 };
-FakeFunc g_orig = {"_Z4walkPfi", 100, 0};
-FakeFunc g_v1 = {"_Z4walkPfi__orion_v1", 80, 16384};
-FakeFunc g_v2 = {"_Z4walkPfi__orion_v2", 90, 0};
-FakeFunc g_plain = {"_Z5plainPf", 50, 0};  // a kernel without variants
+FakeFunc g_orig = {"_Z4walkPfi", 100, 0, 32, 224, -1, 0};
+FakeFunc g_v1 = {"_Z4walkPfi__orion_v1", 80, 16384, 40, 96, -1, 0};
+FakeFunc g_v2 = {"_Z4walkPfi__orion_v2", 90, 0, 64, 0, -1, 0};
+FakeFunc g_plain = {"_Z5plainPf", 50, 0, 16, 0, -1, 0};  // a kernel without variants
+int g_attribute_calls = 0;  // cuFuncGetAttribute
 int g_module;  // its address is the module
 int g_kernel_handle;
 
@@ -64,8 +75,9 @@ cudaError_t fail(cudaError_t e) {
   return e;
 }
 
-cudaError_t run_original(void** args) {
+cudaError_t run_original(void** args, size_t shmem) {
   if (!g_gpu) return fail(cudaErrorInsufficientDriver);
+  if (shmem > static_cast<size_t>(g_orig.limit())) return fail(cudaErrorInvalidValue);
   if (g_record) g_launched.push_back("orig");
   g_last_args = args;
   g_clock += g_orig.us;
@@ -86,33 +98,33 @@ cudaError_t CUDARTAPI cudaPeekAtLastError(void) { return g_last; }
 const char* CUDARTAPI cudaGetErrorString(cudaError_t e) {
   return e == cudaSuccess ? "no error" : "simulated error";
 }
-cudaError_t CUDARTAPI cudaLaunchKernel(const void*, dim3, dim3, void** args, size_t,
+cudaError_t CUDARTAPI cudaLaunchKernel(const void*, dim3, dim3, void** args, size_t shmem,
                                        cudaStream_t) {
-  return run_original(args);
+  return run_original(args, shmem);
 }
-cudaError_t CUDARTAPI cudaLaunchKernel_ptsz(const void*, dim3, dim3, void** args, size_t,
+cudaError_t CUDARTAPI cudaLaunchKernel_ptsz(const void*, dim3, dim3, void** args, size_t shmem,
                                             cudaStream_t) {
-  return run_original(args);
+  return run_original(args, shmem);
 }
-cudaError_t CUDARTAPI cudaLaunchKernelExC(const cudaLaunchConfig_t*, const void*, void** args) {
-  return run_original(args);
+cudaError_t CUDARTAPI cudaLaunchKernelExC(const cudaLaunchConfig_t* c, const void*, void** args) {
+  return run_original(args, c->dynamicSmemBytes);
 }
-cudaError_t CUDARTAPI cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t*, const void*,
+cudaError_t CUDARTAPI cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* c, const void*,
                                                void** args) {
-  return run_original(args);
+  return run_original(args, c->dynamicSmemBytes);
 }
 cudaError_t CUDARTAPI __cudaGetKernel(cudaKernel_t* k, const void*) {
   if (!g_gpu) return fail(cudaErrorInsufficientDriver);
   *k = reinterpret_cast<cudaKernel_t>(&g_kernel_handle);
   return cudaSuccess;
 }
-cudaError_t CUDARTAPI __cudaLaunchKernel(cudaKernel_t, dim3, dim3, void** args, size_t,
+cudaError_t CUDARTAPI __cudaLaunchKernel(cudaKernel_t, dim3, dim3, void** args, size_t shmem,
                                          cudaStream_t) {
-  return run_original(args);
+  return run_original(args, shmem);
 }
-cudaError_t CUDARTAPI __cudaLaunchKernel_ptsz(cudaKernel_t, dim3, dim3, void** args, size_t,
+cudaError_t CUDARTAPI __cudaLaunchKernel_ptsz(cudaKernel_t, dim3, dim3, void** args, size_t shmem,
                                               cudaStream_t) {
-  return run_original(args);
+  return run_original(args, shmem);
 }
 cudaError_t CUDARTAPI cudaGetDevice(int* d) {
   ++g_other_calls;
@@ -184,17 +196,28 @@ CUresult CUDAAPI fake_module_get_function(CUfunction* f, CUmodule, const char* n
 }
 CUresult CUDAAPI fake_get_attribute(int* v, CUfunction_attribute a, CUfunction f) {
   FakeFunc* ff = reinterpret_cast<FakeFunc*>(f);
+  ++g_attribute_calls;
   *v = 0;
   if (a == CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES) *v = ff->shared;
-  if (a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) *v = 48 * 1024 - ff->shared;
+  if (a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) *v = ff->limit();
+  if (a == CU_FUNC_ATTRIBUTE_NUM_REGS) *v = ff->registers;
+  if (a == CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES) *v = ff->local_bytes;
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI fake_set_attribute(CUfunction, CUfunction_attribute, int) {
-  return CUDA_SUCCESS;
-}
-CUresult CUDAAPI fake_launch(CUfunction f, unsigned, unsigned, unsigned, unsigned, unsigned,
-                             unsigned, unsigned, CUstream, void** args, void**) {
+// As the driver: the static size plus the dynamic limit must fit the device's opt-in maximum.
+CUresult CUDAAPI fake_set_attribute(CUfunction f, CUfunction_attribute a, int value) {
   FakeFunc* ff = reinterpret_cast<FakeFunc*>(f);
+  if (a != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) return CUDA_ERROR_INVALID_VALUE;
+  if (value < 0 || ff->shared + value > kOptin) return CUDA_ERROR_INVALID_VALUE;
+  ff->max_dynamic = value;
+  ++ff->set_calls;
+  return CUDA_SUCCESS;
+}
+// A launch above the function's dynamic-shared limit fails, as on a GPU.
+CUresult CUDAAPI fake_launch(CUfunction f, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, unsigned shmem, CUstream, void** args, void**) {
+  FakeFunc* ff = reinterpret_cast<FakeFunc*>(f);
+  if (shmem > static_cast<unsigned>(ff->limit())) return CUDA_ERROR_INVALID_VALUE;
   if (g_record) g_launched.push_back(ff == &g_v1 ? "v1" : ff == &g_v2 ? "v2" : "?");
   g_last_args = args;
   g_clock += ff->us;
@@ -357,6 +380,31 @@ void train_gap() {
   check(v[3] == "v1" && v[4] == "v2" && v[5] == "orig", "gap_round_robin_finds_v3");
 }
 
+// The user raises the original's dynamic-shared limit to 64 KiB after it was resolved (as
+// cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize) does). Here v1 has no
+// static shared memory and v2 has 8 KiB: with 60 KiB dynamic, v1 fits the original's budget
+// (64 KiB) and gets its limit raised once; v2 would need 68 KiB and stays excluded.
+void shared_raise() {
+  g_v1.shared = 0;
+  g_v2.shared = 8 * 1024;
+  launch(8);  // turns the selector on
+  launch(8);  // resolves the kernel: the original's limit is the default 48 KiB
+  g_orig.max_dynamic = 64 * 1024;
+  for (int i = 0; i < 30; ++i) launch(4, 60 * 1024);
+  check(g_v1.max_dynamic == 64 * 1024 && g_v1.set_calls == 1, "raise_variant_limit_once");
+  check(all(tail(10), "v1"), "raise_selects_fitting_variant");
+  bool v2 = false;
+  for (const std::string& s : g_launched) v2 |= s == "v2";
+  check(!v2 && g_v2.set_calls == 0 && g_v2.max_dynamic < 0, "raise_overflow_excluded");
+  // Within the limits now known (this key locked, and another below 48 KiB): no driver
+  // query on the way.
+  int before = g_attribute_calls;
+  for (int i = 0; i < 10; ++i) launch(4, 60 * 1024);
+  bool locked = all(tail(10), "v1");
+  for (int i = 0; i < 10; ++i) launch(16, 1024);
+  check(locked && g_attribute_calls == before, "raise_no_driver_query_after");
+}
+
 // Nanoseconds per call of `f` over n calls.
 template <class F>
 double ns_per(long n, F f) {
@@ -398,6 +446,7 @@ int main(int argc, char** argv) {
   else if (std::strcmp(scenario, "adapt") == 0) adapt();
   else if (std::strcmp(scenario, "train") == 0) train();
   else if (std::strcmp(scenario, "train_gap") == 0) train_gap();
+  else if (std::strcmp(scenario, "shared_raise") == 0) shared_raise();
   else if (std::strcmp(scenario, "bench") == 0) bench(argc > 2 ? std::atol(argv[2]) : 1000000);
   else check(false, "scenario");
   return g_failed ? 1 : 0;
