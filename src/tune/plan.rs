@@ -44,7 +44,11 @@ pub fn plan(arch: Arch, baseline: &Cubin, functions: &[Function], settings: &Set
         .map(|f| f.name.clone())
         .collect();
     offer_rewrites(&mut kernels, sm, relocatable, settings, &spilling);
-    let pruned = if settings.force.is_none() {
+    // Forcing a choice (testing) builds all, and so do the builds the GPU decides in: the
+    // launch-time selector's and a profile-guided one (the bound is the model's own, which
+    // a measurement overrules; both must rank the same candidates, docs/selector.md §Ranking).
+    let measured = settings.selector.is_some() || settings.profile.is_some();
+    let pruned = if settings.force.is_none() && !measured {
         prune(
             &mut kernels,
             arch,
@@ -54,7 +58,6 @@ pub fn plan(arch: Arch, baseline: &Cubin, functions: &[Function], settings: &Set
             settings.margin_percent,
         )
     } else {
-        // Forcing a choice (testing) builds all.
         BTreeMap::new()
     };
     let (rounds, rewrite) = rounds(&kernels);
