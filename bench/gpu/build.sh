@@ -118,7 +118,8 @@ for exe in $(cd "$stage/bin" && ls | sort); do
       nvcc | default) yes=yes ;;
       adapt | train)
         # The selector's variants of k: `v1=40 v2=64` (none: the original alone runs).
-        reason=$(awk -v b="${k}__orion_v" 'index($1, b) == 1 { printf "%sv%s=%s", s, substr($1, length(b) + 1), $2; s = " " }' "$o.regs")
+        reason=$(awk -v b="${k}__orion_v" 'index($1, b) == 1 { r[substr($1, length(b) + 1)] = $2 }
+          END { for (v = 1; v <= 4; v++) if (v in r) { printf "%sv%d=%s", s, v, r[v]; s = " " } }' "$o.regs")
         yes=$([[ -n $reason ]] && echo yes || echo no) ;;
       *) yes=${ok[$k]:-no} ;;
     esac
