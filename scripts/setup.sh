@@ -119,53 +119,28 @@ fi
 [[ -n "$sys_cmake" ]] || ln -sfn "$VENV/bin/ctest" "$TOOLS_BIN/ctest"
 [[ -n "$sys_ninja" ]] || ln -sfn "$VENV/bin/ninja" "$TOOLS_BIN/ninja"
 
-# --- 2b. ccache and sccache, for the launcher tests (opt-in: CI sets NVCC_ORION_SETUP_CCACHE=1)
-# From the distribution's packages, as users have them; only as root with apt-get.
-if [[ "${NVCC_ORION_SETUP_CCACHE:-}" == 1 ]]; then
-    missing=()
-    for tool in ccache sccache; do
-        command -v "$tool" >/dev/null || missing+=("$tool")
-    done
-    if ((${#missing[@]})); then
-        if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
-            log "apt-get install ${missing[*]}"
-            DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >&2 ||
-                { apt-get update -q >&2 &&
-                    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >&2; } ||
-                log "could not install ${missing[*]}"
-        else
-            log "${missing[*]} not installed and cannot be (not root, or no apt-get)"
-        fi
-    fi
-fi
-
-# --- 2c. Chromium, for the explain page's browser test (opt-in: CI sets NVCC_ORION_SETUP_CHROMIUM=1)
-# Debian's `chromium` package (headless, /usr/bin/chromium); tests/explain.rs fails under CI
-# without it rather than skipping.
-if [[ "${NVCC_ORION_SETUP_CHROMIUM:-}" == 1 ]] && ! command -v chromium >/dev/null; then
+# --- 2b. Debian packages some tests need (opt-in; CI sets the variables). Each test fails
+# under CI without its tool rather than skipping.
+# opt_in_package VAR COMMAND PACKAGE: install PACKAGE when VAR=1 and COMMAND is missing.
+opt_in_package() {
+    [[ "${!1:-}" == 1 ]] && ! command -v "$2" >/dev/null || return 0
     if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
-        log "apt-get install chromium"
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >&2 ||
-            { apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >&2; } ||
-            log "could not install chromium"
+        log "apt-get install $3"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$3" >&2 ||
+            { apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$3" >&2; } ||
+            log "could not install $3"
     else
-        log "chromium is not installed and cannot be (not root, or no apt-get)"
+        log "$2 is not installed and cannot be (not root, or no apt-get)"
     fi
-fi
-
-# --- 2c'. clang++, for the selector glue's link tests (opt-in: CI sets NVCC_ORION_SETUP_CLANG=1)
-# Debian's `clang` package: the glue must link and run when clang++ does the final link
-# (issue 21); tests/runtime_glue.rs and tests/glue_driver.rs fail under CI without it.
-if [[ "${NVCC_ORION_SETUP_CLANG:-}" == 1 ]] && ! command -v clang++ >/dev/null; then
-    if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
-        log "apt-get install clang"
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -q clang >&2 ||
-            { apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q clang >&2; } ||
-            log "could not install clang"
-    else
-        log "clang++ is not installed and cannot be (not root, or no apt-get)"
-    fi
-fi
+}
+# ccache and sccache: the launcher tests, with the distribution's packages as users have them.
+opt_in_package NVCC_ORION_SETUP_CCACHE ccache ccache
+opt_in_package NVCC_ORION_SETUP_CCACHE sccache sccache
+# Chromium (headless, /usr/bin/chromium): the explain page's browser test (tests/explain.rs).
+opt_in_package NVCC_ORION_SETUP_CHROMIUM chromium chromium
+# clang++: the selector glue must link and run when clang++ does the final link (issue 21;
+# tests/runtime_glue.rs, tests/runtime_select.rs).
+opt_in_package NVCC_ORION_SETUP_CLANG clang++ clang
 
 # --- 2d. sccache with its dist features, for the compile-farm tests (opt-in: CI sets
 # NVCC_ORION_SETUP_SCCACHE_DIST=1). The distribution's sccache (0.4) has no dist server and

@@ -72,14 +72,7 @@ fn built() -> Option<&'static Path> {
             return Some(out);
         }
         let start = std::time::Instant::now();
-        let mut cmd = Command::new(gpu_dir().join("build.sh"));
-        for (k, _) in std::env::vars_os() {
-            if k.to_str().is_some_and(nvcc_orion::settings::is_ours) {
-                cmd.env_remove(k);
-            }
-        }
-        let o = cmd
-            .env("NVCC_ORION_NVCC", &nvcc)
+        let o = common::without_our_settings(Command::new(gpu_dir().join("build.sh")), &nvcc)
             .env("NVCC_ORION_BIN", env!("CARGO_BIN_EXE_nvcc-orion"))
             .env("OUT", &out)
             .output()

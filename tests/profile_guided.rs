@@ -17,16 +17,9 @@ const KERNEL: &str = "_Z13walk_featuresPKiPKfPfii";
 /// nvcc-orion with the test's nvcc and variant cache, and no setting from the caller's
 /// environment.
 fn orion(nvcc: &Path, dir: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nvcc-orion"));
-    cmd.current_dir(dir).env("NVCC_ORION_NVCC", nvcc);
-    for (k, _) in std::env::vars_os() {
-        if k.to_str()
-            .is_some_and(|k| k.starts_with("NVCC_ORION_") && k != "NVCC_ORION_NVCC")
-            || k == "NVCC_ORION"
-        {
-            cmd.env_remove(k);
-        }
-    }
+    let mut cmd =
+        common::without_our_settings(Command::new(env!("CARGO_BIN_EXE_nvcc-orion")), nvcc);
+    cmd.current_dir(dir);
     cmd.env("NVCC_ORION_CACHE", dir.join("cache"));
     cmd
 }

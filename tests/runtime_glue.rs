@@ -668,14 +668,16 @@ fn glue_paths_on_a_simulated_gpu() {
         "{stdout}"
     );
     assert!(stdout.starts_with("locked v1\n"), "{stdout}");
+    // Per entry: variant, its name, samples and median.
+    fn rows(p: &Profile) -> Vec<(u32, &str, u64, f64)> {
+        p.entries
+            .iter()
+            .map(|e| (e.variant, e.variant_name.as_str(), e.samples, e.median_us))
+            .collect()
+    }
     let p = Profile::read(&profile_of("train")).unwrap_or_else(|e| panic!("{e}"));
-    let rows: Vec<(u32, &str, u64, f64)> = p
-        .entries
-        .iter()
-        .map(|e| (e.variant, e.variant_name.as_str(), e.samples, e.median_us))
-        .collect();
     assert_eq!(
-        rows,
+        rows(&p),
         [
             (0, "_Z4walkPfi", 10, 100.0),
             (1, "_Z4walkPfi__orion_v1", 10, 80.0),
@@ -739,13 +741,8 @@ fn glue_paths_on_a_simulated_gpu() {
     assert_eq!(winner.variant, 1);
 
     let gap = Profile::read(&profile_of("train_gap")).unwrap_or_else(|e| panic!("{e}"));
-    let rows: Vec<(u32, &str, u64, f64)> = gap
-        .entries
-        .iter()
-        .map(|e| (e.variant, e.variant_name.as_str(), e.samples, e.median_us))
-        .collect();
     assert_eq!(
-        rows,
+        rows(&gap),
         [
             (0, "_Z4walkPfi", 10, 100.0),
             (1, "_Z4walkPfi__orion_v1", 10, 80.0),

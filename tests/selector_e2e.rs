@@ -21,14 +21,7 @@ const WALK: &str = "_Z13walk_featuresPKiPKfPfii";
 /// `walk.cu` compiled by nvcc-orion under `mode`, into `dir/walk-<mode>.o` with its report.
 fn compile(nvcc: &Path, dir: &Path, mode: &str) -> PathBuf {
     let out = dir.join(format!("walk-{mode}.o"));
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nvcc-orion"));
-    for (k, _) in std::env::vars_os() {
-        if k.to_str().is_some_and(nvcc_orion::settings::is_ours) {
-            cmd.env_remove(k);
-        }
-    }
-    let o = cmd
-        .env("NVCC_ORION_NVCC", nvcc)
+    let o = common::without_our_settings(Command::new(env!("CARGO_BIN_EXE_nvcc-orion")), nvcc)
         .env("NVCC_ORION", mode)
         .env("NVCC_ORION_CACHE", dir.join("cache"))
         .env("NVCC_ORION_REPORT", dir.join(format!("walk-{mode}.jsonl")))

@@ -87,11 +87,7 @@ fn rewrite_chosen(
     block_sizes: &[(Option<String>, u32)],
 ) -> Result<Vec<u8>, TuneError> {
     for t in transform::REGISTERED {
-        let of_t: Budgets = chosen
-            .iter()
-            .filter(|(_, b)| b.rewrite.is_some_and(|r| r.transform == t.key()))
-            .map(|(k, b)| (k.clone(), *b))
-            .collect();
+        let of_t = made_by(chosen, *t);
         if of_t.is_empty() {
             continue;
         }
@@ -104,6 +100,15 @@ fn rewrite_chosen(
         bytes = outcome.bytes;
     }
     Ok(bytes)
+}
+
+/// The budgets of `budgets` that the rewrite `t` makes.
+pub(crate) fn made_by(budgets: &Budgets, t: &dyn transform::Transform) -> Budgets {
+    budgets
+        .iter()
+        .filter(|(_, b)| b.rewrite.is_some_and(|r| r.transform == t.key()))
+        .map(|(k, b)| (k.clone(), *b))
+        .collect()
 }
 
 /// The baseline with each chosen kernel taken from the variant it was evaluated in, when that

@@ -15,7 +15,7 @@
 
 use std::collections::BTreeMap;
 
-use super::assemble::kernel_code;
+use super::assemble::{kernel_code, made_by};
 use super::evaluate::{Variant, requests};
 use super::proven;
 use super::ptx::{self, Budget};
@@ -232,11 +232,7 @@ fn build(
     let mut bytes = built.cubin;
     let mut refused = BTreeMap::new();
     for t in transform::REGISTERED {
-        let of_t: Budgets = budgets
-            .iter()
-            .filter(|(_, b)| b.rewrite.is_some_and(|r| r.transform == t.key()))
-            .map(|(k, b)| (k.clone(), *b))
-            .collect();
+        let of_t = made_by(&budgets, *t);
         if of_t.is_empty() {
             continue;
         }

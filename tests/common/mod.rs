@@ -698,6 +698,18 @@ pub fn example(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// `cmd` with every nvcc-orion setting of the caller's environment (`NVCC_ORION*`) removed and
+/// `nvcc` as the real compiler: what a test sets is all that counts.
+pub fn without_our_settings(mut cmd: Command, nvcc: &Path) -> Command {
+    for (k, _) in std::env::vars_os() {
+        if k.to_str().is_some_and(nvcc_orion::settings::is_ours) {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.env("NVCC_ORION_NVCC", nvcc);
+    cmd
+}
+
 /// Fail with what `o` printed unless it succeeded.
 pub fn assert_ok(o: &std::process::Output, what: &str) {
     assert!(
