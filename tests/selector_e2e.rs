@@ -1,7 +1,8 @@
 //! Measured selection end to end (issue 21): the tuner's own variants and the driver's glue in
 //! one program. `examples/kernels/walk.cu` is compiled by nvcc-orion under `NVCC_ORION=adapt`
 //! and `train` (and plain `tune`), `examples/adapt/walk_demo.cpp` is linked against each object
-//! by nvcc and by g++, and every program runs here. The checks:
+//! by nvcc (static cudart), g++ (static) and clang++ (shared cudart), and every program runs
+//! here. The checks:
 //! - the adapt and train objects hold the ranked variants (`cuobjdump -res-usage`, with the
 //!   registers the report lists) and the selector's glue (`nm`), the tune object neither;
 //! - each program exits, prints and reports errors exactly as the plain build does: here,
@@ -40,7 +41,8 @@ fn compile(nvcc: &Path, dir: &Path, mode: &str) -> PathBuf {
     out
 }
 
-/// `walk_demo.cpp` linked against `obj` by `linker` (nvcc or g++, static cudart).
+/// `walk_demo.cpp` linked against `obj` by `linker`: nvcc (its default, static cudart), g++
+/// (static cudart) or clang++ (the shared cudart, found at run time through its rpath).
 fn link(nvcc: &Path, linker: &str, obj: &Path, exe: &Path) {
     let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/adapt/walk_demo.cpp");
     let cuda = nvcc.parent().unwrap().parent().unwrap();
@@ -52,13 +54,23 @@ fn link(nvcc: &Path, linker: &str, obj: &Path, exe: &Path) {
             .arg(exe)
             .output()
     } else {
-        Command::new(linker)
-            .arg(&demo)
+        let mut cmd = Command::new(linker);
+        cmd.arg(&demo)
             .arg(obj)
-            .arg(format!("-I{}", cuda.join("include").display()))
-            .arg(format!("-L{}", cuda.join("lib64").display()))
-            .arg(format!("-L{}", cuda.join("lib").display()))
-            .args(["-lcudart_static", "-ldl", "-lpthread", "-lrt", "-o"])
+            .arg(format!("-I{}", cuda.join("include").display()));
+        for lib in ["lib64", "lib"].map(|l| cuda.join(l)) {
+            cmd.arg(format!("-L{}", lib.display()));
+            if linker == "clang++" {
+                cmd.arg(format!("-Wl,-rpath,{}", lib.display()));
+            }
+        }
+        if linker == "clang++" {
+            // The toolkit from PyPI ships libcudart.so.13 without the unversioned link.
+            cmd.arg("-l:libcudart.so.13");
+        } else {
+            cmd.arg("-lcudart_static");
+        }
+        cmd.args(["-ldl", "-lpthread", "-lrt", "-o"])
             .arg(exe)
             .output()
     }
@@ -162,7 +174,11 @@ fn tuned_variants_and_the_selector_run_like_the_plain_build() {
                     .any(|(n, _)| n == &format!("{WALK}__orion_v1"))
             );
         }
-        for linker in ["nvcc", "g++"] {
+        let mut linkers = vec!["nvcc", "g++"];
+        if common::clang_or_skip("selector_e2e") {
+            linkers.push("clang++");
+        }
+        for linker in linkers {
             let exe = dir.join(format!("walk-{mode}-{linker}"));
             link(&nvcc, linker, &obj, &exe);
             programs.push((mode, linker, exe));
