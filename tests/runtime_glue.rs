@@ -329,6 +329,20 @@ fn glue_object_needs_only_libc_and_cudart() {
     for bad in ["_GLOBAL__sub_I", "__cxa_guard", "__cxa_atexit"] {
         assert!(!nm.contains(bad), "{bad} in\n{nm}");
     }
+    // Timings are polled on the user's own stream: the glue never waits on the device, a
+    // context or a stream (cudaEventSynchronize, at exit for train's profile, is the one wait).
+    let undefined: Vec<&str> = nm
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("U "))
+        .collect();
+    assert!(undefined.contains(&"cudaEventQuery"), "{undefined:?}");
+    for wait in [
+        "cudaDeviceSynchronize",
+        "cudaStreamSynchronize",
+        "cuCtxSynchronize",
+    ] {
+        assert!(!undefined.contains(&wait), "{wait} in {undefined:?}");
+    }
     let state = nm.lines().find(|l| l.contains("g_stateE")).unwrap();
     assert!(
         state.contains(" b "),
@@ -597,6 +611,10 @@ const FAKE_CASES: &[(&str, &[&str])] = &[
     ("train", &["train_round_robin", "train_locks_original"]),
     ("train_gap", &["gap_round_robin_finds_v3"]),
     (
+        "old_driver",
+        &["old_driver_original_only", "old_driver_no_error_left"],
+    ),
+    (
         "shared_raise",
         &[
             "raise_variant_limit_once",
@@ -652,6 +670,16 @@ fn glue_paths_on_a_simulated_gpu() {
             .collect();
         assert_eq!(&passed, cases, "{scenario}:\n{stdout}");
     }
+    // With NVCC_ORION_VERBOSE, an old driver is said once, on stderr.
+    let out = run(Command::new(&exe)
+        .arg("old_driver")
+        .env("NVCC_ORION", "adapt")
+        .env("NVCC_ORION_VERBOSE", "1"));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "nvcc-orion: selector off: the driver lacks cuFuncGetName/cuFuncGetModule (driver 12.3 \
+         or newer); original kernels run\n"
+    );
     // The benchmark's scenario (scripts/bench-selector.sh) measures a locked key.
     let out = run(Command::new(&exe)
         .args(["bench", "1000"])

@@ -40,6 +40,7 @@ double g_clock = 0;                // µs
 int g_other_calls = 0;             // calls other than launches and error queries
 std::vector<std::string> g_launched;  // which function ran: "orig", "v1", "v2"
 bool g_record = true;                 // false (bench): launches are not recorded
+const char* g_missing = nullptr;      // a driver entry point this "driver" lacks (old_driver)
 void** g_last_args = nullptr;
 CUstream g_capturing = nullptr;
 
@@ -234,6 +235,10 @@ extern "C" cudaError_t CUDARTAPI cudaGetDriverEntryPointByVersion(
     const char* symbol, void** p, unsigned, unsigned long long,
     cudaDriverEntryPointQueryResult* status) {
   ++g_other_calls;
+  if (g_missing && std::strcmp(symbol, g_missing) == 0) {
+    *status = cudaDriverEntryPointVersionNotSufficent;
+    return fail(cudaErrorSymbolNotFound);
+  }
   struct {
     const char* name;
     void* fn;
@@ -371,6 +376,15 @@ void train() {
   check(all(tail(5), "orig"), "train_locks_original");
 }
 
+// A driver older than 12.3 (no cuFuncGetName): the selector turns itself off, every launch
+// is the original, and the failed lookup leaves no runtime error behind.
+void old_driver() {
+  g_missing = "cuFuncGetName";
+  for (int i = 0; i < 30; ++i) launch(8);
+  check(all(tail(30), "orig"), "old_driver_original_only");
+  check(cudaPeekAtLastError() == cudaSuccess, "old_driver_no_error_left");
+}
+
 // v1 and v3 present, v2 missing: both are found, in order, and keep their names.
 void train_gap() {
   g_v2.name = "_Z4walkPfi__orion_v3";
@@ -446,6 +460,7 @@ int main(int argc, char** argv) {
   else if (std::strcmp(scenario, "adapt") == 0) adapt();
   else if (std::strcmp(scenario, "train") == 0) train();
   else if (std::strcmp(scenario, "train_gap") == 0) train_gap();
+  else if (std::strcmp(scenario, "old_driver") == 0) old_driver();
   else if (std::strcmp(scenario, "shared_raise") == 0) shared_raise();
   else if (std::strcmp(scenario, "bench") == 0) bench(argc > 2 ? std::atol(argv[2]) : 1000000);
   else check(false, "scenario");
