@@ -95,29 +95,20 @@ fn run(exe: &Path, verbose: bool) -> Output {
     o
 }
 
-fn symbols(tool: &str, args: &[&str], file: &Path) -> String {
-    let o = Command::new(tool).args(args).arg(file).output().unwrap();
-    common::assert_ok(&o, tool);
+/// `nm`'s listing of `file`.
+fn symbols(file: &Path) -> String {
+    let o = Command::new("nm").arg(file).output().unwrap();
+    common::assert_ok(&o, "nm");
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 /// Registers per function, from `cuobjdump -res-usage`.
-fn registers(cuobjdump: &Path, obj: &Path) -> Vec<(String, u64)> {
-    let text = symbols(cuobjdump.to_str().unwrap(), &["-res-usage"], obj);
-    let mut out = Vec::new();
-    let mut name = None;
-    for line in text.lines() {
-        if let Some(rest) = line.trim().strip_prefix("Function ") {
-            name = Some(rest.trim_end_matches(':').to_string());
-        } else if let (Some(n), Some(i)) = (name.take(), line.find("REG:")) {
-            let regs: String = line[i + 4..]
-                .chars()
-                .take_while(char::is_ascii_digit)
-                .collect();
-            out.push((n, regs.parse().unwrap()));
-        }
-    }
-    out
+fn registers(obj: &Path) -> Vec<(String, u64)> {
+    common::fixtures::res_usage(obj)
+        .unwrap()
+        .into_iter()
+        .map(|u| (u.function, u64::from(u.reg)))
+        .collect()
 }
 
 #[test]
@@ -127,7 +118,6 @@ fn tuned_variants_and_the_selector_run_like_the_plain_build() {
     };
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
-    let cuobjdump = common::toolkit_tool(&nvcc, "cuobjdump");
 
     let plain = compile(&nvcc, dir, "tune");
     let mut programs = Vec::new();
@@ -136,8 +126,8 @@ fn tuned_variants_and_the_selector_run_like_the_plain_build() {
         ("adapt", compile(&nvcc, dir, "adapt")),
         ("train", compile(&nvcc, dir, "train")),
     ] {
-        let regs = registers(&cuobjdump, &obj);
-        let nm = symbols("nm", &[], &obj);
+        let regs = registers(&obj);
+        let nm = symbols(&obj);
         if mode == "tune" {
             assert!(!nm.contains("orion_rt_v1_"), "{nm}");
             assert!(
