@@ -26,6 +26,8 @@ pub struct Plan {
     pub(crate) rounds: Vec<Budgets>,
     /// Per round, the rewrite its budgets are made with (none: ptxas alone).
     pub(crate) rewrite: Vec<Option<&'static dyn Transform>>,
+    /// Per kernel kept at ptxas's budget whatever the model says: why.
+    pub(crate) held: BTreeMap<String, String>,
 }
 
 /// The plan for the kernels of `baseline` (`functions`: its SASS, for pruning).
@@ -43,6 +45,11 @@ pub fn plan(arch: Arch, baseline: &Cubin, functions: &[Function], settings: &Set
         .filter(|f| f.spill_instructions > 0)
         .map(|f| f.name.clone())
         .collect();
+    let held = if relocatable {
+        hold_external_callers(&mut kernels, baseline)
+    } else {
+        BTreeMap::new()
+    };
     offer_rewrites(&mut kernels, sm, relocatable, settings, &spilling);
     // Forcing a choice (testing) builds all, and so do the builds the GPU decides in: the
     // launch-time selector's and a profile-guided one (the bound is the model's own, which
@@ -66,7 +73,56 @@ pub fn plan(arch: Arch, baseline: &Cubin, functions: &[Function], settings: &Set
         pruned,
         rounds,
         rewrite,
+        held,
     }
+}
+
+/// Functions the driver provides (`printf`, `assert`, device `malloc`): nvlink gives them no
+/// register count to check, so calling them limits no budget.
+const DRIVER_CALLS: &[&str] = &["vprintf", "__assertfail", "malloc", "free"];
+
+/// Relocatable code: a kernel that reaches a function defined in another module keeps
+/// ptxas's budget. nvlink refuses a kernel whose register limit is below a callee's count,
+/// and that count is only known when the callee's own module is compiled (issue 30).
+fn hold_external_callers(kernels: &mut [KernelPlan], cubin: &Cubin) -> BTreeMap<String, String> {
+    let callees: BTreeMap<String, Vec<String>> = cubin
+        .functions()
+        .into_iter()
+        .map(|f| (f.name, f.callees))
+        .collect();
+    let mut held = BTreeMap::new();
+    for p in kernels.iter_mut() {
+        if let Some(outside) = external_callee(&callees, &p.name) {
+            p.budgets.clear();
+            held.insert(
+                p.name.clone(),
+                format!(
+                    "calls {outside}, which another module defines (-rdc): its register count is \
+                     not known before the device link, so ptxas's budget stays"
+                ),
+            );
+        }
+    }
+    held
+}
+
+/// The first function `kernel` reaches through `callees` (defined functions → their direct
+/// callees) that this module does not define and the driver does not provide.
+fn external_callee(callees: &BTreeMap<String, Vec<String>>, kernel: &str) -> Option<String> {
+    let mut seen = BTreeSet::from([kernel.to_string()]);
+    let mut todo = vec![kernel.to_string()];
+    while let Some(f) = todo.pop() {
+        for c in callees.get(&f).into_iter().flatten() {
+            if !callees.contains_key(c) {
+                if !DRIVER_CALLS.contains(&c.as_str()) {
+                    return Some(c.clone());
+                }
+            } else if seen.insert(c.clone()) {
+                todo.push(c.clone());
+            }
+        }
+    }
+    None
 }
 
 /// The registered rewrites asked for (`--orion-transforms`, or forced), offered on

@@ -137,13 +137,15 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
     let mut guide = Guide::load(settings);
     for p in &plan.kernels {
         let pruned = plan.pruned.remove(&p.name).unwrap_or_default();
+        let held = plan.held.remove(&p.name);
         let mut ctx = Choosing {
             settings,
             arch_name: &arch_name,
             guide: &mut guide,
             notes: &mut notes,
         };
-        if let Some(record) = select_kernel(p, &candidates, pruned, &mut ctx, &mut selected) {
+        if let Some(record) = select_kernel(p, &candidates, (pruned, held), &mut ctx, &mut selected)
+        {
             result.records.push(KernelRecord {
                 arch: arch_name.clone(),
                 output: report_out.clone(),
@@ -240,15 +242,17 @@ struct Choosing<'a> {
 
 /// Kernel `p`'s candidates evaluated and one chosen ([`select::choose`]): its record (arch
 /// and output left for the caller), or `None` when not even the baseline has a record of it.
-/// `kernel_pruned`: its budgets pruned before building.
+/// `not_built`: its budgets pruned before building, and why it keeps ptxas's budget whatever
+/// the model says ([`plan::Plan::held`]).
 fn select_kernel(
     p: &KernelPlan,
     c: &Candidates<'_>,
-    kernel_pruned: Vec<super::record::Pruned>,
+    not_built: (Vec<super::record::Pruned>, Option<String>),
     ctx: &mut Choosing<'_>,
     selected: &mut Selected,
 ) -> Option<KernelRecord> {
     let settings = ctx.settings;
+    let (kernel_pruned, held) = not_built;
     let (base, base_functions) = c.baseline;
     let mut options: Vec<Evaluated> = Vec::new();
     let mut sources = vec![None];
@@ -312,6 +316,9 @@ fn select_kernel(
             "no lower budget can clear the {}% margin: at best {best:+.1}% with more warps alone",
             settings.margin_percent
         );
+    }
+    if let Some(why) = held {
+        choice.reason = why;
     }
     let shipped_rewrite = options[choice.index]
         .budget
