@@ -42,8 +42,8 @@ const FLOORS: &[(&[&str], &str)] = &[
         "budgets, variants, selection: runs the rewrites and the checker",
     ),
     (
-        &["transform", "verify"],
-        "the rewrites and the checker that proves them: independent, so the checker cannot inherit a rewrite's blind spot",
+        &["transform", "verify", "audit"],
+        "the rewrites, the checker that proves them and the assembly check: independent, so no check inherits the blind spot of what it checks",
     ),
     (&["predict"], "occupancy/latency model, the stall predictor"),
     (

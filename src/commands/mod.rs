@@ -10,6 +10,7 @@ use clap::Parser;
 
 pub(crate) mod cache_key;
 pub(crate) mod debug;
+pub(crate) mod debug_audit;
 pub mod debug_relayout;
 pub(crate) mod debug_sass;
 pub(crate) mod explain;

@@ -25,6 +25,7 @@ use std::collections::HashMap;
 
 use super::Cubin;
 use super::debug_frame::fdes;
+use super::edit::sym_first_word;
 use super::eiattr::Attr;
 use super::elf::{SHT_REL, SHT_RELA, rd_u64};
 use super::nvinfo::{encode_records, parse_records};
@@ -145,8 +146,11 @@ fn bank_agrees(base: &Cubin, donor: &Cubin, d: usize) -> Result<(), String> {
     Ok(())
 }
 
-/// The relocations applied to section `target` of `c`: (offset, symbol name, type, addend).
-fn relocs_of(c: &Cubin, target: usize) -> Result<Vec<(u64, String, u32, Option<i64>)>, String> {
+/// A relocation by symbol name: (offset, symbol, type, addend).
+type NamedReloc = (u64, String, u32, Option<i64>);
+
+/// The relocations applied to section `target` of `c`.
+fn relocs_of(c: &Cubin, target: usize) -> Result<Vec<NamedReloc>, String> {
     let Some(rel) =
         c.elf.sections.iter().find(|s| {
             (s.sh_type == SHT_REL || s.sh_type == SHT_RELA) && s.sh_info as usize == target
@@ -287,10 +291,15 @@ fn splice_one(out: &mut Cubin, kernel: &str, donor: &Cubin) -> Result<(), String
     match (attached(out, tb, is_info), attached(donor, td, is_info)) {
         (Some(ib), Some(id)) => {
             let mut recs = parse_records(&donor.elf.sections[id].data).map_err(|e| e.what)?;
-            for r in &mut recs {
-                if r.attr == Attr::ParamCbank && r.format == 4 {
-                    let w = r.word(0).ok_or("short PARAM_CBANK")?;
-                    r.set_word(0, map_sym(w)?).ok_or("short PARAM_CBANK")?;
+            for r in recs.iter_mut().filter(|r| r.format == 4) {
+                let words = match r.attr {
+                    Attr::Externs => r.data.len() / 4,
+                    a if sym_first_word(a) => 1,
+                    _ => 0,
+                };
+                for w in 0..words {
+                    let v = r.word(w).ok_or("short record")?;
+                    r.set_word(w, map_sym(v)?).ok_or("short record")?;
                 }
             }
             let bytes = encode_records(&recs).map_err(|e| e.what)?;

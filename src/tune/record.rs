@@ -127,6 +127,8 @@ pub enum TuneError {
         "the final ptxas run gave kernel {0} different SASS from the variant that was evaluated"
     )]
     Mismatch(String),
+    #[error("assembly check: {0}")]
+    Audit(#[from] crate::audit::AuditError),
     #[error("spill → shared: {0}")]
     Transform(String),
     #[error("{0}")]

@@ -154,20 +154,25 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         }
     }
     result.warnings = guide.warnings;
+    let tools = crate::audit::Tools::in_dir(tune.toolkit.bin_dir());
     let plain = if selected.chosen.is_empty() {
         None
     } else {
-        Some(assemble::assemble(
+        let inputs = assemble::Inputs {
             argv,
-            &baseline,
-            &built,
-            &parsed,
-            &plan.rounds,
-            &builder,
-            &selected.chosen,
-            &selected.expected,
-            &settings.block_sizes,
-        )?)
+            baseline: (&baseline, &baseline_bytes, &base_functions),
+            built: &built,
+            parsed: &parsed,
+            rounds: &plan.rounds,
+            builder: &builder,
+            block_sizes: &settings.block_sizes,
+            tools: &tools,
+        };
+        let choice = assemble::Choice {
+            chosen: &selected.chosen,
+            expected: &selected.expected,
+        };
+        Some(assemble::assemble(&inputs, &choice)?)
     };
     let mut ship = plain.as_ref().map(|a| a.bytes.clone());
     if settings.selector.is_some() {
@@ -198,7 +203,7 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         result.changed = true;
     }
     if let Some(a) = plain
-        && !a.spliced
+        && a.how != assemble::Assembly::Spliced
     {
         result.stderr = Some(a.built.stderr);
     }
