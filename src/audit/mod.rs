@@ -109,22 +109,36 @@ pub enum AuditError {
 /// register count for them. (The tuner has its own list; this one is kept apart on purpose.)
 const DRIVER_CALLS: &[&str] = &["vprintf", "__assertfail", "malloc", "free"];
 
-/// Check `job` (see the module docs).
+/// Check `job` (see the module docs): the first disagreement is the error.
 pub fn check(tools: &Tools, job: &Job<'_>) -> Result<Checked, AuditError> {
+    let (checked, mut found) = check_each(tools, job)?;
+    match found.is_empty() {
+        true => Ok(checked),
+        false => Err(found.swap_remove(0)),
+    }
+}
+
+/// Check `job`, going on past disagreements: every function that disagrees (as
+/// [`AuditError::Disagrees`]), in the shipped cubin's order, the module's own first. An
+/// error is a tool that failed.
+pub fn check_each(tools: &Tools, job: &Job<'_>) -> Result<(Checked, Vec<AuditError>), AuditError> {
     let mut reader = Reader::new(tools)?;
     let shipped = reader.dump(job.shipped)?;
     let module = reader.dump(job.module)?;
-    module::compare(&shipped, &module).map_err(|what| disagrees("the module", what))?;
+    let mut found = Vec::new();
+    if let Err(what) = module::compare(&shipped, &module) {
+        found.push(disagrees("the module", what));
+    }
     let owners = module::owners(&shipped);
     for o in &job.origins {
         if !owners.iter().any(|f| f == o.shipped) {
-            return Err(disagrees(o.shipped, "not in the shipped cubin".into()));
+            found.push(disagrees(o.shipped, "not in the shipped cubin".into()));
         }
     }
     for f in module::owners(&module) {
         let replaced = job.origins.iter().any(|o| o.shipped == f);
         if !replaced && !owners.contains(&f) {
-            return Err(disagrees(&f, "missing from the shipped cubin".into()));
+            found.push(disagrees(&f, "missing from the shipped cubin".into()));
         }
     }
     let mut checked = Checked::default();
@@ -141,20 +155,25 @@ pub fn check(tools: &Tools, job: &Job<'_>) -> Result<Checked, AuditError> {
             ks: f,
             kr: name,
         };
-        let code = pair.compare().map_err(|what| disagrees(f, what))?;
-        if code == Code::Disassemble {
-            let a = reader.listing(job.shipped)?;
-            let b = reader.listing(cubin)?;
-            kernel::compare_listings(&pair, &a, &b).map_err(|what| disagrees(f, what))?;
-            checked.disassembled += 1;
-        }
         checked.functions += 1;
+        match pair.compare() {
+            Ok(Code::Same) => {}
+            Ok(Code::Disassemble) => {
+                let a = reader.listing(job.shipped)?;
+                let b = reader.listing(cubin)?;
+                checked.disassembled += 1;
+                if let Err(what) = kernel::compare_listings(&pair, &a, &b) {
+                    found.push(disagrees(f, what));
+                }
+            }
+            Err(what) => found.push(disagrees(f, what)),
+        }
     }
     if shipped.relocatable {
         let baseline = reader.dump(job.baseline)?;
-        link_limits(&shipped, &baseline)?;
+        found.extend(link_limits(&shipped, &baseline).err());
     }
-    Ok(checked)
+    Ok((checked, found))
 }
 
 fn disagrees(kernel: &str, what: String) -> AuditError {

@@ -6,6 +6,7 @@
 //! Records stay `serde_json::Value`s here: a report may come from another nvcc-orion version,
 //! and a missing field must cost one cell of a table, not the whole explanation.
 
+pub mod assembly;
 pub mod file;
 pub mod html;
 pub mod measured;

@@ -96,6 +96,9 @@ pub fn render(records: &[Value], out: &mut impl Write) -> std::io::Result<()> {
         if let Some(t) = r["transform"].as_str() {
             writeln!(out, "    {t}")?;
         }
+        if let Some(line) = super::assembly::line(r) {
+            writeln!(out, "{line}")?;
+        }
         for line in super::measured::lines(r)
             .into_iter()
             .chain(super::variants::lines(r))
@@ -105,6 +108,9 @@ pub fn render(records: &[Value], out: &mut impl Write) -> std::io::Result<()> {
         writeln!(out)?;
     }
     if let Some(line) = super::spills::summary(records) {
+        writeln!(out, "{line}")?;
+    }
+    if let Some(line) = super::assembly::summary(records) {
         writeln!(out, "{line}")?;
     }
     Ok(())

@@ -59,6 +59,9 @@ pub(crate) enum Assembly {
     Spliced,
     /// One more whole-module ptxas run at the chosen budgets.
     WholeModule,
+    /// Under adapt/train: one more ptxas run with each variant's entry copied in
+    /// ([`super::multi`]).
+    MultiVariant,
 }
 
 /// The final cubin's bytes, the ptxas output it was made from, and how.

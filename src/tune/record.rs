@@ -46,6 +46,10 @@ pub struct KernelRecord {
     /// original ([`super::multi`]), variant 0 (the original name) first; empty otherwise.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) variants: Vec<Embedded>,
+    /// How the step's tuned cubin was put together, when it is not ptxas's own (every such
+    /// cubin passed the assembly check, [`crate::audit`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) assembly: Option<super::assemble::Assembly>,
 }
 
 /// One variant of a multi-variant cubin (docs/selector.md §Variant names): which ranked
@@ -175,6 +179,7 @@ pub fn untuned_records(baseline: &Cubin, arch_name: &str, out: &str) -> Vec<Kern
                 cubins: None,
                 measured: None,
                 variants: Vec::new(),
+                assembly: None,
             })
         })
         .collect()

@@ -175,20 +175,24 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         Some(assemble::assemble(&inputs, &choice)?)
     };
     let mut ship = plain.as_ref().map(|a| a.bytes.clone());
+    let mut how = plain.as_ref().map(|a| a.how);
     if settings.selector.is_some() {
         let input = multi::Input {
             plain: plain.as_ref().map_or(&baseline_bytes[..], |a| &a.bytes[..]),
             baseline: &baseline,
+            baseline_bytes: &baseline_bytes,
             parsed: &parsed,
             chosen: &selected.chosen,
             sources: &selected.sources,
             block_sizes: &settings.block_sizes,
             builder: &builder,
             index: plan.rounds.len() + 1,
+            tools: &tools,
         };
         match multi::embed(argv, &input, &mut result.records) {
             multi::Embedding::Cubin(bytes, note) => {
                 ship = Some(bytes);
+                how = Some(assemble::Assembly::MultiVariant);
                 result
                     .notes
                     .push(format!("nvcc-orion: {arch_name}: {note}"));
@@ -201,6 +205,9 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
     if let Some(bytes) = ship {
         write_atomically(&out, &bytes).map_err(io_err(&out))?;
         result.changed = true;
+        for r in &mut result.records {
+            r.assembly = how;
+        }
     }
     if let Some(a) = plain
         && a.how != assemble::Assembly::Spliced
@@ -346,6 +353,7 @@ fn select_kernel(
         cubins,
         measured,
         variants: Vec::new(),
+        assembly: None,
     })
 }
 
