@@ -198,6 +198,41 @@ fn arrows_point_down_and_never_circle() {
     );
 }
 
+/// Checks that must not share code with what they check: each may use only the listed
+/// modules of the crate (the leaves that find and run toolkit programs), so a bug in the
+/// assembler cannot hide in the checker's reading of the result.
+const INDEPENDENT: &[(&str, &[&str], &str)] = &[(
+    "audit",
+    &["toolkit", "process"],
+    "the assembly check reads cubins only through cuobjdump and nvdisasm",
+)];
+
+#[test]
+fn checks_import_nothing_they_check() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let crate_ = Crate::read(&src);
+    let mut violations = Vec::new();
+    for (checker, allowed, why) in INDEPENDENT {
+        assert!(
+            crate_.top_modules().contains(*checker),
+            "INDEPENDENT names `{checker}`, which is no module of the crate"
+        );
+        for a in crate_.arrows() {
+            let (Some(f), Some(t)) = (a.from.first(), a.to.first()) else {
+                continue;
+            };
+            if f == checker && t != checker && !allowed.contains(&t.as_str()) {
+                violations.push(format!(
+                    "{}:{}: `{checker}` uses `{t}` ({why})",
+                    a.file.display(),
+                    a.line
+                ));
+            }
+        }
+    }
+    assert!(violations.is_empty(), "{}", violations.join("\n"));
+}
+
 #[test]
 fn the_scanner_reads_use_trees_reexports_and_inline_paths() {
     let file = |module: &[&str], text: &str| File {

@@ -313,17 +313,22 @@ fn symbol_row(line: &str) -> Option<Symbol> {
     })
 }
 
-/// `offset symbol type [addend]`.
+/// `offset symbol type [addend]`; the type may hold spaces (`UNKNOWN REL TYPE`).
 fn reloc_row(line: &str) -> Option<Reloc> {
     let t: Vec<&str> = line.split_whitespace().collect();
-    if !(3..=4).contains(&t.len()) {
+    if t.len() < 3 {
         return None;
     }
+    let numeric = |s: &str| s.starts_with("0x") || s.starts_with("-0x");
+    let (kind_end, addend) = match t.last() {
+        Some(a) if t.len() > 3 && numeric(a) => (t.len() - 1, Some(a.to_string())),
+        _ => (t.len(), None),
+    };
     Some(Reloc {
         offset: hex(t[0])?,
         symbol: t[1].to_string(),
-        kind: t[2].to_string(),
-        addend: t.get(3).map(|a| a.to_string()),
+        kind: t[2..kind_end].join(" "),
+        addend,
     })
 }
 

@@ -99,8 +99,12 @@ pub struct Checked {
 /// Why a cubin does not pass.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AuditError {
+    /// A tool could not be run (missing, or no temporary folder).
     #[error("{0}")]
     Tool(String),
+    /// A tool ran and refused a cubin (or printed what cannot be read).
+    #[error("{0}")]
+    Unreadable(String),
     #[error("{kernel}: {what}")]
     Disagrees { kernel: String, what: String },
 }
@@ -123,7 +127,12 @@ pub fn check(tools: &Tools, job: &Job<'_>) -> Result<Checked, AuditError> {
 /// error is a tool that failed.
 pub fn check_each(tools: &Tools, job: &Job<'_>) -> Result<(Checked, Vec<AuditError>), AuditError> {
     let mut reader = Reader::new(tools)?;
-    let shipped = reader.dump(job.shipped)?;
+    let shipped = match reader.dump(job.shipped) {
+        Err(AuditError::Unreadable(why)) => {
+            return Ok((Checked::default(), vec![disagrees("the module", why)]));
+        }
+        r => r?,
+    };
     let module = reader.dump(job.module)?;
     let mut found = Vec::new();
     if let Err(what) = module::compare(&shipped, &module) {
@@ -159,9 +168,15 @@ pub fn check_each(tools: &Tools, job: &Job<'_>) -> Result<(Checked, Vec<AuditErr
         match pair.compare() {
             Ok(Code::Same) => {}
             Ok(Code::Disassemble) => {
-                let a = reader.listing(job.shipped)?;
-                let b = reader.listing(cubin)?;
                 checked.disassembled += 1;
+                let a = match reader.listing(job.shipped) {
+                    Err(AuditError::Unreadable(why)) => {
+                        found.push(disagrees(f, why));
+                        continue;
+                    }
+                    r => r?,
+                };
+                let b = reader.listing(cubin)?;
                 if let Err(what) = kernel::compare_listings(&pair, &a, &b) {
                     found.push(disagrees(f, what));
                 }
@@ -269,7 +284,9 @@ impl<'t> Reader<'t> {
         }
         let out = self.run(&self.tools.cuobjdump.clone(), &["-elf"], bytes)?;
         let text = String::from_utf8_lossy(&out);
-        let d = std::rc::Rc::new(Dump::parse(&text).map_err(|e| AuditError::Tool(e.to_string()))?);
+        let d = std::rc::Rc::new(
+            Dump::parse(&text).map_err(|e| AuditError::Unreadable(e.to_string()))?,
+        );
         self.dumps.insert(Self::key(bytes), d.clone());
         Ok(d)
     }
@@ -298,7 +315,7 @@ impl<'t> Reader<'t> {
             .map_err(|e| AuditError::Tool(format!("{}: {e}", tool.display())))?;
         if !out.status.success() {
             let why = String::from_utf8_lossy(&out.stderr);
-            return Err(AuditError::Tool(format!(
+            return Err(AuditError::Unreadable(format!(
                 "{} {} failed: {}",
                 tool.display(),
                 args.join(" "),

@@ -15,10 +15,9 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
-use serde::Serialize;
-
 use super::evaluate::{Variant, requests};
 use super::proven;
+pub(crate) use super::record::Assembly;
 use super::record::TuneError;
 use super::variants::{Budgets, Builder, Built};
 use crate::audit;
@@ -47,21 +46,6 @@ pub(crate) struct Inputs<'a> {
 pub(crate) struct Choice<'a> {
     pub(crate) chosen: &'a Budgets,
     pub(crate) expected: &'a BTreeMap<String, Option<usize>>,
-}
-
-/// How the cubin that ships was put together (the report's `assembly`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum Assembly {
-    /// A whole-module variant built at exactly the chosen budgets.
-    Variant,
-    /// The chosen kernels spliced into ptxas's own cubin.
-    Spliced,
-    /// One more whole-module ptxas run at the chosen budgets.
-    WholeModule,
-    /// Under adapt/train: one more ptxas run with each variant's entry copied in
-    /// ([`super::multi`]).
-    MultiVariant,
 }
 
 /// The final cubin's bytes, the ptxas output it was made from, and how.

@@ -49,7 +49,22 @@ pub struct KernelRecord {
     /// How the step's tuned cubin was put together, when it is not ptxas's own (every such
     /// cubin passed the assembly check, [`crate::audit`]).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) assembly: Option<super::assemble::Assembly>,
+    pub(crate) assembly: Option<Assembly>,
+}
+
+/// How the cubin that ships was put together (the report's `assembly`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Assembly {
+    /// A whole-module variant built at exactly the chosen budgets.
+    Variant,
+    /// The chosen kernels spliced into ptxas's own cubin.
+    Spliced,
+    /// One more whole-module ptxas run at the chosen budgets.
+    WholeModule,
+    /// Under adapt/train: one more ptxas run with each variant's entry copied in
+    /// ([`super::multi`]).
+    MultiVariant,
 }
 
 /// One variant of a multi-variant cubin (docs/selector.md §Variant names): which ranked
