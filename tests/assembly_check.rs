@@ -458,7 +458,7 @@ fn sm_80_register_field_and_rel_tables() {
 
 /// Where the tests put a kernel that calls across modules (`-rdc`).
 fn rdc_cubin(nvcc: &Path) -> PathBuf {
-    let src = common::kernels_dir().join("assembly/calls_out.cu");
+    let src = common::kernels_dir().join("separable/walk.cu");
     let source = std::fs::read(&src).unwrap();
     let dir = common::build_once("assembly-rdc", nvcc, &[&source], |dir| {
         run(
