@@ -355,6 +355,8 @@ pub fn normalise_listing(
             l = l.replace(from.as_str(), to);
         }
         let l = renumber_labels(&l, &mut labels);
+        // Column padding follows the longest line of the listing: not meaning.
+        let l = l.split_whitespace().collect::<Vec<_>>().join(" ");
         let trimmed = l.trim();
         if let Some((text, sym, low)) = pending.take() {
             let high = trimmed.to_string();

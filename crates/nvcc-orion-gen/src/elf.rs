@@ -106,6 +106,7 @@ fn parse_elf(text: &str) -> Elf {
     }
     // Then one block per section: a header line, its contents up to the next header.
     let mut current: Option<String> = None;
+    let mut by_num: BTreeMap<u64, String> = BTreeMap::new();
     for l in lines {
         if let Some(name) = block_header(l, &e.headers) {
             e.blocks.entry(name.clone()).or_default();
@@ -117,15 +118,43 @@ fn parse_elf(text: &str) -> Elf {
             continue;
         }
         if cur == ".symtab" {
-            if let Some(s) = symbol(l, &index_name) {
+            if let Some((num, s)) = symbol(l, &index_name) {
+                by_num.insert(num, s.name.clone());
                 e.symbols.push(s);
             }
             continue;
         }
         e.blocks.get_mut(cur).unwrap().push(strip_indices(l));
     }
+    for (name, block) in e.blocks.iter_mut() {
+        if name.starts_with(".nv.info.") {
+            name_param_cbank(block, &by_num);
+        }
+    }
     e.info = info_records(e.blocks.get(".nv.info").map_or(&[][..], |v| v));
     e
+}
+
+/// `EIATTR_PARAM_CBANK` holds a raw symbol index (the kernel's bank-0 section symbol): name it.
+fn name_param_cbank(block: &mut [String], by_num: &BTreeMap<u64, String>) {
+    let mut in_cbank = false;
+    for l in block.iter_mut() {
+        if l.contains("Attribute:") {
+            in_cbank = l.contains("EIATTR_PARAM_CBANK");
+        } else if in_cbank && let Some(v) = l.trim().strip_prefix("Value:") {
+            let mut words = v.split_whitespace();
+            if let Some(name) = words
+                .next()
+                .and_then(|i| u64::from_str_radix(i.trim_start_matches("0x"), 16).ok())
+                .and_then(|i| by_num.get(&i))
+            {
+                *l = format!(
+                    "\tValue:\tsymbol {name} {}",
+                    words.collect::<Vec<_>>().join(" ")
+                );
+            }
+        }
+    }
 }
 
 /// The section a block header line opens: `.section NAME[\tTYPE]` or a bare `NAME`.
@@ -137,22 +166,26 @@ fn block_header(l: &str, headers: &BTreeMap<String, Header>) -> Option<String> {
     headers.contains_key(name).then(|| name.to_string())
 }
 
-fn symbol(l: &str, index_name: &BTreeMap<u64, String>) -> Option<Symbol> {
+fn symbol(l: &str, index_name: &BTreeMap<u64, String>) -> Option<(u64, Symbol)> {
     let f: Vec<&str> = l.split_whitespace().collect();
     if f.len() < 9 || f[0] == "Num" {
         return None;
     }
     let n = f.len();
     let ndx = u64::from_str_radix(f[n - 2].trim_start_matches("0x"), 16).ok()?;
-    Some(Symbol {
-        name: f[n - 1].into(),
-        value: f[1].into(),
-        size: f[2].into(),
-        ty: f[3].into(),
-        bind: f[4].into(),
-        other: f[6..n - 2].join(" "),
-        section: index_name.get(&ndx).cloned().unwrap_or_else(|| "-".into()),
-    })
+    let num = u64::from_str_radix(f[0].trim_start_matches("0x"), 16).ok()?;
+    Some((
+        num,
+        Symbol {
+            name: f[n - 1].into(),
+            value: f[1].into(),
+            size: f[2].into(),
+            ty: f[3].into(),
+            bind: f[4].into(),
+            other: f[6..n - 2].join(" "),
+            section: index_name.get(&ndx).cloned().unwrap_or_else(|| "-".into()),
+        },
+    ))
 }
 
 /// `.nv.info`'s records (`<0xN>` then its lines), each with the function it names.

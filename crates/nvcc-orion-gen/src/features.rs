@@ -115,3 +115,30 @@ pub const ALL: &[&str] = &[
     "calls",
     "calls through tables",
 ];
+
+/// A few seeds from `seeds` that together use every feature of [`ALL`] (greedy set cover,
+/// smallest programs preferred on ties); the features no seed uses are left out.
+pub fn cover(seeds: impl Iterator<Item = u64>) -> Vec<u64> {
+    let progs: Vec<(u64, BTreeSet<&'static str>, usize)> = seeds
+        .map(|s| {
+            let p = crate::generate(s);
+            (s, features(&p), p.kernels.len())
+        })
+        .collect();
+    let mut left: BTreeSet<&str> = ALL.iter().copied().collect();
+    let mut out = Vec::new();
+    while let Some((s, f, _)) = progs
+        .iter()
+        .filter(|(_, f, _)| f.iter().any(|x| left.contains(x)))
+        .max_by_key(|(s, f, n)| {
+            let gain = f.iter().filter(|x| left.contains(*x)).count();
+            (gain, std::cmp::Reverse(*n), std::cmp::Reverse(*s))
+        })
+    {
+        out.push(*s);
+        for x in f {
+            left.remove(x);
+        }
+    }
+    out
+}

@@ -493,3 +493,69 @@ pub fn tail(s: &str) -> String {
     let lines: Vec<&str> = s.lines().collect();
     lines[lines.len().saturating_sub(8)..].join("\n")
 }
+
+impl Outcome {
+    /// One line per field, tabs between, for a cache file.
+    pub fn to_text(&self) -> String {
+        let mut s = format!("{}\t{}\n", self.modes, self.kernels);
+        for m in &self.mismatches {
+            let esc = |x: &str| {
+                x.replace('\\', "\\\\")
+                    .replace('\n', "\\n")
+                    .replace('\t', "\\t")
+            };
+            s.push_str(&format!(
+                "{}\t{}\t{}\t{}\t{}\t{}\n",
+                m.seed,
+                m.arch,
+                esc(&m.mode),
+                esc(m.kernel.as_deref().unwrap_or("")),
+                esc(&m.kind),
+                esc(&m.detail)
+            ));
+        }
+        s
+    }
+
+    pub fn from_text(t: &str) -> Option<Outcome> {
+        let unesc = |x: &str| {
+            let mut out = String::new();
+            let mut it = x.chars();
+            while let Some(c) = it.next() {
+                if c == '\\' {
+                    match it.next() {
+                        Some('n') => out.push('\n'),
+                        Some('t') => out.push('\t'),
+                        Some(o) => out.push(o),
+                        None => {}
+                    }
+                } else {
+                    out.push(c);
+                }
+            }
+            out
+        };
+        let mut lines = t.lines();
+        let (m, k) = lines.next()?.split_once('\t')?;
+        let mut o = Outcome {
+            modes: m.parse().ok()?,
+            kernels: k.parse().ok()?,
+            mismatches: Vec::new(),
+        };
+        for l in lines {
+            let f: Vec<&str> = l.split('\t').collect();
+            if f.len() != 6 {
+                return None;
+            }
+            o.mismatches.push(Mismatch {
+                seed: f[0].parse().ok()?,
+                arch: f[1].parse().ok()?,
+                mode: unesc(f[2]),
+                kernel: Some(unesc(f[3])).filter(|k| !k.is_empty()),
+                kind: unesc(f[4]),
+                detail: unesc(f[5]),
+            });
+        }
+        Some(o)
+    }
+}

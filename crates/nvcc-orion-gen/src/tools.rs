@@ -71,7 +71,17 @@ pub fn run(dir: &Path, program: &Path, args: &[&str], env: &[(&str, &str)]) -> R
     for (k, v) in env {
         c.env(k, v);
     }
-    match c.output() {
+    let start = std::time::Instant::now();
+    let out = c.output();
+    if std::env::var_os("ORION_GEN_TRACE").is_some() {
+        eprintln!(
+            "[{:.2}s] {} {}",
+            start.elapsed().as_secs_f64(),
+            program.display(),
+            args.join(" ")
+        );
+    }
+    match out {
         Ok(o) => Ran {
             ok: o.status.success(),
             stdout: String::from_utf8_lossy(&o.stdout).into_owned(),

@@ -39,6 +39,13 @@ enum Cmd {
         #[arg(long)]
         seed: u64,
     },
+    /// Seeds from a range that together use every feature (greedy set cover).
+    Cover {
+        #[arg(long, default_value_t = 0)]
+        from: u64,
+        #[arg(long, default_value_t = 1000)]
+        count: u64,
+    },
     /// Check one program and print every mismatch.
     Check {
         #[arg(long)]
@@ -126,6 +133,12 @@ fn main() {
             let p = nvcc_orion_gen::generate(seed);
             for (name, text) in nvcc_orion_gen::print::sources(&p) {
                 println!("//// {name}\n{text}");
+            }
+        }
+        Cmd::Cover { from, count } => {
+            for s in nvcc_orion_gen::features::cover(from..from + count) {
+                let f = nvcc_orion_gen::features::features(&nvcc_orion_gen::generate(s));
+                println!("{s}: {}", f.into_iter().collect::<Vec<_>>().join(", "));
             }
         }
         Cmd::Check { seed, c } => {
