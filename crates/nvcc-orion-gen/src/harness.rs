@@ -199,12 +199,21 @@ impl Harness {
             if mode == Mode::Adapt {
                 if let Some(d) = &default_budgets {
                     for (k, b) in &chosen {
-                        if d.get(k).is_some_and(|db| db != b) {
+                        if let Some(db) = d.get(k).filter(|db| *db != b) {
+                            let show = |b: &Option<RefBudget>| {
+                                b.map_or("ptxas's own".to_string(), |b| {
+                                    format!("{}{}", b.regs, if b.pragma { "+smem" } else { "" })
+                                })
+                            };
                             out.mismatches.push(mis(
                                 Some(k),
                                 Diff {
                                     kind: "adapt chose another budget".into(),
-                                    detail: format!("adapt {b:?} / default {:?}", d.get(k)),
+                                    detail: format!(
+                                        "adapt ships {} / default ships {}",
+                                        show(b),
+                                        show(db)
+                                    ),
                                 },
                             ));
                         }
