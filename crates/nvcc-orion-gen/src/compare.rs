@@ -355,6 +355,7 @@ pub fn normalise_listing(
             l = l.replace(from.as_str(), to);
         }
         let l = renumber_labels(&l, &mut labels);
+        let l = unnumber_locals(&l);
         // Column padding follows the longest line of the listing: not meaning.
         let l = l.split_whitespace().collect::<Vec<_>>().join(" ");
         let trimmed = l.trim();
@@ -382,6 +383,30 @@ pub fn normalise_listing(
         }
         out.push(trimmed.to_string());
     }
+    out
+}
+
+/// `` `($___ZZ2k0PfPKfjE2sh__536) `` → `` `($___ZZ2k0PfPKfjE2sh__N) ``: ptxas numbers a
+/// function-local symbol (a static `__shared__` array) per module, so each entry copy's has
+/// another number.
+fn unnumber_locals(l: &str) -> String {
+    let mut out = String::new();
+    let mut rest = l;
+    while let Some(i) = rest.find("`($") {
+        let t = &rest[i..];
+        let Some(close) = t.find(')') else { break };
+        let sym = &t[..close];
+        let digits = sym.len() - sym.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+        out.push_str(&rest[..i]);
+        if digits > 0 && sym[..sym.len() - digits].ends_with("__") {
+            out.push_str(&sym[..sym.len() - digits]);
+            out.push('N');
+        } else {
+            out.push_str(sym);
+        }
+        rest = &t[close..];
+    }
+    out.push_str(rest);
     out
 }
 
