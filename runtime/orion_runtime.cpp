@@ -423,7 +423,9 @@ unsigned fitting(Kernel& k, size_t shmem) {
 
 // --- launching ---------------------------------------------------------------------------
 
-enum Via { kPlain, kPlainPtsz, kStub, kStubPtsz };
+// How the program launched: the original goes back the same way, so that whatever stands
+// between the program and the runtime (an interposer, a tracer) sees the same calls.
+enum Via { kPlain, kPlainPtsz, kEx, kExPtsz, kStub, kStubPtsz };
 
 struct Original {
   Via via;
@@ -438,6 +440,16 @@ cudaError_t launch_original(const Original& o, dim3 grid, dim3 block, void** arg
       return cudaLaunchKernel(o.func, grid, block, args, shmem, stream);
     case kPlainPtsz:
       return cudaLaunchKernel_ptsz(o.func, grid, block, args, shmem, stream);
+    case kEx:
+    case kExPtsz: {
+      cudaLaunchConfig_t config = {};
+      config.gridDim = grid;
+      config.blockDim = block;
+      config.dynamicSmemBytes = shmem;
+      config.stream = stream;
+      return o.via == kEx ? cudaLaunchKernelExC(&config, o.func, args)
+                          : cudaLaunchKernelExC_ptsz(&config, o.func, args);
+    }
     case kStub:
       return __cudaLaunchKernel(o.kernel, grid, block, args, shmem, stream);
     case kStubPtsz:
@@ -479,7 +491,7 @@ cudaError_t dispatch(const Original& o, dim3 grid, dim3 block, void** args, size
   }
   unsigned n = k->variants > 1 ? fitting(*k, shmem) : 1;
   if (n <= 1) return launch_original(o, grid, block, args, shmem, stream);
-  bool ptsz = o.via == kPlainPtsz || o.via == kStubPtsz;
+  bool ptsz = o.via == kPlainPtsz || o.via == kExPtsz || o.via == kStubPtsz;
   CUstream cu_stream = (stream == nullptr && ptsz) ? CU_STREAM_PER_THREAD : stream;
   CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
   bool capturing = s.driver.stream_is_capturing(cu_stream, &capture) != CUDA_SUCCESS ||
@@ -688,7 +700,7 @@ ORION_RT_API cudaError_t orion_rt_v1_cudaLaunchKernel_ptsz(const void* func, dim
 ORION_RT_API cudaError_t orion_rt_v1_cudaLaunchKernelExC(const cudaLaunchConfig_t* config,
                                                          const void* func, void** args) {
   if (!config || config->numAttrs != 0) return cudaLaunchKernelExC(config, func, args);
-  Original o = {orion_rt_v1::kPlain, func, nullptr};
+  Original o = {orion_rt_v1::kEx, func, nullptr};
   return orion_rt_v1::dispatch(o, config->gridDim, config->blockDim, args,
                                config->dynamicSmemBytes, config->stream);
 }
@@ -696,7 +708,7 @@ ORION_RT_API cudaError_t orion_rt_v1_cudaLaunchKernelExC(const cudaLaunchConfig_
 ORION_RT_API cudaError_t orion_rt_v1_cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config,
                                                               const void* func, void** args) {
   if (!config || config->numAttrs != 0) return cudaLaunchKernelExC_ptsz(config, func, args);
-  Original o = {orion_rt_v1::kPlainPtsz, func, nullptr};
+  Original o = {orion_rt_v1::kExPtsz, func, nullptr};
   return orion_rt_v1::dispatch(o, config->gridDim, config->blockDim, args,
                                config->dynamicSmemBytes, config->stream);
 }

@@ -184,9 +184,7 @@ fn quietly<R>(f: impl FnOnce() -> R) -> std::thread::Result<R> {
 
 /// One warning line, shown with the step's own output.
 fn warn(captured: &mut Captured, what: &str) {
-    captured
-        .stderr
-        .extend_from_slice(format!("nvcc-orion: warning: {what}\n").as_bytes());
+    captured.warn(what);
 }
 
 /// `nvcc-orion: sm_90 kernel: 96 -> 64 registers, 16 -> 24 warps/SM (+18.2% predicted); why`.
