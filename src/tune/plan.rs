@@ -28,6 +28,10 @@ pub struct Plan {
     pub(crate) rewrite: Vec<Option<&'static dyn Transform>>,
     /// Per kernel kept at ptxas's budget whatever the model says: why.
     pub(crate) held: BTreeMap<String, String>,
+    /// Under measured selection, per kernel: the budgets a default build prunes. They are
+    /// built for the selector but never the static winner, so the original name ships what
+    /// a default build ships (issue 31).
+    pub(crate) beyond_tune: BTreeMap<String, Vec<Pruned>>,
 }
 
 /// The plan for the kernels of `baseline` (`functions`: its SASS, for pruning).
@@ -55,17 +59,20 @@ pub fn plan(arch: Arch, baseline: &Cubin, functions: &[Function], settings: &Set
     // launch-time selector's and a profile-guided one (the bound is the model's own, which
     // a measurement overrules; both must rank the same candidates, docs/selector.md §Ranking).
     let measured = settings.selector.is_some() || settings.profile.is_some();
-    let pruned = if settings.force.is_none() && !measured {
+    let prune_in = |kernels: &mut [KernelPlan]| {
         prune(
-            &mut kernels,
+            kernels,
             arch,
             sm,
             relocatable,
             functions,
             settings.margin_percent,
         )
-    } else {
-        BTreeMap::new()
+    };
+    let (pruned, beyond_tune) = match (settings.force.is_some(), measured) {
+        (true, _) => (BTreeMap::new(), BTreeMap::new()),
+        (false, false) => (prune_in(&mut kernels), BTreeMap::new()),
+        (false, true) => (BTreeMap::new(), prune_in(&mut kernels.clone())),
     };
     let (rounds, rewrite) = rounds(&kernels);
     Plan {
@@ -74,6 +81,7 @@ pub fn plan(arch: Arch, baseline: &Cubin, functions: &[Function], settings: &Set
         rounds,
         rewrite,
         held,
+        beyond_tune,
     }
 }
 
