@@ -112,6 +112,9 @@ struct Kernel {
   int local_bytes[sel::kMaxVariants] = {};
   const char* name = nullptr;  // owned by the driver's module
   char* variant_names = nullptr;  // the names of variants 1.., NUL-separated, malloc'd once
+  // Bit v: variant v has registers on the other side of the original's from variant 1's
+  // (Orion's fail-safe searches that direction when the first step is slower).
+  uint32_t other_side = 0;
 };
 
 struct Handle {
@@ -296,6 +299,19 @@ void resources(Kernel& k, unsigned i, CUfunction f) {
     k.local_bytes[i] = -1;
 }
 
+// The variants whose register count lies on the other side of the original's from the first
+// step's (unknown counts are never the other side).
+uint32_t other_side_of(const Kernel& k) {
+  if (k.variants < 3 || k.registers[0] < 0 || k.registers[1] < 0) return 0;
+  bool first_up = k.registers[1] > k.registers[0];
+  uint32_t mask = 0;
+  for (unsigned v = 2; v < k.variants; ++v) {
+    int r = k.registers[v];
+    if (r >= 0 && r != k.registers[0] && (r > k.registers[0]) != first_up) mask |= 1u << v;
+  }
+  return mask;
+}
+
 // Fills `k` from the original's handle. Any failure leaves the original alone (1 variant).
 void resolve(Kernel& k, const void* func) {
   const Driver& d = g_state.driver;
@@ -345,6 +361,7 @@ void resolve(Kernel& k, const void* func) {
   }
   k.variants = n;
   k.variant_names = names;
+  k.other_side = other_side_of(k);
 }
 
 const Kernel* kernel_for(const void* func, int device) {
@@ -506,7 +523,7 @@ cudaError_t dispatch(const Original& o, dim3 grid, dim3 block, void** args, size
   key.block[1] = block.y;
   key.block[2] = block.z;
   key.shared = static_cast<uint32_t>(shmem);
-  sel::Plan plan = s.selector.begin(key, n, cu_stream, capturing);
+  sel::Plan plan = s.selector.begin(key, n, cu_stream, capturing, k->other_side);
   if (plan.variant <= 0 || static_cast<unsigned>(plan.variant) >= n) {
     e = launch_original(o, grid, block, args, shmem, stream);
     s.selector.end(plan, cu_stream, e == cudaSuccess);
