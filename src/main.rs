@@ -259,6 +259,7 @@ fn ptxas_mode(args: &[OsString]) -> ExitCode {
     argv.extend(ptxas_args);
     let mut notes = Vec::new();
     let tune = nvcc_orion::tune::TuneContext {
+        selector_refused: None,
         toolkit: &tk,
         settings: &settings,
     };

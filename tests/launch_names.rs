@@ -107,6 +107,80 @@ fn programs(nvcc: &Path, mode: &str, dir: &Path, lib: &Path) -> Vec<(&'static st
     ]
 }
 
+/// Link-time-optimised host objects keep their launches in LTO bytecode: the compile gets no
+/// selector and no variants, with one warning line and the reason in each record, and the
+/// program links and runs like plain nvcc's.
+#[test]
+fn lto_objects_get_no_selector_and_say_why() {
+    let Some(nvcc) = common::nvcc_or_skip("launch_names lto") else {
+        return;
+    };
+    let root = tempfile::tempdir().unwrap();
+    let lib = common::cudart_dir(&nvcc, root.path());
+    let l = format!("-L{}", lib.display());
+    let mut apps = Vec::new();
+    for mode in ["off", "adapt"] {
+        let dir = root.path().join(mode);
+        std::fs::create_dir_all(&dir).unwrap();
+        let report = dir.join("report.jsonl");
+        let o = orion(&nvcc, mode, &dir)
+            .env("NVCC_ORION_REPORT", &report)
+            .args([
+                "-arch=sm_90",
+                "-Xcompiler",
+                "-flto",
+                "-c",
+                &src("app.cu"),
+                "-o",
+                "app.o",
+            ])
+            .output()
+            .unwrap();
+        common::assert_ok(&o, &format!("{mode}: -flto -c"));
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        if mode == "adapt" {
+            assert_eq!(stderr.lines().count(), 1, "{stderr}");
+            assert!(
+                stderr.starts_with("nvcc-orion: warning: no launch-time selector:"),
+                "{stderr}"
+            );
+            let text = std::fs::read_to_string(&report).unwrap();
+            for r in text.lines() {
+                let r: serde_json::Value = serde_json::from_str(r).unwrap();
+                assert!(r["selector"].as_str().unwrap().contains("-flto"), "{r}");
+                assert!(r["variants"].is_null(), "no variants: {r}");
+            }
+        } else {
+            assert!(stderr.is_empty(), "{stderr}");
+        }
+        quiet(
+            Command::new("g++")
+                .current_dir(&dir)
+                .arg(format!(
+                    "-I{}",
+                    common::cuda_home(&nvcc).join("include").display()
+                ))
+                .args(["-flto", "-c", &src("trace.cpp"), "-o", "trace.o"])
+                .output()
+                .unwrap(),
+            "g++ -flto -c",
+        );
+        quiet(
+            Command::new("g++")
+                .current_dir(&dir)
+                .args(["-flto", "app.o", "trace.o", &l, "-lcudart", "-o", "app"])
+                .output()
+                .unwrap(),
+            &format!("{mode}: g++ -flto link"),
+        );
+        apps.push(behaviour(&dir.join("app"), &lib));
+    }
+    assert_eq!(
+        apps[1], apps[0],
+        "the -flto program behaves like plain nvcc's"
+    );
+}
+
 #[test]
 fn user_names_and_interposers_are_left_alone() {
     let Some(nvcc) = common::nvcc_or_skip("launch_names") else {

@@ -140,6 +140,19 @@ pub fn replay(
         env,
         cwd: cwd.to_path_buf(),
     };
+    // Link-time-optimised host objects keep their symbols inside the compiler's bytecode,
+    // where the selector's renaming cannot reach: no selector, and no variants to embed.
+    let lto = settings.selector.is_some() && host_objects_use_lto(&plan);
+    let without_selector;
+    let settings = if lto {
+        without_selector = Settings {
+            selector: None,
+            ..settings.clone()
+        };
+        &without_selector
+    } else {
+        settings
+    };
     // The selector's glue lives beside the variant cache (`<cache>/runtime`), or in this
     // replay's own folder when there is no cache.
     let glue = settings.selector.map(|sel| {
@@ -156,12 +169,16 @@ pub fn replay(
         TuneContext {
             toolkit: tk,
             settings,
+            selector_refused: lto.then_some(LTO_REFUSED),
         },
         glue.as_ref(),
     );
     drop(tmp);
     let mut replayed = result?;
     let mut messages = Vec::new();
+    if lto {
+        messages.extend_from_slice(format!("nvcc-orion: warning: {LTO_REFUSED}\n").as_bytes());
+    }
     for m in &plan.messages {
         messages.extend_from_slice(m.as_bytes());
         messages.push(b'\n');
@@ -169,6 +186,24 @@ pub fn replay(
     messages.append(&mut replayed.stderr);
     replayed.stderr = messages;
     Ok(replayed)
+}
+
+/// Why a compile with `-flto` host objects gets no launch-time selector.
+const LTO_REFUSED: &str = "no launch-time selector: the host compiler's -flto objects keep \
+    their symbols in LTO bytecode, where the launches cannot be redirected; the tuned kernels \
+    ship alone";
+
+/// Whether a host compilation of the plan's `.cudafe1.cpp` makes link-time-optimised objects.
+fn host_objects_use_lto(plan: &dryrun::Plan) -> bool {
+    plan.steps.iter().any(|s| match s {
+        dryrun::Step::Run { argv, .. } => {
+            glue::HostCompile::of(argv).is_some()
+                && argv
+                    .iter()
+                    .any(|a| a.starts_with("-flto") && a != "-flto=none")
+        }
+        _ => false,
+    })
 }
 
 /// What one `Run` step left: its output, or a tuned ptxas step still to publish.

@@ -35,6 +35,9 @@ use crate::toolkit::Toolkit;
 pub struct TuneContext<'a> {
     pub toolkit: &'a Toolkit,
     pub settings: &'a Settings,
+    /// Under adapt/train, why this compile gets no launch-time selector (its records say so,
+    /// and no variants are embedded: nothing could launch them).
+    pub selector_refused: Option<&'a str>,
 }
 
 /// One ptxas step through the hook: what it printed, and what it has to report once the

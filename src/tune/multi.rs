@@ -472,6 +472,7 @@ mod tests {
             measured: None,
             variants: Vec::new(),
             assembly: None,
+            selector: None,
         }
     }
 

@@ -50,6 +50,9 @@ pub struct KernelRecord {
     /// cubin passed the assembly check, [`crate::audit`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) assembly: Option<Assembly>,
+    /// Under adapt/train: why the compile has no launch-time selector (`-flto`), when so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) selector: Option<String>,
 }
 
 /// How the cubin that ships was put together (the report's `assembly`).
@@ -195,6 +198,7 @@ pub fn untuned_records(baseline: &Cubin, arch_name: &str, out: &str) -> Vec<Kern
                 measured: None,
                 variants: Vec::new(),
                 assembly: None,
+                selector: None,
             })
         })
         .collect()

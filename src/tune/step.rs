@@ -214,6 +214,11 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
             r.assembly = how;
         }
     }
+    if let Some(why) = tune.selector_refused {
+        for r in &mut result.records {
+            r.selector = Some(why.to_string());
+        }
+    }
     if let Some(a) = plain
         && a.how != assemble::Assembly::Spliced
     {
@@ -383,6 +388,7 @@ fn select_kernel(
         measured,
         variants: Vec::new(),
         assembly: None,
+        selector: None,
     })
 }
 
