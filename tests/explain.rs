@@ -597,11 +597,18 @@ fn project_source(f: usize, edit: bool) -> String {
              \x20   float v[{vals}];\n\
              #pragma unroll\n\
              \x20   for (int j = 0; j < {vals}; ++j) v[j] = in[(size_t)j * n + t];\n\
-             \x20   for (int s = 0; s < steps; ++s) {{\n\
-             #pragma unroll\n\
-             \x20       for (int j = 0; j < {vals}; ++j) v[j] = fmaf(v[j], v[(j + 1) % {vals}], v[(j + 3) % {vals}]);\n\
-             \x20   }}\n"
+             \x20   int p = t % n;\n\
+             \x20   unsigned h = 0;\n"
         );
+        // Every third kernel walks dependent loads while it holds its values (more warps
+        // hide them: the tuner retunes such kernels); the others compute on them.
+        if i % 3 == 1 {
+            s += "    for (int s = 0; s < steps; ++s) {\n        p = ((const int *)in)[p];\n        h = h * 33u + (unsigned)p;\n    }\n";
+        } else {
+            s += &format!(
+                "    for (int s = 0; s < steps; ++s) {{\n#pragma unroll\n        for (int j = 0; j < {vals}; ++j) v[j] = fmaf(v[j], v[(j + 1) % {vals}], v[(j + 3) % {vals}]);\n    }}\n"
+            );
+        }
         if smem > 0 {
             s += &format!(
                 "    __shared__ float sh[{}];\n    sh[threadIdx.x % {0}] = v[0];\n    __syncthreads();\n    v[0] += sh[(threadIdx.x + 1) % {0}];\n",
@@ -609,7 +616,7 @@ fn project_source(f: usize, edit: bool) -> String {
             );
         }
         s += &format!(
-            "    float r = 0.f;\n#pragma unroll\n    for (int j = 0; j < {vals}; ++j) r += v[j];\n    out[t] = r;\n}}\n"
+            "    float r = (float)(h & 0xffff);\n#pragma unroll\n    for (int j = 0; j < {vals}; ++j) r = fmaf(r, v[j], v[(j + 3) % {vals}]);\n    out[t] = r;\n}}\n"
         );
     }
     s
@@ -764,6 +771,7 @@ fn explain_project_page_of_1000_kernels() {
                 || b["candidates"][0]["registers"] != r["candidates"][0]["registers"]
                 || b["chosen"] != r["chosen"]
                 || shipped(b)["warps_per_sm"] != shipped(r)["warps_per_sm"]
+                || b["block_sizes"] != r["block_sizes"]
         })
         .count();
     assert!(spilling > 0 && kept > 0 && changed > 0 && kept < after.len());

@@ -517,7 +517,7 @@ fn cases() -> Vec<Case> {
             ],
         )
         .inputs(&["rdc_b.cu"])
-        .produces(&["rdc_b.a"]),
+        .produces(&["a.a"]),
         case(
             "compile_and_link_undefined_symbol",
             &["main.cu", "-arch=sm_80", "-o", "app_missing"],

@@ -58,12 +58,12 @@ fn differences(o: &Row, n: &Row) -> Option<String> {
     if o.spills != n.spills {
         parts.push(format!("spills {} → {}", o.spills, n.spills));
     }
-    if o.occupancy != n.occupancy {
-        parts.push(format!(
-            "occupancy {} → {}",
-            percents(&o.occupancy),
-            percents(&n.occupancy)
-        ));
+    if o.blocks != n.blocks {
+        parts.push(format!("block size {} → {}", o.blocks, n.blocks));
+    }
+    let (was, now) = (percents(&o.occupancy), percents(&n.occupancy));
+    if was != now {
+        parts.push(format!("occupancy {was} → {now}"));
     }
     if o.chose != n.chose {
         parts.push(format!("ships {} (was {})", n.chose, o.chose));
