@@ -165,7 +165,7 @@ fn is_built(p: &Path) -> bool {
 pub fn page(what: &str, records: &[Value]) -> String {
     let mut decoder = crate::toolkit::find_tool("nvdisasm").map(Decoder::new);
     // Kernels whose code changed first: they are what a reader opens the page for.
-    let mut order: Vec<&Value> = records.iter().collect();
+    let mut order: Vec<&Value> = records.iter().filter(|r| r["kernel"].is_string()).collect();
     order.sort_by_key(|r| r["chosen"].as_u64().unwrap_or(0) == 0);
     let kernels: Vec<Kernel<'_>> = order
         .into_iter()

@@ -53,7 +53,7 @@ pub fn page(what: &str, p: &Project, since: Option<(&str, &[Change])>) -> String
         })
         .unwrap_or_default();
     questions(&mut s, p, since.map(|(_, c)| c.len()));
-    overview(&mut s, p, &changed);
+    overview(&mut s, p, since.map(|_| &changed));
     totals_section(&mut s, "Totals per limiter", "limiter", &p.per_limiter());
     s.push_str("<h2>Why: what ships</h2><table class=\"cands\"><thead><tr><th class=\"l\">reason</th><th>kernels</th></tr></thead><tbody>");
     for (why, n) in p.per_why() {
@@ -167,9 +167,15 @@ const COLUMNS: &[(&str, &str, bool)] = &[
     ("change", "change", false),
 ];
 
-fn overview(s: &mut String, p: &Project, changed: &BTreeMap<(String, String, String), &Change>) {
+/// The overview table; the change column only with a previous build to compare with.
+fn overview(
+    s: &mut String,
+    p: &Project,
+    changed: Option<&BTreeMap<(String, String, String), &Change>>,
+) {
     s.push_str("<table id=\"kernels\" class=\"cands overview\"><thead><tr>");
-    for (key, label, numeric) in COLUMNS {
+    let columns = &COLUMNS[..COLUMNS.len() - usize::from(changed.is_none())];
+    for (key, label, numeric) in columns {
         let _ = write!(
             s,
             "<th data-col=\"{key}\"{}>{label}</th>",
@@ -178,7 +184,9 @@ fn overview(s: &mut String, p: &Project, changed: &BTreeMap<(String, String, Str
     }
     s.push_str("</tr></thead><tbody>");
     for r in &p.rows {
-        let change = changed.get(&r.key()).map_or("", |c| c.what.as_str());
+        let change = changed
+            .and_then(|c| c.get(&r.key()))
+            .map_or("", |c| c.what.as_str());
         let _ = write!(
             s,
             "<tr data-spills=\"{}\" data-retuned=\"{}\" data-limiter=\"{}\" data-why=\"{}\" data-changed=\"{}\"{}>",
@@ -217,7 +225,7 @@ fn overview(s: &mut String, p: &Project, changed: &BTreeMap<(String, String, Str
         );
         let _ = write!(
             s,
-            "<td class=\"l\">{}</td><td class=\"l\">{} ({})</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\" title=\"{}\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
+            "<td class=\"l\">{}</td><td class=\"l\">{} ({})</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\" title=\"{}\">{}</td><td class=\"l\">{}</td>",
             esc(&r.limiter),
             esc(&r.blocks),
             esc(&r.bounds),
@@ -226,8 +234,11 @@ fn overview(s: &mut String, p: &Project, changed: &BTreeMap<(String, String, Str
             esc(&r.reason),
             esc(r.why),
             esc(&r.assembly),
-            esc(change)
         );
+        if changed.is_some() {
+            let _ = write!(s, "<td class=\"l\">{}</td>", esc(change));
+        }
+        s.push_str("</tr>");
     }
     s.push_str("</tbody></table>");
 }
@@ -276,6 +287,8 @@ mod tests {
         let p = Project::from_records(&recs);
         let html = page("r.jsonl", &p, Some(("old.jsonl", &[])));
         assert_eq!(html.matches("<tr data-spills=").count(), 3);
+        assert!(html.contains("data-col=\"change\""));
+        assert!(!page("r.jsonl", &p, None).contains("data-col=\"change\""));
         assert!(html.contains("k1&lt;b&gt;") && html.contains("a&amp;b.cu"));
         assert!(html.contains("data-q=\"spills\">spill <b>2</b>"));
         assert!(html.contains("Changed since old.jsonl (0)"));
