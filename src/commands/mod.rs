@@ -14,6 +14,7 @@ pub(crate) mod debug_audit;
 pub mod debug_relayout;
 pub(crate) mod debug_sass;
 pub(crate) mod explain;
+pub(crate) mod explain_project;
 pub(crate) mod inspect;
 pub(crate) mod rewrite;
 pub(crate) mod toolchain;
