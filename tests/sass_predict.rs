@@ -9,6 +9,8 @@ mod common;
 
 use common::fixtures::{self, Fixtures};
 use nvcc_orion::cubin::Cubin;
+use nvcc_orion::predict::MemoryParams;
+use nvcc_orion::predict::memory::Placement;
 use nvcc_orion::predict::stalls::function_cost;
 use nvcc_orion::sass::{listing, raw};
 use std::process::Command;
@@ -98,8 +100,11 @@ fn predictor_prices_spills_above_registers() {
     let free = build(None, "free.cubin");
     let mut compared = 0;
     for name in ["_Z14spill_wide_f32PKfPfi", "_Z14spill_wide_f64PKdPdi"] {
-        let c = function_cost(89, &capped, name).unwrap_or_else(|| panic!("{name} in capped"));
-        let f = function_cost(89, &free, name).unwrap_or_else(|| panic!("{name} in free"));
+        // Priced alike: local data in L1 (a frame that fits).
+        let m = MemoryParams::of(89);
+        let at = Placement::new(&m, 0, 0, 0).latencies(&m);
+        let c = function_cost(89, &at, &capped, name).unwrap_or_else(|| panic!("{name} in capped"));
+        let f = function_cost(89, &at, &free, name).unwrap_or_else(|| panic!("{name} in free"));
         assert!(
             c.local_accesses > 0.0,
             "{name}: the 24-register build spills"

@@ -10,6 +10,7 @@ pub mod assembly;
 pub mod file;
 pub mod html;
 pub mod measured;
+pub mod memory;
 pub mod spills;
 pub mod svg;
 pub mod table;

@@ -10,11 +10,11 @@ use super::plan::Plan;
 use super::proven;
 use super::ptx::Budget;
 use super::record::{TuneError, Verdict};
-use super::select::Evaluated;
+use super::select::{Evaluated, MemoryTerms, worst_gain};
 use super::variants::{self, Budgets, Built};
 use crate::cubin::Cubin;
-use crate::predict::Arch;
-use crate::predict::stalls::{combine, function_cost};
+use crate::predict::coherence::{self, Own};
+use crate::predict::{Arch, Model, Prediction};
 use crate::sass::{Function, raw};
 use crate::transform::Transform;
 use crate::transform::area::Options;
@@ -181,41 +181,118 @@ pub fn requests(
         .collect())
 }
 
+/// How a step prices its kernels' candidates: its architecture's model (published or
+/// calibrated) and ptxas's own code, which every candidate is priced against
+/// ([`coherence`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Pricing<'a> {
+    pub(crate) model: Model,
+    pub(crate) arch: Arch,
+    pub(crate) relocatable: bool,
+    /// The baseline cubin's SASS (empty: no prediction).
+    pub(crate) baseline: &'a [Function],
+}
+
+impl Pricing<'_> {
+    fn own(&self, p: &KernelPlan) -> Own<'_> {
+        Own {
+            functions: self.baseline,
+            frame_bytes: p.baseline_frame,
+        }
+    }
+
+    /// The cycles per warp of budget `regs`'s bound, per block size of `p` (`None` where it
+    /// cannot launch): ptxas's own code with the warps the budget buys.
+    pub fn bound_cycles(&self, p: &KernelPlan, regs: u32) -> Vec<Option<f64>> {
+        let own = self.own(p);
+        p.residencies(
+            self.arch,
+            &self.model.memory,
+            regs,
+            p.static_shared,
+            p.baseline_frame,
+            self.relocatable,
+        )
+        .into_iter()
+        .map(|r| {
+            (r.warps_per_sm > 0)
+                .then(|| coherence::bound(&self.model, &own, &p.name, r))
+                .flatten()
+                .map(|b| b.cycles_per_warp)
+        })
+        .collect()
+    }
+
+    /// ptxas's own cycles per warp, per block size of `p`.
+    pub fn baseline_cycles(&self, p: &KernelPlan) -> Vec<Option<f64>> {
+        self.bound_cycles(p, p.baseline_regs)
+    }
+
+    /// The bound of budget `regs` in percent: what it gains over ptxas's own code at most,
+    /// worst case over the block sizes (minus infinity where it cannot launch).
+    pub fn bound_percent(&self, p: &KernelPlan, regs: u32) -> f64 {
+        worst_gain(&self.baseline_cycles(p), &self.bound_cycles(p, regs))
+            .unwrap_or(f64::NEG_INFINITY)
+    }
+}
+
 /// Kernel `p`'s candidate in `cubin` (`funcs`: its SASS; none: no prediction), as compiled
-/// with `budget` (none: the baseline), or `None` when the cubin has no record of it.
+/// with `budget` (none: the baseline), or `None` when the cubin has no record of it. A budget
+/// below ptxas's count is priced no better than its bound, and carries it.
 pub fn evaluate(
     p: &KernelPlan,
-    arch: Arch,
-    relocatable: bool,
+    pricing: &Pricing<'_>,
     cubin: &Cubin,
     funcs: &[Function],
     budget: Option<Budget>,
 ) -> Option<Evaluated> {
     let info = cubin.function_info(&p.name)?;
     let regs = info.registers?;
-    let warps = p.warps_with_shared(arch, regs, info.static_shared, relocatable);
-    let cost = if funcs.is_empty() {
-        None
-    } else {
-        function_cost(cubin.arch(), funcs, &p.name)
+    let frame = info.frame_size.unwrap_or(0);
+    let residencies = p.residencies(
+        pricing.arch,
+        &pricing.model.memory,
+        regs,
+        info.static_shared,
+        frame,
+        pricing.relocatable,
+    );
+    let bounded = budget.filter(|b| b.regs < p.baseline_regs && !pricing.baseline.is_empty());
+    let bounds = match bounded {
+        Some(b) => pricing.bound_cycles(p, b.regs),
+        None => vec![None; residencies.len()],
     };
+    let own = pricing.own(p);
+    let predictions: Vec<Option<Prediction>> = residencies
+        .iter()
+        .zip(&bounds)
+        .map(|(r, bound)| {
+            (r.warps_per_sm > 0 && !funcs.is_empty() && !pricing.baseline.is_empty())
+                .then(|| coherence::price(&pricing.model, &own, &p.name, funcs, *r, *bound))
+                .flatten()
+        })
+        .collect();
+    let first = predictions.iter().flatten().next();
     Some(Evaluated {
         budget,
         registers: regs,
         spill_instructions: info.spill_instructions,
-        frame_bytes: info.frame_size.unwrap_or(0),
+        frame_bytes: frame,
         static_shared: info.static_shared,
-        cycles_per_warp: warps
+        cycles_per_warp: predictions
             .iter()
-            .map(|&w| {
-                cost.filter(|_| w > 0)
-                    .map(|c| combine(c, w).cycles_per_warp)
-            })
+            .map(|x| x.map(|x| x.cycles_per_warp))
             .collect(),
-        warps_per_sm: warps,
-        latency: cost.map_or(0.0, |c| c.latency),
-        issue: cost.map_or(0.0, |c| c.issue),
-        local_accesses: cost.map_or(0.0, |c| c.local_accesses),
+        warps_per_sm: residencies.iter().map(|r| r.warps_per_sm).collect(),
+        latency: first.map_or(0.0, |x| x.cost.latency),
+        issue: first.map_or(0.0, |x| x.cost.issue),
+        local_accesses: first.map_or(0.0, |x| x.cost.local_accesses),
+        bytes: first.map(|x| x.cost.bytes).unwrap_or_default(),
+        memory: predictions
+            .iter()
+            .map(|x| x.as_ref().map(MemoryTerms::of))
+            .collect(),
+        bound_percent: bounded.map(|b| pricing.bound_percent(p, b.regs)),
     })
 }
 

@@ -11,6 +11,7 @@ pub(crate) mod candidates;
 pub(crate) mod evaluate;
 pub(crate) mod guided;
 pub(crate) mod keep;
+pub(crate) mod model;
 pub(crate) mod multi;
 pub(crate) mod plan;
 pub mod proven;
