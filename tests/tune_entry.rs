@@ -342,7 +342,9 @@ fn benchmark_objects_match_todays_choices() {
             .flat_map(|k| k.values())
             .filter(|b| b.is_some())
             .count();
-        assert!(tuned >= 4, "{file}: only {tuned} kernels tuned");
+        // Each file's dependent-load chains are tuned on sm_90; on sm_80 the model sees them
+        // DRAM-bound at ptxas's occupancy and keeps its budget (bench/results/model.md).
+        assert!(tuned >= 3, "{file}: only {tuned} kernels tuned");
         let cubins = common::fixtures::extract_elfs(&obj, &work.join("elf")).unwrap();
         assert_eq!(cubins.len(), 2, "{file}: {cubins:?}");
         for path in cubins {
