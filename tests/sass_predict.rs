@@ -198,7 +198,10 @@ fn raw_decoding_agrees_with_nvdisasm() {
                 // The access size the predictor reads from the bits is nvdisasm's modifier.
                 if let Some(want) = access_size(b.opcode.as_str()) {
                     assert_eq!(bytes_per_thread(a), want, "{at}: {}", b.opcode);
-                    sizes.insert((b.opcode.as_str().split('.').next().unwrap().to_string(), want));
+                    sizes.insert((
+                        b.opcode.as_str().split('.').next().unwrap().to_string(),
+                        want,
+                    ));
                 }
             }
         }

@@ -7,14 +7,15 @@ use std::collections::BTreeMap;
 use super::candidates::KernelPlan;
 use super::keep::Keep;
 use super::plan::Plan;
+pub use super::pricing::Pricing;
 use super::proven;
 use super::ptx::Budget;
 use super::record::{TuneError, Verdict};
-use super::select::{Evaluated, MemoryTerms, worst_gain};
+use super::select::{Evaluated, MemoryTerms};
 use super::variants::{self, Budgets, Built};
 use crate::cubin::Cubin;
-use crate::predict::coherence::{self, Own};
-use crate::predict::{Arch, Model, Prediction};
+use crate::predict::Prediction;
+use crate::predict::coherence;
 use crate::sass::{Function, raw};
 use crate::transform::Transform;
 use crate::transform::area::Options;
@@ -179,61 +180,6 @@ pub fn requests(
             (k.clone(), o)
         })
         .collect())
-}
-
-/// How a step prices its kernels' candidates: its architecture's model (published or
-/// calibrated) and ptxas's own code, which every candidate is priced against
-/// ([`coherence`]).
-#[derive(Debug, Clone, Copy)]
-pub struct Pricing<'a> {
-    pub(crate) model: Model,
-    pub(crate) arch: Arch,
-    pub(crate) relocatable: bool,
-    /// The baseline cubin's SASS (empty: no prediction).
-    pub(crate) baseline: &'a [Function],
-}
-
-impl Pricing<'_> {
-    fn own(&self, p: &KernelPlan) -> Own<'_> {
-        Own {
-            functions: self.baseline,
-            frame_bytes: p.baseline_frame,
-        }
-    }
-
-    /// The cycles per warp of budget `regs`'s bound, per block size of `p` (`None` where it
-    /// cannot launch): ptxas's own code with the warps the budget buys.
-    pub fn bound_cycles(&self, p: &KernelPlan, regs: u32) -> Vec<Option<f64>> {
-        let own = self.own(p);
-        p.residencies(
-            self.arch,
-            &self.model.memory,
-            regs,
-            p.static_shared,
-            p.baseline_frame,
-            self.relocatable,
-        )
-        .into_iter()
-        .map(|r| {
-            (r.warps_per_sm > 0)
-                .then(|| coherence::bound(&self.model, &own, &p.name, r))
-                .flatten()
-                .map(|b| b.cycles_per_warp)
-        })
-        .collect()
-    }
-
-    /// ptxas's own cycles per warp, per block size of `p`.
-    pub fn baseline_cycles(&self, p: &KernelPlan) -> Vec<Option<f64>> {
-        self.bound_cycles(p, p.baseline_regs)
-    }
-
-    /// The bound of budget `regs` in percent: what it gains over ptxas's own code at most,
-    /// worst case over the block sizes (minus infinity where it cannot launch).
-    pub fn bound_percent(&self, p: &KernelPlan, regs: u32) -> f64 {
-        worst_gain(&self.baseline_cycles(p), &self.bound_cycles(p, regs))
-            .unwrap_or(f64::NEG_INFINITY)
-    }
 }
 
 /// Kernel `p`'s candidate in `cubin` (`funcs`: its SASS; none: no prediction), as compiled

@@ -14,6 +14,7 @@ pub(crate) mod keep;
 pub(crate) mod model;
 pub(crate) mod multi;
 pub(crate) mod plan;
+pub(crate) mod pricing;
 pub mod proven;
 pub mod ptx;
 pub(crate) mod ptxas_args;

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::candidates::{self, KernelPlan};
-use super::evaluate::Pricing;
+use super::pricing::Pricing;
 use super::ptx::Budget;
 use super::record::Pruned;
 use super::variants::Budgets;
