@@ -86,7 +86,7 @@ fn section(s: &mut String, i: usize, k: &Kernel<'_>) {
     let memory = super::memory::lines(r);
     if !memory.is_empty() {
         let text: Vec<String> = memory.iter().map(|l| esc(l.trim())).collect();
-        let _ = write!(s, "<pre class=\"note\">{}</pre>", text.join("\n"));
+        let _ = write!(s, "<pre class=\"note memory\">{}</pre>", text.join("\n"));
     }
     let _ = write!(
         s,
