@@ -22,11 +22,14 @@ use crate::report::html::{self, Kernel};
 use crate::report::view::{Decoder, KernelView, kernel_view};
 use crate::report::{file, table};
 
-const USAGE: &str = "usage: nvcc-orion explain [--html OUT.html] FILE.cu [nvcc args] | FILE.o | FILE.cubin | REPORT.jsonl\n       nvcc-orion explain --project [--since OLD.jsonl|OLD_BUILD_DIR] [--html OUT.html] REPORT.jsonl|BUILD_DIR";
+const USAGE: &str = "usage: nvcc-orion explain [--html OUT.html] [--json] FILE.cu [nvcc args] | FILE.o | FILE.cubin | REPORT.jsonl\n       nvcc-orion explain --project [--since OLD.jsonl|OLD_BUILD_DIR] [--html OUT.html] REPORT.jsonl|BUILD_DIR";
 
 /// Run `explain` with its arguments (after the word `explain`); true on failure.
 pub fn run(args: &[OsString], out: &mut impl Write) -> bool {
-    let (html_out, args) = match split_html(args) {
+    // `--json`: the records as JSON lines instead of the tables (what bench/gpu reads).
+    let json = args.iter().any(|a| a == "--json");
+    let args: Vec<OsString> = args.iter().filter(|a| *a != "--json").cloned().collect();
+    let (html_out, args) = match split_html(&args) {
         Ok(x) => x,
         Err(e) => {
             super::report_error(e);
@@ -70,7 +73,10 @@ pub fn run(args: &[OsString], out: &mut impl Write) -> bool {
     let records = if is_report(&path) {
         super::explain_project::read_report(&path)
     } else if is_built(&path) {
-        file::records(&path, scratch.path())
+        // Priced as a build would be: with the calibration the environment names, if any.
+        let env = |k: &str| std::env::var(k).ok();
+        let (settings, _) = crate::settings::Settings::read(&env, &[], &[]);
+        file::records(&path, scratch.path(), &settings)
     } else {
         let keep = html_out.as_ref().map(|_| scratch.path().join("cubins"));
         compile_and_report(&args, keep.as_deref())
@@ -89,7 +95,12 @@ pub fn run(args: &[OsString], out: &mut impl Write) -> bool {
             return true;
         }
     };
-    if let Err(e) = table::render(&records, out)
+    let shown = if json {
+        records.iter().try_for_each(|r| writeln!(out, "{r}"))
+    } else {
+        table::render(&records, out)
+    };
+    if let Err(e) = shown
         && e.kind() != std::io::ErrorKind::BrokenPipe
     {
         super::report_error(e);

@@ -14,6 +14,7 @@ pub mod file;
 pub mod html;
 pub mod limiter;
 pub mod measured;
+pub mod memory;
 pub mod project;
 pub mod project_html;
 pub mod row;

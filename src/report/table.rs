@@ -110,8 +110,9 @@ pub fn render(records: &[Value], out: &mut impl Write) -> std::io::Result<()> {
         if let Some(line) = super::assembly::line(r) {
             writeln!(out, "{line}")?;
         }
-        for line in super::measured::lines(r)
+        for line in super::memory::lines(r)
             .into_iter()
+            .chain(super::measured::lines(r))
             .chain(super::variants::lines(r))
         {
             writeln!(out, "{line}")?;

@@ -20,8 +20,10 @@ use super::proven;
 pub(crate) use super::record::Assembly;
 use super::record::TuneError;
 use super::variants::{Budgets, Builder, Built};
+use crate::arch::memory::MemoryParams;
 use crate::audit;
 use crate::cubin::Cubin;
+use crate::predict::memory::Placement;
 use crate::predict::stalls::function_cost;
 use crate::sass::{Function, raw};
 use crate::transform;
@@ -182,7 +184,10 @@ fn priced_as_evaluated(
             })
         };
         let finals = final_functions.get_or_insert_with(|| raw::functions(final_cubin));
-        let same_price = function_cost(sm, finals, kernel) == function_cost(sm, functions, kernel);
+        // Any one placement of local data will do: the two codes must price alike.
+        let at = Placement::new(&MemoryParams::of(sm), 0, 0, 0).latencies(&MemoryParams::of(sm));
+        let same_price =
+            function_cost(sm, &at, finals, kernel) == function_cost(sm, &at, functions, kernel);
         if resources(final_cubin) != resources(evaluated) || !same_price {
             return Err(TuneError::Mismatch(kernel.clone()));
         }

@@ -178,11 +178,7 @@ pub fn untuned_records(baseline: &Cubin, arch_name: &str, out: &str) -> Vec<Kern
                     spill_instructions: info.spill_instructions,
                     frame_bytes: info.frame_size.unwrap_or(0),
                     static_shared: info.static_shared,
-                    warps_per_sm: Vec::new(),
-                    cycles_per_warp: Vec::new(),
-                    latency: 0.0,
-                    issue: 0.0,
-                    local_accesses: 0.0,
+                    ..Evaluated::default()
                 }],
                 pruned: Vec::new(),
                 chosen: 0,

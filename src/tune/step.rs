@@ -11,7 +11,7 @@ use std::path::Path;
 use super::TuneContext;
 use super::assemble::{self, write_atomically};
 use super::candidates::KernelPlan;
-use super::evaluate::{self, Kept, Notes, Variant};
+use super::evaluate::{self, Kept, Notes, Pricing, Variant};
 use super::guided::Guide;
 use super::keep::Keep;
 use super::multi;
@@ -65,7 +65,8 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
     };
     let relocatable = baseline.is_relocatable();
     let base_functions = raw::functions(&baseline);
-    let mut plan = plan::plan(arch, &baseline, &base_functions, settings);
+    let (model, model_warning) = super::model::for_step(sm, settings);
+    let mut plan = plan::plan(arch, model, &baseline, &base_functions, settings);
 
     let work = tempfile::Builder::new()
         .prefix("nvcc-orion-variants-")
@@ -102,6 +103,7 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
             .count(),
         ..Tuned::default()
     };
+    result.warnings.extend(model_warning);
     // A variant ptxas refuses is no candidate; anything else is an internal failure.
     let built: Vec<Option<Built>> = built
         .into_iter()
@@ -125,8 +127,12 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         .as_ref()
         .and_then(|k| k.save("baseline", &baseline_bytes));
     let candidates = Candidates {
-        arch,
-        relocatable,
+        pricing: Pricing {
+            model,
+            arch,
+            relocatable,
+            baseline: &base_functions,
+        },
         baseline: (&baseline, &base_functions[..]),
         parsed: &parsed,
         rounds: &plan.rounds,
@@ -229,8 +235,7 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
 
 /// Every kernel's candidates: the baseline and the evaluated variants.
 struct Candidates<'a> {
-    arch: Arch,
-    relocatable: bool,
+    pricing: Pricing<'a>,
     baseline: (&'a Cubin, &'a [crate::sass::Function]),
     parsed: &'a [Variant],
     /// Per variant: the budgets it was built with, less the kernels whose rewrite was not
@@ -295,16 +300,14 @@ fn select_kernel(
     let mut sources = vec![None];
     options.extend(evaluate::evaluate(
         p,
-        c.arch,
-        c.relocatable,
+        &c.pricing,
         base,
         base_functions,
         None,
     ));
     for (i, v) in c.parsed.iter().enumerate() {
         if let (Some(budget), Some((cubin, funcs))) = (c.rounds[i].get(&p.name), v)
-            && let Some(e) =
-                evaluate::evaluate(p, c.arch, c.relocatable, cubin, funcs, Some(*budget))
+            && let Some(e) = evaluate::evaluate(p, &c.pricing, cubin, funcs, Some(*budget))
         {
             options.push(e);
             sources.push(Some(i));
