@@ -274,9 +274,12 @@ fn walk_ships_its_ranked_variants_beside_the_static_winner() {
         .collect();
     assert_eq!(shape, [(40, false), (32, false), (64, false)], "{r90}");
     assert_eq!(r90["variants"][2]["candidate"], 0, "ptxas's own");
+    // On sm_120 the model prunes every lower budget (DRAM-bound at ptxas's occupancy): with no
+    // candidate built there is no alternative to embed.
+    let r120 = recs.iter().find(|r| r["arch"] == "sm_120").unwrap();
     assert!(
-        recs.iter()
-            .any(|r| r["arch"] == "sm_120" && r["variants"].is_array())
+        r120["candidates"].as_array().unwrap().len() > 1 || r120.get("variants").is_none(),
+        "{r120}"
     );
     // ptxas's report (`-Xptxas -v`) is the plain tune build's: the variants' run is not shown.
     let ptxas_v = |out: &str| -> Vec<String> {
