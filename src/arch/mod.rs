@@ -22,3 +22,14 @@ pub mod model;
 pub(crate) use class::OpClass;
 pub use limits::Arch;
 pub use model::{Family, ShaderModel};
+
+/// Test support: a per-architecture table's rows, given as their SM-number ranges, are
+/// ascending and cover every number from 0 up, with no gap and no overlap.
+#[cfg(test)]
+pub(crate) fn assert_covers_every_sm(ranges: &[(u32, u32)]) {
+    assert_eq!(ranges.first().map(|r| r.0), Some(0));
+    assert_eq!(ranges.last().map(|r| r.1), Some(u32::MAX));
+    for w in ranges.windows(2) {
+        assert_eq!(w[0].1 + 1, w[1].0, "{:?} then {:?}", w[0], w[1]);
+    }
+}
