@@ -140,6 +140,7 @@ mod tests {
             instrs,
             kernel: true,
             regs: Some(16),
+            abi_regs: None,
             marked: Default::default(),
         }
     }

@@ -45,6 +45,7 @@ pub fn cut(f: &Function, instrs: &[Instr], starts: &[(u64, String, bool)]) -> Ve
             instrs: instrs[a..b].to_vec(),
             kernel: *kernel,
             regs: f.regs,
+            abi_regs: f.abi_regs,
             marked: f
                 .marked
                 .iter()
@@ -254,6 +255,7 @@ mod tests {
             instrs,
             kernel: true,
             regs: Some(24),
+            abi_regs: None,
             marked: vec![start + 0x10, start + 0x50],
         }
     }

@@ -231,6 +231,7 @@ mod tests {
                 .collect(),
             kernel: true,
             regs: None,
+            abi_regs: None,
             marked: Vec::new(),
         }
     }

@@ -338,6 +338,7 @@ fn decode_with(
             marked,
             kernel: info.kernels.contains(&f.name),
             regs: info.regs.get(&sec_name).copied(),
+            abi_regs: None,
             name: f.name,
             section: sec_index.0,
             start: f.start,
@@ -365,7 +366,36 @@ fn decode_with(
             f.regs = Some(u);
         }
     }
+    // The ABI registers of nvdisasm's liveness: those, but never beyond its `-plr` table,
+    // whose columns, the same for every section of the cubin, go up to the highest register
+    // an instruction names or a `RET` reads (the callee-saved ones below the count): a call
+    // clobbers only registers with a column (tests/liveness_oracle.rs).
+    let mut table = used.values().copied().max().unwrap_or(0);
+    for f in out
+        .iter()
+        .filter(|f| f.instrs.iter().any(|i| i.op() == Op::Ret))
+    {
+        let regs = f.regs.unwrap_or(0).min(255);
+        if let Some(r) = (2..regs).rev().find(|&r| callee_saved(r as u8)) {
+            table = table.max(r + 1);
+        }
+    }
+    for f in &mut out {
+        f.abi_regs = f.regs.map(|r| r.min(table));
+    }
     Ok(Decoded { sm, functions: out })
+}
+
+/// Whether nvdisasm's call model has a callee preserve register `r` for its caller: R1, R2,
+/// R16 to R31, and from R32 up every other group of four (R36-R39, R44-R47, ...). A call
+/// may clobber the others (R0, R3-R15, R32-R35, R40-R43, ...); a `RET` reads these (checked
+/// against `nvdisasm -plr` in tests/liveness_oracle.rs).
+pub fn callee_saved(r: u8) -> bool {
+    match r {
+        1 | 2 | 16..=31 => true,
+        0 | 3..=15 => false,
+        _ => (r - 32) % 8 >= 4,
+    }
 }
 
 /// On sm_80-89 a global memory access (`LDG.E R0, [R2.64]`) reads a uniform register pair,

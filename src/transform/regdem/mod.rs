@@ -708,6 +708,7 @@ mod tests {
             ],
             kernel: true,
             regs: Some(16),
+            abi_regs: None,
             marked: Default::default(),
         };
         // (No encodings here: every register counts as placed.)
