@@ -78,6 +78,25 @@ impl Row {
     }
 }
 
+/// A row's marks as the liveness analysis takes them for an instruction the operand tables
+/// do not cover (`analysis::Liveness::compute_marked`).
+pub fn marked(row: &Row) -> crate::analysis::Marked {
+    use crate::analysis::RegFile;
+    let mut m = crate::analysis::Marked::default();
+    for (file, rf) in [
+        (File::Gpr, RegFile::Gpr),
+        (File::Pred, RegFile::Pred),
+        (File::UGpr, RegFile::UGpr),
+        (File::UPred, RegFile::UPred),
+    ] {
+        let marks = row.marks(file);
+        for &r in marks.reads.union(&marks.writes) {
+            m.mark(rf, r, marks.reads.contains(&r), marks.writes.contains(&r));
+        }
+    }
+    m
+}
+
 /// Rows of a listing, keyed by (text section name, instruction offset).
 pub(crate) type Rows = HashMap<(String, u64), Row>;
 
