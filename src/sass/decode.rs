@@ -400,14 +400,15 @@ pub fn callee_saved(r: u8) -> bool {
 
 /// On sm_80-89 a global memory access (`LDG.E R0, [R2.64]`) reads a uniform register pair,
 /// the memory descriptor, that nvdisasm does not print (sm_90 prints it:
-/// `desc[UR4][R2.64]`): its number is bits 32-37 of `LDG` (opcode 0x981) and bits 64-69 of
-/// `STG` (0x986), `ATOMG` (0x9a8), `RED` (0x98e) and `LDGSTS` (0xfae), found against
-/// `nvdisasm -plr`'s UGPR column; `ATOMG.E.CAS` (0x3a9) has none there. It goes in the
-/// address operand's `desc`; the operand text stays as printed.
+/// `desc[UR4][R2.64]`): its number is bits 32-37 of `LDG` (opcode 0x981) and of the generic
+/// `LD` (0x980), bits 64-69 of `STG` (0x986), `ATOMG` (0x9a8), `RED` (0x98e), `LDGSTS`
+/// (0xfae) and the generic `ST` (0x985) and `ATOM` (0x98a), found against `nvdisasm -plr`'s
+/// UGPR column; `ATOMG.E.CAS` (0x3a9) and `ATOM.E.CAS` (0x38b) have none there. It goes in
+/// the address operand's `desc`; the operand text stays as printed.
 fn implicit_descriptor(ins: &mut Instr) {
     let at = match ins.raw & 0xfff {
-        0x981 => 32,
-        0x986 | 0x9a8 | 0x98e | 0xfae => 64,
+        0x981 | 0x980 => 32,
+        0x986 | 0x9a8 | 0x98e | 0xfae | 0x985 | 0x98a => 64,
         _ => return,
     };
     if !ins.has_mod("E") {
