@@ -9,6 +9,7 @@
 //!
 //! * A cell is marked when the register is live into the instruction (read by it or live
 //!   through it) or written by it, used or not, guarded or not. `R1` is live out of every exit.
+//! * `PR` (`R2P PR, R2, 0x6`, `P2R`) stands for no predicate: nvdisasm does not see them.
 //! * Calls follow an ABI: a `CALL` reads R0 and R1 and writes (clobbers) every register a
 //!   callee need not preserve ([`callee_saved`]: R0, R3-R15, then R32-R35, R40-R43, ...); a
 //!   `RET` reads the preserved ones (R2, R16-R31, R36-R39, ...). Only registers below the
@@ -23,7 +24,8 @@
 //!   written, the tag becomes unknown; "always" wins over both. Walking a block backwards,
 //!   an unguarded write (or a call, guarded or not) ends any tag, a write under `@g` ends the
 //!   tags "always" and `g` (so `@P3 MOV R29` ends an R29 the next block reads unguarded, but
-//!   not one live only on a `!P1` path), but never a use of the same block below it.
+//!   not one live only on a `!P1` path), but never a use of the same block below it. A
+//!   uniform guard (`@!UP0`) counts as none.
 //! * A block that ends in a guarded branch shows, for what falls through, the next block's
 //!   plain live-in when that one also ends in a guarded branch (its guarded writes ending
 //!   nothing); everywhere else the shown live-out is the successors' tagged live-in.
@@ -173,9 +175,7 @@ pub fn use_def_file(ins: &Instr, file: RegFile) -> (RegSet, RegSet, bool) {
             {
                 mark(*index, op.role)
             }
-            (OperandKind::SpecialReg(s), RegFile::Pred) if s == "PR" => {
-                (0..7).for_each(|r| mark(r, op.role))
-            }
+
             (OperandKind::UReg(r), RegFile::UGpr) if *r != 63 => {
                 for k in 0..op.width.max(1) {
                     if r + k < 63 {
@@ -217,11 +217,12 @@ pub fn use_def_file(ins: &Instr, file: RegFile) -> (RegSet, RegSet, bool) {
     (uses, defs, ins.always())
 }
 
-/// A guard as a tag index: 0 is "always", then `P0`..`P6` and `UP0`..`UP6`, each positive
-/// and negated (`1 + 2 × (7 × uniform + index) + negated`).
+/// A guard as a tag index: 0 is "always", then `P0`..`P6`, each positive and negated
+/// (`1 + 2 × index + negated`). nvdisasm takes a uniform guard (`@!UP0`) for none: the
+/// write ends the register. (Indices up to [`UNKNOWN`] leave room for `UP0`..`UP6`.)
 fn cond_of(p: Option<Pred>) -> usize {
     match p {
-        Some(p) if !p.is_true() && p.index != 7 => {
+        Some(p) if !p.is_true() && p.index != 7 && !p.uniform => {
             1 + 2 * (7 * usize::from(p.uniform) + usize::from(p.index)) + usize::from(p.negated)
         }
         _ => 0,
@@ -406,21 +407,20 @@ impl Liveness {
                     (None, RegFile::Gpr) => use_def(ins, regs),
                     (None, _) => use_def_file(ins, file),
                 };
+                // The predicates whose tags a write makes unknown (uniform ones tag nothing).
                 let mut preds_written = 0u32;
-                for uniform in [false, true] {
-                    for index in 0..7 {
-                        let p = Pred {
-                            uniform,
-                            index,
-                            negated: false,
-                        };
-                        let written = match marked.get(&ins.offset) {
-                            Some(m) => m.writes[if uniform { 3 } else { 1 }].contains(index),
-                            None => writes_pred(ins, p),
-                        };
-                        if written {
-                            preds_written |= 1 << cond_of(Some(p));
-                        }
+                for index in 0..7 {
+                    let p = Pred {
+                        uniform: false,
+                        index,
+                        negated: false,
+                    };
+                    let written = match marked.get(&ins.offset) {
+                        Some(m) => m.writes[RegFile::Pred as usize].contains(index),
+                        None => writes_pred(ins, p),
+                    };
+                    if written {
+                        preds_written |= 1 << cond_of(Some(p));
                     }
                 }
                 Step {
@@ -483,6 +483,7 @@ impl Liveness {
 }
 
 /// Whether an instruction writes predicate `p` (an unknown instruction may write any).
+/// nvdisasm does not see the predicates `PR` stands for (`R2P PR, R2, 0x6`, `P2R`).
 fn writes_pred(ins: &Instr, p: Pred) -> bool {
     ins.unknown
         || ins.operands.iter().any(|o| {
@@ -490,17 +491,17 @@ fn writes_pred(ins: &Instr, p: Pred) -> bool {
                 && match o.kind {
                     OperandKind::Pred { index, .. } => !p.uniform && index == p.index,
                     OperandKind::UPred { index, .. } => p.uniform && index == p.index,
-                    OperandKind::SpecialReg(ref s) => s == "PR" && !p.uniform,
                     _ => false,
                 }
         })
 }
 
 /// The guard of a block's last instruction when it is a guarded `BRA` or `EXIT` taken on
-/// that guard alone (not `BRA.DIV`, `BRA.CONV` nor `@P0 BRA P1`).
+/// that guard alone (not `BRA.DIV`, `BRA.CONV` nor `@P0 BRA P1`; a uniform guard counts as
+/// none).
 fn guarded_end(last: &Instr) -> Option<Pred> {
     last.predicate.filter(|p| {
-        !p.is_true()
+        cond_of(Some(*p)) != 0
             && matches!(last.op(), Op::Bra | Op::Exit)
             && !super::cfg::conditional_form(last)
     })
