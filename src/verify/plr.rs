@@ -10,6 +10,8 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use crate::sass::ir::Function;
+
 /// A register file of the `-plr` table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum File {
@@ -31,7 +33,7 @@ impl File {
     }
 
     /// How registers of this file are written in SASS.
-    pub(crate) fn prefix(self) -> &'static str {
+    pub fn prefix(self) -> &'static str {
         match self {
             File::Gpr => "R",
             File::Pred => "P",
@@ -57,9 +59,9 @@ impl File {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Marks {
     /// `v` or `x`.
-    pub(crate) reads: BTreeSet<u8>,
+    pub reads: BTreeSet<u8>,
     /// `^` or `x`.
-    pub(crate) writes: BTreeSet<u8>,
+    pub writes: BTreeSet<u8>,
     /// Every non-blank cell (live into or through the instruction, or written by it).
     pub occupied: BTreeSet<u8>,
     /// The `#` column: registers of the file occupied there (blank: 0).
@@ -95,6 +97,60 @@ pub fn marked(row: &Row) -> crate::analysis::Marked {
         }
     }
     m
+}
+
+/// The `-plr` listing of one cubin, with its section names.
+#[derive(Debug, Clone, Default)]
+pub struct Listing {
+    pub(crate) rows: Rows,
+    /// Section index → name.
+    pub(crate) sections: Vec<String>,
+}
+
+impl Listing {
+    /// Run `nvdisasm -c -plr` on the cubin at `path` and read it.
+    pub fn of_cubin(nvdisasm: &std::path::Path, path: &std::path::Path) -> Result<Listing, String> {
+        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let cubin = crate::cubin::Cubin::parse(&bytes).map_err(|e| e.to_string())?;
+        let out = std::process::Command::new(nvdisasm)
+            .args(["-c", "-plr"])
+            .arg(path)
+            .output()
+            .map_err(|e| format!("{}: {e}", nvdisasm.display()))?;
+        if !out.status.success() {
+            return Err(format!(
+                "nvdisasm -plr: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        let rows = parse(&String::from_utf8_lossy(&out.stdout)).map_err(|e| e.to_string())?;
+        let sections = cubin
+            .elf()
+            .sections
+            .iter()
+            .map(|s| s.name.clone())
+            .collect();
+        Ok(Listing { rows, sections })
+    }
+
+    /// The name of section `index` (empty if there is none).
+    pub(crate) fn section(&self, index: usize) -> &str {
+        self.sections.get(index).map_or("", String::as_str)
+    }
+
+    /// nvdisasm's marks for the instructions of `f` the operand tables do not cover, for
+    /// `analysis::Liveness::compute_marked`.
+    pub fn marked(&self, f: &Function) -> HashMap<u64, crate::analysis::Marked> {
+        let section = self.section(f.section);
+        f.instrs
+            .iter()
+            .filter(|i| i.unknown)
+            .filter_map(|i| {
+                let row = self.rows.get(&(section.to_string(), i.offset))?;
+                Some((i.offset, marked(row)))
+            })
+            .collect()
+    }
 }
 
 /// Rows of a listing, keyed by (text section name, instruction offset).
