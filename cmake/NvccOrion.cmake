@@ -17,6 +17,11 @@
 # The options travel as --orion-* flags in CMAKE_CUDA_FLAGS / CUDA_NVCC_FLAGS; nvcc-orion
 # removes them before anything reaches nvcc. On the command line, a compiler cache used as
 # CMAKE_CUDA_COMPILER_LAUNCHER (ccache, sccache) hashes them: a changed option is a miss.
+# ccache as that launcher (-D or the environment variable of that name, given before the
+# first configure) also gets CCACHE_COMPILERCHECK='%compiler% cache-key', through
+# `cmake -E env` (every ccache version reads it), so it hashes what `nvcc-orion cache-key`
+# prints too: the NVCC_ORION_* variables of the build's environment, this nvcc-orion and the
+# real nvcc. With ccache's defaults alone it would hash none of them.
 include_guard(GLOBAL)
 
 option(NVCC_ORION "Compile CUDA through nvcc-orion" ON)
@@ -61,4 +66,19 @@ if(_nvcc_orion_flags)
   # Initialises CMAKE_CUDA_FLAGS when the CUDA language is enabled (toolchain or include form).
   string(APPEND CMAKE_CUDA_FLAGS_INIT " ${_joined}")
   list(APPEND CUDA_NVCC_FLAGS ${_nvcc_orion_flags})
+endif()
+
+# ccache as the CUDA launcher: let it hash `nvcc-orion cache-key` (once; a reconfigure finds
+# the launcher already wrapped).
+if(NOT DEFINED CMAKE_CUDA_COMPILER_LAUNCHER AND DEFINED ENV{CMAKE_CUDA_COMPILER_LAUNCHER})
+  set(CMAKE_CUDA_COMPILER_LAUNCHER "$ENV{CMAKE_CUDA_COMPILER_LAUNCHER}" CACHE STRING "CUDA compiler launcher")
+endif()
+if(CMAKE_CUDA_COMPILER_LAUNCHER)
+  list(GET CMAKE_CUDA_COMPILER_LAUNCHER 0 _nvcc_orion_launcher)
+  get_filename_component(_nvcc_orion_launcher "${_nvcc_orion_launcher}" NAME_WE)
+  if(_nvcc_orion_launcher STREQUAL "ccache")
+    set(CMAKE_CUDA_COMPILER_LAUNCHER
+      "${CMAKE_COMMAND};-E;env;CCACHE_COMPILERCHECK=%compiler% cache-key;${CMAKE_CUDA_COMPILER_LAUNCHER}"
+      CACHE STRING "CUDA compiler launcher (ccache hashing `nvcc-orion cache-key`)" FORCE)
+  endif()
 endif()

@@ -112,6 +112,9 @@ struct Kernel {
   int local_bytes[sel::kMaxVariants] = {};
   const char* name = nullptr;  // owned by the driver's module
   char* variant_names = nullptr;  // the names of variants 1.., NUL-separated, malloc'd once
+  // Bit v: variant v has registers on the other side of the original's from variant 1's
+  // (Orion's fail-safe searches that direction when the first step is slower).
+  uint32_t other_side = 0;
 };
 
 struct Handle {
@@ -296,6 +299,19 @@ void resources(Kernel& k, unsigned i, CUfunction f) {
     k.local_bytes[i] = -1;
 }
 
+// The variants whose register count lies on the other side of the original's from the first
+// step's (unknown counts are never the other side).
+uint32_t other_side_of(const Kernel& k) {
+  if (k.variants < 3 || k.registers[0] < 0 || k.registers[1] < 0) return 0;
+  bool first_up = k.registers[1] > k.registers[0];
+  uint32_t mask = 0;
+  for (unsigned v = 2; v < k.variants; ++v) {
+    int r = k.registers[v];
+    if (r >= 0 && r != k.registers[0] && (r > k.registers[0]) != first_up) mask |= 1u << v;
+  }
+  return mask;
+}
+
 // Fills `k` from the original's handle. Any failure leaves the original alone (1 variant).
 void resolve(Kernel& k, const void* func) {
   const Driver& d = g_state.driver;
@@ -345,6 +361,7 @@ void resolve(Kernel& k, const void* func) {
   }
   k.variants = n;
   k.variant_names = names;
+  k.other_side = other_side_of(k);
 }
 
 const Kernel* kernel_for(const void* func, int device) {
@@ -423,7 +440,9 @@ unsigned fitting(Kernel& k, size_t shmem) {
 
 // --- launching ---------------------------------------------------------------------------
 
-enum Via { kPlain, kPlainPtsz, kStub, kStubPtsz };
+// How the program launched: the original goes back the same way, so that whatever stands
+// between the program and the runtime (an interposer, a tracer) sees the same calls.
+enum Via { kPlain, kPlainPtsz, kEx, kExPtsz, kStub, kStubPtsz };
 
 struct Original {
   Via via;
@@ -438,6 +457,16 @@ cudaError_t launch_original(const Original& o, dim3 grid, dim3 block, void** arg
       return cudaLaunchKernel(o.func, grid, block, args, shmem, stream);
     case kPlainPtsz:
       return cudaLaunchKernel_ptsz(o.func, grid, block, args, shmem, stream);
+    case kEx:
+    case kExPtsz: {
+      cudaLaunchConfig_t config = {};
+      config.gridDim = grid;
+      config.blockDim = block;
+      config.dynamicSmemBytes = shmem;
+      config.stream = stream;
+      return o.via == kEx ? cudaLaunchKernelExC(&config, o.func, args)
+                          : cudaLaunchKernelExC_ptsz(&config, o.func, args);
+    }
     case kStub:
       return __cudaLaunchKernel(o.kernel, grid, block, args, shmem, stream);
     case kStubPtsz:
@@ -479,7 +508,7 @@ cudaError_t dispatch(const Original& o, dim3 grid, dim3 block, void** args, size
   }
   unsigned n = k->variants > 1 ? fitting(*k, shmem) : 1;
   if (n <= 1) return launch_original(o, grid, block, args, shmem, stream);
-  bool ptsz = o.via == kPlainPtsz || o.via == kStubPtsz;
+  bool ptsz = o.via == kPlainPtsz || o.via == kExPtsz || o.via == kStubPtsz;
   CUstream cu_stream = (stream == nullptr && ptsz) ? CU_STREAM_PER_THREAD : stream;
   CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
   bool capturing = s.driver.stream_is_capturing(cu_stream, &capture) != CUDA_SUCCESS ||
@@ -494,7 +523,7 @@ cudaError_t dispatch(const Original& o, dim3 grid, dim3 block, void** args, size
   key.block[1] = block.y;
   key.block[2] = block.z;
   key.shared = static_cast<uint32_t>(shmem);
-  sel::Plan plan = s.selector.begin(key, n, cu_stream, capturing);
+  sel::Plan plan = s.selector.begin(key, n, cu_stream, capturing, k->other_side);
   if (plan.variant <= 0 || static_cast<unsigned>(plan.variant) >= n) {
     e = launch_original(o, grid, block, args, shmem, stream);
     s.selector.end(plan, cu_stream, e == cudaSuccess);
@@ -688,7 +717,7 @@ ORION_RT_API cudaError_t orion_rt_v1_cudaLaunchKernel_ptsz(const void* func, dim
 ORION_RT_API cudaError_t orion_rt_v1_cudaLaunchKernelExC(const cudaLaunchConfig_t* config,
                                                          const void* func, void** args) {
   if (!config || config->numAttrs != 0) return cudaLaunchKernelExC(config, func, args);
-  Original o = {orion_rt_v1::kPlain, func, nullptr};
+  Original o = {orion_rt_v1::kEx, func, nullptr};
   return orion_rt_v1::dispatch(o, config->gridDim, config->blockDim, args,
                                config->dynamicSmemBytes, config->stream);
 }
@@ -696,7 +725,7 @@ ORION_RT_API cudaError_t orion_rt_v1_cudaLaunchKernelExC(const cudaLaunchConfig_
 ORION_RT_API cudaError_t orion_rt_v1_cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config,
                                                               const void* func, void** args) {
   if (!config || config->numAttrs != 0) return cudaLaunchKernelExC_ptsz(config, func, args);
-  Original o = {orion_rt_v1::kPlainPtsz, func, nullptr};
+  Original o = {orion_rt_v1::kExPtsz, func, nullptr};
   return orion_rt_v1::dispatch(o, config->gridDim, config->blockDim, args,
                                config->dynamicSmemBytes, config->stream);
 }

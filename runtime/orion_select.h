@@ -9,7 +9,10 @@
 //
 // Variant 0 is the kernel under its original name: what runs with no runtime, the fallback on
 // every doubt. Variants 1..n-1 are the steps in the static model's predicted direction, in
-// order. At most kMaxVariants.
+// order, and those on the other side of variant 0 (`other_side`: more registers where the
+// first step has fewer, or the reverse) for Orion's fail-safe: when the first step is slower
+// than the original, the search tries the other direction before it keeps the original.
+// At most kMaxVariants.
 #ifndef NVCC_ORION_SELECT_H
 #define NVCC_ORION_SELECT_H
 
@@ -140,6 +143,7 @@ struct Snapshot {
   int locked;  // -1 while exploring
   Reason reason;
   unsigned errors;
+  bool flipped;  // adapt: the first step was slower and the other direction was searched
   VariantStats stats[kMaxVariants];
 };
 
@@ -235,6 +239,8 @@ struct Entry {
   uint32_t best = 0;
   uint32_t reason = 0;
   uint32_t errors = 0;
+  uint32_t other = 0;    // adapt: bit v set when variant v is on the other side of variant 0
+  uint32_t flipped = 0;  // adapt: searching the other direction (the fail-safe)
   Pending pending[kMaxPending] = {};
   Stats stats[kMaxVariants] = {};
 };
@@ -287,8 +293,11 @@ class BasicSelector {
   }
 
   // Before a launch. `variants`: how many this kernel has; `capturing`: the stream is being
-  // captured into a graph (then nothing is timed and nothing switches).
-  Plan begin(const Key& key, unsigned variants, void* stream, bool capturing) {
+  // captured into a graph (then nothing is timed and nothing switches); `other_side`: bit v
+  // set when variant v lies on the other side of variant 0 from variant 1 (registers), the
+  // direction Orion's fail-safe tries when the first step is slower (0: none).
+  Plan begin(const Key& key, unsigned variants, void* stream, bool capturing,
+             uint32_t other_side = 0) {
     Plan plan = {0, -1, -1, -1};
     if (variants > kMaxVariants) variants = kMaxVariants;
     if (mode_load() == kOff || variants <= 1) return plan;
@@ -304,7 +313,7 @@ class BasicSelector {
     Timer* timer = 0;
     {
       detail::Guard g(lock_);
-      slot = insert(key, variants);
+      slot = insert(key, variants, other_side);
       if (slot < 0) return plan;  // table full: the original, untracked
       detail::Entry& e = table_[slot];
       plan.entry = slot;
@@ -463,7 +472,7 @@ class BasicSelector {
   }
 
   // Under the lock.
-  int insert(const Key& key, unsigned variants) {
+  int insert(const Key& key, unsigned variants, uint32_t other_side) {
     uint32_t h = key_hash(key);
     unsigned probes = Capacity < kMaxProbe ? Capacity : kMaxProbe;
     for (unsigned i = 0; i < probes; ++i) {
@@ -479,6 +488,9 @@ class BasicSelector {
       e.best = 0;
       e.reason = kExploring;
       e.errors = 0;
+      // Variant 0 and variant 1 define the directions; variants beyond the count do not exist.
+      e.other = other_side & ((1u << variants) - 1u) & ~3u;
+      e.flipped = 0;
       e.published.store(1, std::memory_order_release);
       size_.fetch_add(1, std::memory_order_release);
       return static_cast<int>(slot);
@@ -562,8 +574,11 @@ class BasicSelector {
     return static_cast<int>(v);
   }
 
-  // Orion §3.4: the original first, then each next candidate while it is faster than the best
-  // by more than the noise; the first step that is not faster locks the best.
+  // Orion §3.4: the original first, then each next candidate of the predicted direction
+  // while it is faster than the best by more than the noise; the first step that is not
+  // faster locks the best. The fail-safe: when that is the direction's first step (nothing
+  // beat the original), the other direction is searched the same way before the original is
+  // kept.
   int decide_adapt(detail::Entry& e) {
     for (;;) {
       const detail::Stats& s = e.stats[e.current];
@@ -580,7 +595,7 @@ class BasicSelector {
           return 0;
         }
         e.best = 0;
-        e.current = 1;
+        e.current = next_step(e, 0);
         continue;
       }
       double mb = 0, spb = 0;
@@ -588,16 +603,40 @@ class BasicSelector {
       median_spread(b.samples, b.count, &mb, &spb);
       double need = params_.min_gain > spb + sp ? params_.min_gain : spb + sp;
       if (m > mb * (1.0 - need)) {
+        unsigned other = first_other(e);
+        if (e.best == 0 && !e.flipped && other < e.variants) {
+          e.flipped = 1;
+          e.current = other;
+          continue;
+        }
         lock(e, e.best, kSlowdown);
         return static_cast<int>(e.best);
       }
       e.best = e.current;
-      if (e.current + 1 >= e.variants) {
+      unsigned next = next_step(e, e.current);
+      if (next >= e.variants) {
         lock(e, e.best, kBest);
         return static_cast<int>(e.best);
       }
-      e.current += 1;
+      e.current = next;
     }
+  }
+
+  // The variant after `from` in the direction being searched (the other one once flipped),
+  // or `variants` when there is none.
+  static unsigned next_step(const detail::Entry& e, unsigned from) {
+    uint32_t side = e.flipped ? 1u : 0u;
+    for (unsigned v = from + 1; v < e.variants; ++v) {
+      if (((e.other >> v) & 1u) == side) return v;
+    }
+    return e.variants;
+  }
+
+  static unsigned first_other(const detail::Entry& e) {
+    for (unsigned v = 1; v < e.variants; ++v) {
+      if ((e.other >> v) & 1u) return v;
+    }
+    return e.variants;
   }
 
   void snapshot(const detail::Entry& e, Snapshot* out) const {
@@ -606,6 +645,7 @@ class BasicSelector {
     out->locked = locked_of(e);
     out->reason = static_cast<Reason>(e.reason);
     out->errors = e.errors;
+    out->flipped = e.flipped != 0;
     for (unsigned v = 0; v < kMaxVariants; ++v) {
       const detail::Stats& s = e.stats[v];
       out->stats[v].launches = s.launches;

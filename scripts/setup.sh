@@ -172,6 +172,23 @@ if [[ "${NVCC_ORION_SETUP_SCCACHE_DIST:-}" == 1 ]]; then
     fi
 fi
 
+# --- 2e. PyTorch, for the CUDAExtension test (opt-in: CI sets NVCC_ORION_SETUP_TORCH=1). Its
+# PyPI wheel is built with CUDA 13 and imports the CUDA libraries it names (about 2.5 GB with
+# them, in a venv of its own: its CUDA runtime pin differs from the toolkit's). Installed once
+# into the cache (8 minutes here on 2 cores), a stamp saying it is complete.
+TORCH_PIN=2.15.0
+TORCH_VENV="$CACHE/torch-venv"
+if [[ "${NVCC_ORION_SETUP_TORCH:-}" == 1 && ! -f "$TORCH_VENV/torch-$TORCH_PIN.ok" ]]; then
+    log "pip install torch==$TORCH_PIN ninja into $TORCH_VENV (once; slow)"
+    if python3 -m venv "$TORCH_VENV" >&2 &&
+        "$TORCH_VENV/bin/python" -m pip install --disable-pip-version-check --no-input -q \
+            "torch==$TORCH_PIN" ninja >&2; then
+        touch "$TORCH_VENV/torch-$TORCH_PIN.ok"
+    else
+        log "could not install torch"
+    fi
+fi
+
 # --- 3. PATH, then a one-off host-link check (cached per toolkit) --------------------------------
 new_path="$PATH"
 for d in "$TOOLS_BIN" "$CUDA_ROOT/bin"; do
@@ -226,6 +243,9 @@ if [[ -n "$extra_lib" ]]; then
         *":$extra_lib:"*) ;;
         *) printf 'export LIBRARY_PATH=%q\n' "$extra_lib${LIBRARY_PATH:+:$LIBRARY_PATH}" ;;
     esac
+fi
+if [[ -f "$TORCH_VENV/torch-$TORCH_PIN.ok" ]]; then
+    printf 'export NVCC_ORION_TORCH_PYTHON=%q\n' "$TORCH_VENV/bin/python"
 fi
 # Not on PATH: the launcher tests want the distribution's sccache there.
 if sccache_dist_ok; then

@@ -4,6 +4,7 @@
 
 pub mod analysis;
 pub(crate) mod arch;
+pub mod audit;
 pub mod cli;
 pub mod commands;
 pub mod container;

@@ -50,12 +50,12 @@ fn main() -> ExitCode {
     let why = match (&settings.mode, &inv.class) {
         (Mode::Off, _) => Some("NVCC_ORION=off".to_string()),
         (_, Class::PassThrough(reason)) => Some(reason.clone()),
-        // Compiling and linking in one call is replayed only for the selector's glue.
-        (_, Class::Tunable) if inv.facts.compile_and_link && settings.selector.is_none() => {
-            Some("no compile mode (-c/-dc/-dw/-cubin/-fatbin)".to_string())
-        }
         (_, Class::Tunable) => None,
     };
+    // Sources compiled untuned leave a line in the report, so a project view can say why.
+    if let Some(warning) = driver::passed::note(&inv, &settings) {
+        eprintln!("{warning}");
+    }
     if settings.mode != Mode::Off
         && matches!(&inv.class, Class::PassThrough(r) if r == "--dryrun")
         && let Some(code) = dryrun_with_shim(&tk, &inv.nvcc_args, &nvcc_env, &settings)
@@ -259,6 +259,7 @@ fn ptxas_mode(args: &[OsString]) -> ExitCode {
     argv.extend(ptxas_args);
     let mut notes = Vec::new();
     let tune = nvcc_orion::tune::TuneContext {
+        selector_refused: None,
         toolkit: &tk,
         settings: &settings,
     };

@@ -17,6 +17,18 @@ pub struct Captured {
     pub stderr: Vec<u8>,
 }
 
+impl Captured {
+    /// Add `nvcc-orion: warning: <what>` to what the step printed, on a line of its own
+    /// (a tool's last message may lack its newline).
+    pub fn warn(&mut self, what: &str) {
+        if self.stderr.last().is_some_and(|&b| b != b'\n') {
+            self.stderr.push(b'\n');
+        }
+        self.stderr
+            .extend_from_slice(format!("nvcc-orion: warning: {what}\n").as_bytes());
+    }
+}
+
 /// The environment every step of one replay runs in.
 #[derive(Debug, Clone)]
 pub struct StepContext {

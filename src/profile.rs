@@ -5,7 +5,7 @@
 //! panics, and every error names the file and, where there is one, the entry. Format and
 //! rules: `docs/selector.md`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -21,12 +21,16 @@ pub(crate) const MAX_VARIANTS: u32 = 5;
 /// beyond them an entry is corrupt, and sums over entries stay finite.
 const MAX_MEDIAN_US: f64 = 86_400e6;
 const MAX_SPREAD: f64 = 1e6;
+/// Profiles above this size are refused whole (one warning line, the model's choices stand):
+/// a training run writes one entry per kernel, variant and launch configuration, about 300
+/// bytes each, so this is some 900,000 entries, far beyond any real program's.
+pub const MAX_PROFILE_BYTES: u64 = 256 << 20;
 /// A thread has at most 255 registers and 512 KiB of local memory on every arch.
 const MAX_REGISTERS: u32 = 255;
 const MAX_LOCAL_BYTES: u32 = 512 * 1024;
 
 /// One launch configuration as the selector keys it.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LaunchKey {
     /// The kernel's id: the FNV-1a hash of its mangled name (the same in every run; docs/selector.md).
@@ -120,6 +124,9 @@ pub struct Profile {
     /// Where it was read from (the name in errors).
     pub(crate) file: PathBuf,
     pub entries: Vec<Entry>,
+    /// The positions in `entries` of each (kernel, arch), so that a kernel's lookup reads
+    /// its own entries only.
+    by_kernel: BTreeMap<(String, String), Vec<usize>>,
 }
 
 /// The measured choice for one kernel and arch.
@@ -140,6 +147,8 @@ pub enum ProfileError {
         #[source]
         source: std::io::Error,
     },
+    #[error("{}: {bytes} bytes, above the {} MiB a profile may have", file.display(), MAX_PROFILE_BYTES >> 20)]
+    TooLarge { file: PathBuf, bytes: u64 },
     #[error("{}: not JSON: {source}", file.display())]
     Json {
         file: PathBuf,
@@ -167,6 +176,15 @@ pub enum ProfileError {
     },
 }
 
+/// A profile as its file spells it, for the fast path of [`Profile::parse`].
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileIn {
+    format: String,
+    version: u64,
+    entries: Vec<Entry>,
+}
+
 #[derive(Serialize)]
 struct FileOut<'a> {
     format: &'a str,
@@ -175,72 +193,104 @@ struct FileOut<'a> {
 }
 
 impl Profile {
-    /// Reads and validates `file`.
+    /// Reads and validates `file`; a file above [`MAX_PROFILE_BYTES`] is refused unread.
     pub fn read(file: &Path) -> Result<Profile, ProfileError> {
-        let bytes = std::fs::read(file).map_err(|source| ProfileError::Read {
+        let read = |source| ProfileError::Read {
             file: file.to_path_buf(),
             source,
-        })?;
-        Profile::parse(&bytes, file)
+        };
+        let bytes = std::fs::metadata(file).map_err(read)?.len();
+        if bytes > MAX_PROFILE_BYTES {
+            return Err(ProfileError::TooLarge {
+                file: file.to_path_buf(),
+                bytes,
+            });
+        }
+        Profile::parse(&std::fs::read(file).map_err(read)?, file)
     }
 
-    /// Validates `bytes`; `file` names them in errors.
+    /// Validates `bytes`; `file` names them in errors. Linear in the entries: a well-formed
+    /// profile is read straight into entries; only a malformed one is read again as plain
+    /// JSON, to name the entry at fault.
     pub fn parse(bytes: &[u8], file: &Path) -> Result<Profile, ProfileError> {
+        let entries = match serde_json::from_slice::<FileIn>(bytes) {
+            Ok(f) if f.format == FORMAT && f.version == VERSION => f.entries,
+            _ => return Err(Profile::why_not(bytes, file)),
+        };
+        if let Some((index, problem)) = check_entries(&entries) {
+            return Err(ProfileError::Entry {
+                file: file.to_path_buf(),
+                index,
+                kernel: entries[index].kernel.clone(),
+                problem,
+            });
+        }
+        Ok(Profile::new(file, entries))
+    }
+
+    fn new(file: &Path, entries: Vec<Entry>) -> Profile {
+        let mut by_kernel: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
+        for (i, e) in entries.iter().enumerate() {
+            by_kernel
+                .entry((e.kernel.clone(), e.arch.clone()))
+                .or_default()
+                .push(i);
+        }
+        Profile {
+            file: file.to_path_buf(),
+            entries,
+            by_kernel,
+        }
+    }
+
+    /// Why `bytes` is not a profile: the header's problem, or the first entry that does not
+    /// read, named by its index and kernel.
+    fn why_not(bytes: &[u8], file: &Path) -> ProfileError {
         let header = |problem: String| ProfileError::Header {
             file: file.to_path_buf(),
             problem,
         };
-        let top: Value = serde_json::from_slice(bytes).map_err(|source| ProfileError::Json {
-            file: file.to_path_buf(),
-            source,
-        })?;
+        let top: Value = match serde_json::from_slice(bytes) {
+            Ok(v) => v,
+            Err(source) => {
+                return ProfileError::Json {
+                    file: file.to_path_buf(),
+                    source,
+                };
+            }
+        };
         let Value::Object(top) = top else {
-            return Err(header("the top level is not an object".into()));
+            return header("the top level is not an object".into());
         };
         if let Some(k) = top
             .keys()
             .find(|k| !matches!(k.as_str(), "format" | "version" | "entries"))
         {
-            return Err(header(format!("unknown field `{k}`")));
+            return header(format!("unknown field `{k}`"));
         }
         if top.get("format").and_then(Value::as_str) != Some(FORMAT) {
-            return Err(header(format!("`format` is not \"{FORMAT}\"")));
+            return header(format!("`format` is not \"{FORMAT}\""));
         }
         match top.get("version").and_then(Value::as_u64) {
             Some(VERSION) => {}
-            Some(v) => return Err(header(format!("version {v}, this build reads {VERSION}"))),
-            None => return Err(header("`version` is missing or not a number".into())),
+            Some(v) => return header(format!("version {v}, this build reads {VERSION}")),
+            None => return header("`version` is missing or not a number".into()),
         }
         let Some(Value::Array(raw)) = top.get("entries") else {
-            return Err(header("`entries` is missing or not a list".into()));
+            return header("`entries` is missing or not a list".into());
         };
-        let mut entries = Vec::with_capacity(raw.len());
         for (index, value) in raw.iter().enumerate() {
-            let kernel = value
-                .get("kernel")
-                .and_then(Value::as_str)
-                .unwrap_or("?")
-                .to_string();
-            let entry = Entry::deserialize(value).map_err(|e| ProfileError::Entry {
-                file: file.to_path_buf(),
-                index,
-                kernel: kernel.clone(),
-                problem: e.to_string(),
-            })?;
-            if let Some(problem) = check_entry(&entry, &entries) {
-                return Err(ProfileError::Entry {
+            if let Err(e) = Entry::deserialize(value) {
+                let kernel = value.get("kernel").and_then(Value::as_str).unwrap_or("?");
+                return ProfileError::Entry {
                     file: file.to_path_buf(),
                     index,
-                    kernel,
-                    problem,
-                });
+                    kernel: kernel.to_string(),
+                    problem: e.to_string(),
+                };
             }
-            entries.push(entry);
         }
-        Ok(Profile {
-            file: file.to_path_buf(),
-            entries,
-        })
+        header("not a profile".into())
     }
 
     /// The profile as the selector writes it (entries in their order).
@@ -273,10 +323,7 @@ impl Profile {
     ) -> Result<Option<Winner>, ProfileError> {
         // (device name, key) -> variant -> median
         let mut configs: BTreeMap<(&str, &LaunchKey), BTreeMap<u32, f64>> = BTreeMap::new();
-        for (index, e) in self.entries.iter().enumerate() {
-            if e.kernel != kernel || e.arch != arch {
-                continue;
-            }
+        for (index, e) in self.of(kernel, arch) {
             if let Some(detail) = mismatch(e, variants.get(e.variant as usize)) {
                 return Err(ProfileError::Mismatch {
                     file: self.file.clone(),
@@ -312,8 +359,8 @@ impl Profile {
     /// build's names.
     pub fn totals(&self, kernel: &str, arch: &str, n_variants: usize) -> Vec<(u32, f64)> {
         let mut configs: BTreeMap<(&str, &LaunchKey), BTreeMap<u32, f64>> = BTreeMap::new();
-        for e in &self.entries {
-            if e.kernel == kernel && e.arch == arch && e.samples > 0 {
+        for (_, e) in self.of(kernel, arch) {
+            if e.samples > 0 {
                 configs
                     .entry((e.device.as_str(), &e.key))
                     .or_default()
@@ -326,6 +373,15 @@ impl Profile {
     /// The profile's file, as it was named.
     pub fn file(&self) -> &Path {
         &self.file
+    }
+
+    /// The entries of `kernel` on `arch`, with their positions.
+    fn of<'a>(&'a self, kernel: &str, arch: &str) -> impl Iterator<Item = (usize, &'a Entry)> {
+        self.by_kernel
+            .get(&(kernel.to_string(), arch.to_string()))
+            .into_iter()
+            .flatten()
+            .map(|&i| (i, &self.entries[i]))
     }
 }
 
@@ -380,8 +436,59 @@ fn totals(
         .collect()
 }
 
-/// What is wrong with `e`, given the entries before it; `None` when it is sound.
-fn check_entry(e: &Entry, before: &[Entry]) -> Option<String> {
+/// The first entry that is not sound, and why; `None` when all are. Linear: what an entry
+/// must agree with in the entries before it is kept in maps as they go by.
+fn check_entries(entries: &[Entry]) -> Option<(usize, String)> {
+    // (kernel, arch, variant, device, key) -> the entry.
+    let mut seen: HashMap<(&str, &str, u32, &str, &LaunchKey), usize> = HashMap::new();
+    // (kernel, arch, variant) -> the first entry with a name, and with registers.
+    let mut named: HashMap<(&str, &str, u32), usize> = HashMap::new();
+    let mut counted: HashMap<(&str, &str, u32), usize> = HashMap::new();
+    for (i, e) in entries.iter().enumerate() {
+        if let Some(problem) = check_alone(e) {
+            return Some((i, problem));
+        }
+        let v = (e.kernel.as_str(), e.arch.as_str(), e.variant);
+        if let Some(&j) = seen.get(&(v.0, v.1, v.2, e.device.as_str(), &e.key)) {
+            return Some((i, format!("repeats entry {j}")));
+        }
+        seen.insert((v.0, v.1, v.2, e.device.as_str(), &e.key), i);
+        if !e.variant_name.is_empty() {
+            match named.get(&v) {
+                Some(&j) if entries[j].variant_name != e.variant_name => {
+                    let problem = format!(
+                        "variant {} is `{}` here but `{}` in entry {j}",
+                        e.variant, e.variant_name, entries[j].variant_name
+                    );
+                    return Some((i, problem));
+                }
+                Some(_) => {}
+                None => {
+                    named.insert(v, i);
+                }
+            }
+        }
+        if let Some(here) = e.registers {
+            match counted.get(&v).map(|&j| (j, entries[j].registers)) {
+                Some((j, Some(there))) if there != here => {
+                    let problem = format!(
+                        "variant {} has {here} registers here but {there} in entry {j}",
+                        e.variant
+                    );
+                    return Some((i, problem));
+                }
+                Some(_) => {}
+                None => {
+                    counted.insert(v, i);
+                }
+            }
+        }
+    }
+    None
+}
+
+/// What is wrong with `e` on its own; `None` when it is sound.
+fn check_alone(e: &Entry) -> Option<String> {
     let arch_ok = e
         .arch
         .strip_prefix("sm_")
@@ -411,30 +518,7 @@ fn check_entry(e: &Entry, before: &[Entry]) -> Option<String> {
     } else if let Some(l) = e.local_bytes.filter(|&l| l > MAX_LOCAL_BYTES) {
         format!("local_bytes {l} is beyond the 512 KiB a thread can have")
     } else {
-        return before.iter().enumerate().find_map(|(j, b)| {
-            let same_variant = b.kernel == e.kernel && b.arch == e.arch && b.variant == e.variant;
-            if same_variant && b.device == e.device && b.key == e.key {
-                Some(format!("repeats entry {j}"))
-            } else if same_variant
-                && !b.variant_name.is_empty()
-                && !e.variant_name.is_empty()
-                && b.variant_name != e.variant_name
-            {
-                Some(format!(
-                    "variant {} is `{}` here but `{}` in entry {j}",
-                    e.variant, e.variant_name, b.variant_name
-                ))
-            } else if let (true, Some(here), Some(there)) = (same_variant, e.registers, b.registers)
-                && here != there
-            {
-                Some(format!(
-                    "variant {} has {here} registers here but {there} in entry {j}",
-                    e.variant
-                ))
-            } else {
-                None
-            }
-        });
+        return None;
     };
     Some(problem)
 }
@@ -498,6 +582,17 @@ mod tests {
         let again = parse(p.to_json().as_bytes()).unwrap();
         assert_eq!(again.entries, p.entries);
         assert!(parse(&doc(vec![])).unwrap().entries.is_empty());
+    }
+
+    #[test]
+    fn a_profile_above_the_cap_is_refused_unread() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = dir.path().join("big.json");
+        let f = std::fs::File::create(&big).unwrap();
+        f.set_len(MAX_PROFILE_BYTES + 1).unwrap(); // sparse: nothing is written
+        let e = Profile::read(&big).unwrap_err().to_string();
+        assert!(e.ends_with("above the 256 MiB a profile may have"), "{e}");
+        assert_eq!(e.lines().count(), 1);
     }
 
     #[test]

@@ -55,6 +55,10 @@ pub struct Settings {
     /// ships its ranked variants as extra entries and the host object carries the selector
     /// (docs/selector.md).
     pub selector: Option<Selector>,
+    /// `NVCC_ORION_CALIBRATION=FILE` / `--orion-calibration=FILE`: parameters `nvcc-orion
+    /// calibrate` measured on a GPU; the predictor prices the architectures the file has a
+    /// device of with them (`predict::calibration`). Default: the published parameters.
+    pub(crate) calibration: Option<FileSetting>,
 }
 
 /// What the selector compiled into an object does at launch time (docs/selector.md §Modes).
@@ -76,18 +80,21 @@ impl Selector {
     }
 }
 
-/// The profile a build is guided by: where it is and what it holds.
+/// A file a setting names (a profile, a calibration): where it is and what it holds.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct ProfileSetting {
+pub(crate) struct FileSetting {
     pub(crate) path: PathBuf,
     /// SHA-256 of its bytes when the settings were read (`unreadable` when it could not be
-    /// read): what compiler caches hash, so an edited profile is a miss.
+    /// read): what compiler caches hash, so an edited file is a miss.
     pub(crate) sha256: String,
 }
 
-impl ProfileSetting {
+/// The profile a build is guided by.
+pub(crate) type ProfileSetting = FileSetting;
+
+impl FileSetting {
     /// `path` made absolute (steps may run in other folders) and hashed.
-    fn at(path: PathBuf) -> ProfileSetting {
+    fn at(path: PathBuf) -> FileSetting {
         use sha2::{Digest, Sha256};
         let path = std::path::absolute(&path).unwrap_or(path);
         let sha256 = std::fs::read(&path).map_or_else(
@@ -99,7 +106,7 @@ impl ProfileSetting {
                     .collect()
             },
         );
-        ProfileSetting { path, sha256 }
+        FileSetting { path, sha256 }
     }
 }
 
@@ -120,6 +127,7 @@ impl Default for Settings {
             keep_cubins: None,
             profile: None,
             selector: None,
+            calibration: None,
         }
     }
 }
@@ -183,6 +191,7 @@ impl Settings {
             ("NVCC_ORION_TRANSFORMS", "transforms"),
             ("NVCC_ORION_KEEP_CUBINS", "keep-cubins"),
             ("NVCC_ORION_PROFILE", "profile"),
+            ("NVCC_ORION_CALIBRATION", "calibration"),
         ] {
             if let Some(v) = env(var).filter(|v| !v.is_empty()) {
                 pairs.push((key.to_string(), Some(v), "environment"));
@@ -219,6 +228,13 @@ impl Settings {
                 // Restated by `output_options` for compiler caches only: the hash that counts
                 // is the one of the file `--orion-profile` names, taken when it is read.
                 ("profile-sha256", Some(_)) => {}
+                ("calibration", Some(v)) => {
+                    s.calibration = Some(FileSetting::at(PathBuf::from(v)))
+                }
+                ("calibration", None) => warnings.push(bad(
+                    "--orion-calibration without a file (use --orion-calibration=FILE)",
+                )),
+                ("calibration-sha256", Some(_)) => {}
                 ("block-size", Some(v)) => {
                     for item in v.split(',') {
                         let (kernel, n) = match item.rsplit_once(':') {
@@ -281,7 +297,8 @@ impl Settings {
     }
 
     /// The `--orion-*` options that restate every setting which changes the output (mode,
-    /// block sizes, margin, transforms, force), each only where it differs from the default,
+    /// block sizes, margin, transforms, force, profile, calibration), each only where it
+    /// differs from the default,
     /// in a fixed order. `--dryrun` puts them on its ptxas lines and `cache-key` prints them,
     /// so compiler caches hash the settings whether they came from the environment or the
     /// command line. A new setting that changes the output belongs here too.
@@ -321,6 +338,11 @@ impl Settings {
             // and its content hash, so that an edited profile is a miss.
             o.push(format!("--orion-profile={}", p.path.display()));
             o.push(format!("--orion-profile-sha256={}", p.sha256));
+        }
+        if let Some(c) = &self.calibration {
+            // Likewise: the predictor's parameters change what the tuner chooses.
+            o.push(format!("--orion-calibration={}", c.path.display()));
+            o.push(format!("--orion-calibration-sha256={}", c.sha256));
         }
         o
     }
@@ -439,6 +461,37 @@ mod tests {
                 "nvcc-orion: warning: ignoring --orion-profile without a file (use --orion-profile=FILE) from the command line"
             ]
         );
+    }
+
+    #[test]
+    fn a_calibration_is_restated_with_its_content_hash() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.json");
+        std::fs::write(&file, "a").unwrap();
+        let f = file.display().to_string();
+        let env = |k: &str| (k == "NVCC_ORION_CALIBRATION").then(|| f.clone());
+        let (s, w) = Settings::read_test(&env, &[]);
+        assert!(w.is_empty(), "{w:?}");
+        let o = s.output_options();
+        assert_eq!(
+            o,
+            [
+                format!("--orion-calibration={f}"),
+                "--orion-calibration-sha256=ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb".to_string()
+            ]
+        );
+        // Read back from the restated options: the same setting.
+        let (back, w) = Settings::read_test(
+            &|_| None,
+            &[
+                ("calibration".into(), Some(f.clone())),
+                ("calibration-sha256".into(), Some("x".into())),
+            ],
+        );
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(back.output_options(), o);
+        let (s, w) = Settings::read_test(&|_| None, &[("calibration".into(), None)]);
+        assert_eq!((s.calibration, w.len()), (None, 1));
     }
 
     #[test]

@@ -453,3 +453,115 @@ fn cmake_with_ccache_launcher() {
         "{label}: objects differ"
     );
 }
+
+/// ccache as `CMAKE_CUDA_COMPILER_LAUNCHER` through `cmake/NvccOrion.cmake`, with ccache's
+/// own defaults (an empty configuration): the module makes ccache hash `nvcc-orion
+/// cache-key`, so a build whose only difference is `NVCC_ORION=off` in the environment
+/// misses and gets the tuned objects, and an unchanged one hits with the same bytes. Three
+/// build folders configured alike share one cache: off, default, default.
+#[test]
+fn cmake_module_ccache_sees_settings_from_the_environment() {
+    let label = "cmake_module_ccache";
+    let Some(t) = tools_or_skip(label) else {
+        return;
+    };
+    let Some(ccache) = common::packaged_tool("ccache", label) else {
+        return;
+    };
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let config = tmp.path().join("ccache.conf");
+    fs::write(&config, "").unwrap();
+    let with_env = |cmd: &mut Command, mode: Option<&str>| {
+        cmd.env("NVCC_ORION_NVCC", &t.nvcc)
+            .env("CCACHE_DIR", tmp.path().join("ccache"))
+            .env("CCACHE_CONFIGPATH", &config)
+            .env("NVCC_ORION_CACHE", tmp.path().join("orion-cache"))
+            .env("LC_ALL", "C")
+            .env_remove("CCACHE_COMPILERCHECK")
+            .env_remove("NVCC_ORION_REPORT")
+            .env_remove("CUDAARCHS")
+            .env_remove("CUDACXX")
+            .env_remove("CMAKE_CUDA_COMPILER_LAUNCHER");
+        match mode {
+            Some(m) => cmd.env("NVCC_ORION", m),
+            None => cmd.env_remove("NVCC_ORION"),
+        };
+    };
+    let stats = || -> (u64, u64) {
+        let mut c = Command::new(&ccache);
+        c.arg("--print-stats");
+        with_env(&mut c, None);
+        let text = run(&mut c, "ccache --print-stats");
+        let count = |key: &str| -> u64 {
+            text.lines()
+                .find_map(|l| l.strip_prefix(key)?.trim().parse().ok())
+                .unwrap_or(0)
+        };
+        (
+            count("direct_cache_hit\t") + count("preprocessed_cache_hit\t"),
+            count("cache_miss\t"),
+        )
+    };
+    // neighbors.cu's kernel is retuned (64 registers under ptxas, fewer tuned).
+    let object = "CMakeFiles/particles.dir/neighbors.cu.o";
+    let regs = |o: &Path| -> u32 {
+        common::fixtures::res_usage(o)
+            .unwrap()
+            .iter()
+            .find(|u| u.function.contains("neighbor_score"))
+            .expect("neighbor_score in the object")
+            .reg
+    };
+    let mut regs_seen = Vec::new();
+    let mut objects = Vec::new();
+    let mut counts = Vec::new();
+    for (name, mode) in [("off", Some("off")), ("tuned", None), ("again", None)] {
+        let build = tmp.path().join(name);
+        let mut configure = Command::new(&t.cmake);
+        configure
+            .args(["-G", "Ninja"])
+            .arg(format!("-DCMAKE_MAKE_PROGRAM={}", t.ninja.display()))
+            .arg(format!(
+                "-DCMAKE_TOOLCHAIN_FILE={}",
+                repo.join("cmake/NvccOrion.cmake").display()
+            ))
+            .arg(format!("-DNVCC_ORION_EXECUTABLE={ORION}"))
+            .arg(format!(
+                "-DCMAKE_CUDA_COMPILER_LAUNCHER={}",
+                ccache.display()
+            ))
+            .arg("-DCMAKE_CUDA_ARCHITECTURES=90")
+            .arg("-S")
+            .arg(repo.join("examples/cmake"))
+            .arg("-B")
+            .arg(&build);
+        with_env(&mut configure, None);
+        run(&mut configure, &format!("{label} configure {name}"));
+        let cache = fs::read_to_string(build.join("CMakeCache.txt")).unwrap();
+        assert!(
+            cache.contains("CCACHE_COMPILERCHECK=%compiler% cache-key"),
+            "{label}: the module did not set ccache's compiler check"
+        );
+        let mut compile = Command::new(&t.cmake);
+        compile.arg("--build").arg(&build);
+        with_env(&mut compile, mode);
+        run(&mut compile, &format!("{label} build {name}"));
+        objects.push(fs::read(build.join(object)).unwrap());
+        regs_seen.push(regs(&build.join(object)));
+        counts.push(stats());
+    }
+    let (hits, misses): (Vec<u64>, Vec<u64>) = counts.into_iter().unzip();
+    assert!(misses[0] > 0, "{label}: the first build was not looked up");
+    assert!(
+        misses[1] > misses[0],
+        "{label}: NVCC_ORION=off's objects were served to the default build (misses {misses:?})"
+    );
+    assert!(
+        regs_seen[1] < regs_seen[0],
+        "{label}: the default build got the untuned object (registers {regs_seen:?})"
+    );
+    assert_eq!(misses[2], misses[1], "{label}: an unchanged build missed");
+    assert!(hits[2] > hits[1], "{label}: an unchanged build did not hit");
+    assert_eq!(objects[1], objects[2], "{label}: a hit gave other bytes");
+}

@@ -233,6 +233,10 @@ fn every_program_and_variant_builds_and_the_manifest_is_right() {
     assert!(nm("nbody.adapt") && nm("nbody.train") && nm("control.adapt"));
     assert!(!nm("nbody.default") && !nm("nbody.nvcc"));
     assert!(rows.contains_key(&("nbody".into(), "pragma".into(), "nbody_forces".into())));
+    // The calibration travels with the programs: its microbenchmarks, built for sm_90, and
+    // the predictor.
+    let tools = out.join("nvcc-orion-gpu-bench/tools");
+    assert!(tools.join("orion-calibrate").is_file() && tools.join("nvcc-orion").is_file());
     let archive = out.join("nvcc-orion-gpu-bench.tar.xz");
     let size = std::fs::metadata(&archive).unwrap().len();
     assert!(size < 64 << 20, "{size} bytes");
@@ -375,6 +379,50 @@ fn the_summary_of_the_test_fixture() {
     );
 }
 
+/// The predictor's fidelity per program: Spearman's rank correlation between predicted cycles
+/// and measured times of each kernel's timed variants, before and after calibration.
+#[test]
+fn fidelity_before_and_after_calibration() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results.csv");
+    std::fs::write(
+        &results,
+        "# device: Stand-in GPU\n\
+         program,kernel,variant,registers,occupancy,median_ms,speedup_vs_nvcc,check,applied\n\
+         p,k,nvcc,64,0.5,3.0,1.0,ok,yes\n\
+         p,k,default,64,0.5,3.0,1.0,ok,yes\n\
+         p,k,budget-48,48,0.6,2.0,1.5,ok,yes\n\
+         p,k,budget-32,32,1.0,1.0,3.0,ok,yes\n\
+         p,k,adapt,64,0.5,0.9,3.3,ok,yes\n",
+    )
+    .unwrap();
+    // Before: the model ranks the three the wrong way round; after: the right way.
+    let before = dir.path().join("before.csv");
+    std::fs::write(
+        &before,
+        "p,nvcc,k,10\np,default,k,10\np,budget-48,k,20\np,budget-32,k,30\np,adapt,k,1\n",
+    )
+    .unwrap();
+    let after = dir.path().join("after.csv");
+    std::fs::write(
+        &after,
+        "p,nvcc,k,30\np,default,k,30\np,budget-48,k,20\np,budget-32,k,10\n",
+    )
+    .unwrap();
+    let o = python(&[
+        "fidelity",
+        results.to_str().unwrap(),
+        before.to_str().unwrap(),
+        after.to_str().unwrap(),
+    ]);
+    assert!(o.status.success());
+    // Ties (nvcc and default) share a rank; the selector's build is no candidate.
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).lines().nth(1).unwrap(),
+        "  p: before -1.000 (1 kernels), after +1.000 (1 kernels)"
+    );
+}
+
 #[test]
 fn budgets_from_a_report() {
     // Two kernels: built, pruned and pragma budgets; rewrites are not budgets of their own.
@@ -467,6 +515,37 @@ fn run_sh_collects_stand_in_programs_into_one_csv() {
         "echo RESULT,beta,beta_k,32,1.0000,1.000000,ok",
     );
     stand_in("beta.regdem", "exit 7");
+    // The calibration: nvcc-orion itself, and a stand-in for its microbenchmarks printing what
+    // they would on an sm_90 GPU with 132 SMs.
+    std::fs::create_dir_all(root.join("tools")).unwrap();
+    std::fs::copy(
+        env!("CARGO_BIN_EXE_nvcc-orion"),
+        root.join("tools/nvcc-orion"),
+    )
+    .unwrap();
+    let mut measurements = String::from("echo DEVICE,Stand-in GPU,90,132,52428800,13050\n");
+    for (i, cycles) in [
+        (12, 40),
+        (17, 40),
+        (20, 263),
+        (24, 263),
+        (26, 479),
+        (27, 479),
+    ] {
+        measurements += &format!("echo CHASE,{},{cycles}\n", 1u64 << i);
+    }
+    for (level, rate) in [("L1", 128.0), ("L2", 47.0), ("DRAM", 12.8)] {
+        for w in [1u32, 2, 4, 8, 16, 32, 64] {
+            let y = (f64::from(w) * 4.0).min(rate);
+            measurements += &format!("echo STREAM,{level},{w},{y}\n");
+        }
+    }
+    let calibrate = root.join("tools/orion-calibrate");
+    std::fs::write(&calibrate, format!("#!/bin/sh\n{measurements}")).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&calibrate, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
     let o = Command::new("bash")
         .arg(root.join("run.sh"))
         .env("PATH", "/usr/bin:/bin")
@@ -510,6 +589,22 @@ fn run_sh_collects_stand_in_programs_into_one_csv() {
     );
     assert!(
         stdout.contains("MISMATCH beta/beta_k variant regdem: CRASH-rc7"),
+        "{stdout}"
+    );
+    // Calibrated first, keyed by the device and its driver; the stand-ins hold no cubins, so
+    // no variant has a prediction to rank.
+    let calibration = std::fs::read_to_string(root.join("calibration.json")).unwrap();
+    if which::which("nvidia-smi").is_err() {
+        assert!(
+            calibration.contains("\"Stand-in GPU / driver 13050\""),
+            "{calibration}"
+        );
+    }
+    assert!(root.join("calibration.txt").is_file());
+    assert!(
+        stdout.contains(
+            "predictor fidelity per program (Spearman rank correlation of predicted against measured variant times, mean over kernels):\n  no kernel with two timed and predicted variants"
+        ),
         "{stdout}"
     );
     // The budget-40 mismatch is no candidate: adapt is judged against the default build.

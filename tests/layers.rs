@@ -42,8 +42,8 @@ const FLOORS: &[(&[&str], &str)] = &[
         "budgets, variants, selection: runs the rewrites and the checker",
     ),
     (
-        &["transform", "verify"],
-        "the rewrites and the checker that proves them: independent, so the checker cannot inherit a rewrite's blind spot",
+        &["transform", "verify", "audit"],
+        "the rewrites, the checker that proves them and the assembly check: independent, so no check inherits the blind spot of what it checks",
     ),
     (&["predict"], "occupancy/latency model, the stall predictor"),
     (
@@ -196,6 +196,41 @@ fn arrows_point_down_and_never_circle() {
         violations.len(),
         violations.join("\n")
     );
+}
+
+/// Checks that must not share code with what they check: each may use only the listed
+/// modules of the crate (the leaves that find and run toolkit programs), so a bug in the
+/// assembler cannot hide in the checker's reading of the result.
+const INDEPENDENT: &[(&str, &[&str], &str)] = &[(
+    "audit",
+    &["toolkit", "process"],
+    "the assembly check reads cubins only through cuobjdump and nvdisasm",
+)];
+
+#[test]
+fn checks_import_nothing_they_check() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let crate_ = Crate::read(&src);
+    let mut violations = Vec::new();
+    for (checker, allowed, why) in INDEPENDENT {
+        assert!(
+            crate_.top_modules().contains(*checker),
+            "INDEPENDENT names `{checker}`, which is no module of the crate"
+        );
+        for a in crate_.arrows() {
+            let (Some(f), Some(t)) = (a.from.first(), a.to.first()) else {
+                continue;
+            };
+            if f == checker && t != checker && !allowed.contains(&t.as_str()) {
+                violations.push(format!(
+                    "{}:{}: `{checker}` uses `{t}` ({why})",
+                    a.file.display(),
+                    a.line
+                ));
+            }
+        }
+    }
+    assert!(violations.is_empty(), "{}", violations.join("\n"));
 }
 
 #[test]

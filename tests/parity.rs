@@ -463,6 +463,73 @@ fn cases() -> Vec<Case> {
         )
         .inputs(&["main.cu", "shmem.cu"])
         .produces(&["app"]),
+        // One-call builds (compile and link, several sources, objects among the inputs,
+        // `-lib`): replayed and tuned like `-c` builds.
+        case(
+            "compile_and_link_rdc",
+            &[
+                "-rdc=true",
+                "rdc_a.cu",
+                "rdc_b.cu",
+                "-arch=sm_90",
+                "-o",
+                "rdc_one",
+            ],
+        )
+        .inputs(&["rdc_a.cu", "rdc_b.cu"])
+        .produces(&["rdc_one"]),
+        case(
+            "compile_and_link_with_object",
+            &["main.cu", "shmem.o", "-arch=sm_80", "-o", "app_mixed"],
+        )
+        .inputs(&["main.cu"])
+        .fixtures(&["shmem.o"])
+        .produces(&["app_mixed"]),
+        case(
+            "compile_and_link_default_name",
+            &["rdc_a.cu", "rdc_b.cu", "-rdc=true", "-Xptxas", "-v"],
+        )
+        .inputs(&["rdc_a.cu", "rdc_b.cu"])
+        .produces(&["a.out"]),
+        case(
+            "lib_two_sources",
+            &[
+                "-lib",
+                "devcall.cu",
+                "shmem.cu",
+                "-arch=sm_80",
+                "-o",
+                "libds.a",
+            ],
+        )
+        .inputs(&["devcall.cu", "shmem.cu"])
+        .produces(&["libds.a"]),
+        case(
+            "lib_rdc_gencodes",
+            &[
+                "--lib",
+                "-rdc=true",
+                "rdc_b.cu",
+                "-gencode",
+                GC80,
+                "-gencode",
+                GC90,
+            ],
+        )
+        .inputs(&["rdc_b.cu"])
+        .produces(&["a.a"]),
+        case(
+            "compile_and_link_undefined_symbol",
+            &["main.cu", "-arch=sm_80", "-o", "app_missing"],
+        )
+        .inputs(&["main.cu"])
+        .fails(),
+        case(
+            "compile_and_link_syntax_error",
+            &["syntax_error.cu", "main.cu", "-o", "app_broken"],
+        )
+        .inputs(&["syntax_error.cu", "main.cu"])
+        .fails(),
         case(
             "device_link_dc_pair",
             &["-dlink", "rdc_a.o", "rdc_b.o", "-o", "dlink.o"],
@@ -580,6 +647,12 @@ const MUST_REPLAY: &[&str] = &[
     "ccbin",
     "absolute_output_path",
     "arch_sm_90a",
+    "compile_and_link",
+    "compile_and_link_rdc",
+    "compile_and_link_with_object",
+    "compile_and_link_default_name",
+    "lib_two_sources",
+    "lib_rdc_gencodes",
 ];
 /// ... and everything else must go to nvcc unchanged.
 const MUST_PASS_THROUGH: &[&str] = &[
@@ -591,7 +664,6 @@ const MUST_PASS_THROUGH: &[&str] = &[
     "preprocess_e",
     "version",
     "link_exe",
-    "compile_and_link",
 ];
 
 /// The table with the replay checks attached.

@@ -18,10 +18,12 @@ use std::sync::OnceLock;
 
 use nvcc_orion::cubin::{Cubin, OffsetMap};
 use nvcc_orion::predict::Arch;
+use nvcc_orion::predict::memory::l1_left;
 use nvcc_orion::predict::occupancy::{
     KernelResources, Launch, SharedBytes, occupancy, register_cliffs,
 };
-use nvcc_orion::predict::stalls::predict;
+use nvcc_orion::predict::price::predict;
+use nvcc_orion::predict::{Model, Residency};
 use nvcc_orion::sass::control::Control;
 use nvcc_orion::sass::decode;
 use nvcc_orion::sass::encode;
@@ -602,7 +604,13 @@ fn measure(arch: u32, bytes: &[u8], kernel: &str, base_instructions: usize) -> O
         &Launch::new(THREADS),
     )
     .ok()?;
-    let cycles = predict(arch, &funcs, kernel, occ.warps_per_sm)?.cycles_per_warp;
+    let model = Model::published(arch);
+    let at = Residency {
+        warps_per_sm: occ.warps_per_sm,
+        frame_bytes: info.frame_size.unwrap_or(0),
+        l1_bytes: l1_left(a, &model.memory, &occ),
+    };
+    let cycles = predict(&model, &funcs, kernel, at)?.cycles_per_warp;
     Some(format!(
         "{:+} / {} / {} / {} / {:.0}",
         count as i64 - base_instructions as i64,

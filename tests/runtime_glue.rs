@@ -1,7 +1,7 @@
-//! The selector's CUDA glue (`runtime/orion_runtime.cpp`, `runtime/orion_launch_redirect.h`,
-//! issue 21) on real toolchain output: the test program `tests/runtime/glue_{a,b}.cu` built by
-//! plain nvcc, and again by nvcc-orion under `NVCC_ORION=adapt|train`, which force-includes the
-//! launch redirect in the host compilation and merges the glue object into each object
+//! The selector's CUDA glue (`runtime/orion_runtime.cpp`, issue 21) on real toolchain
+//! output: the test program `tests/runtime/glue_{a,b}.cu` built by plain nvcc, and again by
+//! nvcc-orion under `NVCC_ORION=adapt|train`, which renames the host object's references to
+//! the runtime's launch entry points and merges the glue object into it
 //! (`src/driver/glue.rs`). The objects must redirect every launch path and keep the variants;
 //! the programs must link with nvcc, g++ and clang++ (required under CI), with `-cudart static`
 //! and `shared`, with and without `-rdc`, compiled with `-c` and linked apart or compiled and
@@ -35,9 +35,7 @@ fn run(cmd: &mut Command) -> Output {
     out
 }
 
-fn cuda_home(nvcc: &Path) -> PathBuf {
-    nvcc.parent().unwrap().parent().unwrap().to_path_buf()
-}
+use common::{cuda_home, cudart_dir};
 
 /// The glue compiled like the driver will: the host compiler, position-independent (the object
 /// may end up in a shared library), no exceptions or RTTI, every warning an error.
@@ -97,7 +95,6 @@ fn objects(nvcc: &Path) -> PathBuf {
         "tests/runtime/glue_b.cu",
         "runtime/orion_runtime.cpp",
         "runtime/orion_runtime.h",
-        "runtime/orion_launch_redirect.h",
         "runtime/orion_select.h",
         "tests/runtime/glue_fake.cpp",
     ]
@@ -108,12 +105,13 @@ fn objects(nvcc: &Path) -> PathBuf {
     let driver = driver_identity();
     inputs.push(&driver);
     // What the folder holds: bump when the build below changes.
-    inputs.push(b"objects v4: plain, host, glue (driver), a.train, once, once-rdc, a.host-ptsz");
+    inputs.push(
+        b"objects v5: plain, host (renamed), glue (driver), a.train, once, once-rdc, a.host-ptsz",
+    );
     common::build_once("runtime-glue", nvcc, &inputs, |dir| {
         compile_glue("g++", nvcc, &dir.join("glue.o"));
         let lib = cudart_dir(nvcc, dir);
         let cache = dir.join("cache");
-        let redirect = root().join("runtime/orion_launch_redirect.h");
         let src = |unit: &str| root().join(format!("tests/runtime/glue_{unit}.cu"));
         let mut jobs = Vec::new();
         let mut spawn = |mut cmd: Command| {
@@ -137,13 +135,6 @@ fn objects(nvcc: &Path) -> PathBuf {
                     if !rdc.is_empty() {
                         cmd.arg("-rdc=true");
                     }
-                    if kind == "host" {
-                        // nvcc hands -Xcompiler to its preprocessing steps too, where the
-                        // header does nothing (__CUDACC__); the driver passes it to the
-                        // .cudafe1.cpp host compilation only.
-                        cmd.arg("-Xcompiler")
-                            .arg(format!("-include,{}", redirect.display()));
-                    }
                     cmd.arg("-o").arg(dir.join(format!("{unit}.{kind}{rdc}.o")));
                     spawn(cmd);
                 }
@@ -153,8 +144,6 @@ fn objects(nvcc: &Path) -> PathBuf {
         let mut cmd = Command::new(nvcc);
         cmd.args(["-arch=sm_90", "--default-stream", "per-thread", "-c"])
             .arg(src("a"))
-            .arg("-Xcompiler")
-            .arg(format!("-include,{}", redirect.display()))
             .arg("-o")
             .arg(dir.join("a.host-ptsz.o"));
         spawn(cmd);
@@ -181,7 +170,36 @@ fn objects(nvcc: &Path) -> PathBuf {
         for (what, mut child) in jobs {
             assert!(child.wait().unwrap().success(), "{what}");
         }
+        // `host`: the launches renamed by hand, as the driver does, but no glue merged.
+        for rdc in ["", "-rdc"] {
+            for unit in ["a", "b"] {
+                rename_launches(&dir.join(format!("{unit}.host{rdc}.o")));
+            }
+        }
+        rename_launches(&dir.join("a.host-ptsz.o"));
     })
+}
+
+/// The runtime's launch entry points an object references, renamed to the glue's
+/// (`orion_rt_v1_<name>`): what the driver does before merging the glue.
+fn rename_launches(object: &Path) {
+    let mut cmd = Command::new("objcopy");
+    for n in [
+        "cudaLaunchKernel",
+        "cudaLaunchKernel_ptsz",
+        "cudaLaunchKernelExC",
+        "cudaLaunchKernelExC_ptsz",
+        "__cudaGetKernel",
+        "__cudaLaunchKernel",
+        "__cudaLaunchKernel_ptsz",
+    ] {
+        cmd.arg(format!("--redefine-sym={n}=orion_rt_v1_{n}"));
+    }
+    assert!(
+        cmd.arg(object).status().unwrap().success(),
+        "objcopy {}",
+        object.display()
+    );
 }
 
 fn symbols(file: &Path) -> String {
@@ -352,30 +370,6 @@ fn glue_object_needs_only_libc_and_cudart() {
         let scratch = tempfile::tempdir().unwrap();
         compile_glue("clang++", &nvcc, &scratch.path().join("glue.o"));
     }
-}
-
-/// A folder with the runtime libraries for `-lcudart`, `-lcudart_static` and `-lcudadevrt`,
-/// and for the loader: the PyPI toolkit ships `libcudart.so.N` without the `libcudart.so` link.
-fn cudart_dir(nvcc: &Path, scratch: &Path) -> PathBuf {
-    let lib = cuda_home(nvcc).join("lib");
-    let lib = if lib.join("libcudart_static.a").exists() {
-        lib
-    } else {
-        cuda_home(nvcc).join("lib64")
-    };
-    let link = scratch.join("cudart");
-    std::fs::create_dir_all(&link).unwrap();
-    for entry in std::fs::read_dir(&lib).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if name.starts_with("libcudart") || name.starts_with("libcudadevrt") {
-            std::os::unix::fs::symlink(&path, link.join(&name)).unwrap();
-            if name.starts_with("libcudart.so.") && !link.join("libcudart.so").exists() {
-                std::os::unix::fs::symlink(&path, link.join("libcudart.so")).unwrap();
-            }
-        }
-    }
-    link
 }
 
 /// Links `objs` into `exe` with `linker` (nvcc, g++, clang++).
@@ -792,7 +786,7 @@ fn scenario_profile(dir: &Path, scenario: &str) -> PathBuf {
     dir.join(format!("{scenario}.json"))
 }
 
-/// Whether `file` carries any of the glue: its entry points or the redirect's names.
+/// Whether `file` carries any of the glue: its entry points or the renamed references.
 fn has_glue(file: &Path) -> bool {
     let bytes = std::fs::read(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
     bytes.windows(12).any(|w| w == b"orion_rt_v1_")
@@ -800,7 +794,8 @@ fn has_glue(file: &Path) -> bool {
 
 /// Under adapt, outputs without a host object (`-E`, `-ptx`, `-cubin`, `-fatbin`, `--cuda`),
 /// `-lib` (passed to nvcc whole), a unit that launches no kernel, and a plain tune build carry
-/// no glue; only the `.cudafe1.cpp` host compilation is redirected (nvcc-orion's `--dryrun`).
+/// no glue; only the `.cudafe1.cpp` host compilation's object is (nvcc-orion's `--dryrun`
+/// shows nvcc's own steps).
 #[test]
 fn driver_leaves_other_outputs_alone() {
     let Some(nvcc) = common::nvcc_or_skip("driver_leaves_other_outputs_alone") else {
@@ -853,11 +848,15 @@ fn driver_leaves_other_outputs_alone() {
         .arg(scratch.path().join("v.o")));
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(stderr.contains("no kernel launch in "), "{stderr}");
-    // nvcc-orion's own --dryrun shows the real steps: the redirect is added at replay only.
+    // nvcc-orion's own --dryrun shows the real steps: the renaming happens at replay only.
     let o = run(orion(&nvcc, "adapt", &cache)
         .args(["-arch=sm_90", "-c", "--dryrun"])
         .arg(&a));
-    assert!(!String::from_utf8_lossy(&o.stderr).contains("orion_launch_redirect"));
+    let listing = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !listing.contains("objcopy") && !listing.contains("orion_rt_v1_"),
+        "{listing}"
+    );
 }
 
 /// A glue that cannot be built (a host compiler that fails on it, a cache that cannot be

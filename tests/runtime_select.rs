@@ -16,6 +16,8 @@ const CASES: &[&str] = &[
     "direction_search",
     "stops_at_first_slowdown",
     "last_candidate_is_best",
+    "other_direction_after_a_slower_first_step",
+    "both_directions_slower_keep_the_original",
     "gain_within_noise_is_no_step",
     "noisy_original_kept",
     "noisy_candidate_keeps_original",

@@ -9,7 +9,10 @@ mod common;
 
 use common::fixtures::{self, Fixtures};
 use nvcc_orion::cubin::Cubin;
+use nvcc_orion::predict::MemoryParams;
+use nvcc_orion::predict::memory::Placement;
 use nvcc_orion::predict::stalls::function_cost;
+use nvcc_orion::sass::access::bytes_per_thread;
 use nvcc_orion::sass::{listing, raw};
 use std::process::Command;
 
@@ -98,8 +101,11 @@ fn predictor_prices_spills_above_registers() {
     let free = build(None, "free.cubin");
     let mut compared = 0;
     for name in ["_Z14spill_wide_f32PKfPfi", "_Z14spill_wide_f64PKdPdi"] {
-        let c = function_cost(89, &capped, name).unwrap_or_else(|| panic!("{name} in capped"));
-        let f = function_cost(89, &free, name).unwrap_or_else(|| panic!("{name} in free"));
+        // Priced alike: local data in L1 (a frame that fits).
+        let m = MemoryParams::of(89);
+        let at = Placement::new(&m, 0, 0, 0).latencies(&m);
+        let c = function_cost(89, &at, &capped, name).unwrap_or_else(|| panic!("{name} in capped"));
+        let f = function_cost(89, &at, &free, name).unwrap_or_else(|| panic!("{name} in free"));
         assert!(
             c.local_accesses > 0.0,
             "{name}: the 24-register build spills"
@@ -117,6 +123,27 @@ fn predictor_prices_spills_above_registers() {
     assert_eq!(compared, 2);
 }
 
+/// The bytes one thread moves, from nvdisasm's modifiers, for the loads and stores whose size
+/// `sass::access` reads from the instruction's bits.
+fn access_size(opcode: &str) -> Option<u32> {
+    let mut parts = opcode.split('.');
+    let base = parts.next()?;
+    if !["LDG", "STG", "LDL", "STL", "LDS", "STS", "LD", "ST"].contains(&base) {
+        return None;
+    }
+    let mut size = 4;
+    for m in parts {
+        size = match m {
+            "U8" | "S8" => 1,
+            "U16" | "S16" => 2,
+            "64" => 8,
+            "128" => 16,
+            _ => size,
+        };
+    }
+    Some(size)
+}
+
 /// The tuner decodes variants from their bytes (`sass::raw`), not with nvdisasm: on every
 /// function of every arch it must agree with nvdisasm on what nvdisasm says.
 #[test]
@@ -128,6 +155,7 @@ fn raw_decoding_agrees_with_nvdisasm() {
     cubins.push(fx.get("memory_sm86.cubin").path.clone());
     let nvdisasm = fixtures::tool("nvdisasm");
     let (mut known, mut total, mut branches, mut calls) = (0, 0, 0, 0);
+    let mut sizes = std::collections::BTreeSet::new();
     for c in &cubins {
         let theirs = listing::list(&nvdisasm, c).unwrap();
         let cubin = Cubin::parse(&std::fs::read(c).unwrap()).unwrap();
@@ -167,9 +195,19 @@ fn raw_decoding_agrees_with_nvdisasm() {
                 }
                 branches += usize::from(b.target.is_some());
                 calls += usize::from(b.callee.is_some());
+                // The access size the predictor reads from the bits is nvdisasm's modifier.
+                if let Some(want) = access_size(b.opcode.as_str()) {
+                    assert_eq!(bytes_per_thread(a), want, "{at}: {}", b.opcode);
+                    sizes.insert((
+                        b.opcode.as_str().split('.').next().unwrap().to_string(),
+                        want,
+                    ));
+                }
             }
         }
     }
+    let distinct: std::collections::BTreeSet<u32> = sizes.iter().map(|s| s.1).collect();
+    assert!(distinct.len() >= 4, "access sizes seen: {sizes:?}");
     assert!(
         branches > 100 && calls > 10,
         "{branches} branches, {calls} calls"

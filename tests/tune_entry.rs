@@ -200,7 +200,8 @@ fn entry_builds_equal_whole_module_builds() {
 
 /// Final assembly without a whole-module run: the baseline cubin with the chosen kernels
 /// spliced in from `--entry` builds is byte-identical to a whole-module ptxas run at the
-/// chosen budgets (the benchmark's choices for chem.cu, particles.cu and stencil.cu, and a
+/// chosen budgets (the benchmark's sm_90 choices for chem.cu, linalg.cu, particles.cu and
+/// stencil.cu, which tune at least three kernels each; sm_80 keeps ptxas's budgets), and a
 /// budget for every kernel of pressure.cu: device calls, local arrays, shared memory, where
 /// the splice may refuse).
 #[test]
@@ -211,8 +212,8 @@ fn splice_equals_whole_module_run() {
         serde_json::from_str(&std::fs::read_to_string(source("bench/build/choices.json")).unwrap())
             .unwrap();
     let cases = [
-        ("chem", source("bench/build/chem.cu"), 80),
         ("chem", source("bench/build/chem.cu"), 90),
+        ("linalg", source("bench/build/linalg.cu"), 90),
         ("particles", source("bench/build/particles.cu"), 90),
         ("stencil", source("bench/build/stencil.cu"), 90),
         ("pressure", source("tests/kernels/tune/pressure.cu"), 90),
@@ -342,7 +343,9 @@ fn benchmark_objects_match_todays_choices() {
             .flat_map(|k| k.values())
             .filter(|b| b.is_some())
             .count();
-        assert!(tuned >= 4, "{file}: only {tuned} kernels tuned");
+        // Each file's dependent-load chains are tuned on sm_90; on sm_80 the model sees them
+        // DRAM-bound at ptxas's occupancy and keeps its budget (bench/results/model.md).
+        assert!(tuned >= 3, "{file}: only {tuned} kernels tuned");
         let cubins = common::fixtures::extract_elfs(&obj, &work.join("elf")).unwrap();
         assert_eq!(cubins.len(), 2, "{file}: {cubins:?}");
         for path in cubins {

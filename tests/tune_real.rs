@@ -245,8 +245,11 @@ fn builds_are_deterministic_and_cached() {
     assert!(out.status.success());
     let err = text(&out.stderr);
     assert!(err.contains("from the cache"), "{err}");
+    let mut built = 0;
     for a in ARCHES {
-        // "sm_86: N variant(s) built (N from the cache)": every variant from the cache.
+        // "sm_86: N variant(s) built (N from the cache)": every variant from the cache (on
+        // sm_86 the model prunes every budget of this file: DRAM-bound at ptxas's occupancy,
+        // bench/results/model.md).
         let line = err
             .lines()
             .find(|l| {
@@ -258,11 +261,10 @@ fn builds_are_deterministic_and_cached() {
             .filter_map(|w| w.parse().ok())
             .collect();
         // [arch, built, cached]
-        assert!(
-            nums.len() >= 3 && nums[1] > 0 && nums[1] == nums[2],
-            "{line}"
-        );
+        assert!(nums.len() >= 3 && nums[1] == nums[2], "{line}");
+        built += nums[1];
     }
+    assert!(built > 0, "{err}");
     let cubins = |o: &str| {
         let d = t.dir.path().join(format!("x-{o}"));
         std::fs::create_dir_all(&d).unwrap();

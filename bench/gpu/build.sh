@@ -14,7 +14,10 @@
 # Programs whose kernels have no budget candidate get nvcc, default, adapt and train only (an
 # adapt build of a kernel with no variants measures the selector's own overhead). A program's
 # "// bench-orion-flags:" line adds nvcc-orion settings to all its nvcc-orion builds.
-# Then packs bin/, manifest.csv, run.sh and harness.py into one archive:
+# The model's calibration (`nvcc-orion calibrate`, issue 32) ships beside them: tools/ holds
+# the microbenchmark program (built here for sm_90) and nvcc-orion itself, which run.sh uses
+# to calibrate on the GPU and to predict every variant before and after.
+# Then packs bin/, tools/, manifest.csv, run.sh and harness.py into one archive:
 #   $OUT/nvcc-orion-gpu-bench.tar.xz  (OUT: target/gpu-bench)
 # manifest.csv: program,variant,flags,kernel,registers (cuobjdump -res-usage),applied,reason
 # (adapt and train: applied when the kernel has variants, reason lists them: `v1=40 v2=64`).
@@ -127,6 +130,11 @@ for exe in $(cd "$stage/bin" && ls | sort); do
   done <"$o.regs" >>"$manifest"
   unset ok why
 done
+
+# The calibration's microbenchmarks and the predictor (run.sh, on the GPU machine).
+mkdir -p "$stage/tools"
+"$orion" calibrate --build-only "$stage/tools" --arch $arch >/dev/null
+cp "$orion" "$stage/tools/nvcc-orion"
 
 cp "$here/run.sh" "$here/harness.py" "$stage/"
 {

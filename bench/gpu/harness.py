@@ -15,6 +15,16 @@
                                       the exhaustive best, its overhead on kernels without
                                       variants), every output mismatch (red on a terminal).
                                       Exit status 1 when there is a mismatch.
+  harness.py predictions PROGRAM VARIANT < EXPLAIN.jsonl
+                                      the model's prediction per kernel of one built variant
+                                      (`nvcc-orion explain --json BINARY`): lines
+                                      PROGRAM,VARIANT,KERNEL,CYCLES (cycles per warp, the mean
+                                      over the kernel's block sizes)
+  harness.py fidelity RESULTS.csv BEFORE.csv AFTER.csv
+                                      per program, the rank correlation (Spearman) between
+                                      predicted and measured times of each kernel's variants,
+                                      with the published parameters (BEFORE) and after
+                                      `nvcc-orion calibrate` (AFTER)
 """
 
 import csv
@@ -208,6 +218,83 @@ def summary(path, color):
     return 1 if bad else 0
 
 
+def predictions(program, variant, lines):
+    out = []
+    for line in lines:
+        if not line.strip():
+            continue
+        r = json.loads(line)
+        cycles = [c for c in r["candidates"][0].get("cycles_per_warp", []) if c is not None]
+        if cycles:
+            out.append(f"{program},{variant},{r['kernel']},{sum(cycles) / len(cycles):.4f}")
+    return out
+
+
+def ranks(xs):
+    """Ranks from 1, ties sharing their mean rank."""
+    order = sorted(range(len(xs)), key=lambda i: xs[i])
+    r = [0.0] * len(xs)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            r[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return r
+
+
+def spearman(xs, ys):
+    """Spearman's rank correlation; None with fewer than 2 points or a constant side."""
+    if len(xs) < 2:
+        return None
+    rx, ry = ranks(xs), ranks(ys)
+    mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
+    sxy = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
+    sxx = sum((a - mx) ** 2 for a in rx)
+    syy = sum((b - my) ** 2 for b in ry)
+    return None if sxx == 0 or syy == 0 else sxy / math.sqrt(sxx * syy)
+
+
+def read_predictions(path):
+    out = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            parts = line.strip().split(",")
+            if len(parts) == 4:
+                out[(parts[0], parts[1], parts[2])] = float(parts[3])
+    return out
+
+
+def fidelity(results, before, after):
+    """Per program: the mean over its kernels of the rank correlation between predicted cycles
+    and measured times of the kernel's timed variants (the selector's builds left out)."""
+    _, rows = read_results(results)
+    kernels = {}
+    for r in rows:
+        kernels.setdefault((r["program"], r["kernel"]), {})[r["variant"]] = r
+    lines = ["predictor fidelity per program (Spearman rank correlation of predicted against measured variant times, mean over kernels):"]
+    by_program = {}
+    for (program, kernel), variants in sorted(kernels.items()):
+        timed = exhaustive(variants)
+        for label, pred in (("before", before), ("after", after)):
+            pts = [(pred[(program, v, kernel)], t) for v, t in sorted(timed.items())
+                   if (program, v, kernel) in pred]
+            rho = spearman([p for p, _ in pts], [t for _, t in pts])
+            if rho is not None:
+                by_program.setdefault(program, {}).setdefault(label, []).append(rho)
+    for program in sorted(by_program):
+        cells = []
+        for label in ("before", "after"):
+            xs = by_program[program].get(label, [])
+            cells.append(f"{label} {sum(xs) / len(xs):+.3f} ({len(xs)} kernels)" if xs else f"{label} n/a")
+        lines.append(f"  {program}: " + ", ".join(cells))
+    if not by_program:
+        lines.append("  no kernel with two timed and predicted variants")
+    return lines
+
+
 def main(argv):
     if len(argv) >= 3 and argv[1] == "budgets":
         print("\n".join(budgets(argv[2])))
@@ -215,6 +302,12 @@ def main(argv):
     if len(argv) >= 3 and argv[1] == "applied":
         for k, yes, why in applied(argv[2]):
             print(f"{k}\t{yes}\t{why}")
+        return 0
+    if len(argv) >= 4 and argv[1] == "predictions":
+        print("\n".join(predictions(argv[2], argv[3], sys.stdin)))
+        return 0
+    if len(argv) >= 5 and argv[1] == "fidelity":
+        print("\n".join(fidelity(argv[2], read_predictions(argv[3]), read_predictions(argv[4]))))
         return 0
     if len(argv) >= 3 and argv[1] == "summary":
         mode = "auto"

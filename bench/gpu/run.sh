@@ -7,7 +7,12 @@
 # Writes results.csv (in the unpacked folder, or RESULTS=path): the device, driver and date
 # as "# key: value" lines, then
 #   program,kernel,variant,registers,occupancy,median_ms,speedup_vs_nvcc,check,applied
-# and prints the summary (harness.py, when python3 is there). The adapt and train builds run
+# and prints the summary (harness.py, when python3 is there). Before the programs run,
+# `tools/nvcc-orion calibrate` measures the model's parameters on the GPU (calibration.json,
+# its raw measurements in calibration.txt), and every variant is predicted with the
+# published parameters and with the calibrated ones (predicted-before.csv,
+# predicted-after.csv): the summary ends with each program's rank correlation between
+# predicted and measured variant times, before and after calibration. The adapt and train builds run
 # with BENCH_WARMUP_RUNS=64 (the selector measures during the untimed launches, so adapt's
 # timing is its locked variant's) and NVCC_ORION_VERBOSE=1 (their stderr goes to
 # selector.log); train writes its profile to profiles/PROGRAM.json, which a build takes back
@@ -40,6 +45,32 @@ if command -v nvidia-smi >/dev/null; then
   device=${line%%,*} driver=${line#*, }
 fi
 profiles=$(dirname "$results")/profiles
+# Calibrate first (issue 32): a GPU that cannot be calibrated runs nothing else.
+calibration=$(dirname "$results")/calibration.json
+rm -f "$calibration"
+set +e
+"$here/tools/nvcc-orion" calibrate --bench "$here/tools/orion-calibrate" --output "$calibration" \
+  --save-measurements "$(dirname "$results")/calibration.txt" >&2
+rc=$?
+set -e
+if ((rc == 3)); then
+  echo "run.sh: no usable GPU (calibrate)" >&2
+  exit 3
+fi
+((rc == 0)) || echo "run.sh: calibrate failed (exit $rc): predictions after calibration are the published ones" >&2
+# Every variant's prediction, with the published parameters and with the calibrated ones.
+for label in before after; do
+  : >"$(dirname "$results")/predicted-$label.csv"
+done
+for pv in "${runs[@]}"; do
+  p=${pv%%,*} v=${pv#*,}
+  NVCC_ORION_CALIBRATION= "$here/tools/nvcc-orion" explain --json "$here/bin/$p.$v" 2>/dev/null |
+    python3 "$here/harness.py" predictions "$p" "$v" >>"$(dirname "$results")/predicted-before.csv" || true
+  if [[ -f $calibration ]]; then
+    NVCC_ORION_CALIBRATION=$calibration "$here/tools/nvcc-orion" explain --json "$here/bin/$p.$v" 2>/dev/null |
+      python3 "$here/harness.py" predictions "$p" "$v" >>"$(dirname "$results")/predicted-after.csv" || true
+  fi
+done
 selector_log=$(dirname "$results")/selector.log
 rm -rf "$profiles"
 : >"$selector_log"
@@ -107,7 +138,11 @@ done
 } >"$results"
 echo "run.sh: wrote $results" >&2
 if command -v python3 >/dev/null; then
-  python3 "$here/harness.py" summary "$results"
+  status=0
+  python3 "$here/harness.py" summary "$results" || status=$?
+  python3 "$here/harness.py" fidelity "$results" "$(dirname "$results")/predicted-before.csv" \
+    "$(dirname "$results")/predicted-after.csv"
+  exit $status
 else
   echo "run.sh: no python3 here; summarise elsewhere with: python3 harness.py summary results.csv" >&2
   ! grep -q -v -E ',(ok|launch-refused),[a-z]*$|^#|^program,' "$results"

@@ -17,10 +17,11 @@ pub const SCHEDULERS_PER_SM: u32 = 4;
 pub const MAX_THROUGHPUT: f64 = 128.0;
 
 /// Cycles from issue until a variable-latency producer releases its write scoreboard, by
-/// class. Global and shared memory are RegDem's `GL_MEM_STALL` (200) and `SH_MEM_STALL` (24)
-/// (RegDem §3, docs/papers.md §RegDem). Local memory is off-chip like global memory (the
-/// ICS'14 paper's premise, docs/papers.md §ICS'14), so spills pay the global figure. The others are assumptions of the same
-/// order as the shared-memory figure, for producers that stay on the SM.
+/// class. Global, local and shared memory are RegDem's `GL_MEM_STALL` (200) and
+/// `SH_MEM_STALL` (24) (RegDem §3, docs/papers.md §RegDem) here, but the predictor prices
+/// memory producers at the level their data comes from instead ([`super::memory`],
+/// `predict::stalls::Latencies`). The others are assumptions of the same order as the
+/// shared-memory figure, for producers that stay on the SM.
 pub fn scoreboard_latency(class: OpClass) -> f64 {
     match class {
         OpClass::Global | OpClass::Local | OpClass::Texture => 200.0,

@@ -11,10 +11,12 @@
 //! - [`latency`]: the stall predictor's per-class numbers, with the per-arch ones read from
 //!   [`model`].
 //! - [`class`]: the pipe classes instructions are priced by.
+//! - [`memory`]: the memory system per architecture (cache sizes, latencies, bandwidths).
 
 pub mod class;
 pub mod latency;
 pub mod limits;
+pub mod memory;
 pub mod model;
 
 pub(crate) use class::OpClass;

@@ -21,7 +21,6 @@ const BLOCKERS: &[(&str, &str)] = &[
     ("list-gpu-arch", "--list-gpu-arch"),
     ("device-debug", "-G (device debug)"),
     ("ptx", "-ptx"),
-    ("lib", "-lib"),
     ("device-link", "-dlink"),
     ("run", "--run"),
     ("run-args", "--run-args"),
@@ -52,6 +51,10 @@ const BLOCKERS: &[(&str, &str)] = &[
 /// Input extensions a tunable compile may have.
 const SOURCES: &[&str] = &["cu", "c", "cc", "cpp", "cxx"];
 
+/// What else a one-call build (compile and link, or `-lib`) may take: objects and libraries,
+/// which only its link or archive step reads.
+const LINKED: &[&str] = &["o", "obj", "a", "so", "lib"];
+
 const MODES: &[&str] = &["compile", "device-c", "device-w", "cubin", "fatbin"];
 
 /// Classify the expanded items. `nvcc_args` is the user's argv minus `--orion-*`.
@@ -73,6 +76,7 @@ pub(crate) fn classify(items: &[Item], nvcc_args: &[OsString]) -> (Class, Facts)
     let mut ptxas: Vec<String> = Vec::new();
     let mut strip = vec![false; nvcc_args.len()];
     let mut depfile = false;
+    let mut lib = false;
 
     for item in items {
         let (spec, value, origin) = match item {
@@ -94,6 +98,7 @@ pub(crate) fn classify(items: &[Item], nvcc_args: &[OsString]) -> (Class, Facts)
             m if MODES.contains(&m) => {
                 modes.insert(m);
             }
+            "lib" => lib = true,
             "output-file" => f.output = Some(value.into()),
             "output-directory" => f.output_dir = Some(value.into()),
             "dependency-target-name" => f.dep_targets.push(value),
@@ -148,7 +153,11 @@ pub(crate) fn classify(items: &[Item], nvcc_args: &[OsString]) -> (Class, Facts)
         .map(|(a, _)| a.clone())
         .collect();
     f.relocatable = modes.contains("device-c") || rdc == Some(true);
+    // `-lib` compiles every source and archives the objects, in one call like a link.
     f.compile_and_link = modes.is_empty();
+    if lib && !modes.is_empty() {
+        blocked(format!("-lib with {modes:?}"));
+    }
     if f.compile_and_link && depfile {
         // The dependency file's target in a one-call build is nvcc's business alone.
         blocked("no compile mode (-c/-dc/-dw/-cubin/-fatbin) with -MD/-MMD".into());
@@ -199,14 +208,20 @@ fn decide(
             .unwrap_or("")
             .to_string()
     };
+    let linked = |p: &PathBuf| f.compile_and_link && LINKED.contains(&ext(p).as_str());
     if let Some(p) = f
         .inputs
         .iter()
-        .find(|p| !SOURCES.contains(&ext(p).as_str()))
+        .find(|p| !SOURCES.contains(&ext(p).as_str()) && !linked(p))
     {
         return Err(format!(
-            "input {} is not a .cu/.c/.cc/.cpp/.cxx source",
-            p.display()
+            "input {} is not a .cu/.c/.cc/.cpp/.cxx source{}",
+            p.display(),
+            if f.compile_and_link {
+                " nor an object or library"
+            } else {
+                ""
+            }
         ));
     }
     match lang.as_deref() {

@@ -66,9 +66,8 @@ pub struct Facts {
     pub dep_skip_system: bool,
     /// `-MP`: dependency files get a phony target per header.
     pub dep_phony: bool,
-    /// No compile mode: nvcc compiles the sources and links the program in one call. Replayed
-    /// only under a launch-time selector (`NVCC_ORION=adapt|train`, which needs the replay to
-    /// put its glue in the objects); otherwise passed to nvcc whole.
+    /// No compile mode (or `-lib`): nvcc compiles the sources and links the program (or
+    /// archives the objects) in one call. Objects and libraries may be inputs too.
     pub compile_and_link: bool,
 }
 
@@ -87,6 +86,44 @@ impl Facts {
             Some(d) => format!("{}/{stem}.o", d.display()),
             None => format!("{stem}.o"),
         }
+    }
+}
+
+/// Pass-through reasons for invocations that build no SASS (preprocessing, PTX only, help, a
+/// dry run, ...): nothing for a report to miss.
+const NO_SASS: &[&str] = &[
+    "-E",
+    "-M",
+    "-MM",
+    "--version",
+    "--help",
+    "-v",
+    "--dryrun",
+    "--list-gpu",
+    "-ptx",
+    "-cuda",
+    "-fdevice-syntax-only",
+    "-optix-ir",
+    "-ltoir",
+    "-dlink",
+    "no input",
+    "no .cu input",
+    "no real SASS target",
+];
+
+impl Invocation {
+    /// Why a pass-through invocation compiles `.cu` sources to SASS untuned, for the report
+    /// (`None` when it is tuned, or builds no SASS).
+    pub fn untuned_sass(&self) -> Option<&str> {
+        let Class::PassThrough(why) = &self.class else {
+            return None;
+        };
+        let cu = self
+            .facts
+            .inputs
+            .iter()
+            .any(|p| p.extension().is_some_and(|e| e == "cu"));
+        (cu && !NO_SASS.iter().any(|n| why.starts_with(n))).then_some(why.as_str())
     }
 }
 
@@ -252,16 +289,27 @@ mod tests {
 
     #[test]
     fn compiling_and_linking_in_one_call() {
-        for args in [&["k.cu"][..], &["a.cu", "b.cu", "-o", "app", "-rdc=true"]] {
+        for args in [
+            &["k.cu"][..],
+            &["a.cu", "b.cu", "-o", "app", "-rdc=true"],
+            &["a.cu", "b.o", "libc.a", "-o", "app"],
+            &["-lib", "a.cu", "b.cu", "-o", "libab.a"],
+            &["--lib", "a.cu", "b.o"],
+        ] {
             let inv = run(args);
             assert_eq!(inv.class, Class::Tunable, "{args:?}");
             assert!(inv.facts.compile_and_link, "{args:?}");
         }
         assert!(!run(&["-c", "k.cu"]).facts.compile_and_link);
         assert_eq!(
-            reason(&["a.cu", "b.o", "-o", "app"]),
+            reason(&["a.cu", "b.ptx", "-o", "app"]),
+            "input b.ptx is not a .cu/.c/.cc/.cpp/.cxx source nor an object or library"
+        );
+        assert_eq!(
+            reason(&["-c", "a.cu", "b.o"]),
             "input b.o is not a .cu/.c/.cc/.cpp/.cxx source"
         );
+        assert!(reason(&["-lib", "-c", "k.cu"]).contains("-lib with"));
     }
 
     #[test]
@@ -283,7 +331,7 @@ mod tests {
             (&["--list-gpu-arch"], "--list-gpu-arch"),
             (&["-c", "k.cu", "-G"], "-G"),
             (&["-ptx", "k.cu"], "-ptx"),
-            (&["-lib", "-c", "k.cu"], "-lib"),
+            (&["-lib", "-c", "k.cu"], "-lib with"),
             (&["-dlink", "a.o"], "-dlink"),
             (&["-c", "k.cu", "-dlto"], "-dlto"),
             (&["-c", "k.cu", "-arch=lto_90"], "LTO"),
@@ -311,6 +359,27 @@ mod tests {
         ] {
             let r = reason(args);
             assert!(r.contains(want), "{args:?}: {r:?} lacks {want:?}");
+        }
+    }
+
+    #[test]
+    fn untuned_sass_is_said_for_the_report() {
+        assert_eq!(
+            run(&["-c", "k.cu", "-G"]).untuned_sass(),
+            Some("-G (device debug)")
+        );
+        assert!(
+            run(&["k.cu", "-MD", "-o", "app"])
+                .untuned_sass()
+                .is_some_and(|w| w.starts_with("no compile mode"))
+        );
+        for quiet in [
+            &["-E", "k.cu"][..],
+            &["-ptx", "k.cu"],
+            &["-c", "k.cu"],
+            &["-c", "k.cpp", "-G"],
+        ] {
+            assert_eq!(run(quiet).untuned_sass(), None, "{quiet:?}");
         }
     }
 

@@ -7,7 +7,9 @@
 //! - `nvcc-orion explain FILE.o|FILE.cubin|FILE.fatbin`: the kernels a built file holds (one
 //!   candidate each: there is no PTX to try budgets with);
 //! - `nvcc-orion explain REPORT.jsonl`: explains a report written through `NVCC_ORION_REPORT`
-//!   (the page's code views need the cubins, which a plain build does not keep).
+//!   (the page's code views need the cubins, which a plain build does not keep);
+//! - `nvcc-orion explain --project REPORT.jsonl|BUILD_DIR [--since OLD]`: a whole build at
+//!   once ([`super::explain_project`]); a build folder implies `--project`.
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -20,11 +22,21 @@ use crate::report::html::{self, Kernel};
 use crate::report::view::{Decoder, KernelView, kernel_view};
 use crate::report::{file, table};
 
-const USAGE: &str = "usage: nvcc-orion explain [--html OUT.html] FILE.cu [nvcc args] | FILE.o | FILE.cubin | REPORT.jsonl";
+const USAGE: &str = "usage: nvcc-orion explain [--html OUT.html] [--json] FILE.cu [nvcc args] | FILE.o | FILE.cubin | REPORT.jsonl\n       nvcc-orion explain --project [--since OLD.jsonl|OLD_BUILD_DIR] [--html OUT.html] REPORT.jsonl|BUILD_DIR";
 
 /// Run `explain` with its arguments (after the word `explain`); true on failure.
 pub fn run(args: &[OsString], out: &mut impl Write) -> bool {
-    let (html_out, args) = match split_html(args) {
+    // `--json`: the records as JSON lines instead of the tables (what bench/gpu reads).
+    let json = args.iter().any(|a| a == "--json");
+    let args: Vec<OsString> = args.iter().filter(|a| *a != "--json").cloned().collect();
+    let (html_out, args) = match split_html(&args) {
+        Ok(x) => x,
+        Err(e) => {
+            super::report_error(e);
+            return true;
+        }
+    };
+    let (project, since, args) = match split_project(&args) {
         Ok(x) => x,
         Err(e) => {
             super::report_error(e);
@@ -36,6 +48,18 @@ pub fn run(args: &[OsString], out: &mut impl Write) -> bool {
         return true;
     };
     let path = PathBuf::from(first);
+    if project || since.is_some() || path.is_dir() {
+        if args.len() > 1 {
+            super::report_error(USAGE);
+            return true;
+        }
+        let a = super::explain_project::ProjectArgs {
+            report: path,
+            since,
+            html: html_out,
+        };
+        return super::explain_project::run(&a, out);
+    }
     let scratch = match tempfile::Builder::new()
         .prefix("nvcc-orion-explain-")
         .tempdir()
@@ -47,9 +71,12 @@ pub fn run(args: &[OsString], out: &mut impl Write) -> bool {
         }
     };
     let records = if is_report(&path) {
-        read_report(&path)
+        super::explain_project::read_report(&path)
     } else if is_built(&path) {
-        file::records(&path, scratch.path())
+        // Priced as a build would be: with the calibration the environment names, if any.
+        let env = |k: &str| std::env::var(k).ok();
+        let (settings, _) = crate::settings::Settings::read(&env, &[], &[]);
+        file::records(&path, scratch.path(), &settings)
     } else {
         let keep = html_out.as_ref().map(|_| scratch.path().join("cubins"));
         compile_and_report(&args, keep.as_deref())
@@ -68,7 +95,12 @@ pub fn run(args: &[OsString], out: &mut impl Write) -> bool {
             return true;
         }
     };
-    if let Err(e) = table::render(&records, out)
+    let shown = if json {
+        records.iter().try_for_each(|r| writeln!(out, "{r}"))
+    } else {
+        table::render(&records, out)
+    };
+    if let Err(e) = shown
         && e.kind() != std::io::ErrorKind::BrokenPipe
     {
         super::report_error(e);
@@ -104,6 +136,28 @@ fn split_html(args: &[OsString]) -> Result<(Option<PathBuf>, Vec<OsString>), Str
     Ok((html, rest))
 }
 
+/// `--project` and `--since OLD` / `--since=OLD` (anywhere), and the other arguments.
+fn split_project(args: &[OsString]) -> Result<(bool, Option<PathBuf>, Vec<OsString>), String> {
+    let mut project = false;
+    let mut since = None;
+    let mut rest = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.to_str() {
+            Some("--project") => project = true,
+            Some("--since") => {
+                since = Some(PathBuf::from(
+                    it.next()
+                        .ok_or("--since needs the earlier build's report or build folder")?,
+                ));
+            }
+            Some(s) if s.starts_with("--since=") => since = Some(PathBuf::from(&s[8..])),
+            _ => rest.push(a.clone()),
+        }
+    }
+    Ok((project, since, rest))
+}
+
 /// A built file (object, cubin, fatbin, archive, executable) rather than a source: its
 /// first bytes say so.
 fn is_built(p: &Path) -> bool {
@@ -122,7 +176,7 @@ fn is_built(p: &Path) -> bool {
 pub fn page(what: &str, records: &[Value]) -> String {
     let mut decoder = crate::toolkit::find_tool("nvdisasm").map(Decoder::new);
     // Kernels whose code changed first: they are what a reader opens the page for.
-    let mut order: Vec<&Value> = records.iter().collect();
+    let mut order: Vec<&Value> = records.iter().filter(|r| r["kernel"].is_string()).collect();
     order.sort_by_key(|r| r["chosen"].as_u64().unwrap_or(0) == 0);
     let kernels: Vec<Kernel<'_>> = order
         .into_iter()
@@ -198,17 +252,6 @@ fn is_report(p: &Path) -> bool {
     )
 }
 
-fn read_report(p: &Path) -> Result<Vec<Value>, String> {
-    let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| {
-            serde_json::from_str(l).map_err(|e| format!("{}: line {}: {e}", p.display(), i + 1))
-        })
-        .collect()
-}
-
 /// Compile through ourselves with a private report, then read it.
 /// With `keep`, the tuner keeps every candidate's cubin there for the page.
 fn compile_and_report(args: &[OsString], keep: Option<&Path>) -> Result<Vec<Value>, String> {
@@ -250,5 +293,5 @@ fn compile_and_report(args: &[OsString], keep: Option<&Path>) -> Result<Vec<Valu
     if !report.exists() {
         return Ok(Vec::new());
     }
-    read_report(&report)
+    super::explain_project::read_report(&report)
 }

@@ -9,10 +9,13 @@ use std::process::ExitCode;
 use clap::Parser;
 
 pub(crate) mod cache_key;
+pub(crate) mod calibrate;
 pub(crate) mod debug;
+pub(crate) mod debug_audit;
 pub mod debug_relayout;
 pub(crate) mod debug_sass;
 pub(crate) mod explain;
+pub(crate) mod explain_project;
 pub(crate) mod inspect;
 pub(crate) mod rewrite;
 pub(crate) mod toolchain;
@@ -26,6 +29,7 @@ pub enum Subcommand {
     Explain,
     Toolchain,
     CacheKey,
+    Calibrate,
 }
 
 impl Subcommand {
@@ -38,6 +42,7 @@ impl Subcommand {
             "explain" => Some(Subcommand::Explain),
             "toolchain" => Some(Subcommand::Toolchain),
             "cache-key" => Some(Subcommand::CacheKey),
+            "calibrate" => Some(Subcommand::Calibrate),
             _ => None,
         }
     }
@@ -55,6 +60,7 @@ pub fn run(sub: Subcommand, args: &[OsString]) -> ExitCode {
         Subcommand::Explain => "nvcc-orion explain",
         Subcommand::Toolchain => "nvcc-orion toolchain",
         Subcommand::CacheKey => "nvcc-orion cache-key",
+        Subcommand::Calibrate => "nvcc-orion calibrate",
     }))
     .chain(args.iter().skip(2).cloned());
     let mut out = std::io::stdout().lock();
@@ -79,6 +85,13 @@ pub fn run(sub: Subcommand, args: &[OsString]) -> ExitCode {
         },
         // Run by ccache for every compile (`compiler_check`): no options to parse.
         Subcommand::CacheKey => cache_key::run(&mut out),
+        // Its own exit statuses: 3 says there is no GPU.
+        Subcommand::Calibrate => {
+            return match calibrate::Args::try_parse_from(argv) {
+                Ok(a) => ExitCode::from(calibrate::run(&a, &mut out)),
+                Err(e) => usage(e),
+            };
+        }
     };
     if failed {
         ExitCode::from(1)

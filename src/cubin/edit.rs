@@ -107,7 +107,8 @@ pub(crate) fn remap_offsets(
 }
 
 /// Attributes of the global `.nv.info` whose first word is a symbol index.
-fn sym_first_word(attr: Attr) -> bool {
+/// Attributes whose first word is a symbol index (`EXTERNS` holds nothing but them).
+pub(crate) fn sym_first_word(attr: Attr) -> bool {
     matches!(
         attr,
         Attr::Regcount

@@ -49,7 +49,7 @@ pub struct FunctionInfo {
     /// `sh_size` of `.nv.shared.<k>` (on sm_90+ it includes the 1 KiB reserved area); 0 if
     /// absent.
     pub static_shared: u64,
-    pub(crate) frame_size: Option<u32>,
+    pub frame_size: Option<u32>,
     /// `EIATTR_MIN_STACK_SIZE` (0 when absent); `None` for 0xffffffff (cuobjdump's
     /// STACK:UNKNOWN: recursion or indirect calls).
     pub min_stack: Option<u32>,

@@ -3,15 +3,29 @@
 //! whole-module run at the mixed budgets would make, without compiling the other kernels
 //! again. A kernel's own parts are its text section, the symbols in it, its `.nv.info.<k>`,
 //! its relocations, its records in the global `.nv.info` and its `.debug_frame` FDEs; symbol
-//! indices are matched by name. Anything else of the kernel that differs between the two
-//! (constant bank, shared size, a symbol one side lacks, frame information of another length)
-//! is refused, and the caller compiles the module instead. Byte-identity with a whole-module run is checked by
-//! tests on real ptxas output (`tests/tune_entry.rs`).
+//! indices are matched by name.
+//!
+//! The donor's code must mean in the module what it meant where ptxas compiled it, so a
+//! splice is refused (and the caller compiles the module instead) unless:
+//! * every module-level constant bank (`.nv.constant<N>`: bank 4 holds the addresses of
+//!   globals, strings and external functions, laid out in the order ptxas met them; bank 3
+//!   the `__constant__` data) reads the same in the module at every offset the donor's
+//!   bank has: the same bytes, the same relocation symbols, the same objects (issue 30: an
+//!   `--entry` run that leaves out a kernel using `vprintf` lays bank 4 out differently);
+//! * the kernel calls nothing outside its own text section but what the module declares by
+//!   name (`vprintf`, `__assertfail`);
+//! * the cubin has no sm_100+ "merc" copy of the code, which would keep the old kernel;
+//! * anything else of the kernel that differs (parameter bank, shared size, a symbol one
+//!   side lacks, frame information of another length) agrees already.
+//!
+//! `tune::assemble` then has the result checked by `audit`, which reads both cubins with the
+//! toolkit and shares nothing with this module.
 
 use std::collections::HashMap;
 
 use super::Cubin;
 use super::debug_frame::fdes;
+use super::edit::sym_first_word;
 use super::eiattr::Attr;
 use super::elf::{SHT_REL, SHT_RELA, rd_u64};
 use super::nvinfo::{encode_records, parse_records};
@@ -29,10 +43,12 @@ pub struct SpliceError {
 pub fn splice(base: &Cubin, parts: &[(&str, &Cubin)]) -> Result<Vec<u8>, SpliceError> {
     let mut out = base.clone();
     for (kernel, donor) in parts {
-        splice_one(&mut out, kernel, donor).map_err(|what| SpliceError {
+        let fail = |what| SpliceError {
             kernel: kernel.to_string(),
             what,
-        })?;
+        };
+        module_agrees(base, donor).map_err(fail)?;
+        splice_one(&mut out, kernel, donor).map_err(fail)?;
     }
     out.store_symbols();
     // A segment of NOBITS sections only (shared memory, even empty) starts where its first
@@ -65,6 +81,95 @@ pub fn splice(base: &Cubin, parts: &[(&str, &Cubin)]) -> Result<Vec<u8>, SpliceE
     })
 }
 
+/// Whether `donor`'s module-level parts read the same in `base` (see the module docs).
+fn module_agrees(base: &Cubin, donor: &Cubin) -> Result<(), String> {
+    if let Some(s) = [base, donor]
+        .iter()
+        .flat_map(|c| &c.elf.sections)
+        .find(|s| s.name.starts_with(".nv.merc.") || s.name.starts_with(".nv.capmerc."))
+    {
+        return Err(format!(
+            "{} (the sm_100+ copy of the code) is not spliced",
+            s.name
+        ));
+    }
+    for (d, sec) in donor.elf.sections.iter().enumerate() {
+        if is_module_bank(&sec.name) {
+            bank_agrees(base, donor, d).map_err(|what| format!("{}: {what}", sec.name))?;
+        }
+    }
+    Ok(())
+}
+
+/// `.nv.constant<N>` with no kernel name after it: a bank every kernel of the module shares.
+fn is_module_bank(name: &str) -> bool {
+    name.strip_prefix(".nv.constant")
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Donor bank section `d` reads the same in `base` at each of its offsets: bytes, relocation
+/// symbols and the objects placed in it.
+fn bank_agrees(base: &Cubin, donor: &Cubin, d: usize) -> Result<(), String> {
+    let sec = &donor.elf.sections[d];
+    let b = base
+        .elf
+        .sections
+        .iter()
+        .position(|s| s.name == sec.name)
+        .ok_or("not in the module")?;
+    if base.elf.sections[b].data.get(..sec.data.len()) != Some(&sec.data[..]) {
+        return Err("other bytes in the module".into());
+    }
+    let in_base = relocs_of(base, b)?;
+    for r in relocs_of(donor, d)? {
+        if !in_base.contains(&r) {
+            return Err(format!(
+                "offset {:#x} holds `{}` in the donor, not in the module",
+                r.0, r.1
+            ));
+        }
+    }
+    for s in donor
+        .symbols
+        .iter()
+        .filter(|s| s.st_shndx as usize == d && s.kind() != 3)
+    {
+        let same = base.symbols.iter().any(|t| {
+            t.name == s.name
+                && (t.st_value, t.st_size) == (s.st_value, s.st_size)
+                && t.st_shndx as usize == b
+        });
+        if !same {
+            return Err(format!("`{}` is placed elsewhere in the module", s.name));
+        }
+    }
+    Ok(())
+}
+
+/// A relocation by symbol name: (offset, symbol, type, addend).
+type NamedReloc = (u64, String, u32, Option<i64>);
+
+/// The relocations applied to section `target` of `c`.
+fn relocs_of(c: &Cubin, target: usize) -> Result<Vec<NamedReloc>, String> {
+    let Some(rel) =
+        c.elf.sections.iter().find(|s| {
+            (s.sh_type == SHT_REL || s.sh_type == SHT_RELA) && s.sh_info as usize == target
+        })
+    else {
+        return Ok(Vec::new());
+    };
+    let list = parse_relocs(&rel.data, rel.sh_type == SHT_RELA).ok_or("bad relocations")?;
+    list.iter()
+        .map(|r| {
+            let s = c
+                .symbols
+                .get(r.sym as usize)
+                .ok_or("relocation symbol out of range")?;
+            Ok((r.r_offset, key_name(c, s), r.r_type, r.addend))
+        })
+        .collect()
+}
+
 fn text_of(c: &Cubin, kernel: &str) -> Result<usize, String> {
     c.symbols
         .iter()
@@ -85,6 +190,7 @@ fn attached(c: &Cubin, text: usize, pred: impl Fn(u32, &str) -> bool) -> Option<
 fn splice_one(out: &mut Cubin, kernel: &str, donor: &Cubin) -> Result<(), String> {
     let tb = text_of(out, kernel)?;
     let td = text_of(donor, kernel)?;
+    calls_stay_inside(donor, td)?;
     // Donor symbol index → base symbol index, by name (section symbols by section name).
     let by_name: HashMap<(String, u8), u32> = out
         .symbols
@@ -185,10 +291,15 @@ fn splice_one(out: &mut Cubin, kernel: &str, donor: &Cubin) -> Result<(), String
     match (attached(out, tb, is_info), attached(donor, td, is_info)) {
         (Some(ib), Some(id)) => {
             let mut recs = parse_records(&donor.elf.sections[id].data).map_err(|e| e.what)?;
-            for r in &mut recs {
-                if r.attr == Attr::ParamCbank && r.format == 4 {
-                    let w = r.word(0).ok_or("short PARAM_CBANK")?;
-                    r.set_word(0, map_sym(w)?).ok_or("short PARAM_CBANK")?;
+            for r in recs.iter_mut().filter(|r| r.format == 4) {
+                let words = match r.attr {
+                    Attr::Externs => r.data.len() / 4,
+                    a if sym_first_word(a) => 1,
+                    _ => 0,
+                };
+                for w in 0..words {
+                    let v = r.word(w).ok_or("short record")?;
+                    r.set_word(w, map_sym(v)?).ok_or("short record")?;
                 }
             }
             let bytes = encode_records(&recs).map_err(|e| e.what)?;
@@ -253,6 +364,26 @@ fn splice_one(out: &mut Cubin, kernel: &str, donor: &Cubin) -> Result<(), String
     }
     // `.debug_frame`: the FDEs of the kernel's functions, same length only.
     splice_frames(out, tb, donor, td, &map_sym)?;
+    Ok(())
+}
+
+/// The functions in `donor`'s text section `td` call only each other and functions the
+/// module merely declares (`vprintf`): a callee with a section of its own was compiled for
+/// the donor's budgets, and the module's copy of it for others.
+fn calls_stay_inside(donor: &Cubin, td: usize) -> Result<(), String> {
+    let defined_elsewhere = |name: &str| {
+        donor
+            .function_symbol(name)
+            .is_some_and(|i| donor.symbols[i].st_shndx as usize != td)
+    };
+    for f in donor.functions().iter().filter(|f| f.text_section == td) {
+        if let Some(c) = f.callees.iter().find(|c| defined_elsewhere(c)) {
+            return Err(format!(
+                "{} calls {c}, which has a section of its own",
+                f.name
+            ));
+        }
+    }
     Ok(())
 }
 

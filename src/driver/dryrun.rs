@@ -28,6 +28,13 @@ pub enum Step {
     FilterDeps { out: PathBuf },
     /// nvcc deletes these files.
     Remove { paths: Vec<PathBuf> },
+    /// `-lib`'s archive step, ``"`gcc -print-prog-name=ar`" cr lib.a objs...``: the shell
+    /// asks the host compiler for its archiver (`query`), then runs it with `args`.
+    Archive {
+        query: Vec<String>,
+        args: Vec<String>,
+        line: String,
+    },
 }
 
 impl Step {
@@ -87,8 +94,25 @@ pub fn parse(text: &str, base_env: &HashMap<String, String>) -> Result<Plan, Dry
             });
             continue;
         }
-        let argv =
-            shell::split(body, &vars).map_err(|source| DryRunError::Shell { line_no, source })?;
+        let shell_err = |source| DryRunError::Shell { line_no, source };
+        if let Some((query, args)) = archive(body) {
+            let query = shell::split(query, &vars).map_err(shell_err)?;
+            let args = shell::split(args, &vars).map_err(shell_err)?;
+            // Only the form nvcc prints: `<host compiler> -print-prog-name=<tool>`.
+            if query.len() != 2 || !query[1].starts_with("-print-prog-name=") {
+                return Err(DryRunError::UnknownLine {
+                    line_no,
+                    text: raw.to_string(),
+                });
+            }
+            plan.steps.push(Step::Archive {
+                query,
+                args,
+                line: body.to_string(),
+            });
+            continue;
+        }
+        let argv = shell::split(body, &vars).map_err(shell_err)?;
         match argv.first().map(String::as_str) {
             None => {
                 return Err(DryRunError::UnknownLine {
@@ -118,6 +142,14 @@ pub fn parse(text: &str, base_env: &HashMap<String, String>) -> Result<Plan, Dry
         return Err(DryRunError::Empty);
     }
     Ok(plan)
+}
+
+/// ``"`gcc -print-prog-name=ar`" cr "lib.a" ...`` → (`gcc -print-prog-name=ar`, `cr "lib.a" ...`):
+/// the one command substitution nvcc prints (`-lib`), as the program of its step.
+fn archive(body: &str) -> Option<(&str, &str)> {
+    let rest = body.strip_prefix("\"`")?;
+    let (query, args) = rest.split_once("`\"")?;
+    args.starts_with(' ').then_some((query, args))
 }
 
 /// `NAME=value` where NAME is a shell variable name. Commands never start that way in nvcc's
@@ -186,5 +218,23 @@ nvcc warning : something nvcc says itself
         ));
         assert_eq!(parse("#$ X=1\n", &HashMap::new()), Err(DryRunError::Empty));
         assert!(parse("#$ rm -rf /t\n", &HashMap::new()).is_err());
+        assert!(parse("#$ \"`rm -rf /`\" x\n", &HashMap::new()).is_err());
+        assert!(parse("#$ \"`gcc -print-prog-name=ar` x\n", &HashMap::new()).is_err());
+    }
+
+    #[test]
+    fn the_archive_step_of_lib() {
+        let plan = parse(
+            "#$ \"`gcc -print-prog-name=ar`\" cr \"lib w.a\" \"/t/tmpxft_1-9_w.o\"\n",
+            &HashMap::new(),
+        )
+        .unwrap();
+        match &plan.steps[0] {
+            Step::Archive { query, args, .. } => {
+                assert_eq!(query, &["gcc", "-print-prog-name=ar"]);
+                assert_eq!(args, &["cr", "lib w.a", "/t/tmpxft_1-9_w.o"]);
+            }
+            s => panic!("unexpected {s:?}"),
+        }
     }
 }

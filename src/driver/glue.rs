@@ -1,13 +1,16 @@
 //! The launch-time selector's glue in the user's objects (issue 21,
-//! docs/selector.md §How the driver wires it in). Under `NVCC_ORION=adapt|train` the host compilation of nvcc's
-//! `.cudafe1.cpp` force-includes the launch redirect, and the object it writes is merged
-//! (`ld -r`) with the glue object right away, before any later step (nvlink, the host link,
-//! `ar`) reads it. The glue object is built once per host compiler, its version, the mode and
-//! the `-m64` flag, and cached.
+//! docs/selector.md §How the driver wires it in). Under `NVCC_ORION=adapt|train` the object
+//! of nvcc's `.cudafe1.cpp` host compilation gets its references to the CUDA runtime's launch
+//! entry points renamed to the glue's (an `objcopy --redefine-sym` of undefined symbols only)
+//! and is merged (`ld -r`) with the glue object right away, before any later step (nvlink,
+//! the host link, `ar`) reads it. Renaming symbols, not source text, touches nothing the user
+//! names: a `trace::cudaLaunchKernel` of their own is another (mangled) symbol, and an object
+//! that defines a launch function (an interposer) keeps it (issue 31). The glue object is
+//! built once per host compiler, its version, the mode and the `-m64` flag, and cached.
 //!
-//! Never a failed build: when the glue cannot be built, the redirected compilation fails, or
-//! the merge fails, the step runs again as nvcc printed it, and the plain object stands with
-//! one warning line. A failure of that plain step is the user's, reported by nvcc itself.
+//! Never a failed build: the host compilation runs as nvcc printed it; when the glue cannot
+//! be built, or the renaming or the merge fails, the plain object stands with one warning
+//! line. A failure of the compilation itself is the user's, reported as nvcc reports it.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -20,11 +23,7 @@ use crate::settings::Selector;
 
 /// The runtime sources, shipped in the binary (users have no repository); written to the
 /// cache under the hash of them all, so a new nvcc-orion never reads an older copy.
-const SOURCES: [(&str, &str); 4] = [
-    (
-        "orion_launch_redirect.h",
-        include_str!("../../runtime/orion_launch_redirect.h"),
-    ),
+const SOURCES: [(&str, &str); 3] = [
     (
         "orion_runtime.cpp",
         include_str!("../../runtime/orion_runtime.cpp"),
@@ -44,8 +43,21 @@ const SOURCES: [(&str, &str); 4] = [
 /// object may end up in a shared library).
 const GLUE_FLAGS: [&str; 5] = ["-std=c++11", "-O2", "-fPIC", "-fno-exceptions", "-fno-rtti"];
 
-/// The glue's entry points the redirect renames to (`runtime/orion_launch_redirect.h`): an
-/// object that calls none of them launches no kernel and needs no glue.
+/// The CUDA runtime's launch entry points the glue stands in for: the `<<<>>>` stubs
+/// (`__cudaGetKernel`, `__cudaLaunchKernel`), `cudaLaunchKernel` and the C++ wrappers built on
+/// it, `cudaLaunchKernelEx`, and the per-thread-stream forms. An object that references none
+/// of them launches no kernel and needs no glue.
+const ENTRY_POINTS: [&str; 7] = [
+    "cudaLaunchKernel",
+    "cudaLaunchKernel_ptsz",
+    "cudaLaunchKernelExC",
+    "cudaLaunchKernelExC_ptsz",
+    "__cudaGetKernel",
+    "__cudaLaunchKernel",
+    "__cudaLaunchKernel_ptsz",
+];
+
+/// What a renamed entry point is called: the glue defines `orion_rt_v1_<name>`.
 const RENAMED_PREFIX: &str = "orion_rt_v1_";
 
 #[derive(Debug, thiserror::Error)]
@@ -65,8 +77,6 @@ enum GlueError {
     NoCudaInclude,
     #[error("link-time optimisation (-flto) objects cannot be merged")]
     Lto,
-    #[error("the host compiler rejected the launch redirect")]
-    Redirect,
     #[error("{0} is not an ELF relocatable object")]
     NotElf(String),
     /// The same failure, met earlier in this replay.
@@ -137,11 +147,13 @@ impl HostCompile {
     }
 }
 
-/// What the glue of one host compiler needs: its object and the linker that merges it.
+/// What the glue of one host compiler needs: its object, and the binutils that rename a
+/// unit's symbols and merge the two.
 #[derive(Debug, Clone)]
 struct Built {
     object: PathBuf,
     ld: String,
+    objcopy: String,
 }
 
 /// What one glue object is built for: the host compiler, its `-m64`/`-m32`, and the CUDA
@@ -173,102 +185,88 @@ impl Glue {
         }
     }
 
-    /// Run the host compilation `argv` (see [`HostCompile::of`]) with the launch redirect and
-    /// merge the glue into its object; on any failure of ours, the step as nvcc printed it,
-    /// and one warning line on its stderr.
+    /// Run the host compilation `argv` (see [`HostCompile::of`]) as nvcc printed it, then
+    /// send its launches to the glue; on any failure of ours the plain object stands, with
+    /// one warning line on the step's stderr.
     pub(crate) fn compile(
         &self,
         argv: &[String],
         host: &HostCompile,
         ctx: &StepContext,
     ) -> std::io::Result<Compiled> {
-        let object = ctx.cwd.join(&host.object);
-        match self.try_compile(argv, host, ctx, &object) {
-            Ok((captured, merged)) => Ok(Compiled {
+        let mut captured = ctx.run(argv)?;
+        if !captured.status.success() {
+            return Ok(Compiled {
                 captured,
-                note: Some(if merged {
-                    format!(
-                        "nvcc-orion: launch-time selector ({}) merged into {}",
-                        self.selector.name(),
-                        host.object
-                    )
-                } else {
-                    format!(
-                        "nvcc-orion: no kernel launch in {}: no selector needed",
-                        host.object
-                    )
-                }),
-            }),
+                note: None,
+            });
+        }
+        let object = ctx.cwd.join(&host.object);
+        let note = match self.attach(argv, ctx, &object) {
+            Ok(true) => format!(
+                "nvcc-orion: launch-time selector ({}) merged into {}",
+                self.selector.name(),
+                host.object
+            ),
+            Ok(false) => format!(
+                "nvcc-orion: no kernel launch in {}: no selector needed",
+                host.object
+            ),
             Err(why) => {
-                let mut captured = ctx.run(argv)?;
-                if captured.status.success() {
-                    captured.stderr.extend_from_slice(
-                        format!(
-                            "nvcc-orion: warning: no launch-time selector in {}: {why}; the plain object stands\n",
-                            host.object
-                        )
-                        .as_bytes(),
-                    );
-                }
-                Ok(Compiled {
+                captured.warn(&format!(
+                    "no launch-time selector in {}: {why}; the plain object stands",
+                    host.object
+                ));
+                return Ok(Compiled {
                     captured,
                     note: None,
-                })
+                });
             }
-        }
+        };
+        Ok(Compiled {
+            captured,
+            note: Some(note),
+        })
     }
 
-    /// The redirected compilation and the merge: what the step printed, and whether the glue
-    /// was merged (not when the unit launches no kernel).
-    fn try_compile(
-        &self,
-        argv: &[String],
-        host: &HostCompile,
-        ctx: &StepContext,
-        object: &Path,
-    ) -> Result<(Captured, bool), GlueError> {
+    /// Rename `object`'s references to the launch entry points and merge the glue into it:
+    /// whether it was merged (not when the unit launches no kernel). The object is replaced
+    /// in one rename, or not at all.
+    fn attach(&self, argv: &[String], ctx: &StepContext, object: &Path) -> Result<bool, GlueError> {
         if argv.iter().any(|a| a.starts_with("-flto")) {
             return Err(GlueError::Lto);
         }
+        let names = launch_references(object)?;
+        if names.is_empty() {
+            return Ok(false);
+        }
         let sources = self.sources()?;
         let built = self.built(argv, ctx, &sources)?;
-        let mut redirected = argv.to_vec();
-        redirected.splice(
-            host.input..host.input,
-            [
-                "-include".to_string(),
-                sources
-                    .join("orion_launch_redirect.h")
-                    .display()
-                    .to_string(),
-            ],
-        );
-        let captured = ctx
-            .run(&redirected)
-            .map_err(io(format!("running {}", argv[0])))?;
-        if !captured.status.success() {
-            return Err(GlueError::Redirect);
-        }
-        if !launches(object)? {
-            return Ok((captured, false));
-        }
+        let renamed = scratch_name(object);
         let merged = scratch_name(object);
-        let result = tool(
-            ctx,
-            &[
-                built.ld.clone(),
-                "-r".into(),
-                object.display().to_string(),
-                built.object.display().to_string(),
-                "-o".into(),
-                merged.display().to_string(),
-            ],
-        )
-        .and_then(|_| std::fs::rename(&merged, object).map_err(io("renaming the merged object")));
+        let mut objcopy = vec![built.objcopy.clone()];
+        for n in &names {
+            objcopy.push(format!("--redefine-sym={n}={RENAMED_PREFIX}{n}"));
+        }
+        objcopy.extend([object.display().to_string(), renamed.display().to_string()]);
+        let merge = [
+            built.ld.clone(),
+            "-r".into(),
+            renamed.display().to_string(),
+            built.object.display().to_string(),
+            "-o".into(),
+            merged.display().to_string(),
+        ];
+        let result = tool(ctx, &objcopy)
+            .and_then(|_| tool(ctx, &merge))
+            .and_then(|_| {
+                std::fs::rename(&merged, object).map_err(io("renaming the merged object"))
+            });
+        let _ = std::fs::remove_file(&renamed);
         if result.is_err() {
             let _ = std::fs::remove_file(&merged);
         }
-        result.map(|()| (captured, true))
+        result.map(|()| true)
     }
 
     /// The runtime sources in `<root>/<hash>/`, written once (atomically) by whichever build
@@ -367,12 +365,14 @@ impl Glue {
             h.update([0]);
         }
         let object = sources.join(format!("glue-{}.o", &hex(&h.finalize())[..16]));
-        let ld = String::from_utf8_lossy(&tool(ctx, &[cc.clone(), "-print-prog-name=ld".into()])?)
-            .trim()
-            .to_string();
-        let ld = if ld.is_empty() { "ld".to_string() } else { ld };
+        let ld = prog_name(ctx, cc, "ld")?;
+        let objcopy = prog_name(ctx, cc, "objcopy")?;
         if object.is_file() {
-            return Ok(Built { object, ld });
+            return Ok(Built {
+                object,
+                ld,
+                objcopy,
+            });
         }
         let tmp = scratch_name(&object);
         let mut compile: Vec<String> = vec![cc.clone()];
@@ -393,8 +393,23 @@ impl Glue {
         if done.is_err() {
             let _ = std::fs::remove_file(&tmp);
         }
-        done.map(|()| Built { object, ld })
+        done.map(|()| Built {
+            object,
+            ld,
+            objcopy,
+        })
     }
+}
+
+/// The binutils program `name` the host compiler `cc` uses (`-print-prog-name`), else `name`.
+fn prog_name(ctx: &StepContext, cc: &str, name: &str) -> Result<String, GlueError> {
+    let out = tool(ctx, &[cc.to_string(), format!("-print-prog-name={name}")])?;
+    let found = String::from_utf8_lossy(&out).trim().to_string();
+    Ok(if found.is_empty() {
+        name.to_string()
+    } else {
+        found
+    })
 }
 
 /// The first `-I` directory of `argv` that holds `cuda.h`: the toolkit headers the user's
@@ -412,8 +427,9 @@ fn cuda_include(argv: &[String]) -> Option<String> {
         .find(|d| Path::new(d).join("cuda.h").is_file())
 }
 
-/// Whether the object calls any renamed launch entry point (`orion_rt_v1_*`, undefined).
-fn launches(object: &Path) -> Result<bool, GlueError> {
+/// The launch entry points `object` references and does not define itself (an object that
+/// defines one, an interposer, keeps its own).
+fn launch_references(object: &Path) -> Result<Vec<&'static str>, GlueError> {
     use object::{Object, ObjectSymbol};
     let data = std::fs::read(object).map_err(io(format!("reading {}", object.display())))?;
     let not_elf = || GlueError::NotElf(object.display().to_string());
@@ -422,9 +438,14 @@ fn launches(object: &Path) -> Result<bool, GlueError> {
     {
         return Err(not_elf());
     }
-    Ok(file
-        .symbols()
-        .any(|s| s.is_undefined() && s.name().is_ok_and(|n| n.starts_with(RENAMED_PREFIX))))
+    let named = |n: &str, undefined: bool| {
+        file.symbols()
+            .any(|s| s.is_undefined() == undefined && s.name().is_ok_and(|x| x == n))
+    };
+    Ok(ENTRY_POINTS
+        .into_iter()
+        .filter(|n| named(n, true) && !named(n, false))
+        .collect())
 }
 
 #[cfg(test)]

@@ -8,7 +8,9 @@ pub(crate) mod depfile;
 pub mod dryrun;
 pub mod dryrun_shim;
 pub(crate) mod glue;
+pub mod passed;
 pub(crate) mod shell;
+mod units;
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -140,6 +142,19 @@ pub fn replay(
         env,
         cwd: cwd.to_path_buf(),
     };
+    // Link-time-optimised host objects keep their symbols inside the compiler's bytecode,
+    // where the selector's renaming cannot reach: no selector, and no variants to embed.
+    let lto = settings.selector.is_some() && host_objects_use_lto(&plan);
+    let without_selector;
+    let settings = if lto {
+        without_selector = Settings {
+            selector: None,
+            ..settings.clone()
+        };
+        &without_selector
+    } else {
+        settings
+    };
     // The selector's glue lives beside the variant cache (`<cache>/runtime`), or in this
     // replay's own folder when there is no cache.
     let glue = settings.selector.map(|sel| {
@@ -156,12 +171,16 @@ pub fn replay(
         TuneContext {
             toolkit: tk,
             settings,
+            selector_refused: lto.then_some(LTO_REFUSED),
         },
         glue.as_ref(),
     );
     drop(tmp);
     let mut replayed = result?;
     let mut messages = Vec::new();
+    if lto {
+        messages.extend_from_slice(format!("nvcc-orion: warning: {LTO_REFUSED}\n").as_bytes());
+    }
     for m in &plan.messages {
         messages.extend_from_slice(m.as_bytes());
         messages.push(b'\n');
@@ -169,6 +188,24 @@ pub fn replay(
     messages.append(&mut replayed.stderr);
     replayed.stderr = messages;
     Ok(replayed)
+}
+
+/// Why a compile with `-flto` host objects gets no launch-time selector.
+const LTO_REFUSED: &str = "no launch-time selector: the host compiler's -flto objects keep \
+    their symbols in LTO bytecode, where the launches cannot be redirected; the tuned kernels \
+    ship alone";
+
+/// Whether a host compilation of the plan's `.cudafe1.cpp` makes link-time-optimised objects.
+fn host_objects_use_lto(plan: &dryrun::Plan) -> bool {
+    plan.steps.iter().any(|s| match s {
+        dryrun::Step::Run { argv, .. } => {
+            glue::HostCompile::of(argv).is_some()
+                && argv
+                    .iter()
+                    .any(|a| a.starts_with("-flto") && a != "-flto=none")
+        }
+        _ => false,
+    })
 }
 
 /// What one `Run` step left: its output, or a tuned ptxas step still to publish.
@@ -211,7 +248,10 @@ fn run_steps(
     let background = tune.settings.mode == Mode::Tune;
     let slots = Slots::of_process();
     let mut done = Replayed::default();
+    let units = units::Units::of(plan);
+    // Each step's tool and result, and for a ptxas step the source its records name.
     let mut ran: Vec<(String, Option<Ran>)> = Vec::new();
+    let mut unit_of: Vec<Option<&str>> = Vec::new();
     // Verbose lines of the background steps, in step order.
     let mut aside: Vec<String> = Vec::new();
     std::thread::scope(|scope| -> Result<(), DriverError> {
@@ -243,7 +283,7 @@ fn run_steps(
                 Step::Run { argv, .. } => argv
                     .iter()
                     .any(|a| p.files.iter().any(|f| a.contains(f.as_str()))),
-                Step::FilterDeps { .. } | Step::Remove { .. } => true,
+                Step::FilterDeps { .. } | Step::Remove { .. } | Step::Archive { .. } => true,
             };
             let (ready, later): (Vec<_>, Vec<_>) = pending.into_iter().partition(waits_for);
             pending = later;
@@ -268,6 +308,7 @@ fn run_steps(
                                 ));
                             }
                             ran.push((tool, None));
+                            unit_of.push(units.of_ptxas(argv));
                             pending.push(Pending {
                                 index: ran.len() - 1,
                                 files: files_of(argv),
@@ -297,6 +338,11 @@ fn run_steps(
                     if !status.success() {
                         return Err(DriverError::StepFailed { tool, status });
                     }
+                    unit_of.push(if tool == "ptxas" {
+                        units.of_ptxas(argv)
+                    } else {
+                        None
+                    });
                     ran.push((tool, Some(result)));
                     if argv.iter().any(|a| a == "-E")
                         && let Some(out) = argv
@@ -306,6 +352,11 @@ fn run_steps(
                     {
                         preprocessed.push(ctx.cwd.join(out));
                     }
+                }
+                Step::Archive { query, args, .. } => {
+                    let archived = archive(query, args, ctx)?;
+                    unit_of.push(None);
+                    ran.push(("ar".to_string(), Some(Ran::Plain(archived))));
                 }
                 Step::FilterDeps { out } => {
                     write_depfile(out, &preprocessed, ctx, facts)?;
@@ -332,18 +383,45 @@ fn run_steps(
         Ok(())
     })?;
     done.notes.append(&mut aside);
-    for (_, r) in ran {
+    for ((_, r), unit) in ran.into_iter().zip(unit_of) {
         let Captured {
             mut stdout,
             mut stderr,
             ..
         } = match r {
             Some(Ran::Plain(c)) => c,
-            Some(Ran::Tuned(t)) => t.publish(tune, &mut done.notes),
+            Some(Ran::Tuned(t)) => t.publish_for(unit, tune, &mut done.notes),
             None => unreachable!("every background step is joined"),
         };
         done.stdout.append(&mut stdout);
         done.stderr.append(&mut stderr);
+    }
+    Ok(done)
+}
+
+/// `-lib`'s archive step as its shell would run it: ask the host compiler for the archiver
+/// (`query`), then run that with `args`.
+fn archive(query: &[String], args: &[String], ctx: &StepContext) -> Result<Captured, DriverError> {
+    let failed = |tool: &str, status| DriverError::StepFailed {
+        tool: tool.to_string(),
+        status,
+    };
+    let asked = ctx.run(query).map_err(|source| DriverError::Spawn {
+        tool: query[0].clone(),
+        source,
+    })?;
+    if !asked.status.success() {
+        return Err(failed(&query[0], asked.status));
+    }
+    let program = String::from_utf8_lossy(&asked.stdout).trim().to_string();
+    let mut argv = vec![program.clone()];
+    argv.extend_from_slice(args);
+    let done = ctx.run(&argv).map_err(|source| DriverError::Spawn {
+        tool: program.clone(),
+        source,
+    })?;
+    if !done.status.success() {
+        return Err(failed(&program, done.status));
     }
     Ok(done)
 }

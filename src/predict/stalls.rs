@@ -1,34 +1,74 @@
 //! The static stall model (docs/DESIGN.md §Prediction and selection; RegDem §4, docs/papers.md
-//! §RegDem): how many cycles a warp of one kernel variant spends, read from the variant's SASS.
+//! §RegDem): how many cycles a warp of one kernel variant spends, and how many bytes it moves,
+//! read from the variant's SASS.
 //!
 //! Per instruction, with `w` the weight of its loop nest ([`LOOP_FACTOR`] per level):
 //! - **latency**: the stall count in its control field (at least one cycle, the issue
 //!   itself), plus, for each scoreboard it waits on, what is left of the producer's latency
-//!   (a per-class table) after the cycles that have passed since the producer issued: RegDem's
-//!   barrier tracker. Trackers are cleared at branches and branch targets: ptxas releases
-//!   scoreboards before control flow, so a wait never spans blocks.
+//!   after the cycles that have passed since the producer issued: RegDem's barrier tracker.
+//!   A memory producer's latency is the level its data comes from ([`Latencies`]: global data
+//!   from DRAM, local data from wherever the variant's spills are placed, shared memory); the
+//!   others are per-class figures. Trackers are cleared at branches and branch targets: ptxas
+//!   releases scoreboards before control flow, so a wait never spans blocks.
 //! - **issue**: the cycles the instruction occupies its scheduler's pipe,
 //!   `MAX_THROUGHPUT / throughput(class)` (RegDem's equation 2 without its occupancy factor,
-//!   which enters below).
+//!   which enters in [`super::price`]).
+//! - **bytes**: what a warp of 32 threads moves to or from global, local and shared memory,
+//!   the access size read from the instruction ([`crate::sass::access`]).
+//! - the share of latency and issue that local-memory instructions take (their own stalls and
+//!   issue, and the waits on their scoreboards): what a lower budget's spills add
+//!   ([`super::coherence`]).
 //! - a `CALL` adds the callee's totals (once per call site, recursion counted once).
-//!
-//! With `W` warps resident per scheduler, one scheduler finishes its warps in
-//! `max(latency, W · issue)` cycles: latency overlaps across warps until the pipes are busy
-//! (the saturation point of Resios' model, docs/papers.md §Resios). The prediction per warp is
-//! that over `W`, so a variant that trades a few instructions for more resident warps wins
-//! exactly when the kernel is latency-bound.
 
 use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 
-use super::latency::{
-    MAX_THROUGHPUT, READ_RELEASE, SCHEDULERS_PER_SM, scoreboard_latency, throughput,
-};
+use super::latency::{MAX_THROUGHPUT, READ_RELEASE, scoreboard_latency, throughput};
 pub(crate) use crate::analysis::loops::loop_weights;
 use crate::sass::OpClass;
+use crate::sass::access::bytes_per_thread;
 use crate::sass::control::SCOREBOARDS;
 use crate::sass::ir::Function;
+
+/// Threads per warp: a warp-wide access moves this many times one thread's bytes.
+const WARP: f64 = 32.0;
+
+/// Load-to-use cycles of the memory levels a variant's accesses come from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Latencies {
+    /// Global (and texture) data: no reuse is visible in the SASS, so DRAM's.
+    pub global: f64,
+    /// Local data, where the variant's frame is placed at its occupancy.
+    pub local: f64,
+    pub shared: f64,
+}
+
+impl Latencies {
+    fn of(&self, class: OpClass) -> f64 {
+        match class {
+            OpClass::Global | OpClass::Texture => self.global,
+            OpClass::Local => self.local,
+            OpClass::Shared => self.shared,
+            c => scoreboard_latency(c),
+        }
+    }
+}
+
+/// Loop-weighted bytes one warp moves, per memory space.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Traffic {
+    pub global: f64,
+    pub local: f64,
+    pub shared: f64,
+}
+
+/// The latency and issue cycles spent on one kind of instruction.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Spent {
+    pub latency: f64,
+    pub issue: f64,
+}
 
 /// Totals for one function, per warp, loop-weighted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -41,6 +81,10 @@ pub struct Cost {
     pub local_accesses: f64,
     /// Loop-weighted instructions.
     pub(crate) instructions: f64,
+    /// What local-memory instructions take of `latency` and `issue`.
+    pub local: Spent,
+    /// Loop-weighted bytes per warp.
+    pub bytes: Traffic,
 }
 
 impl Cost {
@@ -49,56 +93,47 @@ impl Cost {
         self.issue += o.issue * times;
         self.local_accesses += o.local_accesses * times;
         self.instructions += o.instructions * times;
+        self.local.latency += o.local.latency * times;
+        self.local.issue += o.local.issue * times;
+        self.bytes.global += o.bytes.global * times;
+        self.bytes.local += o.bytes.local * times;
+        self.bytes.shared += o.bytes.shared * times;
     }
 }
 
-/// The predictor's verdict on one kernel variant.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Prediction {
-    pub(crate) cost: Cost,
-    /// Resident warps per scheduler at the variant's occupancy.
-    pub(crate) warps_per_scheduler: f64,
-    /// Predicted cycles per warp: `max(latency / W, issue)`. Lower is better.
-    pub cycles_per_warp: f64,
-    /// True when the pipes, not latency, bound the time.
-    pub(crate) issue_bound: bool,
-}
-
-/// Predict a kernel `kernel` among `functions` (its device functions included) on `sm` with
-/// `warps_per_sm` resident warps.
-pub fn predict(
+/// The loop-weighted cost of `name`, its callees included, on sm_`sm` with memory producers
+/// priced at `latencies`.
+pub fn function_cost(
     sm: u32,
+    latencies: &Latencies,
     functions: &[Function],
-    kernel: &str,
-    warps_per_sm: u32,
-) -> Option<Prediction> {
-    let cost = function_cost(sm, functions, kernel)?;
-    Some(combine(cost, warps_per_sm))
-}
-
-/// Combine a warp's cost with the occupancy.
-pub(crate) fn combine(cost: Cost, warps_per_sm: u32) -> Prediction {
-    let w = (f64::from(warps_per_sm) / f64::from(SCHEDULERS_PER_SM)).max(f64::MIN_POSITIVE);
-    let latency_share = cost.latency / w;
-    Prediction {
-        cost,
-        warps_per_scheduler: w,
-        cycles_per_warp: latency_share.max(cost.issue),
-        issue_bound: cost.issue >= latency_share,
-    }
-}
-
-/// The loop-weighted cost of `name`, its callees included.
-pub fn function_cost(sm: u32, functions: &[Function], name: &str) -> Option<Cost> {
+    name: &str,
+) -> Option<Cost> {
     let by_name: HashMap<&str, &Function> =
         functions.iter().map(|f| (f.name.as_str(), f)).collect();
     let mut memo = HashMap::new();
     let mut visiting = HashSet::new();
-    cost_of(sm, &by_name, name, &mut memo, &mut visiting)
+    let at = Pricing { sm, latencies };
+    cost_of(&at, &by_name, name, &mut memo, &mut visiting)
+}
+
+/// What every instruction of one walk is priced with.
+struct Pricing<'a> {
+    sm: u32,
+    latencies: &'a Latencies,
+}
+
+/// A scoreboard in flight: the producer's latency, the cycles since it issued, and whether
+/// the producer is a local-memory instruction (its waits are the spills' share).
+#[derive(Clone, Copy)]
+struct InFlight {
+    latency: f64,
+    elapsed: f64,
+    local: bool,
 }
 
 fn cost_of<'a>(
-    sm: u32,
+    at: &Pricing<'_>,
     by_name: &HashMap<&'a str, &'a Function>,
     name: &str,
     memo: &mut HashMap<String, Cost>,
@@ -115,42 +150,66 @@ fn cost_of<'a>(
     let weights = loop_weights(f);
     let leaders = block_leaders(f);
     let mut total = Cost::default();
-    // Per scoreboard: the producer's latency and the cycles elapsed since it issued.
-    let mut tracker: [Option<(f64, f64)>; SCOREBOARDS as usize] = [None; SCOREBOARDS as usize];
+    let mut tracker: [Option<InFlight>; SCOREBOARDS as usize] = [None; SCOREBOARDS as usize];
     for (i, ins) in f.instrs.iter().enumerate() {
         let w = weights[i];
         if leaders.contains(&i) {
             tracker = [None; SCOREBOARDS as usize];
         }
-        let mut cycles = 0.0;
+        let class = ins.class();
+        let local = class == OpClass::Local;
+        let (mut cycles, mut local_cycles) = (0.0, 0.0);
         for b in ins.ctrl.waits() {
-            if let Some((lat, elapsed)) = tracker[usize::from(b)].take() {
-                let exposed = (lat - elapsed).max(0.0);
+            if let Some(p) = tracker[usize::from(b)].take() {
+                let exposed = (p.latency - p.elapsed).max(0.0);
                 cycles += exposed;
+                if p.local {
+                    local_cycles += exposed;
+                }
                 advance(&mut tracker, exposed);
             }
         }
         // The producer's clock starts at its issue, so its own stall counts.
         if let Some(b) = ins.ctrl.write_sb {
-            tracker[usize::from(b)] = Some((scoreboard_latency(ins.class()), 0.0));
+            let latency = at.latencies.of(class);
+            tracker[usize::from(b)] = Some(InFlight {
+                latency,
+                elapsed: 0.0,
+                local,
+            });
         }
         if let Some(b) = ins.ctrl.read_sb {
             // A write release of the same scoreboard subsumes the read release.
             if ins.ctrl.write_sb != Some(b) {
-                tracker[usize::from(b)] = Some((READ_RELEASE, 0.0));
+                tracker[usize::from(b)] = Some(InFlight {
+                    latency: READ_RELEASE,
+                    elapsed: 0.0,
+                    local,
+                });
             }
         }
         let stall = f64::from(ins.ctrl.stall.max(1));
         cycles += stall;
         advance(&mut tracker, stall);
+        let issue = MAX_THROUGHPUT / throughput(at.sm, class);
         total.latency += cycles * w;
-        total.issue += MAX_THROUGHPUT / throughput(sm, ins.class()) * w;
+        total.issue += issue * w;
         total.instructions += w;
-        if ins.class() == OpClass::Local {
+        if local {
+            local_cycles += stall;
             total.local_accesses += w;
+            total.local.issue += issue * w;
+        }
+        total.local.latency += local_cycles * w;
+        let bytes = f64::from(bytes_per_thread(ins)) * WARP * w;
+        match class {
+            OpClass::Global | OpClass::Texture => total.bytes.global += bytes,
+            OpClass::Local => total.bytes.local += bytes,
+            OpClass::Shared => total.bytes.shared += bytes,
+            _ => {}
         }
         if let Some(callee) = ins.callee.as_deref()
-            && let Some(c) = cost_of(sm, by_name, callee, memo, visiting)
+            && let Some(c) = cost_of(at, by_name, callee, memo, visiting)
         {
             total.add(&c, w);
         }
@@ -163,9 +222,9 @@ fn cost_of<'a>(
     Some(total)
 }
 
-fn advance(tracker: &mut [Option<(f64, f64)>], cycles: f64) {
-    for (_, elapsed) in tracker.iter_mut().flatten() {
-        *elapsed += cycles;
+fn advance(tracker: &mut [Option<InFlight>], cycles: f64) {
+    for p in tracker.iter_mut().flatten() {
+        p.elapsed += cycles;
     }
 }
 
@@ -191,13 +250,25 @@ mod tests {
     use super::*;
     use crate::sass::{Control, Instr, Op, Opcode};
 
+    /// RegDem's figures: 200 cycles for global and local producers, 24 for shared.
+    const REGDEM: Latencies = Latencies {
+        global: 200.0,
+        local: 200.0,
+        shared: 24.0,
+    };
+
+    fn function_cost(sm: u32, fs: &[Function], name: &str) -> Option<Cost> {
+        super::function_cost(sm, &REGDEM, fs, name)
+    }
+
     /// An instruction at index `i` of a function starting at 0, as `raw` decodes it (the
     /// operand text only gives a branch's target or a call's callee).
     fn ins(i: u64, opcode: &str, operands: &str, ctrl: Control) -> Instr {
         let opcode = Opcode::from(opcode);
         Instr {
             offset: 16 * i,
-            raw: 0,
+            // A 32-bit access where the instruction moves memory (sass::access).
+            raw: 4 << 73,
             predicate: None,
             target: (opcode.op() == Op::Bra)
                 .then(|| u64::from_str_radix(operands.trim_start_matches("0x"), 16).ok())
@@ -237,18 +308,13 @@ mod tests {
     }
 
     #[test]
-    fn stall_counts_add_up_and_warps_hide_them() {
+    fn stall_counts_add_up() {
         // Three dependent FFMAs at 4 cycles each: 12 cycles of latency, 3 issue slots at
-        // full FP32 rate on sm_86 (128 per SM per clock).
+        // full FP32 rate on sm_86 (128 per SM per clock), no memory traffic.
         let f = func("k", vec![("FFMA", "R0,R0,R1,R2", stall(4)); 3]);
         let c = function_cost(86, std::slice::from_ref(&f), "k").unwrap();
         assert_eq!((c.latency, c.issue, c.instructions), (12.0, 3.0, 3.0));
-        // One warp per scheduler: latency-bound, 12 cycles.
-        let p = combine(c, 4);
-        assert_eq!((p.cycles_per_warp, p.issue_bound), (12.0, false));
-        // Four warps per scheduler hide the stalls completely: 3 cycles, issue-bound.
-        let p = combine(c, 16);
-        assert_eq!((p.cycles_per_warp, p.issue_bound), (3.0, true));
+        assert_eq!((c.bytes, c.local), (Traffic::default(), Spent::default()));
         // On sm_80 FP32 runs at 64 per SM per clock: two cycles per warp instruction.
         assert_eq!(function_cost(80, &[f], "k").unwrap().issue, 6.0);
     }
@@ -278,8 +344,11 @@ mod tests {
         assert_eq!(c.latency, 1.0 + 2.0 + 197.0 + 4.0);
         // Issue: LDG 128/32 = 4, IADD3 128/64 = 2, FFMA 1 (sm_90).
         assert_eq!(c.issue, 7.0);
+        // A 32-bit global load moves 128 bytes per warp.
+        assert_eq!(c.bytes.global, 128.0);
         // The same load from local memory (a spill reload) costs the same wait and counts
-        // as a local access; from shared memory the wait is 24 - 3.
+        // as a local access, whose share is its own stall, the exposed wait and its issue;
+        // from shared memory the wait is 24 - 3.
         let mut lo = func(
             "k",
             vec![
@@ -288,12 +357,22 @@ mod tests {
                 ("FFMA", "", wait),
             ],
         );
+        let c = function_cost(90, &[lo.clone()], "k").unwrap();
+        assert_eq!((c.local_accesses, c.bytes.local), (1.0, 128.0));
         assert_eq!(
-            function_cost(90, &[lo.clone()], "k")
-                .unwrap()
-                .local_accesses,
-            1.0
+            c.local,
+            Spent {
+                latency: 1.0 + 197.0,
+                issue: 4.0
+            }
         );
+        // Placed in L1 (33 cycles), the wait shrinks to 30.
+        let near = Latencies {
+            local: 33.0,
+            ..REGDEM
+        };
+        let c = super::function_cost(90, &near, &[lo.clone()], "k").unwrap();
+        assert_eq!(c.latency, 1.0 + 2.0 + 30.0 + 4.0);
         lo.instrs[0] = ins(0, "LDS", "R2,[R3]", ldg);
         assert_eq!(
             function_cost(90, &[lo], "k").unwrap().latency,

@@ -8,14 +8,15 @@ use serde_json::{Value, json};
 
 use crate::container::{self, EntryKind};
 use crate::cubin::Cubin;
-use crate::predict::stalls::{combine, function_cost};
 use crate::sass::raw;
+use crate::settings::Settings;
 use crate::tune::candidates::{self, KernelPlan};
-use crate::tune::select::Evaluated;
+use crate::tune::evaluate::{Pricing, evaluate};
 
-/// One record per kernel and device image of `path`; each image's cubin is written under
-/// `scratch` (named in the record's `cubins`) for the code views.
-pub fn records(path: &Path, scratch: &Path) -> Result<Vec<Value>, String> {
+/// One record per kernel and device image of `path`, priced under `settings` (its
+/// calibration); each image's cubin is written under `scratch` (named in the record's
+/// `cubins`) for the code views.
+pub fn records(path: &Path, scratch: &Path, settings: &Settings) -> Result<Vec<Value>, String> {
     let artifact = container::open(path).map_err(|e| e.to_string())?;
     let images = artifact
         .images()
@@ -30,18 +31,28 @@ pub fn records(path: &Path, scratch: &Path) -> Result<Vec<Value>, String> {
         };
         let kept = scratch.join(format!("image{n}.cubin"));
         std::fs::write(&kept, &img.image).map_err(|e| format!("{}: {e}", kept.display()))?;
-        out.extend(image_records(&cubin, &kept, &img.location.to_string()));
+        out.extend(image_records(
+            &cubin,
+            &kept,
+            &img.location.to_string(),
+            settings,
+        ));
     }
     Ok(out)
 }
 
-fn image_records(cubin: &Cubin, kept: &Path, location: &str) -> Vec<Value> {
+fn image_records(cubin: &Cubin, kept: &Path, location: &str, settings: &Settings) -> Vec<Value> {
     let sm = cubin.arch();
     let Some(arch) = crate::predict::Arch::from_sm(sm) else {
         return Vec::new();
     };
-    let relocatable = cubin.is_relocatable();
     let functions = raw::functions(cubin);
+    let pricing = Pricing {
+        model: crate::tune::model::for_step(sm, settings).0,
+        arch,
+        relocatable: cubin.is_relocatable(),
+        baseline: &functions,
+    };
     cubin
         .kernels()
         .iter()
@@ -51,28 +62,13 @@ fn image_records(cubin: &Cubin, kept: &Path, location: &str) -> Vec<Value> {
             let plan = KernelPlan {
                 name: f.name.clone(),
                 baseline_regs: regs,
+                baseline_frame: f.frame_size.unwrap_or(0),
                 static_shared: f.static_shared,
                 blocks: blocks.clone(),
                 block_from,
                 budgets: Vec::new(),
             };
-            let warps = plan.warps(arch, regs, relocatable);
-            let cost = function_cost(sm, &functions, &f.name);
-            let e = Evaluated {
-                budget: None,
-                registers: regs,
-                spill_instructions: f.spill_instructions,
-                frame_bytes: f.frame_size.unwrap_or(0),
-                static_shared: f.static_shared,
-                cycles_per_warp: warps
-                    .iter()
-                    .map(|&w| cost.filter(|_| w > 0).map(|c| combine(c, w).cycles_per_warp))
-                    .collect(),
-                warps_per_sm: warps,
-                latency: cost.map_or(0.0, |c| c.latency),
-                issue: cost.map_or(0.0, |c| c.issue),
-                local_accesses: cost.map_or(0.0, |c| c.local_accesses),
-            };
+            let e = evaluate(&plan, &pricing, cubin, &functions, None)?;
             Some(json!({
                 "arch": format!("sm_{sm}"),
                 "kernel": f.name,

@@ -80,6 +80,14 @@ fn section(s: &mut String, i: usize, k: &Kernel<'_>) {
     if let Some(t) = r["transform"].as_str() {
         let _ = write!(s, "<p class=\"note\">{}</p>", esc(t));
     }
+    if let Some(line) = super::assembly::line(r) {
+        let _ = write!(s, "<p class=\"note\">{}</p>", esc(line.trim()));
+    }
+    let memory = super::memory::lines(r);
+    if !memory.is_empty() {
+        let text: Vec<String> = memory.iter().map(|l| esc(l.trim())).collect();
+        let _ = write!(s, "<pre class=\"note memory\">{}</pre>", text.join("\n"));
+    }
     let _ = write!(
         s,
         "<div class=\"charts\"><figure><figcaption>Occupancy against register budget</figcaption>{}<div class=\"legend\"><span>lines: warps/SM per block size ({}), dots on them: cliffs</span><span>red rings: candidates</span><span>green: chosen</span></div></figure></div>",

@@ -1,15 +1,25 @@
 //! Reports for people, from the tuner's JSON records (`NVCC_ORION_REPORT`): the terminal table
 //! of candidates ([`table`]), records for an already built file ([`file`]), and the
 //! self-contained HTML page ([`html`]) with its SVG charts ([`svg`]) drawn from per-kernel
-//! views of the SASS ([`view`]).
+//! views of the SASS ([`view`]). A whole build's records make a [`project`]: one [`row`] per
+//! kernel (with its occupancy [`limiter`]), a terminal [`summary`], the overview page
+//! ([`project_html`]) and what [`changes`] between two builds.
 //!
 //! Records stay `serde_json::Value`s here: a report may come from another nvcc-orion version,
 //! and a missing field must cost one cell of a table, not the whole explanation.
 
+pub mod assembly;
+pub mod changes;
 pub mod file;
 pub mod html;
+pub mod limiter;
 pub mod measured;
+pub mod memory;
+pub mod project;
+pub mod project_html;
+pub mod row;
 pub mod spills;
+pub mod summary;
 pub mod svg;
 pub mod table;
 pub mod variants;

@@ -19,6 +19,8 @@ pub fn refusal_kind(record: &Value) -> Option<&'static str> {
         "no shared memory"
     } else if detail.contains("registers, above the limit") {
         "cap with no room"
+    } else if detail.contains("no free register") {
+        "no free register"
     } else if detail.contains("nvdisasm") || detail.contains("oracle") {
         "instruction not covered"
     } else if detail.contains("checker rejected") {
@@ -125,6 +127,13 @@ mod tests {
             summary(&records).unwrap(),
             "spill → shared: 2 moved, 1 partly moved, 1 proved but slower than ptxas's, 5 refused \
              (2 no shared memory, 2 not offered, 1 proof)"
+        );
+        // A kernel with no register left for the area's base is its own kind, not "other".
+        let no_register = serde_json::json!({"budget": 32, "proved": false,
+            "detail": "spill → shared does not apply: no free register"});
+        assert_eq!(
+            refusal_kind(&rec(10, false, no_register)),
+            Some("no free register")
         );
         let untried = serde_json::json!({"candidates": [{"spill_instructions": 3}]});
         assert_eq!(summary(&[untried]), None);

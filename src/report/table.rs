@@ -12,6 +12,17 @@ use super::{budget, checker, list, rejected};
 /// The tables, one per kernel and architecture, in report order.
 pub fn render(records: &[Value], out: &mut impl Write) -> std::io::Result<()> {
     for r in records {
+        // A compile nvcc-orion passed to nvcc untuned: one line, no table.
+        if let Some(why) = r["passed_through"].as_str() {
+            let inputs: Vec<&str> = r["inputs"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            writeln!(out, "passed to nvcc untuned: {}: {why}\n", inputs.join(" "))?;
+            continue;
+        }
         let blocks = list(&r["block_sizes"]);
         // An architecture without an occupancy table is not tuned for any block size.
         let shape = if blocks.is_empty() {
@@ -96,8 +107,12 @@ pub fn render(records: &[Value], out: &mut impl Write) -> std::io::Result<()> {
         if let Some(t) = r["transform"].as_str() {
             writeln!(out, "    {t}")?;
         }
-        for line in super::measured::lines(r)
+        if let Some(line) = super::assembly::line(r) {
+            writeln!(out, "{line}")?;
+        }
+        for line in super::memory::lines(r)
             .into_iter()
+            .chain(super::measured::lines(r))
             .chain(super::variants::lines(r))
         {
             writeln!(out, "{line}")?;
@@ -105,6 +120,9 @@ pub fn render(records: &[Value], out: &mut impl Write) -> std::io::Result<()> {
         writeln!(out)?;
     }
     if let Some(line) = super::spills::summary(records) {
+        writeln!(out, "{line}")?;
+    }
+    if let Some(line) = super::assembly::summary(records) {
         writeln!(out, "{line}")?;
     }
     Ok(())
@@ -171,6 +189,15 @@ mod tests {
         assert!(
             t.contains("chose 32 registers: predicted 44.5% faster"),
             "{t}"
+        );
+    }
+
+    #[test]
+    fn a_passed_through_compile_is_one_line() {
+        let r = serde_json::json!({"passed_through": "-G (device debug)", "inputs": ["a.cu"]});
+        assert_eq!(
+            text(r),
+            "passed to nvcc untuned: a.cu: -G (device debug)\n\n"
         );
     }
 

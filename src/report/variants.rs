@@ -6,6 +6,9 @@ use serde_json::Value;
 
 /// The lines `explain` prints under a kernel's table; empty when nothing was embedded.
 pub fn lines(record: &Value) -> Vec<String> {
+    if let Some(why) = record["selector"].as_str() {
+        return vec![format!("    {why}")];
+    }
     let Some(variants) = record["variants"].as_array().filter(|v| v.len() > 1) else {
         return Vec::new();
     };

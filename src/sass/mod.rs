@@ -6,6 +6,7 @@
 //! compare with), a class per mnemonic, encodings, operand tables and re-layout. What differs
 //! per architecture is asked of [`crate::arch`].
 
+pub mod access;
 pub(crate) mod class;
 pub mod control;
 pub mod decode;

@@ -1,8 +1,15 @@
-//! Assembling the chosen budgets into the cubin that ships: a built whole-module variant that
-//! is exactly the choice, else the baseline with the chosen kernels spliced in from the
-//! variants they were evaluated in (what a whole-module run makes, byte for byte, tested),
-//! else one more ptxas run; then each chosen rewrite redone on it, proved again, and every
-//! kernel's code checked against what was evaluated before it replaces the baseline.
+//! Assembling the chosen budgets into the cubin that ships, the cheapest exact way:
+//! 1. a whole-module variant already built at exactly the chosen budgets;
+//! 2. the baseline with the chosen kernels spliced in from the variants they were evaluated
+//!    in ([`crate::cubin::splice`], which refuses anything it cannot make exact);
+//! 3. one more whole-module ptxas run.
+//!
+//! Then each chosen rewrite is redone on it and proved again, every kernel must be priced as
+//! it was evaluated (the same resources and predicted cost: a whole-module run may lay out
+//! module-level constant banks, and so some immediates, differently from an `--entry` run),
+//! and the assembly check ([`crate::audit`]) reads the result back with the toolkit and
+//! compares every function with the cubin its code came from. Any failure keeps the
+//! baseline.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -10,73 +17,83 @@ use std::path::Path;
 
 use super::evaluate::{Variant, requests};
 use super::proven;
+pub(crate) use super::record::Assembly;
 use super::record::TuneError;
 use super::variants::{Budgets, Builder, Built};
+use crate::arch::memory::MemoryParams;
+use crate::audit;
 use crate::cubin::Cubin;
+use crate::predict::memory::Placement;
+use crate::predict::stalls::function_cost;
+use crate::sass::{Function, raw};
 use crate::transform;
 
-/// The final cubin's bytes and the variant it came from (`spliced`: none built).
+/// What assembling needs of a tuned step.
+pub(crate) struct Inputs<'a> {
+    pub(crate) argv: &'a [String],
+    /// ptxas's own cubin: parsed, its bytes, its SASS.
+    pub(crate) baseline: (&'a Cubin, &'a [u8], &'a [Function]),
+    /// The variants as ptxas built them, and as evaluated (rewritten where their round asks).
+    pub(crate) built: &'a [Option<Built>],
+    pub(crate) parsed: &'a [Variant],
+    /// The variants' budgets, as built.
+    pub(crate) rounds: &'a [Budgets],
+    pub(crate) builder: &'a Builder<'a>,
+    pub(crate) block_sizes: &'a [(Option<String>, u32)],
+    pub(crate) tools: &'a audit::Tools,
+}
+
+/// What was chosen: per kernel not keeping the baseline its budget, and per kernel the
+/// variant whose code it must have (None: the baseline).
+pub(crate) struct Choice<'a> {
+    pub(crate) chosen: &'a Budgets,
+    pub(crate) expected: &'a BTreeMap<String, Option<usize>>,
+}
+
+/// The final cubin's bytes, the ptxas output it was made from, and how.
 pub struct Assembled {
     pub(crate) bytes: Vec<u8>,
     pub(crate) built: Built,
-    pub(crate) spliced: bool,
+    pub(crate) how: Assembly,
 }
 
-/// The cubin with the `chosen` budgets. `expected`: per kernel, the variant whose code it
-/// must have (none: the baseline); `rounds`: the variants' budgets, as built.
-#[allow(clippy::too_many_arguments)]
-pub fn assemble(
-    argv: &[String],
-    baseline: &Cubin,
-    built: &[Option<Built>],
-    parsed: &[Variant],
-    rounds: &[Budgets],
-    builder: &Builder<'_>,
-    chosen: &Budgets,
-    expected: &BTreeMap<String, Option<usize>>,
-    block_sizes: &[(Option<String>, u32)],
-) -> Result<Assembled, TuneError> {
-    let mut spliced = false;
-    let final_built = match built
-        .iter()
-        .flatten()
-        .find(|b| b.whole_module && &b.budgets == chosen)
-    {
-        Some(b) => b.clone(),
-        None => match splice_choice(argv, baseline, chosen, expected, parsed) {
-            Some(cubin) => {
-                spliced = true;
-                Built {
-                    budgets: chosen.clone(),
-                    cubin,
-                    // Not used: ptxas's own diagnostics for the step stay.
-                    stderr: Vec::new(),
-                    cached: false,
-                    whole_module: true,
-                }
-            }
-            None => builder.build(rounds.len(), chosen)?,
-        },
-    };
-    let bytes = rewrite_chosen(final_built.cubin.clone(), chosen, block_sizes)?;
+/// The cubin with the chosen budgets, checked (see the module docs).
+pub(crate) fn assemble(inp: &Inputs<'_>, choice: &Choice<'_>) -> Result<Assembled, TuneError> {
+    let (source, how) = source(inp, choice)?;
+    let bytes = rewrite_chosen(source.cubin.clone(), choice.chosen, inp.block_sizes)?;
     let final_cubin = Cubin::parse(&bytes).map_err(|e| TuneError::Cubin("final".to_string(), e))?;
-    for (kernel, source) in expected {
-        let evaluated = match source {
-            None => baseline,
-            Some(i) => match &parsed[*i] {
-                Some((c, _)) => c,
-                None => return Err(TuneError::Mismatch(kernel.clone())),
-            },
-        };
-        if kernel_code(&final_cubin, kernel) != kernel_code(evaluated, kernel) {
-            return Err(TuneError::Mismatch(kernel.clone()));
-        }
-    }
+    priced_as_evaluated(inp, choice, &final_cubin)?;
+    audit_assembled(inp, choice, &bytes, &source, how)?;
     Ok(Assembled {
         bytes,
-        built: final_built,
-        spliced,
+        built: source,
+        how,
     })
+}
+
+/// The ptxas output the final cubin starts from (see the module docs for the order).
+fn source(inp: &Inputs<'_>, choice: &Choice<'_>) -> Result<(Built, Assembly), TuneError> {
+    if let Some(b) = inp
+        .built
+        .iter()
+        .flatten()
+        .find(|b| b.whole_module && &b.budgets == choice.chosen)
+    {
+        return Ok((b.clone(), Assembly::Variant));
+    }
+    if let Some(cubin) = splice_choice(inp, choice) {
+        let built = Built {
+            budgets: choice.chosen.clone(),
+            cubin,
+            // Not used: ptxas's own diagnostics for the step stay.
+            stderr: Vec::new(),
+            cached: false,
+            whole_module: true,
+        };
+        return Ok((built, Assembly::Spliced));
+    }
+    let built = inp.builder.build(inp.rounds.len(), choice.chosen)?;
+    Ok((built, Assembly::WholeModule))
 }
 
 /// Kernels chosen with a rewrite get the same proved rewrite on the final cubin, each
@@ -114,28 +131,112 @@ pub(crate) fn made_by(budgets: &Budgets, t: &dyn transform::Transform) -> Budget
 /// The baseline with each chosen kernel taken from the variant it was evaluated in, when that
 /// can be done exactly: plain ptxas budgets only (a SASS rewrite is applied to the final
 /// cubin), no `-v` report to reproduce, and a splice the cubin module accepts.
-fn splice_choice(
-    argv: &[String],
-    baseline: &Cubin,
-    chosen: &Budgets,
-    expected: &BTreeMap<String, Option<usize>>,
-    parsed: &[Variant],
-) -> Option<Vec<u8>> {
-    let verbose = argv
+fn splice_choice(inp: &Inputs<'_>, choice: &Choice<'_>) -> Option<Vec<u8>> {
+    let verbose = inp
+        .argv
         .iter()
         .skip(1)
         .any(|a| matches!(a.as_str(), "-v" | "--verbose"));
-    if verbose || chosen.values().any(|b| b.rewritten()) {
+    if verbose || choice.chosen.values().any(|b| b.rewritten()) {
         return None;
     }
-    let parts: Vec<(&str, &Cubin)> = chosen
+    let parts: Vec<(&str, &Cubin)> = choice
+        .chosen
         .keys()
         .map(|k| {
-            let i = (*expected.get(k)?)?;
-            Some((k.as_str(), &parsed.get(i)?.as_ref()?.0))
+            let i = (*choice.expected.get(k)?)?;
+            Some((k.as_str(), &inp.parsed.get(i)?.as_ref()?.0))
         })
         .collect::<Option<_>>()?;
-    crate::cubin::splice::splice(baseline, &parts).ok()
+    crate::cubin::splice::splice(inp.baseline.0, &parts).ok()
+}
+
+/// Every kernel of the final cubin has the code it was evaluated with, or code priced the
+/// same: the same registers, frame, spills and shared memory, and the same predicted cost.
+fn priced_as_evaluated(
+    inp: &Inputs<'_>,
+    choice: &Choice<'_>,
+    final_cubin: &Cubin,
+) -> Result<(), TuneError> {
+    let sm = final_cubin.arch();
+    let mut final_functions = None;
+    for (kernel, source) in choice.expected {
+        let (evaluated, functions) = match source {
+            None => (inp.baseline.0, inp.baseline.2),
+            Some(i) => match &inp.parsed[*i] {
+                Some((c, f)) => (c, &f[..]),
+                None => return Err(TuneError::Mismatch(kernel.clone())),
+            },
+        };
+        if kernel_code(final_cubin, kernel) == kernel_code(evaluated, kernel) {
+            continue;
+        }
+        let resources = |c: &Cubin| {
+            c.function_info(kernel).map(|f| {
+                let spills = f.spill_instructions;
+                (
+                    f.registers,
+                    f.frame_size,
+                    spills,
+                    f.static_shared,
+                    f.min_stack,
+                )
+            })
+        };
+        let finals = final_functions.get_or_insert_with(|| raw::functions(final_cubin));
+        // Any one placement of local data will do: the two codes must price alike.
+        let at = Placement::new(&MemoryParams::of(sm), 0, 0, 0).latencies(&MemoryParams::of(sm));
+        let same_price =
+            function_cost(sm, &at, finals, kernel) == function_cost(sm, &at, functions, kernel);
+        if resources(final_cubin) != resources(evaluated) || !same_price {
+            return Err(TuneError::Mismatch(kernel.clone()));
+        }
+    }
+    Ok(())
+}
+
+/// The assembly check on the final cubin: spliced kernels against the variants they came
+/// from, rewritten ones against the rewrite as evaluated, everything else against the ptxas
+/// output the cubin was made from.
+fn audit_assembled(
+    inp: &Inputs<'_>,
+    choice: &Choice<'_>,
+    bytes: &[u8],
+    source: &Built,
+    how: Assembly,
+) -> Result<(), TuneError> {
+    let origin_of = |k: &String| -> Option<Vec<u8>> {
+        let i = (*choice.expected.get(k)?)?;
+        match how {
+            Assembly::Spliced => Some(inp.built[i].as_ref()?.cubin.clone()),
+            _ if choice.chosen.get(k)?.rewritten() => inp.parsed[i].as_ref()?.0.write().ok(),
+            _ => None,
+        }
+    };
+    let origins: Vec<(&String, Vec<u8>)> = choice
+        .chosen
+        .keys()
+        .filter_map(|k| Some((k, origin_of(k)?)))
+        .collect();
+    let module = match how {
+        Assembly::Spliced => inp.baseline.1,
+        _ => &source.cubin[..],
+    };
+    let job = audit::Job {
+        shipped: bytes,
+        baseline: inp.baseline.1,
+        module,
+        origins: origins
+            .iter()
+            .map(|(k, c)| audit::Origin {
+                shipped: k,
+                name: k,
+                cubin: c,
+            })
+            .collect(),
+    };
+    audit::check(inp.tools, &job)?;
+    Ok(())
 }
 
 /// The bytes of a kernel's code and of its own sub-functions (`$kernel$...`), in symbol

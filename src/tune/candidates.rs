@@ -4,8 +4,12 @@
 use serde::Serialize;
 
 use super::ptx::Budget;
+use crate::arch::memory::MemoryParams;
 use crate::cubin::FunctionInfo;
-use crate::predict::{Arch, KernelResources, Launch, SharedBytes, occupancy, register_cliffs};
+use crate::predict::memory::l1_left;
+use crate::predict::{
+    Arch, KernelResources, Launch, Residency, SharedBytes, occupancy, register_cliffs,
+};
 
 /// Block sizes assumed when neither the cubin nor the settings say; the worst case among them
 /// decides (a budget must pay off at each).
@@ -38,6 +42,8 @@ pub(crate) enum BlockFrom {
 pub struct KernelPlan {
     pub(crate) name: String,
     pub(crate) baseline_regs: u32,
+    /// ptxas's own local frame per thread (bytes).
+    pub(crate) baseline_frame: u32,
     pub(crate) static_shared: u64,
     /// Block sizes the occupancy is computed for (one unless assumed).
     pub(crate) blocks: Vec<u32>,
@@ -62,18 +68,29 @@ impl KernelPlan {
     }
 
     /// Resident warps per SM at `regs`, for each block size (0 when it cannot launch).
+    #[cfg(test)]
     pub fn warps(&self, arch: Arch, regs: u32, relocatable: bool) -> Vec<u32> {
-        self.warps_with_shared(arch, regs, self.static_shared, relocatable)
+        self.blocks
+            .iter()
+            .map(|&t| {
+                occupancy(arch, &self.resources(regs, relocatable), &Launch::new(t))
+                    .map_or(0, |o| o.warps_per_sm)
+            })
+            .collect()
     }
 
-    /// The same, for a variant whose static shared size differs (shared-memory spilling).
-    pub fn warps_with_shared(
+    /// What a variant at `regs` registers with `static_shared` bytes of shared memory and a
+    /// `frame_bytes` frame has of an SM (memory `m`), for each block size: its warps (0 when it
+    /// cannot launch), its frame, and the L1 its resident blocks' shared memory leaves.
+    pub fn residencies(
         &self,
         arch: Arch,
+        m: &MemoryParams,
         regs: u32,
         static_shared: u64,
+        frame_bytes: u32,
         relocatable: bool,
-    ) -> Vec<u32> {
+    ) -> Vec<Residency> {
         let k = KernelPlan {
             static_shared,
             ..self.clone()
@@ -81,7 +98,14 @@ impl KernelPlan {
         .resources(regs, relocatable);
         self.blocks
             .iter()
-            .map(|&t| occupancy(arch, &k, &Launch::new(t)).map_or(0, |o| o.warps_per_sm))
+            .map(|&t| {
+                let o = occupancy(arch, &k, &Launch::new(t)).ok();
+                Residency {
+                    warps_per_sm: o.map_or(0, |o| o.warps_per_sm),
+                    frame_bytes,
+                    l1_bytes: o.map_or(0, |o| l1_left(arch, m, &o)),
+                }
+            })
             .collect()
     }
 }
@@ -117,6 +141,7 @@ pub fn plan(
     let mut p = KernelPlan {
         name: f.name.clone(),
         baseline_regs,
+        baseline_frame: f.frame_size.unwrap_or(0),
         static_shared: f.static_shared,
         blocks,
         block_from,

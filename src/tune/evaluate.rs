@@ -7,14 +7,15 @@ use std::collections::BTreeMap;
 use super::candidates::KernelPlan;
 use super::keep::Keep;
 use super::plan::Plan;
+pub use super::pricing::Pricing;
 use super::proven;
 use super::ptx::Budget;
 use super::record::{TuneError, Verdict};
-use super::select::Evaluated;
+use super::select::{Evaluated, MemoryTerms};
 use super::variants::{self, Budgets, Built};
 use crate::cubin::Cubin;
-use crate::predict::Arch;
-use crate::predict::stalls::{combine, function_cost};
+use crate::predict::Prediction;
+use crate::predict::coherence;
 use crate::sass::{Function, raw};
 use crate::transform::Transform;
 use crate::transform::area::Options;
@@ -182,40 +183,62 @@ pub fn requests(
 }
 
 /// Kernel `p`'s candidate in `cubin` (`funcs`: its SASS; none: no prediction), as compiled
-/// with `budget` (none: the baseline), or `None` when the cubin has no record of it.
+/// with `budget` (none: the baseline), or `None` when the cubin has no record of it. A budget
+/// below ptxas's count is priced no better than its bound, and carries it.
 pub fn evaluate(
     p: &KernelPlan,
-    arch: Arch,
-    relocatable: bool,
+    pricing: &Pricing<'_>,
     cubin: &Cubin,
     funcs: &[Function],
     budget: Option<Budget>,
 ) -> Option<Evaluated> {
     let info = cubin.function_info(&p.name)?;
     let regs = info.registers?;
-    let warps = p.warps_with_shared(arch, regs, info.static_shared, relocatable);
-    let cost = if funcs.is_empty() {
-        None
-    } else {
-        function_cost(cubin.arch(), funcs, &p.name)
+    let frame = info.frame_size.unwrap_or(0);
+    let residencies = p.residencies(
+        pricing.arch,
+        &pricing.model.memory,
+        regs,
+        info.static_shared,
+        frame,
+        pricing.relocatable,
+    );
+    let bounded = budget.filter(|b| b.regs < p.baseline_regs && !pricing.baseline.is_empty());
+    let bounds = match bounded {
+        Some(b) => pricing.bound_cycles(p, b.regs),
+        None => vec![None; residencies.len()],
     };
+    let own = pricing.own(p);
+    let predictions: Vec<Option<Prediction>> = residencies
+        .iter()
+        .zip(&bounds)
+        .map(|(r, bound)| {
+            (r.warps_per_sm > 0 && !funcs.is_empty() && !pricing.baseline.is_empty())
+                .then(|| coherence::price(&pricing.model, &own, &p.name, funcs, *r, *bound))
+                .flatten()
+        })
+        .collect();
+    let first = predictions.iter().flatten().next();
     Some(Evaluated {
         budget,
         registers: regs,
         spill_instructions: info.spill_instructions,
-        frame_bytes: info.frame_size.unwrap_or(0),
+        frame_bytes: frame,
         static_shared: info.static_shared,
-        cycles_per_warp: warps
+        cycles_per_warp: predictions
             .iter()
-            .map(|&w| {
-                cost.filter(|_| w > 0)
-                    .map(|c| combine(c, w).cycles_per_warp)
-            })
+            .map(|x| x.map(|x| x.cycles_per_warp))
             .collect(),
-        warps_per_sm: warps,
-        latency: cost.map_or(0.0, |c| c.latency),
-        issue: cost.map_or(0.0, |c| c.issue),
-        local_accesses: cost.map_or(0.0, |c| c.local_accesses),
+        warps_per_sm: residencies.iter().map(|r| r.warps_per_sm).collect(),
+        latency: first.map_or(0.0, |x| x.cost.latency),
+        issue: first.map_or(0.0, |x| x.cost.issue),
+        local_accesses: first.map_or(0.0, |x| x.cost.local_accesses),
+        bytes: first.map(|x| x.cost.bytes).unwrap_or_default(),
+        memory: predictions
+            .iter()
+            .map(|x| x.as_ref().map(MemoryTerms::of))
+            .collect(),
+        bound_percent: bounded.map(|b| pricing.bound_percent(p, b.regs)),
     })
 }
 

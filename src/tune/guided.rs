@@ -5,6 +5,10 @@
 //! training build embeds. A profile that cannot be read or does not match the build is one
 //! warning line, and the model's choice stands: a profile never fails a build.
 
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
 use serde::Serialize;
 
 use super::ranked::{self, Ranked};
@@ -15,9 +19,30 @@ use crate::settings::Settings;
 /// The profile of one tuned step, and the warnings it gave.
 #[derive(Debug, Default)]
 pub(crate) struct Guide {
-    profile: Option<Profile>,
+    profile: Option<Arc<Profile>>,
     /// One line each, without the `nvcc-orion: warning: ` prefix.
     pub(crate) warnings: Vec<String>,
+}
+
+/// `file` read and validated once per process: every ptxas step of a compile (one per
+/// architecture) uses the same profile. Keyed by the file's size and time as well, so a
+/// profile rewritten meanwhile is read again.
+fn read_once(file: &std::path::Path) -> Result<Arc<Profile>, String> {
+    type Key = (PathBuf, u64, Option<std::time::SystemTime>);
+    type Read = HashMap<Key, Result<Arc<Profile>, String>>;
+    static READ: Mutex<Option<Read>> = Mutex::new(None);
+    let meta = std::fs::metadata(file).ok();
+    let key = (
+        file.to_path_buf(),
+        meta.as_ref().map_or(0, |m| m.len()),
+        meta.and_then(|m| m.modified().ok()),
+    );
+    let mut cache = READ.lock().unwrap_or_else(|e| e.into_inner());
+    cache
+        .get_or_insert_with(HashMap::new)
+        .entry(key)
+        .or_insert_with(|| Profile::read(file).map(Arc::new).map_err(|e| e.to_string()))
+        .clone()
 }
 
 /// What the profile measured of one kernel, beside what the model predicted (the report's
@@ -61,7 +86,7 @@ impl Guide {
         let Some(p) = &settings.profile else {
             return Guide::default();
         };
-        match Profile::read(&p.path) {
+        match read_once(&p.path) {
             Ok(profile) => Guide {
                 profile: Some(profile),
                 warnings: Vec::new(),

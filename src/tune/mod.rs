@@ -11,8 +11,10 @@ pub(crate) mod candidates;
 pub(crate) mod evaluate;
 pub(crate) mod guided;
 pub(crate) mod keep;
+pub(crate) mod model;
 pub(crate) mod multi;
 pub(crate) mod plan;
+pub(crate) mod pricing;
 pub mod proven;
 pub mod ptx;
 pub(crate) mod ptxas_args;
@@ -35,6 +37,9 @@ use crate::toolkit::Toolkit;
 pub struct TuneContext<'a> {
     pub toolkit: &'a Toolkit,
     pub settings: &'a Settings,
+    /// Under adapt/train, why this compile gets no launch-time selector (its records say so,
+    /// and no variants are embedded: nothing could launch them).
+    pub selector_refused: Option<&'a str>,
 }
 
 /// One ptxas step through the hook: what it printed, and what it has to report once the
@@ -59,10 +64,21 @@ impl Stepped {
 
     /// Append the step's records to the report (when one is asked for) and its lines to
     /// `notes` (shown on stderr in verbose mode); what the step printed comes back.
-    pub fn publish(mut self, tune: TuneContext<'_>, notes: &mut Vec<String>) -> Captured {
+    pub fn publish(self, tune: TuneContext<'_>, notes: &mut Vec<String>) -> Captured {
+        self.publish_for(None, tune, notes)
+    }
+
+    /// [`Stepped::publish`], each record naming `unit`, the translation unit the step's PTX
+    /// came from as nvcc was given it (the project view's files).
+    pub fn publish_for(
+        mut self,
+        unit: Option<&str>,
+        tune: TuneContext<'_>,
+        notes: &mut Vec<String>,
+    ) -> Captured {
         notes.append(&mut self.notes);
         if let Some(path) = &tune.settings.report
-            && let Err(e) = append_report(path, &self.records)
+            && let Err(e) = append_report(path, &self.records, unit)
         {
             warn(
                 &mut self.captured,
@@ -184,9 +200,7 @@ fn quietly<R>(f: impl FnOnce() -> R) -> std::thread::Result<R> {
 
 /// One warning line, shown with the step's own output.
 fn warn(captured: &mut Captured, what: &str) {
-    captured
-        .stderr
-        .extend_from_slice(format!("nvcc-orion: warning: {what}\n").as_bytes());
+    captured.warn(what);
 }
 
 /// `nvcc-orion: sm_90 kernel: 96 -> 64 registers, 16 -> 24 warps/SM (+18.2% predicted); why`.
@@ -230,15 +244,28 @@ fn verbose_line(r: &step::KernelRecord) -> String {
     )
 }
 
-/// Append one JSON object per kernel to `path`, under a lock so that parallel compiles
-/// (`make -j`, ninja) never interleave lines.
-pub(crate) fn append_report(path: &Path, records: &[step::KernelRecord]) -> std::io::Result<()> {
+/// Append one JSON object per kernel to `path` (with `unit`, when known, as its last field),
+/// under a lock so that parallel compiles (`make -j`, ninja) never interleave lines.
+pub(crate) fn append_report(
+    path: &Path,
+    records: &[step::KernelRecord],
+    unit: Option<&str>,
+) -> std::io::Result<()> {
     if records.is_empty() {
         return Ok(());
     }
     let mut text = Vec::new();
     for r in records {
-        serde_json::to_writer(&mut text, r)?;
+        let mut line = serde_json::to_vec(r)?;
+        // A record is an object: `unit` goes in as its last field, the others keep their order.
+        if let Some(unit) = unit
+            && line.pop() == Some(b'}')
+        {
+            line.extend_from_slice(b",\"unit\":");
+            serde_json::to_writer(&mut line, unit)?;
+            line.push(b'}');
+        }
+        text.append(&mut line);
         text.push(b'\n');
     }
     let mut f = std::fs::OpenOptions::new()

@@ -30,8 +30,10 @@ use crate::transform;
 pub(crate) struct Input<'a> {
     /// The cubin plain tune ships (the assembled one, or ptxas's own when nothing changed).
     pub(crate) plain: &'a [u8],
-    /// ptxas's own cubin, where every candidate without a budget was evaluated.
+    /// ptxas's own cubin, where every candidate without a budget was evaluated, and its
+    /// bytes.
     pub(crate) baseline: &'a Cubin,
+    pub(crate) baseline_bytes: &'a [u8],
     /// The built variants as evaluated.
     pub(crate) parsed: &'a [Variant],
     /// The budgets the original names get (the static winners), as assemble builds them.
@@ -42,6 +44,7 @@ pub(crate) struct Input<'a> {
     pub(crate) builder: &'a Builder<'a>,
     /// The first free variant number of the step (names the work files).
     pub(crate) index: usize,
+    pub(crate) tools: &'a crate::audit::Tools,
 }
 
 /// What the emitter gives the step.
@@ -135,7 +138,7 @@ fn emit(input: &Input<'_>, records: &mut [KernelRecord]) -> Result<Option<Vec<u8
             fill(records, &wants, &dropped, &BTreeMap::new(), None);
             return Ok(None);
         }
-        let (bytes, refused) = build(input, &live, attempt)?;
+        let (bytes, raw, refused) = build(input, &live, attempt)?;
         let multi =
             Cubin::parse(&bytes).map_err(|e| TuneError::Cubin("multi-variant".to_string(), e))?;
         check_originals(input, &multi)?;
@@ -154,6 +157,7 @@ fn emit(input: &Input<'_>, records: &mut [KernelRecord]) -> Result<Option<Vec<u8
                 }
             }
         }
+        audit_multi(input, &bytes, &raw, &live, &mut differ)?;
         if differ.is_empty() {
             fill(records, &wants, &dropped, &same_code, Some(&multi));
             return Ok(Some(bytes));
@@ -198,14 +202,14 @@ fn wanted(sources: &BTreeMap<String, Vec<Option<usize>>>, records: &[KernelRecor
     wants
 }
 
+/// What one build of the multi-variant cubin gives: the bytes after the rewrites, ptxas's
+/// own output, and the variants whose rewrite was not proved (with why).
+type Build = (Vec<u8>, Vec<u8>, BTreeMap<String, String>);
+
 /// One ptxas run of the step's PTX with the `live` variants' entries copied in and given
 /// their budgets (the originals get the chosen ones), then each rewrite on the kernels it
-/// makes: the bytes, and the variants whose rewrite was not proved (with why).
-fn build(
-    input: &Input<'_>,
-    live: &[&Want],
-    attempt: usize,
-) -> Result<(Vec<u8>, BTreeMap<String, String>), TuneError> {
+/// makes.
+fn build(input: &Input<'_>, live: &[&Want], attempt: usize) -> Result<Build, TuneError> {
     let builder = input.builder;
     let copies: Vec<(String, String)> = live
         .iter()
@@ -229,7 +233,7 @@ fn build(
             block_sizes.push((Some(w.name.clone()), n));
         }
     }
-    let mut bytes = built.cubin;
+    let mut bytes = built.cubin.clone();
     let mut refused = BTreeMap::new();
     for t in transform::REGISTERED {
         let of_t = made_by(&budgets, *t);
@@ -251,7 +255,65 @@ fn build(
         }
         bytes = outcome.bytes;
     }
-    Ok((bytes, refused))
+    Ok((bytes, built.cubin, refused))
+}
+
+/// The assembly check on the multi-variant cubin: each original against what plain tune
+/// ships, each variant against its standalone candidate (under the original's name), the
+/// rest against ptxas's output `raw`. A variant that disagrees joins `differ` (it is
+/// dropped and the cubin built again); any other disagreement fails the embedding.
+fn audit_multi(
+    input: &Input<'_>,
+    bytes: &[u8],
+    raw: &[u8],
+    live: &[&Want],
+    differ: &mut BTreeMap<String, String>,
+) -> Result<(), TuneError> {
+    let plain = Cubin::parse(input.plain).map_err(|e| TuneError::Cubin("tuned".to_string(), e))?;
+    let standalone: Vec<(&Want, Vec<u8>)> = live
+        .iter()
+        .filter(|w| !differ.contains_key(&w.name))
+        .filter_map(|w| {
+            let source = *input.sources.get(&w.kernel)?.get(w.candidate)?;
+            let bytes = match source {
+                None => input.baseline_bytes.to_vec(),
+                Some(i) => input.parsed.get(i)?.as_ref()?.0.write().ok()?,
+            };
+            Some((*w, bytes))
+        })
+        .collect();
+    let kernels: Vec<String> = plain.kernels().into_iter().map(|f| f.name).collect();
+    let mut origins: Vec<crate::audit::Origin<'_>> = kernels
+        .iter()
+        .map(|k| crate::audit::Origin {
+            shipped: k,
+            name: k,
+            cubin: input.plain,
+        })
+        .collect();
+    origins.extend(standalone.iter().map(|(w, c)| crate::audit::Origin {
+        shipped: &w.name,
+        name: &w.kernel,
+        cubin: c,
+    }));
+    let job = crate::audit::Job {
+        shipped: bytes,
+        baseline: input.baseline_bytes,
+        module: raw,
+        origins,
+    };
+    let (_, found) = crate::audit::check_each(input.tools, &job)?;
+    for e in found {
+        match e {
+            crate::audit::AuditError::Disagrees { kernel, what }
+                if live.iter().any(|w| w.name == kernel) =>
+            {
+                differ.insert(kernel, format!("assembly check: {what}"));
+            }
+            e => return Err(e.into()),
+        }
+    }
+    Ok(())
 }
 
 /// Every kernel under its own name must be what plain tune ships: the same code, registers,
@@ -409,6 +471,8 @@ mod tests {
             cubins: None,
             measured: None,
             variants: Vec::new(),
+            assembly: None,
+            selector: None,
         }
     }
 

@@ -5,13 +5,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::candidates::{self, KernelPlan};
+use super::pricing::Pricing;
 use super::ptx::Budget;
 use super::record::Pruned;
 use super::variants::Budgets;
 use crate::arch::ShaderModel;
 use crate::cubin::Cubin;
-use crate::predict::Arch;
-use crate::predict::stalls::{Cost, combine, function_cost};
+use crate::predict::{Arch, Model};
 use crate::sass::Function;
 use crate::settings::Settings;
 use crate::transform::{self, Transform};
@@ -26,10 +26,22 @@ pub struct Plan {
     pub(crate) rounds: Vec<Budgets>,
     /// Per round, the rewrite its budgets are made with (none: ptxas alone).
     pub(crate) rewrite: Vec<Option<&'static dyn Transform>>,
+    /// Per kernel kept at ptxas's budget whatever the model says: why.
+    pub(crate) held: BTreeMap<String, String>,
+    /// Under measured selection, per kernel: the budgets a default build prunes. They are
+    /// built for the selector but never the static winner, so the original name ships what
+    /// a default build ships (issue 31).
+    pub(crate) beyond_tune: BTreeMap<String, Vec<Pruned>>,
 }
 
-/// The plan for the kernels of `baseline` (`functions`: its SASS, for pruning).
-pub fn plan(arch: Arch, baseline: &Cubin, functions: &[Function], settings: &Settings) -> Plan {
+/// The plan for the kernels of `baseline` (`functions`: its SASS, for pruning with `model`).
+pub fn plan(
+    arch: Arch,
+    model: Model,
+    baseline: &Cubin,
+    functions: &[Function],
+    settings: &Settings,
+) -> Plan {
     let sm = baseline.arch();
     let relocatable = baseline.is_relocatable();
     let mut kernels: Vec<KernelPlan> = baseline
@@ -43,22 +55,27 @@ pub fn plan(arch: Arch, baseline: &Cubin, functions: &[Function], settings: &Set
         .filter(|f| f.spill_instructions > 0)
         .map(|f| f.name.clone())
         .collect();
+    let held = if relocatable {
+        hold_external_callers(&mut kernels, baseline)
+    } else {
+        BTreeMap::new()
+    };
     offer_rewrites(&mut kernels, sm, relocatable, settings, &spilling);
     // Forcing a choice (testing) builds all, and so do the builds the GPU decides in: the
     // launch-time selector's and a profile-guided one (the bound is the model's own, which
     // a measurement overrules; both must rank the same candidates, docs/selector.md §Ranking).
     let measured = settings.selector.is_some() || settings.profile.is_some();
-    let pruned = if settings.force.is_none() && !measured {
-        prune(
-            &mut kernels,
-            arch,
-            sm,
-            relocatable,
-            functions,
-            settings.margin_percent,
-        )
-    } else {
-        BTreeMap::new()
+    let pricing = Pricing {
+        model,
+        arch,
+        relocatable,
+        baseline: functions,
+    };
+    let prune_in = |kernels: &mut [KernelPlan]| prune(kernels, &pricing, settings.margin_percent);
+    let (pruned, beyond_tune) = match (settings.force.is_some(), measured) {
+        (true, _) => (BTreeMap::new(), BTreeMap::new()),
+        (false, false) => (prune_in(&mut kernels), BTreeMap::new()),
+        (false, true) => (BTreeMap::new(), prune_in(&mut kernels.clone())),
     };
     let (rounds, rewrite) = rounds(&kernels);
     Plan {
@@ -66,7 +83,57 @@ pub fn plan(arch: Arch, baseline: &Cubin, functions: &[Function], settings: &Set
         pruned,
         rounds,
         rewrite,
+        held,
+        beyond_tune,
     }
+}
+
+/// Functions the driver provides (`printf`, `assert`, device `malloc`): nvlink gives them no
+/// register count to check, so calling them limits no budget.
+const DRIVER_CALLS: &[&str] = &["vprintf", "__assertfail", "malloc", "free"];
+
+/// Relocatable code: a kernel that reaches a function defined in another module keeps
+/// ptxas's budget. nvlink refuses a kernel whose register limit is below a callee's count,
+/// and that count is only known when the callee's own module is compiled (issue 30).
+fn hold_external_callers(kernels: &mut [KernelPlan], cubin: &Cubin) -> BTreeMap<String, String> {
+    let callees: BTreeMap<String, Vec<String>> = cubin
+        .functions()
+        .into_iter()
+        .map(|f| (f.name, f.callees))
+        .collect();
+    let mut held = BTreeMap::new();
+    for p in kernels.iter_mut() {
+        if let Some(outside) = external_callee(&callees, &p.name) {
+            p.budgets.clear();
+            held.insert(
+                p.name.clone(),
+                format!(
+                    "calls {outside}, which another module defines (-rdc): its register count is \
+                     not known before the device link, so ptxas's budget stays"
+                ),
+            );
+        }
+    }
+    held
+}
+
+/// The first function `kernel` reaches through `callees` (defined functions → their direct
+/// callees) that this module does not define and the driver does not provide.
+fn external_callee(callees: &BTreeMap<String, Vec<String>>, kernel: &str) -> Option<String> {
+    let mut seen = BTreeSet::from([kernel.to_string()]);
+    let mut todo = vec![kernel.to_string()];
+    while let Some(f) = todo.pop() {
+        for c in callees.get(&f).into_iter().flatten() {
+            if !callees.contains_key(c) {
+                if !DRIVER_CALLS.contains(&c.as_str()) {
+                    return Some(c.clone());
+                }
+            } else if seen.insert(c.clone()) {
+                todo.push(c.clone());
+            }
+        }
+    }
+    None
 }
 
 /// The registered rewrites asked for (`--orion-transforms`, or forced), offered on
@@ -122,27 +189,22 @@ fn offer_rewrites(
     }
 }
 
-/// Drop the budgets that cannot clear the margin even in the best case (a kernel whose
-/// warps are issue-bound gains nothing from more of them); what was dropped, per kernel.
+/// Drop the budgets that cannot clear the margin even in the best case: ptxas's own code with
+/// the warps the budget buys ([`Pricing::bound_percent`]; a kernel whose warps are issue- or
+/// bandwidth-bound gains nothing from more of them). A built budget is never priced above its
+/// bound (`predict::coherence`), so nothing pruned could have been chosen. What was dropped,
+/// per kernel.
 fn prune(
     kernels: &mut [KernelPlan],
-    arch: Arch,
-    sm: u32,
-    relocatable: bool,
-    functions: &[Function],
+    pricing: &Pricing<'_>,
     margin_percent: f64,
 ) -> BTreeMap<String, Vec<Pruned>> {
     let mut pruned = BTreeMap::new();
     for p in kernels {
-        let Some(cost) = function_cost(sm, functions, &p.name) else {
+        if !pricing.baseline.iter().any(|f| f.name == p.name) {
             continue;
-        };
-        let base_cycles: Vec<f64> = p
-            .warps(arch, p.baseline_regs, relocatable)
-            .iter()
-            .map(|&w| combine(cost, w).cycles_per_warp)
-            .collect();
-        let bound = |b: &Budget| bound_percent(p, arch, relocatable, cost, &base_cycles, b);
+        }
+        let bound = |b: &Budget| pricing.bound_percent(p, b.regs);
         // A candidate at the shipped budget that moves spills (a rewrite or the pragma) gains
         // by the local traffic it removes, not by occupancy: the occupancy bound does not
         // apply, and its evaluation weighs the traffic saved against the warps the grown
@@ -165,29 +227,6 @@ fn prune(
         p.budgets = keep;
     }
     pruned
-}
-
-/// The best gain `b` could give `p` over `base_cycles` (per block size) in percent, worst case
-/// over the block sizes, if the variant kept the baseline's latency and issue per warp.
-fn bound_percent(
-    p: &KernelPlan,
-    arch: Arch,
-    relocatable: bool,
-    cost: Cost,
-    base_cycles: &[f64],
-    b: &Budget,
-) -> f64 {
-    p.warps(arch, b.regs, relocatable)
-        .iter()
-        .zip(base_cycles)
-        .map(|(&w, &base)| {
-            if w == 0 {
-                f64::NEG_INFINITY
-            } else {
-                100.0 * (base / combine(cost, w).cycles_per_warp - 1.0)
-            }
-        })
-        .fold(f64::INFINITY, f64::min)
 }
 
 /// The variants to build. Variant i gives every kernel its i-th plain register budget; the

@@ -46,6 +46,28 @@ pub struct KernelRecord {
     /// original ([`super::multi`]), variant 0 (the original name) first; empty otherwise.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) variants: Vec<Embedded>,
+    /// How the step's tuned cubin was put together, when it is not ptxas's own (every such
+    /// cubin passed the assembly check, [`crate::audit`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) assembly: Option<Assembly>,
+    /// Under adapt/train: why the compile has no launch-time selector (`-flto`), when so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) selector: Option<String>,
+}
+
+/// How the cubin that ships was put together (the report's `assembly`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Assembly {
+    /// A whole-module variant built at exactly the chosen budgets.
+    Variant,
+    /// The chosen kernels spliced into ptxas's own cubin.
+    Spliced,
+    /// One more whole-module ptxas run at the chosen budgets.
+    WholeModule,
+    /// Under adapt/train: one more ptxas run with each variant's entry copied in
+    /// ([`super::multi`]).
+    MultiVariant,
 }
 
 /// One variant of a multi-variant cubin (docs/selector.md §Variant names): which ranked
@@ -127,6 +149,8 @@ pub enum TuneError {
         "the final ptxas run gave kernel {0} different SASS from the variant that was evaluated"
     )]
     Mismatch(String),
+    #[error("assembly check: {0}")]
+    Audit(#[from] crate::audit::AuditError),
     #[error("spill → shared: {0}")]
     Transform(String),
     #[error("{0}")]
@@ -154,11 +178,7 @@ pub fn untuned_records(baseline: &Cubin, arch_name: &str, out: &str) -> Vec<Kern
                     spill_instructions: info.spill_instructions,
                     frame_bytes: info.frame_size.unwrap_or(0),
                     static_shared: info.static_shared,
-                    warps_per_sm: Vec::new(),
-                    cycles_per_warp: Vec::new(),
-                    latency: 0.0,
-                    issue: 0.0,
-                    local_accesses: 0.0,
+                    ..Evaluated::default()
                 }],
                 pruned: Vec::new(),
                 chosen: 0,
@@ -173,6 +193,8 @@ pub fn untuned_records(baseline: &Cubin, arch_name: &str, out: &str) -> Vec<Kern
                 cubins: None,
                 measured: None,
                 variants: Vec::new(),
+                assembly: None,
+                selector: None,
             })
         })
         .collect()

@@ -4,11 +4,15 @@
 
 use serde::Serialize;
 
+use crate::predict::Prediction;
+use crate::predict::memory::Level;
+use crate::predict::price::Term;
+use crate::predict::stalls::Traffic;
 use crate::transform::Transform;
 use crate::transform::spill_to_shared::SpillToShared;
 
 /// One evaluated option for a kernel.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub(crate) struct Evaluated {
     /// The budget; `None` for ptxas's own choice (the baseline).
     pub(crate) budget: Option<super::ptx::Budget>,
@@ -23,10 +27,67 @@ pub(crate) struct Evaluated {
     pub(crate) warps_per_sm: Vec<u32>,
     /// Predicted cycles per warp, per block size (`None`: cannot launch).
     pub(crate) cycles_per_warp: Vec<Option<f64>>,
-    /// Loop-weighted latency and issue cycles per warp, and local accesses.
+    /// Loop-weighted latency and issue cycles per warp (as priced at the first block size),
+    /// and local accesses.
     pub(crate) latency: f64,
     pub(crate) issue: f64,
     pub(crate) local_accesses: f64,
+    /// Loop-weighted bytes per warp to global, local and shared memory (the variant's code).
+    pub(crate) bytes: Traffic,
+    /// Per block size: the memory terms and where the spills land (`None`: cannot launch).
+    pub(crate) memory: Vec<Option<MemoryTerms>>,
+    /// For a budget below ptxas's count: the bound its pruning was judged by (the most it can
+    /// gain, in percent, worst case over the block sizes); the candidate's predicted gain is
+    /// never above it (`predict::coherence`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) bound_percent: Option<f64>,
+}
+
+/// A candidate's memory terms at one block size (docs/DESIGN.md §Prediction and selection).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct MemoryTerms {
+    /// Local bytes resident per SM, and the L1 the carve-out leaves them.
+    pub(crate) working_set: u64,
+    pub(crate) l1_bytes: u32,
+    /// Where local (spill) accesses hit: the level most of them hit, and the fractions.
+    pub(crate) spills_hit: Level,
+    pub(crate) l1_hit: f64,
+    pub(crate) l2_hit: f64,
+    /// Cycles per warp of each term: latency over the warps, issue, and each level's
+    /// bandwidth for its bytes.
+    pub(crate) latency: f64,
+    pub(crate) issue: f64,
+    pub(crate) l1: f64,
+    pub(crate) l2: f64,
+    pub(crate) dram: f64,
+    /// Bytes per warp reaching L2 and DRAM.
+    pub(crate) l2_bytes: f64,
+    pub(crate) dram_bytes: f64,
+    /// The term that sets the prediction.
+    pub(crate) bound_by: Term,
+    /// The candidate priced alone, before ptxas's own code floors it (`predict::coherence`).
+    pub(crate) own_cycles: f64,
+}
+
+impl MemoryTerms {
+    pub(crate) fn of(p: &Prediction) -> MemoryTerms {
+        MemoryTerms {
+            working_set: p.placement.working_set,
+            l1_bytes: p.placement.l1_bytes,
+            spills_hit: p.placement.level(),
+            l1_hit: p.placement.l1_hit,
+            l2_hit: p.placement.l2_hit,
+            latency: p.latency_share,
+            issue: p.cost.issue,
+            l1: p.ceilings.l1,
+            l2: p.ceilings.l2,
+            dram: p.ceilings.dram,
+            l2_bytes: p.ceilings.l2_bytes,
+            dram_bytes: p.ceilings.dram_bytes,
+            bound_by: p.bound_by,
+            own_cycles: p.own_cycles,
+        }
+    }
 }
 
 /// The decision for a kernel.
@@ -42,9 +103,15 @@ pub struct Choice {
 /// The worst-case gain of `c` over `base` in percent; `None` when `c` cannot launch at some
 /// block size where the baseline can.
 pub fn gain_percent(base: &Evaluated, c: &Evaluated) -> Option<f64> {
-    base.cycles_per_warp
-        .iter()
-        .zip(&c.cycles_per_warp)
+    worst_gain(&base.cycles_per_warp, &c.cycles_per_warp)
+}
+
+/// The worst-case gain over the block sizes of `cycles` over `base` (cycles per warp per block
+/// size, `None` where it cannot launch), in percent; `None` when `cycles` cannot launch at a
+/// block size where `base` can. The one reading of a gain: a candidate's, and a budget's bound.
+pub fn worst_gain(base: &[Option<f64>], cycles: &[Option<f64>]) -> Option<f64> {
+    base.iter()
+        .zip(cycles)
         .map(|(b, v)| match (b, v) {
             (Some(b), Some(v)) if *v > 0.0 => Some(100.0 * (b / v - 1.0)),
             (None, _) => Some(0.0),
@@ -130,12 +197,17 @@ pub fn choose(options: &[Evaluated], margin_percent: f64, force: Option<&str>) -
         }
         _ => {}
     }
+    // Of equal gains the first candidate: the highest budget, the fewest spills (candidates
+    // bound by the same memory level tie).
     let best = options
         .iter()
         .enumerate()
         .skip(1)
         .filter_map(|(i, c)| Some((i, gain_percent(base, c)?)))
-        .max_by(|a, b| a.1.total_cmp(&b.1));
+        .fold(None, |best: Option<(usize, f64)>, x| match best {
+            Some(b) if b.1 >= x.1 => Some(b),
+            _ => Some(x),
+        });
     match best {
         Some((i, g)) if g >= margin_percent => Choice {
             index: i,
@@ -197,14 +269,8 @@ pub(crate) mod tests {
         Evaluated {
             budget: budget.map(crate::tune::ptx::Budget::regs),
             registers: regs,
-            spill_instructions: 0,
-            frame_bytes: 0,
-            static_shared: 0,
-            warps_per_sm: vec![],
             cycles_per_warp: cycles.to_vec(),
-            latency: 0.0,
-            issue: 0.0,
-            local_accesses: 0.0,
+            ..Evaluated::default()
         }
     }
 
@@ -230,6 +296,14 @@ pub(crate) mod tests {
             choose(&[base.clone(), b.clone()], 5.0, Some("baseline")).index,
             0
         );
+    }
+
+    #[test]
+    fn of_equal_gains_the_highest_budget_wins() {
+        let base = ev(None, 64, &[Some(100.0)]);
+        let a = ev(Some(40), 40, &[Some(80.0)]);
+        let b = ev(Some(32), 32, &[Some(80.0)]);
+        assert_eq!(choose(&[base, a, b], 5.0, None).index, 1);
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::path::Path;
 use super::TuneContext;
 use super::assemble::{self, write_atomically};
 use super::candidates::KernelPlan;
-use super::evaluate::{self, Kept, Notes, Variant};
+use super::evaluate::{self, Kept, Notes, Pricing, Variant};
 use super::guided::Guide;
 use super::keep::Keep;
 use super::multi;
@@ -65,7 +65,8 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
     };
     let relocatable = baseline.is_relocatable();
     let base_functions = raw::functions(&baseline);
-    let mut plan = plan::plan(arch, &baseline, &base_functions, settings);
+    let (model, model_warning) = super::model::for_step(sm, settings);
+    let mut plan = plan::plan(arch, model, &baseline, &base_functions, settings);
 
     let work = tempfile::Builder::new()
         .prefix("nvcc-orion-variants-")
@@ -102,6 +103,7 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
             .count(),
         ..Tuned::default()
     };
+    result.warnings.extend(model_warning);
     // A variant ptxas refuses is no candidate; anything else is an internal failure.
     let built: Vec<Option<Built>> = built
         .into_iter()
@@ -125,8 +127,12 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         .as_ref()
         .and_then(|k| k.save("baseline", &baseline_bytes));
     let candidates = Candidates {
-        arch,
-        relocatable,
+        pricing: Pricing {
+            model,
+            arch,
+            relocatable,
+            baseline: &base_functions,
+        },
         baseline: (&baseline, &base_functions[..]),
         parsed: &parsed,
         rounds: &plan.rounds,
@@ -137,13 +143,20 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
     let mut guide = Guide::load(settings);
     for p in &plan.kernels {
         let pruned = plan.pruned.remove(&p.name).unwrap_or_default();
+        let held = plan.held.remove(&p.name);
+        let beyond_tune = plan.beyond_tune.remove(&p.name).unwrap_or_default();
         let mut ctx = Choosing {
             settings,
             arch_name: &arch_name,
             guide: &mut guide,
             notes: &mut notes,
         };
-        if let Some(record) = select_kernel(p, &candidates, pruned, &mut ctx, &mut selected) {
+        let not_built = NotBuilt {
+            pruned,
+            held,
+            beyond_tune,
+        };
+        if let Some(record) = select_kernel(p, &candidates, not_built, &mut ctx, &mut selected) {
             result.records.push(KernelRecord {
                 arch: arch_name.clone(),
                 output: report_out.clone(),
@@ -152,36 +165,45 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         }
     }
     result.warnings = guide.warnings;
+    let tools = crate::audit::Tools::in_dir(tune.toolkit.bin_dir());
     let plain = if selected.chosen.is_empty() {
         None
     } else {
-        Some(assemble::assemble(
+        let inputs = assemble::Inputs {
             argv,
-            &baseline,
-            &built,
-            &parsed,
-            &plan.rounds,
-            &builder,
-            &selected.chosen,
-            &selected.expected,
-            &settings.block_sizes,
-        )?)
+            baseline: (&baseline, &baseline_bytes, &base_functions),
+            built: &built,
+            parsed: &parsed,
+            rounds: &plan.rounds,
+            builder: &builder,
+            block_sizes: &settings.block_sizes,
+            tools: &tools,
+        };
+        let choice = assemble::Choice {
+            chosen: &selected.chosen,
+            expected: &selected.expected,
+        };
+        Some(assemble::assemble(&inputs, &choice)?)
     };
     let mut ship = plain.as_ref().map(|a| a.bytes.clone());
+    let mut how = plain.as_ref().map(|a| a.how);
     if settings.selector.is_some() {
         let input = multi::Input {
             plain: plain.as_ref().map_or(&baseline_bytes[..], |a| &a.bytes[..]),
             baseline: &baseline,
+            baseline_bytes: &baseline_bytes,
             parsed: &parsed,
             chosen: &selected.chosen,
             sources: &selected.sources,
             block_sizes: &settings.block_sizes,
             builder: &builder,
             index: plan.rounds.len() + 1,
+            tools: &tools,
         };
         match multi::embed(argv, &input, &mut result.records) {
             multi::Embedding::Cubin(bytes, note) => {
                 ship = Some(bytes);
+                how = Some(assemble::Assembly::MultiVariant);
                 result
                     .notes
                     .push(format!("nvcc-orion: {arch_name}: {note}"));
@@ -194,9 +216,17 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
     if let Some(bytes) = ship {
         write_atomically(&out, &bytes).map_err(io_err(&out))?;
         result.changed = true;
+        for r in &mut result.records {
+            r.assembly = how;
+        }
+    }
+    if let Some(why) = tune.selector_refused {
+        for r in &mut result.records {
+            r.selector = Some(why.to_string());
+        }
     }
     if let Some(a) = plain
-        && !a.spliced
+        && a.how != assemble::Assembly::Spliced
     {
         result.stderr = Some(a.built.stderr);
     }
@@ -205,8 +235,7 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
 
 /// Every kernel's candidates: the baseline and the evaluated variants.
 struct Candidates<'a> {
-    arch: Arch,
-    relocatable: bool,
+    pricing: Pricing<'a>,
     baseline: (&'a Cubin, &'a [crate::sass::Function]),
     parsed: &'a [Variant],
     /// Per variant: the budgets it was built with, less the kernels whose rewrite was not
@@ -240,30 +269,45 @@ struct Choosing<'a> {
 
 /// Kernel `p`'s candidates evaluated and one chosen ([`select::choose`]): its record (arch
 /// and output left for the caller), or `None` when not even the baseline has a record of it.
-/// `kernel_pruned`: its budgets pruned before building.
+/// What a default build leaves out of a kernel's choice ([`plan::Plan`]).
+struct NotBuilt {
+    /// Budgets pruned before building.
+    pruned: Vec<super::record::Pruned>,
+    /// Why it keeps ptxas's budget whatever the model says.
+    held: Option<String>,
+    /// Under measured selection: budgets built for the selector that a default build prunes.
+    beyond_tune: Vec<super::record::Pruned>,
+}
+
+/// Kernel `p`'s candidates evaluated and the static winner chosen among those a default
+/// build has ([`select::choose`]): its record (arch and output left for the caller), or
+/// `None` when not even the baseline has a record of it.
 fn select_kernel(
     p: &KernelPlan,
     c: &Candidates<'_>,
-    kernel_pruned: Vec<super::record::Pruned>,
+    not_built: NotBuilt,
     ctx: &mut Choosing<'_>,
     selected: &mut Selected,
 ) -> Option<KernelRecord> {
     let settings = ctx.settings;
+    let NotBuilt {
+        pruned: kernel_pruned,
+        held,
+        beyond_tune,
+    } = not_built;
     let (base, base_functions) = c.baseline;
     let mut options: Vec<Evaluated> = Vec::new();
     let mut sources = vec![None];
     options.extend(evaluate::evaluate(
         p,
-        c.arch,
-        c.relocatable,
+        &c.pricing,
         base,
         base_functions,
         None,
     ));
     for (i, v) in c.parsed.iter().enumerate() {
         if let (Some(budget), Some((cubin, funcs))) = (c.rounds[i].get(&p.name), v)
-            && let Some(e) =
-                evaluate::evaluate(p, c.arch, c.relocatable, cubin, funcs, Some(*budget))
+            && let Some(e) = evaluate::evaluate(p, &c.pricing, cubin, funcs, Some(*budget))
         {
             options.push(e);
             sources.push(Some(i));
@@ -286,7 +330,7 @@ fn select_kernel(
             .find(|&&i| c.rewrite[i].is_some_and(|t| t.explained()))
             .and_then(|&i| kept[i].1.clone()),
     });
-    let mut choice = select::choose(&options, settings.margin_percent, settings.force.as_deref());
+    let mut choice = static_choice(&options, &beyond_tune, settings);
     // A forced choice (testing) wins over a profile.
     let measured = settings
         .force
@@ -303,8 +347,17 @@ fn select_kernel(
         .expected
         .insert(p.name.clone(), sources[choice.index]);
     selected.sources.insert(p.name.clone(), sources);
-    if options.len() == 1 && !kernel_pruned.is_empty() {
-        let best = kernel_pruned
+    let unbuilt = if beyond_tune.is_empty() {
+        &kernel_pruned
+    } else {
+        &beyond_tune
+    };
+    let tune_has = options
+        .iter()
+        .filter(|o| in_default_build(o, &beyond_tune))
+        .count();
+    if tune_has == 1 && !unbuilt.is_empty() {
+        let best = unbuilt
             .iter()
             .map(|x| x.bound_percent)
             .fold(f64::NEG_INFINITY, f64::max);
@@ -312,6 +365,9 @@ fn select_kernel(
             "no lower budget can clear the {}% margin: at best {best:+.1}% with more warps alone",
             settings.margin_percent
         );
+    }
+    if let Some(why) = held {
+        choice.reason = why;
     }
     let shipped_rewrite = options[choice.index]
         .budget
@@ -334,7 +390,31 @@ fn select_kernel(
         cubins,
         measured,
         variants: Vec::new(),
+        assembly: None,
+        selector: None,
     })
+}
+
+/// The static winner among `options` leaving out the budgets of `beyond_tune` (those a
+/// default build does not build): an index into `options`.
+fn static_choice(
+    options: &[Evaluated],
+    beyond_tune: &[super::record::Pruned],
+    settings: &Settings,
+) -> select::Choice {
+    let eligible: Vec<usize> = (0..options.len())
+        .filter(|&i| in_default_build(&options[i], beyond_tune))
+        .collect();
+    let subset: Vec<Evaluated> = eligible.iter().map(|&i| options[i].clone()).collect();
+    let mut choice = select::choose(&subset, settings.margin_percent, settings.force.as_deref());
+    choice.index = eligible[choice.index];
+    choice
+}
+
+/// Whether a default build has candidate `o` (it is not among the budgets it prunes).
+fn in_default_build(o: &Evaluated, beyond_tune: &[super::record::Pruned]) -> bool {
+    o.budget
+        .is_none_or(|b| !beyond_tune.iter().any(|p| p.budget == b))
 }
 
 /// The cubin as the report names it: relative to where the step ran when inside it, else

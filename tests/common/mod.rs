@@ -802,3 +802,32 @@ pub fn build_once(tag: &str, nvcc: &Path, inputs: &[&[u8]], build: impl FnOnce(&
     }
     l.dir.clone()
 }
+
+/// The toolkit's root: the folder above nvcc's `bin`.
+pub fn cuda_home(nvcc: &Path) -> PathBuf {
+    nvcc.parent().unwrap().parent().unwrap().to_path_buf()
+}
+
+/// A folder with the runtime libraries for `-lcudart`, `-lcudart_static` and `-lcudadevrt`,
+/// and for the loader: the PyPI toolkit ships `libcudart.so.N` without the `libcudart.so` link.
+pub fn cudart_dir(nvcc: &Path, scratch: &Path) -> PathBuf {
+    let lib = cuda_home(nvcc).join("lib");
+    let lib = if lib.join("libcudart_static.a").exists() {
+        lib
+    } else {
+        cuda_home(nvcc).join("lib64")
+    };
+    let link = scratch.join("cudart");
+    std::fs::create_dir_all(&link).unwrap();
+    for entry in std::fs::read_dir(&lib).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with("libcudart") || name.starts_with("libcudadevrt") {
+            std::os::unix::fs::symlink(&path, link.join(&name)).unwrap();
+            if name.starts_with("libcudart.so.") && !link.join("libcudart.so").exists() {
+                std::os::unix::fs::symlink(&path, link.join("libcudart.so")).unwrap();
+            }
+        }
+    }
+    link
+}

@@ -118,8 +118,8 @@ static void* const kStream = &g_stream_token;
 
 template <class S>
 static int launch(S& sel, SimTimer& t, const Key& k, unsigned nv, Model& m, bool capturing = false,
-                  bool ok = true) {
-  Plan p = sel.begin(k, nv, kStream, capturing);
+                  bool ok = true, uint32_t other_side = 0) {
+  Plan p = sel.begin(k, nv, kStream, capturing, other_side);
   if (p.handle >= 0) t.set(p.handle, m.us(p.variant));
   sel.end(p, kStream, ok);
   return p.variant;
@@ -180,6 +180,50 @@ static void stops_at_first_slowdown() {
   Snapshot s = snap(*sel, k);
   CHECK(s.locked == 0);
   CHECK(s.reason == kSlowdown);
+  CHECK(!s.flipped);
+  CHECK(s.stats[2].launches == 0);
+  delete sel;
+}
+
+// Orion's fail-safe: the first step (fewer registers) is slower than the original, so the
+// search tries the other direction (variants 3 and 4, more registers) and keeps its best; the
+// rest of the first direction is never launched.
+static void other_direction_after_a_slower_first_step() {
+  SimTimer t;
+  Selector* sel = fresh(kAdapt, &t);
+  Model m;
+  m.base = {100, 120, 60, 80, 90};
+  Key k = key_of(21);
+  const uint32_t other = (1u << 3) | (1u << 4);
+  for (unsigned i = 0; i < 1000; ++i) {
+    launch(*sel, t, k, 5, m, false, true, other);
+    Snapshot s;
+    if (sel->inspect(k, &s) && s.locked >= 0) break;
+  }
+  Snapshot s = snap(*sel, k);
+  CHECK(s.locked == 3);
+  CHECK(s.reason == kSlowdown);
+  CHECK(s.flipped);
+  CHECK(s.stats[2].launches == 0);
+  CHECK(s.stats[4].launches > 0);
+  delete sel;
+}
+
+// The other direction is no better either: the original stays; and with no other side the
+// first slowdown ends the search as before.
+static void both_directions_slower_keep_the_original() {
+  SimTimer t;
+  Selector* sel = fresh(kAdapt, &t);
+  Model m;
+  m.base = {100, 120, 60, 130};
+  Key k = key_of(22);
+  for (unsigned i = 0; i < 1000; ++i) {
+    launch(*sel, t, k, 4, m, false, true, 1u << 3);
+    Snapshot s;
+    if (sel->inspect(k, &s) && s.locked >= 0) break;
+  }
+  Snapshot s = snap(*sel, k);
+  CHECK(s.locked == 0 && s.reason == kSlowdown && s.flipped);
   CHECK(s.stats[2].launches == 0);
   delete sel;
 }
@@ -527,6 +571,8 @@ int main(int argc, char** argv) {
       {"direction_search", direction_search},
       {"stops_at_first_slowdown", stops_at_first_slowdown},
       {"last_candidate_is_best", last_candidate_is_best},
+      {"other_direction_after_a_slower_first_step", other_direction_after_a_slower_first_step},
+      {"both_directions_slower_keep_the_original", both_directions_slower_keep_the_original},
       {"gain_within_noise_is_no_step", gain_within_noise_is_no_step},
       {"noisy_original_kept", noisy_original_kept},
       {"noisy_candidate_keeps_original", noisy_candidate_keeps_original},

@@ -1,0 +1,237 @@
+//! `orion-gen print|check|reduce|run`: generated programs against nvcc-orion, by hand or in
+//! bulk (bench/results/generator.md).
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use clap::{Args, Parser, Subcommand};
+use nvcc_orion_gen::campaign;
+use nvcc_orion_gen::harness::{ARCHS, Harness, Mode};
+use nvcc_orion_gen::tools::Tools;
+
+#[derive(Parser)]
+#[command(about = "Random CUDA programs, differentially tested against ptxas")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Args, Clone)]
+struct Common {
+    /// Architectures (numbers such as 90); all seven by default.
+    #[arg(long = "arch", value_delimiter = ',')]
+    archs: Vec<u32>,
+    /// Modes (default, adapt, lowest, spill2smem); all by default.
+    #[arg(long = "mode", value_delimiter = ',')]
+    modes: Vec<String>,
+    /// The nvcc-orion binary under test (default: next to this one).
+    #[arg(long)]
+    orion: Option<PathBuf>,
+    /// Scratch folder (default: a temporary one).
+    #[arg(long)]
+    work: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Print a program's sources.
+    Print {
+        #[arg(long)]
+        seed: u64,
+    },
+    /// Seeds from a range that together use every feature (greedy set cover).
+    Cover {
+        #[arg(long, default_value_t = 0)]
+        from: u64,
+        #[arg(long, default_value_t = 1000)]
+        count: u64,
+    },
+    /// Check one program and print every mismatch.
+    Check {
+        #[arg(long)]
+        seed: u64,
+        #[command(flatten)]
+        c: Common,
+    },
+    /// Reduce a failing program: its first mismatch (or the first of `--kind`).
+    Reduce {
+        #[arg(long)]
+        seed: u64,
+        #[arg(long)]
+        kind: Option<String>,
+        /// Minutes to spend.
+        #[arg(long, default_value_t = 15)]
+        minutes: u64,
+        #[command(flatten)]
+        c: Common,
+    },
+    /// Check N programs from seed S and write a markdown summary.
+    Run {
+        #[arg(long, default_value_t = 0)]
+        from: u64,
+        #[arg(long, default_value_t = 100)]
+        count: u64,
+        #[arg(long, default_value_t = 2)]
+        jobs: usize,
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Stop starting programs after this many minutes.
+        #[arg(long)]
+        minutes: Option<u64>,
+        /// Reduce the first finding of each kind (minutes each).
+        #[arg(long)]
+        reduce: Option<u64>,
+        #[command(flatten)]
+        c: Common,
+    },
+}
+
+fn harness(c: &Common) -> (Harness, Vec<u32>, tempfile::TempDir) {
+    let orion = c.orion.clone().unwrap_or_else(|| {
+        std::env::current_exe()
+            .expect("own path")
+            .with_file_name("nvcc-orion")
+    });
+    let tools = Tools::find(orion).unwrap_or_else(|| {
+        eprintln!("orion-gen: no nvcc found (CUDA_HOME, NVCC_ORION_NVCC or PATH)");
+        std::process::exit(2)
+    });
+    let tmp = tempfile::Builder::new()
+        .prefix("orion-gen")
+        .tempdir_in(c.work.clone().unwrap_or_else(std::env::temp_dir))
+        .expect("scratch folder");
+    let modes = if c.modes.is_empty() {
+        Mode::ALL.to_vec()
+    } else {
+        c.modes
+            .iter()
+            .map(|m| {
+                Mode::parse(m).unwrap_or_else(|| {
+                    eprintln!("orion-gen: unknown mode {m}");
+                    std::process::exit(2)
+                })
+            })
+            .collect()
+    };
+    let archs = if c.archs.is_empty() {
+        ARCHS.to_vec()
+    } else {
+        c.archs.clone()
+    };
+    let h = Harness {
+        tools,
+        work: tmp.path().to_path_buf(),
+        modes,
+        cache: Some(tmp.path().join("cache")),
+    };
+    (h, archs, tmp)
+}
+
+fn main() {
+    match Cli::parse().cmd {
+        Cmd::Print { seed } => {
+            let p = nvcc_orion_gen::generate(seed);
+            for (name, text) in nvcc_orion_gen::print::sources(&p) {
+                println!("//// {name}\n{text}");
+            }
+        }
+        Cmd::Cover { from, count } => {
+            for s in nvcc_orion_gen::features::cover(from..from + count) {
+                let f = nvcc_orion_gen::features::features(&nvcc_orion_gen::generate(s));
+                println!("{s}: {}", f.into_iter().collect::<Vec<_>>().join(", "));
+            }
+        }
+        Cmd::Check { seed, c } => {
+            let (h, archs, _tmp) = harness(&c);
+            let p = nvcc_orion_gen::generate(seed);
+            let mut bad = false;
+            for a in archs {
+                match h.check(&p, a) {
+                    Ok(o) => {
+                        println!(
+                            "seed {seed} sm_{a}: {} modes, {} kernel comparisons, {} mismatches",
+                            o.modes,
+                            o.kernels,
+                            o.mismatches.len()
+                        );
+                        for m in &o.mismatches {
+                            println!("  {m}");
+                        }
+                        bad |= !o.mismatches.is_empty();
+                    }
+                    Err(e) => {
+                        println!("seed {seed} sm_{a}: not checked: {e}");
+                        bad = true;
+                    }
+                }
+            }
+            std::process::exit(i32::from(bad));
+        }
+        Cmd::Reduce {
+            seed,
+            kind,
+            minutes,
+            c,
+        } => {
+            let (h, archs, _tmp) = harness(&c);
+            let p = nvcc_orion_gen::generate(seed);
+            let found = archs.iter().find_map(|&a| {
+                h.check(&p, a)
+                    .ok()?
+                    .mismatches
+                    .into_iter()
+                    .find(|m| kind.as_ref().is_none_or(|k| &m.kind == k))
+            });
+            let Some(m) = found else {
+                println!("seed {seed}: no mismatch to reduce");
+                return;
+            };
+            println!("reducing: {m}");
+            let r = nvcc_orion_gen::reduce::reduce(&h, &p, &m, Duration::from_secs(minutes * 60));
+            println!("after {} checks: {}\n", r.checks, r.finding);
+            for (name, text) in nvcc_orion_gen::print::sources(&r.program) {
+                println!("//// {name}\n{text}");
+            }
+        }
+        Cmd::Run {
+            from,
+            count,
+            jobs,
+            out,
+            minutes,
+            reduce,
+            c,
+        } => {
+            let (h, archs, _tmp) = harness(&c);
+            let seeds: Vec<u64> = (from..from + count).collect();
+            let deadline = minutes.map(|m| Instant::now() + Duration::from_secs(m * 60));
+            let mut s = campaign::run(&h, &seeds, &archs, jobs, deadline, &|l| eprintln!("{l}"));
+            if let Some(mins) = reduce {
+                for ((_, kind), ms) in campaign::kinds(&s.mismatches.clone()) {
+                    let m = ms[0];
+                    eprintln!("reducing {m}");
+                    let p = nvcc_orion_gen::generate(m.seed);
+                    let r =
+                        nvcc_orion_gen::reduce::reduce(&h, &p, m, Duration::from_secs(mins * 60));
+                    let src = nvcc_orion_gen::print::sources(&r.program)
+                        .into_iter()
+                        .map(|(n, t)| format!("// ---- {n}\n{t}"))
+                        .collect();
+                    s.reduced
+                        .push((format!("{} / {kind}", m.mode), m.seed, m.arch, src));
+                }
+            }
+            let modes: Vec<&str> = h.modes.iter().map(|m| m.name()).collect();
+            let command = format!(
+                "orion-gen {}",
+                std::env::args().skip(1).collect::<Vec<_>>().join(" ")
+            );
+            let md = campaign::markdown(&s, &archs, &modes, &command);
+            match out {
+                Some(path) => std::fs::write(&path, &md).expect("write the summary"),
+                None => print!("{md}"),
+            }
+            std::process::exit(i32::from(!s.mismatches.is_empty()));
+        }
+    }
+}

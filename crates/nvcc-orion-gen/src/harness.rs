@@ -1,0 +1,570 @@
+//! One program on one architecture: nvcc-orion's cubin in every mode against ptxas's own
+//! whole-module build of the same PTX with each kernel's chosen budget as `.maxnreg`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::ast::Program;
+use crate::compare::{self, Diff};
+use crate::elf::{self, Elf};
+use crate::refptx::{RefBudget, with_maxnreg};
+use crate::tools::{Tools, run, split_words};
+
+/// Every architecture the harness covers.
+pub const ARCHS: &[u32] = &[75, 80, 86, 89, 90, 100, 120];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Mode {
+    /// No settings: the tuner's own choice.
+    Default,
+    /// `NVCC_ORION=adapt`: the choice plus ranked variants as extra entries.
+    Adapt,
+    /// `--orion-force=lowest`.
+    Lowest,
+    /// `--orion-force=spill2smem`: proved or refused, sm_75–90 only.
+    Spill2smem,
+}
+
+impl Mode {
+    pub const ALL: &[Mode] = &[Mode::Default, Mode::Adapt, Mode::Lowest, Mode::Spill2smem];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Default => "default",
+            Mode::Adapt => "adapt",
+            Mode::Lowest => "force=lowest",
+            Mode::Spill2smem => "force=spill2smem",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Mode> {
+        Mode::ALL
+            .iter()
+            .copied()
+            .find(|m| m.name() == s || m.name().trim_start_matches("force=") == s)
+    }
+
+    fn args(self) -> &'static [&'static str] {
+        match self {
+            Mode::Lowest => &["--orion-force=lowest"],
+            Mode::Spill2smem => &["--orion-force=spill2smem"],
+            _ => &[],
+        }
+    }
+
+    fn env(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Mode::Adapt => &[("NVCC_ORION", "adapt")],
+            _ => &[],
+        }
+    }
+
+    /// The rewrites are for sm_75 to sm_90 (docs/DESIGN.md §Architectures).
+    pub fn applies(self, arch: u32) -> bool {
+        self != Mode::Spill2smem || arch <= 90
+    }
+}
+
+/// A difference between what nvcc-orion shipped and the reference, or a step that failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mismatch {
+    pub seed: u64,
+    pub arch: u32,
+    pub mode: String,
+    /// The kernel (as the cubin names it), `None` for the module or a step.
+    pub kernel: Option<String>,
+    /// What differs: the key the reducer keeps while shrinking.
+    pub kind: String,
+    pub detail: String,
+}
+
+impl std::fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "seed {} sm_{} {}: {}{}: {}",
+            self.seed,
+            self.arch,
+            self.mode,
+            self.kind,
+            self.kernel
+                .as_ref()
+                .map(|k| format!(" in {k}"))
+                .unwrap_or_default(),
+            self.detail
+        )
+    }
+}
+
+/// What checking one program on one architecture found.
+#[derive(Debug, Clone, Default)]
+pub struct Outcome {
+    /// Modes compiled and compared.
+    pub modes: usize,
+    /// Kernel comparisons made (a kernel per mode, a variant each).
+    pub kernels: usize,
+    pub mismatches: Vec<Mismatch>,
+}
+
+/// The harness: tools, a scratch folder, the modes to run.
+#[derive(Debug, Clone)]
+pub struct Harness {
+    pub tools: Tools,
+    pub work: PathBuf,
+    pub modes: Vec<Mode>,
+    /// nvcc-orion's variant cache (shared by the modes of a run; `None`: off).
+    pub cache: Option<PathBuf>,
+}
+
+/// The PTX and ptxas arguments of nvcc's own step for one architecture.
+struct Step {
+    dir: PathBuf,
+    ptx: String,
+    /// ptxas's arguments without the input and `-o`.
+    args: Vec<String>,
+    /// Compile arguments common to nvcc and nvcc-orion.
+    compile: Vec<String>,
+    /// Reference builds by budgets.
+    refs: BTreeMap<Vec<(String, RefBudget)>, (PathBuf, Elf)>,
+}
+
+/// A report record, reduced to what the harness needs.
+#[derive(Debug, Clone)]
+struct Record {
+    kernel: String,
+    /// The chosen candidate's budget (`None`: ptxas's own).
+    budget: Option<RefBudget>,
+    /// The chosen candidate is a rewrite of ours; `Some(proved)`.
+    rewrite: Option<bool>,
+    /// Embedded variants `(name, budget)` (adapt): `None` for a rewrite (not compared),
+    /// `Some(None)` for ptxas's own budget.
+    variants: Vec<(String, Option<Option<RefBudget>>)>,
+}
+
+impl Harness {
+    /// Check `p` on `arch` in every mode of the harness. `Err`: the program itself (nvcc
+    /// refused it) or the harness could not run, not a finding about nvcc-orion.
+    pub fn check(&self, p: &Program, arch: u32) -> Result<Outcome, String> {
+        let dir = self.work.join(format!("s{}-sm{arch}", p.seed));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        for (name, text) in crate::print::sources(p) {
+            std::fs::write(dir.join(name), text).map_err(|e| e.to_string())?;
+        }
+        let mut step = self.step(&dir, p, arch)?;
+        let mut out = Outcome::default();
+        let mut default_budgets: Option<BTreeMap<String, Option<RefBudget>>> = None;
+        for &mode in self.modes.iter().filter(|m| m.applies(arch)) {
+            let mis = |kernel: Option<&str>, d: Diff| Mismatch {
+                seed: p.seed,
+                arch,
+                mode: mode.name().into(),
+                kernel: kernel.map(str::to_string),
+                kind: d.kind,
+                detail: d.detail,
+            };
+            let cubin = dir.join(format!("{}.cubin", mode.name().replace('=', "-")));
+            let records = match self.orion(&step, mode, &cubin) {
+                Ok(r) => r,
+                Err(d) => {
+                    out.mismatches.push(mis(None, d));
+                    continue;
+                }
+            };
+            out.modes += 1;
+            let shipped = elf::read(&self.tools, &cubin)?;
+            let chosen: BTreeMap<String, Option<RefBudget>> = records
+                .iter()
+                .map(|r| (r.kernel.clone(), r.budget))
+                .collect();
+            let reference = self.reference(&mut step, &chosen)?;
+            let kernels = entries(&reference.1);
+            let mut skip = Vec::new();
+            for r in &records {
+                if r.rewrite == Some(false) {
+                    out.mismatches.push(mis(
+                        Some(&r.kernel),
+                        Diff {
+                            kind: "unproved rewrite shipped".into(),
+                            detail: "the chosen candidate is a rewrite without a proof".into(),
+                        },
+                    ));
+                }
+                if r.rewrite.is_some() {
+                    skip.push(r.kernel.clone());
+                }
+            }
+            if mode == Mode::Adapt {
+                if let Some(d) = &default_budgets {
+                    for (k, b) in &chosen {
+                        if let Some(db) = d.get(k).filter(|db| *db != b) {
+                            let show = |b: &Option<RefBudget>| {
+                                b.map_or("ptxas's own".to_string(), |b| {
+                                    format!("{}{}", b.regs, if b.pragma { "+smem" } else { "" })
+                                })
+                            };
+                            out.mismatches.push(mis(
+                                Some(k),
+                                Diff {
+                                    kind: "adapt chose another budget".into(),
+                                    detail: format!(
+                                        "adapt ships {} / default ships {}",
+                                        show(b),
+                                        show(db)
+                                    ),
+                                },
+                            ));
+                        }
+                    }
+                }
+                self.adapt(
+                    &mut step, &shipped, &cubin, &reference, &records, &kernels, &mut out, &mis,
+                )?;
+                continue;
+            }
+            if mode == Mode::Default {
+                default_budgets = Some(chosen.clone());
+            }
+            for k in kernels.iter().filter(|k| !skip.contains(k)) {
+                out.kernels += 1;
+                for d in compare::kernel_exact(&shipped, &reference.1, k) {
+                    out.mismatches.push(mis(Some(k), d));
+                }
+            }
+            let mut all = kernels.clone();
+            all.extend(entries(&shipped));
+            for d in compare::module_exact(&shipped, &reference.1, &all) {
+                out.mismatches.push(mis(None, d));
+            }
+        }
+        if p.rdc {
+            crate::rdc::check(self, &dir, p, arch, &mut out);
+        }
+        Ok(out)
+    }
+
+    /// nvcc's own PTX and ptxas arguments for `arch`, checked: ptxas on them gives nvcc's cubin.
+    fn step(&self, dir: &Path, p: &Program, arch: u32) -> Result<Step, String> {
+        let mut compile = vec!["-cubin".to_string(), format!("-arch=sm_{arch}")];
+        if p.rdc {
+            compile.push("-rdc=true".into());
+        }
+        let args = |extra: &[&str]| -> Vec<String> {
+            let mut a = compile.clone();
+            a.extend(extra.iter().map(|s| s.to_string()));
+            a
+        };
+        let dry = self.nvcc(dir, &args(&["--dryrun", "a.cu", "-o", "plain.cubin"]));
+        let line = (dry.stdout + &dry.stderr)
+            .lines()
+            .find_map(|l| l.strip_prefix("#$ ptxas ").map(str::to_string))
+            .ok_or("no ptxas step in nvcc --dryrun")?;
+        let mut ptxas = Vec::new();
+        let mut words = split_words(&line).into_iter();
+        while let Some(w) = words.next() {
+            match w.as_str() {
+                "-o" => {
+                    words.next();
+                }
+                w if w.ends_with(".ptx") => {}
+                _ => ptxas.push(w),
+            }
+        }
+        let _ = std::fs::create_dir_all(dir.join("keep"));
+        let kept = self.nvcc(
+            dir,
+            &args(&["--keep", "--keep-dir", "keep", "a.cu", "-o", "plain.cubin"]),
+        );
+        if !kept.ok {
+            return Err(format!("nvcc refused the program: {}", tail(&kept.stderr)));
+        }
+        let ptx = std::fs::read_to_string(dir.join("keep/a.ptx")).map_err(|e| e.to_string())?;
+        let mut step = Step {
+            dir: dir.to_path_buf(),
+            ptx,
+            args: ptxas,
+            compile,
+            refs: BTreeMap::new(),
+        };
+        let plain = self.reference(&mut step, &BTreeMap::new())?.0;
+        if std::fs::read(&plain).ok() != std::fs::read(dir.join("plain.cubin")).ok() {
+            return Err("ptxas on the kept PTX does not give nvcc's own cubin".into());
+        }
+        Ok(step)
+    }
+
+    fn nvcc(&self, dir: &Path, args: &[String]) -> crate::tools::Ran {
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        run(dir, &self.tools.nvcc, &a, &[])
+    }
+
+    /// The whole-module ptxas build with `budgets` written as `.maxnreg` (cached per step).
+    fn reference(
+        &self,
+        step: &mut Step,
+        budgets: &BTreeMap<String, Option<RefBudget>>,
+    ) -> Result<(PathBuf, Elf), String> {
+        let key: Vec<(String, RefBudget)> = budgets
+            .iter()
+            .filter_map(|(k, b)| Some((k.clone(), (*b)?)))
+            .collect();
+        if let Some(r) = step.refs.get(&key) {
+            return Ok(r.clone());
+        }
+        let n = step.refs.len();
+        let ptx = step.dir.join(format!("ref{n}.ptx"));
+        let cubin = step.dir.join(format!("ref{n}.cubin"));
+        std::fs::write(&ptx, with_maxnreg(&step.ptx, &key)?).map_err(|e| e.to_string())?;
+        let mut a: Vec<&str> = step.args.iter().map(String::as_str).collect();
+        let (p, c) = (ptx.to_string_lossy(), cubin.to_string_lossy());
+        a.extend([p.as_ref(), "-o", c.as_ref()]);
+        let r = run(&step.dir, &self.tools.ptxas, &a, &[]);
+        if !r.ok {
+            return Err(format!("reference ptxas with {key:?}: {}", tail(&r.stderr)));
+        }
+        let e = elf::read(&self.tools, &cubin)?;
+        step.refs.insert(key, (cubin.clone(), e.clone()));
+        Ok((cubin, e))
+    }
+
+    /// Compile through nvcc-orion in `mode`; its report's records for this step.
+    fn orion(&self, step: &Step, mode: Mode, cubin: &Path) -> Result<Vec<Record>, Diff> {
+        let report = cubin.with_extension("jsonl");
+        let _ = std::fs::remove_file(&report);
+        let mut args: Vec<&str> = mode.args().to_vec();
+        args.extend(step.compile.iter().map(String::as_str));
+        let c = cubin.to_string_lossy();
+        args.extend(["a.cu", "-o", c.as_ref()]);
+        let rep = report.to_string_lossy().into_owned();
+        let nvcc = self.tools.nvcc.to_string_lossy().into_owned();
+        let cache = self
+            .cache
+            .as_ref()
+            .map_or("off".to_string(), |c| c.to_string_lossy().into_owned());
+        let mut env = vec![
+            ("NVCC_ORION_REPORT", rep.as_str()),
+            ("NVCC_ORION_NVCC", nvcc.as_str()),
+            ("NVCC_ORION_CACHE", cache.as_str()),
+        ];
+        env.extend_from_slice(mode.env());
+        let r = run(&step.dir, &self.tools.orion, &args, &env);
+        if !r.ok {
+            return Err(Diff {
+                kind: "nvcc-orion failed".into(),
+                detail: tail(&r.stderr),
+            });
+        }
+        let text = std::fs::read_to_string(&report).unwrap_or_default();
+        text.lines()
+            .map(|l| {
+                serde_json::from_str::<Value>(l)
+                    .map_err(|e| Diff {
+                        kind: "report unreadable".into(),
+                        detail: e.to_string(),
+                    })
+                    .map(|v| record(&v))
+            })
+            .collect()
+    }
+
+    /// Under adapt: each original kernel and each `K__orion_v<k>` against kernel K of a
+    /// whole-module build at that candidate's budget, symbolically (the module's bank 4 may be
+    /// laid out differently with the extra entries).
+    #[allow(clippy::too_many_arguments)]
+    fn adapt(
+        &self,
+        step: &mut Step,
+        shipped: &Elf,
+        cubin: &Path,
+        reference: &(PathBuf, Elf),
+        records: &[Record],
+        kernels: &[String],
+        out: &mut Outcome,
+        mis: &dyn Fn(Option<&str>, Diff) -> Mismatch,
+    ) -> Result<(), String> {
+        let ship_listing = elf::listing(&self.tools, cubin)?;
+        let ref_listing = elf::listing(&self.tools, &reference.0)?;
+        for k in kernels {
+            if records
+                .iter()
+                .any(|r| &r.kernel == k && r.rewrite.is_some())
+            {
+                continue;
+            }
+            out.kernels += 1;
+            for d in compare::kernel_symbolic(
+                (shipped, &ship_listing),
+                (&reference.1, &ref_listing),
+                k,
+                k,
+            ) {
+                out.mismatches.push(mis(Some(k), d));
+            }
+        }
+        let chosen: BTreeMap<String, Option<RefBudget>> = records
+            .iter()
+            .map(|r| (r.kernel.clone(), r.budget))
+            .collect();
+        for r in records {
+            for (name, budget) in r.variants.iter().skip(1) {
+                let Some(b) = budget else { continue };
+                let mut at = chosen.clone();
+                at.insert(r.kernel.clone(), *b);
+                let refv = self.reference(step, &at)?;
+                let listing = elf::listing(&self.tools, &refv.0)?;
+                out.kernels += 1;
+                for d in compare::kernel_symbolic(
+                    (shipped, &ship_listing),
+                    (&refv.1, &listing),
+                    name,
+                    &r.kernel,
+                ) {
+                    out.mismatches.push(mis(Some(name), d));
+                }
+            }
+        }
+        // Module level: the same constants and objects, whatever the bank-4 layout.
+        for s in [".nv.constant3", ".nv.global.init"] {
+            if shipped.blocks.get(s) != reference.1.blocks.get(s) {
+                out.mismatches.push(mis(
+                    None,
+                    Diff {
+                        kind: "module section".into(),
+                        detail: format!("{s} differs"),
+                    },
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The kernels (`ENTRY` symbols) of a cubin.
+pub fn entries(e: &Elf) -> Vec<String> {
+    let mut v: Vec<String> = e
+        .symbols
+        .iter()
+        .filter(|s| s.ty == "FUNC" && s.other.contains("ENTRY"))
+        .map(|s| s.name.clone())
+        .collect();
+    v.sort();
+    v
+}
+
+fn budget(v: &Value) -> Option<RefBudget> {
+    let b = v.as_object()?;
+    Some(RefBudget {
+        // A rewrite's ptxas budget is `regdem_from` where it has one.
+        regs: b.get("regdem_from").or_else(|| b.get("regs"))?.as_u64()? as u32,
+        pragma: b
+            .get("smem_spill")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+    })
+}
+
+fn is_rewrite(v: &Value) -> bool {
+    v.as_object()
+        .is_some_and(|b| b.contains_key("spill_to_shared") || b.contains_key("regdem_from"))
+}
+
+fn record(v: &Value) -> Record {
+    let cands = v["candidates"].as_array().cloned().unwrap_or_default();
+    let chosen = v["chosen"].as_u64().unwrap_or(0) as usize;
+    let cb = cands
+        .get(chosen)
+        .map(|c| c["budget"].clone())
+        .unwrap_or(Value::Null);
+    let rewrite = is_rewrite(&cb).then(|| v["verdict"]["proved"].as_bool() == Some(true));
+    let variants = v["variants"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e.get("dropped").is_none())
+        .map(|e| {
+            let c = &cands[e["candidate"].as_u64().unwrap_or(0) as usize]["budget"];
+            let b = (!is_rewrite(c)).then(|| budget(c));
+            (e["name"].as_str().unwrap_or("").to_string(), b)
+        })
+        .collect();
+    Record {
+        kernel: v["kernel"].as_str().unwrap_or("").to_string(),
+        budget: budget(&cb),
+        rewrite,
+        variants,
+    }
+}
+
+/// The last lines of a tool's output, for a finding.
+pub fn tail(s: &str) -> String {
+    let lines: Vec<&str> = s.lines().collect();
+    lines[lines.len().saturating_sub(8)..].join("\n")
+}
+
+impl Outcome {
+    /// One line per field, tabs between, for a cache file.
+    pub fn to_text(&self) -> String {
+        let mut s = format!("{}\t{}\n", self.modes, self.kernels);
+        for m in &self.mismatches {
+            let esc = |x: &str| {
+                x.replace('\\', "\\\\")
+                    .replace('\n', "\\n")
+                    .replace('\t', "\\t")
+            };
+            s.push_str(&format!(
+                "{}\t{}\t{}\t{}\t{}\t{}\n",
+                m.seed,
+                m.arch,
+                esc(&m.mode),
+                esc(m.kernel.as_deref().unwrap_or("")),
+                esc(&m.kind),
+                esc(&m.detail)
+            ));
+        }
+        s
+    }
+
+    pub fn from_text(t: &str) -> Option<Outcome> {
+        let unesc = |x: &str| {
+            let mut out = String::new();
+            let mut it = x.chars();
+            while let Some(c) = it.next() {
+                if c == '\\' {
+                    match it.next() {
+                        Some('n') => out.push('\n'),
+                        Some('t') => out.push('\t'),
+                        Some(o) => out.push(o),
+                        None => {}
+                    }
+                } else {
+                    out.push(c);
+                }
+            }
+            out
+        };
+        let mut lines = t.lines();
+        let (m, k) = lines.next()?.split_once('\t')?;
+        let mut o = Outcome {
+            modes: m.parse().ok()?,
+            kernels: k.parse().ok()?,
+            mismatches: Vec::new(),
+        };
+        for l in lines {
+            let f: Vec<&str> = l.split('\t').collect();
+            if f.len() != 6 {
+                return None;
+            }
+            o.mismatches.push(Mismatch {
+                seed: f[0].parse().ok()?,
+                arch: f[1].parse().ok()?,
+                mode: unesc(f[2]),
+                kernel: Some(unesc(f[3])).filter(|k| !k.is_empty()),
+                kind: unesc(f[4]),
+                detail: unesc(f[5]),
+            });
+        }
+        Some(o)
+    }
+}

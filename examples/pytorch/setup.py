@@ -1,0 +1,17 @@
+# A CUDAExtension built through nvcc-orion: torch's ninja build runs the compiler that
+# PYTORCH_NVCC names (README.md, "PyTorch extensions").
+#     TORCH_CUDA_ARCH_LIST=9.0 PYTORCH_NVCC=/path/to/nvcc-orion python setup.py build_ext --inplace
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+
+setup(
+    name="walk_ext",
+    ext_modules=[
+        CUDAExtension(
+            "walk_ext",
+            ["walk_ext.cu"],
+            extra_compile_args={"cxx": ["-O2"], "nvcc": ["-O3"]},
+        )
+    ],
+    cmdclass={"build_ext": BuildExtension},
+)

@@ -1,0 +1,517 @@
+//! One function's section in the shipped cubin against the cubin its code came from: the
+//! code, the symbols in it, its relocations, attributes, per-kernel sections and the calls it
+//! makes must all say the same, with module-level bank offsets read through each cubin's
+//! own tables.
+
+use std::collections::BTreeSet;
+
+use super::banks;
+use super::dump::{Dump, Reloc};
+use super::listing::{Function, Instr};
+
+/// The two sides of one comparison: the shipped cubin and the origin, with the function's
+/// name in each (an adapt variant `k__orion_v1` came from `k`).
+pub(crate) struct Pair<'a> {
+    pub(crate) shipped: &'a Dump,
+    pub(crate) origin: &'a Dump,
+    pub(crate) ks: &'a str,
+    pub(crate) kr: &'a str,
+}
+
+/// What the byte-level comparison left to the disassembly.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Code {
+    /// The code is the same bytes and every module bank the origin has reads the same.
+    Same,
+    /// Read both listings and compare instruction by instruction ([`compare_listings`]).
+    Disassemble,
+}
+
+impl Pair<'_> {
+    /// A name of the shipped side as the origin spells it.
+    fn map(&self, name: &str) -> String {
+        if name == self.ks {
+            return self.kr.to_string();
+        }
+        match name.strip_prefix(&format!("${}$", self.ks)) {
+            Some(rest) => format!("${}${rest}", self.kr),
+            None if self.ks != self.kr => name.replace(self.ks, self.kr),
+            None => name.to_string(),
+        }
+    }
+
+    /// Everything but the instructions' meaning; `Ok(Code::Disassemble)` when the code bytes
+    /// (or the banks they read) differ and only the listings can tell.
+    pub(crate) fn compare(&self) -> Result<Code, String> {
+        let ts = text(self.shipped, self.ks)?;
+        let tr = text(self.origin, self.kr)?;
+        self.headers(ts, tr)?;
+        self.symbols(ts, tr)?;
+        self.relocations()?;
+        self.records(ts, tr)?;
+        self.own_sections()?;
+        self.calls(ts, tr)?;
+        let same_bytes = self.shipped.data.get(&format!(".text.{}", self.ks))
+            == self.origin.data.get(&format!(".text.{}", self.kr));
+        let banks_agree = banks::banks(self.origin)
+            .into_iter()
+            .all(|b| banks::agrees(self.origin, self.shipped, b).is_ok());
+        Ok(if same_bytes && banks_agree {
+            Code::Same
+        } else {
+            Code::Disassemble
+        })
+    }
+
+    /// The text section's header: size, alignment, flags and the register count sm_75-89
+    /// keep in `sh_info[31:24]`.
+    fn headers(&self, ts: usize, tr: usize) -> Result<(), String> {
+        let (a, b) = (section(self.shipped, ts)?, section(self.origin, tr)?);
+        let key =
+            |s: &super::dump::Section| (s.size, s.align, s.flags, s.info >> 24, s.kind.clone());
+        if key(a) != key(b) {
+            return Err(format!(
+                "its code section differs (size {:#x}/{:#x}, registers in sh_info {}/{})",
+                a.size,
+                b.size,
+                a.info >> 24,
+                b.info >> 24
+            ));
+        }
+        Ok(())
+    }
+
+    /// The functions and labels defined in the code section, at the same offsets.
+    fn symbols(&self, ts: usize, tr: usize) -> Result<(), String> {
+        let row = |s: &super::dump::Symbol, name: String| {
+            (
+                name,
+                s.value,
+                s.size,
+                s.kind.clone(),
+                s.bind.clone(),
+                s.other.clone(),
+            )
+        };
+        let a: BTreeSet<_> = self
+            .shipped
+            .defined_in(ts)
+            .into_iter()
+            .map(|s| row(s, self.map(&s.name)))
+            .collect();
+        let b: BTreeSet<_> = self
+            .origin
+            .defined_in(tr)
+            .into_iter()
+            .map(|s| row(s, s.name.clone()))
+            .collect();
+        match a.symmetric_difference(&b).next() {
+            Some(d) => Err(format!("symbol `{}` differs in its code section", d.0)),
+            None => Ok(()),
+        }
+    }
+
+    /// The code's own relocations, by symbol name.
+    fn relocations(&self) -> Result<(), String> {
+        let a = self.mapped_relocs(&format!(".text.{}", self.ks));
+        let b = sorted(self.origin.relocs.get(&format!(".text.{}", self.kr)));
+        if a != b {
+            return Err(first_difference("relocation of its code", &a, &b));
+        }
+        Ok(())
+    }
+
+    fn mapped_relocs(&self, target: &str) -> Vec<Reloc> {
+        let mut v: Vec<Reloc> = self
+            .shipped
+            .relocs
+            .get(target)
+            .into_iter()
+            .flatten()
+            .map(|r| Reloc {
+                symbol: self.map(&r.symbol),
+                ..r.clone()
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// `.nv.info.<k>` in order, and the `.nv.info` records of each function in the section.
+    fn records(&self, ts: usize, tr: usize) -> Result<(), String> {
+        let map_text = |t: &str| self.map(t);
+        let a: Vec<(String, String)> = self
+            .shipped
+            .records
+            .get(&format!(".nv.info.{}", self.ks))
+            .into_iter()
+            .flatten()
+            .map(|r| (r.attribute.clone(), map_text(&r.text)))
+            .collect();
+        let b: Vec<(String, String)> = self
+            .origin
+            .records
+            .get(&format!(".nv.info.{}", self.kr))
+            .into_iter()
+            .flatten()
+            .map(|r| (r.attribute.clone(), r.text.clone()))
+            .collect();
+        if a != b {
+            return Err(first_difference("attribute", &a, &b));
+        }
+        for f in self.shipped.defined_in(ts) {
+            if f.kind != "FUNC" {
+                continue;
+            }
+            let a: Vec<_> = self
+                .shipped
+                .global_records(&f.name)
+                .into_iter()
+                .map(|r| (r.attribute, map_text(&r.text)))
+                .collect();
+            let b: Vec<_> = self
+                .origin
+                .global_records(&self.map(&f.name))
+                .into_iter()
+                .map(|r| (r.attribute, r.text))
+                .collect();
+            if a != b {
+                return Err(first_difference(&format!("{} record", f.name), &a, &b));
+            }
+        }
+        let _ = tr;
+        Ok(())
+    }
+
+    /// Every other section named after the function (parameter bank, jump tables, shared
+    /// and local memory, the sm_100+ copy of the code): the same type, size and bytes.
+    fn own_sections(&self) -> Result<(), String> {
+        let own = |d: &Dump, k: &str| -> Vec<(String, super::dump::Section)> {
+            let suffix = format!(".{k}");
+            d.sections
+                .iter()
+                .filter(|s| s.name.ends_with(&suffix) && !matches!(s.kind.as_str(), "REL" | "RELA"))
+                .filter(|s| s.name != format!(".text.{k}") && s.name != format!(".nv.info.{k}"))
+                .map(|s| (s.name[..s.name.len() - suffix.len()].to_string(), s.clone()))
+                .collect()
+        };
+        let a = own(self.shipped, self.ks);
+        let b = own(self.origin, self.kr);
+        let names = |v: &[(String, super::dump::Section)]| -> BTreeSet<String> {
+            v.iter().map(|(p, _)| p.clone()).collect()
+        };
+        if names(&a) != names(&b) {
+            return Err(format!(
+                "its sections differ: {:?} where the code was compiled has {:?}",
+                names(&a),
+                names(&b)
+            ));
+        }
+        for (prefix, s) in &a {
+            let Some((_, o)) = b.iter().find(|(p, _)| p == prefix) else {
+                continue;
+            };
+            let what = format!("{prefix}.{}", self.ks);
+            if (s.size, &s.kind, s.flags) != (o.size, &o.kind, o.flags) {
+                return Err(format!(
+                    "{what} differs in size or type ({:#x}/{:#x})",
+                    s.size, o.size
+                ));
+            }
+            if self.shipped.data.get(&s.name) != self.origin.data.get(&o.name) {
+                return Err(format!("{what} holds other bytes"));
+            }
+            let ra = self.mapped_relocs(&s.name);
+            let rb = sorted(self.origin.relocs.get(&o.name));
+            if ra != rb {
+                return Err(first_difference(&format!("relocation of {what}"), &ra, &rb));
+            }
+        }
+        Ok(())
+    }
+
+    /// The call edges out of the section, by name; a callee with a section of its own must
+    /// be the same code on both sides.
+    fn calls(&self, ts: usize, tr: usize) -> Result<(), String> {
+        let edges =
+            |d: &Dump, t: usize, map: &dyn Fn(&str) -> String| -> BTreeSet<(String, String)> {
+                let inside: BTreeSet<String> = d
+                    .defined_in(t)
+                    .into_iter()
+                    .map(|s| s.name.clone())
+                    .collect();
+                d.calls
+                    .iter()
+                    .filter(|(a, _)| inside.contains(a))
+                    .map(|(a, b)| (map(a), map(b)))
+                    .collect()
+            };
+        let a = edges(self.shipped, ts, &|n| self.map(n));
+        let b = edges(self.origin, tr, &|n| n.to_string());
+        if let Some((from, to)) = a.symmetric_difference(&b).next() {
+            return Err(format!("call {from} → {to} is on one side only"));
+        }
+        for (_, callee) in &a {
+            let (Some(x), Some(y)) = (self.shipped.function(callee), self.origin.function(callee))
+            else {
+                continue;
+            };
+            if x.section == ts || y.section == tr {
+                continue;
+            }
+            let (sx, sy) = (
+                section(self.shipped, x.section)?,
+                section(self.origin, y.section)?,
+            );
+            if self.shipped.data.get(&sx.name) != self.origin.data.get(&sy.name)
+                || sx.info >> 24 != sy.info >> 24
+            {
+                return Err(format!(
+                    "it calls {callee}, whose code differs from the one it was compiled with"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The index of function `k`'s code section.
+fn text(d: &Dump, k: &str) -> Result<usize, String> {
+    d.section(&format!(".text.{k}"))
+        .map(|s| s.index)
+        .ok_or_else(|| format!("no code section .text.{k}"))
+}
+
+fn section(d: &Dump, index: usize) -> Result<&super::dump::Section, String> {
+    d.section_at(index)
+        .ok_or_else(|| format!("no section {index:#x}"))
+}
+
+fn sorted(v: Option<&Vec<Reloc>>) -> Vec<Reloc> {
+    let mut v = v.cloned().unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn first_difference<T: std::fmt::Debug + PartialEq>(what: &str, a: &[T], b: &[T]) -> String {
+    let i = a
+        .iter()
+        .zip(b)
+        .position(|(x, y)| x != y)
+        .unwrap_or(a.len().min(b.len()));
+    format!(
+        "{what} differs: {:?} where the code was compiled has {:?}",
+        a.get(i),
+        b.get(i)
+    )
+}
+
+/// The instructions of the two listings of the section, one by one: the same guard, opcode
+/// and operands once each module-bank operand is read through its cubin's tables, and the
+/// same bytes except for the bank offsets that legitimately differ.
+pub(crate) fn compare_listings(
+    p: &Pair<'_>,
+    shipped: &[Function],
+    origin: &[Function],
+) -> Result<(), String> {
+    let find = |l: &'_ [Function], name: &str| -> Result<Function, String> {
+        l.iter()
+            .find(|f| f.name == name)
+            .cloned()
+            .ok_or_else(|| format!("nvdisasm lists no {name}"))
+    };
+    let a = find(shipped, p.ks)?;
+    let b = find(origin, p.kr)?;
+    if a.instrs.len() != b.instrs.len() {
+        return Err(format!(
+            "{} instructions where the code was compiled has {}",
+            a.instrs.len(),
+            b.instrs.len()
+        ));
+    }
+    let bytes_a = p
+        .shipped
+        .data
+        .get(&format!(".text.{}", p.ks))
+        .cloned()
+        .unwrap_or_default();
+    let bytes_b = p
+        .origin
+        .data
+        .get(&format!(".text.{}", p.kr))
+        .cloned()
+        .unwrap_or_default();
+    for (i, (x, y)) in a.instrs.iter().zip(&b.instrs).enumerate() {
+        let at = a.start + 16 * i as u64;
+        let word = |bytes: &[u8], start: u64| word_at(bytes, start + 16 * i as u64);
+        let (wa, wb) = (word(&bytes_a, a.start), word(&bytes_b, b.start));
+        same_instruction(p, x, y, wa, wb).map_err(|what| format!("at {at:#x}: {what}"))?;
+    }
+    Ok(())
+}
+
+fn word_at(bytes: &[u8], at: u64) -> u128 {
+    let at = usize::try_from(at).unwrap_or(usize::MAX);
+    bytes
+        .get(at..at.saturating_add(16))
+        .and_then(|b| <[u8; 16]>::try_from(b).ok())
+        .map_or(0, u128::from_le_bytes)
+}
+
+/// One instruction pair (see [`compare_listings`]).
+fn same_instruction(p: &Pair<'_>, x: &Instr, y: &Instr, wa: u128, wb: u128) -> Result<(), String> {
+    let show = |i: &Instr| {
+        format!("{} {} {}", i.guard, i.opcode, i.operands)
+            .trim()
+            .to_string()
+    };
+    if (&x.guard, &x.opcode) != (&y.guard, &y.opcode) {
+        return Err(format!(
+            "`{}` where the code was compiled has `{}`",
+            show(x),
+            show(y)
+        ));
+    }
+    let ops_a = operands(&x.operands);
+    let ops_b = operands(&y.operands);
+    if ops_a.len() != ops_b.len() {
+        return Err(format!(
+            "`{}` where the code was compiled has `{}`",
+            show(x),
+            show(y)
+        ));
+    }
+    let mut moved: Option<(u64, u64)> = None;
+    for (oa, ob) in ops_a.iter().zip(&ops_b) {
+        if p.map(oa) == *ob {
+            if let Some(bank) = indexed_module_bank(p, oa) {
+                both_ways(p, bank)?;
+            }
+            continue;
+        }
+        match (bank_operand(p.shipped, oa), bank_operand(p.origin, ob)) {
+            (Some((ba, offa)), Some((bb, offb))) if ba == bb => {
+                let (ra, rb) = (
+                    banks::resolve(p.shipped, ba, offa),
+                    banks::resolve(p.origin, bb, offb),
+                );
+                if ra != rb {
+                    return Err(format!(
+                        "`{}` reads {ra} where the code was compiled reads {rb}",
+                        show(x)
+                    ));
+                }
+                if moved.replace((offa, offb)).is_some() {
+                    return Err(format!("`{}`: two bank operands moved", show(x)));
+                }
+            }
+            _ => {
+                return Err(format!(
+                    "`{}` where the code was compiled has `{}`",
+                    show(x),
+                    show(y)
+                ));
+            }
+        }
+    }
+    let diff = wa ^ wb;
+    let explained = match moved {
+        None => diff == 0,
+        Some((a, b)) => shifted_copy(diff, u128::from(a ^ b)),
+    };
+    if !explained {
+        return Err(format!(
+            "`{}` is encoded differently ({wa:032x} / {wb:032x})",
+            show(x)
+        ));
+    }
+    Ok(())
+}
+
+/// Whether `diff` is `value` at one bit position: the encodings differ only in the field
+/// that holds the bank offset, wherever the architecture keeps it.
+fn shifted_copy(diff: u128, value: u128) -> bool {
+    value != 0
+        && (0..128)
+            .filter_map(|s| value.checked_shl(s).filter(|v| v >> s == value))
+            .any(|v| v == diff)
+}
+
+/// The operands of nvdisasm's operand text, split at the commas outside brackets.
+fn operands(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut depth = 0i32;
+    let mut cur = String::new();
+    for c in text.chars() {
+        match c {
+            '[' | '(' | '{' => depth += 1,
+            ']' | ')' | '}' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(std::mem::take(&mut cur).trim().to_string());
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    if !cur.trim().is_empty() {
+        out.push(cur.trim().to_string());
+    }
+    out
+}
+
+/// `c[0x4][0x28]` (with any prefix such as `-` or `|`) in a module-level bank: (bank, offset).
+fn bank_operand(d: &Dump, op: &str) -> Option<(u32, u64)> {
+    let (bank, index) = constant_operand(op)?;
+    let off = u64::from_str_radix(index.strip_prefix("0x")?, 16).ok()?;
+    d.section(&format!(".nv.constant{bank}"))?;
+    Some((bank, off))
+}
+
+/// A module-level bank read through a register (`c[0x4][R2]`, `c[0x3][R0+0x10]`).
+fn indexed_module_bank(p: &Pair<'_>, op: &str) -> Option<u32> {
+    let (bank, index) = constant_operand(op)?;
+    let through_register = index.starts_with('R') || index.starts_with("UR");
+    (through_register && p.shipped.section(&format!(".nv.constant{bank}")).is_some())
+        .then_some(bank)
+}
+
+/// `c[0xB][INDEX]` anywhere in an operand: (B, INDEX).
+fn constant_operand(op: &str) -> Option<(u32, &str)> {
+    let at = op.find("c[0x")?;
+    let rest = &op[at + 4..];
+    let close = rest.find(']')?;
+    let bank = u32::from_str_radix(&rest[..close], 16).ok()?;
+    let index = rest[close + 1..].strip_prefix('[')?;
+    let index = &index[..index.find(']')?];
+    Some((bank, index))
+}
+
+/// A bank read through a register may reach any offset: it must read the same everywhere.
+fn both_ways(p: &Pair<'_>, bank: u32) -> Result<(), String> {
+    banks::agrees(p.origin, p.shipped, bank)
+        .and_then(|()| banks::agrees(p.shipped, p.origin, bank))
+        .map_err(|e| format!("an indexed read of bank {bank}, laid out differently: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operand_splitting_and_banks() {
+        assert_eq!(operands("R2,c[0x4][R2]"), ["R2", "c[0x4][R2]"]);
+        assert_eq!(operands("desc[UR4][R2.64],R3"), ["desc[UR4][R2.64]", "R3"]);
+        assert_eq!(constant_operand("-c[0x3][0x10]"), Some((3, "0x10")));
+        assert_eq!(constant_operand("c[0x4][R2+0x8]"), Some((4, "R2+0x8")));
+        assert_eq!(constant_operand("R2"), None);
+    }
+
+    #[test]
+    fn a_moved_offset_explains_only_its_own_bits() {
+        let off = u128::from(0x28u64 ^ 0x10);
+        assert!(shifted_copy(off << 38, off));
+        assert!(!shifted_copy((off << 38) | 1 << 110, off));
+        assert!(!shifted_copy(0, off));
+    }
+}

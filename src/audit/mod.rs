@@ -1,0 +1,327 @@
+//! The assembly check: every cubin nvcc-orion assembled (kernels spliced between ptxas runs,
+//! variants embedded beside their originals, attributes edited, rewrites redone on the final
+//! module) is read back with the toolkit and compared, function by function, with the cubin
+//! each function's code came from.
+//!
+//! Like the translation checker, it imports nothing from the code it checks: not the cubin
+//! reader or writer, not the splice, not the SASS decoder. It reads only what `cuobjdump
+//! -elf` and `nvdisasm -json` print (`dump`, `listing`), so a bug in our ELF model cannot
+//! hide itself (`tests/layers.rs` keeps this module's imports to the leaves).
+//!
+//! # What "the same" means
+//! For each function that owns a code section in the shipped cubin, against its origin
+//! (the cubin it was compiled or evaluated in, under its name there; by default the module
+//! the shipped cubin's other parts came from):
+//! * the code section's header (size, alignment, flags, the register count in `sh_info`),
+//!   the symbols in it, its relocations (by symbol name), its `.nv.info.<k>` records in
+//!   order and its records in `.nv.info`;
+//! * every other section named after it (parameter bank, jump tables, shared and local
+//!   memory, the sm_100+ copy of the code): type, size, bytes, relocations;
+//! * its call edges by name, and the code of any callee with a section of its own;
+//! * its code: the same bytes where every module-level constant bank (`banks`) reads the
+//!   same at each offset the origin gives meaning to; otherwise both listings instruction by
+//!   instruction, each bank operand read through its own cubin's tables (a relocation's
+//!   symbol, an object, bytes), the encodings differing only in the moved offset, and a
+//!   bank read through a register only where the bank is laid out alike everywhere.
+//!
+//! Then the module as a whole (`module`): sections no function owns, objects and the
+//! attributes that name no function, against the module origin; and, for relocatable code,
+//! no kernel whose register limit differs from ptxas's own reaches a function another
+//! module defines (nvlink would refuse the limit).
+//!
+//! # What it trusts
+//! cuobjdump and nvdisasm themselves; that ptxas's output for the origin is right; that
+//! debug information (`.debug_*`, `.nv_debug_*`) need not follow the code (it is not
+//! compared).
+
+mod banks;
+mod dump;
+mod kernel;
+mod listing;
+mod module;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use dump::Dump;
+use kernel::{Code, Pair};
+use listing::Function;
+
+/// The toolkit programs the check reads cubins with.
+#[derive(Debug, Clone)]
+pub struct Tools {
+    pub cuobjdump: PathBuf,
+    pub nvdisasm: PathBuf,
+}
+
+impl Tools {
+    /// The tools in the toolkit's `bin` folder.
+    pub fn in_dir(bin: &Path) -> Tools {
+        Tools {
+            cuobjdump: bin.join("cuobjdump"),
+            nvdisasm: bin.join("nvdisasm"),
+        }
+    }
+}
+
+/// Where one function of the shipped cubin came from.
+#[derive(Debug, Clone, Copy)]
+pub struct Origin<'a> {
+    /// Its name in the shipped cubin.
+    pub shipped: &'a str,
+    /// Its name in `cubin`.
+    pub name: &'a str,
+    pub cubin: &'a [u8],
+}
+
+/// One assembled cubin to check.
+#[derive(Debug, Clone)]
+pub struct Job<'a> {
+    pub shipped: &'a [u8],
+    /// What ptxas made of the step as asked (for relocatable code's register limits).
+    pub baseline: &'a [u8],
+    /// The cubin the shipped one's module-level parts, and every function not in `origins`,
+    /// came from.
+    pub module: &'a [u8],
+    pub origins: Vec<Origin<'a>>,
+}
+
+/// What the check did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Checked {
+    /// Functions compared.
+    pub functions: usize,
+    /// Of those, how many needed both listings (their code bytes differ from the origin's).
+    pub disassembled: usize,
+}
+
+/// Why a cubin does not pass.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AuditError {
+    /// A tool could not be run (missing, or no temporary folder).
+    #[error("{0}")]
+    Tool(String),
+    /// A tool ran and refused a cubin (or printed what cannot be read).
+    #[error("{0}")]
+    Unreadable(String),
+    #[error("{kernel}: {what}")]
+    Disagrees { kernel: String, what: String },
+}
+
+/// Functions the driver provides (`printf`, `assert`, device `malloc`): nvlink checks no
+/// register count for them. (The tuner has its own list; this one is kept apart on purpose.)
+const DRIVER_CALLS: &[&str] = &["vprintf", "__assertfail", "malloc", "free"];
+
+/// Check `job` (see the module docs): the first disagreement is the error.
+pub fn check(tools: &Tools, job: &Job<'_>) -> Result<Checked, AuditError> {
+    let (checked, mut found) = check_each(tools, job)?;
+    match found.is_empty() {
+        true => Ok(checked),
+        false => Err(found.swap_remove(0)),
+    }
+}
+
+/// Check `job`, going on past disagreements: every function that disagrees (as
+/// [`AuditError::Disagrees`]), in the shipped cubin's order, the module's own first. An
+/// error is a tool that failed.
+pub fn check_each(tools: &Tools, job: &Job<'_>) -> Result<(Checked, Vec<AuditError>), AuditError> {
+    let mut reader = Reader::new(tools)?;
+    let shipped = match reader.dump(job.shipped) {
+        Err(AuditError::Unreadable(why)) => {
+            return Ok((Checked::default(), vec![disagrees("the module", why)]));
+        }
+        r => r?,
+    };
+    let module = reader.dump(job.module)?;
+    let mut found = Vec::new();
+    if let Err(what) = module::compare(&shipped, &module) {
+        found.push(disagrees("the module", what));
+    }
+    let owners = module::owners(&shipped);
+    for o in &job.origins {
+        if !owners.iter().any(|f| f == o.shipped) {
+            found.push(disagrees(o.shipped, "not in the shipped cubin".into()));
+        }
+    }
+    for f in module::owners(&module) {
+        let replaced = job.origins.iter().any(|o| o.shipped == f);
+        if !replaced && !owners.contains(&f) {
+            found.push(disagrees(&f, "missing from the shipped cubin".into()));
+        }
+    }
+    let mut checked = Checked::default();
+    for f in &owners {
+        let (name, cubin) = job
+            .origins
+            .iter()
+            .find(|o| o.shipped == f.as_str())
+            .map_or((f.as_str(), job.module), |o| (o.name, o.cubin));
+        let origin = reader.dump(cubin)?;
+        let pair = Pair {
+            shipped: &shipped,
+            origin: &origin,
+            ks: f,
+            kr: name,
+        };
+        checked.functions += 1;
+        match pair.compare() {
+            Ok(Code::Same) => {}
+            Ok(Code::Disassemble) => {
+                checked.disassembled += 1;
+                let a = match reader.listing(job.shipped) {
+                    Err(AuditError::Unreadable(why)) => {
+                        found.push(disagrees(f, why));
+                        continue;
+                    }
+                    r => r?,
+                };
+                let b = reader.listing(cubin)?;
+                if let Err(what) = kernel::compare_listings(&pair, &a, &b) {
+                    found.push(disagrees(f, what));
+                }
+            }
+            Err(what) => found.push(disagrees(f, what)),
+        }
+    }
+    if shipped.relocatable {
+        let baseline = reader.dump(job.baseline)?;
+        found.extend(link_limits(&shipped, &baseline).err());
+    }
+    Ok((checked, found))
+}
+
+fn disagrees(kernel: &str, what: String) -> AuditError {
+    AuditError::Disagrees {
+        kernel: kernel.to_string(),
+        what,
+    }
+}
+
+/// Relocatable code: a kernel whose register limit is not ptxas's own reaches no function
+/// another module defines.
+fn link_limits(shipped: &Dump, baseline: &Dump) -> Result<(), AuditError> {
+    let limit = |d: &Dump, k: &str| {
+        d.records
+            .get(&format!(".nv.info.{k}"))
+            .into_iter()
+            .flatten()
+            .find(|r| r.attribute == "EIATTR_MAXREG_COUNT")
+            .map(|r| r.text.clone())
+    };
+    let defined: BTreeSet<&str> = shipped
+        .symbols
+        .iter()
+        .filter(|s| s.section != 0)
+        .map(|s| s.name.as_str())
+        .collect();
+    let calls: BTreeMap<&str, Vec<&str>> =
+        shipped.calls.iter().fold(BTreeMap::new(), |mut m, (a, b)| {
+            m.entry(a.as_str())
+                .or_insert_with(Vec::new)
+                .push(b.as_str());
+            m
+        });
+    for k in shipped.kernels() {
+        let changed = baseline.function(&k.name).is_none()
+            || limit(shipped, &k.name) != limit(baseline, &k.name);
+        if !changed {
+            continue;
+        }
+        let mut todo = vec![k.name.as_str()];
+        let mut seen = BTreeSet::new();
+        while let Some(f) = todo.pop() {
+            for &c in calls.get(f).into_iter().flatten() {
+                if !defined.contains(c) && !DRIVER_CALLS.contains(&c) {
+                    return Err(disagrees(
+                        &k.name,
+                        format!(
+                            "its register limit is not ptxas's, and it calls {c}, which another module defines"
+                        ),
+                    ));
+                }
+                if seen.insert(c) {
+                    todo.push(c);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs the toolkit on cubins, once each.
+struct Reader<'t> {
+    tools: &'t Tools,
+    dir: tempfile::TempDir,
+    dumps: BTreeMap<(usize, usize), std::rc::Rc<Dump>>,
+    listings: BTreeMap<(usize, usize), std::rc::Rc<Vec<Function>>>,
+    files: usize,
+}
+
+impl<'t> Reader<'t> {
+    fn new(tools: &'t Tools) -> Result<Reader<'t>, AuditError> {
+        let dir = tempfile::Builder::new()
+            .prefix("nvcc-orion-audit-")
+            .tempdir()
+            .map_err(|e| AuditError::Tool(format!("temporary folder: {e}")))?;
+        Ok(Reader {
+            tools,
+            dir,
+            dumps: BTreeMap::new(),
+            listings: BTreeMap::new(),
+            files: 0,
+        })
+    }
+
+    /// The cache key of a cubin: where its bytes are (every cubin of a job outlives it).
+    fn key(bytes: &[u8]) -> (usize, usize) {
+        (bytes.as_ptr() as usize, bytes.len())
+    }
+
+    fn dump(&mut self, bytes: &[u8]) -> Result<std::rc::Rc<Dump>, AuditError> {
+        if let Some(d) = self.dumps.get(&Self::key(bytes)) {
+            return Ok(d.clone());
+        }
+        let out = self.run(&self.tools.cuobjdump.clone(), &["-elf"], bytes)?;
+        let text = String::from_utf8_lossy(&out);
+        let d = std::rc::Rc::new(
+            Dump::parse(&text).map_err(|e| AuditError::Unreadable(e.to_string()))?,
+        );
+        self.dumps.insert(Self::key(bytes), d.clone());
+        Ok(d)
+    }
+
+    fn listing(&mut self, bytes: &[u8]) -> Result<std::rc::Rc<Vec<Function>>, AuditError> {
+        if let Some(l) = self.listings.get(&Self::key(bytes)) {
+            return Ok(l.clone());
+        }
+        let out = self.run(&self.tools.nvdisasm.clone(), &["-json"], bytes)?;
+        let l =
+            std::rc::Rc::new(listing::parse(&out).map_err(|e| AuditError::Tool(e.to_string()))?);
+        self.listings.insert(Self::key(bytes), l.clone());
+        Ok(l)
+    }
+
+    /// `tool ARGS FILE` on `bytes` written to a file: its standard output.
+    fn run(&mut self, tool: &Path, args: &[&str], bytes: &[u8]) -> Result<Vec<u8>, AuditError> {
+        let path = self.dir.path().join(format!("c{}.cubin", self.files));
+        self.files += 1;
+        std::fs::write(&path, bytes)
+            .map_err(|e| AuditError::Tool(format!("{}: {e}", path.display())))?;
+        let out = Command::new(tool)
+            .args(args)
+            .arg(&path)
+            .output()
+            .map_err(|e| AuditError::Tool(format!("{}: {e}", tool.display())))?;
+        if !out.status.success() {
+            let why = String::from_utf8_lossy(&out.stderr);
+            return Err(AuditError::Unreadable(format!(
+                "{} {} failed: {}",
+                tool.display(),
+                args.join(" "),
+                why.lines().next().unwrap_or("")
+            )));
+        }
+        Ok(out.stdout)
+    }
+}
