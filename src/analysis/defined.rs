@@ -141,6 +141,7 @@ mod tests {
             kernel: true,
             regs: Some(16),
             abi_regs: None,
+            abi_files: None,
             marked: Default::default(),
         }
     }

@@ -138,7 +138,7 @@ pub enum RegFile {
 
 /// What an instruction reads and writes in a register file other than the general one
 /// (numbers within the file; `PT`, `UPT`, `URZ` are not registers). The guard predicate is
-/// read. `PR` (`P2R`, `R2P`) stands for all of P0-P6.
+/// read. A call's clobbers depend on the cubin ([`call_clobbers`]) and are not included.
 pub fn use_def_file(ins: &Instr, file: RegFile) -> (RegSet, RegSet, bool) {
     let mut uses = RegSet::default();
     let mut defs = RegSet::default();
@@ -156,17 +156,6 @@ pub fn use_def_file(ins: &Instr, file: RegFile) -> (RegSet, RegSet, bool) {
             defs.insert(r);
         }
     };
-    // The clobbers every call of the fixtures has in nvdisasm's model; it clobbers more in
-    // some cubins (tests/sass_decode.rs `other_register_files_match_nvdisasm_plr`).
-    if ins.is_call() {
-        let clobbers = match file {
-            RegFile::Gpr => 0..0,
-            RegFile::Pred => 0..4,
-            RegFile::UGpr => 4..10,
-            RegFile::UPred => 0..1,
-        };
-        clobbers.for_each(|r| mark(r, Role::Write));
-    }
     for op in &ins.operands {
         match (&op.kind, file) {
             (OperandKind::Pred { index, .. }, RegFile::Pred)
@@ -398,6 +387,7 @@ impl Liveness {
         marked: &HashMap<u64, Marked>,
     ) -> Liveness {
         let regs = f.abi_regs.or(f.regs).unwrap_or(255);
+        let clobbers = call_clobbers(f, file);
         let steps: Vec<Step> = f
             .instrs
             .iter()
@@ -405,6 +395,10 @@ impl Liveness {
                 let (uses, defs, _) = match (marked.get(&ins.offset), file) {
                     (Some(m), _) => (m.reads[file as usize], m.writes[file as usize], true),
                     (None, RegFile::Gpr) => use_def(ins, regs),
+                    (None, _) if ins.is_call() => {
+                        let (uses, defs, always) = use_def_file(ins, file);
+                        (uses, defs.union(&clobbers), always)
+                    }
                     (None, _) => use_def_file(ins, file),
                 };
                 // The predicates whose tags a write makes unknown (uniform ones tag nothing).
@@ -427,7 +421,7 @@ impl Liveness {
                     uses,
                     defs,
                     guard: cond_of(ins.predicate),
-                    kills_always: file == RegFile::Gpr && ins.is_call(),
+                    kills_always: ins.is_call(),
                     preds_written,
                 }
             })
@@ -480,6 +474,23 @@ impl Liveness {
             .max()
             .unwrap_or(0)
     }
+}
+
+/// The registers of a file other than the general one that nvdisasm's model has a `CALL`
+/// clobber: every predicate and uniform predicate with a column in `-plr`'s table, and the
+/// uniform registers UR4 to UR35 with one (`Function::abi_files`; a call reads none of
+/// them, and a `RET` none).
+fn call_clobbers(f: &Function, file: RegFile) -> RegSet {
+    let [p, u, up] = f.abi_files.unwrap_or([7, 63, 7]);
+    let range = match file {
+        RegFile::Gpr => 0..0,
+        RegFile::Pred => 0..p.min(7),
+        RegFile::UGpr => 4..u.min(36),
+        RegFile::UPred => 0..up.min(7),
+    };
+    let mut s = RegSet::default();
+    range.for_each(|r| s.insert(r));
+    s
 }
 
 /// Whether an instruction writes predicate `p` (an unknown instruction may write any).

@@ -46,6 +46,7 @@ pub fn cut(f: &Function, instrs: &[Instr], starts: &[(u64, String, bool)]) -> Ve
             kernel: *kernel,
             regs: f.regs,
             abi_regs: f.abi_regs,
+            abi_files: f.abi_files,
             marked: f
                 .marked
                 .iter()
@@ -256,6 +257,7 @@ mod tests {
             kernel: true,
             regs: Some(24),
             abi_regs: None,
+            abi_files: None,
             marked: vec![start + 0x10, start + 0x50],
         }
     }

@@ -303,6 +303,7 @@ mod tests {
             kernel: true,
             regs: None,
             abi_regs: None,
+            abi_files: None,
             marked: Vec::new(),
         }
     }

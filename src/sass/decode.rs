@@ -339,6 +339,7 @@ fn decode_with(
             kernel: info.kernels.contains(&f.name),
             regs: info.regs.get(&sec_name).copied(),
             abi_regs: None,
+            abi_files: None,
             name: f.name,
             section: sec_index.0,
             start: f.start,
@@ -380,10 +381,52 @@ fn decode_with(
             table = table.max(r + 1);
         }
     }
+    // The other files' columns: every register an instruction names, a call's clobbers
+    // aside (tests/liveness_oracle.rs).
+    let mut files = [0u8; 3];
+    for ins in out.iter().flat_map(|f| &f.instrs).filter(|i| !i.is_call()) {
+        for (k, r) in other_files_named(ins) {
+            files[k] = files[k].max(r + 1);
+        }
+    }
     for f in &mut out {
         f.abi_regs = f.regs.map(|r| r.min(table));
+        f.abi_files = Some(files);
     }
     Ok(Decoded { sm, functions: out })
+}
+
+/// The predicates (file 0), uniform registers (1) and uniform predicates (2) an instruction
+/// names, read or written, its guard included (`PT`, `URZ`, `UPT` are not registers).
+fn other_files_named(ins: &Instr) -> Vec<(usize, u8)> {
+    let mut out = Vec::new();
+    if let Some(p) = ins.predicate.filter(|p| p.index != 7) {
+        out.push((if p.uniform { 2 } else { 0 }, p.index));
+    }
+    fn uniform(out: &mut Vec<(usize, u8)>, r: Option<u8>, width: u8) {
+        if let Some(r) = r.filter(|&r| r != 63) {
+            out.extend((r..r.saturating_add(width.max(1)).min(63)).map(|r| (1, r)));
+        }
+    }
+    for op in &ins.operands {
+        match op.kind {
+            OperandKind::Pred { index, .. } if index != 7 => out.push((0, index)),
+            OperandKind::UPred { index, .. } if index != 7 => out.push((2, index)),
+            OperandKind::UReg(r) => uniform(&mut out, Some(r), op.width),
+            OperandKind::Const { ureg, .. } => uniform(&mut out, ureg, 1),
+            OperandKind::Addr {
+                ureg,
+                ureg_width,
+                desc,
+                ..
+            } => {
+                uniform(&mut out, ureg, ureg_width);
+                uniform(&mut out, desc, 2);
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 /// Whether nvdisasm's call model has a callee preserve register `r` for its caller: R1, R2,

@@ -231,6 +231,11 @@ pub struct Function {
     /// (`analysis::liveness`): `regs` capped by the width of `-plr`'s table, which ends at
     /// the highest register the cubin names or a `RET` reads; `None`: `regs`.
     pub(crate) abi_regs: Option<u32>,
+    /// How many predicates, uniform registers and uniform predicates nvdisasm's `-plr` table
+    /// has a column for (the highest any instruction of the cubin but a `CALL` names, plus
+    /// one): its liveness has a call clobber P0 up, UR4 to UR35 and UP0 up among them
+    /// (`analysis::liveness`); `None`: every one.
+    pub(crate) abi_files: Option<[u8; 3]>,
     /// Section offsets of this function's instructions that its `.nv.info.<k>` attributes
     /// name (EXIT and warp-wide instruction lists, the `BRX` of each jump table, spill
     /// annotations, ...), sorted. nvdisasm gives each a label, so a basic block starts there.

@@ -59,6 +59,7 @@ pub fn functions(cubin: &Cubin) -> Vec<Function> {
                 // Facts of the operand decoder (`decode`), which this one does not run.
                 regs: None,
                 abi_regs: None,
+                abi_files: None,
                 marked: Vec::new(),
             })
         })

@@ -70,6 +70,7 @@ fn func(lines: &[&str]) -> Vec<Function> {
         kernel: true,
         regs: Some(24),
         abi_regs: None,
+        abi_files: None,
         marked: Default::default(),
     }]
 }
@@ -397,6 +398,7 @@ fn renumbered(kernel_regs: [u8; 3], callee_regs: [u8; 3]) -> (Vec<Function>, Vec
             kernel: false,
             regs: Some(24),
             abi_regs: None,
+            abi_files: None,
             marked: Default::default(),
         }
     };
@@ -468,6 +470,7 @@ fn kernel_and_callee(kernel: &[&str], callee: &[&str], sub_at: u64) -> Vec<Funct
         kernel: false,
         regs: Some(24),
         abi_regs: None,
+        abi_files: None,
         marked: Default::default(),
     });
     fs

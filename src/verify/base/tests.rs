@@ -50,6 +50,7 @@ fn kernel(lines: &[(&str, u8, Option<u8>, u8)]) -> Function {
         kernel: true,
         regs: Some(24),
         abi_regs: None,
+        abi_files: None,
         marked: Vec::new(),
     }
 }
