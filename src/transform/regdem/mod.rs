@@ -145,16 +145,28 @@ fn kernel_section(
     Ok((owned, entry, order))
 }
 
+/// The liveness register demotion picks value registers with, for one kernel
+/// ([`kernel_liveness`]).
+#[derive(Debug, Clone)]
+pub struct KernelLiveness {
+    /// The kernel's code, split from its section.
+    pub function: Function,
+    /// Registers live before each instruction.
+    pub before: Vec<BTreeSet<u8>>,
+    /// Registers live after each instruction.
+    pub after: Vec<BTreeSet<u8>>,
+    /// Registers some call of the kernel ends: its callee writes them on every path.
+    pub call_writes: BTreeSet<u8>,
+}
+
 /// The liveness register demotion picks value registers with ([`live`]: guarded writes end
 /// nothing, a call reads its callee's live-in and ends what the callee writes on every path),
-/// for `kernel` of a decoded cubin: the kernel's code and the registers live before and
-/// after each instruction. tests/liveness_oracle.rs compares it with `nvdisasm -plr`.
-#[allow(clippy::type_complexity)]
+/// for `kernel` of a decoded cubin. tests/liveness_oracle.rs compares it with `nvdisasm -plr`.
 pub fn kernel_liveness(
     cubin: &Cubin,
     functions: &[Function],
     kernel: &str,
-) -> Result<(Function, Vec<BTreeSet<u8>>, Vec<BTreeSet<u8>>), TransformError> {
+) -> Result<KernelLiveness, TransformError> {
     let info = cubin
         .function_info(kernel)
         .ok_or_else(|| not_applicable(format!("no function `{kernel}`")))?;
@@ -164,7 +176,15 @@ pub fn kernel_liveness(
     let f = funcs[entry];
     let called = calls::called(f, &funcs, &effects);
     let live = live::liveness(f, &Cfg::build(f), &called, &BTreeSet::new());
-    Ok((f.clone(), live.before, live.after))
+    Ok(KernelLiveness {
+        function: f.clone(),
+        before: live.before,
+        after: live.after,
+        call_writes: called
+            .values()
+            .flat_map(|e| e.writes.iter().copied())
+            .collect(),
+    })
 }
 
 /// Demote registers of `kernel` until it needs at most `opts.max_registers` (required).
