@@ -282,7 +282,8 @@ fn cpu_references_pass_and_no_gpu_exits_3() {
     if gpu {
         return;
     }
-    // run.sh given the archive unpacks it and stops at the first program: no GPU, status 3.
+    // run.sh given the archive unpacks it and calibrates first: no GPU, status 3, one line
+    // from calibrate and one from run.sh, and no program is run.
     let scratch = tempfile::tempdir().unwrap();
     let archive = scratch.path().join("nvcc-orion-gpu-bench.tar.xz");
     std::fs::copy(out.join("nvcc-orion-gpu-bench.tar.xz"), &archive).unwrap();
@@ -294,7 +295,9 @@ fn cpu_references_pass_and_no_gpu_exits_3() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(3), "{stderr}");
     assert!(
-        stderr.contains("run.sh: no usable GPU: NO-GPU "),
+        stderr.contains("calibrate: no usable GPU here")
+            && stderr.contains("run.sh: no usable GPU (calibrate)")
+            && !stderr.contains("NO-GPU "),
         "{stderr}"
     );
     assert!(

@@ -249,12 +249,13 @@ fn walk_ships_its_ranked_variants_beside_the_static_winner() {
     let Some(d) = built() else { return };
     let recs = records(d, "walk_adapt.o");
     let extra = check_listed(&d.join("walk_adapt.o"), &recs);
-    assert!(extra >= 3, "{recs:?}");
+    assert!(extra >= 2, "{recs:?}");
     same_originals(&d.join("walk_tune.o"), &d.join("walk_adapt.o"));
     // docs/selector.md §Ranking: on sm_90, v0 = 40 registers (the static winner: 40 and 32
     // tie at the DRAM ceiling, and the higher budget wins a tie), v1 = 32, v2 = 64 (ptxas's
-    // own), v3 = 56 (a budget the occupancy bound skips in a tune build), v4 = 32 with ptxas's
-    // shared-memory spilling.
+    // own). 32 with ptxas's shared-memory spilling has an occupancy of its own but is
+    // predicted 145 % slower at 128 threads, outside the band; 56, pruned by the occupancy
+    // bound, is built in no mode.
     let r90 = recs
         .iter()
         .find(|r| r["arch"] == "sm_90" && r["kernel"] == WALK)
@@ -271,21 +272,14 @@ fn walk_ships_its_ranked_variants_beside_the_static_winner() {
             )
         })
         .collect();
-    assert_eq!(
-        shape,
-        [
-            (40, false),
-            (32, false),
-            (64, false),
-            (56, false),
-            (32, true)
-        ],
-        "{r90}"
-    );
+    assert_eq!(shape, [(40, false), (32, false), (64, false)], "{r90}");
     assert_eq!(r90["variants"][2]["candidate"], 0, "ptxas's own");
+    // On sm_120 the model prunes every lower budget (DRAM-bound at ptxas's occupancy): with no
+    // candidate built there is no alternative to embed.
+    let r120 = recs.iter().find(|r| r["arch"] == "sm_120").unwrap();
     assert!(
-        recs.iter()
-            .any(|r| r["arch"] == "sm_120" && r["variants"].is_array())
+        r120["candidates"].as_array().unwrap().len() > 1 || r120.get("variants").is_none(),
+        "{r120}"
     );
     // ptxas's report (`-Xptxas -v`) is the plain tune build's: the variants' run is not shown.
     let ptxas_v = |out: &str| -> Vec<String> {
@@ -336,28 +330,49 @@ fn relocatable_train_build_embeds_variants() {
     assert!(check_listed(&d.join("walk_rdc.o"), &recs) >= 1, "{recs:?}");
 }
 
+/// A proved rewrite ships in the multi-variant cubin, and every copy of its kernel keeps
+/// `__launch_bounds__`. In the default ranking `mv_bounded`'s candidates all have ptxas's
+/// occupancy (its 32 registers already give 64 warps), so none is a real alternative and it
+/// gets no variants; forced, the rewrite is variant 0 and ptxas's own build variant 1.
 #[test]
 fn a_proved_rewrite_ships_as_a_variant_with_its_launch_bounds() {
     let Some(d) = built() else { return };
-    let obj = d.join("two_adapt.o");
     let recs = records(d, "two_adapt.o");
-    check_listed(&obj, &recs);
-    same_originals(&d.join("two_tune.o"), &obj);
+    check_listed(&d.join("two_adapt.o"), &recs);
+    same_originals(&d.join("two_tune.o"), &d.join("two_adapt.o"));
     let r = recs.iter().find(|r| r["kernel"] == BOUNDED).unwrap();
     assert!(r["transform"].as_str().unwrap().contains("proved"), "{r}");
-    let rewritten = r["variants"]
-        .as_array()
-        .unwrap()
+    let candidates = r["candidates"].as_array().unwrap();
+    assert!(
+        candidates.len() > 1
+            && candidates
+                .iter()
+                .all(|c| c["warps_per_sm"] == candidates[0]["warps_per_sm"]),
+        "{r}"
+    );
+    assert!(
+        r.get("variants").is_none(),
+        "one occupancy, no variants: {r}"
+    );
+
+    let obj = d.join("forced_adapt.o");
+    let recs = records(d, "forced_adapt.o");
+    let r = recs.iter().find(|r| r["kernel"] == BOUNDED).unwrap();
+    let variants = r["variants"].as_array().unwrap();
+    let rewritten = variants
         .iter()
         .find(|v| {
             r["candidates"][v["candidate"].as_u64().unwrap() as usize]["budget"]["spill_to_shared"]
                 == true
         })
         .unwrap_or_else(|| panic!("no spill → shared variant: {r}"));
-    let name = rewritten["name"].as_str().unwrap();
-    assert!(name.contains("__orion_v"), "{r}");
     assert_eq!(rewritten["frame_bytes"], 0, "{r}");
+    assert!(
+        variants.iter().any(|v| v["candidate"] == 0),
+        "ptxas's own build is embedded: {r}"
+    );
     // Its spills are in shared memory: no local access left, shared ones added.
+    let name = rewritten["name"].as_str().unwrap();
     let code = &sass(&obj)[&(90, name.to_string())];
     let has = |op: &str| code.iter().any(|l| l.contains(op));
     assert!(
@@ -383,11 +398,8 @@ fn a_proved_rewrite_ships_as_a_variant_with_its_launch_bounds() {
         .iter()
         .filter(|(f, _)| f.starts_with(BOUNDED))
         .collect();
-    assert_eq!(
-        copies.len(),
-        r["variants"].as_array().unwrap().len(),
-        "{bounds:?}"
-    );
+    assert!(copies.len() >= 2, "{bounds:?}");
+    assert_eq!(copies.len(), variants.len(), "{bounds:?}");
     assert!(copies.iter().all(|(_, m)| **m), "{bounds:?}");
 }
 

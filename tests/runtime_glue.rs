@@ -793,9 +793,9 @@ fn has_glue(file: &Path) -> bool {
 }
 
 /// Under adapt, outputs without a host object (`-E`, `-ptx`, `-cubin`, `-fatbin`, `--cuda`),
-/// `-lib` (passed to nvcc whole), a unit that launches no kernel, and a plain tune build carry
-/// no glue; only the `.cudafe1.cpp` host compilation's object is (nvcc-orion's `--dryrun`
-/// shows nvcc's own steps).
+/// a unit that launches no kernel, and a plain tune build carry no glue; only the
+/// `.cudafe1.cpp` host compilation's object is (nvcc-orion's `--dryrun` shows nvcc's own
+/// steps). `-lib` is replayed like `-c`, so its archive holds that object, glue and all.
 #[test]
 fn driver_leaves_other_outputs_alone() {
     let Some(nvcc) = common::nvcc_or_skip("driver_leaves_other_outputs_alone") else {
@@ -816,7 +816,6 @@ fn driver_leaves_other_outputs_alone() {
         ("adapt", &["-cubin"], &a, "a.cubin"),
         ("adapt", &["-fatbin"], &a, "a.fatbin"),
         ("adapt", &["--cuda"], &a, "a.cu.cpp.ii"),
-        ("adapt", &["-lib"], &a, "liba.a"),
         ("tune", &["-c"], &a, "a.tune.o"),
         ("adapt", &["-c"], &host_only, "host_only.o"),
     ];
@@ -839,6 +838,18 @@ fn driver_leaves_other_outputs_alone() {
             out.display()
         );
     }
+    let lib = scratch.path().join("liba.a");
+    let o = run(orion(&nvcc, "adapt", &cache)
+        .args(["-arch=sm_90", "-lib"])
+        .arg(&a)
+        .arg("-o")
+        .arg(&lib));
+    assert!(
+        o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(has_glue(&lib), "adapt -lib: no glue in {}", lib.display());
     // A unit without launches gets no glue, and says so in verbose mode.
     let o = run(orion(&nvcc, "adapt", &cache)
         .env("NVCC_ORION_VERBOSE", "1")

@@ -142,13 +142,27 @@ fn separable_builds_link_in_every_mode() {
             );
             assert!(r["variants"].is_null(), "{mode}: no variants for it: {r}");
         }
-        // The kernel that calls only printf/assert/malloc is tuned, and its build links.
+        // The kernel that calls only printf/assert/malloc is not held at ptxas's budget: its
+        // lower budgets are planned (built, or pruned by the model where it is DRAM-bound),
+        // forced lowest it is retuned, and its build links.
         for r in records(&dir, NEAR) {
             let base = r["candidates"][0]["registers"].as_u64().unwrap();
+            let planned = r["candidates"].as_array().unwrap().len() > 1
+                || !r["pruned"].as_array().unwrap().is_empty();
             assert!(
-                r["chosen_registers"].as_u64().unwrap() < base,
-                "{mode}: near_walk retuned: {r}"
+                planned
+                    && !r["reason"]
+                        .as_str()
+                        .unwrap()
+                        .contains("another module defines"),
+                "{mode}: near_walk tuned: {r}"
             );
+            if mode == "lowest" {
+                assert!(
+                    r["chosen_registers"].as_u64().unwrap() < base,
+                    "{mode}: near_walk retuned: {r}"
+                );
+            }
         }
     }
 }

@@ -1010,10 +1010,14 @@ fn unforced_report_shows_the_candidate_at_the_shipped_budget_sm_86() {
                 r["candidates"].as_array().unwrap().iter().find(|c| {
                     c["budget"]["spill_to_shared"] == true && c["budget"]["regs"] == shipped
                 });
-            let row = rows.iter().find(|w| {
-                w.first() == Some(&shipped.to_string().as_str())
-                    && w.get(1..4) == Some(&["spill", "→", "shared"][..])
-            });
+            // The chosen row starts with `*`.
+            let row = rows
+                .iter()
+                .map(|w| &w[usize::from(w.first() == Some(&"*"))..])
+                .find(|w| {
+                    w.first() == Some(&shipped.to_string().as_str())
+                        && w.get(1..4) == Some(&["spill", "→", "shared"][..])
+                });
             match (candidate, row) {
                 (Some(c), Some(w)) => {
                     let c_cycles = cycles(c);

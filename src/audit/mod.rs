@@ -40,7 +40,7 @@ mod kernel;
 mod listing;
 mod module;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -249,12 +249,13 @@ fn link_limits(shipped: &Dump, baseline: &Dump) -> Result<(), AuditError> {
     Ok(())
 }
 
-/// Runs the toolkit on cubins, once each.
+/// Runs the toolkit on cubins, once per distinct content (a job names the same round's
+/// cubin for many variants, each from bytes of its own).
 struct Reader<'t> {
     tools: &'t Tools,
     dir: tempfile::TempDir,
-    dumps: BTreeMap<(usize, usize), std::rc::Rc<Dump>>,
-    listings: BTreeMap<(usize, usize), std::rc::Rc<Vec<Function>>>,
+    dumps: HashMap<Vec<u8>, std::rc::Rc<Dump>>,
+    listings: HashMap<Vec<u8>, std::rc::Rc<Vec<Function>>>,
     files: usize,
 }
 
@@ -267,19 +268,14 @@ impl<'t> Reader<'t> {
         Ok(Reader {
             tools,
             dir,
-            dumps: BTreeMap::new(),
-            listings: BTreeMap::new(),
+            dumps: HashMap::new(),
+            listings: HashMap::new(),
             files: 0,
         })
     }
 
-    /// The cache key of a cubin: where its bytes are (every cubin of a job outlives it).
-    fn key(bytes: &[u8]) -> (usize, usize) {
-        (bytes.as_ptr() as usize, bytes.len())
-    }
-
     fn dump(&mut self, bytes: &[u8]) -> Result<std::rc::Rc<Dump>, AuditError> {
-        if let Some(d) = self.dumps.get(&Self::key(bytes)) {
+        if let Some(d) = self.dumps.get(bytes) {
             return Ok(d.clone());
         }
         let out = self.run(&self.tools.cuobjdump.clone(), &["-elf"], bytes)?;
@@ -287,18 +283,18 @@ impl<'t> Reader<'t> {
         let d = std::rc::Rc::new(
             Dump::parse(&text).map_err(|e| AuditError::Unreadable(e.to_string()))?,
         );
-        self.dumps.insert(Self::key(bytes), d.clone());
+        self.dumps.insert(bytes.to_vec(), d.clone());
         Ok(d)
     }
 
     fn listing(&mut self, bytes: &[u8]) -> Result<std::rc::Rc<Vec<Function>>, AuditError> {
-        if let Some(l) = self.listings.get(&Self::key(bytes)) {
+        if let Some(l) = self.listings.get(bytes) {
             return Ok(l.clone());
         }
         let out = self.run(&self.tools.nvdisasm.clone(), &["-json"], bytes)?;
         let l =
             std::rc::Rc::new(listing::parse(&out).map_err(|e| AuditError::Tool(e.to_string()))?);
-        self.listings.insert(Self::key(bytes), l.clone());
+        self.listings.insert(bytes.to_vec(), l.clone());
         Ok(l)
     }
 

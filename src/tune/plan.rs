@@ -28,10 +28,6 @@ pub struct Plan {
     pub(crate) rewrite: Vec<Option<&'static dyn Transform>>,
     /// Per kernel kept at ptxas's budget whatever the model says: why.
     pub(crate) held: BTreeMap<String, String>,
-    /// Under measured selection, per kernel: the budgets a default build prunes. They are
-    /// built for the selector but never the static winner, so the original name ships what
-    /// a default build ships (issue 31).
-    pub(crate) beyond_tune: BTreeMap<String, Vec<Pruned>>,
 }
 
 /// The plan for the kernels of `baseline` (`functions`: its SASS, for pruning with `model`).
@@ -61,21 +57,23 @@ pub fn plan(
         BTreeMap::new()
     };
     offer_rewrites(&mut kernels, sm, relocatable, settings, &spilling);
-    // Forcing a choice (testing) builds all, and so do the builds the GPU decides in: the
-    // launch-time selector's and a profile-guided one (the bound is the model's own, which
-    // a measurement overrules; both must rank the same candidates, docs/selector.md §Ranking).
-    let measured = settings.selector.is_some() || settings.profile.is_some();
-    let pricing = Pricing {
-        model,
-        arch,
-        relocatable,
-        baseline: functions,
-    };
-    let prune_in = |kernels: &mut [KernelPlan]| prune(kernels, &pricing, settings.margin_percent);
-    let (pruned, beyond_tune) = match (settings.force.is_some(), measured) {
-        (true, _) => (BTreeMap::new(), BTreeMap::new()),
-        (false, false) => (prune_in(&mut kernels), BTreeMap::new()),
-        (false, true) => (BTreeMap::new(), prune_in(&mut kernels.clone())),
+    // Forcing a choice (testing) builds all. Every other mode builds the same candidates,
+    // measured selection included: a budget the model's bound rules out is one it cannot
+    // predict to beat ptxas's by the margin (the bound is an upper bound of the model,
+    // `predict::coherence`), so it is no real alternative for the selector either (Orion
+    // §3.3 rules out "the versions that are unlikely to perform well" at compile time), and
+    // building it would cost a template-heavy file several times nvcc's time (issue 31).
+    // The original name's static winner is then what a default build ships by construction.
+    let pruned = if settings.force.is_some() {
+        BTreeMap::new()
+    } else {
+        let pricing = Pricing {
+            model,
+            arch,
+            relocatable,
+            baseline: functions,
+        };
+        prune(&mut kernels, &pricing, settings.margin_percent)
     };
     let (rounds, rewrite) = rounds(&kernels);
     Plan {
@@ -84,7 +82,6 @@ pub fn plan(
         rounds,
         rewrite,
         held,
-        beyond_tune,
     }
 }
 

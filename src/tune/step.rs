@@ -144,18 +144,13 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
     for p in &plan.kernels {
         let pruned = plan.pruned.remove(&p.name).unwrap_or_default();
         let held = plan.held.remove(&p.name);
-        let beyond_tune = plan.beyond_tune.remove(&p.name).unwrap_or_default();
         let mut ctx = Choosing {
             settings,
             arch_name: &arch_name,
             guide: &mut guide,
             notes: &mut notes,
         };
-        let not_built = NotBuilt {
-            pruned,
-            held,
-            beyond_tune,
-        };
+        let not_built = NotBuilt { pruned, held };
         if let Some(record) = select_kernel(p, &candidates, not_built, &mut ctx, &mut selected) {
             result.records.push(KernelRecord {
                 arch: arch_name.clone(),
@@ -267,20 +262,15 @@ struct Choosing<'a> {
     notes: &'a mut Notes,
 }
 
-/// Kernel `p`'s candidates evaluated and one chosen ([`select::choose`]): its record (arch
-/// and output left for the caller), or `None` when not even the baseline has a record of it.
-/// What a default build leaves out of a kernel's choice ([`plan::Plan`]).
+/// What a build leaves out of a kernel's choice ([`plan::Plan`]).
 struct NotBuilt {
     /// Budgets pruned before building.
     pruned: Vec<super::record::Pruned>,
     /// Why it keeps ptxas's budget whatever the model says.
     held: Option<String>,
-    /// Under measured selection: budgets built for the selector that a default build prunes.
-    beyond_tune: Vec<super::record::Pruned>,
 }
 
-/// Kernel `p`'s candidates evaluated and the static winner chosen among those a default
-/// build has ([`select::choose`]): its record (arch and output left for the caller), or
+/// Kernel `p`'s candidates evaluated and the static winner chosen ([`select::choose`]): its record (arch and output left for the caller), or
 /// `None` when not even the baseline has a record of it.
 fn select_kernel(
     p: &KernelPlan,
@@ -293,7 +283,6 @@ fn select_kernel(
     let NotBuilt {
         pruned: kernel_pruned,
         held,
-        beyond_tune,
     } = not_built;
     let (base, base_functions) = c.baseline;
     let mut options: Vec<Evaluated> = Vec::new();
@@ -330,7 +319,7 @@ fn select_kernel(
             .find(|&&i| c.rewrite[i].is_some_and(|t| t.explained()))
             .and_then(|&i| kept[i].1.clone()),
     });
-    let mut choice = static_choice(&options, &beyond_tune, settings);
+    let mut choice = select::choose(&options, settings.margin_percent, settings.force.as_deref());
     // A forced choice (testing) wins over a profile.
     let measured = settings
         .force
@@ -347,17 +336,8 @@ fn select_kernel(
         .expected
         .insert(p.name.clone(), sources[choice.index]);
     selected.sources.insert(p.name.clone(), sources);
-    let unbuilt = if beyond_tune.is_empty() {
-        &kernel_pruned
-    } else {
-        &beyond_tune
-    };
-    let tune_has = options
-        .iter()
-        .filter(|o| in_default_build(o, &beyond_tune))
-        .count();
-    if tune_has == 1 && !unbuilt.is_empty() {
-        let best = unbuilt
+    if options.len() == 1 && !kernel_pruned.is_empty() {
+        let best = kernel_pruned
             .iter()
             .map(|x| x.bound_percent)
             .fold(f64::NEG_INFINITY, f64::max);
@@ -393,28 +373,6 @@ fn select_kernel(
         assembly: None,
         selector: None,
     })
-}
-
-/// The static winner among `options` leaving out the budgets of `beyond_tune` (those a
-/// default build does not build): an index into `options`.
-fn static_choice(
-    options: &[Evaluated],
-    beyond_tune: &[super::record::Pruned],
-    settings: &Settings,
-) -> select::Choice {
-    let eligible: Vec<usize> = (0..options.len())
-        .filter(|&i| in_default_build(&options[i], beyond_tune))
-        .collect();
-    let subset: Vec<Evaluated> = eligible.iter().map(|&i| options[i].clone()).collect();
-    let mut choice = select::choose(&subset, settings.margin_percent, settings.force.as_deref());
-    choice.index = eligible[choice.index];
-    choice
-}
-
-/// Whether a default build has candidate `o` (it is not among the budgets it prunes).
-fn in_default_build(o: &Evaluated, beyond_tune: &[super::record::Pruned]) -> bool {
-    o.budget
-        .is_none_or(|b| !beyond_tune.iter().any(|p| p.budget == b))
 }
 
 /// The cubin as the report names it: relative to where the step ran when inside it, else

@@ -36,6 +36,14 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// Whether the heaviest property tests run in full (`NVCC_ORION_FULL_TESTS=1`), not on the
+/// fixed subset that keeps CI within its time (each such test says which subset, and
+/// `bench/results/` records the full runs).
+#[allow(dead_code)]
+pub fn full_tests() -> bool {
+    std::env::var_os("NVCC_ORION_FULL_TESTS").is_some_and(|v| v == "1")
+}
+
 /// The kernels and headers the cases compile.
 /// FNV-1a over `bytes`, continuing from `h` (start with `0xcbf2_9ce4_8422_2325`): the key of
 /// a test's build-once folder.
