@@ -298,17 +298,10 @@ fn plr_files(text: &str) -> PlrFiles {
 }
 
 /// Predicates and uniform registers: our live sets equal `nvdisasm -plr`'s PRED, UGPR and
-/// UPRED columns at every instruction of every function without a `CALL` (47,679
-/// (instruction, file) pairs on the last count; RET-ending callees included).
-///
-/// Functions with a `CALL` are left out (about 1,100 differences there): nvdisasm's call
-/// model clobbers per-cubin sets we do not reproduce yet. Found so far: P0 up to the highest
-/// predicate the whole cubin names (P0-P3 calls.cu, P0-P6 math.cu, P0-P4 memory.cu), UP0 up to
-/// the highest uniform predicate the cubin names (none, UP0 or UP0-UP1), and UR4-UR9 on sm_75,
-/// UR4-UR35 (calls.cu, which names UR36) or UR4-UR11 (math.cu) on sm_80+ (rule unknown); we
-/// clobber P0-P3, UR4-UR9 and UP0, and `Liveness::compute_file` sees one function, not the
-/// cubin. m_dsin also has `R2P PR, R0, 0x3`, whose predicate writes nvdisasm does not count
-/// (we do).
+/// UPRED columns at every instruction of every function, calls included: nvdisasm has a
+/// `CALL` clobber every predicate and uniform predicate its table has a column for (the
+/// highest the cubin names) and UR4-UR35 among the uniform registers with one
+/// (`Function::abi_files`); `R2P PR, R0, 0x3` writes no predicate it counts.
 #[test]
 fn other_register_files_match_nvdisasm_plr() {
     let Some(k) = kernels() else { return };
@@ -326,11 +319,7 @@ fn other_register_files_match_nvdisasm_plr() {
         let oracle = plr_files(&nvdisasm(k, &["-c", "-plr"], path));
         for f in &d.functions {
             let cfg = Cfg::build(f);
-            let calls = f.instrs.iter().any(|i| i.is_call());
             for (name, file) in files {
-                if calls {
-                    continue;
-                }
                 let live = Liveness::compute_file(f, &cfg, file);
                 for (i, ins) in f.instrs.iter().enumerate() {
                     let key = (sections[f.section].clone(), ins.offset);

@@ -14,7 +14,7 @@ use std::collections::{BTreeSet, HashMap};
 use petgraph::graph::{DiGraph, NodeIndex};
 use petgraph::visit::EdgeRef;
 
-use crate::sass::ir::{Function, Instr};
+use crate::sass::ir::{Function, Instr, OperandKind};
 use crate::sass::opcode::Op;
 
 /// Instructions `first..end` (indices into the function's `instrs`).
@@ -22,6 +22,13 @@ use crate::sass::opcode::Op;
 pub struct Block {
     pub first: usize,
     pub(crate) end: usize,
+}
+
+impl Block {
+    /// One past the block's last instruction.
+    pub fn end(&self) -> usize {
+        self.end
+    }
 }
 
 /// Why control goes from one block to another.
@@ -53,10 +60,27 @@ fn ends_block(ins: &Instr) -> bool {
     }
 }
 
+/// Whether a branch's own operands make it conditional, whatever its guard: `BRA.DIV UR4`,
+/// `BRA.CONV ~URZ` (taken or not by the warp's convergence) and `@P0 BRA P1` (taken where
+/// both hold). nvdisasm has what the next instruction needs live through them.
+pub(crate) fn conditional_form(ins: &Instr) -> bool {
+    ins.op() == Op::Bra
+        && (ins.has_mod("DIV")
+            || ins.has_mod("CONV")
+            || ins.operands.iter().any(|o| match o.kind {
+                OperandKind::Pred { index, negated } | OperandKind::UPred { index, negated } => {
+                    index != 7 || negated
+                }
+                _ => false,
+            }))
+}
+
 /// Whether control can go on to the next instruction.
 fn falls_through(ins: &Instr) -> bool {
     match ins.op() {
-        Op::Bra | Op::Brx | Op::Jmp | Op::Jmx | Op::Exit | Op::Ret | Op::Kill => !ins.always(),
+        Op::Bra | Op::Brx | Op::Jmp | Op::Jmx | Op::Exit | Op::Ret | Op::Kill => {
+            !ins.always() || conditional_form(ins)
+        }
         _ => true,
     }
 }

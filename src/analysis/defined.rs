@@ -140,6 +140,8 @@ mod tests {
             instrs,
             kernel: true,
             regs: Some(16),
+            abi_regs: None,
+            abi_files: None,
             marked: Default::default(),
         }
     }

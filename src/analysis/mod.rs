@@ -10,4 +10,4 @@ pub(crate) mod section;
 
 pub use cfg::{Block, Cfg, Loop};
 pub(crate) use defined::must_defined;
-pub use liveness::{Liveness, RegFile, RegSet};
+pub use liveness::{Liveness, Marked, RegFile, RegSet};

@@ -45,6 +45,8 @@ pub fn cut(f: &Function, instrs: &[Instr], starts: &[(u64, String, bool)]) -> Ve
             instrs: instrs[a..b].to_vec(),
             kernel: *kernel,
             regs: f.regs,
+            abi_regs: f.abi_regs,
+            abi_files: f.abi_files,
             marked: f
                 .marked
                 .iter()
@@ -254,6 +256,8 @@ mod tests {
             instrs,
             kernel: true,
             regs: Some(24),
+            abi_regs: None,
+            abi_files: None,
             marked: vec![start + 0x10, start + 0x50],
         }
     }

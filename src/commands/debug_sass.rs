@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::analysis::{Cfg, Liveness};
+use crate::analysis::{Cfg, Liveness, RegFile};
 use crate::sass::decode;
 use crate::sass::ir::{Function, Instr};
 
@@ -13,7 +13,8 @@ pub struct Args {
     /// Only this kernel (mangled name).
     #[arg(long)]
     pub(crate) kernel: Option<String>,
-    /// One line per instruction: `0x<offset> live=<n>` (general registers live).
+    /// One line per instruction: `0x<offset> live=<n> <function> <opcode>  [<registers>]`,
+    /// the general registers live into it or written by it, as `nvdisasm -plr` marks them.
     #[arg(long)]
     pub(crate) liveness: bool,
     /// Print the control-flow graph.
@@ -122,11 +123,24 @@ pub fn run(args: &Args, out: &mut impl std::io::Write) -> bool {
             }
         }
     } else if args.liveness {
+        // Instructions the operand tables do not cover take their effects from nvdisasm.
+        let listing = if fs.iter().any(|f| f.instrs.iter().any(|i| i.unknown)) {
+            match crate::verify::plr::Listing::of_cubin(&nv, &args.file) {
+                Ok(l) => Some(l),
+                Err(e) => {
+                    super::report_error(format_args!("{}: {e}", args.file.display()));
+                    return true;
+                }
+            }
+        } else {
+            None
+        };
         // One line per instruction, in address order across all functions of each section.
         let mut rows = Vec::new();
         for f in &fs {
             let cfg = Cfg::build(f);
-            let live = Liveness::compute(f, &cfg);
+            let marked = listing.as_ref().map(|l| l.marked(f)).unwrap_or_default();
+            let live = Liveness::compute_marked(f, &cfg, RegFile::Gpr, &marked);
             for (i, ins) in f.instrs.iter().enumerate() {
                 let regs: Vec<String> = live.occupied(i).iter().map(|r| format!("R{r}")).collect();
                 rows.push((

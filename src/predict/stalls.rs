@@ -302,6 +302,8 @@ mod tests {
                 .collect(),
             kernel: true,
             regs: None,
+            abi_regs: None,
+            abi_files: None,
             marked: Vec::new(),
         }
     }

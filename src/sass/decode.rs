@@ -338,6 +338,8 @@ fn decode_with(
             marked,
             kernel: info.kernels.contains(&f.name),
             regs: info.regs.get(&sec_name).copied(),
+            abi_regs: None,
+            abi_files: None,
             name: f.name,
             section: sec_index.0,
             start: f.start,
@@ -365,19 +367,91 @@ fn decode_with(
             f.regs = Some(u);
         }
     }
+    // The ABI registers of nvdisasm's liveness: those, but never beyond its `-plr` table,
+    // whose columns, the same for every section of the cubin, go up to the highest register
+    // an instruction names or a `RET` reads (the callee-saved ones below the count): a call
+    // clobbers only registers with a column (tests/liveness_oracle.rs).
+    let mut table = used.values().copied().max().unwrap_or(0);
+    for f in out
+        .iter()
+        .filter(|f| f.instrs.iter().any(|i| i.op() == Op::Ret))
+    {
+        let regs = f.regs.unwrap_or(0).min(255);
+        if let Some(r) = (2..regs).rev().find(|&r| callee_saved(r as u8)) {
+            table = table.max(r + 1);
+        }
+    }
+    // The other files' columns: every register an instruction names, a call's clobbers
+    // aside (tests/liveness_oracle.rs).
+    let mut files = [0u8; 3];
+    for ins in out.iter().flat_map(|f| &f.instrs).filter(|i| !i.is_call()) {
+        for (k, r) in other_files_named(ins) {
+            files[k] = files[k].max(r + 1);
+        }
+    }
+    for f in &mut out {
+        f.abi_regs = f.regs.map(|r| r.min(table));
+        f.abi_files = Some(files);
+    }
     Ok(Decoded { sm, functions: out })
+}
+
+/// The predicates (file 0), uniform registers (1) and uniform predicates (2) an instruction
+/// names, read or written, its guard included (`PT`, `URZ`, `UPT` are not registers).
+fn other_files_named(ins: &Instr) -> Vec<(usize, u8)> {
+    let mut out = Vec::new();
+    if let Some(p) = ins.predicate.filter(|p| p.index != 7) {
+        out.push((if p.uniform { 2 } else { 0 }, p.index));
+    }
+    fn uniform(out: &mut Vec<(usize, u8)>, r: Option<u8>, width: u8) {
+        if let Some(r) = r.filter(|&r| r != 63) {
+            out.extend((r..r.saturating_add(width.max(1)).min(63)).map(|r| (1, r)));
+        }
+    }
+    for op in &ins.operands {
+        match op.kind {
+            OperandKind::Pred { index, .. } if index != 7 => out.push((0, index)),
+            OperandKind::UPred { index, .. } if index != 7 => out.push((2, index)),
+            OperandKind::UReg(r) => uniform(&mut out, Some(r), op.width),
+            OperandKind::Const { ureg, .. } => uniform(&mut out, ureg, 1),
+            OperandKind::Addr {
+                ureg,
+                ureg_width,
+                desc,
+                ..
+            } => {
+                uniform(&mut out, ureg, ureg_width);
+                uniform(&mut out, desc, 2);
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Whether nvdisasm's call model has a callee preserve register `r` for its caller: R1, R2,
+/// R16 to R31, and from R32 up every other group of four (R36-R39, R44-R47, ...). A call
+/// may clobber the others (R0, R3-R15, R32-R35, R40-R43, ...); a `RET` reads these (checked
+/// against `nvdisasm -plr` in tests/liveness_oracle.rs).
+pub fn callee_saved(r: u8) -> bool {
+    match r {
+        1 | 2 | 16..=31 => true,
+        0 | 3..=15 => false,
+        _ => (r - 32) % 8 >= 4,
+    }
 }
 
 /// On sm_80-89 a global memory access (`LDG.E R0, [R2.64]`) reads a uniform register pair,
 /// the memory descriptor, that nvdisasm does not print (sm_90 prints it:
-/// `desc[UR4][R2.64]`): its number is bits 32-37 of `LDG` (opcode 0x981) and bits 64-69 of
-/// `STG` (0x986), `ATOMG` (0x9a8), `RED` (0x98e) and `LDGSTS` (0xfae), found against
-/// `nvdisasm -plr`'s UGPR column; `ATOMG.E.CAS` (0x3a9) has none there. It goes in the
-/// address operand's `desc`; the operand text stays as printed.
+/// `desc[UR4][R2.64]`): its number is bits 32-37 of `LDG` (opcode 0x981) and of the generic
+/// `LD` (0x980), bits 64-69 of `STG` (0x986), `ATOMG` (0x9a8), `RED` (0x98e), `LDGSTS`
+/// (0xfae) and the generic `ST` (0x985) and `ATOM` (0x98a), found against `nvdisasm -plr`'s
+/// UGPR column; `ATOMG.E.CAS` (0x3a9) and `ATOM.E.CAS` (0x38b) have none there. It goes in
+/// the address operand's `desc`; the operand text stays as printed.
 fn implicit_descriptor(ins: &mut Instr) {
     let at = match ins.raw & 0xfff {
-        0x981 => 32,
-        0x986 | 0x9a8 | 0x98e | 0xfae => 64,
+        0x981 | 0x980 => 32,
+        0x986 | 0x9a8 | 0x98e | 0xfae | 0x985 | 0x98a => 64,
         _ => return,
     };
     if !ins.has_mod("E") {

@@ -227,6 +227,15 @@ pub struct Function {
     /// Registers nvdisasm's call model covers: `SHI_REGISTERS` (sm_75-89), or on sm_90 the
     /// highest register the section names plus three (capped by it).
     pub(crate) regs: Option<u32>,
+    /// The registers nvdisasm's liveness takes a call to clobber and a return to read
+    /// (`analysis::liveness`): `regs` capped by the width of `-plr`'s table, which ends at
+    /// the highest register the cubin names or a `RET` reads; `None`: `regs`.
+    pub(crate) abi_regs: Option<u32>,
+    /// How many predicates, uniform registers and uniform predicates nvdisasm's `-plr` table
+    /// has a column for (the highest any instruction of the cubin but a `CALL` names, plus
+    /// one): its liveness has a call clobber P0 up, UR4 to UR35 and UP0 up among them
+    /// (`analysis::liveness`); `None`: every one.
+    pub(crate) abi_files: Option<[u8; 3]>,
     /// Section offsets of this function's instructions that its `.nv.info.<k>` attributes
     /// name (EXIT and warp-wide instruction lists, the `BRX` of each jump table, spill
     /// annotations, ...), sorted. nvdisasm gives each a label, so a basic block starts there.

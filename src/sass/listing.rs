@@ -131,9 +131,14 @@ pub(crate) fn run_nvdisasm(
             source,
         })?;
     if !out.status.success() {
-        return Err(ListingError::Tool(
-            String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        ));
+        // nvdisasm 13.5 -json dies of SIGSEGV, silently, on -rdc code that addresses a
+        // static __shared__ array: say how it ended when it says nothing.
+        let err = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        return Err(ListingError::Tool(if err.is_empty() {
+            out.status.to_string()
+        } else {
+            err
+        }));
     }
     Ok(out.stdout)
 }

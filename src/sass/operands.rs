@@ -176,6 +176,13 @@ pub static RULES: &[Rule] = &[
         First,
         List(&[4, 4, 2, 4]),
     ),
+    // TF32 m16n8k4 (wmma m16n16k8 with precision::tf32): A two registers, B one.
+    r(
+        Op::Hmma,
+        &["1684", "F32", "TF32"],
+        First,
+        List(&[4, 2, 1, 4]),
+    ),
     r(Op::Hmma, &["1688", "F32"], First, List(&[4, 2, 1, 4])),
     r(Op::Hmma, &["1688", "F16"], First, List(&[2, 2, 1, 2])),
     r(Op::Imma, &["16832"], First, List(&[4, 4, 2, 4])),
@@ -230,6 +237,8 @@ pub static RULES: &[Rule] = &[
     r(Op::Break, &[], NoDest, One),
     r(Op::Warpsync, &[], NoDest, One),
     r(Op::Bar, &[], NoDest, One),
+    // `B2R.RESULT R5`, `B2R.RESULT RZ, P0`: a barrier reduction's result (nvdisasm -plr).
+    r(Op::B2r, &[], First, One),
     r(Op::Nop, &[], NoDest, One),
     r(Op::Yield, &[], NoDest, One),
     r(Op::Nanosleep, &[], NoDest, One),
@@ -607,6 +616,8 @@ pub fn apply(family: Family, ins: &mut Instr) -> bool {
             // `nvdisasm -plr` shows UR4 and UR5 read).
             if ins.opcode.has_mod("E") {
                 for op in ops.iter_mut() {
+                    // `[R7.U32+UR4]`: a 32-bit register offset from a uniform pair.
+                    let offset32 = op.text.contains(".U32");
                     if let OperandKind::Addr {
                         reg,
                         reg_width,
@@ -615,7 +626,7 @@ pub fn apply(family: Family, ins: &mut Instr) -> bool {
                         ..
                     } = &mut op.kind
                     {
-                        if reg.is_some() {
+                        if reg.is_some() && !offset32 {
                             *reg_width = 2;
                         }
                         if ureg.is_some() {
@@ -736,6 +747,9 @@ mod tests {
         assert_eq!(i.gpr_reads(), vec![8, 9, 10, 11, 4, 5, 6, 7]);
         let i = ins("HMMA.1688.F32.TF32", "R4, R8, R12, R4");
         assert_eq!(i.gpr_reads(), vec![8, 9, 10, 11, 12, 13, 4, 5, 6, 7]);
+        let i = ins("HMMA.1684.F32.TF32", "R12, R16, R2, R12");
+        assert_eq!(i.gpr_reads(), vec![16, 17, 2, 12, 13, 14, 15]);
+        assert_eq!(i.gpr_writes(), vec![12, 13, 14, 15]);
         let i = ins("RED.E.ADD.STRONG.GPU", "[UR4], R4");
         assert!(matches!(
             i.operands[0].kind,

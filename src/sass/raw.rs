@@ -58,6 +58,8 @@ pub fn functions(cubin: &Cubin) -> Vec<Function> {
                 kernel: f.is_kernel,
                 // Facts of the operand decoder (`decode`), which this one does not run.
                 regs: None,
+                abi_regs: None,
+                abi_files: None,
                 marked: Vec::new(),
             })
         })

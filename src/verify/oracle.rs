@@ -299,32 +299,12 @@ pub fn check_cubin(
     path: &std::path::Path,
     functions: &[Function],
 ) -> Result<Verdicts, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let cubin = crate::cubin::Cubin::parse(&bytes).map_err(|e| e.to_string())?;
-    let out = std::process::Command::new(nvdisasm)
-        .args(["-c", "-plr"])
-        .arg(path)
-        .output()
-        .map_err(|e| format!("{}: {e}", nvdisasm.display()))?;
-    if !out.status.success() {
-        return Err(format!(
-            "nvdisasm -plr: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    let rows =
-        super::plr::parse(&String::from_utf8_lossy(&out.stdout)).map_err(|e| e.to_string())?;
-    let names: Vec<&str> = cubin
-        .elf()
-        .sections
-        .iter()
-        .map(|s| s.name.as_str())
-        .collect();
+    let listing = super::plr::Listing::of_cubin(nvdisasm, path)?;
     let functions = functions
         .iter()
         .map(|f| {
-            let section = names.get(f.section).copied().unwrap_or("");
-            (f.name.clone(), check_function(f, section, &rows))
+            let section = listing.section(f.section);
+            (f.name.clone(), check_function(f, section, &listing.rows))
         })
         .collect();
     Ok(Verdicts { functions })

@@ -3,12 +3,16 @@
 //! oracle; docs/sass.md §`nvdisasm -plr` and the oracle).
 //!
 //! Each instruction line ends in a table with one group of cells per register file (`GPR`,
-//! `PRED`, `UGPR`, `UPRED`); a header row names the register under each cell column. A cell
+//! `PRED`, `UGPR`, `UPRED`); a header row names the register under each cell column (`-plr`
+//! and `-lrm wide`: `# 0 1 2 ... 10 11`; `-lrm narrow`: one character per register, the
+//! tens and hundreds in rows above, `# 0123456789012`). A cell
 //! holds `^` (the instruction assigns the register), `v` (it uses it), `x` (both), `:` (live
 //! through it) or a blank (dead). This module only parses that text: it shares nothing with
 //! the operand tables of `sass`, so a wrong table entry cannot hide here.
 
 use std::collections::{BTreeSet, HashMap};
+
+use crate::sass::ir::Function;
 
 /// A register file of the `-plr` table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -31,7 +35,7 @@ impl File {
     }
 
     /// How registers of this file are written in SASS.
-    pub(crate) fn prefix(self) -> &'static str {
+    pub fn prefix(self) -> &'static str {
         match self {
             File::Gpr => "R",
             File::Pred => "P",
@@ -57,9 +61,9 @@ impl File {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Marks {
     /// `v` or `x`.
-    pub(crate) reads: BTreeSet<u8>,
+    pub reads: BTreeSet<u8>,
     /// `^` or `x`.
-    pub(crate) writes: BTreeSet<u8>,
+    pub writes: BTreeSet<u8>,
     /// Every non-blank cell (live into or through the instruction, or written by it).
     pub occupied: BTreeSet<u8>,
     /// The `#` column: registers of the file occupied there (blank: 0).
@@ -75,6 +79,79 @@ pub struct Row {
 impl Row {
     pub fn marks(&self, f: File) -> Marks {
         self.files.get(&f).cloned().unwrap_or_default()
+    }
+}
+
+/// A row's marks as the liveness analysis takes them for an instruction the operand tables
+/// do not cover (`analysis::Liveness::compute_marked`).
+pub fn marked(row: &Row) -> crate::analysis::Marked {
+    use crate::analysis::RegFile;
+    let mut m = crate::analysis::Marked::default();
+    for (file, rf) in [
+        (File::Gpr, RegFile::Gpr),
+        (File::Pred, RegFile::Pred),
+        (File::UGpr, RegFile::UGpr),
+        (File::UPred, RegFile::UPred),
+    ] {
+        let marks = row.marks(file);
+        for &r in marks.reads.union(&marks.writes) {
+            m.mark(rf, r, marks.reads.contains(&r), marks.writes.contains(&r));
+        }
+    }
+    m
+}
+
+/// The `-plr` listing of one cubin, with its section names.
+#[derive(Debug, Clone, Default)]
+pub struct Listing {
+    pub(crate) rows: Rows,
+    /// Section index → name.
+    pub(crate) sections: Vec<String>,
+}
+
+impl Listing {
+    /// Run `nvdisasm -c -plr` on the cubin at `path` and read it.
+    pub fn of_cubin(nvdisasm: &std::path::Path, path: &std::path::Path) -> Result<Listing, String> {
+        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let cubin = crate::cubin::Cubin::parse(&bytes).map_err(|e| e.to_string())?;
+        let out = std::process::Command::new(nvdisasm)
+            .args(["-c", "-plr"])
+            .arg(path)
+            .output()
+            .map_err(|e| format!("{}: {e}", nvdisasm.display()))?;
+        if !out.status.success() {
+            return Err(format!(
+                "nvdisasm -plr: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        let rows = parse(&String::from_utf8_lossy(&out.stdout)).map_err(|e| e.to_string())?;
+        let sections = cubin
+            .elf()
+            .sections
+            .iter()
+            .map(|s| s.name.clone())
+            .collect();
+        Ok(Listing { rows, sections })
+    }
+
+    /// The name of section `index` (empty if there is none).
+    pub(crate) fn section(&self, index: usize) -> &str {
+        self.sections.get(index).map_or("", String::as_str)
+    }
+
+    /// nvdisasm's marks for the instructions of `f` the operand tables do not cover, for
+    /// `analysis::Liveness::compute_marked`.
+    pub fn marked(&self, f: &Function) -> HashMap<u64, crate::analysis::Marked> {
+        let section = self.section(f.section);
+        f.instrs
+            .iter()
+            .filter(|i| i.unknown)
+            .filter_map(|i| {
+                let row = self.rows.get(&(section.to_string(), i.offset))?;
+                Some((i.offset, marked(row)))
+            })
+            .collect()
     }
 }
 
@@ -114,6 +191,9 @@ pub fn parse(text: &str) -> Result<Rows, PlrError> {
     let mut section = String::new();
     let mut names: Vec<File> = Vec::new();
     let mut groups: Vec<Group> = Vec::new();
+    // `-lrm narrow`: the header rows between the file names and the `#` row (tens and
+    // hundreds of each register column).
+    let mut upper: Vec<String> = Vec::new();
     for line in text.lines() {
         let t = line.trim_start();
         if let Some(rest) = t
@@ -129,6 +209,7 @@ pub fn parse(text: &str) -> Result<Rows, PlrError> {
                 .to_string();
             groups.clear();
             names.clear();
+            upper.clear();
             continue;
         }
         let Some((_, part)) = table_part(line) else {
@@ -142,6 +223,8 @@ pub fn parse(text: &str) -> Result<Rows, PlrError> {
             .collect();
         if !files.is_empty() && files.iter().all(Option::is_some) {
             names = files.into_iter().flatten().collect();
+            groups.clear();
+            upper.clear();
             continue;
         }
         // The register-number header: `|  # 0 1 2 ... 11  |  # 0  |`.
@@ -165,6 +248,35 @@ pub fn parse(text: &str) -> Result<Rows, PlrError> {
                     let hash = cell.find('#').unwrap_or(0);
                     let bytes = cell.as_bytes();
                     let mut cols = Vec::new();
+                    // Wide numbers its first column `0` alone; narrow runs the units together.
+                    let narrow = cell[hash + 1..]
+                        .split_whitespace()
+                        .next()
+                        .is_some_and(|w| w.len() > 1);
+                    if narrow {
+                        for (i, &c) in bytes.iter().enumerate().skip(hash + 1) {
+                            if !c.is_ascii_digit() {
+                                continue;
+                            }
+                            // The digits above this column, blank meaning none.
+                            let mut n = 0u32;
+                            for row in &upper {
+                                if let Some(d) =
+                                    row.as_bytes().get(a + i).filter(|d| d.is_ascii_digit())
+                                {
+                                    n = n * 10 + u32::from(d - b'0');
+                                }
+                            }
+                            if let Ok(r) = u8::try_from(n * 10 + u32::from(c - b'0')) {
+                                cols.push((a + i, r));
+                            }
+                        }
+                        return Group {
+                            file,
+                            span: (a, b),
+                            cols,
+                        };
+                    }
                     let mut i = hash + 1;
                     while i < bytes.len() {
                         if bytes[i].is_ascii_digit() {
@@ -187,6 +299,11 @@ pub fn parse(text: &str) -> Result<Rows, PlrError> {
                     }
                 })
                 .collect();
+            upper.clear();
+            continue;
+        }
+        if groups.is_empty() && !names.is_empty() {
+            upper.push(part.to_string());
             continue;
         }
         // An instruction line: `/*0140*/  OPCODE ... ;  // | cells |`.
@@ -283,6 +400,57 @@ mod tests {
             row(0x1a0).marks(File::Gpr).occupied,
             set(&[1, 2, 3, 8, 9, 10, 11])
         );
+    }
+
+    // The same rows as `nvdisasm -c -lrm narrow` prints them: one character per register,
+    // the tens in the row above the `#` row.
+    const NARROW: &str = "	.section	.text._Z1kPv,\"ax\",@progbits
+	.sectioninfo	@\"SHI_REGISTERS=14\"
+                                                                                   // +------------------+-------+------------+
+                                                                                   // |      GPR         |  PRED |  UGPR      |
+                                                                                   // |                  |       |            |
+                                                                                   // |    000000000011  |       |            |
+                                                                                   // |  # 012345678901  |  # 0  |  # 012345  |
+                                                                                   // +------------------+-------+------------+
+        /*0070*/               @P0 BRA `(.L_x_1) ;                                 // |  3  :    ::      |  1 v  |  2     ::  |
+        /*0140*/                   LDSM.16.MT88.2 R2, [R6+0x200] ;                 // |  5  :^^  v:      |       |  2     ::  |
+        /*0150*/                   LDSM.16.M88.4 R8, [R6] ;                        // |  9  :::  v:^^^^  |       |  2     ::  |
+        /*0160*/                   HMMA.16816.F32 R8, R8, R2, RZ ;                 // |  8  :vv   :xxxx  |       |  2     ::  |
+        /*01a0*/                   STG.E [R2.64], R8 ;                             // |  7  :vv    v:::  |       |  2     vv  |
+";
+
+    #[test]
+    fn narrow_layout_reads_as_wide() {
+        assert_eq!(parse(NARROW).unwrap(), parse(LISTING).unwrap());
+        // Hundreds in a row of their own: 128 columns, R100 read and R127 written.
+        let digits = |f: fn(u32) -> u32| -> String {
+            (0..128u32)
+                .map(|r| char::from_digit(f(r), 10).unwrap_or(' '))
+                .collect()
+        };
+        let mut cells = vec![b' '; 128];
+        cells[1] = b':';
+        cells[100] = b'v';
+        cells[127] = b'^';
+        let cells = String::from_utf8(cells).unwrap();
+        let text = format!(
+            "\t.section\t.text.k,\"ax\",@progbits\n\
+             // |   GPR{0:128}|\n\
+             // |     {1}  |\n\
+             // |     {2}  |\n\
+             // |   # {3}  |\n\
+             /*0010*/ FADD R127, R100, 1 ; // |   3 {cells}  |\n",
+            "",
+            digits(|r| r / 100),
+            digits(|r| r / 10 % 10),
+            digits(|r| r % 10),
+        );
+        let rows = parse(&text).unwrap();
+        let m = rows[&(".text.k".to_string(), 0x10)].marks(File::Gpr);
+        assert_eq!(m.count, 3);
+        assert_eq!(m.reads, BTreeSet::from([100]));
+        assert_eq!(m.writes, BTreeSet::from([127]));
+        assert_eq!(m.occupied, BTreeSet::from([1, 100, 127]));
     }
 
     #[test]

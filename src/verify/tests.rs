@@ -69,6 +69,8 @@ fn func(lines: &[&str]) -> Vec<Function> {
             .collect(),
         kernel: true,
         regs: Some(24),
+        abi_regs: None,
+        abi_files: None,
         marked: Default::default(),
     }]
 }
@@ -395,6 +397,8 @@ fn renumbered(kernel_regs: [u8; 3], callee_regs: [u8; 3]) -> (Vec<Function>, Vec
             ],
             kernel: false,
             regs: Some(24),
+            abi_regs: None,
+            abi_files: None,
             marked: Default::default(),
         }
     };
@@ -465,6 +469,8 @@ fn kernel_and_callee(kernel: &[&str], callee: &[&str], sub_at: u64) -> Vec<Funct
             .collect(),
         kernel: false,
         regs: Some(24),
+        abi_regs: None,
+        abi_files: None,
         marked: Default::default(),
     });
     fs

@@ -4,6 +4,14 @@
 //! `CALL` to a label of the function itself (ptxas' loop-exit idiom, a jump [`Cfg`] has no
 //! edge for) carries its target's live registers; guarded writes kill nothing. [`Effect`] (what
 //! a call does to its caller's registers) is defined here and computed by [`super::calls`].
+//!
+//! This is a conservative view, not nvdisasm's (`analysis::liveness`, docs/sass.md): where
+//! nvdisasm ends a register at a guarded write or at a call's ABI clobbers, it stays live
+//! here; a call follows its callee's code, where nvdisasm's ABI has it read R0 and keep
+//! R2, R16-R31, R36-R39, ... (ptxas's own sub-functions return values there). So every
+//! register `nvdisasm -plr` has live into an instruction is live before it here, R1 aside
+//! and, in kernels with calls, R0 and those ABI-preserved registers
+//! (tests/liveness_oracle.rs, through [`super::kernel_liveness`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 

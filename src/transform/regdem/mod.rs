@@ -101,6 +101,92 @@ struct Choice {
     cost: f64,
 }
 
+/// The functions of `kernel`'s text section (split at their symbols, by start), the
+/// kernel's index among them and the call order from it. Refused: recursion, instructions
+/// the operand tables do not cover, calls leaving the section or through a register.
+fn kernel_section(
+    cubin: &Cubin,
+    functions: &[Function],
+    kernel: &str,
+    section: usize,
+) -> Result<(Vec<Function>, usize, Vec<usize>), TransformError> {
+    let mut owned = split_at_symbols(cubin, section, functions);
+    owned.sort_by_key(|f| f.start);
+    let funcs: Vec<&Function> = owned.iter().collect();
+    let entry = funcs
+        .iter()
+        .position(|f| f.name == kernel && f.start == 0)
+        .ok_or_else(|| {
+            not_applicable("the kernel's code was not decoded at its section's start")
+        })?;
+    let (order, _) = call_order(&funcs, entry)?;
+    let names: BTreeSet<&str> = funcs.iter().map(|g| g.name.as_str()).collect();
+    for g in &funcs {
+        if let Some(i) = g.instrs.iter().find(|i| i.unknown) {
+            return Err(not_applicable(format!(
+                "`{}` at {:#x} is not covered by the operand tables",
+                i.opcode, i.offset
+            )));
+        }
+        // Code outside the section (`vprintf`) or entered through a register would see
+        // the renumbered registers: only calls of the section's own functions are handled.
+        if let Some(i) = g.instrs.iter().find(|i| {
+            i.is_call()
+                && (i.has_mod("ABS")
+                    || !i.gpr_reads().is_empty()
+                    || i.callee.as_deref().is_some_and(|c| !names.contains(c)))
+        }) {
+            return Err(not_applicable(format!(
+                "calls: `{}` at {:#x} calls code outside the kernel's section or through a register",
+                i.opcode, i.offset
+            )));
+        }
+    }
+    Ok((owned, entry, order))
+}
+
+/// The liveness register demotion picks value registers with, for one kernel
+/// ([`kernel_liveness`]).
+#[derive(Debug, Clone)]
+pub struct KernelLiveness {
+    /// The kernel's code, split from its section.
+    pub function: Function,
+    /// Registers live before each instruction.
+    pub before: Vec<BTreeSet<u8>>,
+    /// Registers live after each instruction.
+    pub after: Vec<BTreeSet<u8>>,
+    /// Registers some call of the kernel ends: its callee writes them on every path.
+    pub call_writes: BTreeSet<u8>,
+}
+
+/// The liveness register demotion picks value registers with ([`live`]: guarded writes end
+/// nothing, a call reads its callee's live-in and ends what the callee writes on every path),
+/// for `kernel` of a decoded cubin. tests/liveness_oracle.rs compares it with `nvdisasm -plr`.
+pub fn kernel_liveness(
+    cubin: &Cubin,
+    functions: &[Function],
+    kernel: &str,
+) -> Result<KernelLiveness, TransformError> {
+    let info = cubin
+        .function_info(kernel)
+        .ok_or_else(|| not_applicable(format!("no function `{kernel}`")))?;
+    let (owned, entry, order) = kernel_section(cubin, functions, kernel, info.text_section)?;
+    let funcs: Vec<&Function> = owned.iter().collect();
+    let effects = calls::effects(&funcs, &order);
+    let f = funcs[entry];
+    let called = calls::called(f, &funcs, &effects);
+    let live = live::liveness(f, &Cfg::build(f), &called, &BTreeSet::new());
+    Ok(KernelLiveness {
+        function: f.clone(),
+        before: live.before,
+        after: live.after,
+        call_writes: called
+            .values()
+            .flat_map(|e| e.writes.iter().copied())
+            .collect(),
+    })
+}
+
 /// Demote registers of `kernel` until it needs at most `opts.max_registers` (required).
 pub(crate) fn regdem(
     cubin: &mut Cubin,
@@ -133,39 +219,9 @@ pub(crate) fn regdem(
         )));
     }
     let section = info.text_section;
-    let owned = split_at_symbols(cubin, section, functions);
-    let mut funcs: Vec<&Function> = owned.iter().collect();
-    funcs.sort_by_key(|f| f.start);
-    let entry = funcs
-        .iter()
-        .position(|f| f.name == kernel && f.start == 0)
-        .ok_or_else(|| {
-            not_applicable("the kernel's code was not decoded at its section's start")
-        })?;
+    let (owned, entry, order) = kernel_section(cubin, functions, kernel, section)?;
+    let funcs: Vec<&Function> = owned.iter().collect();
     let f = funcs[entry];
-    let (order, _) = call_order(&funcs, entry)?;
-    let names: BTreeSet<&str> = funcs.iter().map(|g| g.name.as_str()).collect();
-    for g in &funcs {
-        if let Some(i) = g.instrs.iter().find(|i| i.unknown) {
-            return Err(not_applicable(format!(
-                "`{}` at {:#x} is not covered by the operand tables",
-                i.opcode, i.offset
-            )));
-        }
-        // Code outside the section (`vprintf`) or entered through a register would see
-        // the renumbered registers: only calls of the section's own functions are handled.
-        if let Some(i) = g.instrs.iter().find(|i| {
-            i.is_call()
-                && (i.has_mod("ABS")
-                    || !i.gpr_reads().is_empty()
-                    || i.callee.as_deref().is_some_and(|c| !names.contains(c)))
-        }) {
-            return Err(not_applicable(format!(
-                "calls: `{}` at {:#x} calls code outside the kernel's section or through a register",
-                i.opcode, i.offset
-            )));
-        }
-    }
     if !cubin.spill_offsets(section).is_empty()
         || funcs
             .iter()
@@ -708,6 +764,8 @@ mod tests {
             ],
             kernel: true,
             regs: Some(16),
+            abi_regs: None,
+            abi_files: None,
             marked: Default::default(),
         };
         // (No encodings here: every register counts as placed.)

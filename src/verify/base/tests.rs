@@ -49,6 +49,8 @@ fn kernel(lines: &[(&str, u8, Option<u8>, u8)]) -> Function {
         instrs,
         kernel: true,
         regs: Some(24),
+        abi_regs: None,
+        abi_files: None,
         marked: Vec::new(),
     }
 }
