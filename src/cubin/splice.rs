@@ -28,8 +28,8 @@ use super::debug_frame::fdes;
 use super::edit::sym_first_word;
 use super::eiattr::Attr;
 use super::elf::{SHT_REL, SHT_RELA, rd_u64};
-use super::nvinfo::{encode_records, parse_records};
-use super::symbols::{encode_relocs, parse_relocs};
+use super::nvinfo::{EIFMT_SVAL, encode_records, parse_records};
+use super::symbols::{STT_FUNC, STT_SECTION, encode_relocs, parse_relocs};
 
 /// Why a splice was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -132,7 +132,7 @@ fn bank_agrees(base: &Cubin, donor: &Cubin, d: usize) -> Result<(), String> {
     for s in donor
         .symbols
         .iter()
-        .filter(|s| s.st_shndx as usize == d && s.kind() != 3)
+        .filter(|s| s.st_shndx as usize == d && s.kind() != STT_SECTION)
     {
         let same = base.symbols.iter().any(|t| {
             t.name == s.name
@@ -173,7 +173,7 @@ fn relocs_of(c: &Cubin, target: usize) -> Result<Vec<NamedReloc>, String> {
 fn text_of(c: &Cubin, kernel: &str) -> Result<usize, String> {
     c.symbols
         .iter()
-        .find(|s| s.name == kernel && s.kind() == 2)
+        .find(|s| s.name == kernel && s.kind() == STT_FUNC)
         .map(|s| s.st_shndx as usize)
         .filter(|&t| t != 0 && t < c.elf.sections.len())
         .ok_or_else(|| "no such function".to_string())
@@ -187,41 +187,77 @@ fn attached(c: &Cubin, text: usize, pred: impl Fn(u32, &str) -> bool) -> Option<
         .position(|s| s.sh_info as usize == text && pred(s.sh_type, &s.name))
 }
 
+/// Kernel `kernel`'s code in `out` replaced by `donor`'s, step by step: the two must agree on
+/// everything but the code, then the code, its symbols, its `.nv.info`, relocations, global
+/// records and frames are carried over with the donor's symbol indices mapped to `out`'s.
 fn splice_one(out: &mut Cubin, kernel: &str, donor: &Cubin) -> Result<(), String> {
     let tb = text_of(out, kernel)?;
     let td = text_of(donor, kernel)?;
     calls_stay_inside(donor, td)?;
-    // Donor symbol index → base symbol index, by name (section symbols by section name).
-    let by_name: HashMap<(String, u8), u32> = out
-        .symbols
-        .iter()
-        .enumerate()
-        .map(|(i, s)| ((key_name(out, s), s.kind()), i as u32))
-        .collect();
-    let map_sym = |i: u32| -> Result<u32, String> {
-        let s = donor
+    same_symbols_in_text(out, tb, donor, td)?;
+    same_kernel_sections(out, donor, kernel)?;
+    let map = SymbolMap::new(out, donor);
+    let map_sym = |i: u32| map.get(i);
+    copy_code(out, tb, donor, td);
+    copy_text_symbols(out, tb, donor, td);
+    copy_kernel_info(out, tb, donor, td, &map_sym)?;
+    copy_code_relocations(out, tb, donor, td, &map_sym)?;
+    copy_global_records(out, tb, donor, td)?;
+    // `.debug_frame`: the FDEs of the kernel's functions, same length only.
+    splice_frames(out, tb, donor, td, &map_sym)
+}
+
+/// Donor symbol index → base symbol index, by name (section symbols by section name).
+struct SymbolMap<'a> {
+    donor: &'a Cubin,
+    by_name: HashMap<(String, u8), u32>,
+}
+
+impl<'a> SymbolMap<'a> {
+    fn new(out: &Cubin, donor: &'a Cubin) -> SymbolMap<'a> {
+        let by_name = out
+            .symbols
+            .iter()
+            .enumerate()
+            .map(|(i, s)| ((key_name(out, s), s.kind()), i as u32))
+            .collect();
+        SymbolMap { donor, by_name }
+    }
+
+    fn get(&self, i: u32) -> Result<u32, String> {
+        let s = self
+            .donor
             .symbols
             .get(i as usize)
             .ok_or_else(|| format!("symbol {i} out of range"))?;
-        by_name
-            .get(&(key_name(donor, s), s.kind()))
+        self.by_name
+            .get(&(key_name(self.donor, s), s.kind()))
             .copied()
             .ok_or_else(|| format!("symbol `{}` not in the base", s.name))
-    };
-    let in_text = |c: &Cubin, t: usize| -> Vec<String> {
-        let mut v: Vec<String> = c
-            .symbols
-            .iter()
-            .filter(|s| s.st_shndx as usize == t && s.kind() != 3)
-            .map(|s| s.name.clone())
-            .collect();
-        v.sort();
-        v
-    };
-    if in_text(out, tb) != in_text(donor, td) {
+    }
+}
+
+/// The names of the symbols (not the section's own) defined in text section `t`, sorted.
+fn names_in_text(c: &Cubin, t: usize) -> Vec<String> {
+    let mut v: Vec<String> = c
+        .symbols
+        .iter()
+        .filter(|s| s.st_shndx as usize == t && s.kind() != STT_SECTION)
+        .map(|s| s.name.clone())
+        .collect();
+    v.sort();
+    v
+}
+
+fn same_symbols_in_text(out: &Cubin, tb: usize, donor: &Cubin, td: usize) -> Result<(), String> {
+    if names_in_text(out, tb) != names_in_text(donor, td) {
         return Err("different symbols in the text section".into());
     }
-    // Other sections of the kernel (constant bank, shared, local) must already agree.
+    Ok(())
+}
+
+/// The kernel's other sections (constant bank, shared, local) must already agree.
+fn same_kernel_sections(out: &Cubin, donor: &Cubin, kernel: &str) -> Result<(), String> {
     let suffix = format!(".{kernel}");
     for s in donor
         .elf
@@ -248,7 +284,11 @@ fn splice_one(out: &mut Cubin, kernel: &str, donor: &Cubin) -> Result<(), String
             return Err(format!("{} differs", s.name));
         }
     }
-    // The code.
+    Ok(())
+}
+
+/// The code, with its flags, alignment and register count.
+fn copy_code(out: &mut Cubin, tb: usize, donor: &Cubin, td: usize) {
     let d = &donor.elf.sections[td];
     let (data, flags, align) = (d.data.clone(), d.sh_flags, d.sh_addralign);
     // (`sh_size` follows the data in the relayout, which reads the old one to place things.)
@@ -259,11 +299,14 @@ fn splice_one(out: &mut Cubin, kernel: &str, donor: &Cubin) -> Result<(), String
     b.data = data;
     b.sh_flags = flags;
     b.sh_addralign = align;
-    // Symbols in it.
+}
+
+/// The values, sizes and attributes of the symbols in the code.
+fn copy_text_symbols(out: &mut Cubin, tb: usize, donor: &Cubin, td: usize) {
     let values: HashMap<&str, (u64, u64, u8, u8)> = donor
         .symbols
         .iter()
-        .filter(|s| s.st_shndx as usize == td && s.kind() != 3)
+        .filter(|s| s.st_shndx as usize == td && s.kind() != STT_SECTION)
         .map(|s| {
             (
                 s.name.as_str(),
@@ -273,25 +316,27 @@ fn splice_one(out: &mut Cubin, kernel: &str, donor: &Cubin) -> Result<(), String
         .collect();
     for s in out.symbols.iter_mut() {
         if s.st_shndx as usize == tb
-            && s.kind() != 3
+            && s.kind() != STT_SECTION
             && let Some(&(v, z, info, other)) = values.get(s.name.as_str())
         {
             (s.st_value, s.st_size, s.st_info, s.st_other) = (v, z, info, other);
         }
     }
-    let own_funcs: Vec<u32> = out
-        .symbols
-        .iter()
-        .enumerate()
-        .filter(|(_, s)| s.st_shndx as usize == tb && s.kind() == 2)
-        .map(|(i, _)| i as u32)
-        .collect();
-    // `.nv.info.<k>`.
+}
+
+/// `.nv.info.<kernel>`: the donor's records, their symbol words mapped.
+fn copy_kernel_info(
+    out: &mut Cubin,
+    tb: usize,
+    donor: &Cubin,
+    td: usize,
+    map_sym: &impl Fn(u32) -> Result<u32, String>,
+) -> Result<(), String> {
     let is_info = |t: u32, n: &str| t == super::elf::SHT_CUDA_INFO && n != ".nv.info";
     match (attached(out, tb, is_info), attached(donor, td, is_info)) {
         (Some(ib), Some(id)) => {
             let mut recs = parse_records(&donor.elf.sections[id].data).map_err(|e| e.what)?;
-            for r in recs.iter_mut().filter(|r| r.format == 4) {
+            for r in recs.iter_mut().filter(|r| r.format == EIFMT_SVAL) {
                 let words = match r.attr {
                     Attr::Externs => r.data.len() / 4,
                     a if sym_first_word(a) => 1,
@@ -304,11 +349,21 @@ fn splice_one(out: &mut Cubin, kernel: &str, donor: &Cubin) -> Result<(), String
             }
             let bytes = encode_records(&recs).map_err(|e| e.what)?;
             out.elf.sections[ib].data = bytes;
+            Ok(())
         }
-        (None, None) => {}
-        _ => return Err("one side has no .nv.info section".into()),
+        (None, None) => Ok(()),
+        _ => Err("one side has no .nv.info section".into()),
     }
-    // Relocations of the code.
+}
+
+/// The code's relocations, their symbols mapped.
+fn copy_code_relocations(
+    out: &mut Cubin,
+    tb: usize,
+    donor: &Cubin,
+    td: usize,
+    map_sym: &impl Fn(u32) -> Result<u32, String>,
+) -> Result<(), String> {
     let is_rel = |t: u32, _: &str| t == SHT_REL || t == SHT_RELA;
     match (attached(out, tb, is_rel), attached(donor, td, is_rel)) {
         (Some(rb), Some(rd)) => {
@@ -321,49 +376,54 @@ fn splice_one(out: &mut Cubin, kernel: &str, donor: &Cubin) -> Result<(), String
             for r in &mut rel {
                 r.sym = map_sym(r.sym)?;
             }
-            let bytes = encode_relocs(&rel);
-            out.elf.sections[rb].data = bytes;
+            out.elf.sections[rb].data = encode_relocs(&rel);
+            Ok(())
         }
-        (None, None) => {}
-        _ => return Err("one side has no relocations for the code".into()),
+        (None, None) => Ok(()),
+        _ => Err("one side has no relocations for the code".into()),
     }
-    // Records of the global `.nv.info` that name the kernel or its sub-functions.
-    if let (Some(gb), Some(gd)) = (out.global_info(), donor.global_info()) {
-        let donor_recs: Vec<_> = parse_records(&donor.elf.sections[gd].data)
-            .map_err(|e| e.what)?
-            .into_iter()
-            .filter_map(|r| {
-                let w = (r.format == 4).then(|| r.word(0)).flatten()?;
-                let s = donor.symbols.get(w as usize)?;
-                (s.st_shndx as usize == td && s.kind() == 2).then(|| (s.name.clone(), r))
-            })
-            .collect();
-        let mut recs = parse_records(&out.elf.sections[gb].data).map_err(|e| e.what)?;
-        let mut from = donor_recs.into_iter();
-        for r in &mut recs {
-            let Some(w) = (r.format == 4).then(|| r.word(0)).flatten() else {
-                continue;
-            };
-            if !own_funcs.contains(&w) {
-                continue;
-            }
-            let (name, d) = from.next().ok_or("fewer global records in the donor")?;
-            if d.attr != r.attr
-                || d.data.len() != r.data.len()
-                || out.symbols[w as usize].name != name
-            {
-                return Err("global records differ in shape".into());
-            }
-            r.data[4..].copy_from_slice(&d.data[4..]);
+}
+
+/// Symbol `w` of `c` where it is a function in text section `t`.
+fn function_in(c: &Cubin, t: usize, w: u32) -> Option<&super::symbols::Symbol> {
+    c.symbols
+        .get(w as usize)
+        .filter(|s| s.st_shndx as usize == t && s.kind() == STT_FUNC)
+}
+
+/// Records of the global `.nv.info` that name the kernel or its sub-functions: the donor's
+/// values, in the same order and shape.
+fn copy_global_records(out: &mut Cubin, tb: usize, donor: &Cubin, td: usize) -> Result<(), String> {
+    let (Some(gb), Some(gd)) = (out.global_info(), donor.global_info()) else {
+        return Ok(());
+    };
+    let donor_recs: Vec<_> = parse_records(&donor.elf.sections[gd].data)
+        .map_err(|e| e.what)?
+        .into_iter()
+        .filter_map(|r| {
+            let w = (r.format == EIFMT_SVAL).then(|| r.word(0)).flatten()?;
+            function_in(donor, td, w).map(|s| (s.name.clone(), r))
+        })
+        .collect();
+    let mut recs = parse_records(&out.elf.sections[gb].data).map_err(|e| e.what)?;
+    let mut from = donor_recs.into_iter();
+    for r in &mut recs {
+        let Some(w) = (r.format == EIFMT_SVAL).then(|| r.word(0)).flatten() else {
+            continue;
+        };
+        let Some(own) = function_in(out, tb, w) else {
+            continue;
+        };
+        let (name, d) = from.next().ok_or("fewer global records in the donor")?;
+        if d.attr != r.attr || d.data.len() != r.data.len() || own.name != name {
+            return Err("global records differ in shape".into());
         }
-        if from.next().is_some() {
-            return Err("more global records in the donor".into());
-        }
-        let bytes = encode_records(&recs).map_err(|e| e.what)?;
-        out.elf.sections[gb].data = bytes;
+        r.data[4..].copy_from_slice(&d.data[4..]);
     }
-    // `.debug_frame`: the FDEs of the kernel's functions, same length only.
-    splice_frames(out, tb, donor, td, &map_sym)?;
+    if from.next().is_some() {
+        return Err("more global records in the donor".into());
+    }
+    out.elf.sections[gb].data = encode_records(&recs).map_err(|e| e.what)?;
     Ok(())
 }
 
@@ -389,7 +449,7 @@ fn calls_stay_inside(donor: &Cubin, td: usize) -> Result<(), String> {
 
 /// A symbol's name for matching: section symbols go by their section's name.
 fn key_name(c: &Cubin, s: &super::symbols::Symbol) -> String {
-    if s.kind() == 3 {
+    if s.kind() == STT_SECTION {
         c.elf
             .sections
             .get(s.st_shndx as usize)

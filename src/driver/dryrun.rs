@@ -41,10 +41,15 @@ impl Step {
     /// The program name of a `Run` step without its directory (`ptxas`, `cicc`, `gcc`, ...).
     pub fn tool(&self) -> Option<&str> {
         match self {
-            Step::Run { argv, .. } => argv.first().map(|a| a.rsplit('/').next().unwrap_or(a)),
+            Step::Run { argv, .. } => tool_of(argv),
             _ => None,
         }
     }
+}
+
+/// The program name of tool invocation `argv` without its directory.
+pub fn tool_of(argv: &[String]) -> Option<&str> {
+    argv.first().map(|a| a.rsplit('/').next().unwrap_or(a))
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -245,158 +245,223 @@ fn run_steps(
     tune: TuneContext<'_>,
     glue: Option<&glue::Glue>,
 ) -> Result<Replayed, DriverError> {
-    let background = tune.settings.mode == Mode::Tune;
-    let slots = Slots::of_process();
-    let mut done = Replayed::default();
     let units = units::Units::of(plan);
-    // Each step's tool and result, and for a ptxas step the source its records name.
-    let mut ran: Vec<(String, Option<Ran>)> = Vec::new();
-    let mut unit_of: Vec<Option<&str>> = Vec::new();
-    // Verbose lines of the background steps, in step order.
-    let mut aside: Vec<String> = Vec::new();
+    let mut replay = Replay {
+        ctx,
+        tune,
+        glue,
+        units: &units,
+        background: tune.settings.mode == Mode::Tune,
+        slots: Slots::of_process(),
+        done: Replayed::default(),
+        ran: Vec::new(),
+        unit_of: Vec::new(),
+        aside: Vec::new(),
+        preprocessed: Vec::new(),
+    };
     std::thread::scope(|scope| -> Result<(), DriverError> {
         let mut pending: Vec<Pending<'_>> = Vec::new();
-        // Take a finished background step's result, failing the replay if ptxas failed.
-        let join = |p: Pending<'_>, ran: &mut Vec<(String, Option<Ran>)>| {
-            let stepped = p
-                .handle
-                .join()
-                .unwrap_or_else(|_| Err(std::io::Error::other("a tuning thread panicked")))
-                .map_err(|source| DriverError::Spawn {
-                    tool: "ptxas".into(),
-                    source,
-                })?;
-            if !stepped.captured.status.success() {
-                return Err(DriverError::StepFailed {
-                    tool: "ptxas".into(),
-                    status: stepped.captured.status,
-                });
-            }
-            ran[p.index].1 = Some(Ran::Tuned(stepped));
-            Ok(())
-        };
-        // Preprocessed outputs since the last dependency step: nvcc reads them to write the `.d`.
-        let mut preprocessed: Vec<PathBuf> = Vec::new();
         for step in &plan.steps {
-            done.steps += 1;
-            let waits_for = |p: &Pending<'_>| match step {
-                Step::Run { argv, .. } => argv
-                    .iter()
-                    .any(|a| p.files.iter().any(|f| a.contains(f.as_str()))),
-                Step::FilterDeps { .. } | Step::Remove { .. } | Step::Archive { .. } => true,
-            };
-            let (ready, later): (Vec<_>, Vec<_>) = pending.into_iter().partition(waits_for);
+            replay.done.steps += 1;
+            let (ready, later): (Vec<_>, Vec<_>) =
+                pending.into_iter().partition(|p| p.needed_by(step));
             pending = later;
             for p in ready {
-                join(p, &mut ran)?;
+                replay.join(p)?;
             }
             match step {
                 Step::Run { argv, .. } => {
-                    let tool = step.tool().unwrap_or_default().to_string();
-                    let spawn_err = |source| DriverError::Spawn {
-                        tool: tool.clone(),
-                        source,
-                    };
-                    let result = if tool == "ptxas" {
-                        done.ptxas_steps += 1;
-                        if let Some(slot) = background.then(|| slots.try_extra()).flatten() {
-                            if tune.settings.verbose {
-                                let arch = argv.iter().find_map(|a| a.strip_prefix("-arch="));
-                                aside.push(format!(
-                                    "nvcc-orion: {}: tuned in the background (an extra job slot)",
-                                    arch.unwrap_or("?")
-                                ));
-                            }
-                            ran.push((tool, None));
-                            unit_of.push(units.of_ptxas(argv));
-                            pending.push(Pending {
-                                index: ran.len() - 1,
-                                files: files_of(argv),
-                                handle: scope.spawn(move || {
-                                    let _slot = slot;
-                                    crate::tune::ptxas_step(argv, ctx, tune)
-                                }),
-                            });
-                            continue;
-                        }
-                        Ran::Tuned(crate::tune::ptxas_step(argv, ctx, tune).map_err(spawn_err)?)
-                    } else if let Some(glue) = glue
-                        && let Some(host) = glue::HostCompile::of(argv)
-                    {
-                        let compiled = glue.compile(argv, &host, ctx).map_err(spawn_err)?;
-                        if tune.settings.verbose {
-                            aside.extend(compiled.note);
-                        }
-                        Ran::Plain(compiled.captured)
-                    } else {
-                        Ran::Plain(ctx.run(argv).map_err(spawn_err)?)
-                    };
-                    let status = match &result {
-                        Ran::Plain(c) => c.status,
-                        Ran::Tuned(t) => t.captured.status,
-                    };
-                    if !status.success() {
-                        return Err(DriverError::StepFailed { tool, status });
-                    }
-                    unit_of.push(if tool == "ptxas" {
-                        units.of_ptxas(argv)
-                    } else {
-                        None
-                    });
-                    ran.push((tool, Some(result)));
-                    if argv.iter().any(|a| a == "-E")
-                        && let Some(out) = argv
-                            .iter()
-                            .position(|a| a == "-o")
-                            .and_then(|i| argv.get(i + 1))
-                    {
-                        preprocessed.push(ctx.cwd.join(out));
+                    if let Some(p) = replay.run(argv, scope)? {
+                        pending.push(p);
                     }
                 }
                 Step::Archive { query, args, .. } => {
                     let archived = archive(query, args, ctx)?;
-                    unit_of.push(None);
-                    ran.push(("ar".to_string(), Some(Ran::Plain(archived))));
+                    replay.record("ar".to_string(), None, Ran::Plain(archived));
                 }
                 Step::FilterDeps { out } => {
-                    write_depfile(out, &preprocessed, ctx, facts)?;
-                    preprocessed.clear();
+                    write_depfile(out, &replay.preprocessed, ctx, facts)?;
+                    replay.preprocessed.clear();
                 }
-                Step::Remove { paths } => {
-                    for p in paths {
-                        match std::fs::remove_file(ctx.cwd.join(p)) {
-                            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                                return Err(DriverError::Io {
-                                    what: format!("removing {}", p.display()),
-                                    source: e,
-                                });
-                            }
-                            _ => {}
-                        }
-                    }
-                }
+                Step::Remove { paths } => remove(paths, ctx)?,
             }
         }
         for p in pending {
-            join(p, &mut ran)?;
+            replay.join(p)?;
         }
         Ok(())
     })?;
-    done.notes.append(&mut aside);
-    for ((_, r), unit) in ran.into_iter().zip(unit_of) {
-        let Captured {
-            mut stdout,
-            mut stderr,
-            ..
-        } = match r {
-            Some(Ran::Plain(c)) => c,
-            Some(Ran::Tuned(t)) => t.publish_for(unit, tune, &mut done.notes),
-            None => unreachable!("every background step is joined"),
+    Ok(replay.collect())
+}
+
+/// The replay so far: each step's tool and result (and for a ptxas step the source its
+/// records name), in step order.
+struct Replay<'a> {
+    ctx: &'a StepContext,
+    tune: TuneContext<'a>,
+    glue: Option<&'a glue::Glue>,
+    units: &'a units::Units,
+    /// Whether a tuned ptxas step may run beside the next steps (tune mode).
+    background: bool,
+    slots: &'static Slots,
+    done: Replayed,
+    ran: Vec<(String, Option<Ran>)>,
+    unit_of: Vec<Option<&'a str>>,
+    /// Verbose lines of the background steps, in step order.
+    aside: Vec<String>,
+    /// Preprocessed outputs since the last dependency step: nvcc reads them to write the `.d`.
+    preprocessed: Vec<PathBuf>,
+}
+
+impl<'a> Replay<'a> {
+    /// Run tool step `argv`: a tuned ptxas step (in the background when an extra slot is free:
+    /// then its pending result), a host compile through the selector's glue, or as it is.
+    fn run<'s>(
+        &mut self,
+        argv: &'a [String],
+        scope: &'s std::thread::Scope<'s, 'a>,
+    ) -> Result<Option<Pending<'s>>, DriverError> {
+        let tool = dryrun::tool_of(argv).unwrap_or_default().to_string();
+        let spawn_err = |source| DriverError::Spawn {
+            tool: tool.clone(),
+            source,
         };
-        done.stdout.append(&mut stdout);
-        done.stderr.append(&mut stderr);
+        let (ctx, tune) = (self.ctx, self.tune);
+        let result = if tool == "ptxas" {
+            self.done.ptxas_steps += 1;
+            if let Some(slot) = self.background.then(|| self.slots.try_extra()).flatten() {
+                self.note_background(argv);
+                self.ran.push((tool, None));
+                self.unit_of.push(self.units.of_ptxas(argv));
+                return Ok(Some(Pending {
+                    index: self.ran.len() - 1,
+                    files: files_of(argv),
+                    handle: scope.spawn(move || {
+                        let _slot = slot;
+                        crate::tune::ptxas_step(argv, ctx, tune)
+                    }),
+                }));
+            }
+            Ran::Tuned(crate::tune::ptxas_step(argv, ctx, tune).map_err(spawn_err)?)
+        } else if let Some(glue) = self.glue
+            && let Some(host) = glue::HostCompile::of(argv)
+        {
+            let compiled = glue.compile(argv, &host, ctx).map_err(spawn_err)?;
+            if tune.settings.verbose {
+                self.aside.extend(compiled.note);
+            }
+            Ran::Plain(compiled.captured)
+        } else {
+            Ran::Plain(ctx.run(argv).map_err(spawn_err)?)
+        };
+        let status = match &result {
+            Ran::Plain(c) => c.status,
+            Ran::Tuned(t) => t.captured.status,
+        };
+        if !status.success() {
+            return Err(DriverError::StepFailed { tool, status });
+        }
+        let unit = if tool == "ptxas" {
+            self.units.of_ptxas(argv)
+        } else {
+            None
+        };
+        self.record(tool, unit, result);
+        if argv.iter().any(|a| a == "-E")
+            && let Some(out) = argv
+                .iter()
+                .position(|a| a == "-o")
+                .and_then(|i| argv.get(i + 1))
+        {
+            self.preprocessed.push(ctx.cwd.join(out));
+        }
+        Ok(None)
     }
-    Ok(done)
+
+    fn note_background(&mut self, argv: &[String]) {
+        if self.tune.settings.verbose {
+            let arch = argv.iter().find_map(|a| a.strip_prefix("-arch="));
+            self.aside.push(format!(
+                "nvcc-orion: {}: tuned in the background (an extra job slot)",
+                arch.unwrap_or("?")
+            ));
+        }
+    }
+
+    fn record(&mut self, tool: String, unit: Option<&'a str>, result: Ran) {
+        self.unit_of.push(unit);
+        self.ran.push((tool, Some(result)));
+    }
+
+    /// Take a finished background step's result, failing the replay if ptxas failed.
+    fn join(&mut self, p: Pending<'_>) -> Result<(), DriverError> {
+        let stepped = p
+            .handle
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("a tuning thread panicked")))
+            .map_err(|source| DriverError::Spawn {
+                tool: "ptxas".into(),
+                source,
+            })?;
+        if !stepped.captured.status.success() {
+            return Err(DriverError::StepFailed {
+                tool: "ptxas".into(),
+                status: stepped.captured.status,
+            });
+        }
+        self.ran[p.index].1 = Some(Ran::Tuned(stepped));
+        Ok(())
+    }
+
+    /// Every step's output, notes and report records, in step order.
+    fn collect(self) -> Replayed {
+        let mut done = self.done;
+        let mut aside = self.aside;
+        done.notes.append(&mut aside);
+        for ((_, r), unit) in self.ran.into_iter().zip(self.unit_of) {
+            let Captured {
+                mut stdout,
+                mut stderr,
+                ..
+            } = match r {
+                Some(Ran::Plain(c)) => c,
+                Some(Ran::Tuned(t)) => t.publish_for(unit, self.tune, &mut done.notes),
+                None => unreachable!("every background step is joined"),
+            };
+            done.stdout.append(&mut stdout);
+            done.stderr.append(&mut stderr);
+        }
+        done
+    }
+}
+
+impl Pending<'_> {
+    /// Whether `step` must wait for this background step: it names one of its files, or it
+    /// is a dependency-file, remove or archive step.
+    fn needed_by(&self, step: &Step) -> bool {
+        match step {
+            Step::Run { argv, .. } => argv
+                .iter()
+                .any(|a| self.files.iter().any(|f| a.contains(f.as_str()))),
+            Step::FilterDeps { .. } | Step::Remove { .. } | Step::Archive { .. } => true,
+        }
+    }
+}
+
+/// nvcc's `rm` step: a file already gone is fine.
+fn remove(paths: &[PathBuf], ctx: &StepContext) -> Result<(), DriverError> {
+    for p in paths {
+        match std::fs::remove_file(ctx.cwd.join(p)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(DriverError::Io {
+                    what: format!("removing {}", p.display()),
+                    source: e,
+                });
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// `-lib`'s archive step as its shell would run it: ask the host compiler for the archiver

@@ -274,46 +274,122 @@ fn binned_max(v: &[u32], n: usize, cols: usize) -> Vec<u32> {
 /// Live registers along the program (before and after), max-live marked, loops shaded,
 /// local (spill) and demoted accesses marked under the plot.
 pub fn pressure_chart(v: &KernelView) -> String {
-    let n = v
-        .after
-        .live
-        .len()
-        .max(v.before.as_ref().map_or(0, |b| b.live.len()))
-        .max(1);
-    let cols = columns(n);
-    let w = PRESSURE_COLUMNS as f64;
-    let top = v
-        .after
-        .max_live
-        .1
-        .max(v.before.as_ref().map_or(0, |b| b.max_live.1))
-        .max(8);
-    let ymax = f64::from(top.next_multiple_of(8));
-    let x = |i: usize| PAD_L + (i as f64 + 0.5) * w / n as f64;
-    let xc = |c: usize| PAD_L + (c as f64 + 0.5) * w / cols as f64;
-    let y = |l: f64| PR_T + PR_H - l / ymax * PR_H;
+    let f = PressureFrame::of(v);
     let marks_h = 40.0;
     let total_h = PR_T + PR_H + PAD_B + marks_h;
     // Room on the right for the names of the mark rows.
-    let total_w = PAD_L + w + 130.0;
+    let total_w = PAD_L + f.w + 130.0;
     let mut s = String::new();
     let _ = write!(
         s,
-        "<svg class=\"pressure\" data-n=\"{n}\" data-x0=\"{PAD_L}\" data-w=\"{w}\" viewBox=\"0 0 {total_w} {total_h}\" width=\"{total_w}\" height=\"{total_h}\" role=\"img\" aria-label=\"live registers per instruction\">"
+        "<svg class=\"pressure\" data-n=\"{}\" data-x0=\"{PAD_L}\" data-w=\"{}\" viewBox=\"0 0 {total_w} {total_h}\" width=\"{total_w}\" height=\"{total_h}\" role=\"img\" aria-label=\"live registers per instruction\">",
+        f.n, f.w
     );
     // Loops first, under the lines; nested loops darken.
+    loop_shades(&mut s, &f, v);
+    pressure_axes(&mut s, &f);
+    if let Some(b) = &v.before {
+        live_line(&mut s, &f, b, "before");
+    }
+    live_line(&mut s, &f, &v.after, "after");
+    max_live(&mut s, &f, v);
+    // Access marks, one per column that has any, in rows under the axis label.
+    let row0 = PR_T + PR_H + PAD_B;
+    if let Some(b) = &v.before {
+        access_marks(
+            &mut s,
+            &f,
+            &b.local,
+            ("local before", "LDL/STL before"),
+            row0,
+        );
+    }
+    access_marks(
+        &mut s,
+        &f,
+        &v.after.local,
+        ("local after", "LDL/STL after"),
+        row0 + 14.0,
+    );
+    if v.rewritten {
+        access_marks(
+            &mut s,
+            &f,
+            &v.after.demoted,
+            ("demoted", "LDS/STS (moved)"),
+            row0 + 28.0,
+        );
+    }
+    s.push_str("</svg>");
+    s
+}
+
+/// The pressure plot's scales: `n` instructions over `cols` columns `w` wide, live
+/// registers up to `ymax`.
+struct PressureFrame {
+    n: usize,
+    cols: usize,
+    w: f64,
+    ymax: f64,
+}
+
+impl PressureFrame {
+    fn of(v: &KernelView) -> PressureFrame {
+        let n = v
+            .after
+            .live
+            .len()
+            .max(v.before.as_ref().map_or(0, |b| b.live.len()))
+            .max(1);
+        let top = v
+            .after
+            .max_live
+            .1
+            .max(v.before.as_ref().map_or(0, |b| b.max_live.1))
+            .max(8);
+        PressureFrame {
+            n,
+            cols: columns(n),
+            w: PRESSURE_COLUMNS as f64,
+            ymax: f64::from(top.next_multiple_of(8)),
+        }
+    }
+
+    /// The x of instruction `i`.
+    fn x(&self, i: usize) -> f64 {
+        PAD_L + (i as f64 + 0.5) * self.w / self.n as f64
+    }
+
+    /// The x of column `c`.
+    fn xc(&self, c: usize) -> f64 {
+        PAD_L + (c as f64 + 0.5) * self.w / self.cols as f64
+    }
+
+    /// The y of `l` live registers.
+    fn y(&self, l: f64) -> f64 {
+        PR_T + PR_H - l / self.ymax * PR_H
+    }
+}
+
+fn loop_shades(s: &mut String, f: &PressureFrame, v: &KernelView) {
+    let (n, w) = (f.n, f.w);
     for l in &v.loops {
         let _ = write!(
             s,
             "<rect class=\"loop\" x=\"{:.1}\" y=\"{PR_T}\" width=\"{:.1}\" height=\"{PR_H}\"><title>loop at {:#x}: {} instructions, depth {}</title></rect>",
-            x(l.first) - 0.5 * w / n as f64,
+            f.x(l.first) - 0.5 * w / n as f64,
             ((l.last + 1 - l.first) as f64 * w / n as f64).max(1.0),
             v.start + 16 * l.first as u64,
             l.instrs,
             l.depth
         );
     }
-    axes(&mut s, PAD_L, y(0.0), PAD_L + w, y(ymax));
+}
+
+/// The axes, the live-register ticks and grid, and both axis labels.
+fn pressure_axes(s: &mut String, f: &PressureFrame) {
+    let (n, cols, w, ymax) = (f.n, f.cols, f.w, f.ymax);
+    axes(s, PAD_L, f.y(0.0), PAD_L + w, f.y(ymax));
     let step = if ymax > 128.0 {
         32
     } else if ymax > 48.0 {
@@ -326,10 +402,10 @@ pub fn pressure_chart(v: &KernelView) -> String {
             s,
             "<text class=\"tick\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{t}</text><line class=\"grid\" x1=\"{PAD_L}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\"/>",
             PAD_L - 4.0,
-            y(f64::from(t)) + 4.0,
+            f.y(f64::from(t)) + 4.0,
             PAD_L + w,
-            y(f64::from(t)),
-            y(f64::from(t))
+            f.y(f64::from(t)),
+            f.y(f64::from(t))
         );
     }
     let _ = write!(
@@ -348,28 +424,29 @@ pub fn pressure_chart(v: &KernelView) -> String {
         "<text class=\"axis-label\" transform=\"rotate(-90)\" x=\"{:.1}\" y=\"12\" text-anchor=\"middle\">live registers</text>",
         -(PR_T + PR_H / 2.0)
     );
-    let mut line = |c: &Code, class: &str| {
-        let m = binned_max(&c.live, n, cols);
-        let pts: Vec<String> = m
-            .iter()
-            .enumerate()
-            .filter(|(col, _)| col * n / cols < c.live.len())
-            .map(|(col, &l)| format!("{:.1},{:.1}", xc(col), y(f64::from(l))))
-            .collect();
-        let _ = write!(
-            s,
-            "<polyline class=\"live {class}\" data-points=\"{}\" fill=\"none\" points=\"{}\"><title>{}</title></polyline>",
-            pts.len(),
-            pts.join(" "),
-            esc(&c.label)
-        );
-    };
-    if let Some(b) = &v.before {
-        line(b, "before");
-    }
-    line(&v.after, "after");
-    // Max-live: a dot on each line, the numbers in one line at the top right (two labels at
-    // the same place would overlap).
+}
+
+/// One code's live registers, the highest of each column.
+fn live_line(s: &mut String, f: &PressureFrame, c: &Code, class: &str) {
+    let m = binned_max(&c.live, f.n, f.cols);
+    let pts: Vec<String> = m
+        .iter()
+        .enumerate()
+        .filter(|(col, _)| col * f.n / f.cols < c.live.len())
+        .map(|(col, &l)| format!("{:.1},{:.1}", f.xc(col), f.y(f64::from(l))))
+        .collect();
+    let _ = write!(
+        s,
+        "<polyline class=\"live {class}\" data-points=\"{}\" fill=\"none\" points=\"{}\"><title>{}</title></polyline>",
+        pts.len(),
+        pts.join(" "),
+        esc(&c.label)
+    );
+}
+
+/// Max-live: a dot on each line, the numbers in one line at the top right (two labels at
+/// the same place would overlap).
+fn max_live(s: &mut String, f: &PressureFrame, v: &KernelView) {
     let mut said = Vec::new();
     for (c, class) in v
         .before
@@ -381,8 +458,8 @@ pub fn pressure_chart(v: &KernelView) -> String {
         let _ = write!(
             s,
             "<circle class=\"maxlive {class}\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"4\"><title>max live {l} at {:#x}</title></circle>",
-            x(i),
-            y(f64::from(l)),
+            f.x(i),
+            f.y(f64::from(l)),
             v.start + 16 * i as u64,
         );
         said.push(if v.before.is_some() {
@@ -394,42 +471,40 @@ pub fn pressure_chart(v: &KernelView) -> String {
     let _ = write!(
         s,
         "<text class=\"maxlive-label\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">max live: {}</text>",
-        PAD_L + w,
+        PAD_L + f.w,
         PR_T - 4.0,
         said.join(", ")
     );
-    // Access marks, one per column that has any, in rows under the axis label.
-    let row0 = PR_T + PR_H + PAD_B;
-    let mut marks = |idx: &[usize], class: &str, row: f64, what: &str| {
-        let mut seen = vec![false; cols];
-        for &i in idx {
-            let c = (i * cols / n).min(cols - 1);
-            if !seen[c] {
-                seen[c] = true;
-                let _ = write!(
-                    s,
-                    "<rect class=\"mark {class}\" x=\"{:.1}\" y=\"{row:.1}\" width=\"{:.1}\" height=\"10\"/>",
-                    xc(c) - 0.5 * (w / cols as f64).max(1.0),
-                    (w / cols as f64).max(1.0)
-                );
-            }
+}
+
+/// A row of marks at `row`, one per column holding any of instructions `idx`, named `what`.
+fn access_marks(
+    s: &mut String,
+    f: &PressureFrame,
+    idx: &[usize],
+    (class, what): (&str, &str),
+    row: f64,
+) {
+    let (n, cols, w) = (f.n, f.cols, f.w);
+    let mut seen = vec![false; cols];
+    for &i in idx {
+        let c = (i * cols / n).min(cols - 1);
+        if !seen[c] {
+            seen[c] = true;
+            let _ = write!(
+                s,
+                "<rect class=\"mark {class}\" x=\"{:.1}\" y=\"{row:.1}\" width=\"{:.1}\" height=\"10\"/>",
+                f.xc(c) - 0.5 * (w / cols as f64).max(1.0),
+                (w / cols as f64).max(1.0)
+            );
         }
-        let _ = write!(
-            s,
-            "<text class=\"tick\" x=\"{:.1}\" y=\"{:.1}\">{what}</text>",
-            PAD_L + w + 6.0,
-            row + 9.0
-        );
-    };
-    if let Some(b) = &v.before {
-        marks(&b.local, "local before", row0, "LDL/STL before");
     }
-    marks(&v.after.local, "local after", row0 + 14.0, "LDL/STL after");
-    if v.rewritten {
-        marks(&v.after.demoted, "demoted", row0 + 28.0, "LDS/STS (moved)");
-    }
-    s.push_str("</svg>");
-    s
+    let _ = write!(
+        s,
+        "<text class=\"tick\" x=\"{:.1}\" y=\"{:.1}\">{what}</text>",
+        PAD_L + w + 6.0,
+        row + 9.0
+    );
 }
 
 /// Blocks drawn at most; a larger CFG shows its first ones and says so.

@@ -42,79 +42,31 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
     let Some(files) = step_files(argv) else {
         return Ok(Tuned::default());
     };
-    let settings = tune.settings;
-    let out = ctx.cwd.join(files.output_path(argv));
-    let report_out = report_path(&ctx.cwd, &out);
-    let ptx_path = ctx.cwd.join(&argv[files.input]);
-    let ptx = std::fs::read_to_string(&ptx_path).map_err(io_err(&ptx_path))?;
-    let baseline_bytes = std::fs::read(&out).map_err(io_err(&out))?;
-    let baseline = Cubin::parse(&baseline_bytes)
-        .map_err(|e| TuneError::Cubin(out.display().to_string(), e))?;
-    let sm = baseline.arch();
-    let arch_name = format!("sm_{sm}");
-    let Some(arch) = u8::try_from(sm / 10)
-        .ok()
-        .and_then(|major| Arch::from_cc(major, (sm % 10) as u8).ok())
-    else {
+    let step = read_step(argv, ctx, &files)?;
+    let Some(arch) = arch_of(step.sm) else {
         // No occupancy table for this architecture (its limits are not in the verified
         // data): ptxas's code stays, and the report says why.
         return Ok(Tuned {
-            records: super::record::untuned_records(&baseline, &arch_name, &report_out),
+            records: super::record::untuned_records(
+                &step.baseline,
+                &step.arch_name,
+                &step.report_out,
+            ),
             ..Tuned::default()
         });
     };
-    let relocatable = baseline.is_relocatable();
-    let base_functions = raw::functions(&baseline);
-    let (model, model_warning) = super::model::for_step(sm, settings);
-    let mut plan = plan::plan(arch, model, &baseline, &base_functions, settings);
-
+    let settings = tune.settings;
+    let base_functions = raw::functions(&step.baseline);
+    let (model, model_warning) = super::model::for_step(step.sm, settings);
+    let mut plan = plan::plan(arch, model, &step.baseline, &base_functions, settings);
     let work = tempfile::Builder::new()
         .prefix("nvcc-orion-variants-")
         .tempdir()
         .map_err(|e| TuneError::Io(format!("temporary folder: {e}")))?;
-    let ptxas = ctx
-        .resolve(&argv[0])
-        .map_err(|e| TuneError::Io(format!("ptxas: {e}")))?;
-    let builder = Builder {
-        ctx,
-        argv,
-        files,
-        ptx: &ptx,
-        ptxas_id: variants::ptxas_id(&ptxas),
-        cache: settings.cache.clone(),
-        work: work.path(),
-        jobs: crate::jobs::cores(),
-        slots: crate::jobs::Slots::of_process(),
-        progress: (settings.verbose && std::io::IsTerminal::is_terminal(&std::io::stderr()))
-            .then(|| arch_name.clone()),
-        // Compile only what varies: each variant builds just the kernels it sets a budget for
-        // (whole-program code: `ptxas -c` compiles every entry whatever `--entry` says).
-        entries: (variants::entries_allowed(argv) && !relocatable)
-            .then(|| super::ptx::entries(&ptx).ok())
-            .flatten()
-            .map(|d| d.into_iter().map(|e| e.name).collect()),
-    };
-    let built = builder.build_all(&plan.rounds);
-    let mut result = Tuned {
-        built: built.iter().filter(|b| b.is_ok()).count(),
-        cached: built
-            .iter()
-            .filter(|b| b.as_ref().is_ok_and(|b| b.cached))
-            .count(),
-        ..Tuned::default()
-    };
+    let builder = builder(argv, ctx, files, &step, settings, work.path())?;
+    let (built, mut result) = build_variants(&builder, &plan)?;
     result.warnings.extend(model_warning);
-    // A variant ptxas refuses is no candidate; anything else is an internal failure.
-    let built: Vec<Option<Built>> = built
-        .into_iter()
-        .map(|b| match b {
-            Ok(b) => Ok(Some(b)),
-            Err(VariantError::Refused { .. }) => Ok(None),
-            Err(e) => Err(e),
-        })
-        .collect::<Result<_, _>>()?;
-
-    let keep = Keep::new(settings.keep_cubins.as_deref(), &arch_name, &out);
+    let keep = Keep::new(settings.keep_cubins.as_deref(), &step.arch_name, &step.out);
     let mut notes = Notes::default();
     let (parsed, kept) = evaluate::variants(
         &built,
@@ -125,48 +77,37 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
     )?;
     let kept_baseline = keep
         .as_ref()
-        .and_then(|k| k.save("baseline", &baseline_bytes));
+        .and_then(|k| k.save("baseline", &step.baseline_bytes));
     let candidates = Candidates {
         pricing: Pricing {
             model,
             arch,
-            relocatable,
+            relocatable: step.baseline.is_relocatable(),
             baseline: &base_functions,
         },
-        baseline: (&baseline, &base_functions[..]),
+        baseline: (&step.baseline, &base_functions[..]),
         parsed: &parsed,
         rounds: &plan.rounds,
         rewrite: &plan.rewrite,
         kept: keep.as_ref().map(|_| (kept_baseline, &kept[..])),
     };
-    let mut selected = Selected::default();
-    let mut guide = Guide::load(settings);
-    for p in &plan.kernels {
-        let pruned = plan.pruned.remove(&p.name).unwrap_or_default();
-        let held = plan.held.remove(&p.name);
-        let mut ctx = Choosing {
-            settings,
-            arch_name: &arch_name,
-            guide: &mut guide,
-            notes: &mut notes,
-        };
-        let not_built = NotBuilt { pruned, held };
-        if let Some(record) = select_kernel(p, &candidates, not_built, &mut ctx, &mut selected) {
-            result.records.push(KernelRecord {
-                arch: arch_name.clone(),
-                output: report_out.clone(),
-                ..record
-            });
-        }
-    }
-    result.warnings = guide.warnings;
+    let mut not_built = (&mut plan.pruned, &mut plan.held);
+    let selected = select_kernels(
+        &plan.kernels,
+        &mut not_built,
+        &candidates,
+        settings,
+        &step,
+        &mut notes,
+        &mut result,
+    );
     let tools = crate::audit::Tools::in_dir(tune.toolkit.bin_dir());
     let plain = if selected.chosen.is_empty() {
         None
     } else {
         let inputs = assemble::Inputs {
             argv,
-            baseline: (&baseline, &baseline_bytes, &base_functions),
+            baseline: (&step.baseline, &step.baseline_bytes, &base_functions),
             built: &built,
             parsed: &parsed,
             rounds: &plan.rounds,
@@ -180,13 +121,14 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         };
         Some(assemble::assemble(&inputs, &choice)?)
     };
-    let mut ship = plain.as_ref().map(|a| a.bytes.clone());
-    let mut how = plain.as_ref().map(|a| a.how);
+    let mut ship = plain.as_ref().map(|a| (a.bytes.clone(), a.how));
     if settings.selector.is_some() {
         let input = multi::Input {
-            plain: plain.as_ref().map_or(&baseline_bytes[..], |a| &a.bytes[..]),
-            baseline: &baseline,
-            baseline_bytes: &baseline_bytes,
+            plain: plain
+                .as_ref()
+                .map_or(&step.baseline_bytes[..], |a| &a.bytes[..]),
+            baseline: &step.baseline,
+            baseline_bytes: &step.baseline_bytes,
             parsed: &parsed,
             chosen: &selected.chosen,
             sources: &selected.sources,
@@ -195,26 +137,9 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
             index: plan.rounds.len() + 1,
             tools: &tools,
         };
-        match multi::embed(argv, &input, &mut result.records) {
-            multi::Embedding::Cubin(bytes, note) => {
-                ship = Some(bytes);
-                how = Some(assemble::Assembly::MultiVariant);
-                result
-                    .notes
-                    .push(format!("nvcc-orion: {arch_name}: {note}"));
-            }
-            multi::Embedding::None => {}
-            multi::Embedding::Note(n) => result.notes.push(format!("nvcc-orion: {arch_name}: {n}")),
-            multi::Embedding::Failed(w) => result.warnings.push(format!("{arch_name}: {w}")),
-        }
+        embed_selector(argv, &input, &step.arch_name, &mut result, &mut ship);
     }
-    if let Some(bytes) = ship {
-        write_atomically(&out, &bytes).map_err(io_err(&out))?;
-        result.changed = true;
-        for r in &mut result.records {
-            r.assembly = how;
-        }
-    }
+    ship_cubin(&step.out, ship, &mut result)?;
     if let Some(why) = tune.selector_refused {
         for r in &mut result.records {
             r.selector = Some(why.to_string());
@@ -226,6 +151,177 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         result.stderr = Some(a.built.stderr);
     }
     Ok(result)
+}
+
+/// What one ptxas step read: its PTX, and the cubin ptxas made by itself (the baseline).
+struct Step {
+    out: std::path::PathBuf,
+    /// The output as the report names it.
+    report_out: String,
+    ptx: String,
+    baseline_bytes: Vec<u8>,
+    baseline: Cubin,
+    sm: u32,
+    arch_name: String,
+}
+
+fn read_step(argv: &[String], ctx: &StepContext, files: &PtxasArgs) -> Result<Step, TuneError> {
+    let out = ctx.cwd.join(files.output_path(argv));
+    let report_out = report_path(&ctx.cwd, &out);
+    let ptx_path = ctx.cwd.join(&argv[files.input]);
+    let ptx = std::fs::read_to_string(&ptx_path).map_err(io_err(&ptx_path))?;
+    let baseline_bytes = std::fs::read(&out).map_err(io_err(&out))?;
+    let baseline = Cubin::parse(&baseline_bytes)
+        .map_err(|e| TuneError::Cubin(out.display().to_string(), e))?;
+    let sm = baseline.arch();
+    Ok(Step {
+        out,
+        report_out,
+        ptx,
+        baseline_bytes,
+        baseline,
+        sm,
+        arch_name: format!("sm_{sm}"),
+    })
+}
+
+/// The occupancy table of `sm` (`None`: not in the verified data).
+fn arch_of(sm: u32) -> Option<Arch> {
+    u8::try_from(sm / 10)
+        .ok()
+        .and_then(|major| Arch::from_cc(major, (sm % 10) as u8).ok())
+}
+
+/// How this step's variants are built: its ptxas, cache, jobs and the entries that vary.
+fn builder<'a>(
+    argv: &'a [String],
+    ctx: &'a StepContext,
+    files: PtxasArgs,
+    step: &'a Step,
+    settings: &Settings,
+    work: &'a Path,
+) -> Result<Builder<'a>, TuneError> {
+    let ptxas = ctx
+        .resolve(&argv[0])
+        .map_err(|e| TuneError::Io(format!("ptxas: {e}")))?;
+    Ok(Builder {
+        ctx,
+        argv,
+        files,
+        ptx: &step.ptx,
+        ptxas_id: variants::ptxas_id(&ptxas),
+        cache: settings.cache.clone(),
+        work,
+        jobs: crate::jobs::cores(),
+        slots: crate::jobs::Slots::of_process(),
+        progress: (settings.verbose && std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .then(|| step.arch_name.clone()),
+        // Compile only what varies: each variant builds just the kernels it sets a budget for
+        // (whole-program code: `ptxas -c` compiles every entry whatever `--entry` says).
+        entries: (variants::entries_allowed(argv) && !step.baseline.is_relocatable())
+            .then(|| super::ptx::entries(&step.ptx).ok())
+            .flatten()
+            .map(|d| d.into_iter().map(|e| e.name).collect()),
+    })
+}
+
+/// Build the plan's variants: each one's cubin (`None`: ptxas refused it, so it is no
+/// candidate; any other failure is internal), and the counts the result starts with.
+fn build_variants(
+    builder: &Builder<'_>,
+    plan: &plan::Plan,
+) -> Result<(Vec<Option<Built>>, Tuned), TuneError> {
+    let built = builder.build_all(&plan.rounds);
+    let result = Tuned {
+        built: built.iter().filter(|b| b.is_ok()).count(),
+        cached: built
+            .iter()
+            .filter(|b| b.as_ref().is_ok_and(|b| b.cached))
+            .count(),
+        ..Tuned::default()
+    };
+    let built = built
+        .into_iter()
+        .map(|b| match b {
+            Ok(b) => Ok(Some(b)),
+            Err(VariantError::Refused { .. }) => Ok(None),
+            Err(e) => Err(e),
+        })
+        .collect::<Result<_, _>>()?;
+    Ok((built, result))
+}
+
+/// Choose every kernel's static winner ([`select_kernel`]), its record into `result`.
+fn select_kernels(
+    kernels: &[KernelPlan],
+    (pruned, held): &mut LeftOut<'_>,
+    candidates: &Candidates<'_>,
+    settings: &Settings,
+    step: &Step,
+    notes: &mut Notes,
+    result: &mut Tuned,
+) -> Selected {
+    let mut selected = Selected::default();
+    let mut guide = Guide::load(settings);
+    for p in kernels {
+        let not_built = NotBuilt {
+            pruned: pruned.remove(&p.name).unwrap_or_default(),
+            held: held.remove(&p.name),
+        };
+        let mut ctx = Choosing {
+            settings,
+            arch_name: &step.arch_name,
+            guide: &mut guide,
+            notes,
+        };
+        if let Some(record) = select_kernel(p, candidates, not_built, &mut ctx, &mut selected) {
+            result.records.push(KernelRecord {
+                arch: step.arch_name.clone(),
+                output: step.report_out.clone(),
+                ..record
+            });
+        }
+    }
+    result.warnings.extend(guide.warnings);
+    selected
+}
+
+/// Under adapt and train: the ranked variants and the selector's cubin in place of `ship`.
+fn embed_selector(
+    argv: &[String],
+    input: &multi::Input<'_>,
+    arch_name: &str,
+    result: &mut Tuned,
+    ship: &mut Option<(Vec<u8>, assemble::Assembly)>,
+) {
+    match multi::embed(argv, input, &mut result.records) {
+        multi::Embedding::Cubin(bytes, note) => {
+            *ship = Some((bytes, assemble::Assembly::MultiVariant));
+            result
+                .notes
+                .push(format!("nvcc-orion: {arch_name}: {note}"));
+        }
+        multi::Embedding::None => {}
+        multi::Embedding::Note(n) => result.notes.push(format!("nvcc-orion: {arch_name}: {n}")),
+        multi::Embedding::Failed(w) => result.warnings.push(format!("{arch_name}: {w}")),
+    }
+}
+
+/// Put the chosen cubin where nvcc expects ptxas's, and say how it was assembled.
+fn ship_cubin(
+    out: &Path,
+    ship: Option<(Vec<u8>, assemble::Assembly)>,
+    result: &mut Tuned,
+) -> Result<(), TuneError> {
+    let Some((bytes, how)) = ship else {
+        return Ok(());
+    };
+    write_atomically(out, &bytes).map_err(io_err(out))?;
+    result.changed = true;
+    for r in &mut result.records {
+        r.assembly = Some(how);
+    }
+    Ok(())
 }
 
 /// Every kernel's candidates: the baseline and the evaluated variants.
@@ -261,6 +357,12 @@ struct Choosing<'a> {
     guide: &'a mut Guide,
     notes: &'a mut Notes,
 }
+
+/// Per kernel, the plan's budgets pruned and its reasons to hold ptxas's budget.
+type LeftOut<'a> = (
+    &'a mut BTreeMap<String, Vec<super::record::Pruned>>,
+    &'a mut BTreeMap<String, String>,
+);
 
 /// What a build leaves out of a kernel's choice ([`plan::Plan`]).
 struct NotBuilt {

@@ -188,33 +188,61 @@ fn cells(part: &str) -> Vec<(usize, usize)> {
 /// Parse a whole `nvdisasm -c -plr` listing.
 pub fn parse(text: &str) -> Result<Rows, PlrError> {
     let mut out = Rows::new();
-    let mut section = String::new();
-    let mut names: Vec<File> = Vec::new();
-    let mut groups: Vec<Group> = Vec::new();
-    // `-lrm narrow`: the header rows between the file names and the `#` row (tens and
-    // hundreds of each register column).
-    let mut upper: Vec<String> = Vec::new();
+    let mut at = Header::default();
     for line in text.lines() {
         let t = line.trim_start();
         if let Some(rest) = t
             .strip_prefix(".section")
             .filter(|r| r.starts_with([' ', '\t']))
         {
-            section = rest
-                .trim()
-                .split(',')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_string();
-            groups.clear();
-            names.clear();
-            upper.clear();
+            at = Header {
+                section: rest
+                    .trim()
+                    .split(',')
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .to_string(),
+                ..Header::default()
+            };
             continue;
         }
         let Some((_, part)) = table_part(line) else {
             continue;
         };
+        if at.read_header(part)? {
+            continue;
+        }
+        // An instruction line: `/*0140*/  OPCODE ... ;  // | cells |`.
+        let Some(off) = instruction_offset(t) else {
+            continue;
+        };
+        if at.groups.is_empty() {
+            return Err(PlrError(format!(
+                "{}: instruction {off:#x} before any register header",
+                at.section
+            )));
+        }
+        let row = at.row(part, off)?;
+        out.insert((at.section.clone(), off), row);
+    }
+    Ok(out)
+}
+
+/// What the headers of the current section said.
+#[derive(Debug, Default)]
+struct Header {
+    section: String,
+    names: Vec<File>,
+    groups: Vec<Group>,
+    /// `-lrm narrow`: the header rows between the file names and the `#` row (tens and
+    /// hundreds of each register column).
+    upper: Vec<String>,
+}
+
+impl Header {
+    /// Take table part `part` if it is a header row (true), else leave it (false).
+    fn read_header(&mut self, part: &str) -> Result<bool, PlrError> {
         let spans = cells(part);
         // The file-name header: `|   GPR   | PRED   |   UGPR  |`.
         let files: Vec<Option<File>> = spans
@@ -222,10 +250,10 @@ pub fn parse(text: &str) -> Result<Rows, PlrError> {
             .map(|&(a, b)| File::from_name(part[a..b].trim()))
             .collect();
         if !files.is_empty() && files.iter().all(Option::is_some) {
-            names = files.into_iter().flatten().collect();
-            groups.clear();
-            upper.clear();
-            continue;
+            self.names = files.into_iter().flatten().collect();
+            self.groups.clear();
+            self.upper.clear();
+            return Ok(true);
         }
         // The register-number header: `|  # 0 1 2 ... 11  |  # 0  |`.
         if !spans.is_empty()
@@ -233,135 +261,145 @@ pub fn parse(text: &str) -> Result<Rows, PlrError> {
                 .iter()
                 .all(|&(a, b)| part[a..b].trim_start().starts_with('#'))
         {
-            if names.len() != spans.len() {
+            if self.names.len() != spans.len() {
                 return Err(PlrError(format!(
-                    "{section}: {} register-number groups under {} file names",
+                    "{}: {} register-number groups under {} file names",
+                    self.section,
                     spans.len(),
-                    names.len()
+                    self.names.len()
                 )));
             }
-            groups = spans
+            self.groups = spans
                 .iter()
-                .zip(&names)
-                .map(|(&(a, b), &file)| {
-                    let cell = &part[a..b];
-                    let hash = cell.find('#').unwrap_or(0);
-                    let bytes = cell.as_bytes();
-                    let mut cols = Vec::new();
-                    // Wide numbers its first column `0` alone; narrow runs the units together.
-                    let narrow = cell[hash + 1..]
-                        .split_whitespace()
-                        .next()
-                        .is_some_and(|w| w.len() > 1);
-                    if narrow {
-                        for (i, &c) in bytes.iter().enumerate().skip(hash + 1) {
-                            if !c.is_ascii_digit() {
-                                continue;
-                            }
-                            // The digits above this column, blank meaning none.
-                            let mut n = 0u32;
-                            for row in &upper {
-                                if let Some(d) =
-                                    row.as_bytes().get(a + i).filter(|d| d.is_ascii_digit())
-                                {
-                                    n = n * 10 + u32::from(d - b'0');
-                                }
-                            }
-                            if let Ok(r) = u8::try_from(n * 10 + u32::from(c - b'0')) {
-                                cols.push((a + i, r));
-                            }
-                        }
-                        return Group {
-                            file,
-                            span: (a, b),
-                            cols,
-                        };
-                    }
-                    let mut i = hash + 1;
-                    while i < bytes.len() {
-                        if bytes[i].is_ascii_digit() {
-                            let s = i;
-                            while i < bytes.len() && bytes[i].is_ascii_digit() {
-                                i += 1;
-                            }
-                            if let Ok(r) = cell[s..i].parse::<u8>() {
-                                // The marker sits under the number's last digit.
-                                cols.push((a + i - 1, r));
-                            }
-                        } else {
-                            i += 1;
-                        }
-                    }
-                    Group {
-                        file,
-                        span: (a, b),
-                        cols,
-                    }
+                .zip(&self.names)
+                .map(|(&span, &file)| Group {
+                    file,
+                    span,
+                    cols: columns(part, span, &self.upper),
                 })
                 .collect();
-            upper.clear();
-            continue;
+            self.upper.clear();
+            return Ok(true);
         }
-        if groups.is_empty() && !names.is_empty() {
-            upper.push(part.to_string());
-            continue;
+        if self.groups.is_empty() && !self.names.is_empty() {
+            self.upper.push(part.to_string());
+            return Ok(true);
         }
-        // An instruction line: `/*0140*/  OPCODE ... ;  // | cells |`.
-        let Some(rest) = t.strip_prefix("/*") else {
-            continue;
-        };
-        let Some((hex, _)) = rest.split_once("*/") else {
-            continue;
-        };
-        let Ok(off) = u64::from_str_radix(hex.trim(), 16) else {
-            continue;
-        };
-        if groups.is_empty() {
-            return Err(PlrError(format!(
-                "{section}: instruction {off:#x} before any register header"
-            )));
-        }
-        let bytes = part.as_bytes();
+        Ok(false)
+    }
+
+    /// The marks of instruction `off`'s table part `part`, per register file.
+    fn row(&self, part: &str, off: u64) -> Result<Row, PlrError> {
         let mut row = Row::default();
-        for g in &groups {
-            let mut m = Marks::default();
-            let first = g.cols.first().map_or(g.span.1, |c| c.0).min(g.span.1);
-            m.count = part
-                .get(g.span.0..first)
-                .and_then(|c| c.trim().parse().ok())
-                .unwrap_or(0);
-            for &(col, r) in &g.cols {
-                if col < g.span.0 || col >= g.span.1 {
-                    continue;
-                }
-                match bytes.get(col).copied().unwrap_or(b' ') {
-                    b' ' => continue,
-                    b'v' => {
-                        m.reads.insert(r);
-                    }
-                    b'^' => {
-                        m.writes.insert(r);
-                    }
-                    b'x' => {
-                        m.reads.insert(r);
-                        m.writes.insert(r);
-                    }
-                    b':' => {}
-                    c => {
-                        return Err(PlrError(format!(
-                            "{section} {off:#x}: unknown cell mark {:?} for {}{r}",
-                            c as char,
-                            g.file.prefix()
-                        )));
-                    }
-                }
-                m.occupied.insert(r);
-            }
+        for g in &self.groups {
+            let m = self.marks(g, part, off)?;
             row.files.insert(g.file, m);
         }
-        out.insert((section.clone(), off), row);
+        Ok(row)
     }
-    Ok(out)
+
+    fn marks(&self, g: &Group, part: &str, off: u64) -> Result<Marks, PlrError> {
+        let bytes = part.as_bytes();
+        let mut m = Marks::default();
+        let first = g.cols.first().map_or(g.span.1, |c| c.0).min(g.span.1);
+        m.count = part
+            .get(g.span.0..first)
+            .and_then(|c| c.trim().parse().ok())
+            .unwrap_or(0);
+        for &(col, r) in &g.cols {
+            if col < g.span.0 || col >= g.span.1 {
+                continue;
+            }
+            match bytes.get(col).copied().unwrap_or(b' ') {
+                b' ' => continue,
+                b'v' => {
+                    m.reads.insert(r);
+                }
+                b'^' => {
+                    m.writes.insert(r);
+                }
+                b'x' => {
+                    m.reads.insert(r);
+                    m.writes.insert(r);
+                }
+                b':' => {}
+                c => {
+                    return Err(PlrError(format!(
+                        "{} {off:#x}: unknown cell mark {:?} for {}{r}",
+                        self.section,
+                        c as char,
+                        g.file.prefix()
+                    )));
+                }
+            }
+            m.occupied.insert(r);
+        }
+        Ok(m)
+    }
+}
+
+/// The offset of an instruction line `/*0140*/ ...`.
+fn instruction_offset(t: &str) -> Option<u64> {
+    let (hex, _) = t.strip_prefix("/*")?.split_once("*/")?;
+    u64::from_str_radix(hex.trim(), 16).ok()
+}
+
+/// The (column, register) of each register of the `#` row's cell `span` of `part`.
+fn columns(part: &str, (a, b): (usize, usize), upper: &[String]) -> Vec<(usize, u8)> {
+    let cell = &part[a..b];
+    let hash = cell.find('#').unwrap_or(0);
+    // Wide numbers its first column `0` alone; narrow runs the units together.
+    let narrow = cell[hash + 1..]
+        .split_whitespace()
+        .next()
+        .is_some_and(|w| w.len() > 1);
+    if narrow {
+        narrow_columns(cell, a, hash, upper)
+    } else {
+        wide_columns(cell, a, hash)
+    }
+}
+
+/// `-lrm narrow`: one digit per column, the tens and hundreds in the rows above.
+fn narrow_columns(cell: &str, a: usize, hash: usize, upper: &[String]) -> Vec<(usize, u8)> {
+    let mut cols = Vec::new();
+    for (i, &c) in cell.as_bytes().iter().enumerate().skip(hash + 1) {
+        if !c.is_ascii_digit() {
+            continue;
+        }
+        // The digits above this column, blank meaning none.
+        let mut n = 0u32;
+        for row in upper {
+            if let Some(d) = row.as_bytes().get(a + i).filter(|d| d.is_ascii_digit()) {
+                n = n * 10 + u32::from(d - b'0');
+            }
+        }
+        if let Ok(r) = u8::try_from(n * 10 + u32::from(c - b'0')) {
+            cols.push((a + i, r));
+        }
+    }
+    cols
+}
+
+/// `-plr`'s wide layout: whole numbers, the marker under each number's last digit.
+fn wide_columns(cell: &str, a: usize, hash: usize) -> Vec<(usize, u8)> {
+    let bytes = cell.as_bytes();
+    let mut cols = Vec::new();
+    let mut i = hash + 1;
+    while i < bytes.len() {
+        if bytes[i].is_ascii_digit() {
+            let s = i;
+            while i < bytes.len() && bytes[i].is_ascii_digit() {
+                i += 1;
+            }
+            if let Ok(r) = cell[s..i].parse::<u8>() {
+                cols.push((a + i - 1, r));
+            }
+        } else {
+            i += 1;
+        }
+    }
+    cols
 }
 
 #[cfg(test)]
