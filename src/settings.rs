@@ -64,7 +64,7 @@ pub struct Settings {
 /// What the selector compiled into an object does at launch time (docs/selector.md §Modes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Selector {
-    /// Orion's runtime adaptation: measure in the predicted direction, lock the best.
+    /// Orion's runtime adaptation: measure the ranked alternatives in order, lock the best.
     Adapt,
     /// Round-robin every variant and write a profile at exit.
     Train,

@@ -179,7 +179,7 @@ fn text_of(c: &Cubin, kernel: &str) -> Result<usize, String> {
         .ok_or_else(|| "no such function".to_string())
 }
 
-/// The section whose `sh_info` is `text`, of type `ty`.
+/// The section whose `sh_info` is `text` and whose type and name satisfy `pred`.
 fn attached(c: &Cubin, text: usize, pred: impl Fn(u32, &str) -> bool) -> Option<usize> {
     c.elf
         .sections

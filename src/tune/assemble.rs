@@ -99,28 +99,53 @@ fn source(inp: &Inputs<'_>, choice: &Choice<'_>) -> Result<(Built, Assembly), Tu
 /// Kernels chosen with a rewrite get the same proved rewrite on the final cubin, each
 /// registered rewrite in turn.
 fn rewrite_chosen(
-    mut bytes: Vec<u8>,
+    bytes: Vec<u8>,
     chosen: &Budgets,
     block_sizes: &[(Option<String>, u32)],
 ) -> Result<Vec<u8>, TuneError> {
+    let (bytes, _) = rewrite_proved(bytes, chosen, block_sizes, "final assembly", &|_| true)?;
+    Ok(bytes)
+}
+
+/// The rewrite-and-prove loop: each registered rewrite in turn, proved, on the kernels of
+/// `budgets` it makes. A kernel that must hold (`must`) and is not proved fails the whole
+/// (`what` names the cubin in the error); any other is left as it was and returned with why.
+pub(crate) fn rewrite_proved(
+    mut bytes: Vec<u8>,
+    budgets: &Budgets,
+    block_sizes: &[(Option<String>, u32)],
+    what: &str,
+    must: &dyn Fn(&str) -> bool,
+) -> Result<(Vec<u8>, BTreeMap<String, String>), TuneError> {
+    let mut refused = BTreeMap::new();
     for t in transform::REGISTERED {
-        let of_t = made_by(chosen, *t);
+        let of_t = made_by(budgets, *t);
         if of_t.is_empty() {
             continue;
         }
         let requests = requests(*t, &bytes, &of_t, block_sizes)?;
-        let outcome = proven::prove(*t, &bytes, &requests)
-            .map_err(|e| TuneError::Transform(format!("final assembly: {e}")))?;
-        if let Some((k, Err(e))) = outcome.kernels.iter().find(|(_, r)| r.is_err()) {
-            return Err(TuneError::Transform(format!("final assembly, {k}: {e}")));
+        let outcome = proven::prove(*t, &bytes, &requests).map_err(|e| TuneError::Transform {
+            rewrite: t.report_name(),
+            what: format!("{what}: {e}"),
+        })?;
+        for (k, r) in &outcome.kernels {
+            if let Err(e) = r {
+                if must(k) {
+                    return Err(TuneError::Transform {
+                        rewrite: t.report_name(),
+                        what: format!("{what}, {k}: {e}"),
+                    });
+                }
+                refused.insert(k.clone(), format!("{} not proved: {e}", t.report_name()));
+            }
         }
         bytes = outcome.bytes;
     }
-    Ok(bytes)
+    Ok((bytes, refused))
 }
 
 /// The budgets of `budgets` that the rewrite `t` makes.
-pub(crate) fn made_by(budgets: &Budgets, t: &dyn transform::Transform) -> Budgets {
+fn made_by(budgets: &Budgets, t: &dyn transform::Transform) -> Budgets {
     budgets
         .iter()
         .filter(|(_, b)| b.rewrite.is_some_and(|r| r.transform == t.key()))

@@ -15,16 +15,14 @@
 
 use std::collections::BTreeMap;
 
-use super::assemble::{kernel_code, made_by};
-use super::evaluate::{Variant, requests};
-use super::proven;
+use super::assemble::kernel_code;
+use super::evaluate::Variant;
 use super::ptx::{self, Budget};
 use super::ranked::ranked;
 use super::record::{Embedded, KernelRecord, TuneError};
 use super::select::Evaluated;
 use super::variants::{self, Budgets, Builder, VariantError};
 use crate::cubin::{Cubin, FunctionInfo};
-use crate::transform;
 
 /// What the emitter needs of a tuned step.
 pub(crate) struct Input<'a> {
@@ -233,28 +231,13 @@ fn build(input: &Input<'_>, live: &[&Want], attempt: usize) -> Result<Build, Tun
             block_sizes.push((Some(w.name.clone()), n));
         }
     }
-    let mut bytes = built.cubin.clone();
-    let mut refused = BTreeMap::new();
-    for t in transform::REGISTERED {
-        let of_t = made_by(&budgets, *t);
-        if of_t.is_empty() {
-            continue;
-        }
-        let requests = requests(*t, &bytes, &of_t, &block_sizes)?;
-        let outcome = proven::prove(*t, &bytes, &requests)
-            .map_err(|e| TuneError::Transform(format!("multi-variant cubin: {e}")))?;
-        for (k, r) in &outcome.kernels {
-            if let Err(e) = r {
-                if input.chosen.contains_key(k) {
-                    return Err(TuneError::Transform(format!(
-                        "multi-variant cubin, {k}: {e}"
-                    )));
-                }
-                refused.insert(k.clone(), format!("{} not proved: {e}", t.report_name()));
-            }
-        }
-        bytes = outcome.bytes;
-    }
+    let (bytes, refused) = super::assemble::rewrite_proved(
+        built.cubin.clone(),
+        &budgets,
+        &block_sizes,
+        "multi-variant cubin",
+        &|k| input.chosen.contains_key(k),
+    )?;
     Ok((bytes, built.cubin, refused))
 }
 

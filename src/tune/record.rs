@@ -151,8 +151,9 @@ pub enum TuneError {
     Mismatch(String),
     #[error("assembly check: {0}")]
     Audit(#[from] crate::audit::AuditError),
-    #[error("spill → shared: {0}")]
-    Transform(String),
+    /// A registered rewrite (its report name) failed where it had to hold.
+    #[error("{rewrite}: {what}")]
+    Transform { rewrite: &'static str, what: String },
     #[error("{0}")]
     Variants(String),
 }
