@@ -36,7 +36,6 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, OnceLock};
@@ -284,14 +283,7 @@ fn run(cmd: &mut Command, what: &str) -> Result<Vec<u8>, String> {
 fn built() -> Option<&'static Built> {
     static B: OnceLock<Option<Result<Built, String>>> = OnceLock::new();
     let b = B.get_or_init(|| {
-        let Some(nvcc) = common::find_nvcc() else {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "liveness_oracle: no nvcc found and CI is set; run `eval \"$(scripts/setup.sh)\"`"
-            );
-            eprintln!("skipping: no nvcc found; run `eval \"$(scripts/setup.sh)\"` to enable");
-            return None;
-        };
+        let nvcc = common::nvcc_or_skip("liveness_oracle")?;
         let started = Instant::now();
         let nvdisasm = common::toolkit_tool(&nvcc, "nvdisasm");
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -356,20 +348,12 @@ fn built() -> Option<&'static Built> {
                 h = common::fnv(f.as_bytes(), h);
             }
         }
-        std::fs::create_dir_all(tmp).unwrap();
-        let dir = tmp.join(format!("liveness-oracle-{h:016x}"));
+        let lock = common::Locked::new("liveness-oracle", &nvcc, &[&h.to_le_bytes()]);
+        let dir = lock.dir.clone();
         for j in jobs.iter_mut().filter(|j| j.rel.starts_with("gen:")) {
             j.path = dir.join(format!("{}.cu", j.stem.rsplit_once('_').unwrap().0));
         }
-        let lock = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(tmp.join(format!("liveness-oracle-{h:016x}.lock")))
-            .unwrap();
-        lock.lock().unwrap();
-        if !dir.join("COMPLETE").exists() {
-            std::fs::create_dir_all(&dir).unwrap();
+        if !lock.complete() {
             for (seed, text) in SEEDS.iter().zip(&generated) {
                 std::fs::write(dir.join(format!("gen_{seed}.cu")), text).unwrap();
             }
@@ -409,7 +393,7 @@ fn built() -> Option<&'static Built> {
             if !failed.is_empty() {
                 return Some(Err(failed.join("\n")));
             }
-            std::fs::write(dir.join("COMPLETE"), "").unwrap();
+            lock.finish();
             eprintln!(
                 "liveness_oracle: built {} cubins in {:.1?}",
                 jobs.len(),

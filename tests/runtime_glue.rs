@@ -202,10 +202,6 @@ fn rename_launches(object: &Path) {
     );
 }
 
-fn symbols(file: &Path) -> String {
-    String::from_utf8_lossy(&run(Command::new("nm").arg(file)).stdout).into_owned()
-}
-
 /// The redirected object calls the glue's entry points, never the runtime's launch functions
 /// directly; the merged object carries the glue (weak, hidden) and still defines the original
 /// kernel and its variants, host and device side, with the same registers.
@@ -216,7 +212,7 @@ fn glue_objects_redirect_and_keep_variants() {
     };
     let dir = objects(&nvcc);
     for rdc in ["", "-rdc"] {
-        let host = symbols(&dir.join(format!("a.host{rdc}.o")));
+        let host = common::nm_symbols(&dir.join(format!("a.host{rdc}.o")));
         let undefined: Vec<&str> = host
             .lines()
             .filter_map(|l| l.trim_start().strip_prefix("U "))
@@ -241,7 +237,7 @@ fn glue_objects_redirect_and_keep_variants() {
             assert!(!undefined.contains(&bypass), "{rdc}: still calls {bypass}");
         }
         if rdc.is_empty() {
-            let ptsz = symbols(&dir.join("a.host-ptsz.o"));
+            let ptsz = common::nm_symbols(&dir.join("a.host-ptsz.o"));
             for want in [
                 "orion_rt_v1___cudaLaunchKernel_ptsz",
                 "orion_rt_v1_cudaLaunchKernel_ptsz",
@@ -254,12 +250,12 @@ fn glue_objects_redirect_and_keep_variants() {
             }
             assert!(!ptsz.contains(" U __cudaLaunchKernel_ptsz\n"), "{ptsz}");
         }
-        let plain = symbols(&dir.join(format!("a.plain{rdc}.o")));
+        let plain = common::nm_symbols(&dir.join(format!("a.plain{rdc}.o")));
         assert!(plain.contains(" U __cudaLaunchKernel\n"), "{plain}");
         let merged = dir.join(format!("a.glue{rdc}.o"));
-        let merged_symbols = symbols(&merged);
+        let merged_symbols = common::nm_symbols(&merged);
         for object in [merged.clone(), dir.join("a.train.o")] {
-            let symbols = symbols(&object);
+            let symbols = common::nm_symbols(&object);
             for entry in [
                 "orion_launch",
                 "orion_rt_v1___cudaGetKernel",
@@ -335,7 +331,7 @@ fn glue_object_needs_only_libc_and_cudart() {
         return;
     };
     let dir = objects(&nvcc);
-    let nm = symbols(&dir.join("glue.o"));
+    let nm = common::nm_symbols(&dir.join("glue.o"));
     for line in nm.lines() {
         if let Some(u) = line.trim_start().strip_prefix("U ") {
             assert!(
@@ -528,7 +524,7 @@ fn glue_links_everywhere_and_runs_like_nvcc() {
         // glue is in the program, merged into the temporary objects before nvlink and the link.
         let once = dir.join(if rdc.is_empty() { "once" } else { "once-rdc" });
         assert!(
-            symbols(&once).contains(" orion_launch\n"),
+            common::nm_symbols(&once).contains(" orion_launch\n"),
             "no glue in {}",
             once.display()
         );
@@ -542,7 +538,7 @@ fn glue_links_everywhere_and_runs_like_nvcc() {
                 .arg(root().join("tests/runtime/glue_a.cu"))
                 .arg("-o")
                 .arg(&obj));
-            assert!(symbols(&obj).contains(" W orion_launch\n"));
+            assert!(common::nm_symbols(&obj).contains(" W orion_launch\n"));
             let exe = scratch.path().join("clang-built");
             let objs = [obj, dir.join("b.glue.o")];
             link(&nvcc, "clang++", &objs, false, "shared", &lib, &exe);
@@ -899,7 +895,7 @@ fn driver_falls_back_to_the_plain_object() {
     std::fs::write(&not_a_dir, "").unwrap();
     let b = root().join("tests/runtime/glue_b.cu");
     let names = |file: &Path| -> Vec<String> {
-        symbols(file)
+        common::nm_symbols(file)
             .lines()
             .map(|l| l.get(17..).unwrap_or(l).to_string())
             .collect()

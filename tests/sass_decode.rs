@@ -9,7 +9,6 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -35,31 +34,15 @@ struct Kernels {
 fn kernels() -> Option<&'static Kernels> {
     static K: OnceLock<Option<Kernels>> = OnceLock::new();
     K.get_or_init(|| {
-        let Some(nvcc) = common::find_nvcc() else {
-            if std::env::var_os("CI").is_some() {
-                panic!(
-                    "sass_decode: no nvcc found and CI is set; run `eval \"$(scripts/setup.sh)\"`"
-                );
-            }
-            eprintln!("skipping: no nvcc found; run `eval \"$(scripts/setup.sh)\"` to enable");
-            return None;
-        };
-        let mut h = 0xcbf2_9ce4_8422_2325;
+        let nvcc = common::nvcc_or_skip("sass_decode")?;
+        let mut inputs = Vec::new();
         for s in SOURCES {
-            h = common::fnv(s.as_bytes(), h);
-            h = common::fnv(&std::fs::read(src_dir().join(s)).expect("kernel source"), h);
+            inputs.push(s.as_bytes().to_vec());
+            inputs.push(std::fs::read(src_dir().join(s)).expect("kernel source"));
         }
-        h = common::fnv(nvcc.to_string_lossy().as_bytes(), h);
-        let root = Path::new(env!("CARGO_TARGET_TMPDIR"));
-        std::fs::create_dir_all(root).unwrap();
-        let dir = root.join(format!("sass-kernels-{h:016x}"));
-        let lock = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(root.join(format!("sass-kernels-{h:016x}.lock")))
-            .unwrap();
-        lock.lock().unwrap();
+        let views: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
+        let lock = common::Locked::new("sass-kernels", &nvcc, &views);
+        let dir = lock.dir.clone();
         let cubins: Vec<(u32, String, PathBuf)> = ARCHS
             .iter()
             .flat_map(|&a| {
@@ -70,8 +53,7 @@ fn kernels() -> Option<&'static Kernels> {
                 })
             })
             .collect();
-        if !dir.join("COMPLETE").exists() {
-            std::fs::create_dir_all(&dir).unwrap();
+        if !lock.complete() {
             // Two nvcc calls at a time (CI has two cores).
             for pair in cubins.chunks(2) {
                 let children: Vec<_> = pair
@@ -97,7 +79,7 @@ fn kernels() -> Option<&'static Kernels> {
                     );
                 }
             }
-            std::fs::write(dir.join("COMPLETE"), "").unwrap();
+            lock.finish();
         }
         drop(lock);
         Some(Kernels {

@@ -95,13 +95,6 @@ fn run(exe: &Path, verbose: bool) -> Output {
     o
 }
 
-/// `nm`'s listing of `file`.
-fn symbols(file: &Path) -> String {
-    let o = Command::new("nm").arg(file).output().unwrap();
-    common::assert_ok(&o, "nm");
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
 /// Registers per function, from `cuobjdump -res-usage`.
 fn registers(obj: &Path) -> Vec<(String, u64)> {
     common::fixtures::res_usage(obj)
@@ -127,7 +120,7 @@ fn tuned_variants_and_the_selector_run_like_the_plain_build() {
         ("train", compile(&nvcc, dir, "train")),
     ] {
         let regs = registers(&obj);
-        let nm = symbols(&obj);
+        let nm = common::nm_symbols(&obj);
         if mode == "tune" {
             assert!(!nm.contains("orion_rt_v1_"), "{nm}");
             assert!(

@@ -742,6 +742,13 @@ pub fn nvcc_or_skip(test: &str) -> Option<PathBuf> {
     nvcc
 }
 
+/// `nm`'s listing of `file` (the symbols of an object, archive or executable).
+pub fn nm_symbols(file: &Path) -> String {
+    let o = Command::new("nm").arg(file).output().expect("run nm");
+    assert_ok(&o, "nm");
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
 /// Whether `clang++` is installed (the selector glue must link with it, issue 21); with `CI`
 /// set a missing one is a failure (`.ci/run` sets `NVCC_ORION_SETUP_CLANG=1`).
 pub fn clang_or_skip(test: &str) -> bool {
