@@ -23,14 +23,6 @@ use std::time::{Duration, Instant};
 
 const ORION: &str = env!("CARGO_BIN_EXE_nvcc-orion");
 
-fn fail_or_skip(label: &str, why: &str) {
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{label}: {why}, and CI is set"
-    );
-    eprintln!("SKIPPED {label}: {why}");
-}
-
 /// sccache and sccache-dist (0.19, dist features), where `scripts/setup.sh` builds them.
 fn sccache_dist_bins() -> Option<(PathBuf, PathBuf)> {
     let dir = std::env::var_os("NVCC_ORION_SCCACHE_DIST")
@@ -103,7 +95,7 @@ fn pack(nvcc: &Path, out: &Path, orion_cache: &Path) -> String {
 fn toolchain_archive_is_deterministic() {
     let label = "toolchain_archive";
     let Some(nvcc) = common::find_nvcc() else {
-        return fail_or_skip(label, "no nvcc found");
+        return common::skip(label, "no nvcc found");
     };
     let d = tempfile::tempdir().unwrap();
     let (a, b) = (d.path().join("a.tar.gz"), d.path().join("b.tar.gz"));
@@ -201,19 +193,19 @@ fn is_root() -> bool {
 fn cmake_through_sccache_dist_on_loopback() {
     let label = "farm_loopback";
     let Some(nvcc) = common::find_nvcc() else {
-        return fail_or_skip(label, "no nvcc found");
+        return common::skip(label, "no nvcc found");
     };
     let (Ok(cmake), Ok(ninja)) = (which::which("cmake"), which::which("ninja")) else {
-        return fail_or_skip(label, "cmake or ninja not found (run scripts/setup.sh)");
+        return common::skip(label, "cmake or ninja not found (run scripts/setup.sh)");
     };
     let Some((sccache, sccache_dist)) = sccache_dist_bins() else {
-        return fail_or_skip(
+        return common::skip(
             label,
             "sccache with dist features not built (NVCC_ORION_SETUP_SCCACHE_DIST=1 scripts/setup.sh)",
         );
     };
     let Ok(bwrap) = which::which("bwrap") else {
-        return fail_or_skip(label, "bubblewrap not installed");
+        return common::skip(label, "bubblewrap not installed");
     };
     if !is_root() {
         eprintln!("SKIPPED {label}: the overlay build server needs root");

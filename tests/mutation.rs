@@ -780,13 +780,7 @@ fn regdem_envs(
 /// Run `plan` and assert every mutant is rejected and every mutation placed. `None` where
 /// the toolkit is missing (skipped; a failure under `CI`).
 fn run_plan(test: &str, plan: &Plan) -> Option<Tally> {
-    let Some(nvcc) = common::find_nvcc() else {
-        if std::env::var_os("CI").is_some() {
-            panic!("{test}: no nvcc found and CI is set; run `eval \"$(scripts/setup.sh)\"`");
-        }
-        eprintln!("skipping {test}: no nvcc found; run `eval \"$(scripts/setup.sh)\"` to enable");
-        return None;
-    };
+    let nvcc = common::nvcc_or_skip(test)?;
     let nvdisasm = common::toolkit_tool(&nvcc, "nvdisasm");
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();

@@ -30,11 +30,10 @@ fn torch_python() -> Option<PathBuf> {
         })
         .filter(|p| p.is_file());
     if found.is_none() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "no torch venv although CI is set: NVCC_ORION_SETUP_TORCH=1 scripts/setup.sh installs it"
+        common::skip(
+            "pytorch_extension",
+            "no Python with torch (NVCC_ORION_SETUP_TORCH=1 scripts/setup.sh installs it)",
         );
-        eprintln!("skipping: no Python with torch (NVCC_ORION_SETUP_TORCH=1 scripts/setup.sh)");
     }
     found
 }

@@ -25,12 +25,7 @@ int main() { return 0; }
 
 #[test]
 fn dryrun_steps_run_by_a_cache_are_tuned() {
-    let Some(nvcc) = common::find_nvcc() else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "no nvcc found and CI is set"
-        );
-        eprintln!("skipping: no nvcc found");
+    let Some(nvcc) = common::nvcc_or_skip("sccache_dryrun") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -121,12 +116,7 @@ fn dryrun_steps_run_by_a_cache_are_tuned() {
 #[test]
 fn sccache_as_a_launcher_caches_tuned_objects() {
     let label = "sccache_launcher";
-    let Some(nvcc) = common::find_nvcc() else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "no nvcc found and CI is set"
-        );
-        eprintln!("skipping: no nvcc found");
+    let Some(nvcc) = common::nvcc_or_skip("sccache_dryrun") else {
         return;
     };
     let Some(sccache) = common::packaged_tool("sccache", label) else {

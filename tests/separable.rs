@@ -173,12 +173,7 @@ fn cmake_separable_project_links() {
         return;
     };
     let (Ok(cmake), Ok(ninja)) = (which::which("cmake"), which::which("ninja")) else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "cmake and ninja are needed under CI"
-        );
-        eprintln!("skipping separable cmake: no cmake/ninja");
-        return;
+        return common::skip("separable cmake", "no cmake or ninja");
     };
     let root = tempfile::tempdir().unwrap();
     let module = Path::new(env!("CARGO_MANIFEST_DIR")).join("cmake/NvccOrion.cmake");

@@ -24,15 +24,7 @@ use serde_json::Value;
 
 /// The real nvcc, or `None` after a skip line (a failure with `CI` set).
 fn nvcc() -> Option<PathBuf> {
-    let found = common::find_nvcc();
-    if found.is_none() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "no nvcc found and CI is set; run `eval \"$(scripts/setup.sh)\"`"
-        );
-        eprintln!("skipping: no nvcc found (NVCC_ORION_NVCC, CUDA_HOME, PATH)");
-    }
-    found
+    common::nvcc_or_skip("tune_entry")
 }
 
 fn scratch(name: &str) -> tempfile::TempDir {

@@ -730,6 +730,16 @@ pub fn assert_ok(o: &std::process::Output, what: &str) {
 
 /// The real nvcc, or `None` (with a skip line) when there is none; with `CI` set a missing
 /// toolkit is a failure.
+/// A test that cannot run here: a failure under `CI` (which installs everything a test needs),
+/// else one skip line.
+pub fn skip(test: &str, why: &str) {
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{test}: {why}, and CI is set"
+    );
+    eprintln!("SKIPPED {test}: {why}");
+}
+
 pub fn nvcc_or_skip(test: &str) -> Option<PathBuf> {
     let nvcc = find_nvcc();
     if nvcc.is_none() {
