@@ -22,8 +22,13 @@ pub struct Plan {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
-    /// A tool invocation: argv after shell expansion, and the line as nvcc printed it.
-    Run { argv: Vec<String>, line: String },
+    /// A tool invocation: argv after shell expansion, the line as nvcc printed it, and what
+    /// the step is (decided here, once).
+    Run {
+        argv: Vec<String>,
+        line: String,
+        kind: RunKind,
+    },
     /// nvcc writes a `-MD`/`-MMD` dependency file from the preprocessed outputs before it.
     FilterDeps { out: PathBuf },
     /// nvcc deletes these files.
@@ -50,6 +55,77 @@ impl Step {
 /// The program name of tool invocation `argv` without its directory.
 pub fn tool_of(argv: &[String]) -> Option<&str> {
     argv.first().map(|a| a.rsplit('/').next().unwrap_or(a))
+}
+
+/// What a `Run` step does, as far as the replay treats it apart.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunKind {
+    /// `ptxas`: the step that is tuned.
+    Ptxas,
+    /// The front end (`cicc`): the source as nvcc was given it (`--orig_src_file_name`) and
+    /// the PTX it writes (`-o`), which names the unit of the ptxas step that reads it.
+    FrontEnd {
+        source: Option<String>,
+        ptx: Option<String>,
+    },
+    /// The host compilation of the `.cudafe1.cpp`, where the selector's glue goes in.
+    HostCompile(HostCompile),
+    /// A preprocessing run (`-E`): its output, which the next dependency-file step reads.
+    Preprocess { output: Option<String> },
+    /// Anything else, run as printed.
+    Other,
+}
+
+impl RunKind {
+    pub fn of(argv: &[String]) -> RunKind {
+        match tool_of(argv) {
+            Some("ptxas") => return RunKind::Ptxas,
+            Some("cicc") => {
+                return RunKind::FrontEnd {
+                    source: value_after(argv, "--orig_src_file_name"),
+                    ptx: value_after(argv, "-o"),
+                };
+            }
+            _ => {}
+        }
+        if let Some(host) = HostCompile::of(argv) {
+            return RunKind::HostCompile(host);
+        }
+        if argv.iter().any(|a| a == "-E") {
+            return RunKind::Preprocess {
+                output: value_after(argv, "-o"),
+            };
+        }
+        RunKind::Other
+    }
+}
+
+fn value_after(argv: &[String], option: &str) -> Option<String> {
+    let at = argv.iter().position(|a| a == option)?;
+    argv.get(at + 1).cloned()
+}
+
+/// The host compilation of a `.cudafe1.cpp`: where its input is, and the object it writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostCompile {
+    pub(crate) input: usize,
+    pub(crate) object: String,
+}
+
+impl HostCompile {
+    /// `argv` is nvcc's `<ccbin> ... -c -x c++ ... "<tmp>/x.cudafe1.cpp" -o "<obj>"` line.
+    /// Preprocessing (`-E`) and every other step are not.
+    pub(crate) fn of(argv: &[String]) -> Option<HostCompile> {
+        if !argv.iter().any(|a| a == "-c") || argv.iter().any(|a| a == "-E") {
+            return None;
+        }
+        let input = argv
+            .iter()
+            .position(|a| a.ends_with(".cudafe1.cpp") && !a.starts_with('-'))?;
+        let o = argv.iter().position(|a| a == "-o")?;
+        let object = argv.get(o + 1)?.clone();
+        Some(HostCompile { input, object })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -138,6 +214,7 @@ pub fn parse(text: &str, base_env: &HashMap<String, String>) -> Result<Plan, Dry
                 });
             }
             Some(_) => plan.steps.push(Step::Run {
+                kind: RunKind::of(&argv),
                 argv,
                 line: body.to_string(),
             }),
@@ -197,6 +274,29 @@ nvcc warning : something nvcc says itself
             s => panic!("unexpected {s:?}"),
         }
         assert_eq!(plan.steps[3].tool(), Some("ptxas"));
+        let kinds: Vec<Option<&RunKind>> = plan
+            .steps
+            .iter()
+            .map(|s| match s {
+                Step::Run { kind, .. } => Some(kind),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                Some(&RunKind::Preprocess {
+                    output: Some("/t/tmpxft_1-5_k.cpp4.ii".into())
+                }),
+                None,
+                Some(&RunKind::FrontEnd {
+                    source: None,
+                    ptx: Some("/t/k.ptx".into())
+                }),
+                Some(&RunKind::Ptxas),
+                None,
+            ]
+        );
         assert_eq!(
             plan.steps[4],
             Step::Remove {

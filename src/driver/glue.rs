@@ -18,6 +18,7 @@ use std::sync::Mutex;
 
 use sha2::{Digest, Sha256};
 
+use super::dryrun::HostCompile;
 use crate::process::{Captured, StepContext};
 use crate::settings::Selector;
 
@@ -122,29 +123,6 @@ fn scratch_name(path: &Path) -> PathBuf {
     let mut name = path.file_name().unwrap_or_default().to_os_string();
     name.push(format!(".tmp-{}-{nanos}", std::process::id()));
     path.with_file_name(name)
-}
-
-/// The host compilation of a `.cudafe1.cpp`: where its input is, and the object it writes.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) struct HostCompile {
-    input: usize,
-    object: String,
-}
-
-impl HostCompile {
-    /// `argv` is nvcc's `<ccbin> ... -c -x c++ ... "<tmp>/x.cudafe1.cpp" -o "<obj>"` line.
-    /// Preprocessing (`-E`) and every other step are not.
-    pub(crate) fn of(argv: &[String]) -> Option<HostCompile> {
-        if !argv.iter().any(|a| a == "-c") || argv.iter().any(|a| a == "-E") {
-            return None;
-        }
-        let input = argv
-            .iter()
-            .position(|a| a.ends_with(".cudafe1.cpp") && !a.starts_with('-'))?;
-        let o = argv.iter().position(|a| a == "-o")?;
-        let object = argv.get(o + 1)?.clone();
-        Some(HostCompile { input, object })
-    }
 }
 
 /// What the glue of one host compiler needs: its object, and the binutils that rename a

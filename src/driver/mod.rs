@@ -23,7 +23,7 @@ use crate::process::{Captured, StepContext};
 use crate::settings::{Mode, Settings};
 use crate::toolkit::Toolkit;
 use crate::tune::{Stepped, TuneContext};
-use dryrun::Step;
+use dryrun::{RunKind, Step};
 
 /// What a successful replay printed, to be shown as nvcc would have shown it.
 #[derive(Debug, Default)]
@@ -198,12 +198,13 @@ const LTO_REFUSED: &str = "no launch-time selector: the host compiler's -flto ob
 /// Whether a host compilation of the plan's `.cudafe1.cpp` makes link-time-optimised objects.
 fn host_objects_use_lto(plan: &dryrun::Plan) -> bool {
     plan.steps.iter().any(|s| match s {
-        dryrun::Step::Run { argv, .. } => {
-            glue::HostCompile::of(argv).is_some()
-                && argv
-                    .iter()
-                    .any(|a| a.starts_with("-flto") && a != "-flto=none")
-        }
+        dryrun::Step::Run {
+            argv,
+            kind: dryrun::RunKind::HostCompile(_),
+            ..
+        } => argv
+            .iter()
+            .any(|a| a.starts_with("-flto") && a != "-flto=none"),
         _ => false,
     })
 }
@@ -270,8 +271,8 @@ fn run_steps(
                 replay.join(p)?;
             }
             match step {
-                Step::Run { argv, .. } => {
-                    if let Some(p) = replay.run(argv, scope)? {
+                Step::Run { argv, kind, .. } => {
+                    if let Some(p) = replay.run(argv, kind, scope)? {
                         pending.push(p);
                     }
                 }
@@ -319,6 +320,7 @@ impl<'a> Replay<'a> {
     fn run<'s>(
         &mut self,
         argv: &'a [String],
+        kind: &RunKind,
         scope: &'s std::thread::Scope<'s, 'a>,
     ) -> Result<Option<Pending<'s>>, DriverError> {
         let tool = dryrun::tool_of(argv).unwrap_or_default().to_string();
@@ -327,7 +329,7 @@ impl<'a> Replay<'a> {
             source,
         };
         let (ctx, tune) = (self.ctx, self.tune);
-        let result = if tool == "ptxas" {
+        let result = if *kind == RunKind::Ptxas {
             self.done.ptxas_steps += 1;
             if let Some(slot) = self.background.then(|| self.slots.try_extra()).flatten() {
                 self.note_background(argv);
@@ -344,9 +346,9 @@ impl<'a> Replay<'a> {
             }
             Ran::Tuned(crate::tune::ptxas_step(argv, ctx, tune).map_err(spawn_err)?)
         } else if let Some(glue) = self.glue
-            && let Some(host) = glue::HostCompile::of(argv)
+            && let RunKind::HostCompile(host) = kind
         {
-            let compiled = glue.compile(argv, &host, ctx).map_err(spawn_err)?;
+            let compiled = glue.compile(argv, host, ctx).map_err(spawn_err)?;
             if tune.settings.verbose {
                 self.aside.extend(compiled.note);
             }
@@ -361,18 +363,13 @@ impl<'a> Replay<'a> {
         if !status.success() {
             return Err(DriverError::StepFailed { tool, status });
         }
-        let unit = if tool == "ptxas" {
+        let unit = if *kind == RunKind::Ptxas {
             self.units.of_ptxas(argv)
         } else {
             None
         };
         self.record(tool, unit, result);
-        if argv.iter().any(|a| a == "-E")
-            && let Some(out) = argv
-                .iter()
-                .position(|a| a == "-o")
-                .and_then(|i| argv.get(i + 1))
-        {
+        if let RunKind::Preprocess { output: Some(out) } = kind {
             self.preprocessed.push(ctx.cwd.join(out));
         }
         Ok(None)

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::dryrun::{Plan, Step};
+use super::dryrun::{Plan, RunKind, Step};
 
 /// PTX file → the source it was compiled from.
 #[derive(Debug, Default)]
@@ -15,17 +15,16 @@ impl Units {
     pub(crate) fn of(plan: &Plan) -> Units {
         let mut map = HashMap::new();
         for step in &plan.steps {
-            let Step::Run { argv, .. } = step else {
-                continue;
-            };
-            if step.tool() != Some("cicc") {
-                continue;
-            }
-            if let (Some(src), Some(ptx)) = (
-                value_after(argv, "--orig_src_file_name"),
-                value_after(argv, "-o"),
-            ) {
-                map.insert(ptx.to_string(), src.to_string());
+            if let Step::Run {
+                kind:
+                    RunKind::FrontEnd {
+                        source: Some(src),
+                        ptx: Some(ptx),
+                    },
+                ..
+            } = step
+            {
+                map.insert(ptx.clone(), src.clone());
             }
         }
         Units(map)
@@ -39,11 +38,6 @@ impl Units {
             .find_map(|a| self.0.get(a.as_str()))
             .map(String::as_str)
     }
-}
-
-fn value_after<'a>(argv: &'a [String], option: &str) -> Option<&'a str> {
-    let at = argv.iter().position(|a| a == option)?;
-    argv.get(at + 1).map(String::as_str)
 }
 
 #[cfg(test)]
