@@ -43,7 +43,7 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         return Ok(Tuned::default());
     };
     let step = read_step(argv, ctx, &files)?;
-    let Some(arch) = arch_of(step.sm) else {
+    let Some(arch) = Arch::from_sm(step.sm) else {
         // No occupancy table for this architecture (its limits are not in the verified
         // data): ptxas's code stays, and the report says why.
         return Ok(Tuned {
@@ -183,13 +183,6 @@ fn read_step(argv: &[String], ctx: &StepContext, files: &PtxasArgs) -> Result<St
         sm,
         arch_name: format!("sm_{sm}"),
     })
-}
-
-/// The occupancy table of `sm` (`None`: not in the verified data).
-fn arch_of(sm: u32) -> Option<Arch> {
-    u8::try_from(sm / 10)
-        .ok()
-        .and_then(|major| Arch::from_cc(major, (sm % 10) as u8).ok())
 }
 
 /// How this step's variants are built: its ptxas, cache, jobs and the entries that vary.
