@@ -10,10 +10,10 @@
 # build folder):
 #   NVCC_ORION             ON (default) or OFF: OFF leaves the project on the real nvcc.
 #   NVCC_ORION_EXECUTABLE  nvcc-orion to use (default: this checkout's build, else PATH).
-#   NVCC_ORION_BLOCK_SIZE  threads per block to tune for: N, or kernel:N,... (see README).
+#   NVCC_ORION_BLOCK_SIZE  threads per block to tune for: N, or kernel:N,... (see docs/usage.md §Block sizes).
 #   NVCC_ORION_REPORT      file to append the per-kernel JSON report to.
 #   NVCC_ORION_MARGIN      predicted gain in percent a lower budget must show (default 5).
-#   NVCC_ORION_TRANSFORMS  rewrites the tuner may offer: spill2smem, regdem (see README).
+#   NVCC_ORION_TRANSFORMS  rewrites the tuner may offer: spill2smem, regdem (see docs/usage.md §Transforms).
 # The options travel as --orion-* flags in CMAKE_CUDA_FLAGS / CUDA_NVCC_FLAGS; nvcc-orion
 # removes them before anything reaches nvcc. On the command line, a compiler cache used as
 # CMAKE_CUDA_COMPILER_LAUNCHER (ccache, sccache) hashes them: a changed option is a miss.

@@ -2,7 +2,7 @@
 # examples/cmake built with nvcc-orion three ways, in one run: cold and local (no launcher, an
 # empty variant cache), cold through sccache-dist on loopback (a scheduler and one build server
 # on 127.0.0.1 with two job slots, empty sccache and variant caches; cicc, cudafe++ and the host
-# compiler kept local as README's configuration does), and again through sccache
+# compiler kept local as docs/usage.md §Compile farms configures it), and again through sccache
 # with its cache warm (a new build folder: every step a hit). Prints a markdown table.
 # Needs root (overlay build server), bubblewrap and sccache 0.19 with its dist features
 # (NVCC_ORION_SETUP_SCCACHE_DIST=1 scripts/setup.sh). Usage:

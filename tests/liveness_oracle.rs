@@ -12,9 +12,9 @@
 //! `LIVENESS_ORACLE_ARCHS=all` every source on all five (340 cubins; sm_100 and later have
 //! no operand tables). Then, at every instruction of every function:
 //!
-//! * `analysis::Liveness` (nvdisasm's convention, docs/sass.md §Liveness): the count equals
-//!   the GPR `#` column, and the registers the marked cells, of `-plr`; likewise the PRED,
-//!   UGPR and UPRED files, calls included;
+//! * `analysis::Liveness` (nvdisasm's convention, docs/sass.md §`nvdisasm -plr` and the
+//!   oracle, its Liveness item): the count equals the GPR `#` column, and the registers the
+//!   marked cells, of `-plr`; likewise the PRED, UGPR and UPRED files, calls included;
 //! * register demotion's liveness (`transform::regdem`, its own conservative convention) has
 //!   every register live into the instruction that `-plr` marks live into it (`v`, `x`, `:`)
 //!   except where the call models differ (see [`regdem_liveness_covers_nvdisasm`]);
@@ -55,7 +55,7 @@ const MIN_INSTRUCTIONS: usize = 50_000;
 /// program with extern calls; the others are small programs with calls and loops. Seeds 895
 /// and 43 (every feature with 541 and 228) are left out: nvdisasm 13.5 `-json` crashes
 /// (SIGSEGV) on their `-rdc` cubins on every architecture, as on any `-rdc` kernel that
-/// reads a static `__shared__` array (docs/sass.md §Other toolkit output).
+/// reads a static `__shared__` array (docs/sass.md §Other toolkit output the code reads).
 const SEEDS: &[u64] = &[228, 541, 5, 1000, 1006, 2];
 
 /// Sources that are not built: they fail on purpose, or hold no device code.
@@ -743,8 +743,9 @@ fn narrow_listing_is_plr_and_lrm_count() {
 /// Register demotion's liveness (`transform::regdem::kernel_liveness`) in its own convention
 /// against nvdisasm's: every register `-plr` has live into an instruction (`:`, `v`, `x`)
 /// is live before it for regdem too (regdem is conservative: a guarded write ends nothing),
-/// except where the call models differ (docs/sass.md §Liveness): R1 (the stack pointer,
-/// live out of every exit for nvdisasm) and, in a kernel with calls, R0 (nvdisasm's `CALL`
+/// except where the call models differ (docs/sass.md §`nvdisasm -plr` and the oracle,
+/// Liveness): R1 (the stack pointer, live out of every exit for nvdisasm) and, in a kernel
+/// with calls, R0 (nvdisasm's `CALL`
 /// reads it whatever the callee does, a `CALL` to a label of the kernel included) and the
 /// registers nvdisasm's ABI has a callee preserve (`callee_saved`) that a callee of the
 /// kernel writes on every path (ptxas's own sub-functions return values in R2, R30, R36,

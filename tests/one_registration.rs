@@ -22,7 +22,7 @@ const FILES: &[&str] = &[
 ];
 const FOLDERS: &[&str] = &["driver"];
 
-/// `nvcc-orion rewrite`'s flags that predate `--transform` (tests and the README use them):
+/// `nvcc-orion rewrite`'s flags that predate `--transform` (tests and docs/usage.md use them):
 /// the one place a key may stand, as the alias's constant or in a clap attribute naming the
 /// alias flag (`regdem` is also that flag's id).
 fn is_alias(file: &str, line: &str) -> bool {

@@ -1,7 +1,8 @@
-//! Every command block of README.md (the ```sh fences) runs, in README order, from the
-//! repository root, each in its own `bash -euo pipefail` from this test's environment (which
-//! `scripts/test.sh` sets up with `eval "$(scripts/setup.sh)"`). Later blocks use what earlier
-//! ones built, as a reader following the README would. `scripts/test.sh` is the suite itself:
+//! Every command block (the ```sh fences) of README.md and then of docs/usage.md runs, in
+//! that order as one sequence, from the repository root, each in its own `bash -euo pipefail`
+//! from this test's environment (which `scripts/test.sh` sets up with
+//! `eval "$(scripts/setup.sh)"`). Later blocks use what earlier ones built, as a reader
+//! following the README and then the usage page would. `scripts/test.sh` is the suite itself:
 //! instead of running it, the test checks that `.ci/run` does; `bench/gpu/` commands are run
 //! by `tests/gpu_harness.rs`.
 //!
@@ -17,8 +18,13 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The ```sh blocks of `text`, in order (indented fences inside list items included).
-fn sh_blocks(text: &str) -> Vec<String> {
+/// The pages whose command blocks run, in order: the README's tour, then the usage page,
+/// whose blocks use what the README's built.
+const PAGES: [&str; 2] = ["README.md", "docs/usage.md"];
+
+/// The ```sh blocks of `text` (the page `page`), in order (indented fences inside list items
+/// included).
+fn sh_blocks(page: &str, text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut current: Option<(usize, Vec<String>)> = None;
     for line in text.lines() {
@@ -35,13 +41,16 @@ fn sh_blocks(text: &str) -> Vec<String> {
             None => {}
         }
     }
-    assert!(current.is_none(), "README.md: an unclosed ```sh block");
+    assert!(current.is_none(), "{page}: an unclosed ```sh block");
     out
 }
 
 #[test]
 fn blocks_are_found() {
-    let b = sh_blocks("a\n```sh\nx \\\n  y\n```\n- item\n\n  ```sh\n  z\n  ```\n```rust\nr\n```\n");
+    let b = sh_blocks(
+        "t.md",
+        "a\n```sh\nx \\\n  y\n```\n- item\n\n  ```sh\n  z\n  ```\n```rust\nr\n```\n",
+    );
     assert_eq!(b, vec!["x \\\n  y".to_string(), "z".to_string()]);
 }
 
@@ -71,15 +80,23 @@ fn every_readme_command_runs() {
         eprintln!("SKIPPED {msg}");
         return;
     }
-    let readme = std::fs::read_to_string(repo.join("README.md")).unwrap();
-    let blocks = sh_blocks(&readme);
-    assert!(blocks.len() >= 10, "{} blocks", blocks.len());
+    // Each block with the page it comes from, README's first.
+    let mut blocks: Vec<(&str, String)> = Vec::new();
+    for page in PAGES {
+        let text = std::fs::read_to_string(repo.join(page)).expect(page);
+        let found = sh_blocks(page, &text);
+        // The README's tour and the usage page's reference each show commands.
+        let least = if page == "README.md" { 5 } else { 10 };
+        assert!(found.len() >= least, "{page}: {} blocks", found.len());
+        blocks.extend(found.into_iter().map(|b| (page, b)));
+    }
+    assert!(blocks.len() >= 20, "{} blocks", blocks.len());
     let ci_run = std::fs::read_to_string(repo.join(".ci/run")).unwrap();
     let have = |tool: &str| which::which(tool).is_ok();
     let mut ran = 0;
     // Blocks of bench/gpu commands only (tests/gpu_harness.rs runs them).
     let mut gpu_blocks = 0;
-    for block in &blocks {
+    for (page, block) in &blocks {
         // The test suite itself: what CI runs.
         let script: Vec<&str> = block
             .lines()
@@ -112,7 +129,7 @@ fn every_readme_command_runs() {
                 std::env::var_os("CI").is_none(),
                 "readme: ccache missing under CI (scripts/setup.sh installs it with NVCC_ORION_SETUP_CCACHE=1)"
             );
-            eprintln!("SKIPPED readme block (no ccache):\n{script}");
+            eprintln!("SKIPPED {page} block (no ccache):\n{script}");
             continue;
         }
         let mut cmd = Command::new("bash");
@@ -133,7 +150,7 @@ fn every_readme_command_runs() {
         let out = cmd.output().expect("run bash");
         assert!(
             out.status.success(),
-            "README block failed ({}):\n{script}\n--- stdout\n{}\n--- stderr\n{}",
+            "{page} block failed ({}):\n{script}\n--- stdout\n{}\n--- stderr\n{}",
             out.status,
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
@@ -157,6 +174,8 @@ fn every_readme_command_runs() {
         "walk-smem.cubin",
         "walk-regdem.cubin",
         "explain.html",
+        "project.html",
+        "walk-adapt.o",
     ] {
         assert!(target.join(f).is_file(), "target/{f} missing");
     }
@@ -391,7 +410,7 @@ fn docs_links_resolve() {
         .filter(|p| p.extension().is_some_and(|e| e == "md"))
         .collect();
     docs.sort();
-    for name in ["DESIGN.md", "sass.md", "papers.md"] {
+    for name in ["DESIGN.md", "sass.md", "papers.md", "usage.md"] {
         assert!(
             docs.contains(&repo.join("docs").join(name)),
             "docs/{name} missing"

@@ -46,8 +46,8 @@ use nvcc_orion::sass::ir::OperandKind;
 use nvcc_orion::transform::area::STATIC_SHARED_LIMIT;
 use serde_json::Value;
 
-/// Block size for kernels without launch bounds (the README's example; the default, when
-/// unset, sizes the shared area for 1024 threads).
+/// Block size for kernels without launch bounds (docs/usage.md's `explain --html` example; the
+/// default, when unset, sizes the shared area for 1024 threads).
 const BLOCK: &str = "--orion-block-size=128";
 
 /// Kernels moved or partly moved and proved, per arch (the floors of [`corpus`]'s second

@@ -2,7 +2,8 @@
 // table (dependent loads) while it holds 48 features loaded at the start. ptxas keeps them
 // all in registers, so few warps hide the loads; nvcc-orion retunes it to a lower budget
 // with more warps, while chain_step (which calls another file's function) keeps ptxas's.
-// `nvcc-orion explain --project` on the build folder shows both (README, "A whole build").
+// `nvcc-orion explain --project` on the build folder shows both
+// (docs/usage.md §A whole build: `explain --project`).
 #include <cuda_runtime.h>
 
 #include "particles.h"

@@ -1,5 +1,5 @@
 # A CUDAExtension built through nvcc-orion: torch's ninja build runs the compiler that
-# PYTORCH_NVCC names (README.md, "PyTorch extensions").
+# PYTORCH_NVCC names (docs/usage.md §PyTorch extensions).
 #     TORCH_CUDA_ARCH_LIST=9.0 PYTORCH_NVCC=/path/to/nvcc-orion python setup.py build_ext --inplace
 from setuptools import setup
 from torch.utils.cpp_extension import BuildExtension, CUDAExtension

@@ -1,4 +1,4 @@
-// A PyTorch C++/CUDA extension built through nvcc-orion (README.md's "PyTorch extensions"):
+// A PyTorch C++/CUDA extension built through nvcc-orion (docs/usage.md §PyTorch extensions):
 // walk.cu's register-hungry kernel behind a function Python calls on CUDA tensors.
 #include <torch/extension.h>
 

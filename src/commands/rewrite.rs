@@ -222,7 +222,7 @@ fn rewrite(args: &Args) -> Result<(), String> {
 /// for it (`all`: every kernel; the kernels of every `--transform` naming it and of its alias
 /// flag) and the register count it may reach.
 fn asked(args: &Args) -> Vec<(&'static dyn Transform, Vec<String>, Option<u32>)> {
-    // The flags that predate `--transform`, kept as aliases (tests and the README use them).
+    // The flags that predate `--transform`, kept as aliases (tests and docs/usage.md use them).
     let aliases: [(&str, &Vec<String>); 2] = [
         (SPILL_TO_SHARED, &args.spill_to_shared),
         (REGDEM, &args.regdem),
