@@ -2,16 +2,17 @@
 //! kernel's efficient binary (few or no spills), move registers to per-thread shared-memory
 //! slots until the register count reaches a target budget at an occupancy cliff.
 //!
-//! 1. [`select`]: groups (aligned tuples), candidates, the three orderings of §3.4.3, and
+//! 0. [`code`]: the kernel, its budget and its section's functions, or why they are refused.
+//! 1. [`select`]: groups (aligned tuples, [`groups`]), candidates, the three orderings of §3.4.3, and
 //!    the compaction of §3.3 that packs the kept registers, a pool of value registers and
 //!    the spill-area base register under the target. Every ordering and pool size (2, 4, 8) is
 //!    tried; the one with the fewest loop-weighted inserted accesses wins.
-//! 2. Rewriting: every original instruction is renamed field by field ([`fields`]); a read
+//! 2. Rewriting ([`demote`], [`values`]): every original instruction is renamed field by field ([`fields`]); a read
 //!    of a demoted register becomes a read of a value register loaded just before it
 //!    (`LDS`), a write becomes a write of a value register stored just after it (`STS`); a
 //!    guarded write loads the old value first so the store keeps it when the guard is false.
 //!    A `BRA` to an instruction with loads enters through them
-//!    ([`relayout::insert_with_heads`]). Value registers come from the reserved pool and the
+//!    ([`crate::sass::relayout::insert_with_heads`]). Value registers come from the reserved pool and the
 //!    registers above the layout's highest, up to the target (free everywhere), picked per
 //!    instruction: one already holding the value, else one on the register bank the
 //!    instruction's other sources use least, else the least recently used.
@@ -20,7 +21,7 @@
 //!    block; after the greedy selection, demoted groups the target does not need are given
 //!    back. When compaction alone reaches the target nothing is demoted.
 //! 3. [`sched`]: control bits for the accesses and the instructions around them.
-//! 4. The spill area, its prologue and the shared sizing are those of spill → shared
+//! 4. [`emit`]: the spill area, its prologue and the shared sizing are those of spill → shared
 //!    ([`super::area`], [`super::prologue`]); the register count becomes the highest
 //!    register + 3.
 //!
@@ -34,7 +35,11 @@
 
 pub(crate) mod access;
 pub(crate) mod calls;
+mod code;
+mod demote;
+mod emit;
 pub(crate) mod fields;
+mod groups;
 pub(crate) mod live;
 pub(crate) mod sched;
 mod seam;
@@ -46,20 +51,16 @@ pub(crate) use seam::Regdem;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::area::{Area, Options};
-use super::prologue::{self, Shape};
-use super::section::{call_order, split_at_symbols};
+use super::prologue::Shape;
 use super::{TransformError, not_applicable};
 use crate::analysis::Cfg;
-use crate::arch::ShaderModel;
 use crate::cubin::{Cubin, OffsetMap};
-use crate::sass::Op;
-use crate::sass::OpClass;
-use crate::sass::encode;
-use crate::sass::ir::{Function, OperandKind, RZ};
-use crate::sass::relayout;
+use crate::sass::ir::Function;
+use code::{Code, Kernel, kernel_section};
+use demote::{Accesses, Blocks};
+use emit::NewCode;
 use fields::RegFields;
 use select::{Analysis, Group, Layout, Strategy};
-use values::{assign_values, block_pools, hoist_loads};
 
 /// Registers above the highest one in use that ptxas counts (the allocation rule).
 const COUNT_EXTRA: u32 = 3;
@@ -99,50 +100,6 @@ struct Choice {
     layout: Layout,
     strategy: Strategy,
     cost: f64,
-}
-
-/// The functions of `kernel`'s text section (split at their symbols, by start), the
-/// kernel's index among them and the call order from it. Refused: recursion, instructions
-/// the operand tables do not cover, calls leaving the section or through a register.
-fn kernel_section(
-    cubin: &Cubin,
-    functions: &[Function],
-    kernel: &str,
-    section: usize,
-) -> Result<(Vec<Function>, usize, Vec<usize>), TransformError> {
-    let mut owned = split_at_symbols(cubin, section, functions);
-    owned.sort_by_key(|f| f.start);
-    let funcs: Vec<&Function> = owned.iter().collect();
-    let entry = funcs
-        .iter()
-        .position(|f| f.name == kernel && f.start == 0)
-        .ok_or_else(|| {
-            not_applicable("the kernel's code was not decoded at its section's start")
-        })?;
-    let (order, _) = call_order(&funcs, entry)?;
-    let names: BTreeSet<&str> = funcs.iter().map(|g| g.name.as_str()).collect();
-    for g in &funcs {
-        if let Some(i) = g.instrs.iter().find(|i| i.unknown) {
-            return Err(not_applicable(format!(
-                "`{}` at {:#x} is not covered by the operand tables",
-                i.opcode, i.offset
-            )));
-        }
-        // Code outside the section (`vprintf`) or entered through a register would see
-        // the renumbered registers: only calls of the section's own functions are handled.
-        if let Some(i) = g.instrs.iter().find(|i| {
-            i.is_call()
-                && (i.has_mod("ABS")
-                    || !i.gpr_reads().is_empty()
-                    || i.callee.as_deref().is_some_and(|c| !names.contains(c)))
-        }) {
-            return Err(not_applicable(format!(
-                "calls: `{}` at {:#x} calls code outside the kernel's section or through a register",
-                i.opcode, i.offset
-            )));
-        }
-    }
-    Ok((owned, entry, order))
 }
 
 /// The liveness register demotion picks value registers with, for one kernel
@@ -194,482 +151,120 @@ pub(crate) fn regdem(
     kernel: &str,
     opts: Options,
 ) -> Result<Rewrite, TransformError> {
-    let sm = cubin.arch();
-    if !ShaderModel::of(sm).rewrites {
-        return Err(not_applicable(format!("sm_{sm} code is not rewritten")));
-    }
-    let target = opts
-        .max_registers
-        .ok_or_else(|| not_applicable("no target register budget"))?;
-    let info = cubin
-        .function_info(kernel)
-        .ok_or_else(|| not_applicable(format!("no function `{kernel}`")))?;
-    if !info.is_kernel {
-        return Err(not_applicable(format!("`{kernel}` is not a kernel")));
-    }
-    let before = info.registers.unwrap_or(0);
-    if before <= target {
-        return Err(not_applicable(format!(
-            "already at {before} registers, within the target of {target}"
-        )));
-    }
-    if target < 8 {
-        return Err(not_applicable(format!(
-            "target of {target} registers is too low"
-        )));
-    }
-    let section = info.text_section;
-    let (owned, entry, order) = kernel_section(cubin, functions, kernel, section)?;
-    let funcs: Vec<&Function> = owned.iter().collect();
-    let f = funcs[entry];
-    if !cubin.spill_offsets(section).is_empty()
-        || funcs
-            .iter()
-            .flat_map(|g| g.instrs.iter())
-            .any(|i| matches!(i.op(), Op::Stl | Op::Ldl))
-    {
-        return Err(not_applicable(
-            "the kernel uses local memory (spills or arrays); demote its spills first",
-        ));
-    }
-    // Sub-functions: renumbered with the kernel, never demoted.
-    let others: Vec<usize> = (0..funcs.len()).filter(|&i| i != entry).collect();
-    let effects = calls::effects(&funcs, &order);
-    let callees = select::Callees {
-        code: others
-            .iter()
-            .map(|&i| {
-                (
-                    funcs[i],
-                    funcs[i].instrs.iter().map(fields::reg_fields).collect(),
-                )
-            })
-            .collect(),
-        calls: calls::called(f, &funcs, &effects)
-            .into_iter()
-            .map(|(k, e)| (k, (e.reads.clone(), e.writes.clone())))
-            .collect(),
-    };
-    // Scoreboards a callee's `DEPBAR` counts on stay untouched too.
-    let mut callee_depbars = 0u8;
-    for &i in &others {
-        callee_depbars |= sched::depbar_scoreboards(funcs[i]).map_err(not_applicable)?;
-    }
-    let highest_allowed = u8::try_from(target - COUNT_EXTRA)
-        .map_err(|_| not_applicable("target above 255 registers"))?
-        .min(RZ - 1);
+    let k = Kernel::check(cubin, kernel, &opts)?;
+    let (owned, entry, order) = kernel_section(cubin, functions, kernel, k.section)?;
+    let code = Code::of(cubin, k.section, &owned, entry, &order)?;
+    let highest_allowed = k.highest_allowed()?;
+    let f = code.kernel();
 
+    // 1. Selection.
     let fields: Vec<RegFields> = f.instrs.iter().map(fields::reg_fields).collect();
-    let analysis = Analysis::new(sm, f, &fields, 4, &callees).map_err(not_applicable)?;
-    let choice = choose(&analysis, highest_allowed).ok_or_else(|| {
-        not_applicable(format!(
-            "no demotion reaches {target} registers ({} of {} register groups may not be demoted, {} pinned: {}{})",
-            analysis.excluded.len(),
-            analysis.groups.len(),
-            analysis.fixed.len(),
-            analysis
-                .fixed
-                .iter()
-                .map(|g| format!("R{}", g.start))
-                .collect::<Vec<_>>()
-                .join(" "),
-            analysis
-                .excluded
-                .iter()
-                .find(|(g, _)| !analysis.fixed.contains(g))
-                .map(|(g, why)| format!(", e.g. R{}: {why}", g.start))
-                .unwrap_or_default()
-        ))
-    })?;
-    let layout = &choice.layout;
+    let analysis = Analysis::new(k.sm, f, &fields, 4, &code.callees).map_err(not_applicable)?;
+    let choice =
+        choose(&analysis, highest_allowed).ok_or_else(|| no_demotion(&analysis, k.target))?;
+    let slot_of = demote::slots(&choice);
+    let any_demoted = !slot_of.is_empty();
+    let area = Area::plan(&opts, k.static_shared, slot_of.len() as u32)?;
 
-    // Slots: one per demoted register.
-    let slot_of: BTreeMap<u8, u32> = choice
-        .demoted
-        .iter()
-        .flat_map(|g| g.regs())
-        .enumerate()
-        .map(|(i, r)| (r, i as u32))
-        .collect();
-    let area = Area::plan(&opts, info.static_shared, slot_of.len() as u32)?;
-
-    // Per instruction: value registers and the renaming.
-    let n = f.instrs.len();
-    // Value registers: the reserved pool, and every register above the highest one the
-    // layout uses, up to the target (free everywhere: value-register substitution).
-    let pool: BTreeSet<u8> = if slot_of.is_empty() {
-        BTreeSet::new()
-    } else {
-        (layout.pool..layout.pool + layout.pool_size)
-            .chain(layout.highest + 1..=highest_allowed)
-            .collect()
-    };
-    let mut last_use = [0usize; 256];
-    let mut sites = vec![sched::Site::default(); n];
-    // Per instruction: old register → new register.
-    let mut renamed: Vec<[u8; 256]> = Vec::with_capacity(n);
-    let mut load_slots: Vec<Vec<u32>> = vec![Vec::new(); n];
-    let mut store_slots: Vec<Vec<u32>> = vec![Vec::new(); n];
-    // Blocks: what a value register holds is only trusted inside one (§3.4 post-passes).
-    let mut targets: BTreeSet<u64> = BTreeSet::new();
-    for ins in &f.instrs {
-        targets.extend(ins.target);
-        targets.extend(ins.targets.iter().copied());
-    }
-    let control = |i: &crate::sass::ir::Instr| {
-        matches!(i.class(), OpClass::Control | OpClass::Sync) || i.is_call()
-    };
-    let block_start: Vec<bool> = (0..n)
-        .map(|k| targets.contains(&f.instrs[k].offset) || (k > 0 && control(&f.instrs[k - 1])))
-        .collect();
-    // Value-register substitution (§3.4): per block, the pool grows by the kept registers
-    // dead throughout it.
-    let called = calls::called(f, &funcs, &effects);
-    let in_callees: BTreeSet<u8> = callees
-        .code
-        .iter()
-        .flat_map(|(c, _)| c.instrs.iter())
-        .flat_map(|i| i.gpr_reads().into_iter().chain(i.gpr_writes()))
-        .collect();
-    let pools = block_pools(
-        f,
-        &block_start,
-        &live::liveness(f, &Cfg::build(f), &called, &BTreeSet::new()),
+    // 2. Rewriting, and the post-passes.
+    let blocks = Blocks::of(f);
+    let pools = demote::value_pools(
+        &code,
         &analysis,
-        &choice.demoted,
+        &choice,
+        &blocks,
+        any_demoted,
+        highest_allowed,
+        k.sm,
+    );
+    let mut acc = Accesses::assign(f, &analysis, &choice, &blocks, &pools, &slot_of)?;
+    acc.drop_dead_stores(&blocks.start);
+    acc.hoist_loads(&blocks.start, &slot_of, f);
+
+    // 3. Control bits.
+    let schedule = sched::schedule(k.sm, f, &acc.sites, &blocks.flush(f), code.callee_depbars)
+        .map_err(not_applicable)?;
+
+    // 4. The new code, the register count and the spill area.
+    let shape = Shape {
+        sm: k.sm,
+        one_d: opts.one_d,
+    };
+    let layout = &choice.layout;
+    let insertions = emit::insertions(shape, layout, any_demoted, f, &acc, &schedule, &area);
+    let new_code = NewCode {
+        kernel,
+        section: k.section,
+        code: &code,
+        fields: &fields,
+        analysis: &analysis,
         layout,
-        &in_callees,
-        &pool,
-        sm,
-    );
-    // Value register → the demoted register whose current value it holds.
-    let mut holds: [Option<u8>; 256] = [None; 256];
-    // Demoted registers each instruction writes (original numbers).
-    let mut wrote: Vec<BTreeSet<u8>> = vec![BTreeSet::new(); n];
-    for (k, ins) in f.instrs.iter().enumerate() {
-        if block_start[k] {
-            holds.fill(None);
-        }
-        let here: Vec<Group> = analysis.named[k]
-            .iter()
-            .filter(|g| choice.demoted.contains(g))
-            .copied()
-            .collect();
-        // Banks of the instruction's other (kept) source registers, for the bank-aware
-        // choice of value registers.
-        let mut banks = [0u32; 2];
-        for r in ins.gpr_reads() {
-            if let Some(g) = analysis.group_of[usize::from(r)]
-                && !choice.demoted.contains(&g)
-            {
-                let new = layout.kept.get(&g.start).map_or(r, |&s| s + (r - g.start));
-                banks[usize::from(new % 2)] += 1;
-            }
-        }
-        let value_at = assign_values(&here, &pools[k], &mut last_use, k + 1, &holds, banks)
-            .ok_or_else(|| {
-                not_applicable(format!("{:#x}: value registers do not fit", ins.offset))
-            })?;
-        let new_reg = |r: u8| -> u8 {
-            let Some(g) = analysis.group_of[usize::from(r)] else {
-                return r;
-            };
-            let off = r - g.start;
-            match value_at.get(&g) {
-                Some(&v) => v + off,
-                None => layout.kept.get(&g.start).map_or(r, |&s| s + off),
-            }
-        };
-        let mut m = [0u8; 256];
-        for (r, x) in m.iter_mut().enumerate() {
-            *x = if r == usize::from(RZ) {
-                RZ
-            } else {
-                new_reg(r as u8)
-            };
-        }
-        renamed.push(m);
-        if here.is_empty() {
-            continue;
-        }
-        let guarded = !ins.always();
-        let mut reads = BTreeSet::new();
-        let mut writes = BTreeSet::new();
-        for o in &ins.operands {
-            let (base, width, r, w) = match &o.kind {
-                OperandKind::Reg(b) => (*b, o.width.max(1), o.role.reads(), o.role.writes()),
-                OperandKind::Addr {
-                    reg: Some(b),
-                    reg_width,
-                    ..
-                } => (*b, (*reg_width).max(1), true, false),
-                OperandKind::Const { reg: Some(b), .. } => (*b, 1, true, false),
-                _ => continue,
-            };
-            if base == RZ {
-                continue;
-            }
-            for reg in base..base + width {
-                if !slot_of.contains_key(&reg) {
-                    continue;
-                }
-                if r || (w && guarded) {
-                    reads.insert(reg);
-                }
-                if w {
-                    writes.insert(reg);
-                }
-            }
-        }
-        let site = &mut sites[k];
-        let pos = |r: u8| usize::from(new_reg(r));
-        for &r in &reads {
-            // Redundant load elimination: the value register already holds it.
-            if holds[pos(r)] != Some(r) {
-                site.loads.push(new_reg(r));
-                site.load_for.push(k);
-                load_slots[k].push(slot_of[&r]);
-                holds[pos(r)] = Some(r);
-            }
-            site.reads.push(new_reg(r));
-        }
-        wrote[k] = writes.clone();
-        for &r in &writes {
-            site.stores.push(new_reg(r));
-            store_slots[k].push(slot_of[&r]);
-            site.writes.push(new_reg(r));
-            for h in holds.iter_mut() {
-                if *h == Some(r) {
-                    *h = None;
-                }
-            }
-            holds[pos(r)] = Some(r);
-        }
-    }
-    // Redundant store elimination: a store whose slot is stored again later in the block
-    // before any load of it is dead.
-    for k in 0..n {
-        let mut keep = vec![true; store_slots[k].len()];
-        for (j, &slot) in store_slots[k].iter().enumerate() {
-            for kk in k + 1..n {
-                if block_start[kk] || load_slots[kk].contains(&slot) {
-                    break;
-                }
-                if store_slots[kk].contains(&slot) {
-                    keep[j] = false;
-                    break;
-                }
-            }
-        }
-        let mut it = keep.iter();
-        sites[k].stores.retain(|_| *it.next().unwrap_or(&true));
-        let mut it = keep.iter();
-        store_slots[k].retain(|_| *it.next().unwrap_or(&true));
-    }
-
-    hoist_loads(
-        &mut sites,
-        &mut load_slots,
-        &store_slots,
-        &wrote,
-        &block_start,
-        &slot_of,
-        f,
-    );
-
-    // Control bits.
-    let flush: Vec<bool> = f
-        .instrs
-        .iter()
-        .map(|i| {
-            targets.contains(&i.offset)
-                || matches!(i.class(), OpClass::Control | OpClass::Sync)
-                || i.is_call()
-        })
-        .collect();
-    let schedule =
-        sched::schedule(sm, f, &sites, &flush, callee_depbars).map_err(not_applicable)?;
-
-    // The prologue (temporaries from the pool: nothing lives there at entry).
-    let base = layout.base;
-    let pro = prologue::spill_base(
-        Shape {
-            sm,
-            one_d: opts.one_d,
-        },
-        base,
-        layout.pool,
-        layout.pool + 1,
-    );
-    // No demoted register (compaction alone): no spill area, no prologue.
-    let pro_words = if slot_of.is_empty() {
-        Vec::new()
-    } else {
-        pro.words.clone()
+        acc: &acc,
+        schedule: &schedule,
     };
-    let mut insertions: Vec<(u64, Vec<[u8; 16]>)> = Vec::new();
-    if !pro_words.is_empty() {
-        insertions.push((0, pro_words.clone()));
-    }
-    // Request order → is it an access (for the schedule check)?
-    let mut is_access: Vec<bool> = vec![false; pro_words.len()];
-    for k in 0..n {
-        let off = f.instrs[k].offset;
-        if !sites[k].loads.is_empty() {
-            let words: Vec<[u8; 16]> = sites[k]
-                .loads
-                .iter()
-                .zip(&load_slots[k])
-                .zip(&schedule.loads[k])
-                .map(|((&v, &s), &c)| encode::to_bytes(access::lds(v, base, area.imm(s), c)))
-                .collect();
-            is_access.extend(words.iter().map(|_| true));
-            insertions.push((off, words));
-        }
-        if !sites[k].stores.is_empty() {
-            let words: Vec<[u8; 16]> = sites[k]
-                .stores
-                .iter()
-                .zip(&store_slots[k])
-                .zip(&schedule.stores[k])
-                .map(|((&v, &s), &c)| encode::to_bytes(access::sts(v, base, area.imm(s), c)))
-                .collect();
-            is_access.extend(words.iter().map(|_| true));
-            insertions.push((off + 16, words));
-        }
-    }
-    let loads: usize = sites.iter().map(|s| s.loads.len()).sum();
-    let stores: usize = sites.iter().map(|s| s.stores.len()).sum();
-
-    // A `BRA` into an instruction with loads enters through the loads (after the stores of
-    // the instruction before, which run on fall-through only).
-    let bra_targets: BTreeSet<u64> = f
-        .instrs
-        .iter()
-        .filter(|i| i.op() == Op::Bra)
-        .filter_map(|i| i.target)
-        .collect();
-    let heads: BTreeMap<u64, u64> = (1..n)
-        .filter(|&k| !sites[k].loads.is_empty() && bra_targets.contains(&f.instrs[k].offset))
-        .map(|k| (f.instrs[k].offset, sites[k - 1].stores.len() as u64))
-        .collect();
-    let mut out = cubin.clone();
-    let relaid = relayout::insert_with_heads(&mut out, kernel, &insertions, &heads)?;
-    let mut code = out.elf().sections[section].data.clone();
-    // Rewrite the re-laid word of the original instruction at `offset` (its PC-relative
-    // fields already re-encoded).
-    let mut patch = |offset: u64, f: &dyn Fn(u128) -> u128| -> Result<(), TransformError> {
-        let at = relaid
-            .map
-            .map(offset)
-            .ok_or_else(|| not_applicable(format!("{offset:#x} lost in re-layout")))?
-            as usize;
-        let slot = code
-            .get_mut(at..at + 16)
-            .ok_or_else(|| not_applicable("re-layout moved an instruction outside the section"))?;
-        let w = f(encode::from_bytes(slot.try_into().unwrap_or([0; 16])));
-        slot.copy_from_slice(&encode::to_bytes(w));
-        Ok(())
-    };
-    for (k, ins) in f.instrs.iter().enumerate() {
-        // NOPs name no register; trailing padding is re-made by re-layout. A NOP ends a
-        // block, though, and may now wait for our scoreboards.
-        if ins.op() == Op::Nop {
-            if schedule.original[k] != ins.ctrl {
-                patch(ins.offset, &|w| {
-                    encode::set_bits(w, 105, 23, u64::from(schedule.original[k].to_bits()))
-                })?;
-            }
-            continue;
-        }
-        // The registers and the control field of the rewrite.
-        patch(ins.offset, &|w| {
-            let w = if fields[k].pinned {
-                w
-            } else {
-                fields::rename(w, &fields[k], |r| renamed[k][usize::from(r)])
-            };
-            encode::set_bits(w, 105, 23, u64::from(schedule.original[k].to_bits()))
-        })?;
-    }
-    // Sub-functions: the kernel's numbering, control bits as they were.
-    let renumber = |r: u8| -> u8 {
-        match analysis.group_of[usize::from(r)] {
-            Some(g) => layout.kept.get(&g.start).map_or(r, |&s| s + (r - g.start)),
-            None => r,
-        }
-    };
-    for (c, cfields) in &callees.code {
-        for (ins, fl) in c.instrs.iter().zip(cfields) {
-            if ins.op() != Op::Nop && !fl.pinned {
-                patch(ins.offset, &|w| fields::rename(w, fl, renumber))?;
-            }
-        }
-    }
-    let renamed: BTreeMap<u8, u8> = analysis
-        .groups
-        .iter()
-        .filter_map(|g| Some((g, *layout.kept.get(&g.start)?)))
-        .flat_map(|(g, to)| (0..g.size).map(move |o| (g.start + o, to + o)))
-        .filter(|(a, b)| a != b)
-        .collect();
-    out.replace_text(kernel, code, &OffsetMap::new())?;
-    let highest_used = sites
-        .iter()
-        .flat_map(|s| {
-            s.reads
-                .iter()
-                .chain(&s.writes)
-                .chain(&s.loads)
-                .chain(&s.stores)
-        })
-        .copied()
-        .chain([layout.highest])
-        .max()
-        .unwrap_or(layout.highest);
-    let registers = u32::from(highest_used) + COUNT_EXTRA;
-    out.set_register_count(kernel, registers)?;
-    out.raise_maxreg_count(kernel, registers)?;
-    if area.added > 0 {
-        out.set_shared_size(kernel, info.static_shared + area.added)?;
-        area.enforce(&mut out, kernel, &opts)?;
-    }
-
-    let base_defined_at = pro_words
-        .len()
-        .checked_sub(1)
-        .and_then(|i| relaid.inserted.get(i))
-        .copied()
-        .unwrap_or(0);
-    let accesses = relaid
-        .inserted
-        .iter()
-        .zip(&is_access)
-        .filter(|(_, a)| **a)
-        .map(|(o, _)| *o)
-        .collect();
+    let (mut out, relaid) = new_code.write(cubin, &insertions)?;
+    let registers = emit::register_count(&acc.sites, layout);
+    emit::set_resources(&mut out, kernel, registers, &area, k.static_shared, &opts)?;
     *cubin = out;
+
     Ok(Rewrite {
         kernel: kernel.to_string(),
-        section,
+        section: k.section,
+        base_defined_at: insertions
+            .prologue
+            .checked_sub(1)
+            .and_then(|i| relaid.inserted.get(i))
+            .copied()
+            .unwrap_or(0),
+        accesses: accesses_at(&relaid.inserted, &insertions.is_access),
         map: relaid.map,
         inserted: relaid.inserted,
-        accesses,
-        base_reg: base,
-        base_defined_at,
+        base_reg: layout.base,
         stride: area.stride,
         slots: area.slots,
         area_offset: area.offset,
         shared_added: area.added,
-        registers_before: before,
+        registers_before: k.registers,
         registers,
         demoted: choice.demoted.iter().map(|g| (g.start, g.size)).collect(),
         strategy: choice.strategy,
-        loads,
-        stores,
-        renamed,
+        loads: acc.sites.iter().map(|s| s.loads.len()).sum(),
+        stores: acc.sites.iter().map(|s| s.stores.len()).sum(),
+        renamed: emit::renumbering(&analysis, layout),
         options: opts,
     })
+}
+
+/// Why no demotion reaches `target`: the groups that may not be demoted.
+fn no_demotion(analysis: &Analysis, target: u32) -> TransformError {
+    not_applicable(format!(
+        "no demotion reaches {target} registers ({} of {} register groups may not be demoted, {} pinned: {}{})",
+        analysis.excluded.len(),
+        analysis.groups.len(),
+        analysis.fixed.len(),
+        analysis
+            .fixed
+            .iter()
+            .map(|g| format!("R{}", g.start))
+            .collect::<Vec<_>>()
+            .join(" "),
+        analysis
+            .excluded
+            .iter()
+            .find(|(g, _)| !analysis.fixed.contains(g))
+            .map(|(g, why)| format!(", e.g. R{}: {why}", g.start))
+            .unwrap_or_default()
+    ))
+}
+
+/// Rewritten offsets of the inserted accesses (`is_access`, in request order).
+fn accesses_at(inserted: &[u64], is_access: &[bool]) -> Vec<u64> {
+    inserted
+        .iter()
+        .zip(is_access)
+        .filter(|(_, a)| **a)
+        .map(|(o, _)| *o)
+        .collect()
 }
 
 /// The cheapest demotion over the strategies and pool sizes.
@@ -719,6 +314,7 @@ fn choose(a: &Analysis, highest_allowed: u8) -> Option<Choice> {
 
 #[cfg(test)]
 mod tests {
+    use super::values::block_pools;
     use super::*;
     use crate::sass::control::Control;
     use crate::sass::ir::Instr;

@@ -1,10 +1,8 @@
 //! Which registers to demote and where everything else goes (RegDem §3.3, §3.4.3:
 //! docs/papers.md §RegDem).
 //!
-//! * **Groups.** A register and every tuple it belongs to form an aligned block of 1, 2 or 4
-//!   registers (64/128-bit operands are aligned to their size, so overlapping tuples nest):
-//!   a group is demoted, moved and given value registers as a whole, which keeps every
-//!   alias of a 64/128-bit tuple intact.
+//! * **Groups** ([`super::groups`]): aligned blocks of 1, 2 or 4 registers, demoted, moved
+//!   and given value registers as a whole.
 //! * **Candidates.** A group can be demoted unless it is pinned (R1, or named by an
 //!   instruction whose fields are ambiguous), read where it may be undefined (ptxas reads
 //!   registers under a predicate that matches the one of their only definition, and on the
@@ -23,27 +21,16 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::fields::RegFields;
+pub(crate) use super::groups::Group;
+use super::groups::{self, named_by, regs_of};
 use crate::analysis::{Cfg, must_defined};
 use crate::predict::latency::fixed_latency;
 use crate::sass::Op;
 use crate::sass::OpClass;
-use crate::sass::ir::{Function, Instr, RZ};
+use crate::sass::ir::{Function, Instr};
 
 /// The stack pointer: never moved or demoted.
 const SP: u8 = 1;
-
-/// A register group: `start..start+size`, `start` a multiple of `size`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(crate) struct Group {
-    pub(crate) start: u8,
-    pub(crate) size: u8,
-}
-
-impl Group {
-    pub(crate) fn regs(self) -> impl Iterator<Item = u8> {
-        self.start..self.start + self.size
-    }
-}
 
 /// A candidate ordering of §3.4.3.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -90,27 +77,6 @@ pub(crate) fn result_is_waitable(sm: u32, ins: &Instr) -> bool {
     ins.ctrl.write_sb.is_some() || fixed_latency(sm, ins.class()).is_some()
 }
 
-fn regs_of(ins: &Instr) -> Vec<(u8, u8, bool, bool)> {
-    // (base, width, read, written)
-    use crate::sass::ir::OperandKind;
-    let mut out = Vec::new();
-    for o in &ins.operands {
-        match &o.kind {
-            OperandKind::Reg(r) if *r != RZ => {
-                out.push((*r, o.width.max(1), o.role.reads(), o.role.writes()))
-            }
-            OperandKind::Addr {
-                reg: Some(r),
-                reg_width,
-                ..
-            } if *r != RZ => out.push((*r, (*reg_width).max(1), true, false)),
-            OperandKind::Const { reg: Some(r), .. } if *r != RZ => out.push((*r, 1, true, false)),
-            _ => {}
-        }
-    }
-    out
-}
-
 /// The kernel's sub-functions as the selection sees them: their registers are renumbered
 /// with the kernel's (one numbering for the section, so calls keep meeting their callees'
 /// registers) but never demoted (nothing is inserted into them).
@@ -131,191 +97,34 @@ impl Analysis {
         max_group: u8,
         callees: &Callees,
     ) -> Result<Analysis, String> {
-        // Groups: the largest aligned block containing each register, over the section.
-        let mut size = [0u8; 256];
-        for ins in f
-            .instrs
-            .iter()
-            .chain(callees.code.iter().flat_map(|(c, _)| c.instrs.iter()))
-        {
-            for (b, w, _, _) in regs_of(ins) {
-                let w = w.next_power_of_two();
-                if w > 4 || b % w != 0 || u32::from(b) + u32::from(w) > u32::from(RZ) {
-                    return Err(format!(
-                        "{} at {:#x}: a {w}-register tuple at R{b} is not aligned",
-                        ins.opcode, ins.offset
-                    ));
-                }
-                for r in b..b + w {
-                    size[r as usize] = size[r as usize].max(w);
-                }
-            }
-        }
-        let mut group_of = vec![None; 256];
-        let mut groups = Vec::new();
-        let mut r = 0usize;
-        while r < 255 {
-            if size[r] == 0 {
-                r += 1;
-                continue;
-            }
-            // The largest block size among the registers of the aligned block at r.
-            let mut s = size[r];
-            loop {
-                let start = r - r % s as usize;
-                let s2 = (start..start + s as usize)
-                    .map(|k| size[k])
-                    .max()
-                    .unwrap_or(s);
-                if s2 == s {
-                    break;
-                }
-                s = s2;
-            }
-            let start = r - r % s as usize;
-            let g = Group {
-                start: start as u8,
-                size: s,
-            };
-            for x in &mut group_of[start..start + s as usize] {
-                *x = Some(g);
-            }
-            if groups.last() != Some(&g) {
-                groups.push(g);
-            }
-            r = start + s as usize;
-        }
+        let (group_of, groups) = groups::groups(f, callees)?;
         let named: Vec<Vec<Group>> = f
             .instrs
             .iter()
-            .map(|ins| {
-                let gs: BTreeSet<Group> = regs_of(ins)
-                    .iter()
-                    .flat_map(|&(b, w, _, _)| (b..b + w).filter_map(|r| group_of[r as usize]))
-                    .collect();
-                gs.into_iter().collect()
-            })
+            .map(|ins| named_by(ins, &group_of).into_iter().collect())
             .collect();
-
-        let mut fixed = BTreeSet::new();
-        if let Some(g) = group_of[SP as usize] {
-            fixed.insert(g);
-        }
-        for (k, ins) in f.instrs.iter().enumerate() {
-            if fields[k].pinned {
-                fixed.extend(named[k].iter().copied());
-                let _ = ins;
-            }
-        }
-        let groups_of = |ins: &Instr| -> BTreeSet<Group> {
-            regs_of(ins)
-                .iter()
-                .flat_map(|&(b, w, _, _)| (b..b + w).filter_map(|r| group_of[r as usize]))
-                .collect()
-        };
-        let mut in_callee: BTreeMap<Group, String> = BTreeMap::new();
-        for (c, cfields) in &callees.code {
-            for (ins, fl) in c.instrs.iter().zip(cfields) {
-                let gs = groups_of(ins);
-                if fl.pinned {
-                    fixed.extend(gs.iter().copied());
-                }
-                for g in gs {
-                    in_callee.entry(g).or_insert_with(|| c.name.clone());
-                }
-            }
-        }
-        let mut excluded: BTreeMap<Group, String> = BTreeMap::new();
-        let mut exclude = |g: Group, why: String| {
-            excluded.entry(g).or_insert(why);
-        };
+        let (fixed, in_callee) = pinned(fields, &named, &group_of, callees);
+        let mut excluded = Excluded::default();
         for &g in &fixed {
-            exclude(g, "pinned".into());
+            excluded.add(g, "pinned".into());
         }
         for (&g, c) in &in_callee {
-            exclude(g, format!("used in the sub-function `{c}`"));
+            excluded.add(g, format!("used in the sub-function `{c}`"));
         }
         for &g in &groups {
             if g.size > max_group {
-                exclude(
+                excluded.add(
                     g,
                     format!("{}-register group wider than the value registers", g.size),
                 );
             }
         }
-        // Targets other than a `BRA`'s (`BSSY` reconvergence points, jump tables, calls):
-        // loads cannot go before those (a `BRA`'s target is entered through the loads,
-        // [`crate::sass::relayout::insert_with_heads`]).
-        let targets = other_targets(f);
-        // Must-defined registers before each instruction.
-        let cfg = Cfg::build(f);
-        let call_defs: BTreeMap<usize, BTreeSet<u8>> = callees
-            .calls
-            .iter()
-            .map(|(&k, (_, w))| (k, w.clone()))
-            .collect();
-        let defined = must_defined(f, &cfg, &call_defs);
-        for (k, ins) in f.instrs.iter().enumerate() {
-            let class = ins.class();
-            let regs = regs_of(ins);
-            let guarded = !ins.always();
-            let mut reads: Vec<u8> = regs
-                .iter()
-                .filter(|x| x.2 || (x.3 && guarded))
-                .flat_map(|&(b, w, _, _)| b..b + w)
-                .collect();
-            // A call reads what its callee reads before writing.
-            if let Some((r, _)) = callees.calls.get(&k) {
-                reads.extend(r.iter().copied());
-            }
-            let writes: Vec<u8> = regs
-                .iter()
-                .filter(|x| x.3)
-                .flat_map(|&(b, w, _, _)| b..b + w)
-                .collect();
-            let g = |r: u8| group_of[r as usize];
-            if matches!(class, OpClass::Control | OpClass::Sync) || ins.is_call() {
-                for &x in &named[k] {
-                    exclude(x, format!("named by `{}` at {:#x}", ins.opcode, ins.offset));
-                }
-            }
-            if targets.contains(&ins.offset) {
-                for &r in &reads {
-                    if let Some(x) = g(r) {
-                        exclude(
-                            x,
-                            format!("read at the jump or reconvergence target {:#x}", ins.offset),
-                        );
-                    }
-                }
-            }
-            for &r in &reads {
-                if !defined[k].contains(&r)
-                    && let Some(x) = g(r)
-                {
-                    // Its value there may be whatever the register held at the kernel's
-                    // entry: a spill slot never holds that, so it is not demoted (it may be
-                    // renumbered: the claim states the numbering at entry, where every
-                    // register's value is arbitrary).
-                    exclude(x, format!("R{r} may be undefined at {:#x}", ins.offset));
-                }
-            }
-            if !writes.is_empty() && !result_is_waitable(sm, ins) {
-                for &r in &writes {
-                    if let Some(x) = g(r) {
-                        exclude(
-                            x,
-                            format!("written by `{}` with no known latency", ins.opcode),
-                        );
-                    }
-                }
-            }
-        }
+        excluded.by_instructions(sm, f, &named, &group_of, callees);
         Ok(Analysis {
             group_of,
             groups,
             fixed,
-            excluded,
+            excluded: excluded.0,
             named,
             weight: crate::analysis::loops::loop_weights(f),
         })
@@ -344,6 +153,135 @@ impl Analysis {
         c.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         c.into_iter().map(|(_, g)| g).collect()
     }
+}
+
+/// Groups that keep their numbers (R1, those named by an instruction whose fields are
+/// ambiguous, in the kernel or a sub-function), and the groups each sub-function names
+/// (the first one naming it).
+fn pinned(
+    fields: &[RegFields],
+    named: &[Vec<Group>],
+    group_of: &[Option<Group>],
+    callees: &Callees,
+) -> (BTreeSet<Group>, BTreeMap<Group, String>) {
+    let mut fixed = BTreeSet::new();
+    if let Some(g) = group_of[SP as usize] {
+        fixed.insert(g);
+    }
+    for (fl, gs) in fields.iter().zip(named) {
+        if fl.pinned {
+            fixed.extend(gs.iter().copied());
+        }
+    }
+    let mut in_callee: BTreeMap<Group, String> = BTreeMap::new();
+    for (c, cfields) in &callees.code {
+        for (ins, fl) in c.instrs.iter().zip(cfields) {
+            let gs = named_by(ins, group_of);
+            if fl.pinned {
+                fixed.extend(gs.iter().copied());
+            }
+            for g in gs {
+                in_callee.entry(g).or_insert_with(|| c.name.clone());
+            }
+        }
+    }
+    (fixed, in_callee)
+}
+
+/// Groups that may not be demoted, with the first reason found.
+#[derive(Default)]
+struct Excluded(BTreeMap<Group, String>);
+
+impl Excluded {
+    fn add(&mut self, g: Group, why: String) {
+        self.0.entry(g).or_insert(why);
+    }
+
+    /// What the kernel's instructions exclude: groups named by a control instruction, read
+    /// at a target other than a `BRA`'s, read where they may be undefined, or written with
+    /// no known latency.
+    fn by_instructions(
+        &mut self,
+        sm: u32,
+        f: &Function,
+        named: &[Vec<Group>],
+        group_of: &[Option<Group>],
+        callees: &Callees,
+    ) {
+        // Targets other than a `BRA`'s (`BSSY` reconvergence points, jump tables, calls):
+        // loads cannot go before those (a `BRA`'s target is entered through the loads,
+        // [`crate::sass::relayout::insert_with_heads`]).
+        let targets = other_targets(f);
+        // Must-defined registers before each instruction.
+        let cfg = Cfg::build(f);
+        let call_defs: BTreeMap<usize, BTreeSet<u8>> = callees
+            .calls
+            .iter()
+            .map(|(&k, (_, w))| (k, w.clone()))
+            .collect();
+        let defined = must_defined(f, &cfg, &call_defs);
+        for (k, ins) in f.instrs.iter().enumerate() {
+            let (reads, writes) = accessed(ins, callees.calls.get(&k).map(|(r, _)| r));
+            let g = |r: u8| group_of[r as usize];
+            if matches!(ins.class(), OpClass::Control | OpClass::Sync) || ins.is_call() {
+                for &x in &named[k] {
+                    self.add(x, format!("named by `{}` at {:#x}", ins.opcode, ins.offset));
+                }
+            }
+            if targets.contains(&ins.offset) {
+                for &r in &reads {
+                    if let Some(x) = g(r) {
+                        self.add(
+                            x,
+                            format!("read at the jump or reconvergence target {:#x}", ins.offset),
+                        );
+                    }
+                }
+            }
+            for &r in &reads {
+                if !defined[k].contains(&r)
+                    && let Some(x) = g(r)
+                {
+                    // Its value there may be whatever the register held at the kernel's
+                    // entry: a spill slot never holds that, so it is not demoted (it may be
+                    // renumbered: the claim states the numbering at entry, where every
+                    // register's value is arbitrary).
+                    self.add(x, format!("R{r} may be undefined at {:#x}", ins.offset));
+                }
+            }
+            if !writes.is_empty() && !result_is_waitable(sm, ins) {
+                for &r in &writes {
+                    if let Some(x) = g(r) {
+                        self.add(
+                            x,
+                            format!("written by `{}` with no known latency", ins.opcode),
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The registers `ins` reads (a guarded write reads the old value; a call reads what its
+/// callee reads before writing, `call_reads`) and writes.
+fn accessed(ins: &Instr, call_reads: Option<&BTreeSet<u8>>) -> (Vec<u8>, Vec<u8>) {
+    let regs = regs_of(ins);
+    let guarded = !ins.always();
+    let mut reads: Vec<u8> = regs
+        .iter()
+        .filter(|x| x.2 || (x.3 && guarded))
+        .flat_map(|&(b, w, _, _)| b..b + w)
+        .collect();
+    if let Some(r) = call_reads {
+        reads.extend(r.iter().copied());
+    }
+    let writes: Vec<u8> = regs
+        .iter()
+        .filter(|x| x.3)
+        .flat_map(|&(b, w, _, _)| b..b + w)
+        .collect();
+    (reads, writes)
 }
 
 /// Offsets that something other than a `BRA` targets.
