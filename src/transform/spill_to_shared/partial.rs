@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{CallSite, WordLiveness};
+use super::liveness::{CallSite, WordLiveness};
 use crate::analysis::loops::loop_weights;
 use crate::sass::ir::{Function, Instr};
 use crate::transform::stack::{self, Mode};
