@@ -26,110 +26,130 @@ fn main() -> ExitCode {
     let nvcc_env: Vec<(OsString, OsString)> = std::env::vars_os()
         .filter(|(k, _)| !k.to_str().is_some_and(settings::is_ours))
         .collect();
-
     let tk = match toolkit() {
         Ok(tk) => tk,
         Err(code) => return code,
     };
-
     let inv = match cli::parse(&args, &env_str) {
         Ok(inv) => inv,
-        Err(e) => {
-            // nvcc reports a bad options file itself; we only keep our options away from it.
-            let plain: Vec<OsString> = args
-                .into_iter()
-                .filter(|a| !a.to_str().is_some_and(|s| s.starts_with("--orion-")))
-                .collect();
-            return exec_nvcc(&tk, &plain, &nvcc_env, Some(&format!("{e}")), false);
-        }
+        Err(e) => return bad_options(&tk, args, &nvcc_env, &e.to_string()),
     };
     let (settings, warnings) = Settings::read(&env_str, &inv.orion_args, &transform::keys());
     for w in &warnings {
         eprintln!("{w}");
     }
+    if let Some(code) = pass_through(&tk, &inv, &nvcc_env, &settings) {
+        return code;
+    }
+    let cwd = match std::env::current_dir() {
+        Ok(d) => d,
+        Err(e) => return exec_nvcc(&tk, &inv.nvcc_args, &nvcc_env, Some(&e.to_string()), true),
+    };
+    match replay_guarded(&tk, &inv, &settings, &nvcc_env, &cwd) {
+        Some(Ok(done)) => {
+            publish(&done, &inv, &settings);
+            ExitCode::SUCCESS
+        }
+        // The user's own errors are reported by nvcc itself, silently; ours get one line.
+        Some(Err(e)) => exec_nvcc(
+            &tk,
+            &inv.nvcc_args,
+            &nvcc_env,
+            Some(&e.to_string()),
+            e.is_internal() || settings.verbose,
+        ),
+        None => exec_nvcc(
+            &tk,
+            &inv.nvcc_args,
+            &nvcc_env,
+            Some("internal error while replaying nvcc's steps"),
+            true,
+        ),
+    }
+}
+
+/// nvcc reports a bad options file itself; we only keep our options away from it.
+fn bad_options(
+    tk: &Toolkit,
+    args: Vec<OsString>,
+    env: &[(OsString, OsString)],
+    e: &str,
+) -> ExitCode {
+    let plain: Vec<OsString> = args
+        .into_iter()
+        .filter(|a| !a.to_str().is_some_and(|s| s.starts_with("--orion-")))
+        .collect();
+    exec_nvcc(tk, &plain, env, Some(e), false)
+}
+
+/// A compile that goes to nvcc unchanged (off, or nothing to tune), or nvcc-orion's own
+/// `--dryrun`: its exit code. `None`: replay it.
+fn pass_through(
+    tk: &Toolkit,
+    inv: &cli::Invocation,
+    env: &[(OsString, OsString)],
+    settings: &Settings,
+) -> Option<ExitCode> {
     let why = match (&settings.mode, &inv.class) {
         (Mode::Off, _) => Some("NVCC_ORION=off".to_string()),
         (_, Class::PassThrough(reason)) => Some(reason.clone()),
         (_, Class::Tunable) => None,
     };
     // Sources compiled untuned leave a line in the report, so a project view can say why.
-    if let Some(warning) = driver::passed::note(&inv, &settings) {
+    if let Some(warning) = driver::passed::note(inv, settings) {
         eprintln!("{warning}");
     }
     if settings.mode != Mode::Off
         && matches!(&inv.class, Class::PassThrough(r) if r == "--dryrun")
-        && let Some(code) = dryrun_with_shim(&tk, &inv.nvcc_args, &nvcc_env, &settings)
+        && let Some(code) = dryrun_with_shim(tk, &inv.nvcc_args, env, settings)
     {
-        return code;
+        return Some(code);
     }
-    if let Some(why) = why {
-        if settings.verbose {
-            eprintln!("nvcc-orion: passing to nvcc unchanged: {why}");
-        }
-        return exec_nvcc(&tk, &inv.nvcc_args, &nvcc_env, None, false);
+    let why = why?;
+    if settings.verbose {
+        eprintln!("nvcc-orion: passing to nvcc unchanged: {why}");
     }
+    Some(exec_nvcc(tk, &inv.nvcc_args, env, None, false))
+}
 
-    let cwd = match std::env::current_dir() {
-        Ok(d) => d,
-        Err(e) => return exec_nvcc(&tk, &inv.nvcc_args, &nvcc_env, Some(&e.to_string()), true),
-    };
-    // A bug of ours (a panic) falls back to the real nvcc like any internal error, with one
-    // warning line instead of a backtrace.
-    let replayed = {
-        let hook = std::panic::take_hook();
-        std::panic::set_hook(Box::new(|_| {}));
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            driver::replay(&tk, &inv.facts, &settings, &nvcc_env, &cwd)
-        }));
-        std::panic::set_hook(hook);
-        r
-    };
-    let replayed = match replayed {
-        Ok(r) => r,
-        Err(_) => {
-            return exec_nvcc(
-                &tk,
-                &inv.nvcc_args,
-                &nvcc_env,
-                Some("internal error while replaying nvcc's steps"),
-                true,
-            );
+/// The replay, with a bug of ours (a panic) as `None`: it falls back to the real nvcc like any
+/// internal error, with one warning line instead of a backtrace.
+fn replay_guarded(
+    tk: &Toolkit,
+    inv: &cli::Invocation,
+    settings: &Settings,
+    env: &[(OsString, OsString)],
+    cwd: &std::path::Path,
+) -> Option<Result<driver::Replayed, driver::DriverError>> {
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        driver::replay(tk, &inv.facts, settings, env, cwd)
+    }));
+    std::panic::set_hook(hook);
+    r.ok()
+}
+
+/// The replay's output as nvcc would have printed it, and in verbose mode its notes.
+fn publish(done: &driver::Replayed, inv: &cli::Invocation, settings: &Settings) {
+    // Write errors (a closed pipe) must not turn a good build into a failed one.
+    let _ = std::io::stdout().write_all(&done.stdout);
+    let _ = std::io::stderr().write_all(&done.stderr);
+    if settings.verbose {
+        for note in &done.notes {
+            eprintln!("{note}");
         }
-    };
-    match replayed {
-        Ok(done) => {
-            // Write errors (a closed pipe) must not turn a good build into a failed one.
-            let _ = std::io::stdout().write_all(&done.stdout);
-            let _ = std::io::stderr().write_all(&done.stderr);
-            if settings.verbose {
-                for note in &done.notes {
-                    eprintln!("{note}");
-                }
-                eprintln!(
-                    "nvcc-orion: replayed {} steps ({} ptxas) of {}",
-                    done.steps,
-                    done.ptxas_steps,
-                    inv.facts
-                        .inputs
-                        .iter()
-                        .map(|p| p.display().to_string())
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                );
-            }
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            let internal = e.is_internal();
-            // The user's own errors are reported by nvcc itself, silently; ours get one line.
-            exec_nvcc(
-                &tk,
-                &inv.nvcc_args,
-                &nvcc_env,
-                Some(&e.to_string()),
-                internal || settings.verbose,
-            )
-        }
+        eprintln!(
+            "nvcc-orion: replayed {} steps ({} ptxas) of {}",
+            done.steps,
+            done.ptxas_steps,
+            inv.facts
+                .inputs
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
     }
 }
 
