@@ -333,26 +333,39 @@ fn copy_kernel_info(
     map_sym: &impl Fn(u32) -> Result<u32, String>,
 ) -> Result<(), String> {
     let is_info = |t: u32, n: &str| t == super::elf::SHT_CUDA_INFO && n != ".nv.info";
-    match (attached(out, tb, is_info), attached(donor, td, is_info)) {
-        (Some(ib), Some(id)) => {
-            let mut recs = parse_records(&donor.elf.sections[id].data).map_err(|e| e.what)?;
-            for r in recs.iter_mut().filter(|r| r.format == EIFMT_SVAL) {
-                let words = match r.attr {
-                    Attr::Externs => r.data.len() / 4,
-                    a if sym_first_word(a) => 1,
-                    _ => 0,
-                };
-                for w in 0..words {
-                    let v = r.word(w).ok_or("short record")?;
-                    r.set_word(w, map_sym(v)?).ok_or("short record")?;
-                }
-            }
-            let bytes = encode_records(&recs).map_err(|e| e.what)?;
-            out.elf.sections[ib].data = bytes;
-            Ok(())
+    let Some((ib, id)) = both_attached(out, tb, donor, td, is_info, ".nv.info section")? else {
+        return Ok(());
+    };
+    let mut recs = parse_records(&donor.elf.sections[id].data).map_err(|e| e.what)?;
+    for r in recs.iter_mut().filter(|r| r.format == EIFMT_SVAL) {
+        let words = match r.attr {
+            Attr::Externs => r.data.len() / 4,
+            a if sym_first_word(a) => 1,
+            _ => 0,
+        };
+        for w in 0..words {
+            let v = r.word(w).ok_or("short record")?;
+            r.set_word(w, map_sym(v)?).ok_or("short record")?;
         }
-        (None, None) => Ok(()),
-        _ => Err("one side has no .nv.info section".into()),
+    }
+    out.elf.sections[ib].data = encode_records(&recs).map_err(|e| e.what)?;
+    Ok(())
+}
+
+/// The sections attached to text section `tb` of `out` and `td` of `donor` that `pred` picks:
+/// both, or neither (`None`); one side alone is an error naming `what`.
+fn both_attached(
+    out: &Cubin,
+    tb: usize,
+    donor: &Cubin,
+    td: usize,
+    pred: impl Fn(u32, &str) -> bool,
+    what: &str,
+) -> Result<Option<(usize, usize)>, String> {
+    match (attached(out, tb, &pred), attached(donor, td, &pred)) {
+        (Some(b), Some(d)) => Ok(Some((b, d))),
+        (None, None) => Ok(None),
+        _ => Err(format!("one side has no {what}")),
     }
 }
 
@@ -365,23 +378,20 @@ fn copy_code_relocations(
     map_sym: &impl Fn(u32) -> Result<u32, String>,
 ) -> Result<(), String> {
     let is_rel = |t: u32, _: &str| t == SHT_REL || t == SHT_RELA;
-    match (attached(out, tb, is_rel), attached(donor, td, is_rel)) {
-        (Some(rb), Some(rd)) => {
-            let rela = donor.elf.sections[rd].sh_type == SHT_RELA;
-            if (out.elf.sections[rb].sh_type == SHT_RELA) != rela {
-                return Err("relocation kinds differ".into());
-            }
-            let mut rel =
-                parse_relocs(&donor.elf.sections[rd].data, rela).ok_or("bad relocations")?;
-            for r in &mut rel {
-                r.sym = map_sym(r.sym)?;
-            }
-            out.elf.sections[rb].data = encode_relocs(&rel);
-            Ok(())
-        }
-        (None, None) => Ok(()),
-        _ => Err("one side has no relocations for the code".into()),
+    let Some((rb, rd)) = both_attached(out, tb, donor, td, is_rel, "relocations for the code")?
+    else {
+        return Ok(());
+    };
+    let rela = donor.elf.sections[rd].sh_type == SHT_RELA;
+    if (out.elf.sections[rb].sh_type == SHT_RELA) != rela {
+        return Err("relocation kinds differ".into());
     }
+    let mut rel = parse_relocs(&donor.elf.sections[rd].data, rela).ok_or("bad relocations")?;
+    for r in &mut rel {
+        r.sym = map_sym(r.sym)?;
+    }
+    out.elf.sections[rb].data = encode_relocs(&rel);
+    Ok(())
 }
 
 /// Symbol `w` of `c` where it is a function in text section `t`.
