@@ -105,12 +105,13 @@ fn sccache_dist(label: &str) -> Option<PathBuf> {
     if bin.is_file() {
         return Some(bin);
     }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{label}: {} missing although scripts/setup.sh builds it (NVCC_ORION_SETUP_SCCACHE_DIST=1)",
-        bin.display()
+    common::skip(
+        label,
+        &format!(
+            "{} missing: sccache with dist features is not built (NVCC_ORION_SETUP_SCCACHE_DIST=1 scripts/setup.sh)",
+            bin.display()
+        ),
     );
-    eprintln!("SKIPPED {label}: sccache with dist features is not built");
     None
 }
 

@@ -1,6 +1,8 @@
 //! The replay driver on its own (below the argument grammar): a replayed compile makes the same
 //! cubins and dependency files as the real nvcc, and a failing step is reported as such.
 
+mod common;
+
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -14,9 +16,8 @@ fn toolkit() -> Option<Toolkit> {
     let me = Path::new(env!("CARGO_BIN_EXE_nvcc-orion"));
     match Toolkit::locate(&|k| std::env::var_os(k), me) {
         Ok(tk) => Some(tk),
-        Err(e) if std::env::var_os("CI").is_some() => panic!("CI needs the CUDA toolkit: {e}"),
         Err(e) => {
-            eprintln!("skipping: {e}");
+            common::skip(module_path!(), &format!("no CUDA toolkit: {e}"));
             None
         }
     }

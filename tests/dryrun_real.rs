@@ -2,6 +2,8 @@
 //! string): every line of every trajectory we replay must be understood, with the steps we
 //! rely on where we expect them.
 
+mod common;
+
 use std::collections::HashMap;
 use std::path::Path;
 use std::process::Command;
@@ -13,9 +15,8 @@ fn toolkit() -> Option<Toolkit> {
     let me = Path::new(env!("CARGO_BIN_EXE_nvcc-orion"));
     match Toolkit::locate(&|k| std::env::var_os(k), me) {
         Ok(tk) => Some(tk),
-        Err(e) if std::env::var_os("CI").is_some() => panic!("CI needs the CUDA toolkit: {e}"),
         Err(e) => {
-            eprintln!("skipping: {e}");
+            common::skip(module_path!(), &format!("no CUDA toolkit: {e}"));
             None
         }
     }
