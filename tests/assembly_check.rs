@@ -589,4 +589,33 @@ fn variants_with_swapped_attributes_are_rejected() {
         why.starts_with(a.as_str()) || why.starts_with(b.as_str()),
         "{why}"
     );
+    // Under a cache, a pass is remembered (a cached build does not read the same cubins
+    // again) and read back as the same verdict; a disagreement never is.
+    let cache = dir.path().join("cache");
+    let cached = |bytes: &[u8]| {
+        named(audit::check_cached(
+            &tools(&nvcc),
+            &Job {
+                shipped: bytes,
+                baseline: &candidates[0],
+                module: &shipped,
+                origins: variants
+                    .iter()
+                    .map(|(name, c)| Origin {
+                        shipped: name,
+                        name: HUNGRY,
+                        cubin: &candidates[*c],
+                    })
+                    .collect(),
+            },
+            Some(&cache),
+        ))
+    };
+    let verdicts = || std::fs::read_dir(cache.join("audit-v1")).map_or(0, |d| d.count());
+    let first = cached(&shipped).expect("passes");
+    assert_eq!(verdicts(), 1);
+    assert_eq!(cached(&shipped).expect("remembered"), first);
+    assert_eq!(first, check(&shipped).unwrap());
+    cached(&bad).unwrap_err();
+    assert_eq!(verdicts(), 1, "a disagreement is not remembered");
 }

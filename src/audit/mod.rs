@@ -39,6 +39,7 @@ mod dump;
 mod kernel;
 mod listing;
 mod module;
+mod verdict;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -120,6 +121,25 @@ pub fn check(tools: &Tools, job: &Job<'_>) -> Result<Checked, AuditError> {
         true => Ok(checked),
         false => Err(found.swap_remove(0)),
     }
+}
+
+/// [`check`], with a pass remembered under cache root `cache` (the variant cache's): the
+/// same bytes from the same origins, read by the same tools and checker, pass again without
+/// running them (`verdict`). `None`: always check.
+pub fn check_cached(
+    tools: &Tools,
+    job: &Job<'_>,
+    cache: Option<&Path>,
+) -> Result<Checked, AuditError> {
+    let Some(file) = cache.map(|root| verdict::path(root, tools, job)) else {
+        return check(tools, job);
+    };
+    if let Some(checked) = verdict::read(&file) {
+        return Ok(checked);
+    }
+    let checked = check(tools, job)?;
+    verdict::write(&file, checked);
+    Ok(checked)
 }
 
 /// Check `job`, going on past disagreements: every function that disagrees (as

@@ -260,7 +260,7 @@ fn audit_assembled(
             })
             .collect(),
     };
-    audit::check(inp.tools, &job)?;
+    audit::check_cached(inp.tools, &job, inp.builder.cache.as_deref())?;
     Ok(())
 }
 

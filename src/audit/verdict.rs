@@ -1,0 +1,150 @@
+//! Passed checks, remembered: a cached build ships the same bytes from the same origins as
+//! the build that checked them, so the check's verdict is looked up instead of running
+//! cuobjdump and nvdisasm again (issue 35: the check was most of what a cached build added).
+//!
+//! The key is everything the verdict depends on: every byte of the job (shipped cubin,
+//! baseline, module, each origin's names and cubin), the tools that read them (path, size and
+//! modification time, as the variant cache names ptxas), and this checker (nvcc-orion's own
+//! executable, the same way). Only a pass is remembered; a disagreement or a tool failure is
+//! found again by the next build. A verdict file that does not read is no verdict.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use super::{Checked, Job, Tools};
+
+/// Folder of the verdicts under the cache root (the version names the file format).
+const FOLDER: &str = "audit-v1";
+
+/// The file the verdict of `job` read with `tools` lives in, under cache root `root`.
+pub(super) fn path(root: &Path, tools: &Tools, job: &Job<'_>) -> PathBuf {
+    let mut h = Sha256::new();
+    let mut field = |bytes: &[u8]| {
+        h.update((bytes.len() as u64).to_le_bytes());
+        h.update(bytes);
+    };
+    field(identity(&tools.cuobjdump).as_bytes());
+    field(identity(&tools.nvdisasm).as_bytes());
+    field(checker().as_bytes());
+    field(job.shipped);
+    field(job.baseline);
+    field(job.module);
+    for o in &job.origins {
+        field(o.shipped.as_bytes());
+        field(o.name.as_bytes());
+        field(o.cubin);
+    }
+    let key: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    root.join(FOLDER).join(key)
+}
+
+/// A remembered pass at `file`, if one reads.
+pub(super) fn read(file: &Path) -> Option<Checked> {
+    let text = std::fs::read_to_string(file).ok()?;
+    let mut words = text.trim_end().strip_prefix("passed ")?.split(' ');
+    let functions = words.next()?.parse().ok()?;
+    let disassembled = words.next()?.parse().ok()?;
+    words.next().is_none().then_some(Checked {
+        functions,
+        disassembled,
+    })
+}
+
+/// Remember a pass at `file` (written whole under a private name, then renamed, so a
+/// concurrent build never reads half a verdict). Failing to write only costs the next build
+/// the check.
+pub(super) fn write(file: &Path, checked: Checked) {
+    let Some(dir) = file.parent() else {
+        return;
+    };
+    let tmp = dir.join(format!(".tmp-{}", std::process::id()));
+    let written = std::fs::create_dir_all(dir).and_then(|()| {
+        let mut f = std::fs::File::create(&tmp)?;
+        writeln!(f, "passed {} {}", checked.functions, checked.disassembled)?;
+        std::fs::rename(&tmp, file)
+    });
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+}
+
+/// A program's identity as the cache keys tools: path, size, modification time.
+fn identity(program: &Path) -> String {
+    let meta = std::fs::metadata(program).ok();
+    let mtime = meta
+        .as_ref()
+        .and_then(|m| m.modified().ok())
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    format!(
+        "{}:{}:{mtime}",
+        program.display(),
+        meta.map_or(0, |m| m.len())
+    )
+}
+
+/// This checker's identity: a new nvcc-orion checks again.
+fn checker() -> String {
+    let exe = std::env::current_exe().unwrap_or_default();
+    format!("{}:{}", env!("CARGO_PKG_VERSION"), identity(&exe))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::Origin;
+
+    fn job<'a>(shipped: &'a [u8], origin: &'a [u8]) -> Job<'a> {
+        Job {
+            shipped,
+            baseline: b"baseline",
+            module: b"module",
+            origins: vec![Origin {
+                shipped: "k",
+                name: "k",
+                cubin: origin,
+            }],
+        }
+    }
+
+    #[test]
+    fn every_byte_of_the_job_is_in_the_key() {
+        let root = Path::new("/cache");
+        let tools = Tools::in_dir(Path::new("/nowhere"));
+        let a = path(root, &tools, &job(b"shipped", b"origin"));
+        assert_eq!(a, path(root, &tools, &job(b"shipped", b"origin")));
+        assert_ne!(a, path(root, &tools, &job(b"shippeD", b"origin")));
+        assert_ne!(a, path(root, &tools, &job(b"shipped", b"origiN")));
+        // Field boundaries count: moving a byte from one field to the next is another job.
+        assert_ne!(a, path(root, &tools, &job(b"shippedo", b"rigin")));
+        let other_tools = Tools::in_dir(Path::new("/elsewhere"));
+        assert_ne!(a, path(root, &other_tools, &job(b"shipped", b"origin")));
+        assert!(a.starts_with("/cache/audit-v1"));
+    }
+
+    #[test]
+    fn a_pass_is_read_back_and_anything_else_is_no_verdict() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("audit-v1/key");
+        assert_eq!(read(&file), None);
+        let checked = Checked {
+            functions: 7,
+            disassembled: 2,
+        };
+        write(&file, checked);
+        assert_eq!(read(&file), Some(checked));
+        for bad in [
+            "",
+            "passed",
+            "passed 7",
+            "passed 7 x",
+            "passed 7 2 9",
+            "failed 7 2",
+        ] {
+            std::fs::write(&file, bad).unwrap();
+            assert_eq!(read(&file), None, "{bad:?}");
+        }
+    }
+}
