@@ -16,33 +16,27 @@
 use std::collections::BTreeMap;
 
 use super::assemble::kernel_code;
-use super::evaluate::Variant;
 use super::ptx::{self, Budget};
 use super::ranked::ranked;
 use super::record::{Embedded, KernelRecord, TuneError};
 use super::select::Evaluated;
-use super::variants::{self, Budgets, Builder, VariantError};
+use super::variants::{self, Budgets, VariantError};
 use crate::cubin::{Cubin, FunctionInfo};
 
 /// What the emitter needs of a tuned step.
 pub(crate) struct Input<'a> {
+    /// What the step's own assembly reads: its argv, ptxas's own cubin (where every
+    /// candidate without a budget was evaluated), the variants as evaluated, the builder,
+    /// the block sizes and the check's tools.
+    pub(crate) step: &'a super::assemble::Inputs<'a>,
     /// The cubin plain tune ships (the assembled one, or ptxas's own when nothing changed).
     pub(crate) plain: &'a [u8],
-    /// ptxas's own cubin, where every candidate without a budget was evaluated, and its
-    /// bytes.
-    pub(crate) baseline: &'a Cubin,
-    pub(crate) baseline_bytes: &'a [u8],
-    /// The built variants as evaluated.
-    pub(crate) parsed: &'a [Variant],
     /// The budgets the original names get (the static winners), as assemble builds them.
     pub(crate) chosen: &'a Budgets,
     /// Per kernel: each candidate's variant in `parsed` (None = the baseline).
     pub(crate) sources: &'a BTreeMap<String, Vec<Option<usize>>>,
-    pub(crate) block_sizes: &'a [(Option<String>, u32)],
-    pub(crate) builder: &'a Builder<'a>,
     /// The first free variant number of the step (names the work files).
     pub(crate) index: usize,
-    pub(crate) tools: &'a crate::audit::Tools,
 }
 
 /// What the emitter gives the step.
@@ -71,10 +65,10 @@ struct Want {
     budget: Option<Budget>,
 }
 
-/// Embed the variants of the step `argv`, filling each record's `variants` when it works.
+/// Embed the variants of the step, filling each record's `variants` when it works.
 /// Never fails the build: a panic or an error becomes [`Embedding::Failed`].
-pub(crate) fn embed(argv: &[String], input: &Input<'_>, records: &mut [KernelRecord]) -> Embedding {
-    if !variants::entries_allowed(argv) {
+pub(crate) fn embed(input: &Input<'_>, records: &mut [KernelRecord]) -> Embedding {
+    if !variants::entries_allowed(input.step.argv) {
         return Embedding::Note(
             "no variants embedded: the step selects its entries (--entry/-e)".to_string(),
         );
@@ -116,7 +110,7 @@ fn emit(input: &Input<'_>, records: &mut [KernelRecord]) -> Result<Option<Vec<u8
         return Ok(None);
     }
     // A name the module already uses would make two entries of one name.
-    let taken = ptx::entries(input.builder.ptx).map_err(VariantError::from)?;
+    let taken = ptx::entries(input.step.builder.ptx).map_err(VariantError::from)?;
     if let Some(w) = wants
         .iter()
         .find(|w| taken.iter().any(|e| e.name == w.name))
@@ -208,7 +202,7 @@ type Build = (Vec<u8>, Vec<u8>, BTreeMap<String, String>);
 /// their budgets (the originals get the chosen ones), then each rewrite on the kernels it
 /// makes.
 fn build(input: &Input<'_>, live: &[&Want], attempt: usize) -> Result<Build, TuneError> {
-    let builder = input.builder;
+    let builder = input.step.builder;
     let copies: Vec<(String, String)> = live
         .iter()
         .map(|w| (w.kernel.clone(), w.name.clone()))
@@ -225,9 +219,9 @@ fn build(input: &Input<'_>, live: &[&Want], attempt: usize) -> Result<Build, Tun
         .map_err(VariantError::from)?;
     let built = builder.build_text(input.index + attempt, &budgets, &text, &[])?;
     // A variant runs at the block sizes its original runs at.
-    let mut block_sizes = input.block_sizes.to_vec();
+    let mut block_sizes = input.step.block_sizes.to_vec();
     for w in live {
-        if let Some(n) = crate::settings::block_size_for(input.block_sizes, &w.kernel) {
+        if let Some(n) = crate::settings::block_size_for(input.step.block_sizes, &w.kernel) {
             block_sizes.push((Some(w.name.clone()), n));
         }
     }
@@ -259,8 +253,8 @@ fn audit_multi(
         .filter_map(|w| {
             let source = *input.sources.get(&w.kernel)?.get(w.candidate)?;
             let bytes = match source {
-                None => input.baseline_bytes.to_vec(),
-                Some(i) => input.parsed.get(i)?.as_ref()?.0.write().ok()?,
+                None => input.step.baseline.1.to_vec(),
+                Some(i) => input.step.parsed.get(i)?.as_ref()?.0.write().ok()?,
             };
             Some((*w, bytes))
         })
@@ -281,11 +275,11 @@ fn audit_multi(
     }));
     let job = crate::audit::Job {
         shipped: bytes,
-        baseline: input.baseline_bytes,
+        baseline: input.step.baseline.1,
         module: raw,
         origins,
     };
-    let (_, found) = crate::audit::check_each(input.tools, &job)?;
+    let (_, found) = crate::audit::check_each(input.step.tools, &job)?;
     for e in found {
         match e {
             crate::audit::AuditError::Disagrees { kernel, what }
@@ -345,8 +339,13 @@ fn check_variant(
         .get(&w.kernel)
         .and_then(|s| s.get(w.candidate))
     {
-        Some(None) => Some(input.baseline),
-        Some(Some(i)) => input.parsed.get(*i).and_then(|v| v.as_ref()).map(|v| &v.0),
+        Some(None) => Some(input.step.baseline.0),
+        Some(Some(i)) => input
+            .step
+            .parsed
+            .get(*i)
+            .and_then(|v| v.as_ref())
+            .map(|v| &v.0),
         None => None,
     };
     Ok(standalone.is_some_and(|c| kernel_code(c, &w.kernel) == kernel_code(multi, &w.name)))

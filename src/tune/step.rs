@@ -102,19 +102,19 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         &mut result,
     );
     let tools = crate::audit::Tools::in_dir(tune.toolkit.bin_dir());
+    let inputs = assemble::Inputs {
+        argv,
+        baseline: (&step.baseline, &step.baseline_bytes, &base_functions),
+        built: &built,
+        parsed: &parsed,
+        rounds: &plan.rounds,
+        builder: &builder,
+        block_sizes: &settings.block_sizes,
+        tools: &tools,
+    };
     let plain = if selected.chosen.is_empty() {
         None
     } else {
-        let inputs = assemble::Inputs {
-            argv,
-            baseline: (&step.baseline, &step.baseline_bytes, &base_functions),
-            built: &built,
-            parsed: &parsed,
-            rounds: &plan.rounds,
-            builder: &builder,
-            block_sizes: &settings.block_sizes,
-            tools: &tools,
-        };
         let choice = assemble::Choice {
             chosen: &selected.chosen,
             expected: &selected.expected,
@@ -124,20 +124,15 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
     let mut ship = plain.as_ref().map(|a| (a.bytes.clone(), a.how));
     if settings.selector.is_some() {
         let input = multi::Input {
+            step: &inputs,
             plain: plain
                 .as_ref()
                 .map_or(&step.baseline_bytes[..], |a| &a.bytes[..]),
-            baseline: &step.baseline,
-            baseline_bytes: &step.baseline_bytes,
-            parsed: &parsed,
             chosen: &selected.chosen,
             sources: &selected.sources,
-            block_sizes: &settings.block_sizes,
-            builder: &builder,
             index: plan.rounds.len() + 1,
-            tools: &tools,
         };
-        embed_selector(argv, &input, &step.arch_name, &mut result, &mut ship);
+        embed_selector(&input, &step.arch_name, &mut result, &mut ship);
     }
     ship_cubin(&step.out, ship, &mut result)?;
     if let Some(why) = tune.selector_refused {
@@ -281,13 +276,12 @@ fn select_kernels(
 
 /// Under adapt and train: the ranked variants and the selector's cubin in place of `ship`.
 fn embed_selector(
-    argv: &[String],
     input: &multi::Input<'_>,
     arch_name: &str,
     result: &mut Tuned,
     ship: &mut Option<(Vec<u8>, assemble::Assembly)>,
 ) {
-    match multi::embed(argv, input, &mut result.records) {
+    match multi::embed(input, &mut result.records) {
         multi::Embedding::Cubin(bytes, note) => {
             *ship = Some((bytes, assemble::Assembly::MultiVariant));
             result
