@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::predict::Arch;
+use crate::arch::limits::Arch;
 
 /// The `format` field of every profile.
 pub(crate) const FORMAT: &str = "nvcc-orion-profile";

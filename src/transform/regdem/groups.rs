@@ -3,9 +3,9 @@
 //! to their size, so overlapping tuples nest). A group is demoted, moved and given value
 //! registers as a whole, which keeps every alias of a 64/128-bit tuple intact.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
-use super::select::Callees;
+use super::fields::RegFields;
 use crate::sass::ir::{Function, Instr, OperandKind, RZ};
 
 /// A register group: `start..start+size`, `start` a multiple of `size`.
@@ -119,4 +119,16 @@ pub(super) fn named_by(ins: &Instr, group_of: &[Option<Group>]) -> BTreeSet<Grou
         .iter()
         .flat_map(|&(b, w, _, _)| (b..b + w).filter_map(|r| group_of[r as usize]))
         .collect()
+}
+
+/// The kernel's sub-functions as the selection sees them: their registers are renumbered
+/// with the kernel's (one numbering for the section, so calls keep meeting their callees'
+/// registers) but never demoted (nothing is inserted into them).
+#[derive(Default)]
+pub(crate) struct Callees<'a> {
+    /// Each sub-function with the register fields of its instructions.
+    pub(crate) code: Vec<(&'a Function, Vec<RegFields>)>,
+    /// Per kernel instruction index of a call: the registers the callee may read before
+    /// writing them, and those it writes on every path.
+    pub(crate) calls: BTreeMap<usize, (BTreeSet<u8>, BTreeSet<u8>)>,
 }

@@ -21,8 +21,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::fields::RegFields;
-pub(crate) use super::groups::Group;
 use super::groups::{self, named_by, regs_of};
+pub(crate) use super::groups::{Callees, Group};
 use crate::analysis::{Cfg, must_defined};
 use crate::predict::latency::fixed_latency;
 use crate::sass::Op;
@@ -75,18 +75,6 @@ pub(crate) struct Analysis {
 /// scoreboard the rewrite can wait on.
 pub(crate) fn result_is_waitable(sm: u32, ins: &Instr) -> bool {
     ins.ctrl.write_sb.is_some() || fixed_latency(sm, ins.class()).is_some()
-}
-
-/// The kernel's sub-functions as the selection sees them: their registers are renumbered
-/// with the kernel's (one numbering for the section, so calls keep meeting their callees'
-/// registers) but never demoted (nothing is inserted into them).
-#[derive(Default)]
-pub(crate) struct Callees<'a> {
-    /// Each sub-function with the register fields of its instructions.
-    pub(crate) code: Vec<(&'a Function, Vec<RegFields>)>,
-    /// Per kernel instruction index of a call: the registers the callee may read before
-    /// writing them, and those it writes on every path.
-    pub(crate) calls: BTreeMap<usize, (BTreeSet<u8>, BTreeSet<u8>)>,
 }
 
 impl Analysis {
