@@ -11,8 +11,6 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::arch::limits::Arch;
-
 /// The `format` field of every profile.
 pub(crate) const FORMAT: &str = "nvcc-orion-profile";
 /// The only version this reader understands.
@@ -27,8 +25,10 @@ const MAX_SPREAD: f64 = 1e6;
 /// a training run writes one entry per kernel, variant and launch configuration, about 300
 /// bytes each, so this is some 900,000 entries, far beyond any real program's.
 pub const MAX_PROFILE_BYTES: u64 = 256 << 20;
-/// A thread has at most 512 KiB of local memory on every arch (its registers: the arch table's
-/// limit, [`Arch::max_regs_per_thread_any`]).
+/// A thread has at most 255 registers and 512 KiB of local memory on every arch (the arch
+/// table's `max_regs_per_thread` says the same; this leaf module reads no other, and
+/// `tests/layers.rs` forbids the sideways arrow).
+const MAX_REGISTERS: u32 = 255;
 const MAX_LOCAL_BYTES: u32 = 512 * 1024;
 
 /// One launch configuration as the selector keys it.
@@ -515,11 +515,8 @@ fn check_alone(e: &Entry) -> Option<String> {
         "a median without samples".to_string()
     } else if !(0.0..=MAX_SPREAD).contains(&e.spread) {
         format!("spread {} is not a relative deviation", e.spread)
-    } else if let Some(r) = e.registers.filter(|&r| r > Arch::max_regs_per_thread_any()) {
-        format!(
-            "registers {r} is beyond the {} a thread can have",
-            Arch::max_regs_per_thread_any()
-        )
+    } else if let Some(r) = e.registers.filter(|&r| r > MAX_REGISTERS) {
+        format!("registers {r} is beyond the {MAX_REGISTERS} a thread can have")
     } else if let Some(l) = e.local_bytes.filter(|&l| l > MAX_LOCAL_BYTES) {
         format!("local_bytes {l} is beyond the 512 KiB a thread can have")
     } else {

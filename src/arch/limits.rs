@@ -341,16 +341,6 @@ impl Arch {
         Arch::from_cc(u8::try_from(sm / 10).ok()?, (sm % 10) as u8).ok()
     }
 
-    /// The most registers a thread can have on any architecture of the table (255: the
-    /// 8-bit register fields of the cubin hold no more).
-    pub fn max_regs_per_thread_any() -> u32 {
-        TABLE
-            .iter()
-            .map(|p| p.max_regs_per_thread)
-            .max()
-            .unwrap_or(255)
-    }
-
     /// Every architecture with a row, oldest first.
     pub fn all() -> impl Iterator<Item = Arch> {
         TABLE.iter().map(Arch)
