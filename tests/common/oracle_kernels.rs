@@ -3,7 +3,6 @@
 //! sm_90a, the target that accepts wgmma), cached under `CARGO_TARGET_TMPDIR` and shared by
 //! the test processes (a lock file and a completion stamp).
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -24,14 +23,7 @@ fn root() -> PathBuf {
 pub fn oracle_kernels(test: &str) -> Option<&'static OracleKernels> {
     static K: OnceLock<Option<OracleKernels>> = OnceLock::new();
     K.get_or_init(|| {
-        let Some(nvcc) = super::find_nvcc() else {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "{test}: no nvcc found and CI is set; run `eval \"$(scripts/setup.sh)\"`"
-            );
-            eprintln!("skipping {test}: no nvcc found; run `eval \"$(scripts/setup.sh)\"`");
-            return None;
-        };
+        let nvcc = super::nvcc_or_skip(test)?;
         let script = root().join("scripts/oracle-kernels.sh");
         let src_dir = root().join("tests/kernels/oracle");
         let mut sources: Vec<PathBuf> = std::fs::read_dir(&src_dir)
@@ -40,23 +32,15 @@ pub fn oracle_kernels(test: &str) -> Option<&'static OracleKernels> {
             .filter(|p| p.extension().is_some_and(|x| x == "cu"))
             .collect();
         sources.sort();
-        let mut h = super::fnv(&std::fs::read(&script).unwrap(), 0xcbf2_9ce4_8422_2325);
+        let mut inputs = vec![std::fs::read(&script).unwrap()];
         for s in &sources {
-            h = super::fnv(s.file_name().unwrap().as_encoded_bytes(), h);
-            h = super::fnv(&std::fs::read(s).unwrap(), h);
+            inputs.push(s.file_name().unwrap().as_encoded_bytes().to_vec());
+            inputs.push(std::fs::read(s).unwrap());
         }
-        h = super::fnv(nvcc.to_string_lossy().as_bytes(), h);
-        let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
-        std::fs::create_dir_all(tmp).unwrap();
-        let dir = tmp.join(format!("oracle-kernels-{h:016x}"));
-        let lock = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(tmp.join(format!("oracle-kernels-{h:016x}.lock")))
-            .unwrap();
-        lock.lock().unwrap();
-        if !dir.join("COMPLETE").exists() {
+        let views: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
+        let lock = super::Locked::new("oracle-kernels", &nvcc, &views);
+        let dir = lock.dir.clone();
+        if !lock.complete() {
             let out = Command::new("bash")
                 .arg(&script)
                 .arg(&dir)
@@ -68,7 +52,7 @@ pub fn oracle_kernels(test: &str) -> Option<&'static OracleKernels> {
                 "scripts/oracle-kernels.sh failed:\n{}",
                 String::from_utf8_lossy(&out.stderr)
             );
-            std::fs::write(dir.join("COMPLETE"), "").unwrap();
+            lock.finish();
         }
         drop(lock);
         let archs: Vec<String> = String::from_utf8(
