@@ -107,6 +107,22 @@ fn is_us(p: &Path, me: &Path) -> bool {
     bytes.starts_with(b"#!") && bytes.windows(10).any(|w| w == b"nvcc-orion")
 }
 
+/// A program's identity as the caches key tools (ptxas for variants, cuobjdump and nvdisasm
+/// for the assembly check's verdicts): path, size, modification time.
+pub fn program_identity(program: &Path) -> String {
+    let meta = std::fs::metadata(program).ok();
+    let mtime = meta
+        .as_ref()
+        .and_then(|m| m.modified().ok())
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    format!(
+        "{}:{}:{mtime}",
+        program.display(),
+        meta.map_or(0, |m| m.len())
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

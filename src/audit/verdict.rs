@@ -25,8 +25,8 @@ pub(super) fn path(root: &Path, tools: &Tools, job: &Job<'_>) -> PathBuf {
         h.update((bytes.len() as u64).to_le_bytes());
         h.update(bytes);
     };
-    field(identity(&tools.cuobjdump).as_bytes());
-    field(identity(&tools.nvdisasm).as_bytes());
+    field(crate::toolkit::program_identity(&tools.cuobjdump).as_bytes());
+    field(crate::toolkit::program_identity(&tools.nvdisasm).as_bytes());
     field(checker().as_bytes());
     field(job.shipped);
     field(job.baseline);
@@ -70,25 +70,14 @@ pub(super) fn write(file: &Path, checked: Checked) {
     }
 }
 
-/// A program's identity as the cache keys tools: path, size, modification time.
-fn identity(program: &Path) -> String {
-    let meta = std::fs::metadata(program).ok();
-    let mtime = meta
-        .as_ref()
-        .and_then(|m| m.modified().ok())
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_nanos());
-    format!(
-        "{}:{}:{mtime}",
-        program.display(),
-        meta.map_or(0, |m| m.len())
-    )
-}
-
 /// This checker's identity: a new nvcc-orion checks again.
 fn checker() -> String {
     let exe = std::env::current_exe().unwrap_or_default();
-    format!("{}:{}", env!("CARGO_PKG_VERSION"), identity(&exe))
+    format!(
+        "{}:{}",
+        env!("CARGO_PKG_VERSION"),
+        crate::toolkit::program_identity(&exe)
+    )
 }
 
 #[cfg(test)]

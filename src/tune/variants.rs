@@ -80,17 +80,7 @@ fn cache_key(argv: &[String], files: &PtxasArgs, ptxas_id: &str, ptx: &str) -> S
 
 /// Identify the ptxas binary without running it: its path, size and modification time.
 pub fn ptxas_id(ptxas: &Path) -> String {
-    let meta = std::fs::metadata(ptxas).ok();
-    let mtime = meta
-        .as_ref()
-        .and_then(|m| m.modified().ok())
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_nanos());
-    format!(
-        "{}:{}:{mtime}",
-        ptxas.display(),
-        meta.map_or(0, |m| m.len())
-    )
+    crate::toolkit::program_identity(ptxas)
 }
 
 /// Everything a batch of variants shares.
