@@ -59,7 +59,10 @@ pub(super) fn write(file: &Path, checked: Checked) {
     let Some(dir) = file.parent() else {
         return;
     };
-    let tmp = dir.join(format!(".tmp-{}", std::process::id()));
+    // Unique per process and per write: tuned ptxas steps run on threads of one process.
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!(".tmp-{}-{n}", std::process::id()));
     let written = std::fs::create_dir_all(dir).and_then(|()| {
         let mut f = std::fs::File::create(&tmp)?;
         writeln!(f, "passed {} {}", checked.functions, checked.disassembled)?;
