@@ -14,7 +14,8 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use sha2::{Digest, Sha256};
 
@@ -80,7 +81,8 @@ enum GlueError {
     Lto,
     #[error("{0} is not an ELF relocatable object")]
     NotElf(String),
-    /// The same failure, met earlier in this replay.
+    /// Building the glue object failed (once per replay and toolchain; every host compile
+    /// that needs it reports the same).
     #[error("{0}")]
     Earlier(String),
 }
@@ -114,14 +116,17 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// A path made unique to this process and moment, for writing a file or folder that is then
-/// renamed into place (atomic: a concurrent build sees all of it or none).
+/// A path made unique to this process, thread-safe call and moment, for writing a file or
+/// folder that is then renamed into place (atomic: a concurrent build sees all of it or none;
+/// the prefetch and the host compile may write side by side).
 fn scratch_name(path: &Path) -> PathBuf {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
     let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(format!(".tmp-{}-{nanos}", std::process::id()));
+    name.push(format!(".tmp-{}-{n}-{nanos}", std::process::id()));
     path.with_file_name(name)
 }
 
@@ -138,13 +143,17 @@ struct Built {
 /// include directory (the compiler's version and the mode enter the cache key when built).
 type Toolchain = (String, Option<String>, String);
 
+/// One glue object built, or why not, once.
+type Once = OnceLock<Result<Built, String>>;
+
 /// The glue of one replay: where it lives and what was built for which compiler.
 pub(crate) struct Glue {
     selector: Selector,
     /// `<cache>/runtime`, or a folder of the replay's own when there is no cache.
     root: PathBuf,
-    /// Per (compiler, its `-m` flag, CUDA include directory): the glue built, or why not.
-    built: Mutex<HashMap<Toolchain, Result<Built, String>>>,
+    /// Per (compiler, its `-m` flag, CUDA include directory): the glue built, or why not;
+    /// built once, by the prefetch or the first host compile (the other waits for it).
+    built: Mutex<HashMap<Toolchain, Arc<Once>>>,
 }
 
 /// What a host compilation under the glue left: the step's output, and a line for the
@@ -160,6 +169,18 @@ impl Glue {
             selector,
             root,
             built: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Build the glue object for the host compilation `argv` ahead of it, on a job slot of
+    /// its own while the front ends run: the glue depends on the host compiler only, so the
+    /// host compile finds it ready. A failure is remembered and reported by that compile.
+    pub(crate) fn prefetch(&self, argv: &[String], ctx: &StepContext) {
+        if argv.iter().any(|a| a.starts_with("-flto")) {
+            return;
+        }
+        if let Ok(sources) = self.sources() {
+            let _ = self.built(argv, ctx, &sources);
         }
     }
 
@@ -303,14 +324,13 @@ impl Glue {
         let m = argv.iter().find(|a| *a == "-m64" || *a == "-m32").cloned();
         let include = cuda_include(argv).ok_or(GlueError::NoCudaInclude)?;
         let memo = (cc, m, include);
-        if let Some(r) = self.built.lock().ok().and_then(|b| b.get(&memo).cloned()) {
-            return r.map_err(GlueError::Earlier);
-        }
-        let r = self.build(&memo, ctx, sources);
-        if let Ok(mut b) = self.built.lock() {
-            b.insert(memo, r.as_ref().map_err(|e| e.to_string()).cloned());
-        }
-        r
+        let cell = match self.built.lock() {
+            Ok(mut b) => b.entry(memo.clone()).or_default().clone(),
+            Err(_) => Arc::default(),
+        };
+        cell.get_or_init(|| self.build(&memo, ctx, sources).map_err(|e| e.to_string()))
+            .clone()
+            .map_err(GlueError::Earlier)
     }
 
     fn build(

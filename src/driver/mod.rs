@@ -261,6 +261,7 @@ fn run_steps(
         preprocessed: Vec::new(),
     };
     std::thread::scope(|scope| -> Result<(), DriverError> {
+        prefetch_glue(plan, ctx, glue, replay.slots, scope);
         let mut pending: Vec<Pending<'_>> = Vec::new();
         for step in &plan.steps {
             replay.done.steps += 1;
@@ -293,6 +294,35 @@ fn run_steps(
         Ok(())
     })?;
     Ok(replay.collect())
+}
+
+/// With the selector's glue, build its object for the plan's host compiler on an extra job
+/// slot, if one is free, while the front ends run (it needs nothing of theirs); the host
+/// compile waits for it. Without a free slot the host compile builds it, as before.
+fn prefetch_glue<'s, 'a: 's>(
+    plan: &'a dryrun::Plan,
+    ctx: &'a StepContext,
+    glue: Option<&'a glue::Glue>,
+    slots: &'static Slots,
+    scope: &'s std::thread::Scope<'s, 'a>,
+) {
+    let Some(glue) = glue else { return };
+    let Some(argv) = plan.steps.iter().find_map(|s| match s {
+        Step::Run {
+            argv,
+            kind: RunKind::HostCompile(_),
+            ..
+        } => Some(argv),
+        _ => None,
+    }) else {
+        return;
+    };
+    if let Some(slot) = slots.try_extra() {
+        scope.spawn(move || {
+            let _slot = slot;
+            glue.prefetch(argv, ctx);
+        });
+    }
 }
 
 /// The replay so far: each step's tool and result (and for a ptxas step the source its

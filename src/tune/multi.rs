@@ -217,7 +217,7 @@ fn build(input: &Input<'_>, live: &[&Want], attempt: usize) -> Result<Build, Tun
     let text = ptx::with_copies(builder.ptx, &copies)
         .and_then(|t| ptx::with_budgets(&t, &budgets))
         .map_err(VariantError::from)?;
-    let built = builder.build_text(input.index + attempt, &budgets, &text, &[])?;
+    let built = whole_module(builder, input.index + attempt, &budgets, &text)?;
     // A variant runs at the block sizes its original runs at.
     let mut block_sizes = input.step.block_sizes.to_vec();
     for w in live {
@@ -233,6 +233,35 @@ fn build(input: &Input<'_>, live: &[&Want], attempt: usize) -> Result<Build, Tun
         &|k| input.chosen.contains_key(k),
     )?;
     Ok((bytes, built.cubin, refused))
+}
+
+/// ptxas's threads for the multi-variant run, whatever the machine: ptxas lays the cubin out
+/// by how the module is split, so the number is fixed for the same bytes everywhere (its
+/// code is the same as a single-threaded run's; the checks below compare each kernel).
+const SPLIT_COMPILE: &str = "2";
+
+/// The whole-module ptxas run of `text`: on two threads (`--split-compile`, holding an extra
+/// job slot when one is free) unless the step sets its own, since this run is the one
+/// nothing else overlaps (issue 31); single-threaded when this ptxas refuses the option.
+fn whole_module(
+    builder: &variants::Builder<'_>,
+    index: usize,
+    budgets: &Budgets,
+    text: &str,
+) -> Result<variants::Built, VariantError> {
+    let own = builder
+        .argv
+        .iter()
+        .any(|a| a.trim_start_matches('-').starts_with("split-compile"));
+    if own {
+        return builder.build_text(index, budgets, text, &[], &[]);
+    }
+    let split = ["--split-compile".to_string(), SPLIT_COMPILE.to_string()];
+    let _slot = builder.slots.try_extra();
+    match builder.build_text(index, budgets, text, &[], &split) {
+        Err(VariantError::Refused { .. }) => builder.build_text(index, budgets, text, &[], &[]),
+        r => r,
+    }
 }
 
 /// The assembly check on the multi-variant cubin: each original against what plain tune

@@ -199,18 +199,19 @@ impl Builder<'_> {
         only: &[&str],
     ) -> Result<Built, VariantError> {
         let ptx = super::ptx::with_budgets(self.ptx, budgets)?;
-        self.build_text(i, budgets, &ptx, only)
+        self.build_text(i, budgets, &ptx, only, &[])
     }
 
     /// Build `ptx` (the step's PTX as edited by the caller, e.g. with the variants' entries
-    /// added) as variant `i`, labelled `budgets`, with `--entry` for each of `only`; cached
-    /// by the text like any variant.
+    /// added) as variant `i`, labelled `budgets`, with `--entry` for each of `only` and the
+    /// ptxas options `extra`; cached by the text and the options like any variant.
     pub fn build_text(
         &self,
         i: usize,
         budgets: &Budgets,
         ptx: &str,
         only: &[&str],
+        extra: &[String],
     ) -> Result<Built, VariantError> {
         let ptx_path = self.work.join(format!("variant{i}.ptx"));
         let out = self.work.join(format!("variant{i}.cubin"));
@@ -219,6 +220,7 @@ impl Builder<'_> {
             argv.push("--entry".to_string());
             argv.push((*e).to_string());
         }
+        argv.extend_from_slice(extra);
         let whole_module = only.is_empty();
         let key = cache_key(&argv, &self.files, &self.ptxas_id, ptx);
         if let Some(dir) = &self.cache
