@@ -147,6 +147,9 @@ pub fn check_cached(
 /// error is a tool that failed.
 pub fn check_each(tools: &Tools, job: &Job<'_>) -> Result<(Checked, Vec<AuditError>), AuditError> {
     let mut reader = Reader::new(tools)?;
+    let mut all = vec![job.shipped, job.module];
+    all.extend(job.origins.iter().map(|o| o.cubin));
+    reader.prefetch(&all);
     let shipped = match reader.dump(job.shipped) {
         Err(AuditError::Unreadable(why)) => {
             return Ok((Checked::default(), vec![disagrees("the module", why)]));
@@ -299,12 +302,67 @@ impl<'t> Reader<'t> {
             return Ok(d.clone());
         }
         let out = self.run(&self.tools.cuobjdump.clone(), &["-elf"], bytes)?;
-        let text = String::from_utf8_lossy(&out);
+        self.keep_dump(bytes, &out)
+    }
+
+    fn keep_dump(&mut self, bytes: &[u8], out: &[u8]) -> Result<std::rc::Rc<Dump>, AuditError> {
+        let text = String::from_utf8_lossy(out);
         let d = std::rc::Rc::new(
             Dump::parse(&text).map_err(|e| AuditError::Unreadable(e.to_string()))?,
         );
         self.dumps.insert(bytes.to_vec(), d.clone());
         Ok(d)
+    }
+
+    /// Dump the distinct cubins of `all` not read yet on two threads, when a job slot is free
+    /// for the second: the reads are independent, and the last architecture's step waits on
+    /// them. What fails here is left for [`Reader::dump`] to meet again, in the check's order.
+    fn prefetch(&mut self, all: &[&[u8]]) {
+        let mut todo: Vec<&[u8]> = Vec::new();
+        for b in all {
+            if !self.dumps.contains_key(*b) && !todo.contains(b) {
+                todo.push(b);
+            }
+        }
+        if todo.len() < 2 {
+            return;
+        }
+        let Some(_slot) = crate::jobs::Slots::of_process().try_extra() else {
+            return;
+        };
+        let mut paths = Vec::new();
+        for b in &todo {
+            let path = self.dir.path().join(format!("c{}.cubin", self.files));
+            self.files += 1;
+            if std::fs::write(&path, b).is_err() {
+                return;
+            }
+            paths.push(path);
+        }
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let outs: Vec<std::sync::Mutex<Option<Vec<u8>>>> =
+            paths.iter().map(|_| std::sync::Mutex::new(None)).collect();
+        let cuobjdump = &self.tools.cuobjdump;
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                s.spawn(|| {
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(p) = paths.get(i) else { break };
+                        if let Ok(o) = Command::new(cuobjdump).arg("-elf").arg(p).output()
+                            && o.status.success()
+                        {
+                            *outs[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(o.stdout);
+                        }
+                    }
+                });
+            }
+        });
+        for (b, out) in todo.iter().zip(outs) {
+            if let Some(o) = out.into_inner().unwrap_or_else(|e| e.into_inner()) {
+                let _ = self.keep_dump(b, &o);
+            }
+        }
     }
 
     fn listing(&mut self, bytes: &[u8]) -> Result<std::rc::Rc<Vec<Function>>, AuditError> {

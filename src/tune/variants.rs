@@ -116,6 +116,10 @@ pub fn entries_allowed(argv: &[String]) -> bool {
     })
 }
 
+/// How often a waiting worker asks for a free job slot: polled, not waited for, since a worker
+/// blocked on the jobserver would hold up the batch after its work is done.
+const SLOT_POLL: std::time::Duration = std::time::Duration::from_millis(20);
+
 impl Builder<'_> {
     /// Build every variant of `all`, in parallel; results in the same order.
     pub fn build_all(&self, all: &[Budgets]) -> Vec<Result<Built, VariantError>> {
@@ -127,13 +131,19 @@ impl Builder<'_> {
             for w in 0..workers {
                 let (results, next) = (&results, &next);
                 s.spawn(move || {
-                    // The first worker runs on the caller's slot; the others only on an
-                    // extra slot that is free now (`jobs`: never waited for).
+                    // The first worker runs on the caller's slot; the others on an extra
+                    // slot as soon as one is free (another step's background work may hold
+                    // it at first), never blocking: they give up when no work is left.
                     let _slot = match w {
                         0 => None,
-                        _ => match self.slots.try_extra() {
-                            Some(s) => Some(s),
-                            None => return,
+                        _ => loop {
+                            if let Some(s) = self.slots.try_extra() {
+                                break Some(s);
+                            }
+                            if *next.lock().unwrap_or_else(|e| e.into_inner()) >= all.len() {
+                                return;
+                            }
+                            std::thread::sleep(SLOT_POLL);
                         },
                     };
                     loop {
