@@ -15,7 +15,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use nvcc_orion_gen::features::{ALL, features};
-use nvcc_orion_gen::harness::{ARCHS, Harness, Mode, Outcome};
+use nvcc_orion_gen::harness::{ARCHS, Harness, Mode, Outcome, Through};
 use nvcc_orion_gen::tools::Tools;
 use sha2::{Digest, Sha256};
 
@@ -59,6 +59,7 @@ fn generated_programs_ship_ptxas_own_code() {
         work: work.clone(),
         modes: Mode::ALL.to_vec(),
         cache: Some(root.join("variants")),
+        through: Through::Nvcc,
     };
 
     // Coverage: every feature, architecture and mode is exercised by the plan.
@@ -185,4 +186,44 @@ fn generated_programs_ship_ptxas_own_code() {
         first.arch,
         first.mode.trim_start_matches("force="),
     );
+}
+
+/// The campaign's fast path (`orion-gen run --through ptxas`: `nvcc-orion --ptxas` on nvcc's
+/// kept PTX, no front end per mode) compares the same kernels in the same modes as the
+/// driver's path, and finds nothing either, on one program and two architectures.
+#[test]
+fn the_ptxas_path_checks_what_the_driver_path_checks() {
+    let Some(_) = common::nvcc_or_skip("generated (through ptxas)") else {
+        return;
+    };
+    let orion = PathBuf::from(env!("CARGO_BIN_EXE_nvcc-orion"));
+    let tools = Tools::find(orion).expect("the toolkit next to nvcc");
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("generated-through");
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    let harness = |through: Through, dir: &str| Harness {
+        tools: tools.clone(),
+        work: root.join(dir),
+        modes: Mode::ALL.to_vec(),
+        cache: None,
+        through,
+    };
+    let p = nvcc_orion_gen::generate(5);
+    for arch in [80, 90] {
+        let via_nvcc = harness(Through::Nvcc, "nvcc").check(&p, arch).unwrap();
+        let via_ptxas = harness(Through::Ptxas, "ptxas").check(&p, arch).unwrap();
+        assert!(via_ptxas.kernels > 0, "sm_{arch}: nothing compared");
+        assert_eq!(
+            (via_ptxas.modes, via_ptxas.kernels),
+            (via_nvcc.modes, via_nvcc.kernels),
+            "sm_{arch}"
+        );
+        assert!(
+            via_ptxas.mismatches.is_empty() && via_nvcc.mismatches.is_empty(),
+            "sm_{arch}: {:?} / {:?}",
+            via_ptxas.mismatches,
+            via_nvcc.mismatches
+        );
+    }
+    let _ = std::fs::remove_dir_all(&root);
 }

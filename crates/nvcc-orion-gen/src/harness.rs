@@ -116,7 +116,34 @@ pub struct Harness {
     pub modes: Vec<Mode>,
     /// nvcc-orion's variant cache (shared by the modes of a run; `None`: off).
     pub cache: Option<PathBuf>,
+    /// How each mode's build reaches nvcc-orion.
+    pub through: Through,
 }
+
+/// How the harness compiles a program in a mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Through {
+    /// `nvcc-orion -cubin a.cu`: the whole driver, the front end run again per mode.
+    #[default]
+    Nvcc,
+    /// `nvcc-orion --ptxas` on nvcc's own kept PTX with its ptxas arguments: the same tuned
+    /// step (what ships is decided and assembled there) without a front end per mode, about
+    /// twice as fast for long campaigns; the driver's own path is left to the CI subset.
+    Ptxas,
+}
+
+impl Through {
+    pub fn parse(s: &str) -> Option<Through> {
+        match s {
+            "nvcc" => Some(Through::Nvcc),
+            "ptxas" => Some(Through::Ptxas),
+            _ => None,
+        }
+    }
+}
+
+/// Where a step's PTX is kept (nvcc's `--keep`), relative to its folder.
+const KEPT_PTX: &str = "keep/a.ptx";
 
 /// The PTX and ptxas arguments of nvcc's own step for one architecture.
 struct Step {
@@ -280,7 +307,7 @@ impl Harness {
         if !kept.ok {
             return Err(format!("nvcc refused the program: {}", tail(&kept.stderr)));
         }
-        let ptx = std::fs::read_to_string(dir.join("keep/a.ptx")).map_err(|e| e.to_string())?;
+        let ptx = std::fs::read_to_string(dir.join(KEPT_PTX)).map_err(|e| e.to_string())?;
         let mut step = Step {
             dir: dir.to_path_buf(),
             ptx,
@@ -333,10 +360,23 @@ impl Harness {
     fn orion(&self, step: &Step, mode: Mode, cubin: &Path) -> Result<Vec<Record>, Diff> {
         let report = cubin.with_extension("jsonl");
         let _ = std::fs::remove_file(&report);
-        let mut args: Vec<&str> = mode.args().to_vec();
-        args.extend(step.compile.iter().map(String::as_str));
         let c = cubin.to_string_lossy();
-        args.extend(["a.cu", "-o", c.as_ref()]);
+        let ptx = step.dir.join(KEPT_PTX).to_string_lossy().into_owned();
+        let mut args: Vec<&str> = Vec::new();
+        if self.through == Through::Ptxas {
+            args.push("--ptxas");
+        }
+        args.extend(mode.args());
+        match self.through {
+            Through::Nvcc => {
+                args.extend(step.compile.iter().map(String::as_str));
+                args.extend(["a.cu", "-o", c.as_ref()]);
+            }
+            Through::Ptxas => {
+                args.extend(step.args.iter().map(String::as_str));
+                args.extend([ptx.as_str(), "-o", c.as_ref()]);
+            }
+        }
         let rep = report.to_string_lossy().into_owned();
         let nvcc = self.tools.nvcc.to_string_lossy().into_owned();
         let cache = self

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, Parser, Subcommand};
 use nvcc_orion_gen::campaign;
-use nvcc_orion_gen::harness::{ARCHS, Harness, Mode};
+use nvcc_orion_gen::harness::{ARCHS, Harness, Mode, Through};
 use nvcc_orion_gen::tools::Tools;
 
 #[derive(Parser)]
@@ -30,6 +30,10 @@ struct Common {
     /// Scratch folder (default: a temporary one).
     #[arg(long)]
     work: Option<PathBuf>,
+    /// How each mode is compiled: `nvcc` (the whole driver) or `ptxas` (`nvcc-orion --ptxas`
+    /// on nvcc's kept PTX: the same tuned step, no front end per mode).
+    #[arg(long, default_value = "nvcc")]
+    through: String,
 }
 
 #[derive(Subcommand)]
@@ -118,11 +122,16 @@ fn harness(c: &Common) -> (Harness, Vec<u32>, tempfile::TempDir) {
     } else {
         c.archs.clone()
     };
+    let through = Through::parse(&c.through).unwrap_or_else(|| {
+        eprintln!("orion-gen: --through is nvcc or ptxas, not {}", c.through);
+        std::process::exit(2)
+    });
     let h = Harness {
         tools,
         work: tmp.path().to_path_buf(),
         modes,
         cache: Some(tmp.path().join("cache")),
+        through,
     };
     (h, archs, tmp)
 }
