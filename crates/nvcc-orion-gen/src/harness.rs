@@ -127,8 +127,8 @@ pub enum Through {
     #[default]
     Nvcc,
     /// `nvcc-orion --ptxas` on nvcc's own kept PTX with its ptxas arguments: the same tuned
-    /// step (what ships is decided and assembled there) without a front end per mode, about
-    /// twice as fast for long campaigns; the driver's own path is left to the CI subset.
+    /// step (what ships is decided and assembled there) without a front end per mode, for
+    /// long campaigns (bench/results/generator.md); the driver's path is left to the CI subset.
     Ptxas,
 }
 
