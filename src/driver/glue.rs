@@ -144,7 +144,7 @@ struct Built {
 type Toolchain = (String, Option<String>, String);
 
 /// One glue object built, or why not, once.
-type Once = OnceLock<Result<Built, String>>;
+type GlueCell = OnceLock<Result<Built, String>>;
 
 /// The glue of one replay: where it lives and what was built for which compiler.
 pub(crate) struct Glue {
@@ -153,7 +153,7 @@ pub(crate) struct Glue {
     root: PathBuf,
     /// Per (compiler, its `-m` flag, CUDA include directory): the glue built, or why not;
     /// built once, by the prefetch or the first host compile (the other waits for it).
-    built: Mutex<HashMap<Toolchain, Arc<Once>>>,
+    built: Mutex<HashMap<Toolchain, Arc<GlueCell>>>,
 }
 
 /// What a host compilation under the glue left: the step's output, and a line for the
