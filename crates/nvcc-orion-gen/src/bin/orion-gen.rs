@@ -96,14 +96,23 @@ fn harness(c: &Common) -> (Harness, Vec<u32>, tempfile::TempDir) {
             .expect("own path")
             .with_file_name("nvcc-orion")
     });
+    // Every compile runs in its own folder, so a relative path is made absolute here.
+    let orion = std::path::absolute(&orion).unwrap_or(orion);
     let tools = Tools::find(orion).unwrap_or_else(|| {
         eprintln!("orion-gen: no nvcc found (CUDA_HOME, NVCC_ORION_NVCC or PATH)");
         std::process::exit(2)
     });
-    let tmp = tempfile::Builder::new()
-        .prefix("orion-gen")
-        .tempdir_in(c.work.clone().unwrap_or_else(std::env::temp_dir))
-        .expect("scratch folder");
+    let work = c.work.clone().unwrap_or_else(std::env::temp_dir);
+    let tmp = std::fs::create_dir_all(&work)
+        .and_then(|()| {
+            tempfile::Builder::new()
+                .prefix("orion-gen")
+                .tempdir_in(&work)
+        })
+        .unwrap_or_else(|e| {
+            eprintln!("orion-gen: scratch folder in {}: {e}", work.display());
+            std::process::exit(2)
+        });
     let modes = if c.modes.is_empty() {
         Mode::ALL.to_vec()
     } else {
