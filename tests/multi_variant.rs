@@ -274,6 +274,10 @@ fn walk_ships_its_ranked_variants_beside_the_static_winner() {
         .collect();
     assert_eq!(shape, [(40, false), (32, false), (64, false)], "{r90}");
     assert_eq!(r90["variants"][2]["candidate"], 0, "ptxas's own");
+    // Each variant was added to the tuned cubin from the cubin it was evaluated in, with no
+    // ptxas run (`cubin::entry`; `check_listed` above read each entry's registers back with
+    // cuobjdump, and the assembly check passed it).
+    assert_eq!(r90["assembly"], "variants-added", "{r90}");
     // On sm_120 the model prunes every lower budget (DRAM-bound at ptxas's occupancy): with no
     // candidate built there is no alternative to embed.
     let r120 = recs.iter().find(|r| r["arch"] == "sm_120").unwrap();
@@ -328,6 +332,13 @@ fn relocatable_train_build_embeds_variants() {
     let Some(d) = built() else { return };
     let recs = records(d, "walk_rdc.o");
     assert!(check_listed(&d.join("walk_rdc.o"), &recs) >= 1, "{recs:?}");
+    // Relocatable code is nvlink's to lay out: its variants come from one more ptxas run.
+    assert!(
+        recs.iter()
+            .filter(|r| r.get("variants").is_some())
+            .all(|r| r["assembly"] == "multi-variant"),
+        "{recs:?}"
+    );
 }
 
 /// A proved rewrite ships in the multi-variant cubin, and every copy of its kernel keeps

@@ -20,6 +20,7 @@ pub(crate) const SHT_CUDA_INFO: u32 = 0x7000_0000;
 pub(crate) const SHT_CUDA_CALLGRAPH: u32 = 0x7000_0001;
 pub(crate) const SHF_WRITE: u64 = 0x1;
 pub(crate) const SHF_ALLOC: u64 = 0x2;
+pub(crate) const SHF_INFO_LINK: u64 = 0x40;
 pub(crate) const PT_LOAD: u32 = 1;
 pub(crate) const PF_W: u32 = 0x2;
 pub(crate) const ET_REL: u16 = 1;
@@ -637,6 +638,43 @@ impl Elf {
         Ok(self.sections.len() - 1)
     }
 
+    /// Insert section `s` at index `at`, renumbering every section index the file holds
+    /// (`sh_link`, `sh_info` where it names a section, `e_shstrndx`, what the program headers
+    /// covered; symbols are the caller's, see [`super::Cubin::insert_section`]). A section
+    /// with file bytes inserted right after the last one a segment covers, with the same
+    /// flags, joins that segment (a new `.text.*` after the last one joins the code segment).
+    /// `s` is laid out right after the section before it by the next relayout.
+    pub(crate) fn insert_section(&mut self, at: usize, mut s: Section) -> Result<(), CubinError> {
+        if at == 0 || at > self.sections.len() || self.sections.len() >= 0xff00 {
+            return Err(hdr_err("no room for a section there"));
+        }
+        let shift = |i: u32| if i as usize >= at { i + 1 } else { i };
+        for t in &mut self.sections {
+            t.sh_link = shift(t.sh_link);
+            if names_section(t) {
+                t.sh_info = shift(t.sh_info);
+            }
+        }
+        self.header.e_shstrndx = shift(self.header.e_shstrndx as u32) as u16;
+        let before = &self.sections[at - 1];
+        s.sh_offset = before.sh_offset.saturating_add(before.file_size());
+        let joins = s.sh_flags & SHF_ALLOC != 0 && s.file_size() > 0;
+        for c in &mut self.coverage {
+            if let Some((f, l, _, _)) = &mut c.sections {
+                let extend = joins && *l + 1 == at && self.sections[*l].sh_flags == s.sh_flags;
+                *f += usize::from(*f >= at);
+                *l = if extend {
+                    at
+                } else {
+                    *l + usize::from(*l >= at)
+                };
+            }
+        }
+        self.sections.insert(at, s);
+        self.header.e_shnum = self.sections.len() as u16;
+        Ok(())
+    }
+
     /// Add `name` to `.shstrtab`, returning its offset.
     pub(crate) fn add_section_name(&mut self, name: &str) -> Result<u32, CubinError> {
         let idx = self.header.e_shstrndx as usize;
@@ -654,6 +692,13 @@ impl Elf {
     pub fn section_index_by_name(&self, name: &str) -> Option<usize> {
         self.sections.iter().position(|s| s.name == name)
     }
+}
+
+/// Whether a section's `sh_info` is a section index: relocations name the section they
+/// apply to, and `SHF_INFO_LINK` sections (a kernel's `.nv.info.*`, constant bank, shared
+/// memory) the code they belong to. (A `.text.*`'s `sh_info` is its symbol and registers.)
+fn names_section(s: &Section) -> bool {
+    s.sh_type == SHT_REL || s.sh_type == SHT_RELA || s.sh_flags & SHF_INFO_LINK != 0
 }
 
 /// The largest power of two (at most 8) dividing `off`.

@@ -8,6 +8,8 @@
 //! * [`query`]: [`FunctionInfo`] (registers, shared, stack, spills, launch bounds, callees).
 //! * [`edit`]: register count, shared size, text replacement with an [`OffsetMap`]
 //!   ([`offset_map`]).
+//! * [`splice`] / [`entry`]: a kernel's code from another ptxas run of the module, in place of
+//!   its own / added under a new name.
 //! * [`debug_frame`]: the 64-bit DWARF CFI FDEs of `.debug_frame`.
 //!
 //! # Facts the code relies on (CUDA 13.5, checked on the fixture matrix)
@@ -32,6 +34,16 @@
 //!   differ; res-usage follows REGCOUNT.
 //! * `-G` cubins on sm_90+ relocate call return addresses (`R_CUDA_ABS32_LO_32/HI_32` against
 //!   the function, RELA addend = return offset); text replacement moves those addends.
+//! * One entry's parts (ET_EXEC, sm_75-90): `.text.K` (`sh_info` = its symbol and registers),
+//!   `.nv.info.K`, `.rel(a).text.K`, `.nv.constant0.K`, `.nv.shared.K` when it has static
+//!   shared memory (the `SHF_INFO_LINK` ones name `.text.K` in `sh_info`); section symbols for
+//!   the code, bank and shared memory; its records in the global `.nv.info` and
+//!   `.nv.callgraph`; a CIE and FDE in `.debug_frame`. One writable LOAD segment covers all
+//!   shared memory (`p_memsz` only), one the code, one the parameter banks, so an entry added
+//!   after the last section of each kind needs no new segment ([`entry`]).
+//! * Bank 4 of an `--entry` run has a slot for every string of the module, not only the
+//!   entry's, laid out in another order than the whole module's when other kernels call
+//!   `printf` or `assert`; with only globals the layouts agree.
 //! * Not updated by text replacement: the sm_100+ "merc" copy (`.nv.capmerc.text.*`,
 //!   `.nv.merc.*`), DWARF line programs (`.debug_line`) and `.debug_info` ranges beyond
 //!   relocated addresses. Branch immediates inside the code are the SASS layer's job.
@@ -40,6 +52,7 @@ pub mod debug_frame;
 pub mod edit;
 pub mod eiattr;
 pub mod elf;
+pub mod entry;
 pub(crate) mod error;
 pub(crate) mod nvinfo;
 pub(crate) mod offset_map;
@@ -168,6 +181,23 @@ impl Cubin {
         self.elf.sections.iter().position(|s| {
             s.sh_type == SHT_CUDA_INFO && s.name != ".nv.info" && s.sh_info as usize == text
         })
+    }
+
+    /// Insert section `s` at index `at` ([`elf::Elf::insert_section`]), and move the symbols
+    /// of the sections after it along.
+    pub(crate) fn insert_section(&mut self, at: usize, s: elf::Section) -> Result<(), CubinError> {
+        self.elf.insert_section(at, s)?;
+        for sym in &mut self.symbols {
+            let i = sym.st_shndx as usize;
+            if i >= at && i < 0xff00 {
+                sym.st_shndx += 1;
+            }
+        }
+        if self.symtab >= at {
+            self.symtab += 1;
+        }
+        self.store_symbols();
+        Ok(())
     }
 
     /// Write the symbol list back into `.symtab`.

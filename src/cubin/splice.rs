@@ -51,6 +51,19 @@ pub fn splice(base: &Cubin, parts: &[(&str, &Cubin)]) -> Result<Vec<u8>, SpliceE
         splice_one(&mut out, kernel, donor).map_err(fail)?;
     }
     out.store_symbols();
+    relayout_packed(&mut out).map_err(|what| SpliceError {
+        kernel: String::new(),
+        what,
+    })?;
+    out.write().map_err(|e| SpliceError {
+        kernel: String::new(),
+        what: e.to_string(),
+    })
+}
+
+/// Lay a cubin assembled from parts of several ptxas outputs out as ptxas would: each
+/// section right after the one before it.
+pub(super) fn relayout_packed(out: &mut Cubin) -> Result<(), String> {
     // A segment of NOBITS sections only (shared memory, even empty) starts where its first
     // section does; ptxas places those after the code, so it moves with them.
     let nobits_segments: Vec<(usize, usize)> = out
@@ -68,21 +81,15 @@ pub fn splice(base: &Cubin, parts: &[(&str, &Cubin)]) -> Result<Vec<u8>, SpliceE
             Some((i, s))
         })
         .collect();
-    out.elf.relayout_packed().map_err(|e| SpliceError {
-        kernel: String::new(),
-        what: e.to_string(),
-    })?;
+    out.elf.relayout_packed().map_err(|e| e.to_string())?;
     for (p, s) in nobits_segments {
         out.elf.phdrs[p].p_offset = out.elf.sections[s].sh_offset;
     }
-    out.write().map_err(|e| SpliceError {
-        kernel: String::new(),
-        what: e.to_string(),
-    })
+    Ok(())
 }
 
 /// Whether `donor`'s module-level parts read the same in `base` (see the module docs).
-fn module_agrees(base: &Cubin, donor: &Cubin) -> Result<(), String> {
+pub(super) fn module_agrees(base: &Cubin, donor: &Cubin) -> Result<(), String> {
     if let Some(s) = [base, donor]
         .iter()
         .flat_map(|c| &c.elf.sections)
@@ -150,7 +157,7 @@ fn bank_agrees(base: &Cubin, donor: &Cubin, d: usize) -> Result<(), String> {
 type NamedReloc = (u64, String, u32, Option<i64>);
 
 /// The relocations applied to section `target` of `c`.
-fn relocs_of(c: &Cubin, target: usize) -> Result<Vec<NamedReloc>, String> {
+pub(super) fn relocs_of(c: &Cubin, target: usize) -> Result<Vec<NamedReloc>, String> {
     let Some(rel) =
         c.elf.sections.iter().find(|s| {
             (s.sh_type == SHT_REL || s.sh_type == SHT_RELA) && s.sh_info as usize == target
@@ -170,7 +177,7 @@ fn relocs_of(c: &Cubin, target: usize) -> Result<Vec<NamedReloc>, String> {
         .collect()
 }
 
-fn text_of(c: &Cubin, kernel: &str) -> Result<usize, String> {
+pub(super) fn text_of(c: &Cubin, kernel: &str) -> Result<usize, String> {
     c.symbols
         .iter()
         .find(|s| s.name == kernel && s.kind() == STT_FUNC)
@@ -180,7 +187,7 @@ fn text_of(c: &Cubin, kernel: &str) -> Result<usize, String> {
 }
 
 /// The section whose `sh_info` is `text` and whose type and name satisfy `pred`.
-fn attached(c: &Cubin, text: usize, pred: impl Fn(u32, &str) -> bool) -> Option<usize> {
+pub(super) fn attached(c: &Cubin, text: usize, pred: impl Fn(u32, &str) -> bool) -> Option<usize> {
     c.elf
         .sections
         .iter()
@@ -208,13 +215,13 @@ fn splice_one(out: &mut Cubin, kernel: &str, donor: &Cubin) -> Result<(), String
 }
 
 /// Donor symbol index → base symbol index, by name (section symbols by section name).
-struct SymbolMap<'a> {
+pub(super) struct SymbolMap<'a> {
     donor: &'a Cubin,
     by_name: HashMap<(String, u8), u32>,
 }
 
 impl<'a> SymbolMap<'a> {
-    fn new(out: &Cubin, donor: &'a Cubin) -> SymbolMap<'a> {
+    pub(super) fn new(out: &Cubin, donor: &'a Cubin) -> SymbolMap<'a> {
         let by_name = out
             .symbols
             .iter()
@@ -224,7 +231,7 @@ impl<'a> SymbolMap<'a> {
         SymbolMap { donor, by_name }
     }
 
-    fn get(&self, i: u32) -> Result<u32, String> {
+    pub(super) fn get(&self, i: u32) -> Result<u32, String> {
         let s = self
             .donor
             .symbols
@@ -238,7 +245,7 @@ impl<'a> SymbolMap<'a> {
 }
 
 /// The names of the symbols (not the section's own) defined in text section `t`, sorted.
-fn names_in_text(c: &Cubin, t: usize) -> Vec<String> {
+pub(super) fn names_in_text(c: &Cubin, t: usize) -> Vec<String> {
     let mut v: Vec<String> = c
         .symbols
         .iter()
@@ -440,7 +447,7 @@ fn copy_global_records(out: &mut Cubin, tb: usize, donor: &Cubin, td: usize) -> 
 /// The functions in `donor`'s text section `td` call only each other and functions the
 /// module merely declares (`vprintf`): a callee with a section of its own was compiled for
 /// the donor's budgets, and the module's copy of it for others.
-fn calls_stay_inside(donor: &Cubin, td: usize) -> Result<(), String> {
+pub(super) fn calls_stay_inside(donor: &Cubin, td: usize) -> Result<(), String> {
     let defined_elsewhere = |name: &str| {
         donor
             .function_symbol(name)
@@ -458,7 +465,7 @@ fn calls_stay_inside(donor: &Cubin, td: usize) -> Result<(), String> {
 }
 
 /// A symbol's name for matching: section symbols go by their section's name.
-fn key_name(c: &Cubin, s: &super::symbols::Symbol) -> String {
+pub(super) fn key_name(c: &Cubin, s: &super::symbols::Symbol) -> String {
     if s.kind() == STT_SECTION {
         c.elf
             .sections
@@ -470,11 +477,11 @@ fn key_name(c: &Cubin, s: &super::symbols::Symbol) -> String {
 }
 
 /// (FDE offset, end, function name).
-type Frame = (usize, usize, String);
+pub(super) type Frame = (usize, usize, String);
 
 /// The `.debug_frame` section and the FDEs in it whose location is relocated against a
 /// function in text section `text`.
-fn frames(c: &Cubin, text: usize) -> Option<(usize, Vec<Frame>)> {
+pub(super) fn frames(c: &Cubin, text: usize) -> Option<(usize, Vec<Frame>)> {
     let df = c
         .elf
         .sections

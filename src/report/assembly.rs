@@ -13,6 +13,7 @@ fn describe(how: &str) -> &str {
         "variant" => "a whole-module variant built at exactly these budgets",
         "whole-module" => "one more whole-module ptxas run at these budgets",
         "multi-variant" => "one more ptxas run with the variants' entries",
+        "variants-added" => "the variants' entries added from the cubins tuning built",
         other => other,
     }
 }

@@ -4,24 +4,29 @@
 //! selector can find them from the original's handle. The original name keeps the static
 //! winner, exactly as a plain tune build ships it, so the object works without a runtime.
 //!
-//! One extra ptxas run builds the step's PTX with each variant's `.entry` copied under its
-//! name and given its budget; each rewrite-made variant then gets its rewrite, proved by the
-//! checker as for the chosen kernels. A renamed copy can change ptxas's heuristics, so every
-//! variant is checked against the candidate it was ranked from (registers, spills, shared
-//! memory); one that differs is dropped and the cubin built once more without it. Variant
-//! indices stay stable: a dropped `k` is absent, never renumbered, so a training profile's
-//! variant `k` is the same candidate in the build it guides. Anything else that goes wrong
-//! leaves what plain tune ships, with one warning line.
+//! First choice: no ptxas run. Each variant is added to plain tune's cubin from the cubin its
+//! candidate was built and evaluated in ([`crate::cubin::entry`], issue 31), where that can
+//! be made exact (no rewrite, the module's constant banks read the same, not relocatable,
+//! no sm_100+ copy of the code, no debug information) and every check below passes.
+//!
+//! Otherwise one extra ptxas run builds the step's PTX with each variant's `.entry` copied
+//! under its name and given its budget; each rewrite-made variant then gets its rewrite,
+//! proved by the checker as for the chosen kernels. A renamed copy can change ptxas's
+//! heuristics, so every variant is checked against the candidate it was ranked from
+//! (registers, spills, shared memory); one that differs is dropped and the cubin built once
+//! more without it. Variant indices stay stable: a dropped `k` is absent, never renumbered,
+//! so a training profile's variant `k` is the same candidate in the build it guides.
+//! Anything else that goes wrong leaves what plain tune ships, with one warning line.
 
 use std::collections::BTreeMap;
 
 use super::assemble::kernel_code;
 use super::ptx::{self, Budget};
 use super::ranked::ranked;
-use super::record::{Embedded, KernelRecord, TuneError};
+use super::record::{Assembly, Embedded, KernelRecord, TuneError};
 use super::select::Evaluated;
 use super::variants::{self, Budgets, VariantError};
-use crate::cubin::{Cubin, FunctionInfo};
+use crate::cubin::{Cubin, FunctionInfo, entry};
 
 /// What the emitter needs of a tuned step.
 pub(crate) struct Input<'a> {
@@ -42,8 +47,8 @@ pub(crate) struct Input<'a> {
 /// What the emitter gives the step.
 #[derive(Debug)]
 pub(crate) enum Embedding {
-    /// The multi-variant cubin to ship, and a verbose note on what it holds.
-    Cubin(Vec<u8>, String),
+    /// The multi-variant cubin to ship, a verbose note on what it holds, and how it was made.
+    Cubin(Vec<u8>, String, Assembly),
     /// Nothing to embed (no kernel has a second candidate): plain tune's cubin ships.
     None,
     /// Not attempted, for this reason (a verbose note); plain tune's cubin ships.
@@ -75,19 +80,23 @@ pub(crate) fn embed(input: &Input<'_>, records: &mut [KernelRecord]) -> Embeddin
     }
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| emit(input, records)));
     match r {
-        Ok(Ok(Some(bytes))) => {
+        Ok(Ok(Some((bytes, how)))) => {
             let all = || records.iter().flat_map(|r| r.variants.iter().skip(1));
             let dropped = all().filter(|v| v.dropped.is_some()).count();
             let note = format!(
-                "{} variant(s) embedded beside the original kernels{}",
+                "{} variant(s) embedded beside the original kernels ({}){}",
                 all().count() - dropped,
+                match how {
+                    Assembly::VariantsAdded => "from the cubins tuning built",
+                    _ => "by one more whole-module ptxas run",
+                },
                 if dropped > 0 {
                     format!(", {dropped} dropped (their build differed; see the report)")
                 } else {
                     String::new()
                 }
             );
-            Embedding::Cubin(bytes, note)
+            Embedding::Cubin(bytes, note, how)
         }
         // Every variant dropped (the records say why), or none to embed.
         Ok(Ok(None)) if records.iter().any(|r| !r.variants.is_empty()) => Embedding::Note(
@@ -103,8 +112,12 @@ pub(crate) fn embed(input: &Input<'_>, records: &mut [KernelRecord]) -> Embeddin
     }
 }
 
-/// The multi-variant cubin, or `None` when no kernel has a variant beyond its original.
-fn emit(input: &Input<'_>, records: &mut [KernelRecord]) -> Result<Option<Vec<u8>>, TuneError> {
+/// The multi-variant cubin and how it was made, or `None` when no kernel has a variant
+/// beyond its original.
+fn emit(
+    input: &Input<'_>,
+    records: &mut [KernelRecord],
+) -> Result<Option<(Vec<u8>, Assembly)>, TuneError> {
     let wants = wanted(input.sources, records);
     if wants.is_empty() {
         return Ok(None);
@@ -119,6 +132,9 @@ fn emit(input: &Input<'_>, records: &mut [KernelRecord]) -> Result<Option<Vec<u8
             "the module already has a kernel named {}",
             w.name
         )));
+    }
+    if let Some(bytes) = reused(input, records, &wants)? {
+        return Ok(Some((bytes, Assembly::VariantsAdded)));
     }
     let mut dropped: BTreeMap<String, String> = BTreeMap::new();
     for attempt in 0..=LAST_ATTEMPT {
@@ -152,7 +168,7 @@ fn emit(input: &Input<'_>, records: &mut [KernelRecord]) -> Result<Option<Vec<u8
         audit_multi(input, &bytes, &raw, &live, &mut differ)?;
         if differ.is_empty() {
             fill(records, &wants, &dropped, &same_code, Some(&multi));
-            return Ok(Some(bytes));
+            return Ok(Some((bytes, Assembly::MultiVariant)));
         }
         if attempt == LAST_ATTEMPT {
             let (name, why) = differ.into_iter().next().unwrap_or_default();
@@ -163,6 +179,66 @@ fn emit(input: &Input<'_>, records: &mut [KernelRecord]) -> Result<Option<Vec<u8
         dropped.extend(differ);
     }
     Err(TuneError::Variants("no attempt left".to_string()))
+}
+
+/// The multi-variant cubin without running ptxas again, where it can be made exactly and
+/// every check passes: plain tune's cubin with each variant added under its name from the
+/// cubin its candidate was evaluated in ([`crate::cubin::entry`]). `None`: not possible
+/// (a rewrite's variant, a module the copy refuses, any check that disagrees), so the
+/// whole-module run below makes it.
+fn reused(
+    input: &Input<'_>,
+    records: &mut [KernelRecord],
+    wants: &[Want],
+) -> Result<Option<Vec<u8>>, TuneError> {
+    let Ok(plain) = Cubin::parse(input.plain) else {
+        return Ok(None);
+    };
+    let donors: Option<Vec<&Cubin>> = wants
+        .iter()
+        .map(|w| {
+            if w.budget.is_some_and(|b| b.rewritten()) {
+                return None;
+            }
+            match *input.sources.get(&w.kernel)?.get(w.candidate)? {
+                None => Some(input.step.baseline.0),
+                Some(i) => input.step.parsed.get(i)?.as_ref().map(|v| &v.0),
+            }
+        })
+        .collect();
+    let Some(donors) = donors else {
+        return Ok(None);
+    };
+    let copies: Vec<entry::Copy<'_>> = wants
+        .iter()
+        .zip(&donors)
+        .map(|(w, donor)| entry::Copy {
+            kernel: &w.kernel,
+            name: &w.name,
+            donor,
+        })
+        .collect();
+    let Ok(bytes) = entry::add_copies(&plain, &copies) else {
+        return Ok(None);
+    };
+    let multi =
+        Cubin::parse(&bytes).map_err(|e| TuneError::Cubin("multi-variant".to_string(), e))?;
+    let live: Vec<&Want> = wants.iter().collect();
+    let mut same_code = BTreeMap::new();
+    for w in &live {
+        match check_variant(input, records, &multi, w) {
+            Ok(true) => {
+                same_code.insert(w.name.clone(), true);
+            }
+            _ => return Ok(None),
+        }
+    }
+    let mut differ = BTreeMap::new();
+    if audit_multi(input, &bytes, input.plain, &live, &mut differ).is_err() || !differ.is_empty() {
+        return Ok(None);
+    }
+    fill(records, wants, &BTreeMap::new(), &same_code, Some(&multi));
+    Ok(Some(bytes))
 }
 
 /// The build after the first drops what differed: one more ptxas run at most.

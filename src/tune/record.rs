@@ -68,6 +68,9 @@ pub(crate) enum Assembly {
     /// Under adapt/train: one more ptxas run with each variant's entry copied in
     /// ([`super::multi`]).
     MultiVariant,
+    /// Under adapt/train: each variant's entry added to the tuned cubin from the cubin its
+    /// candidate was built in ([`crate::cubin::entry`]), no ptxas run.
+    VariantsAdded,
 }
 
 /// One variant of a multi-variant cubin (docs/selector.md §Variant names): which ranked

@@ -282,8 +282,8 @@ fn embed_selector(
     ship: &mut Option<(Vec<u8>, assemble::Assembly)>,
 ) {
     match multi::embed(input, &mut result.records) {
-        multi::Embedding::Cubin(bytes, note) => {
-            *ship = Some((bytes, assemble::Assembly::MultiVariant));
+        multi::Embedding::Cubin(bytes, note, how) => {
+            *ship = Some((bytes, how));
             result
                 .notes
                 .push(format!("nvcc-orion: {arch_name}: {note}"));

@@ -18,6 +18,8 @@ pub struct Summary {
     pub modes: usize,
     pub kernels: usize,
     pub mismatches: Vec<Mismatch>,
+    /// Cubins compiled, by mode and how nvcc-orion put each together.
+    pub assembled: BTreeMap<(String, String), usize>,
     /// Programs nvcc itself refused, or the harness could not run: (seed, arch, why).
     pub errors: Vec<(u64, u32, String)>,
     pub features: BTreeMap<&'static str, usize>,
@@ -61,6 +63,9 @@ pub fn run(
                             s.checked += 1;
                             s.modes += o.modes;
                             s.kernels += o.kernels;
+                            for (k, n) in o.assembled {
+                                *s.assembled.entry(k).or_default() += n;
+                            }
                             for m in &o.mismatches {
                                 progress(&format!("MISMATCH {m}"));
                             }
@@ -162,6 +167,17 @@ pub fn markdown(s: &Summary, archs: &[u32], modes: &[&str], command: &str) -> St
         s.errors.len()
     );
     let _ = writeln!(o, "| wall time | {:.0} s |\n", s.wall.as_secs_f64());
+    if !s.assembled.is_empty() {
+        let _ = writeln!(o, "## How nvcc-orion put each cubin together\n");
+        let _ = writeln!(
+            o,
+            "| mode | assembly (the report's) | cubins |\n|---|---|---|"
+        );
+        for ((mode, how), n) in &s.assembled {
+            let _ = writeln!(o, "| {mode} | {how} | {n} |");
+        }
+        o.push('\n');
+    }
     let _ = writeln!(o, "## Mismatches by kind\n");
     if s.mismatches.is_empty() {
         let _ = writeln!(o, "None.\n");

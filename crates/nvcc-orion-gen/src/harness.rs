@@ -25,6 +25,10 @@ pub enum Mode {
     Lowest,
     /// `--orion-force=spill2smem`: proved or refused, sm_75–90 only.
     Spill2smem,
+    /// `NVCC_ORION=adapt` with `--orion-force=lowest`: every tuned kernel has variants, so
+    /// the way they are added (`cubin::entry`, or one more ptxas run) is compared on every
+    /// program. Asked for by name (`--mode adapt+lowest`), not in [`Mode::ALL`].
+    AdaptLowest,
 }
 
 impl Mode {
@@ -36,19 +40,21 @@ impl Mode {
             Mode::Adapt => "adapt",
             Mode::Lowest => "force=lowest",
             Mode::Spill2smem => "force=spill2smem",
+            Mode::AdaptLowest => "adapt+lowest",
         }
     }
 
     pub fn parse(s: &str) -> Option<Mode> {
         Mode::ALL
             .iter()
+            .chain(&[Mode::AdaptLowest])
             .copied()
             .find(|m| m.name() == s || m.name().trim_start_matches("force=") == s)
     }
 
     fn args(self) -> &'static [&'static str] {
         match self {
-            Mode::Lowest => &["--orion-force=lowest"],
+            Mode::Lowest | Mode::AdaptLowest => &["--orion-force=lowest"],
             Mode::Spill2smem => &["--orion-force=spill2smem"],
             _ => &[],
         }
@@ -56,9 +62,14 @@ impl Mode {
 
     fn env(self) -> &'static [(&'static str, &'static str)] {
         match self {
-            Mode::Adapt => &[("NVCC_ORION", "adapt")],
+            Mode::Adapt | Mode::AdaptLowest => &[("NVCC_ORION", "adapt")],
             _ => &[],
         }
+    }
+
+    /// Ships ranked variants beside the originals.
+    fn embeds(self) -> bool {
+        matches!(self, Mode::Adapt | Mode::AdaptLowest)
     }
 
     /// The rewrites are for sm_75 to sm_90 (docs/DESIGN.md §Architectures).
@@ -106,6 +117,9 @@ pub struct Outcome {
     /// Kernel comparisons made (a kernel per mode, a variant each).
     pub kernels: usize,
     pub mismatches: Vec<Mismatch>,
+    /// Cubins compiled, by mode and how nvcc-orion put each together (its report's
+    /// `assembly`; "ptxas's own" where nothing changed).
+    pub assembled: BTreeMap<(String, String), usize>,
 }
 
 /// The harness: tools, a scratch folder, the modes to run.
@@ -168,6 +182,8 @@ struct Record {
     /// Embedded variants `(name, budget)` (adapt): `None` for a rewrite (not compared),
     /// `Some(None)` for ptxas's own budget.
     variants: Vec<(String, Option<Option<RefBudget>>)>,
+    /// How the cubin was put together (the report's `assembly`).
+    assembly: Option<String>,
 }
 
 impl Harness {
@@ -201,6 +217,10 @@ impl Harness {
                 }
             };
             out.modes += 1;
+            let how = records.iter().find_map(|r| r.assembly.clone());
+            *out.assembled
+                .entry((mode.name().to_string(), how.unwrap_or("ptxas's own".into())))
+                .or_default() += 1;
             let shipped = elf::read(&self.tools, &cubin)?;
             let chosen: BTreeMap<String, Option<RefBudget>> = records
                 .iter()
@@ -223,8 +243,8 @@ impl Harness {
                     skip.push(r.kernel.clone());
                 }
             }
-            if mode == Mode::Adapt {
-                if let Some(d) = &default_budgets {
+            if mode.embeds() {
+                if let Some(d) = default_budgets.as_ref().filter(|_| mode == Mode::Adapt) {
                     for (k, b) in &chosen {
                         if let Some(db) = d.get(k).filter(|db| *db != b) {
                             let show = |b: &Option<RefBudget>| {
@@ -534,6 +554,7 @@ fn record(v: &Value) -> Record {
         budget: budget(&cb),
         rewrite,
         variants,
+        assembly: v["assembly"].as_str().map(str::to_string),
     }
 }
 
@@ -544,9 +565,20 @@ pub fn tail(s: &str) -> String {
 }
 
 impl Outcome {
-    /// One line per field, tabs between, for a cache file.
+    /// One line per field, tabs between, for a cache file: the counts (the assemblies as
+    /// `mode/how=n` joined by `;`), then a line per mismatch.
     pub fn to_text(&self) -> String {
-        let mut s = format!("{}\t{}\n", self.modes, self.kernels);
+        let assembled: Vec<String> = self
+            .assembled
+            .iter()
+            .map(|((m, h), n)| format!("{m}/{h}={n}"))
+            .collect();
+        let mut s = format!(
+            "{}\t{}\t{}\n",
+            self.modes,
+            self.kernels,
+            assembled.join(";")
+        );
         for m in &self.mismatches {
             let esc = |x: &str| {
                 x.replace('\\', "\\\\")
@@ -585,11 +617,21 @@ impl Outcome {
             out
         };
         let mut lines = t.lines();
-        let (m, k) = lines.next()?.split_once('\t')?;
+        let counts: Vec<&str> = lines.next()?.split('\t').collect();
+        let [m, k, a] = counts[..] else {
+            return None;
+        };
+        let mut assembled = BTreeMap::new();
+        for part in a.split(';').filter(|p| !p.is_empty()) {
+            let (key, n) = part.rsplit_once('=')?;
+            let (mode, how) = key.split_once('/')?;
+            assembled.insert((mode.to_string(), how.to_string()), n.parse().ok()?);
+        }
         let mut o = Outcome {
             modes: m.parse().ok()?,
             kernels: k.parse().ok()?,
             mismatches: Vec::new(),
+            assembled,
         };
         for l in lines {
             let f: Vec<&str> = l.split('\t').collect();
@@ -606,5 +648,36 @@ impl Outcome {
             });
         }
         Some(o)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_outcome_reads_back_as_written() {
+        let o = Outcome {
+            modes: 4,
+            kernels: 17,
+            mismatches: vec![Mismatch {
+                seed: 7,
+                arch: 90,
+                mode: "adapt".into(),
+                kernel: Some("_Z1kv".into()),
+                kind: "code".into(),
+                detail: "a\tb\nc".into(),
+            }],
+            assembled: BTreeMap::from([
+                (("adapt".into(), "variants-added".into()), 1),
+                (("default".into(), "ptxas's own".into()), 2),
+            ]),
+        };
+        let back = Outcome::from_text(&o.to_text()).unwrap();
+        assert_eq!(back.to_text(), o.to_text());
+        assert_eq!(back.assembled, o.assembled);
+        assert_eq!(back.mismatches[0].detail, "a\tb\nc");
+        // A cache file of the earlier format (two counts) is not read.
+        assert!(Outcome::from_text("4\t17\n").is_none());
     }
 }

@@ -388,7 +388,7 @@ impl Cubin {
     /// Add a LOCAL symbol. ELF wants locals first (`.symtab` `sh_info` = first global), so
     /// it goes at that index and every later symbol is renumbered (see
     /// [`Cubin::renumber_symbols`]); at the end when there are no globals.
-    fn insert_local_symbol(&mut self, symbol: Symbol) -> Result<u32, CubinError> {
+    pub(crate) fn insert_local_symbol(&mut self, symbol: Symbol) -> Result<u32, CubinError> {
         let first_global =
             (self.elf.sections[self.symtab].sh_info as usize).min(self.symbols.len());
         if first_global >= self.symbols.len() {
