@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use nvcc_orion::audit::{self, Job, Origin, Tools};
+use nvcc_orion::audit::{self, AuditError, Job, Origin, Tools};
 use nvcc_orion::cubin::Cubin;
 use nvcc_orion::cubin::entry::{Copy, add_copies};
 
@@ -268,10 +268,39 @@ fn an_added_kernel_is_what_ptxas_makes_of_one_more_entry() {
                     cubin: &b.donor,
                 }],
             };
-            audit::check(&Tools::in_dir(nvcc.parent().unwrap()), &job)
+            let tools = Tools::in_dir(nvcc.parent().unwrap());
+            audit::check(&tools, &job)
                 .unwrap_or_else(|e| panic!("sm_{sm} {kernel}: the assembly check: {e}"));
+            // The same entry claiming 8 registers more than its code was compiled for: the
+            // assembly check names it.
+            let wrong = with_more_registers(&ours, &name, 8);
+            let job = Job {
+                shipped: &wrong,
+                ..job
+            };
+            match audit::check(&tools, &job) {
+                Err(AuditError::Disagrees { kernel: k, .. }) => assert_eq!(k, name),
+                other => panic!("sm_{sm} {kernel}: a wrong register count passed: {other:?}"),
+            }
         }
     }
+}
+
+/// `bytes` with `.text.<function>`'s register count (the top byte of its `sh_info`) raised by
+/// `more`, edited in the section header table as it lies in the file.
+fn with_more_registers(bytes: &[u8], function: &str, more: u8) -> Vec<u8> {
+    let c = Cubin::parse(bytes).unwrap();
+    let index = c
+        .elf()
+        .sections
+        .iter()
+        .position(|s| s.name == format!(".text.{function}"))
+        .unwrap();
+    let shoff = u64::from_le_bytes(bytes[0x28..0x30].try_into().unwrap()) as usize;
+    let at = shoff + index * 64 + 44 + 3;
+    let mut out = bytes.to_vec();
+    out[at] += more;
+    out
 }
 
 #[test]

@@ -61,9 +61,71 @@ fn one(ptx: &str, name: &str, b: RefBudget) -> Result<String, String> {
     Ok(format!("{head}{}", &ptx[brace + 1..]))
 }
 
+/// `ptx` with a copy of each `(kernel, name)`'s `.entry` renamed `name`, right after the
+/// kernel's own, copies of one kernel in the given order: the module nvcc-orion's extra ptxas
+/// run compiles under adapt (docs/selector.md §The emitter), made here with our own edit.
+pub fn with_copies(ptx: &str, copies: &[(String, String)]) -> Result<String, String> {
+    let mut out = ptx.to_string();
+    let mut kernels: Vec<&str> = copies.iter().map(|(k, _)| k.as_str()).collect();
+    kernels.dedup();
+    for kernel in kernels {
+        let (start, end) = entry_span(&out, kernel)?;
+        let own = out[start..end].to_string();
+        let header = format!(".entry {kernel}");
+        let text: String = copies
+            .iter()
+            .filter(|(k, _)| k == kernel)
+            .map(|(_, name)| own.replacen(&header, &format!(".entry {name}"), 1))
+            .collect();
+        out.insert_str(end, &text);
+    }
+    Ok(out)
+}
+
+/// Where `kernel`'s `.entry` lies: from the start of its header line through the line of
+/// the body's closing brace (nvcc's PTX closes a function with `}` alone on a line).
+fn entry_span(ptx: &str, kernel: &str) -> Result<(usize, usize), String> {
+    let at = ptx
+        .match_indices(".entry ")
+        .map(|(i, _)| i)
+        .find(|&i| {
+            let rest = &ptx[i + ".entry ".len()..];
+            rest.starts_with(kernel)
+                && rest[kernel.len()..].starts_with(|c: char| c == '(' || c.is_whitespace())
+        })
+        .ok_or_else(|| format!("no .entry {kernel} in the PTX"))?;
+    let start = ptx[..at].rfind('\n').map_or(0, |n| n + 1);
+    let end = ptx[at..]
+        .find("\n}\n")
+        .map(|e| at + e + 3)
+        .ok_or_else(|| format!("no end of .entry {kernel}"))?;
+    Ok((start, end))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn copies_follow_their_kernel() {
+        let ptx = ".visible .entry _Z1kv(\n.param .u32 _Z1kv_param_0\n)\n{\nret;\n}\n.visible .entry _Z1jv()\n{\nret;\n}\n";
+        let copies = [
+            ("_Z1kv".to_string(), "_Z1kv__orion_v1".to_string()),
+            ("_Z1kv".to_string(), "_Z1kv__orion_v2".to_string()),
+        ];
+        let out = with_copies(ptx, &copies).unwrap();
+        let entries: Vec<&str> = out
+            .lines()
+            .filter_map(|l| l.strip_prefix(".visible .entry "))
+            .collect();
+        assert_eq!(
+            entries,
+            ["_Z1kv(", "_Z1kv__orion_v1(", "_Z1kv__orion_v2(", "_Z1jv()"]
+        );
+        // Parameters keep their names (they are scoped to the function).
+        assert_eq!(out.matches("_Z1kv_param_0").count(), 3);
+        assert!(with_copies(ptx, &[("_Z1x".into(), "y".into())]).is_err());
+    }
 
     #[test]
     fn adds_and_replaces() {
