@@ -486,9 +486,10 @@ impl Harness {
             }
         }
         // Module level: the same constants and objects, whatever the bank-4 layout. A cubin
-        // from one more ptxas run is that run's module: on sm_100+ a device function's address
-        // in initialized data is a number ptxas gives it in the module, which the variants'
-        // copies change, so it is compared with ptxas's own build of the module with them.
+        // from one more ptxas run is that run's module: a device function's address in
+        // initialized data can be a number ptxas gives it in the module (seen on sm_90 and
+        // sm_100), which the variants' copies change, so it is compared with ptxas's own
+        // build of the module with them.
         let module = match records.iter().find_map(|r| r.assembly.as_deref()) {
             Some("multi-variant") => self.with_variants(step, records)?,
             _ => None,
