@@ -370,7 +370,9 @@ fn add_global_records(
     };
     let mut recs = parse_records(&out.elf.sections[gb].data).map_err(|e| e.what)?;
     for mut r in parse_records(&donor.elf.sections[gd].data).map_err(|e| e.what)? {
-        let Some(w) = (r.format == EIFMT_SVAL).then(|| r.word(0)).flatten() else {
+        // Only attributes whose first word is a symbol (a version number may equal an index).
+        let names_symbol = r.format == EIFMT_SVAL && super::edit::sym_first_word(r.attr);
+        let Some(w) = names_symbol.then(|| r.word(0)).flatten() else {
             continue;
         };
         if kernel_sym(w) {

@@ -133,7 +133,11 @@ fn emit(
             w.name
         )));
     }
-    if let Some(bytes) = reused(input, records, &wants)? {
+    // Any failure of the copy, an error or a panic, leaves the whole-module run below.
+    let copied = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        reused(input, records, &wants)
+    }));
+    if let Ok(Some(bytes)) = copied {
         return Ok(Some((bytes, Assembly::VariantsAdded)));
     }
     let mut dropped: BTreeMap<String, String> = BTreeMap::new();
@@ -186,14 +190,8 @@ fn emit(
 /// cubin its candidate was evaluated in ([`crate::cubin::entry`]). `None`: not possible
 /// (a rewrite's variant, a module the copy refuses, any check that disagrees), so the
 /// whole-module run below makes it.
-fn reused(
-    input: &Input<'_>,
-    records: &mut [KernelRecord],
-    wants: &[Want],
-) -> Result<Option<Vec<u8>>, TuneError> {
-    let Ok(plain) = Cubin::parse(input.plain) else {
-        return Ok(None);
-    };
+fn reused(input: &Input<'_>, records: &mut [KernelRecord], wants: &[Want]) -> Option<Vec<u8>> {
+    let plain = Cubin::parse(input.plain).ok()?;
     let donors: Option<Vec<&Cubin>> = wants
         .iter()
         .map(|w| {
@@ -206,9 +204,7 @@ fn reused(
             }
         })
         .collect();
-    let Some(donors) = donors else {
-        return Ok(None);
-    };
+    let donors = donors?;
     let copies: Vec<entry::Copy<'_>> = wants
         .iter()
         .zip(&donors)
@@ -218,11 +214,8 @@ fn reused(
             donor,
         })
         .collect();
-    let Ok(bytes) = entry::add_copies(&plain, &copies) else {
-        return Ok(None);
-    };
-    let multi =
-        Cubin::parse(&bytes).map_err(|e| TuneError::Cubin("multi-variant".to_string(), e))?;
+    let bytes = entry::add_copies(&plain, &copies).ok()?;
+    let multi = Cubin::parse(&bytes).ok()?;
     let live: Vec<&Want> = wants.iter().collect();
     let mut same_code = BTreeMap::new();
     for w in &live {
@@ -230,15 +223,15 @@ fn reused(
             Ok(true) => {
                 same_code.insert(w.name.clone(), true);
             }
-            _ => return Ok(None),
+            _ => return None,
         }
     }
     let mut differ = BTreeMap::new();
     if audit_multi(input, &bytes, input.plain, &live, &mut differ).is_err() || !differ.is_empty() {
-        return Ok(None);
+        return None;
     }
     fill(records, wants, &BTreeMap::new(), &same_code, Some(&multi));
-    Ok(Some(bytes))
+    Some(bytes)
 }
 
 /// The build after the first drops what differed: one more ptxas run at most.
