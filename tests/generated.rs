@@ -60,6 +60,7 @@ fn generated_programs_ship_ptxas_own_code() {
         modes: Mode::ALL.to_vec(),
         cache: Some(root.join("variants")),
         through: Through::Nvcc,
+        every_listing: true,
     };
 
     // Coverage: every feature, architecture and mode is exercised by the plan.
@@ -207,6 +208,7 @@ fn the_ptxas_path_checks_what_the_driver_path_checks() {
         modes: Mode::ALL.to_vec(),
         cache: None,
         through,
+        every_listing: false,
     };
     let p = nvcc_orion_gen::generate(5);
     for arch in [80, 90] {

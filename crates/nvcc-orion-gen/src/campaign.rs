@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::harness::{Harness, Mismatch};
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Summary {
     pub seeds: Vec<u64>,
     /// Programs × architectures checked.
@@ -28,7 +28,9 @@ pub struct Summary {
     pub reduced: Vec<(String, u64, u32, String)>,
 }
 
-/// Check every seed on every arch with `jobs` threads; `stop` ends early (a time budget).
+/// Check every seed on every arch with `jobs` threads; `deadline` ends early (a time
+/// budget). `progress` gets a line per finding and per pair checked, `snapshot` the summary so
+/// far after each pair (so a campaign stopped any other way still leaves its record).
 pub fn run(
     h: &Harness,
     seeds: &[u64],
@@ -36,6 +38,7 @@ pub fn run(
     jobs: usize,
     deadline: Option<Instant>,
     progress: &(dyn Fn(&str) + Sync),
+    snapshot: &(dyn Fn(&Summary) + Sync),
 ) -> Summary {
     let start = Instant::now();
     let work: Vec<(u64, u32)> = seeds
@@ -88,12 +91,16 @@ pub fn run(
                         s.mismatches.len(),
                         start.elapsed()
                     ));
+                    snapshot(&finished(s.clone(), start));
                     let _ = std::fs::remove_dir_all(h.work.join(format!("s{seed}-sm{arch}")));
                 }
             });
         }
     });
-    let mut s = sum.into_inner().unwrap();
+    finished(sum.into_inner().unwrap(), start)
+}
+
+fn finished(mut s: Summary, start: Instant) -> Summary {
     s.seeds.sort();
     s.wall = start.elapsed();
     s

@@ -251,7 +251,7 @@ pub fn module_exact(ship: &Elf, refe: &Elf, kernels: &[String]) -> Vec<Diff> {
 
 /// How a cubin's module-level constant banks map to symbols: bank 4 entries (offset → symbol
 /// and addend, from its relocations) and bank 3 objects (offset range → symbol).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq, Eq)]
 pub struct Banks {
     bank4: BTreeMap<u64, String>,
     bank3: Vec<(u64, u64, String)>,
@@ -426,9 +426,43 @@ fn renumber_labels(l: &str, labels: &mut BTreeMap<String, usize>) -> String {
     out
 }
 
-/// `ship`'s function `ship_k` against `refe`'s kernel `ref_k` symbolically: its section's
-/// listing, its `.nv.info` attributes and records, its resource usage.
-pub fn kernel_symbolic(
+/// Whether `ship`'s function `ship_k` and `refe`'s `ref_k` are printed from the same things:
+/// the section's header and bytes, its relocations and symbols (`ship_k` read as `ref_k`), and
+/// module banks that name the same symbols at the same offsets. Their `nvdisasm` listings are
+/// then equal once normalised, so they need not be read (nvdisasm costs ~0.4 s a call).
+pub fn text_identical(ship: &Elf, refe: &Elf, ship_k: &str, ref_k: &str) -> bool {
+    let renamed = |v: Option<&Vec<String>>| -> Option<Vec<String>> {
+        v.map(|v| v.iter().map(|l| l.replace(ship_k, ref_k)).collect())
+    };
+    let (ts, tr) = (format!(".text.{ship_k}"), format!(".text.{ref_k}"));
+    let own = |e: &Elf, sect: &str| -> Vec<Symbol> {
+        let mut v: Vec<Symbol> = e
+            .symbols
+            .iter()
+            .filter(|s| s.section == sect)
+            .map(|s| Symbol {
+                name: s.name.replace(ship_k, ref_k),
+                section: s.section.replace(ship_k, ref_k),
+                ..s.clone()
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    ship.headers.contains_key(&ts)
+        && ship.headers.get(&ts) == refe.headers.get(&tr)
+        && ship.blocks.get(&ts) == refe.blocks.get(&tr)
+        && [".rel.text.", ".rela.text."].iter().all(|r| {
+            renamed(ship.blocks.get(&format!("{r}{ship_k}")))
+                == refe.blocks.get(&format!("{r}{ref_k}")).cloned()
+        })
+        && own(ship, &ts) == own(refe, &tr)
+        && Banks::of(ship) == Banks::of(refe)
+}
+
+/// `ship`'s function `ship_k` against `refe`'s kernel `ref_k`: its section's listing with
+/// module-level bank operands named (their offsets may differ between modules).
+pub fn text_symbolic(
     ship: (&Elf, &BTreeMap<String, Vec<String>>),
     refe: (&Elf, &BTreeMap<String, Vec<String>>),
     ship_k: &str,
@@ -439,20 +473,28 @@ pub fn kernel_symbolic(
     } else {
         vec![(ship_k.to_string(), ref_k.to_string())]
     };
-    let mut out = Vec::new();
     let (bs, br) = (Banks::of(ship.0), Banks::of(refe.0));
     let e = Vec::new();
     let text = |k: &str| format!(".text.{k}");
     let a = normalise_listing(ship.1.get(&text(ship_k)).unwrap_or(&e), &bs, &rename);
     let b = normalise_listing(refe.1.get(&text(ref_k)).unwrap_or(&e), &br, &[]);
     if a.is_empty() {
-        out.push(diff("text", format!("no section .text.{ship_k} shipped")));
+        vec![diff("text", format!("no section .text.{ship_k} shipped"))]
     } else if a != b {
-        out.push(diff(
+        vec![diff(
             "text",
             format!(".text.{ship_k}: {}", first_difference(&a, &b)),
-        ));
+        )]
+    } else {
+        Vec::new()
     }
+}
+
+/// `ship`'s function `ship_k` against `refe`'s kernel `ref_k` outside its code: its
+/// `.nv.info` attributes and records, its resource usage.
+pub fn attributes_symbolic(ship: &Elf, refe: &Elf, ship_k: &str, ref_k: &str) -> Vec<Diff> {
+    let mut out = Vec::new();
+    let e = Vec::new();
     let map = |v: Option<&Vec<String>>| -> Vec<String> {
         without_externs(v.unwrap_or(&e))
             .iter()
@@ -460,13 +502,8 @@ pub fn kernel_symbolic(
             .collect()
     };
     let (x, y) = (
-        map(ship.0.blocks.get(&format!(".nv.info.{ship_k}"))),
-        without_externs(
-            refe.0
-                .blocks
-                .get(&format!(".nv.info.{ref_k}"))
-                .unwrap_or(&e),
-        ),
+        map(ship.blocks.get(&format!(".nv.info.{ship_k}"))),
+        without_externs(refe.blocks.get(&format!(".nv.info.{ref_k}")).unwrap_or(&e)),
     );
     if x != y {
         out.push(diff(
@@ -482,8 +519,8 @@ pub fn kernel_symbolic(
             .flat_map(|x| x.split_whitespace().map(str::to_string))
             .collect()
     };
-    let theirs = externs(refe.0.blocks.get(&format!(".nv.info.{ref_k}")));
-    let stray: Vec<String> = externs(ship.0.blocks.get(&format!(".nv.info.{ship_k}")))
+    let theirs = externs(refe.blocks.get(&format!(".nv.info.{ref_k}")));
+    let stray: Vec<String> = externs(ship.blocks.get(&format!(".nv.info.{ship_k}")))
         .into_iter()
         .filter(|x| !theirs.contains(x))
         .collect();
@@ -494,11 +531,11 @@ pub fn kernel_symbolic(
         ));
     }
     let (x, y) = (
-        records_where(ship.0, |f| function_of(f, ship_k))
+        records_where(ship, |f| function_of(f, ship_k))
             .iter()
             .map(|r| r.replace(ship_k, ref_k))
             .collect::<Vec<_>>(),
-        records_where(refe.0, |f| function_of(f, ref_k)),
+        records_where(refe, |f| function_of(f, ref_k)),
     );
     let mut x = x;
     x.sort();
@@ -508,13 +545,13 @@ pub fn kernel_symbolic(
             format!("shipped {x:?} / reference {y:?}"),
         ));
     }
-    if ship.0.res.get(ship_k) != refe.0.res.get(ref_k) {
+    if ship.res.get(ship_k) != refe.res.get(ref_k) {
         out.push(diff(
             "res-usage",
             format!(
                 "shipped {:?} / reference {:?}",
-                ship.0.res.get(ship_k),
-                refe.0.res.get(ref_k)
+                ship.res.get(ship_k),
+                refe.res.get(ref_k)
             ),
         ));
     }
@@ -557,6 +594,73 @@ mod tests {
         assert!(!section_of(".text.x_Z1kv", "_Z1kv"));
         assert!(function_of("$_Z1kv$_Z1fv", "_Z1kv"));
         assert!(!function_of("$_Z1kv__orion_v1$_Z1fv", "_Z1kv"));
+    }
+
+    /// A kernel `k` and its copy `k__orion_v1` with the same code and relocations, in a
+    /// module whose bank 4 holds `g` at 0x8.
+    fn copy_pair() -> (Elf, Elf) {
+        let mut e = Elf::default();
+        let header = crate::elf::Header {
+            size: "20".into(),
+            ty: "PROGBITS".into(),
+            flags: "6".into(),
+            align: "80".into(),
+        };
+        for k in ["k", "k__orion_v1"] {
+            e.headers.insert(format!(".text.{k}"), header.clone());
+            e.blocks.insert(
+                format!(".text.{k}"),
+                vec!["0xff017b82 0x00000a00 0x00000800 0x000e2200".into()],
+            );
+            e.blocks.insert(
+                format!(".rela.text.{k}"),
+                vec![format!("0x10 R_CUDA_ABS32_LO_32 $k$f1 0x0 ({k})")],
+            );
+            e.symbols.push(Symbol {
+                name: k.into(),
+                value: "0".into(),
+                size: "20".into(),
+                ty: "FUNC".into(),
+                bind: "GLOBAL".into(),
+                other: "STO_CUDA_ENTRY".into(),
+                section: format!(".text.{k}"),
+            });
+        }
+        e.blocks.insert(
+            ".rela.nv.constant4".into(),
+            vec!["0x8 g R_CUDA_64 0x0".into()],
+        );
+        (e.clone(), e)
+    }
+
+    #[test]
+    fn equal_bytes_under_another_name_are_identical_text() {
+        let (ship, refe) = copy_pair();
+        assert!(text_identical(&ship, &refe, "k__orion_v1", "k"));
+        assert!(text_identical(&ship, &refe, "k", "k"));
+        assert!(!text_identical(&ship, &refe, "missing", "k"));
+        // One instruction word changed.
+        let (mut ship, refe) = copy_pair();
+        ship.blocks.get_mut(".text.k__orion_v1").unwrap()[0] =
+            "0xff017b82 0x00000a00 0x00000800 0x000e2201".into();
+        assert!(!text_identical(&ship, &refe, "k__orion_v1", "k"));
+        // Another relocation target.
+        let (mut ship, refe) = copy_pair();
+        ship.blocks.get_mut(".rela.text.k__orion_v1").unwrap()[0] =
+            "0x10 R_CUDA_ABS32_LO_32 $k$f2 0x0 (k__orion_v1)".into();
+        assert!(!text_identical(&ship, &refe, "k__orion_v1", "k"));
+        // Bank 4 laid out otherwise: the same bytes read another symbol.
+        let (mut ship, refe) = copy_pair();
+        ship.blocks.get_mut(".rela.nv.constant4").unwrap()[0] = "0x10 g R_CUDA_64 0x0".into();
+        assert!(!text_identical(&ship, &refe, "k__orion_v1", "k"));
+        // Another register count in the header's flags.
+        let (mut ship, refe) = copy_pair();
+        ship.headers.get_mut(".text.k__orion_v1").unwrap().flags = "20000006".into();
+        assert!(!text_identical(&ship, &refe, "k__orion_v1", "k"));
+        // A sub-function's symbol moved.
+        let (mut ship, refe) = copy_pair();
+        ship.symbols[1].size = "10".into();
+        assert!(!text_identical(&ship, &refe, "k__orion_v1", "k"));
     }
 
     #[test]

@@ -132,6 +132,10 @@ pub struct Harness {
     pub cache: Option<PathBuf>,
     /// How each mode's build reaches nvcc-orion.
     pub through: Through,
+    /// Read every listing with `nvdisasm`, also where the dumped bytes already prove two
+    /// kernels' code the same, and report the shortcut if it would have missed a difference
+    /// (the CI subset runs so; a long campaign saves the calls).
+    pub every_listing: bool,
 }
 
 /// How the harness compiles a program in a mode.
@@ -444,8 +448,8 @@ impl Harness {
         out: &mut Outcome,
         mis: &dyn Fn(Option<&str>, Diff) -> Mismatch,
     ) -> Result<(), String> {
-        let ship_listing = elf::listing(&self.tools, cubin)?;
-        let ref_listing = elf::listing(&self.tools, &reference.0)?;
+        let mut listings = Listings::default();
+        let ship = (shipped, cubin);
         for k in kernels {
             if records
                 .iter()
@@ -454,12 +458,8 @@ impl Harness {
                 continue;
             }
             out.kernels += 1;
-            for d in compare::kernel_symbolic(
-                (shipped, &ship_listing),
-                (&reference.1, &ref_listing),
-                k,
-                k,
-            ) {
+            let refe = (&reference.1, reference.0.as_path());
+            for d in self.symbolic(&mut listings, ship, refe, k, k)? {
                 out.mismatches.push(mis(Some(k), d));
             }
         }
@@ -473,14 +473,9 @@ impl Harness {
                 let mut at = chosen.clone();
                 at.insert(r.kernel.clone(), *b);
                 let refv = self.reference(step, &at)?;
-                let listing = elf::listing(&self.tools, &refv.0)?;
                 out.kernels += 1;
-                for d in compare::kernel_symbolic(
-                    (shipped, &ship_listing),
-                    (&refv.1, &listing),
-                    name,
-                    &r.kernel,
-                ) {
+                let refe = (&refv.1, refv.0.as_path());
+                for d in self.symbolic(&mut listings, ship, refe, name, &r.kernel)? {
                     out.mismatches.push(mis(Some(name), d));
                 }
             }
@@ -511,6 +506,40 @@ impl Harness {
 }
 
 impl Harness {
+    /// `ship`'s function `ship_k` against `refe`'s kernel `ref_k` symbolically (each cubin
+    /// with its path): the code, read as listings only where its bytes differ, and the
+    /// attributes.
+    fn symbolic(
+        &self,
+        listings: &mut Listings,
+        ship: (&Elf, &Path),
+        refe: (&Elf, &Path),
+        ship_k: &str,
+        ref_k: &str,
+    ) -> Result<Vec<Diff>, String> {
+        let same = compare::text_identical(ship.0, refe.0, ship_k, ref_k);
+        let mut out = Vec::new();
+        if !same || self.every_listing {
+            listings.read(&self.tools, ship.1)?;
+            listings.read(&self.tools, refe.1)?;
+            let text = compare::text_symbolic(
+                (ship.0, &listings.0[ship.1]),
+                (refe.0, &listings.0[refe.1]),
+                ship_k,
+                ref_k,
+            );
+            if same && !text.is_empty() {
+                out.push(Diff {
+                    kind: "harness shortcut".into(),
+                    detail: format!("{ship_k}: equal bytes, yet the listings differ"),
+                });
+            }
+            out.extend(text);
+        }
+        out.extend(compare::attributes_symbolic(ship.0, refe.0, ship_k, ref_k));
+        Ok(out)
+    }
+
     /// ptxas's whole-module build of the step's PTX with each embedded variant copied in right
     /// after its kernel, every kernel and copy at its budget (what nvcc-orion's extra run
     /// compiles); `None` where a variant is a rewrite (its PTX budget is not in the report).
@@ -547,6 +576,20 @@ impl Harness {
             ));
         }
         elf::read(&self.tools, &cubin).map(Some)
+    }
+}
+
+/// `nvdisasm` listings read so far, by cubin.
+#[derive(Default)]
+struct Listings(BTreeMap<PathBuf, BTreeMap<String, Vec<String>>>);
+
+impl Listings {
+    fn read(&mut self, tools: &Tools, cubin: &Path) -> Result<(), String> {
+        if !self.0.contains_key(cubin) {
+            self.0
+                .insert(cubin.to_path_buf(), elf::listing(tools, cubin)?);
+        }
+        Ok(())
     }
 }
 

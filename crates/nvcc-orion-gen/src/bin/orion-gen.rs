@@ -34,6 +34,10 @@ struct Common {
     /// on nvcc's kept PTX: the same tuned step, no front end per mode).
     #[arg(long, default_value = "nvcc")]
     through: String,
+    /// Read every kernel's listing with nvdisasm, also where its dumped bytes already prove it
+    /// the same, and report where that shortcut would have missed a difference.
+    #[arg(long)]
+    every_listing: bool,
 }
 
 #[derive(Subcommand)]
@@ -141,6 +145,7 @@ fn harness(c: &Common) -> (Harness, Vec<u32>, tempfile::TempDir) {
         modes,
         cache: Some(tmp.path().join("cache")),
         through,
+        every_listing: c.every_listing,
     };
     (h, archs, tmp)
 }
@@ -223,7 +228,19 @@ fn main() {
             let (h, archs, _tmp) = harness(&c);
             let seeds: Vec<u64> = (from..from + count).collect();
             let deadline = minutes.map(|m| Instant::now() + Duration::from_secs(m * 60));
-            let mut s = campaign::run(&h, &seeds, &archs, jobs, deadline, &|l| eprintln!("{l}"));
+            let modes: Vec<&str> = h.modes.iter().map(|m| m.name()).collect();
+            let command = format!(
+                "orion-gen {}",
+                std::env::args().skip(1).collect::<Vec<_>>().join(" ")
+            );
+            let snapshot = |s: &campaign::Summary| {
+                if let Some(path) = &out {
+                    let md = campaign::markdown(s, &archs, &modes, &command);
+                    let _ = std::fs::write(path, md);
+                }
+            };
+            let progress = |l: &str| eprintln!("{l}");
+            let mut s = campaign::run(&h, &seeds, &archs, jobs, deadline, &progress, &snapshot);
             if let Some(mins) = reduce {
                 for ((_, kind), ms) in campaign::kinds(&s.mismatches.clone()) {
                     let m = ms[0];
@@ -239,11 +256,6 @@ fn main() {
                         .push((format!("{} / {kind}", m.mode), m.seed, m.arch, src));
                 }
             }
-            let modes: Vec<&str> = h.modes.iter().map(|m| m.name()).collect();
-            let command = format!(
-                "orion-gen {}",
-                std::env::args().skip(1).collect::<Vec<_>>().join(" ")
-            );
             let md = campaign::markdown(&s, &archs, &modes, &command);
             match out {
                 Some(path) => std::fs::write(&path, &md).expect("write the summary"),
