@@ -229,3 +229,70 @@ fn the_ptxas_path_checks_what_the_driver_path_checks() {
     }
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// The separable chain's check (`-rdc -c`, `-dlink`, host link, `-lib`): a step that fails
+/// under a mode is a finding where it succeeds with nvcc-orion off, and only there. The
+/// stand-ins for nvcc-orion fail the device link, one under the forced lowest budget only,
+/// the other always (plain nvcc's chain too).
+#[test]
+fn a_failing_separable_step_is_found_where_plain_nvcc_links() {
+    let Some(_) = common::nvcc_or_skip("generated (separable chain)") else {
+        return;
+    };
+    let real = env!("CARGO_BIN_EXE_nvcc-orion");
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("generated-rdc");
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    let stand_in = |name: &str, when: &str| -> PathBuf {
+        let path = root.join(name);
+        let script = format!(
+            "#!/bin/sh\ncase \" $* \" in *\" -dlink \"*) if {when}; then \
+             echo 'nvlink error : made up' >&2; exit 1; fi;; esac\nexec '{real}' \"$@\"\n"
+        );
+        std::fs::write(&path, script).unwrap();
+        let mut perm = std::fs::metadata(&path).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+        std::fs::set_permissions(&path, perm).unwrap();
+        path
+    };
+    let p = nvcc_orion_gen::generate(43);
+    assert!(p.rdc, "seed 43 is an -rdc program");
+    let chain = |orion: PathBuf, dir: &str| -> Outcome {
+        let h = Harness {
+            tools: Tools::find(orion).expect("the toolkit next to nvcc"),
+            work: root.join(dir),
+            modes: vec![Mode::Default, Mode::Lowest],
+            cache: None,
+            through: Through::Ptxas,
+            every_listing: false,
+        };
+        let d = h.work.clone();
+        std::fs::create_dir_all(&d).unwrap();
+        for (name, text) in nvcc_orion_gen::print::sources(&p) {
+            std::fs::write(d.join(name), text).unwrap();
+        }
+        let mut out = Outcome::default();
+        nvcc_orion_gen::rdc::check(&h, &d, &p, 80, &mut out);
+        out
+    };
+
+    let lowest = chain(
+        stand_in("orion-lowest", "[ \"$NVCC_ORION_FORCE\" = lowest ]"),
+        "lowest",
+    );
+    let found: Vec<(&str, &str)> = lowest
+        .mismatches
+        .iter()
+        .map(|m| (m.mode.as_str(), m.kind.as_str()))
+        .collect();
+    assert_eq!(found, [("force=lowest", "rdc device link failed")]);
+    assert!(lowest.mismatches[0].detail.contains("made up"));
+
+    let always = chain(stand_in("orion-always", "true"), "always");
+    assert!(
+        always.mismatches.is_empty(),
+        "a step plain nvcc fails too is not a finding: {:?}",
+        always.mismatches
+    );
+    let _ = std::fs::remove_dir_all(&root);
+}
