@@ -244,16 +244,11 @@ fn a_failing_separable_step_is_found_where_plain_nvcc_links() {
     let _ = std::fs::remove_dir_all(&root);
     std::fs::create_dir_all(&root).unwrap();
     let stand_in = |name: &str, when: &str| -> PathBuf {
-        let path = root.join(name);
-        let script = format!(
-            "#!/bin/sh\ncase \" $* \" in *\" -dlink \"*) if {when}; then \
+        let body = format!(
+            "case \" $* \" in *\" -dlink \"*) if {when}; then \
              echo 'nvlink error : made up' >&2; exit 1; fi;; esac\nexec '{real}' \"$@\"\n"
         );
-        std::fs::write(&path, script).unwrap();
-        let mut perm = std::fs::metadata(&path).unwrap().permissions();
-        std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
-        std::fs::set_permissions(&path, perm).unwrap();
-        path
+        script(&root.join(name), &body)
     };
     let p = nvcc_orion_gen::generate(43);
     assert!(p.rdc, "seed 43 is an -rdc program");
@@ -294,5 +289,68 @@ fn a_failing_separable_step_is_found_where_plain_nvcc_links() {
         "a step plain nvcc fails too is not a finding: {:?}",
         always.mismatches
     );
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// An executable shell script at `path` with `body`.
+fn script(path: &Path, body: &str) -> PathBuf {
+    std::fs::write(path, format!("#!/bin/sh\n{body}")).unwrap();
+    let mut perm = std::fs::metadata(path).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+    std::fs::set_permissions(path, perm).unwrap();
+    path.to_path_buf()
+}
+
+/// The harness is not blind: a stand-in for nvcc-orion that reports what the real one chose
+/// but ships plain ptxas's cubin (the retuned kernel at ptxas's own budget, no variants) is
+/// caught in default mode and under adapt, naming the retuned kernel.
+#[test]
+fn a_cubin_that_is_not_what_the_report_says_is_found() {
+    let Some(_) = common::nvcc_or_skip("generated (a wrong cubin)") else {
+        return;
+    };
+    let real = env!("CARGO_BIN_EXE_nvcc-orion");
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("generated-wrong");
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    let body = format!(
+        "'{real}' \"$@\" || exit $?\nNVCC_ORION=off exec env -u NVCC_ORION_REPORT '{real}' \"$@\"\n"
+    );
+    let h = |orion: PathBuf, dir: &str| Harness {
+        tools: Tools::find(orion).expect("the toolkit next to nvcc"),
+        work: root.join(dir),
+        modes: vec![Mode::Default, Mode::Adapt],
+        cache: None,
+        through: Through::Ptxas,
+        every_listing: false,
+    };
+    let p = nvcc_orion_gen::generate(895);
+    let honest = h(PathBuf::from(real), "honest").check(&p, 90).unwrap();
+    assert!(honest.mismatches.is_empty(), "{:?}", honest.mismatches);
+    let retuned = honest
+        .assembled
+        .iter()
+        .filter(|((_, how), _)| how != "ptxas's own")
+        .count();
+    assert!(retuned > 0, "seed 895 retunes a kernel on sm_90: {honest:?}");
+
+    let wrong = h(script(&root.join("orion-plain"), &body), "wrong")
+        .check(&p, 90)
+        .unwrap();
+    for mode in ["default", "adapt"] {
+        let found: Vec<&str> = wrong
+            .mismatches
+            .iter()
+            .filter(|m| m.mode == mode && m.kernel.is_some())
+            .map(|m| m.kind.as_str())
+            .collect();
+        assert!(
+            found
+                .iter()
+                .any(|k| ["text", "res-usage", "sections"].contains(k)),
+            "{mode}: the plain cubin passed for the retuned one: {:?}",
+            wrong.mismatches
+        );
+    }
     let _ = std::fs::remove_dir_all(&root);
 }

@@ -202,98 +202,80 @@ impl Harness {
         }
         let mut step = self.step(&dir, p, arch)?;
         let mut out = Outcome::default();
-        let mut default_budgets: Option<BTreeMap<String, Option<RefBudget>>> = None;
+        let mut default_budgets = None;
         for &mode in self.modes.iter().filter(|m| m.applies(arch)) {
-            let mis = |kernel: Option<&str>, d: Diff| Mismatch {
+            let at = Where {
                 seed: p.seed,
                 arch,
-                mode: mode.name().into(),
-                kernel: kernel.map(str::to_string),
-                kind: d.kind,
-                detail: d.detail,
+                mode,
             };
-            let cubin = dir.join(format!("{}.cubin", mode.name().replace('=', "-")));
-            let records = match self.orion(&step, mode, &cubin) {
-                Ok(r) => r,
-                Err(d) => {
-                    out.mismatches.push(mis(None, d));
-                    continue;
-                }
-            };
-            out.modes += 1;
-            let how = records.iter().find_map(|r| r.assembly.clone());
-            *out.assembled
-                .entry((mode.name().to_string(), how.unwrap_or("ptxas's own".into())))
-                .or_default() += 1;
-            let shipped = elf::read(&self.tools, &cubin)?;
-            let chosen: BTreeMap<String, Option<RefBudget>> = records
-                .iter()
-                .map(|r| (r.kernel.clone(), r.budget))
-                .collect();
-            let reference = self.reference(&mut step, &chosen)?;
-            let kernels = entries(&reference.1);
-            let mut skip = Vec::new();
-            for r in &records {
-                if r.rewrite == Some(false) {
-                    out.mismatches.push(mis(
-                        Some(&r.kernel),
-                        Diff {
-                            kind: "unproved rewrite shipped".into(),
-                            detail: "the chosen candidate is a rewrite without a proof".into(),
-                        },
-                    ));
-                }
-                if r.rewrite.is_some() {
-                    skip.push(r.kernel.clone());
-                }
-            }
-            if mode.embeds() {
-                if let Some(d) = default_budgets.as_ref().filter(|_| mode == Mode::Adapt) {
-                    for (k, b) in &chosen {
-                        if let Some(db) = d.get(k).filter(|db| *db != b) {
-                            let show = |b: &Option<RefBudget>| {
-                                b.map_or("ptxas's own".to_string(), |b| {
-                                    format!("{}{}", b.regs, if b.pragma { "+smem" } else { "" })
-                                })
-                            };
-                            out.mismatches.push(mis(
-                                Some(k),
-                                Diff {
-                                    kind: "adapt chose another budget".into(),
-                                    detail: format!(
-                                        "adapt ships {} / default ships {}",
-                                        show(b),
-                                        show(db)
-                                    ),
-                                },
-                            ));
-                        }
-                    }
-                }
-                self.adapt(
-                    &mut step, &shipped, &cubin, &reference, &records, &kernels, &mut out, &mis,
-                )?;
-                continue;
-            }
-            if mode == Mode::Default {
-                default_budgets = Some(chosen.clone());
-            }
-            for k in kernels.iter().filter(|k| !skip.contains(k)) {
-                out.kernels += 1;
-                for d in compare::kernel_exact(&shipped, &reference.1, k) {
-                    out.mismatches.push(mis(Some(k), d));
-                }
-            }
-            let mut all = kernels.clone();
-            all.extend(entries(&shipped));
-            for d in compare::module_exact(&shipped, &reference.1, &all) {
-                out.mismatches.push(mis(None, d));
-            }
+            self.check_mode(&mut step, at, &mut default_budgets, &mut out)?;
         }
         if p.rdc {
             crate::rdc::check(self, &dir, p, arch, &mut out);
         }
         Ok(out)
+    }
+
+    /// One mode: compile, then compare every shipped kernel with the reference at its budget
+    /// (symbolically where the mode embeds variants), and the rest of the module.
+    fn check_mode(
+        &self,
+        step: &mut Step,
+        at: Where,
+        default_budgets: &mut Option<Budgets>,
+        out: &mut Outcome,
+    ) -> Result<(), String> {
+        let mis = |kernel: Option<&str>, d: Diff| at.mismatch(kernel, d);
+        let cubin = step
+            .dir
+            .join(format!("{}.cubin", at.mode.name().replace('=', "-")));
+        let records = match self.orion(step, at.mode, &cubin) {
+            Ok(r) => r,
+            Err(d) => {
+                out.mismatches.push(mis(None, d));
+                return Ok(());
+            }
+        };
+        out.modes += 1;
+        let how = records.iter().find_map(|r| r.assembly.clone());
+        *out.assembled
+            .entry((
+                at.mode.name().to_string(),
+                how.unwrap_or("ptxas's own".into()),
+            ))
+            .or_default() += 1;
+        let shipped = elf::read(&self.tools, &cubin)?;
+        let chosen: Budgets = records
+            .iter()
+            .map(|r| (r.kernel.clone(), r.budget))
+            .collect();
+        let reference = self.reference(step, &chosen)?;
+        let kernels = entries(&reference.1);
+        let skip = rewrites(&records, &mis, out);
+        if at.mode.embeds() {
+            if let Some(d) = default_budgets.as_ref().filter(|_| at.mode == Mode::Adapt) {
+                out.mismatches.extend(budgets_disagree(d, &chosen, &mis));
+            }
+            return self.adapt(
+                step, &shipped, &cubin, &reference, &records, &kernels, out, &mis,
+            );
+        }
+        if at.mode == Mode::Default {
+            *default_budgets = Some(chosen);
+        }
+        for k in kernels.iter().filter(|k| !skip.contains(k)) {
+            out.kernels += 1;
+            for d in compare::kernel_exact(&shipped, &reference.1, k) {
+                out.mismatches.push(mis(Some(k), d));
+            }
+        }
+        let mut all = kernels.clone();
+        all.extend(entries(&shipped));
+        for d in compare::module_exact(&shipped, &reference.1, &all) {
+            out.mismatches.push(mis(None, d));
+        }
+        Ok(())
     }
 
     /// nvcc's own PTX and ptxas arguments for `arch`, checked: ptxas on them gives nvcc's cubin.
@@ -352,11 +334,7 @@ impl Harness {
     }
 
     /// The whole-module ptxas build with `budgets` written as `.maxnreg` (cached per step).
-    fn reference(
-        &self,
-        step: &mut Step,
-        budgets: &BTreeMap<String, Option<RefBudget>>,
-    ) -> Result<(PathBuf, Elf), String> {
+    fn reference(&self, step: &mut Step, budgets: &Budgets) -> Result<(PathBuf, Elf), String> {
         let key: Vec<(String, RefBudget)> = budgets
             .iter()
             .filter_map(|(k, b)| Some((k.clone(), (*b)?)))
@@ -463,7 +441,7 @@ impl Harness {
                 out.mismatches.push(mis(Some(k), d));
             }
         }
-        let chosen: BTreeMap<String, Option<RefBudget>> = records
+        let chosen: Budgets = records
             .iter()
             .map(|r| (r.kernel.clone(), r.budget))
             .collect();
@@ -591,6 +569,79 @@ impl Listings {
         }
         Ok(())
     }
+}
+
+/// Each kernel's chosen budget (`None`: ptxas's own).
+type Budgets = BTreeMap<String, Option<RefBudget>>;
+
+/// Which program, architecture and mode a finding is about.
+#[derive(Clone, Copy)]
+struct Where {
+    seed: u64,
+    arch: u32,
+    mode: Mode,
+}
+
+impl Where {
+    fn mismatch(self, kernel: Option<&str>, d: Diff) -> Mismatch {
+        Mismatch {
+            seed: self.seed,
+            arch: self.arch,
+            mode: self.mode.name().into(),
+            kernel: kernel.map(str::to_string),
+            kind: d.kind,
+            detail: d.detail,
+        }
+    }
+}
+
+/// The kernels whose chosen candidate is a rewrite of ours (compared by the checker's proof,
+/// not with ptxas); an unproved one is a finding.
+fn rewrites(
+    records: &[Record],
+    mis: &dyn Fn(Option<&str>, Diff) -> Mismatch,
+    out: &mut Outcome,
+) -> Vec<String> {
+    let mut skip = Vec::new();
+    for r in records.iter().filter(|r| r.rewrite.is_some()) {
+        if r.rewrite == Some(false) {
+            out.mismatches.push(mis(
+                Some(&r.kernel),
+                Diff {
+                    kind: "unproved rewrite shipped".into(),
+                    detail: "the chosen candidate is a rewrite without a proof".into(),
+                },
+            ));
+        }
+        skip.push(r.kernel.clone());
+    }
+    skip
+}
+
+/// Adapt's chosen budgets against default's: the static winner must be tune's.
+fn budgets_disagree(
+    default: &Budgets,
+    adapt: &Budgets,
+    mis: &dyn Fn(Option<&str>, Diff) -> Mismatch,
+) -> Vec<Mismatch> {
+    let show = |b: &Option<RefBudget>| {
+        b.map_or("ptxas's own".to_string(), |b| {
+            format!("{}{}", b.regs, if b.pragma { "+smem" } else { "" })
+        })
+    };
+    adapt
+        .iter()
+        .filter_map(|(k, b)| {
+            let db = default.get(k).filter(|db| *db != b)?;
+            Some(mis(
+                Some(k),
+                Diff {
+                    kind: "adapt chose another budget".into(),
+                    detail: format!("adapt ships {} / default ships {}", show(b), show(db)),
+                },
+            ))
+        })
+        .collect()
 }
 
 /// The kernels (`ENTRY` symbols) of a cubin.
