@@ -303,7 +303,8 @@ fn script(path: &Path, body: &str) -> PathBuf {
 
 /// The harness is not blind: a stand-in for nvcc-orion that reports what the real one chose
 /// but ships plain ptxas's cubin (the retuned kernel at ptxas's own budget, no variants) is
-/// caught in default mode and under adapt, naming the retuned kernel.
+/// caught in default mode and under adapt, naming the retuned kernel; one whose train build
+/// is not its adapt build is caught too.
 #[test]
 fn a_cubin_that_is_not_what_the_report_says_is_found() {
     let Some(_) = common::nvcc_or_skip("generated (a wrong cubin)") else {
@@ -332,7 +333,10 @@ fn a_cubin_that_is_not_what_the_report_says_is_found() {
         .iter()
         .filter(|((_, how), _)| how != "ptxas's own")
         .count();
-    assert!(retuned > 0, "seed 895 retunes a kernel on sm_90: {honest:?}");
+    assert!(
+        retuned > 0,
+        "seed 895 retunes a kernel on sm_90: {honest:?}"
+    );
 
     let wrong = h(script(&root.join("orion-plain"), &body), "wrong")
         .check(&p, 90)
@@ -352,5 +356,22 @@ fn a_cubin_that_is_not_what_the_report_says_is_found() {
             wrong.mismatches
         );
     }
+
+    // Under adapt, train's cubin is built too: one that forces the lowest budgets is caught.
+    let body = format!(
+        "if [ \"$NVCC_ORION\" = train ]; then export NVCC_ORION_FORCE=lowest; fi\n\
+         exec '{real}' \"$@\"\n"
+    );
+    let harness = Harness {
+        modes: vec![Mode::Adapt],
+        ..h(script(&root.join("orion-train"), &body), "train")
+    };
+    let train = harness.check(&p, 90).unwrap();
+    let found: Vec<(&str, &str)> = train
+        .mismatches
+        .iter()
+        .map(|m| (m.mode.as_str(), m.kind.as_str()))
+        .collect();
+    assert_eq!(found, [("train", "train is not adapt")]);
     let _ = std::fs::remove_dir_all(&root);
 }

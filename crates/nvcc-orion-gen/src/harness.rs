@@ -29,6 +29,10 @@ pub enum Mode {
     /// the way they are added (`cubin::entry`, or one more ptxas run) is compared on every
     /// program. Asked for by name (`--mode adapt+lowest`), not in [`Mode::ALL`].
     AdaptLowest,
+    /// `NVCC_ORION=train`: adapt's variants with the training selector, whose difference is
+    /// host glue. Under [`Mode::Adapt`] its cubin is built too and must be adapt's, byte for
+    /// byte; by name (`--mode train`) it is compared as adapt's is.
+    Train,
 }
 
 impl Mode {
@@ -41,13 +45,14 @@ impl Mode {
             Mode::Lowest => "force=lowest",
             Mode::Spill2smem => "force=spill2smem",
             Mode::AdaptLowest => "adapt+lowest",
+            Mode::Train => "train",
         }
     }
 
     pub fn parse(s: &str) -> Option<Mode> {
         Mode::ALL
             .iter()
-            .chain(&[Mode::AdaptLowest])
+            .chain(&[Mode::AdaptLowest, Mode::Train])
             .copied()
             .find(|m| m.name() == s || m.name().trim_start_matches("force=") == s)
     }
@@ -63,13 +68,14 @@ impl Mode {
     fn env(self) -> &'static [(&'static str, &'static str)] {
         match self {
             Mode::Adapt | Mode::AdaptLowest => &[("NVCC_ORION", "adapt")],
+            Mode::Train => &[("NVCC_ORION", "train")],
             _ => &[],
         }
     }
 
     /// Ships ranked variants beside the originals.
     fn embeds(self) -> bool {
-        matches!(self, Mode::Adapt | Mode::AdaptLowest)
+        matches!(self, Mode::Adapt | Mode::AdaptLowest | Mode::Train)
     }
 
     /// The rewrites are for sm_75 to sm_90 (docs/DESIGN.md §Architectures).
@@ -253,6 +259,10 @@ impl Harness {
         let reference = self.reference(step, &chosen)?;
         let kernels = entries(&reference.1);
         let skip = rewrites(&records, &mis, out);
+        if at.mode == Mode::Adapt {
+            out.mismatches
+                .extend(self.train_is_adapt(step, &cubin, &mis));
+        }
         if at.mode.embeds() {
             if let Some(d) = default_budgets.as_ref().filter(|_| at.mode == Mode::Adapt) {
                 out.mismatches.extend(budgets_disagree(d, &chosen, &mis));
@@ -276,6 +286,28 @@ impl Harness {
             out.mismatches.push(mis(None, d));
         }
         Ok(())
+    }
+
+    /// Train's cubin against adapt's (`adapt`): the same bytes.
+    fn train_is_adapt(
+        &self,
+        step: &Step,
+        adapt: &Path,
+        mis: &dyn Fn(Option<&str>, Diff) -> Mismatch,
+    ) -> Option<Mismatch> {
+        let cubin = step.dir.join("train.cubin");
+        let d = match self.orion(step, Mode::Train, &cubin) {
+            Err(d) => d,
+            Ok(_) if std::fs::read(&cubin).ok() == std::fs::read(adapt).ok() => return None,
+            Ok(_) => Diff {
+                kind: "train is not adapt".into(),
+                detail: "train's cubin differs from adapt's".into(),
+            },
+        };
+        Some(Mismatch {
+            mode: Mode::Train.name().into(),
+            ..mis(None, d)
+        })
     }
 
     /// nvcc's own PTX and ptxas arguments for `arch`, checked: ptxas on them gives nvcc's cubin.

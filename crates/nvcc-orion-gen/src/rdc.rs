@@ -37,6 +37,7 @@ pub fn check(h: &Harness, dir: &Path, p: &Program, arch: u32, out: &mut Outcome)
             Mode::Lowest => &[("NVCC_ORION_FORCE", "lowest")],
             Mode::Spill2smem => &[("NVCC_ORION_FORCE", "spill2smem")],
             Mode::AdaptLowest => &[("NVCC_ORION", "adapt"), ("NVCC_ORION_FORCE", "lowest")],
+            Mode::Train => &[("NVCC_ORION", "train")],
             Mode::Default => &[],
         };
         let got = steps(h, dir, arch, mode.name(), env);
