@@ -199,9 +199,7 @@ fn the_ptxas_path_checks_what_the_driver_path_checks() {
     };
     let orion = PathBuf::from(env!("CARGO_BIN_EXE_nvcc-orion"));
     let tools = Tools::find(orion).expect("the toolkit next to nvcc");
-    let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("generated-through");
-    let _ = std::fs::remove_dir_all(&root);
-    std::fs::create_dir_all(&root).unwrap();
+    let root = fresh("generated-through");
     let harness = |through: Through, dir: &str| Harness {
         tools: tools.clone(),
         work: root.join(dir),
@@ -240,9 +238,7 @@ fn a_failing_separable_step_is_found_where_plain_nvcc_links() {
         return;
     };
     let real = env!("CARGO_BIN_EXE_nvcc-orion");
-    let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("generated-rdc");
-    let _ = std::fs::remove_dir_all(&root);
-    std::fs::create_dir_all(&root).unwrap();
+    let root = fresh("generated-rdc");
     let stand_in = |name: &str, when: &str| -> PathBuf {
         let body = format!(
             "case \" $* \" in *\" -dlink \"*) if {when}; then \
@@ -311,9 +307,7 @@ fn a_cubin_that_is_not_what_the_report_says_is_found() {
         return;
     };
     let real = env!("CARGO_BIN_EXE_nvcc-orion");
-    let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("generated-wrong");
-    let _ = std::fs::remove_dir_all(&root);
-    std::fs::create_dir_all(&root).unwrap();
+    let root = fresh("generated-wrong");
     let body = format!(
         "'{real}' \"$@\" || exit $?\nNVCC_ORION=off exec env -u NVCC_ORION_REPORT '{real}' \"$@\"\n"
     );
@@ -374,4 +368,12 @@ fn a_cubin_that_is_not_what_the_report_says_is_found() {
         .collect();
     assert_eq!(found, [("train", "train is not adapt")]);
     let _ = std::fs::remove_dir_all(&root);
+}
+
+/// An empty scratch folder `name` under the target's temporary folder.
+fn fresh(name: &str) -> PathBuf {
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    root
 }
