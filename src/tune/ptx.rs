@@ -310,7 +310,7 @@ fn count_while(b: &[u8], f: impl Fn(u8) -> bool) -> usize {
 
 /// `ptx` with every comment and string literal replaced by spaces (same byte offsets), so
 /// that searches see code only.
-fn blank_comments(ptx: &str) -> String {
+pub(super) fn blank_comments(ptx: &str) -> String {
     let b = ptx.as_bytes();
     let mut out = b.to_vec();
     let mut i = 0;

@@ -205,11 +205,14 @@ fn builder<'a>(
         progress: (settings.verbose && std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .then(|| step.arch_name.clone()),
         // Compile only what varies: each variant builds just the kernels it sets a budget for
-        // (whole-program code: `ptxas -c` compiles every entry whatever `--entry` says).
-        entries: (variants::entries_allowed(argv) && !step.baseline.is_relocatable())
-            .then(|| super::ptx::entries(&step.ptx).ok())
-            .flatten()
-            .map(|d| d.into_iter().map(|e| e.name).collect()),
+        // (whole-program code: `ptxas -c` compiles every entry whatever `--entry` says), unless
+        // the module uses functions as values, whose code depends on the entries compiled.
+        entries: (variants::entries_allowed(argv)
+            && !step.baseline.is_relocatable()
+            && !super::function_pointers::uses_functions_as_values(&step.ptx))
+        .then(|| super::ptx::entries(&step.ptx).ok())
+        .flatten()
+        .map(|d| d.into_iter().map(|e| e.name).collect()),
     })
 }
 

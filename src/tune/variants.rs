@@ -6,7 +6,8 @@
 //! `ptxas --entry` for those kernels alone (the device functions they call come along): a
 //! kernel's SASS does not depend on the other entries of the module, nor on their limits
 //! (docs/DESIGN.md §Per-kernel budgets; guarded by a test on real ptxas output), so the kernels
-//! that do not vary need not be compiled again.
+//! that do not vary need not be compiled again. Not in a module that uses functions as values
+//! ([`super::function_pointers`]): there it does.
 
 use std::collections::BTreeMap;
 use std::io::Write;

@@ -89,9 +89,31 @@ enum Cmd {
         /// Reduce the first finding of each kind (minutes each).
         #[arg(long)]
         reduce: Option<u64>,
+        /// Only the programs of the range that use this feature (as `orion-gen cover` names
+        /// them): to recheck what a fix touched.
+        #[arg(long)]
+        with: Option<String>,
         #[command(flatten)]
         c: Common,
     },
+}
+
+/// The seeds of `range` whose programs use `feature` (all of them without one); an unknown
+/// feature is an error, not an empty run.
+fn seeds_with(range: std::ops::Range<u64>, feature: Option<&str>) -> Vec<u64> {
+    let Some(f) = feature else {
+        return range.collect();
+    };
+    if !nvcc_orion_gen::features::ALL.contains(&f) {
+        eprintln!(
+            "orion-gen: no feature `{f}`; the features are: {}",
+            nvcc_orion_gen::features::ALL.join(", ")
+        );
+        std::process::exit(2)
+    }
+    range
+        .filter(|s| nvcc_orion_gen::features::features(&nvcc_orion_gen::generate(*s)).contains(f))
+        .collect()
 }
 
 fn harness(c: &Common) -> (Harness, Vec<u32>, tempfile::TempDir) {
@@ -223,10 +245,11 @@ fn main() {
             out,
             minutes,
             reduce,
+            with,
             c,
         } => {
             let (h, archs, _tmp) = harness(&c);
-            let seeds: Vec<u64> = (from..from + count).collect();
+            let seeds = seeds_with(from..from + count, with.as_deref());
             let deadline = minutes.map(|m| Instant::now() + Duration::from_secs(m * 60));
             let modes: Vec<&str> = h.modes.iter().map(|m| m.name()).collect();
             let command = format!(
