@@ -1,7 +1,8 @@
 //! Compiling only what varies (issue 24), on real ptxas output:
 //! - a kernel built with `ptxas --entry` (alone or with some other entries, the others' budgets
 //!   unset) has the same code and attributes as in a whole-module build at the same budget
-//!   (whole-program code: `ptxas -c` ignores `--entry`, so relocatable variants stay whole);
+//!   (whole-program code: `ptxas -c` ignores `--entry`, so relocatable variants stay whole),
+//!   except in a module that uses functions as values, which is therefore built whole;
 //! - on the build benchmark (`bench/build/*.cu`, sm_80 and sm_90) nvcc-orion makes the choices
 //!   today's code made (`bench/build/choices.json`, recorded with the code before this
 //!   change), and every kernel it ships equals the kernel of a whole-module ptxas run at the
@@ -188,6 +189,47 @@ fn entry_builds_equal_whole_module_builds() {
         }
     }
     assert_eq!(compared, names.len());
+}
+
+/// The exception (docs/DESIGN.md §Per-kernel budgets): in a module that uses functions as
+/// values, ptxas compiles a called function by which entries it compiles. Generated program
+/// 10439 (the long run's finding, issue 30): `k4` calls `f0`, which `tbl0` also holds; built
+/// with `--entry` for `k4` and `k1`, `k4` is not what the whole module makes at the same budgets,
+/// so the tuner builds such modules whole (`tune::function_pointers`, checked end to end by
+/// tests/generated.rs on this seed).
+#[test]
+fn entry_builds_differ_where_functions_are_values() {
+    let Some(nvcc) = nvcc() else { return };
+    let dir = scratch("values");
+    let src = dir.path().join("a.cu");
+    let program = nvcc_orion_gen::generate(10439);
+    let (_, text) = nvcc_orion_gen::print::sources(&program)
+        .into_iter()
+        .find(|(n, _)| *n == "a.cu")
+        .unwrap();
+    assert!(
+        text.contains("tbl0[2])(float, unsigned) = {f1, f0}"),
+        "{text}"
+    );
+    std::fs::write(&src, text).unwrap();
+    let text = ptx_of(&nvcc, &src, 90, &dir.path().join("source.ptx"));
+    let (k4, k1) = ("_Z2k4PfPKfj", "_Z2k1PfPKfj");
+    let budgets: BTreeMap<String, Budget> = [(k4, 56), (k1, 64)]
+        .into_iter()
+        .map(|(k, r)| (k.to_string(), Budget::regs(r)))
+        .collect();
+    let module = ptxas(&nvcc, &dir.path().join("module"), &text, 90, &budgets, &[]);
+    let part = ptxas(
+        &nvcc,
+        &dir.path().join("part"),
+        &text,
+        90,
+        &budgets,
+        &[k4, k1],
+    );
+    let frame = |c: &Cubin| c.function_info(k4).unwrap().frame_size;
+    assert_eq!((frame(&module), frame(&part)), (Some(80), Some(16)));
+    assert_ne!(kernel_parts(&part, k4), kernel_parts(&module, k4));
 }
 
 /// Final assembly without a whole-module run: the baseline cubin with the chosen kernels
