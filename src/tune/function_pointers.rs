@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 
 /// Whether `ptx` calls through a pointer or uses the name of one of its functions (or
 /// kernels) other than as a call's target or in the function's own declaration.
-pub(crate) fn uses_functions_as_values(ptx: &str) -> bool {
+pub fn uses_functions_as_values(ptx: &str) -> bool {
     let code = super::ptx::blank_comments(ptx);
     if code.contains(".callprototype") || code.contains(".calltargets") {
         return true;
@@ -39,6 +39,7 @@ fn declared_functions(code: &str) -> BTreeSet<&str> {
 /// Whether the statement `s` uses one of `functions` as a value. Declarations and headers
 /// name them; a call names its target, after its optional return list.
 fn names_a_function_as_value(s: &str, functions: &BTreeSet<&str>) -> bool {
+    let s = instruction(s);
     let words: Vec<&str> = tokens(s).collect();
     if words.iter().any(|w| matches!(*w, ".func" | ".entry")) {
         return false;
@@ -52,6 +53,25 @@ fn names_a_function_as_value(s: &str, functions: &BTreeSet<&str>) -> bool {
         .iter()
         .filter(|w| Some(**w) != skip_target)
         .any(|w| functions.contains(w))
+}
+
+/// The statement `s` without the labels and the guard predicate before its opcode
+/// (`$L__BB0_2: @!%p1 call.uni f, ...`): a label ends with `:`, a guard starts with `@`.
+fn instruction(s: &str) -> &str {
+    let mut rest = s.trim_start();
+    while let Some((label, after)) = rest.split_once(':')
+        && tokens(label).count() == 1
+        && !label.contains('.')
+    {
+        rest = after.trim_start();
+    }
+    match rest.strip_prefix('@') {
+        Some(guarded) => guarded
+            .trim_start()
+            .split_once(char::is_whitespace)
+            .map_or("", |(_, r)| r.trim_start()),
+        None => rest,
+    }
 }
 
 /// `call`, `call.uni` and the like.
@@ -141,36 +161,50 @@ mod tests {
         assert!(!uses_functions_as_values(DIRECT));
     }
 
+    /// Whether [`DIRECT`] with `from` replaced by `to` uses a function as a value.
+    fn found_after(from: &str, to: &str) -> bool {
+        assert!(DIRECT.contains(from), "{from}");
+        uses_functions_as_values(&DIRECT.replace(from, to))
+    }
+
     #[test]
     fn a_table_of_functions_is_found() {
-        let ptx = DIRECT.replace(
-            ".visible .entry",
-            ".global .align 8 .u64 tbl0[1] = {_Z2f0fj};\n.visible .entry",
-        );
-        assert!(uses_functions_as_values(&ptx));
+        let table = ".global .align 8 .u64 tbl0[1] = {_Z2f0fj};\n.visible .entry";
+        assert!(found_after(".visible .entry", table));
     }
 
     #[test]
     fn a_function_address_in_a_register_is_found() {
-        let ptx = DIRECT.replace(
-            "call.uni _Z4noopv, ();",
-            "call.uni _Z4noopv, ();\n\tmov.u64 %rd1, _Z4noopv;",
-        );
-        assert!(uses_functions_as_values(&ptx));
+        let noop = "call.uni _Z4noopv, ();";
+        assert!(found_after(noop, "mov.u64 %rd1, _Z4noopv;"));
+        assert!(found_after(
+            noop,
+            "$L__BB0_1:\n\t@%p1 mov.u64 %rd1, _Z4noopv;"
+        ));
     }
 
     #[test]
     fn an_indirect_call_is_found() {
-        let ptx = DIRECT.replace(
-            "call.uni _Z4noopv, ();",
-            "prototype_0 : .callprototype ()_ ();\n\tcall %rd1, (), prototype_0;",
-        );
-        assert!(uses_functions_as_values(&ptx));
+        let indirect = "prototype_0 : .callprototype ()_ ();\n\tcall %rd1, (), prototype_0;";
+        assert!(found_after("call.uni _Z4noopv, ();", indirect));
+    }
+
+    #[test]
+    fn a_call_after_a_label_or_under_a_guard_is_a_call() {
+        let noop = "call.uni _Z4noopv, ();";
+        assert!(!found_after(noop, "$L__BB0_1:\n\tcall.uni _Z4noopv, ();"));
+        assert!(!found_after(noop, "@!%p1 call.uni _Z4noopv, ();"));
+        assert!(!found_after(
+            noop,
+            "$L__BB0_1:\n\t@%p1 call.uni _Z4noopv, ();"
+        ));
     }
 
     #[test]
     fn a_name_in_a_comment_is_not_a_use() {
-        let ptx = DIRECT.replace("ret;\n}\n.func _Z4", "ret; // see _Z2f0fj\n}\n.func _Z4");
-        assert!(!uses_functions_as_values(&ptx));
+        assert!(!found_after(
+            "ret;\n}\n.func _Z4",
+            "ret; // see _Z2f0fj\n}\n.func _Z4"
+        ));
     }
 }

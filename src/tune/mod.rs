@@ -9,7 +9,7 @@
 pub(crate) mod assemble;
 pub(crate) mod candidates;
 pub(crate) mod evaluate;
-pub(crate) mod function_pointers;
+pub mod function_pointers;
 pub(crate) mod guided;
 pub(crate) mod keep;
 pub(crate) mod model;
