@@ -174,70 +174,15 @@ fn harness(c: &Common) -> (Harness, Vec<u32>, tempfile::TempDir) {
 
 fn main() {
     match Cli::parse().cmd {
-        Cmd::Print { seed } => {
-            let p = nvcc_orion_gen::generate(seed);
-            for (name, text) in nvcc_orion_gen::print::sources(&p) {
-                println!("//// {name}\n{text}");
-            }
-        }
-        Cmd::Cover { from, count } => {
-            for s in nvcc_orion_gen::features::cover(from..from + count) {
-                let f = nvcc_orion_gen::features::features(&nvcc_orion_gen::generate(s));
-                println!("{s}: {}", f.into_iter().collect::<Vec<_>>().join(", "));
-            }
-        }
-        Cmd::Check { seed, c } => {
-            let (h, archs, _tmp) = harness(&c);
-            let p = nvcc_orion_gen::generate(seed);
-            let mut bad = false;
-            for a in archs {
-                match h.check(&p, a) {
-                    Ok(o) => {
-                        println!(
-                            "seed {seed} sm_{a}: {} modes, {} kernel comparisons, {} mismatches",
-                            o.modes,
-                            o.kernels,
-                            o.mismatches.len()
-                        );
-                        for m in &o.mismatches {
-                            println!("  {m}");
-                        }
-                        bad |= !o.mismatches.is_empty();
-                    }
-                    Err(e) => {
-                        println!("seed {seed} sm_{a}: not checked: {e}");
-                        bad = true;
-                    }
-                }
-            }
-            std::process::exit(i32::from(bad));
-        }
+        Cmd::Print { seed } => print(seed),
+        Cmd::Cover { from, count } => cover(from, count),
+        Cmd::Check { seed, c } => check(seed, &c),
         Cmd::Reduce {
             seed,
             kind,
             minutes,
             c,
-        } => {
-            let (h, archs, _tmp) = harness(&c);
-            let p = nvcc_orion_gen::generate(seed);
-            let found = archs.iter().find_map(|&a| {
-                h.check(&p, a)
-                    .ok()?
-                    .mismatches
-                    .into_iter()
-                    .find(|m| kind.as_ref().is_none_or(|k| &m.kind == k))
-            });
-            let Some(m) = found else {
-                println!("seed {seed}: no mismatch to reduce");
-                return;
-            };
-            println!("reducing: {m}");
-            let r = nvcc_orion_gen::reduce::reduce(&h, &p, &m, Duration::from_secs(minutes * 60));
-            println!("after {} checks: {}\n", r.checks, r.finding);
-            for (name, text) in nvcc_orion_gen::print::sources(&r.program) {
-                println!("//// {name}\n{text}");
-            }
-        }
+        } => reduce(seed, kind.as_deref(), minutes, &c),
         Cmd::Run {
             from,
             count,
@@ -248,43 +193,152 @@ fn main() {
             with,
             c,
         } => {
-            let (h, archs, _tmp) = harness(&c);
-            let seeds = seeds_with(from..from + count, with.as_deref());
-            let deadline = minutes.map(|m| Instant::now() + Duration::from_secs(m * 60));
-            let modes: Vec<&str> = h.modes.iter().map(|m| m.name()).collect();
-            let command = format!(
-                "orion-gen {}",
-                std::env::args().skip(1).collect::<Vec<_>>().join(" ")
-            );
-            let snapshot = |s: &campaign::Summary| {
-                if let Some(path) = &out {
-                    let md = campaign::markdown(s, &archs, &modes, &command);
-                    let _ = std::fs::write(path, md);
-                }
+            let plan = RunPlan {
+                seeds: seeds_with(from..from + count, with.as_deref()),
+                jobs,
+                minutes,
+                reduce,
             };
-            let progress = |l: &str| eprintln!("{l}");
-            let mut s = campaign::run(&h, &seeds, &archs, jobs, deadline, &progress, &snapshot);
-            if let Some(mins) = reduce {
-                for ((_, kind), ms) in campaign::kinds(&s.mismatches.clone()) {
-                    let m = ms[0];
-                    eprintln!("reducing {m}");
-                    let p = nvcc_orion_gen::generate(m.seed);
-                    let r =
-                        nvcc_orion_gen::reduce::reduce(&h, &p, m, Duration::from_secs(mins * 60));
-                    let src = nvcc_orion_gen::print::sources(&r.program)
-                        .into_iter()
-                        .map(|(n, t)| format!("// ---- {n}\n{t}"))
-                        .collect();
-                    s.reduced
-                        .push((format!("{} / {kind}", m.mode), m.seed, m.arch, src));
-                }
-            }
-            let md = campaign::markdown(&s, &archs, &modes, &command);
-            match out {
-                Some(path) => std::fs::write(&path, &md).expect("write the summary"),
-                None => print!("{md}"),
-            }
-            std::process::exit(i32::from(!s.mismatches.is_empty()));
+            run(&plan, out.as_deref(), &c)
         }
+    }
+}
+
+/// `print`: the program's sources, each under a `////` line naming its file.
+fn print(seed: u64) {
+    let p = nvcc_orion_gen::generate(seed);
+    for (name, text) in nvcc_orion_gen::print::sources(&p) {
+        println!("//// {name}\n{text}");
+    }
+}
+
+/// `cover`: each seed of the set cover with its features.
+fn cover(from: u64, count: u64) {
+    for s in nvcc_orion_gen::features::cover(from..from + count) {
+        let f = nvcc_orion_gen::features::features(&nvcc_orion_gen::generate(s));
+        println!("{s}: {}", f.into_iter().collect::<Vec<_>>().join(", "));
+    }
+}
+
+/// `check`: one program on every architecture; exits 1 on a mismatch or a program the
+/// harness could not check.
+fn check(seed: u64, c: &Common) {
+    let (h, archs, _tmp) = harness(c);
+    let p = nvcc_orion_gen::generate(seed);
+    let mut bad = false;
+    for a in archs {
+        match h.check(&p, a) {
+            Ok(o) => {
+                println!(
+                    "seed {seed} sm_{a}: {} modes, {} kernel comparisons, {} mismatches",
+                    o.modes,
+                    o.kernels,
+                    o.mismatches.len()
+                );
+                for m in &o.mismatches {
+                    println!("  {m}");
+                }
+                bad |= !o.mismatches.is_empty();
+            }
+            Err(e) => {
+                println!("seed {seed} sm_{a}: not checked: {e}");
+                bad = true;
+            }
+        }
+    }
+    std::process::exit(i32::from(bad));
+}
+
+/// `reduce`: the first mismatch (of `kind`, if given) on any architecture, reduced.
+fn reduce(seed: u64, kind: Option<&str>, minutes: u64, c: &Common) {
+    let (h, archs, _tmp) = harness(c);
+    let p = nvcc_orion_gen::generate(seed);
+    let found = archs.iter().find_map(|&a| {
+        h.check(&p, a)
+            .ok()?
+            .mismatches
+            .into_iter()
+            .find(|m| kind.is_none_or(|k| m.kind == k))
+    });
+    let Some(m) = found else {
+        println!("seed {seed}: no mismatch to reduce");
+        return;
+    };
+    println!("reducing: {m}");
+    let r = nvcc_orion_gen::reduce::reduce(&h, &p, &m, Duration::from_secs(minutes * 60));
+    println!("after {} checks: {}\n", r.checks, r.finding);
+    for (name, text) in nvcc_orion_gen::print::sources(&r.program) {
+        println!("//// {name}\n{text}");
+    }
+}
+
+/// What `run` checks and for how long.
+struct RunPlan {
+    seeds: Vec<u64>,
+    jobs: usize,
+    /// Start no program after this many minutes.
+    minutes: Option<u64>,
+    /// Reduce one mismatch of each kind for at most this many minutes.
+    reduce: Option<u64>,
+}
+
+/// `run`: a campaign over the plan's seeds, its summary rewritten to `out` after every pair
+/// (stdout at the end without one); exits 1 on any mismatch.
+fn run(plan: &RunPlan, out: Option<&std::path::Path>, c: &Common) {
+    let (h, archs, _tmp) = harness(c);
+    let deadline = plan
+        .minutes
+        .map(|m| Instant::now() + Duration::from_secs(m * 60));
+    let modes: Vec<&str> = h.modes.iter().map(|m| m.name()).collect();
+    let command = format!(
+        "orion-gen {}",
+        std::env::args().skip(1).collect::<Vec<_>>().join(" ")
+    );
+    let write = |s: &campaign::Summary| {
+        let md = campaign::markdown(s, &archs, &modes, &command);
+        match out {
+            Some(path) => std::fs::write(path, md).map_err(|e| format!("{}: {e}", path.display())),
+            None => Ok(()),
+        }
+    };
+    let snapshot = |s: &campaign::Summary| {
+        let _ = write(s);
+    };
+    let progress = |l: &str| eprintln!("{l}");
+    let mut s = campaign::run(
+        &h,
+        &plan.seeds,
+        &archs,
+        plan.jobs,
+        deadline,
+        &progress,
+        &snapshot,
+    );
+    if let Some(mins) = plan.reduce {
+        reduce_each_kind(&h, &mut s, Duration::from_secs(mins * 60));
+    }
+    if out.is_none() {
+        print!("{}", campaign::markdown(&s, &archs, &modes, &command));
+    }
+    if let Err(e) = write(&s) {
+        eprintln!("orion-gen: the summary: {e}");
+        std::process::exit(2);
+    }
+    std::process::exit(i32::from(!s.mismatches.is_empty()));
+}
+
+/// Reduce the first mismatch of each kind, adding the reduced sources to the summary.
+fn reduce_each_kind(h: &Harness, s: &mut campaign::Summary, limit: Duration) {
+    for ((_, kind), ms) in campaign::kinds(&s.mismatches.clone()) {
+        let m = ms[0];
+        eprintln!("reducing {m}");
+        let p = nvcc_orion_gen::generate(m.seed);
+        let r = nvcc_orion_gen::reduce::reduce(h, &p, m, limit);
+        let src = nvcc_orion_gen::print::sources(&r.program)
+            .into_iter()
+            .map(|(n, t)| format!("// ---- {n}\n{t}"))
+            .collect();
+        s.reduced
+            .push((format!("{} / {kind}", m.mode), m.seed, m.arch, src));
     }
 }
