@@ -237,16 +237,24 @@ fn entry_builds_differ_where_functions_are_values() {
 /// programs (those without `-rdc`, which never uses `--entry`), nvcc's PTX uses a function as
 /// a value exactly where the program has a function-pointer table, the generator's only source
 /// of function values. This is also why the long run's results on programs without tables
-/// stand across the fix (bench/results/generator.md).
+/// stand across the fix (bench/results/generator.md). `TUNE_ENTRY_SEEDS=FROM..TO` checks
+/// another range (the long run's, for its record), on two threads.
 #[test]
 fn function_values_are_found_exactly_in_programs_with_tables() {
     let Some(nvcc) = nvcc() else { return };
     let dir = scratch("tables");
-    let (mut with, mut without) = (0, 0);
-    for seed in 10_000..10_032 {
+    let seeds: Vec<u64> = match std::env::var("TUNE_ENTRY_SEEDS") {
+        Ok(r) => {
+            let (from, to) = r.split_once("..").expect("TUNE_ENTRY_SEEDS=FROM..TO");
+            (from.parse().unwrap()..to.parse().unwrap()).collect()
+        }
+        Err(_) => (10_000..10_032).collect(),
+    };
+    // (seed, has tables) for every program without `-rdc`, checked.
+    let check = |seed: u64| -> Option<bool> {
         let program = nvcc_orion_gen::generate(seed);
         if program.rdc {
-            continue;
+            return None;
         }
         let tables =
             nvcc_orion_gen::features::features(&program).contains("function-pointer tables");
@@ -262,8 +270,24 @@ fn function_values_are_found_exactly_in_programs_with_tables() {
             tables,
             "seed {seed}"
         );
-        if tables { with += 1 } else { without += 1 }
-    }
+        Some(tables)
+    };
+    let found: Vec<bool> = std::thread::scope(|s| {
+        let halves: Vec<_> = seeds
+            .chunks(seeds.len().div_ceil(2).max(1))
+            .map(|half| {
+                s.spawn(|| {
+                    half.iter()
+                        .filter_map(|&seed| check(seed))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        halves.into_iter().flat_map(|h| h.join().unwrap()).collect()
+    });
+    let with = found.iter().filter(|t| **t).count();
+    let without = found.len() - with;
+    eprintln!("{with} programs with tables, {without} without, all found exactly");
     assert!(
         with >= 5 && without >= 5,
         "{with} with tables, {without} without"
