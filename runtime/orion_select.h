@@ -111,8 +111,9 @@ class Timer {
   virtual int start(int device, void* stream) = 0;
   // After the launch was enqueued on the same stream.
   virtual void stop(int handle, void* stream) = 0;
-  // 1: done, *ms holds the elapsed milliseconds; 0: not yet (only when !wait); -1: failed.
-  // After 1 or -1 the handle is released.
+  // 1: done, *ms holds the elapsed milliseconds; 0: not yet (only when !wait); -1: failed;
+  // -2: lost through no fault of the launch (the device was reset), not counted as an error.
+  // After 1, -1 or -2 the handle is released.
   virtual int poll(int handle, bool wait, float* ms) = 0;
   // Release a handle whose launch failed.
   virtual void discard(int handle) = 0;
@@ -541,7 +542,7 @@ class BasicSelector {
       detail::Stats& s = e.stats[p.variant];
       if (r > 0 && ms >= 0 && s.count < kMaxSamples) s.samples[s.count++] = ms * 1000.0f;
       free_pending(e, static_cast<int>(i));
-      if (r < 0) note_error(e);
+      if (r == -1) note_error(e);
     }
   }
 

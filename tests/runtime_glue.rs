@@ -180,19 +180,31 @@ fn objects(nvcc: &Path) -> PathBuf {
     })
 }
 
-/// The runtime's launch entry points an object references, renamed to the glue's
+/// The runtime's entry points the glue stands in for (src/driver/glue.rs `ENTRY_POINTS`).
+const REDIRECTED: [&str; 16] = [
+    "cudaLaunchKernel",
+    "cudaLaunchKernel_ptsz",
+    "cudaLaunchKernelExC",
+    "cudaLaunchKernelExC_ptsz",
+    "__cudaGetKernel",
+    "__cudaLaunchKernel",
+    "__cudaLaunchKernel_ptsz",
+    "cudaFuncSetAttribute",
+    "cudaFuncSetCacheConfig",
+    "cudaFuncGetAttributes",
+    "cudaOccupancyMaxActiveBlocksPerMultiprocessor",
+    "cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
+    "cudaOccupancyAvailableDynamicSMemPerBlock",
+    "cudaOccupancyMaxPotentialClusterSize",
+    "cudaOccupancyMaxActiveClusters",
+    "cudaDeviceReset",
+];
+
+/// The runtime's entry points an object references, renamed to the glue's
 /// (`orion_rt_v1_<name>`): what the driver does before merging the glue.
 fn rename_launches(object: &Path) {
     let mut cmd = Command::new("objcopy");
-    for n in [
-        "cudaLaunchKernel",
-        "cudaLaunchKernel_ptsz",
-        "cudaLaunchKernelExC",
-        "cudaLaunchKernelExC_ptsz",
-        "__cudaGetKernel",
-        "__cudaLaunchKernel",
-        "__cudaLaunchKernel_ptsz",
-    ] {
+    for n in REDIRECTED {
         cmd.arg(format!("--redefine-sym={n}=orion_rt_v1_{n}"));
     }
     assert!(
@@ -217,23 +229,27 @@ fn glue_objects_redirect_and_keep_variants() {
             .lines()
             .filter_map(|l| l.trim_start().strip_prefix("U "))
             .collect();
-        for want in [
-            "orion_rt_v1___cudaGetKernel",
-            "orion_rt_v1___cudaLaunchKernel",
-            "orion_rt_v1_cudaLaunchKernel",
-            "orion_rt_v1_cudaLaunchKernelExC",
-        ] {
-            assert!(
-                undefined.contains(&want),
-                "{rdc}: {want} not in {undefined:?}"
-            );
-        }
-        for bypass in [
+        // glue_a.cu sets attributes, asks about occupancy (the C function, and the runtime's
+        // templates through cudaFuncGetAttributes and the flags form) and resets the device.
+        let asked = [
             "__cudaGetKernel",
             "__cudaLaunchKernel",
             "cudaLaunchKernel",
             "cudaLaunchKernelExC",
-        ] {
+            "cudaFuncSetAttribute",
+            "cudaFuncSetCacheConfig",
+            "cudaFuncGetAttributes",
+            "cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
+            "cudaDeviceReset",
+        ];
+        for name in asked {
+            let want = format!("orion_rt_v1_{name}");
+            assert!(
+                undefined.contains(&want.as_str()),
+                "{rdc}: {want} not in {undefined:?}"
+            );
+        }
+        for bypass in asked {
             assert!(!undefined.contains(&bypass), "{rdc}: still calls {bypass}");
         }
         if rdc.is_empty() {
@@ -257,7 +273,6 @@ fn glue_objects_redirect_and_keep_variants() {
         for object in [merged.clone(), dir.join("a.train.o")] {
             let symbols = common::nm_symbols(&object);
             for entry in [
-                "orion_launch",
                 "orion_rt_v1___cudaGetKernel",
                 "orion_rt_v1___cudaLaunchKernel",
                 "orion_rt_v1_cudaLaunchKernel",
@@ -295,13 +310,13 @@ fn glue_objects_redirect_and_keep_variants() {
         }
         let readelf = run(Command::new("readelf").args(["-sW"]).arg(&merged)).stdout;
         let readelf = String::from_utf8_lossy(&readelf);
-        let orion_launch = readelf
+        let entry = readelf
             .lines()
-            .find(|l| l.ends_with(" orion_launch"))
+            .find(|l| l.ends_with(" orion_rt_v1_cudaLaunchKernel"))
             .unwrap();
         assert!(
-            orion_launch.contains("WEAK") && orion_launch.contains("HIDDEN"),
-            "{orion_launch}"
+            entry.contains("WEAK") && entry.contains("HIDDEN"),
+            "{entry}"
         );
         // Device side: every variant is an entry of the same cubin with the same resources.
         let cuobjdump = common::toolkit_tool(&nvcc, "cuobjdump");
@@ -524,7 +539,7 @@ fn glue_links_everywhere_and_runs_like_nvcc() {
         // glue is in the program, merged into the temporary objects before nvlink and the link.
         let once = dir.join(if rdc.is_empty() { "once" } else { "once-rdc" });
         assert!(
-            common::nm_symbols(&once).contains(" orion_launch\n"),
+            common::nm_symbols(&once).contains(" orion_rt_v1_cudaLaunchKernel\n"),
             "no glue in {}",
             once.display()
         );
@@ -538,7 +553,7 @@ fn glue_links_everywhere_and_runs_like_nvcc() {
                 .arg(root().join("tests/runtime/glue_a.cu"))
                 .arg("-o")
                 .arg(&obj));
-            assert!(common::nm_symbols(&obj).contains(" W orion_launch\n"));
+            assert!(common::nm_symbols(&obj).contains(" W orion_rt_v1_cudaLaunchKernel\n"));
             let exe = scratch.path().join("clang-built");
             let objs = [obj, dir.join("b.glue.o")];
             link(&nvcc, "clang++", &objs, false, "shared", &lib, &exe);
@@ -613,6 +628,46 @@ const FAKE_CASES: &[(&str, &[&str])] = &[
             "raise_no_driver_query_after",
         ],
     ),
+    ("train_occupancy", OCCUPANCY_CASES),
+    ("train_occupancy_flags", OCCUPANCY_CASES),
+    ("train_func_attributes", OCCUPANCY_CASES),
+    ("occupancy_late", &["occupancy_late_original"]),
+    (
+        "twins",
+        &[
+            "twin_measured_apart",
+            "twin_keeps_its_original",
+            "walk_keeps_its_variant",
+        ],
+    ),
+    ("train_twins", &["twins_trained"]),
+    (
+        "reset",
+        &[
+            "reset_after_lock",
+            "reset_no_stale_handle",
+            "reset_variants_from_new_context",
+            "reset_new_key_explores",
+        ],
+    ),
+    ("train_reset", &["train_reset_new_context"]),
+    (
+        "attributes",
+        &[
+            "set_before_first_launch",
+            "carveout_and_cache_carried",
+            "cluster_width_carried",
+            "uncarried_runs_original",
+        ],
+    ),
+];
+
+/// A program that asked about a kernel's occupancy (or attributes) before launching it.
+const OCCUPANCY_CASES: &[&str] = &[
+    "occupancy_answers_for_the_original",
+    "occupancy_never_fewer_blocks",
+    "occupancy_keeps_a_variant_with_as_many_blocks",
+    "cooperative_original",
 ];
 
 /// The glue object against a simulated GPU: no call but the launch without a driver; adapt
@@ -625,6 +680,14 @@ const FAKE_CASES: &[(&str, &[&str])] = &[
 /// profile numbers the variants as the build does, so the build's names match them and the
 /// winner is v3. When the user raises the original's dynamic-shared limit after it was
 /// resolved, the variants that fit get theirs raised once and are selected above 48 KiB.
+/// Issue 45: the program's own `orion_launch` is never called; a kernel whose occupancy or
+/// attributes the program asked about runs only variants with at least the original's blocks
+/// per SM (asked before the first launch or after the lock), cooperative launches the
+/// original; two `static` kernels of one name in two modules are measured and profiled
+/// apart; after cudaDeviceReset the variants are resolved in the new context (none of the
+/// old handles is used, the profile names the kernel); the carveout, cache configuration and
+/// cluster shape set on the original reach every variant that runs, and one the driver
+/// refuses on them leaves the original alone.
 #[test]
 fn glue_paths_on_a_simulated_gpu() {
     let Some(nvcc) = common::nvcc_or_skip("glue_paths_on_a_simulated_gpu") else {
@@ -633,14 +696,7 @@ fn glue_paths_on_a_simulated_gpu() {
     let dir = objects(&nvcc);
     let scratch = tempfile::tempdir().unwrap();
     let exe = scratch.path().join("glue_fake");
-    run(Command::new("g++")
-        .args(["-std=c++11", "-O1", "-Wall", "-Wextra", "-Werror"])
-        .arg(format!("-I{}", cuda_home(&nvcc).join("include").display()))
-        .arg(format!("-I{}", root().join("runtime").display()))
-        .arg(root().join("tests/runtime/glue_fake.cpp"))
-        .arg(dir.join("glue.o"))
-        .arg("-o")
-        .arg(&exe));
+    fake_program(&nvcc, &dir, &exe);
     let profile_of = |scenario: &str| scenario_profile(scratch.path(), scenario);
     for (scenario, cases) in FAKE_CASES {
         let mode = if scenario.starts_with("train") {
@@ -776,10 +832,236 @@ fn glue_paths_on_a_simulated_gpu() {
     ];
     let winner = gap.winner("_Z4walkPfi", "sm_90", &names).unwrap().unwrap();
     assert_eq!(winner.variant, 3);
+    check_twins_and_reset_profiles(scratch.path());
+}
+
+/// The `kernel_id` of an entry's key (the selector's id: what keeps two kernels apart).
+fn kernel_id(e: &nvcc_orion::profile::Entry) -> u64 {
+    serde_json::to_value(&e.key).unwrap()["kernel_id"]
+        .as_u64()
+        .unwrap()
+}
+
+/// Two `static` kernels of the same mangled name in two files (two modules): trained apart,
+/// under two kernel ids, the first the name's FNV-1a hash; and a training run across a device
+/// reset names its kernel, not what the destroyed context left.
+fn check_twins_and_reset_profiles(scratch: &Path) {
+    let twins =
+        Profile::read(&scenario_profile(scratch, "train_twins")).unwrap_or_else(|e| panic!("{e}"));
+    let mut ids: Vec<u64> = twins.entries.iter().map(kernel_id).collect();
+    ids.dedup();
+    assert_eq!(ids.len(), 2, "{}", twins.to_json());
+    assert!(ids.contains(&0xE6FE_FD3A), "{ids:?}");
+    for id in &ids {
+        let variants: Vec<u32> = twins
+            .entries
+            .iter()
+            .filter(|e| kernel_id(e) == *id)
+            .map(|e| e.variant)
+            .collect();
+        assert_eq!(variants, [0, 1, 2], "{}", twins.to_json());
+    }
+    assert!(twins.entries.iter().all(|e| e.kernel == "_Z4walkPfi"));
+    let reset =
+        Profile::read(&scenario_profile(scratch, "train_reset")).unwrap_or_else(|e| panic!("{e}"));
+    let grids: Vec<u32> = reset.entries.iter().map(|e| e.key.grid[0]).collect();
+    assert_eq!(grids, [8, 8, 8, 16, 16, 16], "{}", reset.to_json());
+    for e in &reset.entries {
+        assert_eq!(e.kernel, "_Z4walkPfi", "{}", reset.to_json());
+        assert!(
+            e.variant_name.starts_with("_Z4walkPfi"),
+            "{}",
+            reset.to_json()
+        );
+    }
 }
 
 fn scenario_profile(dir: &Path, scenario: &str) -> PathBuf {
     dir.join(format!("{scenario}.json"))
+}
+
+/// The simulated program built against the glue object compiled by hand.
+fn fake_program(nvcc: &Path, dir: &Path, exe: &Path) {
+    run(Command::new("g++")
+        .args(["-std=c++11", "-O1", "-Wall", "-Wextra", "-Werror"])
+        .arg(format!("-I{}", cuda_home(nvcc).join("include").display()))
+        .arg(format!("-I{}", root().join("runtime").display()))
+        .arg(root().join("tests/runtime/glue_fake.cpp"))
+        .arg(dir.join("glue.o"))
+        .arg("-o")
+        .arg(exe));
+}
+
+/// The `grid[0]`s a profile holds, sorted, one per entry.
+fn profile_grids(file: &Path) -> Vec<u32> {
+    let p = Profile::read(file).unwrap_or_else(|e| panic!("{e}"));
+    let mut grids: Vec<u32> = p.entries.iter().map(|e| e.key.grid[0]).collect();
+    grids.sort_unstable();
+    grids
+}
+
+/// Train's profile at exit (issue 45): a forked child writes nothing (its parent's
+/// measurements are its parent's to write); two processes sharing the path (MPI ranks) both
+/// keep their entries, while an earlier run's file is replaced; `%p` gives each process its own
+/// file; no temporary is left behind; and a profile that cannot be written says so in one line
+/// on stderr, verbose or not.
+#[test]
+fn train_profile_is_written_safely() {
+    let Some(nvcc) = common::nvcc_or_skip("train_profile_is_written_safely") else {
+        return;
+    };
+    let dir = objects(&nvcc);
+    let scratch = tempfile::tempdir().unwrap();
+    let exe = scratch.path().join("glue_fake");
+    fake_program(&nvcc, &dir, &exe);
+    let out = scratch.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let train = |args: &[&str], profile: &Path| {
+        let mut cmd = Command::new(&exe);
+        cmd.args(args)
+            .env("NVCC_ORION", "train")
+            .env("NVCC_ORION_PROFILE_OUT", profile)
+            .env_remove("NVCC_ORION_VERBOSE");
+        cmd
+    };
+    // fork: the scenario checks the child's exit wrote nothing; the parent's file has its
+    // own launches (grid 8), not the child's (grid 32).
+    let forked = out.join("fork.json");
+    let o = run(&mut train(&["train_fork"], &forked));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "ok fork_child_writes_nothing\n"
+    );
+    assert_eq!(profile_grids(&forked), [8, 8, 8]);
+    // Two ranks: rank 2 trains, then waits while rank 1 trains and writes; rank 2 writes last.
+    let shared = out.join("ranks.json");
+    std::fs::write(&shared, "an earlier run's file").unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    let mut waiting = train(&["train_rank", "2", "wait"], &shared)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    use std::io::BufRead;
+    std::io::BufReader::new(waiting.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line, "ok rank_trained\n");
+    std::thread::sleep(Duration::from_millis(20));
+    run(&mut train(&["train_rank", "1"], &shared));
+    assert_eq!(profile_grids(&shared), [1, 1, 1]);
+    drop(waiting.stdin.take());
+    assert!(waiting.wait().unwrap().success());
+    assert_eq!(profile_grids(&shared), [1, 1, 1, 2, 2, 2]);
+    // A later run replaces the file.
+    std::thread::sleep(Duration::from_millis(20));
+    run(&mut train(&["train_rank", "3"], &shared));
+    assert_eq!(profile_grids(&shared), [3, 3, 3]);
+    // %p: one file per process.
+    let child = train(&["train_rank", "4"], &out.join("rank-%p.json"))
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    assert!(child.wait_with_output().unwrap().status.success());
+    assert_eq!(
+        profile_grids(&out.join(format!("rank-{pid}.json"))),
+        [4, 4, 4]
+    );
+    let mut left: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        [
+            "fork.json",
+            format!("rank-{pid}.json").as_str(),
+            "ranks.json"
+        ]
+    );
+    // Cannot be written: one line on stderr, without NVCC_ORION_VERBOSE.
+    let missing = out.join("no such folder").join("p.json");
+    let o = run(&mut train(&["train_rank", "1"], &missing));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(
+        stderr,
+        format!(
+            "nvcc-orion: warning: cannot write the train profile {} (No such file or directory)\n",
+            missing.display()
+        )
+    );
+}
+
+/// Every symbol the glue object defines for the linker carries its prefix `orion_rt_v1_`
+/// (issue 45), one per runtime function it stands in for: a program's own `orion_launch`, or
+/// any other name, stays the program's. A shared library that defines and exports
+/// `orion_launch` beside the glue still exports it, and a program that defines one launches
+/// exactly like the plain build.
+#[test]
+fn glue_takes_no_name_of_the_programs() {
+    let Some(nvcc) = common::nvcc_or_skip("glue_takes_no_name_of_the_programs") else {
+        return;
+    };
+    let dir = objects(&nvcc);
+    let nm = run(Command::new("nm")
+        .args(["-g", "--defined-only"])
+        .arg(dir.join("glue.o")))
+    .stdout;
+    let nm = String::from_utf8_lossy(&nm);
+    let mut defined: Vec<&str> = nm
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .collect();
+    defined.sort_unstable();
+    let mut want: Vec<String> = REDIRECTED
+        .iter()
+        .map(|n| format!("orion_rt_v1_{n}"))
+        .collect();
+    want.sort_unstable();
+    assert_eq!(defined, want, "{nm}");
+    let scratch = tempfile::tempdir().unwrap();
+    let user = scratch.path().join("user.cpp");
+    std::fs::write(
+        &user,
+        "// The program's own function of that name.\nextern \"C\" int orion_launch(int x) { return x + 1; }\n",
+    )
+    .unwrap();
+    let so = scratch.path().join("libuser.so");
+    run(Command::new("g++")
+        .args(["-shared", "-fPIC"])
+        .arg(&user)
+        .arg(dir.join("glue.o"))
+        .arg("-o")
+        .arg(&so));
+    let exported = run(Command::new("nm").args(["-D", "--defined-only"]).arg(&so)).stdout;
+    let exported = String::from_utf8_lossy(&exported);
+    assert!(
+        exported.lines().any(|l| l.ends_with(" T orion_launch")),
+        "orion_launch not exported:\n{exported}"
+    );
+    assert!(!exported.contains("orion_rt_v1_"), "{exported}");
+    let user_o = scratch.path().join("user.o");
+    run(Command::new("g++")
+        .args(["-c", "-fPIC"])
+        .arg(&user)
+        .arg("-o")
+        .arg(&user_o));
+    let lib = dir.join("cudart");
+    let objs = |kind: &str| {
+        vec![
+            dir.join(format!("a.{kind}.o")),
+            dir.join(format!("b.{kind}.o")),
+            user_o.clone(),
+        ]
+    };
+    let plain = scratch.path().join("plain");
+    link(&nvcc, "nvcc", &objs("plain"), false, "static", &lib, &plain);
+    let glued = scratch.path().join("glued");
+    link(&nvcc, "g++", &objs("glue"), false, "static", &lib, &glued);
+    let expected = execute(&plain, &[], &lib);
+    assert_eq!(execute(&glued, &[("NVCC_ORION", "adapt")], &lib), expected);
 }
 
 /// Whether `file` carries any of the glue: its entry points or the renamed references.

@@ -1,7 +1,8 @@
 //! The launch-time selector's glue in the user's objects (issue 21,
 //! docs/selector.md §How the driver wires it in). Under `NVCC_ORION=adapt|train` the object
 //! of nvcc's `.cudafe1.cpp` host compilation gets its references to the CUDA runtime's launch
-//! entry points renamed to the glue's (an `objcopy --redefine-sym` of undefined symbols only)
+//! entry points (and the few calls whose answers must hold for the variants too, issue 45)
+//! renamed to the glue's (an `objcopy --redefine-sym` of undefined symbols only)
 //! and is merged (`ld -r`) with the glue object right away, before any later step (nvlink,
 //! the host link, `ar`) reads it. Renaming symbols, not source text, touches nothing the user
 //! names: a `trace::cudaLaunchKernel` of their own is another (mangled) symbol, and an object
@@ -45,11 +46,15 @@ const SOURCES: [(&str, &str); 3] = [
 /// object may end up in a shared library).
 const GLUE_FLAGS: [&str; 5] = ["-std=c++11", "-O2", "-fPIC", "-fno-exceptions", "-fno-rtti"];
 
-/// The CUDA runtime's launch entry points the glue stands in for: the `<<<>>>` stubs
+/// The CUDA runtime's entry points the glue stands in for. The launches: the `<<<>>>` stubs
 /// (`__cudaGetKernel`, `__cudaLaunchKernel`), `cudaLaunchKernel` and the C++ wrappers built on
-/// it, `cudaLaunchKernelEx`, and the per-thread-stream forms. An object that references none
-/// of them launches no kernel and needs no glue.
-const ENTRY_POINTS: [&str; 7] = [
+/// it, `cudaLaunchKernelEx`, and the per-thread-stream forms. And what must hold for the
+/// variants as for the original (issue 45): the attributes a program sets on a kernel, the
+/// questions it asks about a kernel's resources and occupancy (the runtime's C++ templates,
+/// `cudaOccupancyMaxPotentialBlockSize` among them, are inline and call these), and the device
+/// reset that destroys the context the glue's handles live in. An object that references none
+/// of them needs no glue.
+const ENTRY_POINTS: [&str; 16] = [
     "cudaLaunchKernel",
     "cudaLaunchKernel_ptsz",
     "cudaLaunchKernelExC",
@@ -57,6 +62,15 @@ const ENTRY_POINTS: [&str; 7] = [
     "__cudaGetKernel",
     "__cudaLaunchKernel",
     "__cudaLaunchKernel_ptsz",
+    "cudaFuncSetAttribute",
+    "cudaFuncSetCacheConfig",
+    "cudaFuncGetAttributes",
+    "cudaOccupancyMaxActiveBlocksPerMultiprocessor",
+    "cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
+    "cudaOccupancyAvailableDynamicSMemPerBlock",
+    "cudaOccupancyMaxPotentialClusterSize",
+    "cudaOccupancyMaxActiveClusters",
+    "cudaDeviceReset",
 ];
 
 /// What a renamed entry point is called: the glue defines `orion_rt_v1_<name>`.
@@ -228,8 +242,8 @@ impl Glue {
         })
     }
 
-    /// Rename `object`'s references to the launch entry points and merge the glue into it:
-    /// whether it was merged (not when the unit launches no kernel). The object is replaced
+    /// Rename `object`'s references to the runtime's entry points the glue stands in for and
+    /// merge the glue into it: whether it was merged (not when the unit references none). The object is replaced
     /// in one rename, or not at all.
     fn attach(&self, argv: &[String], ctx: &StepContext, object: &Path) -> Result<bool, GlueError> {
         if argv.iter().any(|a| a.starts_with("-flto")) {
@@ -425,8 +439,8 @@ fn cuda_include(argv: &[String]) -> Option<String> {
         .find(|d| Path::new(d).join("cuda.h").is_file())
 }
 
-/// The launch entry points `object` references and does not define itself (an object that
-/// defines one, an interposer, keeps its own).
+/// The entry points of [`ENTRY_POINTS`] `object` references and does not define itself (an
+/// object that defines one, an interposer, keeps its own).
 fn launch_references(object: &Path) -> Result<Vec<&'static str>, GlueError> {
     use object::{Object, ObjectSymbol};
     let data = std::fs::read(object).map_err(io(format!("reading {}", object.display())))?;

@@ -1,8 +1,9 @@
 // The runtime glue's test program (tests/runtime_glue.rs), translation unit A: a kernel with
 // two hand-made variants under the selector's deterministic names, launched through every
 // path the glue redirects: <<<>>>, cudaLaunchKernel (C and C++), cudaLaunchKernelEx (with and
-// without attributes). Every result is printed, so a build with the glue can be compared with
-// the plain nvcc build line by line.
+// without attributes); its attributes set and its occupancy asked about (the C functions and
+// the runtime's C++ templates), and the device reset at the end. Every result is printed, so
+// a build with the glue can be compared with the plain nvcc build line by line.
 #include <cstdio>
 
 __global__ void walk(float* p, int n) {
@@ -32,6 +33,17 @@ int main() {
   const int n = 1000;
   float* p = nullptr;
   int failures = report("malloc", cudaMalloc(&p, n * sizeof(float)));
+  failures += report("carveout",
+                     cudaFuncSetAttribute(walk, cudaFuncAttributePreferredSharedMemoryCarveout, 50));
+  failures += report("cache config", cudaFuncSetCacheConfig(walk, cudaFuncCachePreferL1));
+  cudaFuncAttributes attributes;
+  failures += report("attributes", cudaFuncGetAttributes(&attributes, walk));
+  int blocks = 0;
+  failures += report("occupancy",
+                     cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, walk, 128, 0));
+  int min_grid = 0, block_size = 0;
+  failures += report("potential block size",
+                     cudaOccupancyMaxPotentialBlockSize(&min_grid, &block_size, walk));
   for (int round = 0; round < 3; ++round) {
     walk<<<(n + 127) / 128, 128>>>(p, n);
     failures += report("stub", cudaGetLastError());
@@ -55,6 +67,7 @@ int main() {
   }
   failures += report("synchronize", cudaDeviceSynchronize());
   failures += report("last", cudaGetLastError());
+  failures += report("reset", cudaDeviceReset());
   std::printf("failures %d\n", failures);
   return failures > 100 ? 100 : failures;
 }

@@ -10,6 +10,16 @@
 // raises the original's dynamic-shared limit after it was resolved; the glue raises the
 // variants' to match where they fit. Each function has a register count and local bytes, which
 // the train profile records.
+//
+// Issue 45's scenarios: the program defines its own `orion_launch`; it asks about occupancy
+// (the driver's calculator here counts blocks per SM from registers, threads and shared
+// memory) before or after launching; walk has a twin (a `static` kernel of another file with
+// the same mangled name, in a module of its own, with slower variants); `cudaDeviceReset`
+// destroys the context (its functions, modules and events fail from then on, their names are
+// scribbled over) and the next one has new handles; the program sets function attributes and
+// the cache configuration, which every variant launch must share with its original (the
+// launch counts those that do not); and the train profile is written by a forked child and by
+// ranks sharing one path.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
@@ -19,6 +29,9 @@
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "orion_runtime.h"
 
@@ -38,54 +51,148 @@ bool g_gpu = true;                 // false: every call fails like a machine wit
 cudaError_t g_last = cudaSuccess;  // the runtime's last error
 double g_clock = 0;                // µs
 int g_other_calls = 0;             // calls other than launches and error queries
-std::vector<std::string> g_launched;  // which function ran: "orig", "v1", "v2"
+std::vector<std::string> g_launched;  // which function ran: its tag ("orig", "v1", ...)
 bool g_record = true;                 // false (bench): launches are not recorded
 const char* g_missing = nullptr;      // a driver entry point this "driver" lacks (old_driver)
 void** g_last_args = nullptr;
 CUstream g_capturing = nullptr;
+int g_uncarried = 0;  // variant launches whose function attributes differ from the original's
 
 const int kOptin = 227 * 1024;  // the device's opt-in maximum of shared memory per block
+const int kSharedPerSm = 228 * 1024;
+
+// The attributes a user may set besides the dynamic-shared limit, as CUfunction_attribute
+// numbers: carveout, cluster must be set, cluster width/height/depth, non-portable cluster
+// size, cluster scheduling policy, shared memory mode.
+const int kCarried[] = {9, 10, 11, 12, 13, 14, 15, 17};
 
 struct FakeFunc {
-  const char* name;
+  char name[48];
+  const char* tag;  // what g_launched records
   double us;
   int shared;
   int registers;
   int local_bytes;
   int max_dynamic;  // -1: the default, 48 KiB less the static size
   int set_calls;    // cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) that changed it
+  int attrs[18];    // by CUfunction_attribute, those in kCarried
+  int cache;        // cuFuncSetCacheConfig
+  bool refuses_policy;  // the driver refuses CLUSTER_SCHEDULING_POLICY_PREFERENCE on it
+  int ctx;          // the context it lives in (cudaDeviceReset destroys it)
+  int module;       // 0: walk's and plain's module, 1: the twin's (a static kernel of its own)
+  int launches;
   int limit() const { return max_dynamic < 0 ? 48 * 1024 - shared : max_dynamic; }
 };
-FakeFunc g_orig = {"_Z4walkPfi", 100, 0, 32, 224, -1, 0};
-FakeFunc g_v1 = {"_Z4walkPfi__orion_v1", 80, 16384, 40, 96, -1, 0};
-FakeFunc g_v2 = {"_Z4walkPfi__orion_v2", 90, 0, 64, 0, -1, 0};
-FakeFunc g_plain = {"_Z5plainPf", 50, 0, 16, 0, -1, 0};  // a kernel without variants
+
+// Per context: walk, its v1 and v2, plain (no variants), and walk's twin: a static kernel of
+// another file with the same mangled name, in a module of its own, with variants of its own.
+enum { kOrig, kV1, kV2, kPlain, kTwin, kT1, kT2, kFuncs };
+const int kContexts = 2;
+FakeFunc g_funcs[kContexts][kFuncs];
+int g_ctx = 0;  // the current context (cudaDeviceReset starts the next)
+int g_modules[kContexts][2];  // their addresses are the modules
+
+FakeFunc& g_orig = g_funcs[0][kOrig];
+FakeFunc& g_v1 = g_funcs[0][kV1];
+FakeFunc& g_v2 = g_funcs[0][kV2];
 int g_attribute_calls = 0;  // cuFuncGetAttribute
-int g_module;  // its address is the module
 int g_kernel_handle;
+
+void init_context(int c) {
+  struct {
+    const char* name;
+    const char* tag;
+    double us;
+    int shared, registers, local_bytes, module;
+  } d[kFuncs] = {
+      {"_Z4walkPfi", "orig", 100, 0, 32, 224, 0},
+      {"_Z4walkPfi__orion_v1", "v1", 80, 16384, 40, 96, 0},
+      {"_Z4walkPfi__orion_v2", "v2", 90, 0, 64, 0, 0},
+      {"_Z5plainPf", "plain", 50, 0, 16, 0, 0},
+      {"_Z4walkPfi", "torig", 100, 0, 32, 224, 1},
+      {"_Z4walkPfi__orion_v1", "t1", 120, 0, 40, 96, 1},
+      {"_Z4walkPfi__orion_v2", "t2", 130, 0, 64, 0, 1},
+  };
+  for (int i = 0; i < kFuncs; ++i) {
+    FakeFunc& f = g_funcs[c][i];
+    std::memset(&f, 0, sizeof f);
+    std::snprintf(f.name, sizeof f.name, "%s", d[i].name);
+    f.tag = d[i].tag;
+    f.us = d[i].us;
+    f.shared = d[i].shared;
+    f.registers = d[i].registers;
+    f.local_bytes = d[i].local_bytes;
+    f.module = d[i].module;
+    f.max_dynamic = -1;
+    f.ctx = c;
+  }
+}
+
+FakeFunc& current(int i) { return g_funcs[g_ctx][i]; }
+
+FakeFunc* original_of(const FakeFunc* f) {
+  return &g_funcs[f->ctx][f->module == 1 ? kTwin : (f == &g_funcs[f->ctx][kPlain] ? kPlain : kOrig)];
+}
 
 struct FakeEvent {
   double t;
+  int ctx;
 };
 
 void walk_host() {}   // the "host stub": its address is the kernel's handle
-void plain_host() {}  // the same for g_plain
+void plain_host() {}  // the same for plain
+void twin_host() {}   // the same for walk's twin
 
 cudaError_t fail(cudaError_t e) {
   g_last = e;
   return e;
 }
 
-cudaError_t run_original(void** args, size_t shmem) {
-  if (!g_gpu) return fail(cudaErrorInsufficientDriver);
-  if (shmem > static_cast<size_t>(g_orig.limit())) return fail(cudaErrorInvalidValue);
-  if (g_record) g_launched.push_back("orig");
+// The current context's function of a host handle; null for an unknown one.
+FakeFunc* func_of(const void* sym) {
+  if (sym == reinterpret_cast<const void*>(&walk_host)) return &current(kOrig);
+  if (sym == reinterpret_cast<const void*>(&plain_host)) return &current(kPlain);
+  if (sym == reinterpret_cast<const void*>(&twin_host)) return &current(kTwin);
+  return nullptr;
+}
+
+void ran(FakeFunc* f, void** args) {
+  if (g_record) g_launched.push_back(f->tag);
+  ++f->launches;
   g_last_args = args;
-  g_clock += g_orig.us;
+  g_clock += f->us;
+}
+
+cudaError_t run_original(const void* func, void** args, size_t shmem) {
+  if (!g_gpu) return fail(cudaErrorInsufficientDriver);
+  FakeFunc* f = func_of(func);
+  if (!f) return fail(cudaErrorInvalidDeviceFunction);
+  if (shmem > static_cast<size_t>(f->limit())) return fail(cudaErrorInvalidValue);
+  ran(f, args);
   return cudaSuccess;
 }
 
+// Blocks per SM of `f` at `threads` per block with `dynamic` bytes: the thread, register and
+// shared-memory limits of a Hopper SM (64 Ki registers, 2048 threads, 32 blocks).
+int blocks_per_sm(const FakeFunc* f, int threads, size_t dynamic) {
+  if (threads <= 0) return 0;
+  int n = 2048 / threads;
+  int by_regs = 65536 / (f->registers * threads);
+  if (by_regs < n) n = by_regs;
+  size_t smem = static_cast<size_t>(f->shared) + dynamic;
+  if (smem > 0 && static_cast<int>(kSharedPerSm / smem) < n) n = static_cast<int>(kSharedPerSm / smem);
+  return n < 32 ? n : 32;
+}
+
 }  // namespace
+
+// A user's own function named `orion_launch` (issue 45): the glue must neither call it nor
+// take its name.
+int g_user_orion_launch = 0;
+extern "C" int orion_launch(int code) {
+  ++g_user_orion_launch;
+  return code;
+}
 
 // --- the simulated runtime ---------------------------------------------------------------------
 
@@ -99,20 +206,21 @@ cudaError_t CUDARTAPI cudaPeekAtLastError(void) { return g_last; }
 const char* CUDARTAPI cudaGetErrorString(cudaError_t e) {
   return e == cudaSuccess ? "no error" : "simulated error";
 }
-cudaError_t CUDARTAPI cudaLaunchKernel(const void*, dim3, dim3, void** args, size_t shmem,
+cudaError_t CUDARTAPI cudaLaunchKernel(const void* f, dim3, dim3, void** args, size_t shmem,
                                        cudaStream_t) {
-  return run_original(args, shmem);
+  return run_original(f, args, shmem);
 }
-cudaError_t CUDARTAPI cudaLaunchKernel_ptsz(const void*, dim3, dim3, void** args, size_t shmem,
+cudaError_t CUDARTAPI cudaLaunchKernel_ptsz(const void* f, dim3, dim3, void** args, size_t shmem,
                                             cudaStream_t) {
-  return run_original(args, shmem);
+  return run_original(f, args, shmem);
 }
-cudaError_t CUDARTAPI cudaLaunchKernelExC(const cudaLaunchConfig_t* c, const void*, void** args) {
-  return run_original(args, c->dynamicSmemBytes);
+cudaError_t CUDARTAPI cudaLaunchKernelExC(const cudaLaunchConfig_t* c, const void* f,
+                                          void** args) {
+  return run_original(f, args, c->dynamicSmemBytes);
 }
-cudaError_t CUDARTAPI cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* c, const void*,
+cudaError_t CUDARTAPI cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* c, const void* f,
                                                void** args) {
-  return run_original(args, c->dynamicSmemBytes);
+  return run_original(f, args, c->dynamicSmemBytes);
 }
 cudaError_t CUDARTAPI __cudaGetKernel(cudaKernel_t* k, const void*) {
   if (!g_gpu) return fail(cudaErrorInsufficientDriver);
@@ -121,11 +229,11 @@ cudaError_t CUDARTAPI __cudaGetKernel(cudaKernel_t* k, const void*) {
 }
 cudaError_t CUDARTAPI __cudaLaunchKernel(cudaKernel_t, dim3, dim3, void** args, size_t shmem,
                                          cudaStream_t) {
-  return run_original(args, shmem);
+  return run_original(reinterpret_cast<const void*>(&walk_host), args, shmem);
 }
 cudaError_t CUDARTAPI __cudaLaunchKernel_ptsz(cudaKernel_t, dim3, dim3, void** args, size_t shmem,
                                               cudaStream_t) {
-  return run_original(args, shmem);
+  return run_original(reinterpret_cast<const void*>(&walk_host), args, shmem);
 }
 cudaError_t CUDARTAPI cudaGetDevice(int* d) {
   ++g_other_calls;
@@ -143,17 +251,23 @@ cudaError_t CUDARTAPI cudaGetDeviceProperties(cudaDeviceProp* p, int) {
 }
 cudaError_t CUDARTAPI cudaGetFuncBySymbol(cudaFunction_t* f, const void* sym) {
   ++g_other_calls;
-  if (sym == reinterpret_cast<const void*>(&plain_host)) {
-    *f = reinterpret_cast<cudaFunction_t>(&g_plain);
-    return cudaSuccess;
-  }
-  if (sym != reinterpret_cast<const void*>(&walk_host)) return fail(cudaErrorInvalidDeviceFunction);
-  *f = reinterpret_cast<cudaFunction_t>(&g_orig);
+  FakeFunc* ff = func_of(sym);
+  if (!ff) return fail(cudaErrorInvalidDeviceFunction);
+  *f = reinterpret_cast<cudaFunction_t>(ff);
+  return cudaSuccess;
+}
+// Destroys the context: its functions, modules and events are gone (their names scribbled
+// over, as freed memory may be), and the next call starts a fresh one.
+cudaError_t CUDARTAPI cudaDeviceReset(void) {
+  ++g_other_calls;
+  if (g_ctx + 1 >= kContexts) return fail(cudaErrorNotSupported);
+  for (FakeFunc& f : g_funcs[g_ctx]) std::snprintf(f.name, sizeof f.name, "destroyed");
+  init_context(++g_ctx);
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaEventCreateWithFlags(cudaEvent_t* e, unsigned) {
   ++g_other_calls;
-  *e = reinterpret_cast<cudaEvent_t>(new FakeEvent());
+  *e = reinterpret_cast<cudaEvent_t>(new FakeEvent{0, g_ctx});
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaEventDestroy(cudaEvent_t e) {
@@ -162,15 +276,65 @@ cudaError_t CUDARTAPI cudaEventDestroy(cudaEvent_t e) {
 }
 cudaError_t CUDARTAPI cudaEventRecord(cudaEvent_t e, cudaStream_t) {
   ++g_other_calls;
-  reinterpret_cast<FakeEvent*>(e)->t = g_clock;
+  FakeEvent* ev = reinterpret_cast<FakeEvent*>(e);
+  if (ev->ctx != g_ctx) return fail(cudaErrorContextIsDestroyed);
+  ev->t = g_clock;
   return cudaSuccess;
 }
-cudaError_t CUDARTAPI cudaEventQuery(cudaEvent_t) { return cudaSuccess; }
-cudaError_t CUDARTAPI cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+cudaError_t CUDARTAPI cudaEventQuery(cudaEvent_t e) {
+  return reinterpret_cast<FakeEvent*>(e)->ctx != g_ctx ? fail(cudaErrorContextIsDestroyed)
+                                                       : cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaEventSynchronize(cudaEvent_t e) { return cudaEventQuery(e); }
 cudaError_t CUDARTAPI cudaEventElapsedTime(float* ms, cudaEvent_t a, cudaEvent_t b) {
   *ms = static_cast<float>((reinterpret_cast<FakeEvent*>(b)->t -
                             reinterpret_cast<FakeEvent*>(a)->t) /
                            1000.0);
+  return cudaSuccess;
+}
+// The queries a persistent kernel sizes its grid with: they answer for the original.
+cudaError_t CUDARTAPI cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* n,
+                                                                             const void* func,
+                                                                             int threads,
+                                                                             size_t dynamic,
+                                                                             unsigned) {
+  FakeFunc* f = func_of(func);
+  if (!f) return fail(cudaErrorInvalidDeviceFunction);
+  *n = blocks_per_sm(f, threads, dynamic);
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* n, const void* func,
+                                                                    int threads,
+                                                                    size_t dynamic) {
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(n, func, threads, dynamic, 0);
+}
+cudaError_t CUDARTAPI cudaOccupancyAvailableDynamicSMemPerBlock(size_t* bytes, const void* func,
+                                                                int, int) {
+  if (!func_of(func)) return fail(cudaErrorInvalidDeviceFunction);
+  *bytes = 48 * 1024;
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaOccupancyMaxPotentialClusterSize(int* n, const void* func,
+                                                           const cudaLaunchConfig_t*) {
+  if (!func_of(func)) return fail(cudaErrorInvalidDeviceFunction);
+  *n = 8;
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaOccupancyMaxActiveClusters(int* n, const void* func,
+                                                     const cudaLaunchConfig_t*) {
+  if (!func_of(func)) return fail(cudaErrorInvalidDeviceFunction);
+  *n = 16;
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaFuncGetAttributes(cudaFuncAttributes* a, const void* func) {
+  FakeFunc* f = func_of(func);
+  if (!f) return fail(cudaErrorInvalidDeviceFunction);
+  std::memset(a, 0, sizeof *a);
+  a->numRegs = f->registers;
+  a->sharedSizeBytes = static_cast<size_t>(f->shared);
+  a->localSizeBytes = static_cast<size_t>(f->local_bytes);
+  a->maxThreadsPerBlock = 1024;
+  a->maxDynamicSharedSizeBytes = f->limit();
   return cudaSuccess;
 }
 }  // extern "C"
@@ -178,19 +342,28 @@ cudaError_t CUDARTAPI cudaEventElapsedTime(float* ms, cudaEvent_t a, cudaEvent_t
 // --- the simulated driver, reached through cudaGetDriverEntryPointByVersion ---------------------
 
 namespace {
-CUresult CUDAAPI fake_get_module(CUmodule* m, CUfunction) {
-  *m = reinterpret_cast<CUmodule>(&g_module);
+CUresult CUDAAPI fake_get_module(CUmodule* m, CUfunction f) {
+  FakeFunc* ff = reinterpret_cast<FakeFunc*>(f);
+  if (ff->ctx != g_ctx) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  *m = reinterpret_cast<CUmodule>(&g_modules[ff->ctx][ff->module]);
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI fake_get_name(const char** n, CUfunction f) {
-  *n = reinterpret_cast<FakeFunc*>(f)->name;
+  FakeFunc* ff = reinterpret_cast<FakeFunc*>(f);
+  if (ff->ctx != g_ctx) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  *n = ff->name;
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI fake_module_get_function(CUfunction* f, CUmodule, const char* name) {
-  for (FakeFunc* v : {&g_v1, &g_v2}) {
-    if (std::strcmp(name, v->name) == 0) {
-      *f = reinterpret_cast<CUfunction>(v);
-      return CUDA_SUCCESS;
+CUresult CUDAAPI fake_module_get_function(CUfunction* f, CUmodule m, const char* name) {
+  for (int c = 0; c < kContexts; ++c) {
+    for (int i = 0; i < kFuncs; ++i) {
+      FakeFunc& v = g_funcs[c][i];
+      if (reinterpret_cast<CUmodule>(&g_modules[c][v.module]) != m) continue;
+      if (c != g_ctx) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+      if (std::strcmp(name, v.name) == 0) {
+        *f = reinterpret_cast<CUfunction>(&v);
+        return CUDA_SUCCESS;
+      }
     }
   }
   return CUDA_ERROR_NOT_FOUND;
@@ -198,35 +371,68 @@ CUresult CUDAAPI fake_module_get_function(CUfunction* f, CUmodule, const char* n
 CUresult CUDAAPI fake_get_attribute(int* v, CUfunction_attribute a, CUfunction f) {
   FakeFunc* ff = reinterpret_cast<FakeFunc*>(f);
   ++g_attribute_calls;
+  if (ff->ctx != g_ctx) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
   *v = 0;
   if (a == CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES) *v = ff->shared;
   if (a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) *v = ff->limit();
   if (a == CU_FUNC_ATTRIBUTE_NUM_REGS) *v = ff->registers;
   if (a == CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES) *v = ff->local_bytes;
+  for (int c : kCarried)
+    if (a == c) *v = ff->attrs[c];
   return CUDA_SUCCESS;
 }
 // As the driver: the static size plus the dynamic limit must fit the device's opt-in maximum.
 CUresult CUDAAPI fake_set_attribute(CUfunction f, CUfunction_attribute a, int value) {
   FakeFunc* ff = reinterpret_cast<FakeFunc*>(f);
-  if (a != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) return CUDA_ERROR_INVALID_VALUE;
-  if (value < 0 || ff->shared + value > kOptin) return CUDA_ERROR_INVALID_VALUE;
-  ff->max_dynamic = value;
-  ++ff->set_calls;
+  if (ff->ctx != g_ctx) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  if (a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
+    if (value < 0 || ff->shared + value > kOptin) return CUDA_ERROR_INVALID_VALUE;
+    ff->max_dynamic = value;
+    ++ff->set_calls;
+    return CUDA_SUCCESS;
+  }
+  if (a == CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE && ff->refuses_policy)
+    return CUDA_ERROR_NOT_SUPPORTED;
+  for (int c : kCarried) {
+    if (a == c) {
+      ff->attrs[c] = value;
+      return CUDA_SUCCESS;
+    }
+  }
+  return CUDA_ERROR_INVALID_VALUE;
+}
+CUresult CUDAAPI fake_set_cache_config(CUfunction f, CUfunc_cache config) {
+  FakeFunc* ff = reinterpret_cast<FakeFunc*>(f);
+  if (ff->ctx != g_ctx) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  ff->cache = static_cast<int>(config);
   return CUDA_SUCCESS;
 }
-// A launch above the function's dynamic-shared limit fails, as on a GPU.
+// A launch above the function's dynamic-shared limit fails, as on a GPU; one of a destroyed
+// context too. A variant that runs with other attributes than its original is counted.
 CUresult CUDAAPI fake_launch(CUfunction f, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, unsigned shmem, CUstream, void** args, void**) {
   FakeFunc* ff = reinterpret_cast<FakeFunc*>(f);
+  if (ff->ctx != g_ctx) {
+    if (g_record) g_launched.push_back("stale");
+    return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  }
   if (shmem > static_cast<unsigned>(ff->limit())) return CUDA_ERROR_INVALID_VALUE;
-  if (g_record) g_launched.push_back(ff == &g_v1 ? "v1" : ff == &g_v2 ? "v2" : "?");
-  g_last_args = args;
-  g_clock += ff->us;
+  const FakeFunc* o = original_of(ff);
+  bool same = ff->cache == o->cache;
+  for (int c : kCarried) same = same && ff->attrs[c] == o->attrs[c];
+  if (!same) ++g_uncarried;
+  ran(ff, args);
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI fake_is_capturing(CUstream s, CUstreamCaptureStatus* st) {
   *st = (s != nullptr && s == g_capturing) ? CU_STREAM_CAPTURE_STATUS_ACTIVE
                                            : CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fake_occupancy(int* n, CUfunction f, int threads, size_t dynamic) {
+  FakeFunc* ff = reinterpret_cast<FakeFunc*>(f);
+  if (ff->ctx != g_ctx) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  *n = blocks_per_sm(ff, threads, dynamic);
   return CUDA_SUCCESS;
 }
 }  // namespace
@@ -248,8 +454,10 @@ extern "C" cudaError_t CUDARTAPI cudaGetDriverEntryPointByVersion(
       {"cuModuleGetFunction", reinterpret_cast<void*>(&fake_module_get_function)},
       {"cuFuncGetAttribute", reinterpret_cast<void*>(&fake_get_attribute)},
       {"cuFuncSetAttribute", reinterpret_cast<void*>(&fake_set_attribute)},
+      {"cuFuncSetCacheConfig", reinterpret_cast<void*>(&fake_set_cache_config)},
       {"cuLaunchKernel", reinterpret_cast<void*>(&fake_launch)},
       {"cuStreamIsCapturing", reinterpret_cast<void*>(&fake_is_capturing)},
+      {"cuOccupancyMaxActiveBlocksPerMultiprocessor", reinterpret_cast<void*>(&fake_occupancy)},
   };
   for (auto& t : table) {
     if (std::strcmp(symbol, t.name) == 0) {
@@ -260,6 +468,25 @@ extern "C" cudaError_t CUDARTAPI cudaGetDriverEntryPointByVersion(
   }
   *status = cudaDriverEntryPointSymbolNotFound;
   return fail(cudaErrorSymbolNotFound);
+}
+
+// The user's setters, on the current context's original (cudaFuncAttribute numbers are the
+// driver's but for the shared memory mode).
+extern "C" cudaError_t CUDARTAPI cudaFuncSetAttribute(const void* func, cudaFuncAttribute a,
+                                                      int value) {
+  FakeFunc* f = func_of(func);
+  if (!f) return fail(cudaErrorInvalidDeviceFunction);
+  int driver = a == cudaFuncAttributeSharedMemoryMode ? 17 : static_cast<int>(a);
+  if (fake_set_attribute(reinterpret_cast<CUfunction>(f),
+                         static_cast<CUfunction_attribute>(driver), value) != CUDA_SUCCESS)
+    return fail(cudaErrorInvalidValue);
+  return cudaSuccess;
+}
+extern "C" cudaError_t CUDARTAPI cudaFuncSetCacheConfig(const void* func, cudaFuncCache c) {
+  FakeFunc* f = func_of(func);
+  if (!f) return fail(cudaErrorInvalidDeviceFunction);
+  f->cache = static_cast<int>(c);
+  return cudaSuccess;
 }
 
 // --- the scenarios ---------------------------------------------------------------------------
@@ -281,9 +508,18 @@ float* g_p = nullptr;
 int g_n = 1000;
 void* g_args[] = {&g_p, &g_n};
 
-cudaError_t launch(unsigned grid, size_t shmem = 0, cudaStream_t s = nullptr) {
-  return orion_rt_v1_cudaLaunchKernel(reinterpret_cast<const void*>(&walk_host), dim3(grid),
+cudaError_t launch(unsigned grid, size_t shmem = 0, cudaStream_t s = nullptr,
+                   void (*host)() = &walk_host) {
+  return orion_rt_v1_cudaLaunchKernel(reinterpret_cast<const void*>(host), dim3(grid),
                                       dim3(128), g_args, shmem, s);
+}
+
+const void* const kWalk = reinterpret_cast<const void*>(&walk_host);
+
+bool ran_any(const char* tag) {
+  for (const std::string& s : g_launched)
+    if (s == tag) return true;
+  return false;
 }
 
 std::vector<std::string> tail(size_t n) {
@@ -319,6 +555,7 @@ void adapt() {
   bool tried_v2 = false;
   for (const std::string& s : g_launched) tried_v2 |= s == "v2";
   check(tried_v2, "adapt_tried_next_step");
+  check(g_user_orion_launch == 0, "user_orion_launch_untouched");
 
   // The <<<>>> stub path: the handle maps back to the host function, so the same key.
   cudaKernel_t h = nullptr;
@@ -387,7 +624,7 @@ void old_driver() {
 
 // v1 and v3 present, v2 missing: both are found, in order, and keep their names.
 void train_gap() {
-  g_v2.name = "_Z4walkPfi__orion_v3";
+  std::snprintf(g_v2.name, sizeof g_v2.name, "_Z4walkPfi__orion_v3");
   g_v2.us = 70;
   for (int i = 0; i < 60; ++i) launch(8);
   std::vector<std::string> v = g_launched;
@@ -417,6 +654,142 @@ void shared_raise() {
   bool locked = all(tail(10), "v1");
   for (int i = 0; i < 10; ++i) launch(16, 1024);
   check(locked && g_attribute_calls == before, "raise_no_driver_query_after");
+}
+
+// Train (which runs every variant it may) after the program asked about walk's occupancy
+// (`api`: 0 the plain query, 1 with flags, 2 cudaFuncGetAttributes) before launching it, as a
+// persistent kernel sizes its grid. v1 has fewer registers than the original (at least as
+// many blocks per SM at 128 threads), v2 more (fewer blocks): v2 must never run, v1 may.
+void occupancy(int api) {
+  g_v1.registers = 24;
+  g_v1.shared = 0;
+  int blocks = 0;
+  cudaError_t e = cudaErrorUnknown;
+  cudaFuncAttributes attributes;
+  if (api == 0) e = orion_rt_v1_cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kWalk, 128, 0);
+  if (api == 1)
+    e = orion_rt_v1_cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(&blocks, kWalk, 128, 0,
+                                                                          0);
+  if (api == 2) {
+    e = orion_rt_v1_cudaFuncGetAttributes(&attributes, kWalk);
+    blocks = e == cudaSuccess && attributes.numRegs == 32 ? 16 : 0;
+  }
+  check(e == cudaSuccess && blocks == 16, "occupancy_answers_for_the_original");
+  for (int i = 0; i < 60; ++i) launch(8);
+  check(!ran_any("v2"), "occupancy_never_fewer_blocks");
+  check(ran_any("v1"), "occupancy_keeps_a_variant_with_as_many_blocks");
+  // Cooperative launches: the original, always.
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(8);
+  config.blockDim = dim3(128);
+  cudaLaunchAttribute attr;
+  attr.id = cudaLaunchAttributeCooperative;
+  attr.val.cooperative = 1;
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  orion_rt_v1_cudaLaunchKernelExC(&config, kWalk, g_args);
+  check(all(tail(1), "orig"), "cooperative_original");
+}
+
+// The question comes after adapt locked v1 (40 registers, 16 KiB static: fewer blocks per SM
+// than the original): from then on the original runs.
+void occupancy_late() {
+  for (int i = 0; i < 60; ++i) launch(8);
+  bool locked = all(tail(20), "v1");
+  int blocks = 0;
+  orion_rt_v1_cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kWalk, 128, 0);
+  for (int i = 0; i < 10; ++i) launch(8);
+  check(locked && all(tail(10), "orig"), "occupancy_late_original");
+}
+
+// Walk and its twin (a static kernel of another file with the same mangled name, in its own
+// module): the twin's variants are slower, walk's v1 faster. Each is measured on its own.
+void twins() {
+  for (int i = 0; i < 60; ++i) launch(8);
+  bool walk_locked = all(tail(20), "v1");
+  size_t first = g_launched.size();
+  for (int i = 0; i < 60; ++i) launch(8, 0, nullptr, &twin_host);
+  check(walk_locked && g_launched[first] == "torig" && g_launched[first + 1] == "torig",
+        "twin_measured_apart");
+  check(ran_any("t1") && all(tail(20), "torig"), "twin_keeps_its_original");
+  for (int i = 0; i < 5; ++i) launch(8);
+  check(all(tail(5), "v1"), "walk_keeps_its_variant");
+}
+
+void train_twins() {
+  for (int i = 0; i < 60; ++i) launch(8);
+  for (int i = 0; i < 60; ++i) launch(8, 0, nullptr, &twin_host);
+  check(ran_any("t1") && ran_any("t2") && ran_any("v1"), "twins_trained");
+}
+
+// cudaDeviceReset destroys the context: walk's functions, its module and the timing events.
+// Later launches resolve the variants again, in the new context.
+void reset() {
+  for (int i = 0; i < 60; ++i) launch(8);
+  bool locked = all(tail(20), "v1");
+  check(orion_rt_v1_cudaDeviceReset() == cudaSuccess && locked, "reset_after_lock");
+  for (int i = 0; i < 20; ++i) launch(8);
+  check(!ran_any("stale"), "reset_no_stale_handle");
+  check(all(tail(10), "v1") && g_funcs[1][kV1].launches >= 10,
+        "reset_variants_from_new_context");
+  for (int i = 0; i < 40; ++i) launch(16);
+  check(ran_any("v2") && !ran_any("stale"), "reset_new_key_explores");
+}
+
+// Train across a reset: the profile at exit names the kernel (not the destroyed name).
+void train_reset() {
+  for (int i = 0; i < 60; ++i) launch(8);
+  orion_rt_v1_cudaDeviceReset();
+  for (int i = 0; i < 60; ++i) launch(16);
+  check(!ran_any("stale") && g_funcs[1][kV2].launches > 0, "train_reset_new_context");
+}
+
+// Attributes the user sets on the original: carried to every variant that runs, before and
+// after the kernel was resolved.
+void attributes() {
+  check(orion_rt_v1_cudaFuncSetAttribute(kWalk, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                         50) == cudaSuccess &&
+            orion_rt_v1_cudaFuncSetCacheConfig(kWalk, cudaFuncCachePreferShared) == cudaSuccess,
+        "set_before_first_launch");
+  for (int i = 0; i < 60; ++i) launch(8);
+  check(g_uncarried == 0 && all(tail(20), "v1"), "carveout_and_cache_carried");
+  // A distributed-shared-memory kernel given its cluster shape at run time.
+  orion_rt_v1_cudaFuncSetAttribute(kWalk, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+  orion_rt_v1_cudaFuncSetAttribute(kWalk, cudaFuncAttributeRequiredClusterWidth, 2);
+  orion_rt_v1_cudaFuncSetCacheConfig(kWalk, cudaFuncCachePreferL1);
+  for (int i = 0; i < 10; ++i) launch(8);
+  check(g_uncarried == 0 && all(tail(10), "v1"), "cluster_width_carried");
+  // An attribute the driver will not set on the variants: the original alone.
+  g_v1.refuses_policy = true;
+  g_v2.refuses_policy = true;
+  orion_rt_v1_cudaFuncSetAttribute(kWalk, cudaFuncAttributeClusterSchedulingPolicyPreference, 1);
+  for (int i = 0; i < 10; ++i) launch(8);
+  check(g_uncarried == 0 && all(tail(10), "orig"), "uncarried_runs_original");
+}
+
+// Train, then fork: the child's exit must not write the profile (its parent's measurements).
+void train_fork(const char* path) {
+  for (int i = 0; i < 60; ++i) launch(8);
+  std::fflush(stdout);
+  pid_t child = fork();
+  if (child == 0) {
+    for (int i = 0; i < 5; ++i) launch(32);
+    std::exit(0);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  check(child > 0 && WIFEXITED(status) && access(path, F_OK) != 0, "fork_child_writes_nothing");
+}
+
+// One rank of a job sharing the profile path: train at `grid`; with `wait`, hold until stdin
+// closes (so another rank writes in between).
+void train_rank(unsigned grid, bool wait) {
+  for (int i = 0; i < 60; ++i) launch(grid);
+  check(all(tail(5), "orig"), "rank_trained");
+  std::fflush(stdout);
+  if (wait)
+    while (std::getchar() != EOF) {
+    }
 }
 
 // Nanoseconds per call of `f` over n calls.
@@ -455,6 +828,7 @@ void bench(long n) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  for (int c = 0; c < kContexts; ++c) init_context(c);
   const char* scenario = argc > 1 ? argv[1] : "";
   if (std::strcmp(scenario, "no_gpu") == 0) no_gpu();
   else if (std::strcmp(scenario, "adapt") == 0) adapt();
@@ -462,6 +836,18 @@ int main(int argc, char** argv) {
   else if (std::strcmp(scenario, "train_gap") == 0) train_gap();
   else if (std::strcmp(scenario, "old_driver") == 0) old_driver();
   else if (std::strcmp(scenario, "shared_raise") == 0) shared_raise();
+  else if (std::strcmp(scenario, "train_occupancy") == 0) occupancy(0);
+  else if (std::strcmp(scenario, "train_occupancy_flags") == 0) occupancy(1);
+  else if (std::strcmp(scenario, "train_func_attributes") == 0) occupancy(2);
+  else if (std::strcmp(scenario, "occupancy_late") == 0) occupancy_late();
+  else if (std::strcmp(scenario, "twins") == 0) twins();
+  else if (std::strcmp(scenario, "train_twins") == 0) train_twins();
+  else if (std::strcmp(scenario, "reset") == 0) reset();
+  else if (std::strcmp(scenario, "train_reset") == 0) train_reset();
+  else if (std::strcmp(scenario, "attributes") == 0) attributes();
+  else if (std::strcmp(scenario, "train_fork") == 0) train_fork(std::getenv("NVCC_ORION_PROFILE_OUT"));
+  else if (std::strcmp(scenario, "train_rank") == 0)
+    train_rank(argc > 2 ? static_cast<unsigned>(std::atoi(argv[2])) : 1, argc > 3);
   else if (std::strcmp(scenario, "bench") == 0) bench(argc > 2 ? std::atol(argv[2]) : 1000000);
   else check(false, "scenario");
   return g_failed ? 1 : 0;
