@@ -177,7 +177,8 @@ struct Func {
   bool cluster_set = false;    // gave it cluster dimensions at run time (not compile time)
   bool uncarried = false;      // set an attribute the glue cannot carry: the original alone
   bool has_cache = false;      // set a cache configuration:
-  int cache_device = -1;       // on this device (-1: before the glue knew of one: every device)
+  bool cache_any = false;      // before the glue knew the device: for every device
+  int cache_device = 0;        // else on this one
   int cache_config = 0;
 };
 
@@ -232,7 +233,7 @@ struct State {
   std::atomic<bool> said[4] = {};  // NVCC_ORION_VERBOSE messages, once each
   const char* profile_out = nullptr;
   pid_t pid = 0;            // the process that trains (a forked child writes nothing)
-  struct timespec started;  // when it did: a profile written since is another process's
+  struct timespec started = {0, 0};  // when: a profile written since is another process's
   alignas(EventTimer) unsigned char timer[sizeof(EventTimer)] = {};
   sel::Selector selector;
 };
@@ -704,7 +705,7 @@ bool carry_attributes(const Kernel& k, CUfunction variant, const Func* record) {
     if (d.func_get_attribute(&has, a, variant) == CUDA_SUCCESS && has == want) continue;
     if (d.func_set_attribute(variant, a, want) != CUDA_SUCCESS) return false;
   }
-  if (record && record->has_cache && (record->cache_device < 0 || record->cache_device == k.device)) {
+  if (record && record->has_cache && (record->cache_any || record->cache_device == k.device)) {
     CUfunc_cache config = static_cast<CUfunc_cache>(record->cache_config);
     if (!d.func_set_cache_config || d.func_set_cache_config(variant, config) != CUDA_SUCCESS)
       return false;
@@ -878,6 +879,7 @@ void cache_config_set(const void* func, int config) {
   Func* record = func_record(func, true);
   if (record) {
     record->has_cache = true;
+    record->cache_any = device < 0;
     record->cache_device = device;
     record->cache_config = config;
   }

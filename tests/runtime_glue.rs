@@ -603,6 +603,7 @@ const FAKE_CASES: &[(&str, &[&str])] = &[
             "adapt_locks_fastest_before_slowdown",
             "adapt_same_arguments",
             "adapt_tried_next_step",
+            "user_orion_launch_untouched",
             "stub_get_kernel",
             "stub_uses_locked_variant",
             "attributes_get_original",
