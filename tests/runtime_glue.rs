@@ -606,6 +606,7 @@ const FAKE_CASES: &[(&str, &[&str])] = &[
             "user_orion_launch_untouched",
             "stub_get_kernel",
             "stub_uses_locked_variant",
+            "ptsz_null_stream_is_per_thread",
             "attributes_get_original",
             "ex_without_attributes_selected",
             "capture_locked_variant",
@@ -661,6 +662,17 @@ const FAKE_CASES: &[(&str, &[&str])] = &[
             "uncarried_runs_original",
         ],
     ),
+    (
+        "devices",
+        &[
+            "devices_keyed_apart",
+            "device_1_keeps_its_original",
+            "attribute_reaches_its_device_only",
+            "reset_leaves_other_device_alone",
+            "reset_device_resolves_anew",
+        ],
+    ),
+    ("train_devices", &["devices_trained"]),
 ];
 
 /// A program that asked about a kernel's occupancy (or attributes) before launching it.
@@ -688,7 +700,10 @@ const OCCUPANCY_CASES: &[&str] = &[
 /// apart; after cudaDeviceReset the variants are resolved in the new context (none of the
 /// old handles is used, the profile names the kernel); the carveout, cache configuration and
 /// cluster shape set on the original reach every variant that runs, and one the driver
-/// refuses on them leaves the original alone.
+/// refuses on them leaves the original alone. Two devices of different architectures
+/// resolve and key apart, an attribute reaches the variants of its own device, a reset of one
+/// leaves the other alone, and the profile names each device's arch; a variant launched on the
+/// per-thread default stream gets `CU_STREAM_PER_THREAD`.
 #[test]
 fn glue_paths_on_a_simulated_gpu() {
     let Some(nvcc) = common::nvcc_or_skip("glue_paths_on_a_simulated_gpu") else {
@@ -865,6 +880,24 @@ fn check_twins_and_reset_profiles(scratch: &Path) {
     assert!(twins.entries.iter().all(|e| e.kernel == "_Z4walkPfi"));
     let reset =
         Profile::read(&scenario_profile(scratch, "train_reset")).unwrap_or_else(|e| panic!("{e}"));
+    // Two devices of different architectures: each entry names its own, one kernel id.
+    let devices = Profile::read(&scenario_profile(scratch, "train_devices"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let seen: Vec<(i32, &str, &str, u64)> = devices
+        .entries
+        .iter()
+        .map(|e| {
+            (
+                e.key.device,
+                e.arch.as_str(),
+                e.device.as_str(),
+                kernel_id(e),
+            )
+        })
+        .collect();
+    let mut want = vec![(0, "sm_90", "Fake GPU", 0xE6FE_FD3A); 3];
+    want.extend([(1, "sm_80", "Fake GPU B", 0xE6FE_FD3A); 3]);
+    assert_eq!(seen, want);
     let grids: Vec<u32> = reset.entries.iter().map(|e| e.key.grid[0]).collect();
     assert_eq!(grids, [8, 8, 8, 16, 16, 16], "{}", reset.to_json());
     for e in &reset.entries {

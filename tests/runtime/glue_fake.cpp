@@ -19,7 +19,7 @@
 // scribbled over) and the next one has new handles; the program sets function attributes and
 // the cache configuration, which every variant launch must share with its original (the
 // launch counts those that do not); and the train profile is written by a forked child and by
-// ranks sharing one path.
+// ranks sharing one path. A second device (sm_80) has contexts of its own (`devices`).
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
@@ -55,6 +55,7 @@ std::vector<std::string> g_launched;  // which function ran: its tag ("orig", "v
 bool g_record = true;                 // false (bench): launches are not recorded
 const char* g_missing = nullptr;      // a driver entry point this "driver" lacks (old_driver)
 void** g_last_args = nullptr;
+CUstream g_last_stream = nullptr;  // the stream of the last variant launch
 CUstream g_capturing = nullptr;
 int g_uncarried = 0;  // variant launches whose function attributes differ from the original's
 
@@ -87,10 +88,19 @@ struct FakeFunc {
 // Per context: walk, its v1 and v2, plain (no variants), and walk's twin: a static kernel of
 // another file with the same mangled name, in a module of its own, with variants of its own.
 enum { kOrig, kV1, kV2, kPlain, kTwin, kT1, kT2, kFuncs };
-const int kContexts = 2;
+// Two devices (0: sm_90, 1: sm_80), each with its primary context and the one a reset starts:
+// contexts 2d and 2d + 1 are device d's.
+const int kDevices = 2;
+const int kContexts = 2 * kDevices;
 FakeFunc g_funcs[kContexts][kFuncs];
-int g_ctx = 0;  // the current context (cudaDeviceReset starts the next)
-int g_modules[kContexts][2];  // their addresses are the modules
+int g_device = 0;              // the current device (cudaSetDevice)
+int g_live[kDevices] = {0, 2};  // each device's context (cudaDeviceReset starts the next)
+int g_modules[kContexts][2];   // their addresses are the modules
+
+// The current device's context.
+int live() { return g_live[g_device]; }
+// Whether context `c` still exists.
+bool alive(int c) { return g_live[c / 2] == c; }
 
 FakeFunc& g_orig = g_funcs[0][kOrig];
 FakeFunc& g_v1 = g_funcs[0][kV1];
@@ -128,7 +138,7 @@ void init_context(int c) {
   }
 }
 
-FakeFunc& current(int i) { return g_funcs[g_ctx][i]; }
+FakeFunc& current(int i) { return g_funcs[live()][i]; }
 
 FakeFunc* original_of(const FakeFunc* f) {
   return &g_funcs[f->ctx][f->module == 1 ? kTwin : (f == &g_funcs[f->ctx][kPlain] ? kPlain : kOrig)];
@@ -238,14 +248,19 @@ cudaError_t CUDARTAPI __cudaLaunchKernel_ptsz(cudaKernel_t, dim3, dim3, void** a
 cudaError_t CUDARTAPI cudaGetDevice(int* d) {
   ++g_other_calls;
   if (!g_gpu) return fail(cudaErrorInsufficientDriver);
-  *d = 0;
+  *d = g_device;
   return cudaSuccess;
 }
-cudaError_t CUDARTAPI cudaGetDeviceProperties(cudaDeviceProp* p, int) {
+cudaError_t CUDARTAPI cudaSetDevice(int d) {
+  if (d < 0 || d >= kDevices) return fail(cudaErrorInvalidDevice);
+  g_device = d;
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaGetDeviceProperties(cudaDeviceProp* p, int d) {
   ++g_other_calls;
   std::memset(p, 0, sizeof *p);
-  std::strcpy(p->name, "Fake GPU");
-  p->major = 9;
+  std::strcpy(p->name, d == 0 ? "Fake GPU" : "Fake GPU B");
+  p->major = d == 0 ? 9 : 8;
   p->minor = 0;
   return cudaSuccess;
 }
@@ -260,14 +275,14 @@ cudaError_t CUDARTAPI cudaGetFuncBySymbol(cudaFunction_t* f, const void* sym) {
 // over, as freed memory may be), and the next call starts a fresh one.
 cudaError_t CUDARTAPI cudaDeviceReset(void) {
   ++g_other_calls;
-  if (g_ctx + 1 >= kContexts) return fail(cudaErrorNotSupported);
-  for (FakeFunc& f : g_funcs[g_ctx]) std::snprintf(f.name, sizeof f.name, "destroyed");
-  init_context(++g_ctx);
+  if (live() % 2 == 1) return fail(cudaErrorNotSupported);  // one reset per device here
+  for (FakeFunc& f : g_funcs[live()]) std::snprintf(f.name, sizeof f.name, "destroyed");
+  init_context(++g_live[g_device]);
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaEventCreateWithFlags(cudaEvent_t* e, unsigned) {
   ++g_other_calls;
-  *e = reinterpret_cast<cudaEvent_t>(new FakeEvent{0, g_ctx});
+  *e = reinterpret_cast<cudaEvent_t>(new FakeEvent{0, live()});
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaEventDestroy(cudaEvent_t e) {
@@ -277,13 +292,13 @@ cudaError_t CUDARTAPI cudaEventDestroy(cudaEvent_t e) {
 cudaError_t CUDARTAPI cudaEventRecord(cudaEvent_t e, cudaStream_t) {
   ++g_other_calls;
   FakeEvent* ev = reinterpret_cast<FakeEvent*>(e);
-  if (ev->ctx != g_ctx) return fail(cudaErrorContextIsDestroyed);
+  if (ev->ctx != live()) return fail(cudaErrorContextIsDestroyed);
   ev->t = g_clock;
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaEventQuery(cudaEvent_t e) {
-  return reinterpret_cast<FakeEvent*>(e)->ctx != g_ctx ? fail(cudaErrorContextIsDestroyed)
-                                                       : cudaSuccess;
+  return !alive(reinterpret_cast<FakeEvent*>(e)->ctx) ? fail(cudaErrorContextIsDestroyed)
+                                                      : cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaEventSynchronize(cudaEvent_t e) { return cudaEventQuery(e); }
 cudaError_t CUDARTAPI cudaEventElapsedTime(float* ms, cudaEvent_t a, cudaEvent_t b) {
@@ -344,13 +359,13 @@ cudaError_t CUDARTAPI cudaFuncGetAttributes(cudaFuncAttributes* a, const void* f
 namespace {
 CUresult CUDAAPI fake_get_module(CUmodule* m, CUfunction f) {
   FakeFunc* ff = reinterpret_cast<FakeFunc*>(f);
-  if (ff->ctx != g_ctx) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  if (!alive(ff->ctx)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
   *m = reinterpret_cast<CUmodule>(&g_modules[ff->ctx][ff->module]);
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI fake_get_name(const char** n, CUfunction f) {
   FakeFunc* ff = reinterpret_cast<FakeFunc*>(f);
-  if (ff->ctx != g_ctx) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  if (!alive(ff->ctx)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
   *n = ff->name;
   return CUDA_SUCCESS;
 }
@@ -359,7 +374,7 @@ CUresult CUDAAPI fake_module_get_function(CUfunction* f, CUmodule m, const char*
     for (int i = 0; i < kFuncs; ++i) {
       FakeFunc& v = g_funcs[c][i];
       if (reinterpret_cast<CUmodule>(&g_modules[c][v.module]) != m) continue;
-      if (c != g_ctx) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+      if (!alive(c)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
       if (std::strcmp(name, v.name) == 0) {
         *f = reinterpret_cast<CUfunction>(&v);
         return CUDA_SUCCESS;
@@ -371,7 +386,7 @@ CUresult CUDAAPI fake_module_get_function(CUfunction* f, CUmodule m, const char*
 CUresult CUDAAPI fake_get_attribute(int* v, CUfunction_attribute a, CUfunction f) {
   FakeFunc* ff = reinterpret_cast<FakeFunc*>(f);
   ++g_attribute_calls;
-  if (ff->ctx != g_ctx) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  if (!alive(ff->ctx)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
   *v = 0;
   if (a == CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES) *v = ff->shared;
   if (a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) *v = ff->limit();
@@ -384,7 +399,7 @@ CUresult CUDAAPI fake_get_attribute(int* v, CUfunction_attribute a, CUfunction f
 // As the driver: the static size plus the dynamic limit must fit the device's opt-in maximum.
 CUresult CUDAAPI fake_set_attribute(CUfunction f, CUfunction_attribute a, int value) {
   FakeFunc* ff = reinterpret_cast<FakeFunc*>(f);
-  if (ff->ctx != g_ctx) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  if (!alive(ff->ctx)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
   if (a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
     if (value < 0 || ff->shared + value > kOptin) return CUDA_ERROR_INVALID_VALUE;
     ff->max_dynamic = value;
@@ -403,20 +418,21 @@ CUresult CUDAAPI fake_set_attribute(CUfunction f, CUfunction_attribute a, int va
 }
 CUresult CUDAAPI fake_set_cache_config(CUfunction f, CUfunc_cache config) {
   FakeFunc* ff = reinterpret_cast<FakeFunc*>(f);
-  if (ff->ctx != g_ctx) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  if (!alive(ff->ctx)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
   ff->cache = static_cast<int>(config);
   return CUDA_SUCCESS;
 }
 // A launch above the function's dynamic-shared limit fails, as on a GPU; one of a destroyed
 // context too. A variant that runs with other attributes than its original is counted.
 CUresult CUDAAPI fake_launch(CUfunction f, unsigned, unsigned, unsigned, unsigned, unsigned,
-                             unsigned, unsigned shmem, CUstream, void** args, void**) {
+                             unsigned, unsigned shmem, CUstream stream, void** args, void**) {
   FakeFunc* ff = reinterpret_cast<FakeFunc*>(f);
-  if (ff->ctx != g_ctx) {
+  if (ff->ctx != live()) {  // destroyed, or another device's
     if (g_record) g_launched.push_back("stale");
     return CUDA_ERROR_CONTEXT_IS_DESTROYED;
   }
   if (shmem > static_cast<unsigned>(ff->limit())) return CUDA_ERROR_INVALID_VALUE;
+  g_last_stream = stream;
   const FakeFunc* o = original_of(ff);
   bool same = ff->cache == o->cache;
   for (int c : kCarried) same = same && ff->attrs[c] == o->attrs[c];
@@ -431,7 +447,7 @@ CUresult CUDAAPI fake_is_capturing(CUstream s, CUstreamCaptureStatus* st) {
 }
 CUresult CUDAAPI fake_occupancy(int* n, CUfunction f, int threads, size_t dynamic) {
   FakeFunc* ff = reinterpret_cast<FakeFunc*>(f);
-  if (ff->ctx != g_ctx) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  if (!alive(ff->ctx)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
   *n = blocks_per_sm(ff, threads, dynamic);
   return CUDA_SUCCESS;
 }
@@ -565,6 +581,12 @@ void adapt() {
   for (int i = 0; i < 3; ++i)
     orion_rt_v1___cudaLaunchKernel(h, dim3(8), dim3(128), g_args, 0, nullptr);
   check(all(tail(3), "v1"), "stub_uses_locked_variant");
+  // --default-stream per-thread: the default stream of a variant launch is the thread's.
+  orion_rt_v1_cudaLaunchKernel_ptsz(kWalk, dim3(8), dim3(128), g_args, 0, nullptr);
+  bool plain = all(tail(1), "v1") && g_last_stream == CU_STREAM_PER_THREAD;
+  orion_rt_v1___cudaLaunchKernel_ptsz(h, dim3(8), dim3(128), g_args, 0, nullptr);
+  check(plain && all(tail(1), "v1") && g_last_stream == CU_STREAM_PER_THREAD,
+        "ptsz_null_stream_is_per_thread");
 
   // Launch attributes: the original, always.
   cudaLaunchConfig_t config = {};
@@ -792,6 +814,45 @@ void train_rank(unsigned grid, bool wait) {
     }
 }
 
+// Two devices of different architectures: each resolves its own functions (from its own
+// context) and is keyed apart; an attribute set on one device's original reaches that
+// device's variants only; a reset of one leaves the other's handles and choice alone.
+void devices() {
+  for (int i = 0; i < 60; ++i) launch(8);
+  bool locked0 = all(tail(20), "v1");
+  cudaSetDevice(1);
+  g_funcs[2][kV1].us = 120;  // on the sm_80 device v1 is slower: it keeps the original
+  size_t first = g_launched.size();
+  for (int i = 0; i < 60; ++i) launch(8);
+  check(locked0 && g_launched[first] == "orig" && g_launched[first + 1] == "orig" &&
+            g_funcs[2][kV1].launches > 0 && !ran_any("stale"),
+        "devices_keyed_apart");
+  check(all(tail(20), "orig"), "device_1_keeps_its_original");
+  orion_rt_v1_cudaFuncSetAttribute(kWalk, cudaFuncAttributePreferredSharedMemoryCarveout, 25);
+  cudaSetDevice(0);
+  for (int i = 0; i < 10; ++i) launch(8);
+  check(g_funcs[2][kV1].attrs[9] == 25 && g_funcs[2][kV2].attrs[9] == 25 &&
+            g_funcs[0][kV1].attrs[9] == 0 && g_uncarried == 0 && all(tail(10), "v1"),
+        "attribute_reaches_its_device_only");
+  cudaSetDevice(1);
+  orion_rt_v1_cudaDeviceReset();
+  cudaSetDevice(0);
+  int before = g_funcs[0][kV1].launches;
+  for (int i = 0; i < 10; ++i) launch(8);
+  check(all(tail(10), "v1") && g_funcs[0][kV1].launches == before + 10,
+        "reset_leaves_other_device_alone");
+  cudaSetDevice(1);
+  for (int i = 0; i < 40; ++i) launch(16);
+  check(!ran_any("stale") && g_funcs[3][kV1].launches > 0, "reset_device_resolves_anew");
+}
+
+void train_devices() {
+  for (int i = 0; i < 60; ++i) launch(8);
+  cudaSetDevice(1);
+  for (int i = 0; i < 60; ++i) launch(8);
+  check(g_funcs[0][kV2].launches > 0 && g_funcs[2][kV2].launches > 0, "devices_trained");
+}
+
 // Nanoseconds per call of `f` over n calls.
 template <class F>
 double ns_per(long n, F f) {
@@ -845,6 +906,8 @@ int main(int argc, char** argv) {
   else if (std::strcmp(scenario, "reset") == 0) reset();
   else if (std::strcmp(scenario, "train_reset") == 0) train_reset();
   else if (std::strcmp(scenario, "attributes") == 0) attributes();
+  else if (std::strcmp(scenario, "devices") == 0) devices();
+  else if (std::strcmp(scenario, "train_devices") == 0) train_devices();
   else if (std::strcmp(scenario, "train_fork") == 0) train_fork(std::getenv("NVCC_ORION_PROFILE_OUT"));
   else if (std::strcmp(scenario, "train_rank") == 0)
     train_rank(argc > 2 ? static_cast<unsigned>(std::atoi(argv[2])) : 1, argc > 3);
