@@ -673,6 +673,10 @@ const FAKE_CASES: &[(&str, &[&str])] = &[
         ],
     ),
     ("train_devices", &["devices_trained"]),
+    (
+        "train_threads",
+        &["threads_all_launched", "threads_never_fewer_blocks"],
+    ),
 ];
 
 /// A program that asked about a kernel's occupancy (or attributes) before launching it.
@@ -703,7 +707,8 @@ const OCCUPANCY_CASES: &[&str] = &[
 /// refuses on them leaves the original alone. Two devices of different architectures
 /// resolve and key apart, an attribute reaches the variants of its own device, a reset of one
 /// leaves the other alone, and the profile names each device's arch; a variant launched on the
-/// per-thread default stream gets `CU_STREAM_PER_THREAD`.
+/// per-thread default stream gets `CU_STREAM_PER_THREAD`. Four host threads training a kernel
+/// asked about from its first launch on all launch, and never run the variant with fewer blocks.
 #[test]
 fn glue_paths_on_a_simulated_gpu() {
     let Some(nvcc) = common::nvcc_or_skip("glue_paths_on_a_simulated_gpu") else {

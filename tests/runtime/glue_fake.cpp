@@ -23,11 +23,14 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <sys/wait.h>
@@ -50,7 +53,10 @@ namespace {
 bool g_gpu = true;                 // false: every call fails like a machine without a driver
 cudaError_t g_last = cudaSuccess;  // the runtime's last error
 double g_clock = 0;                // µs
-int g_other_calls = 0;             // calls other than launches and error queries
+std::atomic<int> g_other_calls{0};  // calls other than launches and error queries
+// Several host threads launch at once (`train_threads`): the simulation's launch state (the
+// clock, what ran, the functions' counts) changes under this lock.
+std::mutex g_fake_lock;
 std::vector<std::string> g_launched;  // which function ran: its tag ("orig", "v1", ...)
 bool g_record = true;                 // false (bench): launches are not recorded
 const char* g_missing = nullptr;      // a driver entry point this "driver" lacks (old_driver)
@@ -105,7 +111,7 @@ bool alive(int c) { return g_live[c / 2] == c; }
 FakeFunc& g_orig = g_funcs[0][kOrig];
 FakeFunc& g_v1 = g_funcs[0][kV1];
 FakeFunc& g_v2 = g_funcs[0][kV2];
-int g_attribute_calls = 0;  // cuFuncGetAttribute
+std::atomic<int> g_attribute_calls{0};  // cuFuncGetAttribute
 int g_kernel_handle;
 
 void init_context(int c) {
@@ -175,6 +181,7 @@ void ran(FakeFunc* f, void** args) {
 
 cudaError_t run_original(const void* func, void** args, size_t shmem) {
   if (!g_gpu) return fail(cudaErrorInsufficientDriver);
+  std::lock_guard<std::mutex> hold(g_fake_lock);
   FakeFunc* f = func_of(func);
   if (!f) return fail(cudaErrorInvalidDeviceFunction);
   if (shmem > static_cast<size_t>(f->limit())) return fail(cudaErrorInvalidValue);
@@ -293,6 +300,7 @@ cudaError_t CUDARTAPI cudaEventRecord(cudaEvent_t e, cudaStream_t) {
   ++g_other_calls;
   FakeEvent* ev = reinterpret_cast<FakeEvent*>(e);
   if (ev->ctx != live()) return fail(cudaErrorContextIsDestroyed);
+  std::lock_guard<std::mutex> hold(g_fake_lock);
   ev->t = g_clock;
   return cudaSuccess;
 }
@@ -427,6 +435,7 @@ CUresult CUDAAPI fake_set_cache_config(CUfunction f, CUfunc_cache config) {
 CUresult CUDAAPI fake_launch(CUfunction f, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, unsigned shmem, CUstream stream, void** args, void**) {
   FakeFunc* ff = reinterpret_cast<FakeFunc*>(f);
+  std::lock_guard<std::mutex> hold(g_fake_lock);
   if (ff->ctx != live()) {  // destroyed, or another device's
     if (g_record) g_launched.push_back("stale");
     return CUDA_ERROR_CONTEXT_IS_DESTROYED;
@@ -853,6 +862,28 @@ void train_devices() {
   check(g_funcs[0][kV2].launches > 0 && g_funcs[2][kV2].launches > 0, "devices_trained");
 }
 
+// Four host threads train walk at once, from its first launch on (they race to configure the
+// selector and resolve the kernel), after the program asked about its occupancy: every launch
+// succeeds, and the variant with fewer blocks per SM never runs on any thread.
+void train_threads() {
+  g_v1.registers = 24;
+  g_v1.shared = 0;
+  int blocks = 0;
+  orion_rt_v1_cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kWalk, 128, 0);
+  std::atomic<int> failed{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([t, &failed] {
+      for (int i = 0; i < 100; ++i) {
+        if (launch(8 + t % 2) != cudaSuccess) ++failed;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  check(failed == 0 && g_launched.size() == 400 && !ran_any("stale"), "threads_all_launched");
+  check(ran_any("v1") && !ran_any("v2"), "threads_never_fewer_blocks");
+}
+
 // Nanoseconds per call of `f` over n calls.
 template <class F>
 double ns_per(long n, F f) {
@@ -907,6 +938,7 @@ int main(int argc, char** argv) {
   else if (std::strcmp(scenario, "train_reset") == 0) train_reset();
   else if (std::strcmp(scenario, "attributes") == 0) attributes();
   else if (std::strcmp(scenario, "devices") == 0) devices();
+  else if (std::strcmp(scenario, "train_threads") == 0) train_threads();
   else if (std::strcmp(scenario, "train_devices") == 0) train_devices();
   else if (std::strcmp(scenario, "train_fork") == 0) train_fork(std::getenv("NVCC_ORION_PROFILE_OUT"));
   else if (std::strcmp(scenario, "train_rank") == 0)
