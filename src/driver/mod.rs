@@ -212,7 +212,10 @@ fn for_plan<'s>(
 ) -> (std::borrow::Cow<'s, Settings>, Adjusted) {
     let adjusted = Adjusted {
         selector_refused: settings.selector.and_then(|_| selector_refused(plan)),
-        profile_ignored: crate::tune::guided::unreadable(settings),
+        // Only a tuned step reads the profile (`NVCC_ORION=replay` tunes nothing).
+        profile_ignored: (settings.mode == Mode::Tune)
+            .then(|| crate::tune::guided::unreadable(settings))
+            .flatten(),
     };
     if adjusted.selector_refused.is_none() && adjusted.profile_ignored.is_none() {
         return (std::borrow::Cow::Borrowed(settings), adjusted);
