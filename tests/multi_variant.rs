@@ -12,7 +12,9 @@
 //! - a rewrite-made variant is embedded, proved, and keeps its kernel's launch bounds;
 //! - a rewritten original stays as plain tune ships it, and five variants at most ship;
 //! - a step with `--entry` gets no variants, and a name the module already uses leaves
-//!   plain tune's cubin with one warning.
+//!   plain tune's cubin with one warning;
+//! - `-cubin` and `-fatbin` outputs under adapt and train, which no glue can reach, ship the
+//!   tuned winners alone, as a default build does.
 
 mod common;
 
@@ -498,4 +500,81 @@ fn a_rewritten_original_and_five_variants_at_most() {
         5,
         "{pressure}"
     );
+}
+
+/// Under adapt and train, a `-cubin` or `-fatbin` output has no host object for the selector's
+/// glue, so nothing could ever launch a variant (docs/selector.md §How the driver wires it
+/// in): it ships the tuned winners alone, as a default build does. cuobjdump shows the same
+/// kernels with the same registers and SASS as the default build's, no `__orion_v` entry,
+/// and the tuned budget (not ptxas's); each record says why there is no selector, and nothing
+/// is printed.
+#[test]
+fn device_only_outputs_ship_no_variants() {
+    let Some(nvcc) = common::nvcc_or_skip("device_only_outputs_ship_no_variants") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let build = |mode: &str, kind: &str, out: &str, arches: &[&str]| -> Vec<Value> {
+        let mut c =
+            common::without_our_settings(Command::new(env!("CARGO_BIN_EXE_nvcc-orion")), &nvcc);
+        c.current_dir(d)
+            .env("NVCC_ORION", mode)
+            .env("NVCC_ORION_CACHE", d.join("cache"))
+            .env("NVCC_ORION_REPORT", d.join(format!("{out}.jsonl")))
+            .args([kind, "-o", out])
+            .args(arches)
+            .arg(common::example("walk.cu"));
+        let o = c.output().unwrap();
+        common::assert_ok(&o, out);
+        assert!(
+            o.stderr.is_empty(),
+            "{out}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        records(d, out)
+    };
+    let fat = ["-gencode=arch=compute_80,code=sm_80", WALK_ARCHES[0]];
+    for (kind, ext, arches) in [
+        ("-cubin", "cubin", &["-arch=sm_90"][..]),
+        ("-fatbin", "fatbin", &fat[..]),
+    ] {
+        let plain = format!("walk_tune.{ext}");
+        build("tune", kind, &plain, arches);
+        for mode in ["adapt", "train"] {
+            let out = format!("walk_{mode}.{ext}");
+            let recs = build(mode, kind, &out, arches);
+            let (got, want) = (registers(&d.join(&out)), registers(&d.join(&plain)));
+            assert_eq!(
+                got.keys().collect::<Vec<_>>(),
+                want.keys().collect::<Vec<_>>(),
+                "{out}: other entries than the default build's"
+            );
+            assert!(got.keys().all(|(_, f)| !f.contains("__orion_v")), "{got:?}");
+            same_originals(&d.join(&plain), &d.join(&out));
+            let r90 = recs
+                .iter()
+                .find(|r| r["arch"] == "sm_90" && r["kernel"] == WALK)
+                .unwrap_or_else(|| panic!("{out}: {recs:?}"));
+            // Tuned: the shipped kernel has the chosen budget, below ptxas's own.
+            assert_eq!(
+                got[&(90, WALK.to_string())],
+                r90["chosen_registers"],
+                "{r90}"
+            );
+            let chosen = r90["chosen_registers"].as_u64().unwrap();
+            assert!(
+                chosen < r90["candidates"][0]["registers"].as_u64().unwrap(),
+                "{r90}"
+            );
+            for r in &recs {
+                assert!(r.get("variants").is_none(), "{out}: {r}");
+                let why = r["selector"].as_str().unwrap_or_default();
+                assert!(
+                    why.contains("a -cubin or -fatbin output has no host object"),
+                    "{r}"
+                );
+            }
+        }
+    }
 }

@@ -6,6 +6,9 @@
 //! mismatched profile (another name, or other registers than this build's variant 1: a
 //! profile of another build of changed sources) gives one warning line naming the file and
 //! the model's object; and the compiler caches' view changes with the profile's content.
+//! The production path end to end (issue 45): a train build for sm_80 and sm_90, the profile
+//! its run on two GPUs writes, and the guided build that ships each arch's winner with no
+//! variant and no glue, ignoring another GPU's profile and a bad entry kernel by kernel.
 
 mod common;
 
@@ -310,4 +313,344 @@ fn the_caches_see_the_profile_content() {
     assert!(!plain_line.contains("--orion-profile"), "{plain_line}");
     // cache-key still names the (now unreadable) profile from the environment.
     assert!(plain_key.contains("sha256=unreadable"), "{plain_key}");
+}
+
+/// The second kernel of [`two_kernels`]: walk.cu's kernel again, renamed.
+const KERNEL_B: &str = "_Z15walk_features_bPKiPKfPfii";
+/// The training run's GPUs: (arch, device ordinal, device name).
+const GPUS: [(&str, i32, &str); 2] = [
+    ("sm_80", 0, "NVIDIA A100-SXM4-80GB"),
+    ("sm_90", 1, "NVIDIA H100 80GB HBM3"),
+];
+/// Every build of the production path: sm_80 and sm_90, and no margin. With the default
+/// margin the model prunes every lower budget of walk.cu's kernel on sm_80, so there would be
+/// no variant to train there; the train and the guided builds take the same settings, so they
+/// rank the same candidates (docs/selector.md §Ranking).
+const TWO_ARCHES: [&str; 3] = [
+    "-gencode=arch=compute_80,code=sm_80",
+    "-gencode=arch=compute_90,code=sm_90",
+    "--orion-margin=0",
+];
+
+/// walk.cu with a second kernel, a renamed copy of its own: two kernels that tune alike.
+fn two_kernels(dir: &Path) -> std::path::PathBuf {
+    let walk = std::fs::read_to_string(common::example("walk.cu")).unwrap();
+    let start = walk.find("__global__ void walk_features(").unwrap();
+    let end = start + walk[start..].find("\n}\n").unwrap() + 3;
+    let copy = walk[start..end].replace("walk_features(", "walk_features_b(");
+    let path = dir.join("walk2.cu");
+    std::fs::write(&path, format!("{walk}\n{copy}")).unwrap();
+    path
+}
+
+/// FNV-1a (32 bits) of a kernel's name: its `kernel_id`, as the runtime keys it.
+fn kernel_id(name: &str) -> u32 {
+    name.bytes().fold(0x811c_9dc5, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    })
+}
+
+/// One variant of the train build as the runtime finds it: its number, name, and the
+/// registers and local bytes the driver reports (here read with cuobjdump from the object).
+#[derive(Debug, Clone)]
+struct Trained {
+    arch: &'static str,
+    kernel: String,
+    variant: u32,
+    name: String,
+    registers: u32,
+    local_bytes: u32,
+}
+
+/// Every variant the train build `obj` embeds, per its report `records`: the names the report
+/// lists, the resources from `cuobjdump -res-usage` of the object.
+fn trained(obj: &Path, records: &[serde_json::Value]) -> Vec<Trained> {
+    let usage = common::fixtures::res_usage(obj).unwrap();
+    let mut out = Vec::new();
+    for (arch, _, _) in GPUS {
+        for r in records.iter().filter(|r| r["arch"] == arch) {
+            for v in r["variants"].as_array().into_iter().flatten() {
+                if v.get("dropped").is_some() {
+                    continue;
+                }
+                let name = v["name"].as_str().unwrap();
+                let u = usage
+                    .iter()
+                    .find(|u| format!("sm_{}", u.arch) == arch && u.function == name)
+                    .unwrap_or_else(|| panic!("{name} on {arch} in {}", obj.display()));
+                out.push(Trained {
+                    arch,
+                    kernel: r["kernel"].as_str().unwrap().to_string(),
+                    variant: v["variant"].as_u64().unwrap() as u32,
+                    name: name.to_string(),
+                    registers: u.reg,
+                    // The driver's local size covers the stack frame (cuobjdump's STACK).
+                    local_bytes: u.stack.unwrap_or(0),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The entry a training run writes for `t` measured at `median_us`.
+fn written(t: &Trained, median_us: f64) -> String {
+    let (_, device, device_name) = GPUS.iter().find(|g| g.0 == t.arch).unwrap();
+    format!(
+        r#"{{"kernel": "{}", "arch": "{}", "device": "{device_name}", "key": {{"kernel_id": {}, "device": {device}, "grid": [528, 1, 1], "block": [256, 1, 1], "shared": 0}}, "variant": {}, "variant_name": "{}", "registers": {}, "local_bytes": {}, "launches": 11, "samples": 10, "median_us": {median_us:.3}, "spread": 0.0100}}"#,
+        t.kernel,
+        t.arch,
+        kernel_id(&t.kernel),
+        t.variant,
+        t.name,
+        t.registers,
+        t.local_bytes
+    )
+}
+
+/// Compile `src` with `args` into `dir/out` under `env` (the test's settings only), with a
+/// report; the records and stderr.
+fn compile(
+    nvcc: &Path,
+    dir: &Path,
+    src: &Path,
+    out: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (Vec<serde_json::Value>, String) {
+    let report = dir.join(format!("{out}.jsonl"));
+    let o = orion(nvcc, dir)
+        .args(["-c", "-o", out])
+        .args(args)
+        .arg(src)
+        .env("NVCC_ORION_REPORT", &report)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    common::assert_ok(&o, out);
+    let records = std::fs::read_to_string(&report)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (records, String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+/// Registers per (arch, function) in `obj`, from `cuobjdump -res-usage`.
+fn shipped(obj: &Path) -> std::collections::BTreeMap<(String, String), u32> {
+    common::fixtures::res_usage(obj)
+        .unwrap()
+        .into_iter()
+        .map(|u| ((format!("sm_{}", u.arch), u.function), u.reg))
+        .collect()
+}
+
+/// The production path (issue 45): a train build (variants and glue in the object) for sm_80
+/// and sm_90, the profile its run on an sm_80 and an sm_90 GPU writes (the names the train
+/// build embeds, each variant's registers and local bytes as cuobjdump reads them from it;
+/// the two archs' builds of one variant have other registers), then a default-mode build
+/// guided by it, which ships each arch's measured winner under the original name, with no
+/// `__orion_v` entry and no glue. A profile of another GPU's arch is one line for that arch,
+/// whose kernels keep the model's choice; an entry from changed sources, or an unsound one,
+/// is one line for its kernel on its arch, and the other kernels are still guided.
+#[test]
+fn train_then_a_guided_build_ships_each_archs_winner() {
+    let label = "profile_production_path";
+    let Some(nvcc) = common::nvcc_or_skip(label) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let src = two_kernels(d);
+
+    // 1. The train build: each tuned kernel's variants, and the selector's glue.
+    let (records, stderr) = compile(
+        &nvcc,
+        d,
+        &src,
+        "train.o",
+        &TWO_ARCHES,
+        &[("NVCC_ORION", "train")],
+    );
+    assert!(warnings(&stderr).is_empty(), "{stderr}");
+    assert!(common::nm_symbols(&d.join("train.o")).contains("orion_rt_v1_"));
+    let variants = trained(&d.join("train.o"), &records);
+    let of = |arch: &str, kernel: &str| -> Vec<&Trained> {
+        variants
+            .iter()
+            .filter(|t| t.arch == arch && t.kernel == kernel)
+            .collect()
+    };
+    for (arch, _, _) in GPUS {
+        for kernel in [KERNEL, KERNEL_B] {
+            assert!(of(arch, kernel).len() >= 2, "{arch} {kernel}: {variants:?}");
+        }
+    }
+    // The same variant number is other code on each arch: here, other registers.
+    assert!(
+        of("sm_80", KERNEL)
+            .iter()
+            .zip(of("sm_90", KERNEL))
+            .any(|(a, b)| a.variant == b.variant && a.registers != b.registers),
+        "{variants:?}"
+    );
+
+    // 2. The training run's profile. Each (arch, kernel) measured its last variant fastest,
+    // a build with other registers than variant 0's.
+    let winner = |arch: &str, kernel: &str| -> Trained {
+        let vs = of(arch, kernel);
+        let w = (*vs.last().unwrap()).clone();
+        assert_ne!(w.registers, vs[0].registers, "{vs:?}");
+        w
+    };
+    let entries = |arch_ok: &dyn Fn(&str) -> bool| -> Vec<String> {
+        variants
+            .iter()
+            .filter(|t| arch_ok(t.arch))
+            .map(|t| written(t, 100.0 - 10.0 * f64::from(t.variant)))
+            .collect()
+    };
+    std::fs::write(d.join("run.json"), profile(&entries(&|_| true))).unwrap();
+
+    // 3. The guided build (default mode): every arch's winner, no variants, no glue.
+    let run = [("NVCC_ORION_PROFILE", "run.json")];
+    let (records, stderr) = compile(&nvcc, d, &src, "guided.o", &TWO_ARCHES, &run);
+    assert!(stderr.is_empty(), "{stderr}");
+    let regs = shipped(&d.join("guided.o"));
+    for (arch, _, _) in GPUS {
+        for kernel in [KERNEL, KERNEL_B] {
+            let w = winner(arch, kernel);
+            assert_eq!(
+                regs[&(arch.to_string(), kernel.to_string())],
+                w.registers,
+                "{arch} {kernel}"
+            );
+            let r = records
+                .iter()
+                .find(|r| r["arch"] == arch && r["kernel"] == kernel)
+                .unwrap();
+            assert_eq!(r["measured"]["winner"], w.variant, "{r}");
+        }
+    }
+    assert!(
+        regs.keys().all(|(_, f)| !f.contains("__orion_v")),
+        "{regs:?}"
+    );
+    let bytes = std::fs::read(d.join("guided.o")).unwrap();
+    assert!(
+        !bytes.windows(12).any(|w| w == b"orion_rt_v1_"),
+        "glue in the guided object"
+    );
+
+    // 4. A profile of another GPU: sm_80 entries only. sm_80 is guided; sm_90 says so in one
+    // line and ships the model's choice.
+    let (model, stderr) = compile(&nvcc, d, &src, "model.o", &TWO_ARCHES, &[]);
+    assert!(stderr.is_empty(), "{stderr}");
+    let model_regs = shipped(&d.join("model.o"));
+    std::fs::write(d.join("a100.json"), profile(&entries(&|a| a == "sm_80"))).unwrap();
+    let (records, stderr) = compile(
+        &nvcc,
+        d,
+        &src,
+        "a100.o",
+        &TWO_ARCHES,
+        &[("NVCC_ORION_PROFILE", "a100.json")],
+    );
+    let w = warnings(&stderr);
+    assert_eq!(w.len(), 1, "{stderr}");
+    assert!(
+        w[0].contains("a100.json has no entries for sm_90 (it measured sm_80); the model's choices stand on sm_90"),
+        "{}",
+        w[0]
+    );
+    let regs = shipped(&d.join("a100.o"));
+    for kernel in [KERNEL, KERNEL_B] {
+        let k = |arch: &str| (arch.to_string(), kernel.to_string());
+        assert_eq!(regs[&k("sm_80")], winner("sm_80", kernel).registers);
+        assert_eq!(regs[&k("sm_90")], model_regs[&k("sm_90")]);
+        let r = records
+            .iter()
+            .find(|r| r["arch"] == "sm_90" && r["kernel"] == kernel)
+            .unwrap();
+        assert!(r["measured"].get("winner").is_none(), "{r}");
+        let m = model
+            .iter()
+            .find(|m| m["arch"] == "sm_90" && m["kernel"] == kernel)
+            .unwrap();
+        assert_eq!(r["chosen"], m["chosen"], "{r}");
+    }
+
+    // 5. Kernel by kernel: on sm_90 the second kernel's variant 1 ran with other registers
+    // (a build of changed sources), and on sm_80 its variant 0 has an unsound entry. One line
+    // each; that kernel keeps the model's choice on that arch, everything else is guided.
+    let mixed: Vec<String> = variants
+        .iter()
+        .map(|t| {
+            let mut t = t.clone();
+            let median = 100.0 - 10.0 * f64::from(t.variant);
+            if t.kernel == KERNEL_B && t.arch == "sm_90" && t.variant == 1 {
+                t.registers += 8;
+            }
+            let e = written(&t, median);
+            if t.kernel == KERNEL_B && t.arch == "sm_80" && t.variant == 0 {
+                e.replace(r#""launches": 11"#, r#""launches": 3"#)
+            } else {
+                e
+            }
+        })
+        .collect();
+    std::fs::write(d.join("mixed.json"), profile(&mixed)).unwrap();
+    let (_, stderr) = compile(
+        &nvcc,
+        d,
+        &src,
+        "mixed.o",
+        &TWO_ARCHES,
+        &[("NVCC_ORION_PROFILE", "mixed.json")],
+    );
+    let w = warnings(&stderr);
+    assert_eq!(w.len(), 2, "{stderr}");
+    assert!(
+        w[0].contains(&format!(
+            "({KERNEL_B}): 10 samples but only 3 launches; the model's choice stands for {KERNEL_B}"
+        )),
+        "{}",
+        w[0]
+    );
+    assert!(
+        w[1].contains(&format!(
+            "({KERNEL_B}, sm_90): variant 1 (`{KERNEL_B}__orion_v1`) ran with"
+        )),
+        "{}",
+        w[1]
+    );
+    let regs = shipped(&d.join("mixed.o"));
+    for (arch, _, _) in GPUS {
+        let k = |kernel: &str| (arch.to_string(), kernel.to_string());
+        assert_eq!(regs[&k(KERNEL)], winner(arch, KERNEL).registers, "{arch}");
+        assert_eq!(regs[&k(KERNEL_B)], model_regs[&k(KERNEL_B)], "{arch}");
+    }
+
+    // 6. A file that does not parse: one line for the whole compile, and the model's object.
+    std::fs::write(
+        d.join("cut.json"),
+        "{\"format\": \"nvcc-orion-profile\", \"entr",
+    )
+    .unwrap();
+    let (_, stderr) = compile(
+        &nvcc,
+        d,
+        &src,
+        "cut.o",
+        &TWO_ARCHES,
+        &[("NVCC_ORION_PROFILE", "cut.json")],
+    );
+    let w = warnings(&stderr);
+    assert_eq!(w.len(), 1, "{stderr}");
+    assert!(
+        w[0].contains("profile ignored: ") && w[0].contains("cut.json"),
+        "{}",
+        w[0]
+    );
+    assert_eq!(shipped(&d.join("cut.o")), model_regs);
 }

@@ -142,19 +142,8 @@ pub fn replay(
         env,
         cwd: cwd.to_path_buf(),
     };
-    // Link-time-optimised host objects keep their symbols inside the compiler's bytecode,
-    // where the selector's renaming cannot reach: no selector, and no variants to embed.
-    let lto = settings.selector.is_some() && host_objects_use_lto(&plan);
-    let without_selector;
-    let settings = if lto {
-        without_selector = Settings {
-            selector: None,
-            ..settings.clone()
-        };
-        &without_selector
-    } else {
-        settings
-    };
+    let (settings, adjusted) = for_plan(settings, &plan);
+    let settings: &Settings = &settings;
     // The selector's glue lives beside the variant cache (`<cache>/runtime`), or in this
     // replay's own folder when there is no cache.
     let glue = settings.selector.map(|sel| {
@@ -171,16 +160,14 @@ pub fn replay(
         TuneContext {
             toolkit: tk,
             settings,
-            selector_refused: lto.then_some(LTO_REFUSED),
+            selector_refused: adjusted.selector_refused,
         },
         glue.as_ref(),
     );
     drop(tmp);
     let mut replayed = result?;
     let mut messages = Vec::new();
-    if lto {
-        messages.extend_from_slice(format!("nvcc-orion: warning: {LTO_REFUSED}\n").as_bytes());
-    }
+    adjusted.say(&mut messages, &mut replayed.notes);
     for m in &plan.messages {
         messages.extend_from_slice(m.as_bytes());
         messages.push(b'\n');
@@ -190,23 +177,92 @@ pub fn replay(
     Ok(replayed)
 }
 
+/// What [`for_plan`] changed of the settings, and what it says about it.
+struct Adjusted {
+    /// Under adapt or train, why the compile gets no selector.
+    selector_refused: Option<&'static str>,
+    /// The profile could not be read or parsed: its one warning line.
+    profile_ignored: Option<String>,
+}
+
+impl Adjusted {
+    /// The lines: an -flto object lacks what the user asked for, and an unreadable profile
+    /// guides nothing, so both warn (once per compile, not once per ptxas step); a -cubin or
+    /// -fatbin output never carries a selector (docs/selector.md), so that is a verbose note.
+    fn say(&self, stderr: &mut Vec<u8>, notes: &mut Vec<String>) {
+        if let Some(line) = &self.profile_ignored {
+            stderr.extend_from_slice(format!("nvcc-orion: warning: {line}\n").as_bytes());
+        }
+        match self.selector_refused {
+            Some(LTO_REFUSED) => {
+                stderr.extend_from_slice(format!("nvcc-orion: warning: {LTO_REFUSED}\n").as_bytes())
+            }
+            Some(why) => notes.push(format!("nvcc-orion: {why}")),
+            None => {}
+        }
+    }
+}
+
+/// The settings the plan's steps run with. Where no glue can reach the launches, nothing
+/// could launch a variant: no selector, and the tuned winners ship alone, as in a default
+/// build. A profile that cannot be read is dropped here, once for every ptxas step.
+fn for_plan<'s>(
+    settings: &'s Settings,
+    plan: &dryrun::Plan,
+) -> (std::borrow::Cow<'s, Settings>, Adjusted) {
+    let adjusted = Adjusted {
+        selector_refused: settings.selector.and_then(|_| selector_refused(plan)),
+        // Only a tuned step reads the profile (`NVCC_ORION=replay` tunes nothing).
+        profile_ignored: (settings.mode == Mode::Tune)
+            .then(|| crate::tune::guided::unreadable(settings))
+            .flatten(),
+    };
+    if adjusted.selector_refused.is_none() && adjusted.profile_ignored.is_none() {
+        return (std::borrow::Cow::Borrowed(settings), adjusted);
+    }
+    let mut changed = settings.clone();
+    if adjusted.selector_refused.is_some() {
+        changed.selector = None;
+    }
+    if adjusted.profile_ignored.is_some() {
+        changed.profile = None;
+    }
+    (std::borrow::Cow::Owned(changed), adjusted)
+}
+
 /// Why a compile with `-flto` host objects gets no launch-time selector.
 const LTO_REFUSED: &str = "no launch-time selector: the host compiler's -flto objects keep \
     their symbols in LTO bytecode, where the launches cannot be redirected; the tuned kernels \
     ship alone";
 
-/// Whether a host compilation of the plan's `.cudafe1.cpp` makes link-time-optimised objects.
-fn host_objects_use_lto(plan: &dryrun::Plan) -> bool {
-    plan.steps.iter().any(|s| match s {
-        dryrun::Step::Run {
-            argv,
-            kind: dryrun::RunKind::HostCompile(_),
-            ..
-        } => argv
-            .iter()
-            .any(|a| a.starts_with("-flto") && a != "-flto=none"),
-        _ => false,
-    })
+/// Why a `-cubin` or `-fatbin` compile gets no launch-time selector.
+const NO_HOST_OBJECT: &str = "no launch-time selector: a -cubin or -fatbin output has no host \
+    object to carry it, so nothing could launch a variant; the tuned kernels ship alone";
+
+/// Under adapt or train, why the plan's objects cannot carry the selector's glue, if they
+/// cannot: it has no host object (`-cubin`, `-fatbin`), or its host objects are
+/// link-time-optimised.
+fn selector_refused(plan: &dryrun::Plan) -> Option<&'static str> {
+    let hosts: Vec<&Vec<String>> = plan
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            dryrun::Step::Run {
+                argv,
+                kind: dryrun::RunKind::HostCompile(_),
+                ..
+            } => Some(argv),
+            _ => None,
+        })
+        .collect();
+    if hosts.is_empty() {
+        return Some(NO_HOST_OBJECT);
+    }
+    let lto = hosts.iter().any(|argv| {
+        argv.iter()
+            .any(|a| a.starts_with("-flto") && a != "-flto=none")
+    });
+    lto.then_some(LTO_REFUSED)
 }
 
 /// What one `Run` step left: its output, or a tuned ptxas step still to publish.

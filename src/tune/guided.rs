@@ -2,8 +2,10 @@
 //! `NVCC_ORION_PROFILE` / `--orion-profile`, each kernel whose profile has a measured winner
 //! ships that candidate instead of the model's pick; elsewhere the model's choice stands. The
 //! candidates and their names come from [`ranked`](super::ranked), the same ranking a
-//! training build embeds. A profile that cannot be read or does not match the build is one
-//! warning line, and the model's choice stands: a profile never fails a build.
+//! training build embeds. A profile never fails a build: one that cannot be read is one
+//! warning line and ignored whole; one of other archs only (another GPU's) is one line per
+//! ptxas step; an entry that is unsound or does not match the build is one line for its
+//! kernel, whose model's choice stands, and the other kernels are still guided.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -81,19 +83,22 @@ pub(crate) struct MeasuredVariant {
 }
 
 impl Guide {
-    /// The profile `settings` name, read and validated; a bad one becomes a warning.
-    pub(crate) fn load(settings: &Settings) -> Guide {
+    /// The profile `settings` name, read and validated, for the ptxas step of `arch`. A file
+    /// that does not read becomes one warning and is ignored whole; a profile with entries
+    /// but none of `arch` (another GPU's) is one warning line too, and every kernel keeps
+    /// the model's choice on this arch. Anything else is one kernel's ([`Guide::apply`]).
+    pub(crate) fn load(settings: &Settings, arch: &str) -> Guide {
         let Some(p) = &settings.profile else {
             return Guide::default();
         };
         match read_once(&p.path) {
             Ok(profile) => Guide {
+                warnings: other_archs(&profile, arch).into_iter().collect(),
                 profile: Some(profile),
-                warnings: Vec::new(),
             },
             Err(e) => Guide {
                 profile: None,
-                warnings: vec![format!("profile ignored: {e}; the model's choices stand")],
+                warnings: vec![ignored(&e)],
             },
         }
     }
@@ -170,6 +175,35 @@ impl Guide {
         }
         Some(measured)
     }
+}
+
+/// The warning for a profile that cannot be read or parsed, which is ignored whole.
+fn ignored(error: &str) -> String {
+    format!("profile ignored: {error}; the model's choices stand")
+}
+
+/// Where `settings` name a profile that cannot be read or parsed: its one warning line. A
+/// compile says it once and then runs its ptxas steps without the profile; a ptxas step on
+/// its own (`--ptxas`) says it from [`Guide::load`].
+pub(crate) fn unreadable(settings: &Settings) -> Option<String> {
+    let p = settings.profile.as_ref()?;
+    read_once(&p.path).err().map(|e| ignored(&e))
+}
+
+/// The line for a profile that measured other archs only (it came from another GPU): `None`
+/// when it has entries of `arch`, or none at all.
+fn other_archs(profile: &Profile, arch: &str) -> Option<String> {
+    let archs = profile.archs();
+    if archs.is_empty() || archs.contains(arch) {
+        return None;
+    }
+    let measured: Vec<&str> = archs.iter().map(String::as_str).collect();
+    Some(format!(
+        "profile {} has no entries for {arch} (it measured {}); the model's choices stand on \
+         {arch}",
+        profile.file().display(),
+        measured.join(", ")
+    ))
 }
 
 fn variant(k: usize, r: &Ranked, options: &[Evaluated], totals: &[(u32, f64)]) -> MeasuredVariant {

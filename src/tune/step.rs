@@ -253,7 +253,7 @@ fn select_kernels(
     result: &mut Tuned,
 ) -> Selected {
     let mut selected = Selected::default();
-    let mut guide = Guide::load(settings);
+    let mut guide = Guide::load(settings, &step.arch_name);
     for p in kernels {
         let not_built = NotBuilt {
             pruned: pruned.remove(&p.name).unwrap_or_default(),

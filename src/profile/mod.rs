@@ -1,15 +1,17 @@
 //! Measured-selection profiles (issue 21): the JSON that the launch-time selector
 //! (`runtime/orion_select.h`) writes at exit under `NVCC_ORION=train` to
 //! `NVCC_ORION_PROFILE_OUT`, read back here for profile-guided builds. This module owns the
-//! format, its validation and the choice of the measured winner per kernel and arch; it never
-//! panics, and every error names the file and, where there is one, the entry. Format and
-//! rules: `docs/selector.md`.
+//! format, its validation (`check`: a file that does not read is refused whole, anything else
+//! leaves out one kernel on one arch) and the choice of the measured winner per kernel and
+//! arch; it never panics, and every error names the file and, where there is one, the entry.
+//! Format and rules: `docs/selector.md`.
 
-use std::collections::{BTreeMap, HashMap};
+mod check;
+
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 /// The `format` field of every profile.
 pub(crate) const FORMAT: &str = "nvcc-orion-profile";
@@ -125,10 +127,30 @@ impl BuildVariant for Variant<'_> {
 pub struct Profile {
     /// Where it was read from (the name in errors).
     pub(crate) file: PathBuf,
+    /// The entries a guided build can use, in file order: every entry but those of a
+    /// (kernel, arch) with an unsound one.
     pub entries: Vec<Entry>,
+    /// Each usable entry's position in the file (the index errors name).
+    positions: Vec<usize>,
     /// The positions in `entries` of each (kernel, arch), so that a kernel's lookup reads
     /// its own entries only.
     by_kernel: BTreeMap<(String, String), Vec<usize>>,
+    /// The entries left out, in file order, and where each kernel's are in that list.
+    unsound: Vec<Unsound>,
+    unsound_of: BTreeMap<String, Vec<usize>>,
+    /// Every arch an entry names (usable or not).
+    archs: BTreeSet<String>,
+}
+
+/// An entry a guided build cannot use, and why: it leaves out its kernel's measurements on its
+/// arch, or on every arch where it names none that reads.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unsound {
+    /// Its position in the file's `entries`.
+    pub index: usize,
+    pub kernel: String,
+    pub arch: Option<String>,
+    pub problem: String,
 }
 
 /// The measured choice for one kernel and arch.
@@ -159,6 +181,8 @@ pub enum ProfileError {
     },
     #[error("{}: {problem}", file.display())]
     Header { file: PathBuf, problem: String },
+    /// An entry that does not read or is unsound: from [`Profile::parse`] when it names no
+    /// kernel (the whole file is refused), else from [`Profile::winner`] for its kernel alone.
     #[error("{}: entry {index} ({kernel}): {problem}", file.display())]
     Entry {
         file: PathBuf,
@@ -176,15 +200,6 @@ pub enum ProfileError {
         arch: String,
         detail: String,
     },
-}
-
-/// A profile as its file spells it, for the fast path of [`Profile::parse`].
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileIn {
-    format: String,
-    version: u64,
-    entries: Vec<Entry>,
 }
 
 #[derive(Serialize)]
@@ -211,88 +226,44 @@ impl Profile {
         Profile::parse(&std::fs::read(file).map_err(read)?, file)
     }
 
-    /// Validates `bytes`; `file` names them in errors. Linear in the entries: a well-formed
-    /// profile is read straight into entries; only a malformed one is read again as plain
-    /// JSON, to name the entry at fault.
+    /// Validates `bytes`; `file` names them in errors. Linear in the entries. Only a file that
+    /// does not read as a profile is an error; an entry that is unsound, or disagrees with
+    /// another of its kernel and arch, leaves that kernel's measurements on that arch out
+    /// ([`Profile::winner`] says why) and the others stand (`check`).
     pub fn parse(bytes: &[u8], file: &Path) -> Result<Profile, ProfileError> {
-        let entries = match serde_json::from_slice::<FileIn>(bytes) {
-            Ok(f) if f.format == FORMAT && f.version == VERSION => f.entries,
-            _ => return Err(Profile::why_not(bytes, file)),
-        };
-        if let Some((index, problem)) = check_entries(&entries) {
-            return Err(ProfileError::Entry {
-                file: file.to_path_buf(),
-                index,
-                kernel: entries[index].kernel.clone(),
-                problem,
-            });
-        }
-        Ok(Profile::new(file, entries))
+        Ok(Profile::new(
+            file,
+            check::usable(check::entries(bytes, file)?),
+        ))
     }
 
-    fn new(file: &Path, entries: Vec<Entry>) -> Profile {
+    fn new(file: &Path, sorted: check::Sorted) -> Profile {
+        let check::Sorted {
+            usable,
+            unsound,
+            archs,
+        } = sorted;
         let mut by_kernel: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
+        let (positions, entries): (Vec<usize>, Vec<Entry>) = usable.into_iter().unzip();
         for (i, e) in entries.iter().enumerate() {
             by_kernel
                 .entry((e.kernel.clone(), e.arch.clone()))
                 .or_default()
                 .push(i);
         }
+        let mut unsound_of: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        for (i, u) in unsound.iter().enumerate() {
+            unsound_of.entry(u.kernel.clone()).or_default().push(i);
+        }
         Profile {
             file: file.to_path_buf(),
             entries,
+            positions,
             by_kernel,
+            unsound,
+            unsound_of,
+            archs,
         }
-    }
-
-    /// Why `bytes` is not a profile: the header's problem, or the first entry that does not
-    /// read, named by its index and kernel.
-    fn why_not(bytes: &[u8], file: &Path) -> ProfileError {
-        let header = |problem: String| ProfileError::Header {
-            file: file.to_path_buf(),
-            problem,
-        };
-        let top: Value = match serde_json::from_slice(bytes) {
-            Ok(v) => v,
-            Err(source) => {
-                return ProfileError::Json {
-                    file: file.to_path_buf(),
-                    source,
-                };
-            }
-        };
-        let Value::Object(top) = top else {
-            return header("the top level is not an object".into());
-        };
-        if let Some(k) = top
-            .keys()
-            .find(|k| !matches!(k.as_str(), "format" | "version" | "entries"))
-        {
-            return header(format!("unknown field `{k}`"));
-        }
-        if top.get("format").and_then(Value::as_str) != Some(FORMAT) {
-            return header(format!("`format` is not \"{FORMAT}\""));
-        }
-        match top.get("version").and_then(Value::as_u64) {
-            Some(VERSION) => {}
-            Some(v) => return header(format!("version {v}, this build reads {VERSION}")),
-            None => return header("`version` is missing or not a number".into()),
-        }
-        let Some(Value::Array(raw)) = top.get("entries") else {
-            return header("`entries` is missing or not a list".into());
-        };
-        for (index, value) in raw.iter().enumerate() {
-            if let Err(e) = Entry::deserialize(value) {
-                let kernel = value.get("kernel").and_then(Value::as_str).unwrap_or("?");
-                return ProfileError::Entry {
-                    file: file.to_path_buf(),
-                    index,
-                    kernel: kernel.to_string(),
-                    problem: e.to_string(),
-                };
-            }
-        }
-        header("not a profile".into())
     }
 
     /// The profile as the selector writes it (entries in their order).
@@ -306,8 +277,11 @@ impl Profile {
     }
 
     /// The measured winner for `kernel` on `arch`, given this build's variants of that kernel
-    /// by number k (index 0 the original). `None` when the profile has no comparable
-    /// measurements of it. An entry whose variant this build does not have, has under another
+    /// by number k (index 0 the original). Only entries of `arch` are read: a profile of
+    /// several GPUs holds each arch's build of the kernel, other code with other registers.
+    /// `None` when the profile has no comparable measurements of it. A
+    /// [`ProfileError::Entry`] when an entry of it on `arch` was left out as unsound (the
+    /// file's other kernels stand). An entry whose variant this build does not have, has under another
     /// name, or has with another register count than the one that ran is a
     /// [`ProfileError::Mismatch`]: the profile came from another build (names are index names,
     /// so changed sources can rank other candidates under the same names). Local bytes are
@@ -323,6 +297,9 @@ impl Profile {
         arch: &str,
         variants: &[V],
     ) -> Result<Option<Winner>, ProfileError> {
+        if let Some(u) = self.unsound_for(kernel, arch) {
+            return Err(self.error(u));
+        }
         // (device name, key) -> variant -> median
         let mut configs: BTreeMap<(&str, &LaunchKey), BTreeMap<u32, f64>> = BTreeMap::new();
         for (index, e) in self.of(kernel, arch) {
@@ -383,7 +360,38 @@ impl Profile {
             .get(&(kernel.to_string(), arch.to_string()))
             .into_iter()
             .flatten()
-            .map(|&i| (i, &self.entries[i]))
+            .map(|&i| (self.positions[i], &self.entries[i]))
+    }
+
+    /// The first entry that leaves out `kernel`'s measurements on `arch`, if any.
+    fn unsound_for(&self, kernel: &str, arch: &str) -> Option<&Unsound> {
+        self.unsound_of
+            .get(kernel)
+            .into_iter()
+            .flatten()
+            .map(|&i| &self.unsound[i])
+            .find(|u| u.arch.as_deref().is_none_or(|a| a == arch))
+    }
+
+    /// Why `u` was left out, naming the file, the entry and its kernel.
+    fn error(&self, u: &Unsound) -> ProfileError {
+        ProfileError::Entry {
+            file: self.file.clone(),
+            index: u.index,
+            kernel: u.kernel.clone(),
+            problem: u.problem.clone(),
+        }
+    }
+
+    /// The entries left out, in file order, each as the error that names it.
+    pub fn unsound(&self) -> impl Iterator<Item = ProfileError> + '_ {
+        self.unsound.iter().map(|u| self.error(u))
+    }
+
+    /// Every arch the profile's entries name (`sm_90`), usable or not: a guided build for an
+    /// arch it lacks says so once (the profile of another GPU).
+    pub fn archs(&self) -> &BTreeSet<String> {
+        &self.archs
     }
 }
 
@@ -438,96 +446,10 @@ fn totals(
         .collect()
 }
 
-/// The first entry that is not sound, and why; `None` when all are. Linear: what an entry
-/// must agree with in the entries before it is kept in maps as they go by.
-fn check_entries(entries: &[Entry]) -> Option<(usize, String)> {
-    // (kernel, arch, variant, device, key) -> the entry.
-    let mut seen: HashMap<(&str, &str, u32, &str, &LaunchKey), usize> = HashMap::new();
-    // (kernel, arch, variant) -> the first entry with a name, and with registers.
-    let mut named: HashMap<(&str, &str, u32), usize> = HashMap::new();
-    let mut counted: HashMap<(&str, &str, u32), usize> = HashMap::new();
-    for (i, e) in entries.iter().enumerate() {
-        if let Some(problem) = check_alone(e) {
-            return Some((i, problem));
-        }
-        let v = (e.kernel.as_str(), e.arch.as_str(), e.variant);
-        if let Some(&j) = seen.get(&(v.0, v.1, v.2, e.device.as_str(), &e.key)) {
-            return Some((i, format!("repeats entry {j}")));
-        }
-        seen.insert((v.0, v.1, v.2, e.device.as_str(), &e.key), i);
-        if !e.variant_name.is_empty() {
-            match named.get(&v) {
-                Some(&j) if entries[j].variant_name != e.variant_name => {
-                    let problem = format!(
-                        "variant {} is `{}` here but `{}` in entry {j}",
-                        e.variant, e.variant_name, entries[j].variant_name
-                    );
-                    return Some((i, problem));
-                }
-                Some(_) => {}
-                None => {
-                    named.insert(v, i);
-                }
-            }
-        }
-        if let Some(here) = e.registers {
-            match counted.get(&v).map(|&j| (j, entries[j].registers)) {
-                Some((j, Some(there))) if there != here => {
-                    let problem = format!(
-                        "variant {} has {here} registers here but {there} in entry {j}",
-                        e.variant
-                    );
-                    return Some((i, problem));
-                }
-                Some(_) => {}
-                None => {
-                    counted.insert(v, i);
-                }
-            }
-        }
-    }
-    None
-}
-
-/// What is wrong with `e` on its own; `None` when it is sound.
-fn check_alone(e: &Entry) -> Option<String> {
-    let arch_ok = e
-        .arch
-        .strip_prefix("sm_")
-        .map(|n| n.trim_end_matches(['a', 'f']))
-        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
-    let problem = if e.kernel.is_empty() {
-        "`kernel` is empty".to_string()
-    } else if !arch_ok {
-        format!("arch `{}` is not sm_<number>", e.arch)
-    } else if e.variant >= MAX_VARIANTS {
-        format!(
-            "variant {} is beyond the {MAX_VARIANTS} a kernel can have",
-            e.variant
-        )
-    } else if e.key.grid.contains(&0) || e.key.block.contains(&0) {
-        "the grid or block has a zero dimension".to_string()
-    } else if e.samples > e.launches {
-        format!("{} samples but only {} launches", e.samples, e.launches)
-    } else if !(0.0..=MAX_MEDIAN_US).contains(&e.median_us) {
-        format!("median_us {} is not a time", e.median_us)
-    } else if e.samples == 0 && e.median_us != 0.0 {
-        "a median without samples".to_string()
-    } else if !(0.0..=MAX_SPREAD).contains(&e.spread) {
-        format!("spread {} is not a relative deviation", e.spread)
-    } else if let Some(r) = e.registers.filter(|&r| r > MAX_REGISTERS) {
-        format!("registers {r} is beyond the {MAX_REGISTERS} a thread can have")
-    } else if let Some(l) = e.local_bytes.filter(|&l| l > MAX_LOCAL_BYTES) {
-        format!("local_bytes {l} is beyond the 512 KiB a thread can have")
-    } else {
-        return None;
-    };
-    Some(problem)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     fn entry(kernel: &str, grid: u32, variant: u32, name: &str, median: f64) -> Value {
         serde_json::json!({
@@ -620,11 +542,19 @@ mod tests {
         );
     }
 
+    /// The first entry left out of a profile that reads, as its one line.
+    fn left_out(bytes: &[u8]) -> (Profile, String) {
+        let p = parse(bytes).unwrap_or_else(|e| panic!("{e}"));
+        let msg = p.unsound().next().expect("an entry left out").to_string();
+        assert!(msg.starts_with("run.json: entry "), "{msg}");
+        assert!(!msg.contains('\n'), "{msg}");
+        (p, msg)
+    }
+
     #[test]
-    fn malformed_entries_name_the_entry() {
+    fn a_bad_entry_leaves_out_its_kernel_on_its_arch() {
         let cases: Vec<(Vec<u8>, &str)> = vec![
             (with("kernel", "".into()), "`kernel` is empty"),
-            (with("arch", "compute_90".into()), "arch `compute_90`"),
             (with("variant", 5.into()), "variant 5 is beyond"),
             (with("launches", 3.into()), "10 samples but only 3 launches"),
             (
@@ -646,38 +576,191 @@ mod tests {
                 "local_bytes 614400 is beyond",
             ),
             (with("local_bytes", "none".into()), "invalid type"),
+            (with("arch", 90.into()), "invalid type"),
         ];
         for (bytes, want) in &cases {
-            let msg = fails(bytes);
+            let (p, msg) = left_out(bytes);
             assert!(msg.starts_with("run.json: entry 1 ("), "{msg}");
             assert!(msg.contains(want), "{msg} lacks {want}");
+            assert_eq!(p.unsound().count(), 1, "{msg}");
+            // The other entry, of the same kernel and arch, goes with it; an empty kernel
+            // name is a kernel of its own (no build has it).
+            if !msg.contains("`kernel` is empty") {
+                assert!(p.entries.is_empty(), "{msg}");
+                let err = p.winner("k", "sm_90", &["k", "k_v1"]).unwrap_err();
+                assert_eq!(err.to_string(), msg);
+            }
         }
+        // An arch that is no sm_<number> leaves out that arch's entries, which no build has.
+        let (p, msg) = left_out(&with("arch", "compute_90".into()));
+        assert!(msg.contains("entry 1 (k): arch `compute_90`"), "{msg}");
+        assert_eq!(p.entries.len(), 1);
+        assert_eq!(p.winner("k", "sm_90", &["k"]).unwrap().unwrap().variant, 0);
         let mut e = entry("k", 64, 0, "k", 60.0);
         e["key"]["grid"][1] = 0.into();
-        assert!(fails(&doc(vec![e])).contains("entry 0 (k): the grid or block has a zero"));
+        assert!(
+            left_out(&doc(vec![e]))
+                .1
+                .contains("entry 0 (k): the grid or block has a zero")
+        );
         let mut e = entry("k", 64, 0, "k", 60.0);
         e["samples"] = 0.into();
-        assert!(fails(&doc(vec![e])).contains("a median without samples"));
+        assert!(
+            left_out(&doc(vec![e]))
+                .1
+                .contains("a median without samples")
+        );
         let dup = doc(vec![
             entry("k", 64, 0, "k", 60.0),
             entry("k", 64, 0, "k", 61.0),
         ]);
-        assert!(fails(&dup).contains("entry 1 (k): repeats entry 0"));
+        assert!(left_out(&dup).1.contains("entry 1 (k): repeats entry 0"));
         let renamed = doc(vec![
             entry("k", 64, 1, "k_a", 60.0),
             entry("k", 32, 1, "k_b", 61.0),
         ]);
-        assert!(fails(&renamed).contains("variant 1 is `k_b` here but `k_a` in entry 0"));
+        assert!(
+            left_out(&renamed)
+                .1
+                .contains("variant 1 is `k_b` here but `k_a` in entry 0")
+        );
         let mut a = entry("k", 64, 1, "k_v1", 60.0);
         a["registers"] = 40.into();
         let mut b = entry("k", 32, 1, "k_v1", 61.0);
         b["registers"] = 32.into();
         assert!(
-            fails(&doc(vec![a, b]))
+            left_out(&doc(vec![a, b]))
+                .1
                 .contains("entry 1 (k): variant 1 has 32 registers here but 40 in entry 0")
         );
-        let not_object = doc(vec![Value::from(3)]);
-        assert!(fails(&not_object).contains("entry 0 (?): invalid type"));
+    }
+
+    #[test]
+    fn only_an_entry_naming_no_kernel_refuses_the_file() {
+        let not_object = doc(vec![entry("k", 64, 0, "k", 60.0), Value::from(3)]);
+        assert!(fails(&not_object).contains("entry 1 (?): invalid type"));
+        let mut nameless = entry("k", 64, 0, "k", 60.0);
+        nameless.as_object_mut().unwrap().remove("kernel");
+        assert!(fails(&doc(vec![nameless])).contains("entry 0 (?): missing field `kernel`"));
+        let mut numbered = entry("k", 64, 0, "k", 60.0);
+        numbered["kernel"] = 7.into();
+        assert!(fails(&doc(vec![numbered])).contains("entry 0 (?): invalid type"));
+    }
+
+    #[test]
+    fn one_kernels_bad_entry_leaves_the_others_and_its_other_archs() {
+        let mut bad = entry("b", 64, 1, "b_v1", 50.0);
+        bad["launches"] = 3.into();
+        let mut b80 = entry("b", 64, 1, "b_v1", 30.0);
+        b80["arch"] = "sm_80".into();
+        let mut b80_0 = entry("b", 64, 0, "b", 40.0);
+        b80_0["arch"] = "sm_80".into();
+        let p = parse(&doc(vec![
+            entry("a", 64, 0, "a", 60.0),
+            entry("a", 64, 1, "a_v1", 50.0),
+            entry("b", 64, 0, "b", 60.0),
+            bad,
+            b80_0,
+            b80,
+        ]))
+        .unwrap();
+        let w = p.winner("a", "sm_90", &["a", "a_v1"]).unwrap().unwrap();
+        assert_eq!(w.variant, 1);
+        assert_eq!(
+            p.winner("b", "sm_90", &["b", "b_v1"])
+                .unwrap_err()
+                .to_string(),
+            "run.json: entry 3 (b): 10 samples but only 3 launches"
+        );
+        let w = p.winner("b", "sm_80", &["b", "b_v1"]).unwrap().unwrap();
+        assert_eq!((w.variant, w.total_us), (1, 30.0));
+        // Entries keep their positions in the file: a mismatch names entry 5.
+        let e = p.winner("b", "sm_80", &["b", "b_x"]).unwrap_err();
+        assert!(
+            e.to_string().starts_with("run.json: entry 5 (b, sm_80)"),
+            "{e}"
+        );
+        // An entry whose arch does not read leaves out its kernel on every arch.
+        let mut archless = entry("b", 64, 2, "b_v2", 50.0);
+        archless.as_object_mut().unwrap().remove("arch");
+        let mut b80 = entry("b", 64, 0, "b", 40.0);
+        b80["arch"] = "sm_80".into();
+        let p = parse(&doc(vec![entry("a", 64, 0, "a", 60.0), b80, archless])).unwrap();
+        for arch in ["sm_80", "sm_90"] {
+            let e = p.winner("b", arch, &["b"]).unwrap_err().to_string();
+            assert!(e.contains("entry 2 (b): missing field `arch`"), "{e}");
+        }
+        assert_eq!(p.winner("a", "sm_90", &["a"]).unwrap().unwrap().variant, 0);
+        assert_eq!(p.entries.len(), 1);
+        assert_eq!(p.archs().iter().collect::<Vec<_>>(), ["sm_80", "sm_90"]);
+    }
+
+    /// `entry` of `kernel` on `arch`, device `device` (its ordinal and name), with the
+    /// registers and local bytes the driver reported.
+    fn on(arch: &str, device: i32, variant: u32, registers: u32, median: f64) -> Value {
+        let name = match variant {
+            0 => "k".to_string(),
+            v => format!("k__orion_v{v}"),
+        };
+        let mut e = entry("k", 64, variant, &name, median);
+        e["arch"] = arch.into();
+        e["device"] = format!("GPU {device}").into();
+        e["key"]["device"] = device.into();
+        e["registers"] = registers.into();
+        e["local_bytes"] = 0.into();
+        e
+    }
+
+    #[test]
+    fn each_arch_reads_its_own_entries() {
+        // One training run on an sm_80 and an sm_90 GPU: variant 1 is another build on each,
+        // with other registers, and each arch has its own winner.
+        let p = parse(&doc(vec![
+            on("sm_80", 0, 0, 64, 100.0),
+            on("sm_80", 0, 1, 40, 120.0),
+            on("sm_90", 1, 0, 72, 100.0),
+            on("sm_90", 1, 1, 48, 80.0),
+        ]))
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(p.entries.len(), 4);
+        assert_eq!(p.unsound().count(), 0);
+        let sm80 = [built("k", 64, 0), built("k__orion_v1", 40, 0)];
+        let sm90 = [built("k", 72, 0), built("k__orion_v1", 48, 0)];
+        let w = p.winner("k", "sm_80", &sm80).unwrap().unwrap();
+        assert_eq!((w.variant, w.configurations), (0, 1));
+        let w = p.winner("k", "sm_90", &sm90).unwrap().unwrap();
+        assert_eq!((w.variant, w.configurations, w.total_us), (1, 1, 80.0));
+        // Each arch's registers are checked against that arch's build only.
+        let e = p.winner("k", "sm_90", &sm80).unwrap_err().to_string();
+        assert!(
+            e.contains("(k, sm_90): variant 0 (`k`) ran with 72 registers but has 64"),
+            "{e}"
+        );
+        // An arch the profile lacks: nothing measured, no error.
+        assert_eq!(p.winner("k", "sm_100", &sm90).unwrap(), None);
+        assert_eq!(p.archs().iter().collect::<Vec<_>>(), ["sm_80", "sm_90"]);
+    }
+
+    #[test]
+    fn devices_of_one_arch_add_up_whatever_their_count() {
+        // Four GPUs of one arch: each device's launch configuration counts.
+        let mut entries = Vec::new();
+        for device in 0..4 {
+            entries.push(on("sm_90", device, 0, 72, 100.0));
+            entries.push(on("sm_90", device, 1, 48, 90.0 + f64::from(device)));
+        }
+        let p = parse(&doc(entries)).unwrap();
+        let build = [built("k", 72, 0), built("k__orion_v1", 48, 0)];
+        let w = p.winner("k", "sm_90", &build).unwrap().unwrap();
+        assert_eq!((w.variant, w.configurations, w.total_us), (1, 4, 366.0));
+        // A profile of another device count (the second GPU alone) guides the same build.
+        let p = parse(&doc(vec![
+            on("sm_90", 1, 0, 72, 100.0),
+            on("sm_90", 1, 1, 48, 91.0),
+        ]))
+        .unwrap();
+        let w = p.winner("k", "sm_90", &build).unwrap().unwrap();
+        assert_eq!((w.variant, w.configurations), (1, 1));
     }
 
     #[test]
