@@ -208,11 +208,11 @@ class EventTimer : public sel::Timer {
 
 class Names : public sel::ProfileNames {
  public:
-  const char* kernel(uint32_t kernel_id) const override;
-  const char* variant(uint32_t kernel_id, unsigned variant) const override;
-  unsigned number(uint32_t kernel_id, unsigned variant) const override;
-  int registers(uint32_t kernel_id, unsigned variant) const override;
-  int local_bytes(uint32_t kernel_id, unsigned variant) const override;
+  const char* kernel(uint32_t kernel_id, int device) const override;
+  const char* variant(uint32_t kernel_id, int device, unsigned variant) const override;
+  unsigned number(uint32_t kernel_id, int device, unsigned variant) const override;
+  int registers(uint32_t kernel_id, int device, unsigned variant) const override;
+  int local_bytes(uint32_t kernel_id, int device, unsigned variant) const override;
   const char* arch(int device) const override;
   const char* device(int device) const override;
 };
@@ -1204,37 +1204,43 @@ void EventTimer::discard(int handle) {
 
 // --- names for the profile -------------------------------------------------------------------
 
-const Kernel* by_id(uint32_t id) {
+// The kernel `id` as resolved on `device`, in its latest context: each device has its own
+// build of a kernel (its architecture's registers and variant numbering), and a reset leaves
+// the older context's entry behind.
+const Kernel* by_id(uint32_t id, int device) {
+  const Kernel* found = nullptr;
   for (unsigned i = 0; i < kMaxKernels; ++i) {
     const Kernel& k = g_state.kernels[i];
-    if (k.state.load(std::memory_order_acquire) && k.names && k.id == id) return &k;
+    if (!k.state.load(std::memory_order_acquire) || !k.names || k.id != id || k.device != device)
+      continue;
+    if (!found || k.generation > found->generation) found = &k;
   }
-  return nullptr;
+  return found;
 }
 
-const char* Names::kernel(uint32_t kernel_id) const {
-  const Kernel* k = by_id(kernel_id);
+const char* Names::kernel(uint32_t kernel_id, int device) const {
+  const Kernel* k = by_id(kernel_id, device);
   return k ? k->names : nullptr;
 }
 
-const char* Names::variant(uint32_t kernel_id, unsigned variant) const {
-  const Kernel* k = by_id(kernel_id);
+const char* Names::variant(uint32_t kernel_id, int device, unsigned variant) const {
+  const Kernel* k = by_id(kernel_id, device);
   if (!k || variant >= k->variants) return nullptr;
   return k->names + variant * k->name_len;
 }
 
-unsigned Names::number(uint32_t kernel_id, unsigned variant) const {
-  const Kernel* k = by_id(kernel_id);
+unsigned Names::number(uint32_t kernel_id, int device, unsigned variant) const {
+  const Kernel* k = by_id(kernel_id, device);
   return k && variant < k->variants ? k->number[variant] : variant;
 }
 
-int Names::registers(uint32_t kernel_id, unsigned variant) const {
-  const Kernel* k = by_id(kernel_id);
+int Names::registers(uint32_t kernel_id, int device, unsigned variant) const {
+  const Kernel* k = by_id(kernel_id, device);
   return k && variant < k->variants ? k->registers[variant] : -1;
 }
 
-int Names::local_bytes(uint32_t kernel_id, unsigned variant) const {
-  const Kernel* k = by_id(kernel_id);
+int Names::local_bytes(uint32_t kernel_id, int device, unsigned variant) const {
+  const Kernel* k = by_id(kernel_id, device);
   return k && variant < k->variants ? k->local_bytes[variant] : -1;
 }
 

@@ -152,13 +152,16 @@ struct Snapshot {
 // answer is written as "". `variant` is the selector's index (0 .. variants-1).
 class ProfileNames {
  public:
-  virtual const char* kernel(uint32_t kernel_id) const = 0;
-  virtual const char* variant(uint32_t kernel_id, unsigned variant) const = 0;
+  // Each question names the key's device too: one kernel id is one host function, but each
+  // device runs its own build of it (another architecture's registers, another numbering).
+  virtual const char* kernel(uint32_t kernel_id, int device) const = 0;
+  virtual const char* variant(uint32_t kernel_id, int device, unsigned variant) const = 0;
   // The build's number of the selector's variant `variant` (the k of `__orion_v<k>`), which
   // the profile records: the tuner may drop a variant and keep the others' numbers, so the
   // selector's indices can have gaps in the build's numbering (docs/selector.md).
-  virtual unsigned number(uint32_t kernel_id, unsigned variant) const {
+  virtual unsigned number(uint32_t kernel_id, int device, unsigned variant) const {
     (void)kernel_id;
+    (void)device;
     return variant;
   }
   // What the driver reports of the selector's variant `variant` (registers per thread and
@@ -166,13 +169,15 @@ class ProfileNames {
   // negative when unknown, and then not written. A profile-guided build compares them with
   // its own variant of that number, so that a profile of another build of changed sources
   // (another ranking under the same index names) is refused rather than misapplied.
-  virtual int registers(uint32_t kernel_id, unsigned variant) const {
+  virtual int registers(uint32_t kernel_id, int device, unsigned variant) const {
     (void)kernel_id;
+    (void)device;
     (void)variant;
     return -1;
   }
-  virtual int local_bytes(uint32_t kernel_id, unsigned variant) const {
+  virtual int local_bytes(uint32_t kernel_id, int device, unsigned variant) const {
     (void)kernel_id;
+    (void)device;
     (void)variant;
     return -1;
   }
@@ -422,7 +427,7 @@ class BasicSelector {
         std::fputs(first ? "\n    {" : ",\n    {", f);
         first = false;
         std::fputs("\"kernel\": ", f);
-        json_string(f, names.kernel(s.key.kernel));
+        json_string(f, names.kernel(s.key.kernel, s.key.device));
         std::fputs(", \"arch\": ", f);
         json_string(f, names.arch(s.key.device));
         std::fputs(", \"device\": ", f);
@@ -438,11 +443,11 @@ class BasicSelector {
                      static_cast<unsigned long>(s.key.block[1]),
                      static_cast<unsigned long>(s.key.block[2]),
                      static_cast<unsigned long>(s.key.shared));
-        std::fprintf(f, ", \"variant\": %u, \"variant_name\": ", names.number(s.key.kernel, v));
-        json_string(f, names.variant(s.key.kernel, v));
-        int registers = names.registers(s.key.kernel, v);
+        std::fprintf(f, ", \"variant\": %u, \"variant_name\": ", names.number(s.key.kernel, s.key.device, v));
+        json_string(f, names.variant(s.key.kernel, s.key.device, v));
+        int registers = names.registers(s.key.kernel, s.key.device, v);
         if (registers >= 0) std::fprintf(f, ", \"registers\": %d", registers);
-        int local_bytes = names.local_bytes(s.key.kernel, v);
+        int local_bytes = names.local_bytes(s.key.kernel, s.key.device, v);
         if (local_bytes >= 0) std::fprintf(f, ", \"local_bytes\": %d", local_bytes);
         std::fprintf(f, ", \"launches\": %u, \"samples\": %u, \"median_us\": ", s.stats[v].launches,
                      s.stats[v].samples);

@@ -888,7 +888,9 @@ fn check_twins_and_reset_profiles(scratch: &Path) {
     // Two devices of different architectures: each entry names its own, one kernel id.
     let devices = Profile::read(&scenario_profile(scratch, "train_devices"))
         .unwrap_or_else(|e| panic!("{e}"));
-    let seen: Vec<(i32, &str, &str, u64)> = devices
+    // Each device's entries name its own build's variants: the sm_80 device has other
+    // registers and no v2 (the runtime once answered every device with the first one's).
+    let seen: Vec<(i32, &str, &str, u64, u32, Option<u32>)> = devices
         .entries
         .iter()
         .map(|e| {
@@ -897,12 +899,20 @@ fn check_twins_and_reset_profiles(scratch: &Path) {
                 e.arch.as_str(),
                 e.device.as_str(),
                 kernel_id(e),
+                e.variant,
+                e.registers,
             )
         })
         .collect();
-    let mut want = vec![(0, "sm_90", "Fake GPU", 0xE6FE_FD3A); 3];
-    want.extend([(1, "sm_80", "Fake GPU B", 0xE6FE_FD3A); 3]);
-    assert_eq!(seen, want);
+    let id = 0xE6FE_FD3A;
+    let want = vec![
+        (0, "sm_90", "Fake GPU", id, 0, Some(32)),
+        (0, "sm_90", "Fake GPU", id, 1, Some(40)),
+        (0, "sm_90", "Fake GPU", id, 2, Some(64)),
+        (1, "sm_80", "Fake GPU B", id, 0, Some(30)),
+        (1, "sm_80", "Fake GPU B", id, 1, Some(48)),
+    ];
+    assert_eq!(seen, want, "{}", devices.to_json());
     let grids: Vec<u32> = reset.entries.iter().map(|e| e.key.grid[0]).collect();
     assert_eq!(grids, [8, 8, 8, 16, 16, 16], "{}", reset.to_json());
     for e in &reset.entries {

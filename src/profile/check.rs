@@ -158,8 +158,9 @@ pub(super) fn usable(read: Vec<Result<Entry, Unsound>>) -> Sorted {
     }
 }
 
-/// The entries that repeat an earlier one, or give a variant another name or register count
-/// than an earlier entry of the same kernel, arch and variant did. Linear: what an entry must
+/// The entries that repeat an earlier one, name another kernel id than the first entry of
+/// their kernel and arch did, or give a variant another name or register count than an
+/// earlier entry of the same kernel, arch and variant did. Linear: what an entry must
 /// agree with is kept in maps as they go by.
 fn disagreements(sound: &[(usize, Entry)]) -> Vec<Unsound> {
     // (kernel, arch, variant, device, key) -> the entry's position.
@@ -167,10 +168,22 @@ fn disagreements(sound: &[(usize, Entry)]) -> Vec<Unsound> {
     // (kernel, arch, variant) -> the first entry with a name, and with registers.
     let mut named: HashMap<(&str, &str, u32), (usize, &str)> = HashMap::new();
     let mut counted: HashMap<(&str, &str, u32), (usize, u32)> = HashMap::new();
+    // (kernel, arch) -> the first entry's kernel id.
+    let mut ids: HashMap<(&str, &str), (usize, u32)> = HashMap::new();
     let mut out = Vec::new();
     for (i, e) in sound {
         let v = (e.kernel.as_str(), e.arch.as_str(), e.variant);
-        let problem = if let Some(&j) = seen.get(&(v.0, v.1, v.2, e.device.as_str(), &e.key)) {
+        let (j, first_id) = *ids.entry((v.0, v.1)).or_insert((*i, e.key.kernel_id));
+        let problem = if first_id != e.key.kernel_id {
+            // The runtime keys two host functions of one name apart (`static` kernels of
+            // two files); a build finds entries by name and cannot tell which is its own.
+            Some(format!(
+                "kernel id {} here but {first_id} in entry {j}: two kernels of this name were \
+                 measured (`static` kernels of one name in two files), and a build cannot tell \
+                 which is its own",
+                e.key.kernel_id
+            ))
+        } else if let Some(&j) = seen.get(&(v.0, v.1, v.2, e.device.as_str(), &e.key)) {
             Some(format!("repeats entry {j}"))
         } else {
             seen.insert((v.0, v.1, v.2, e.device.as_str(), &e.key), *i);

@@ -551,6 +551,25 @@ mod tests {
         (p, msg)
     }
 
+    /// Two `static` kernels of one name in two files are measured apart by the runtime (two
+    /// kernel ids): a build finds entries by name, so that kernel is left out, not summed.
+    #[test]
+    fn static_twins_leave_out_their_name() {
+        let mut twin = entry("k", 64, 1, "k_v1", 40.0);
+        twin["key"]["kernel_id"] = 7.into();
+        let bytes = doc(vec![
+            entry("k", 64, 0, "k", 60.0),
+            entry("k", 64, 1, "k_v1", 50.0),
+            twin,
+            entry("other", 64, 0, "other", 60.0),
+        ]);
+        let (p, msg) = left_out(&bytes);
+        assert!(msg.starts_with("run.json: entry 2 (k): kernel id 7 here but 3 in entry 0"), "{msg}");
+        let names = ["k", "k_v1"];
+        assert!(p.winner("k", "sm_90", &names[..]).is_err());
+        assert!(p.winner("other", "sm_90", &["other"][..]).is_ok());
+    }
+
     #[test]
     fn a_bad_entry_leaves_out_its_kernel_on_its_arch() {
         let cases: Vec<(Vec<u8>, &str)> = vec![

@@ -532,10 +532,10 @@ static void concurrent_threads() {
 
 class Names : public ProfileNames {
  public:
-  const char* kernel(uint32_t id) const override {
+  const char* kernel(uint32_t id, int) const override {
     return id == 20 ? "_Z4walkPfi" : id == 21 ? "scale\"q\\uote" : 0;
   }
-  const char* variant(uint32_t id, unsigned v) const override {
+  const char* variant(uint32_t id, int, unsigned v) const override {
     static const char* walk[] = {"_Z4walkPfi", "_Z4walkPfi__orion_r40", "_Z4walkPfi__orion_r32"};
     return id == 20 && v < 3 ? walk[v] : 0;
   }
