@@ -28,6 +28,8 @@ pub enum ToolkitError {
     NotFound,
     #[error("NVCC_ORION_PTXAS={0} is not an executable file")]
     BadExplicitPtxas(PathBuf),
+    #[error("NVCC_ORION_PTXAS points at nvcc-orion itself ({0}); set it to a real ptxas")]
+    RecursivePtxas(PathBuf),
     #[error(
         "cannot find a real ptxas (looked at NVCC_ORION_PTXAS, the CUDA toolkit, ptxas on PATH, \
          and Triton's or nvidia-cuda-nvcc's ptxas in the Python environments on PATH); set \
@@ -100,10 +102,7 @@ impl Toolkit {
                 return Err(ToolkitError::BadExplicitPtxas(p));
             }
             if is_us(&p, &me_real) {
-                return Err(ToolkitError::Recursive {
-                    var: "NVCC_ORION_PTXAS",
-                    path: p,
-                });
+                return Err(ToolkitError::RecursivePtxas(p));
             }
             return Ok(only(p));
         }
@@ -376,12 +375,20 @@ mod tests {
         assert_eq!(tk.tool("ptxas"), explicit);
         assert_eq!(tk.tool("nvdisasm"), d.path().join("other/nvdisasm"));
         // A wrong explicit setting, or one naming the shim, is an error, not a guess.
-        for bad in [d.path().join("missing"), shim.clone()] {
-            let r = found(&[
+        let explicit = |bad: &Path| {
+            found(&[
                 ("PATH", bare_first.clone()),
                 ("NVCC_ORION_PTXAS", bad.into()),
-            ]);
-            assert!(r.is_err(), "{r:?}");
-        }
+            ])
+        };
+        let missing = d.path().join("missing");
+        assert_eq!(
+            explicit(&missing),
+            Err(ToolkitError::BadExplicitPtxas(missing.clone()))
+        );
+        assert_eq!(
+            explicit(&shim),
+            Err(ToolkitError::RecursivePtxas(shim.clone()))
+        );
     }
 }

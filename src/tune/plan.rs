@@ -63,7 +63,8 @@ pub fn plan(
     } else {
         BTreeMap::new()
     };
-    // Forcing a choice (testing) still builds what it names.
+    // Forcing a choice (testing) still builds what it names. Only lower budgets go: a
+    // rewrite asked for at the budget a kernel ships with (`offer_at_limit`) buys no warps.
     if settings.force.is_none() {
         for (k, why) in dynamic_shared::hold_unknown(&mut kernels) {
             held.entry(k).or_insert(why);
