@@ -189,6 +189,22 @@ if [[ "${NVCC_ORION_SETUP_TORCH:-}" == 1 && ! -f "$TORCH_VENV/torch-$TORCH_PIN.o
     fi
 fi
 
+# --- 2f. Triton, for the ptxas shim's Triton test (opt-in: CI sets NVCC_ORION_SETUP_TRITON=1).
+# Its PyPI wheel needs no GPU to compile kernels ahead of time and brings its own ptxas; no
+# dependencies (a 286 MB download, 393 MB installed; under a minute here). A venv of its own.
+TRITON_PIN=3.9.0
+TRITON_VENV="$CACHE/triton-venv"
+if [[ "${NVCC_ORION_SETUP_TRITON:-}" == 1 && ! -f "$TRITON_VENV/triton-$TRITON_PIN.ok" ]]; then
+    log "pip install triton==$TRITON_PIN into $TRITON_VENV (once)"
+    if python3 -m venv "$TRITON_VENV" >&2 &&
+        "$TRITON_VENV/bin/python" -m pip install --disable-pip-version-check --no-input -q \
+            "triton==$TRITON_PIN" >&2; then
+        touch "$TRITON_VENV/triton-$TRITON_PIN.ok"
+    else
+        log "could not install triton"
+    fi
+fi
+
 # --- 3. PATH, then a one-off host-link check (cached per toolkit) --------------------------------
 new_path="$PATH"
 for d in "$TOOLS_BIN" "$CUDA_ROOT/bin"; do
@@ -246,6 +262,9 @@ if [[ -n "$extra_lib" ]]; then
 fi
 if [[ -f "$TORCH_VENV/torch-$TORCH_PIN.ok" ]]; then
     printf 'export NVCC_ORION_TORCH_PYTHON=%q\n' "$TORCH_VENV/bin/python"
+fi
+if [[ -f "$TRITON_VENV/triton-$TRITON_PIN.ok" ]]; then
+    printf 'export NVCC_ORION_TRITON_PYTHON=%q\n' "$TRITON_VENV/bin/python"
 fi
 # Not on PATH: the launcher tests want the distribution's sccache there.
 if sccache_dist_ok; then

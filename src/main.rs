@@ -236,9 +236,15 @@ fn exec_with(
 /// runs it), tuned like a ptxas step of an nvcc compile. `--orion-*` options and
 /// `NVCC_ORION_*` variables apply; ptxas never sees them.
 fn ptxas_mode(args: &[OsString]) -> ExitCode {
-    let tk = match toolkit() {
+    let me = std::env::current_exe().unwrap_or_else(|_| "nvcc-orion".into());
+    let tk = match Toolkit::locate_ptxas(&|k| std::env::var_os(k), &me) {
         Ok(tk) => tk,
-        Err(code) => return code,
+        Err(e) => {
+            eprintln!("nvcc-orion: error: {e}");
+            // What a shell answers for a program it cannot find: callers that check for a
+            // missing ptxas (Triton falls back to its own) see the same as with none at all.
+            return ExitCode::from(127);
+        }
     };
     let ptxas = tk.tool("ptxas");
     let mut orion_args = Vec::new();
@@ -260,6 +266,9 @@ fn ptxas_mode(args: &[OsString]) -> ExitCode {
     let (settings, warnings) = Settings::read(&env_str, &orion_args, &transform::keys());
     for w in &warnings {
         eprintln!("{w}");
+    }
+    if matches!(&ptxas_args[..], [v] if v == "--version" || v == "-V") {
+        return ptxas_version(&ptxas, &me, &settings);
     }
     if settings.mode == Mode::Off {
         let plain: Vec<OsString> = ptxas_args.iter().map(OsString::from).collect();
@@ -304,6 +313,41 @@ fn ptxas_mode(args: &[OsString]) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// `ptxas --version` through the shim: ptxas's own banner first (Triton reads its
+/// `release X.Y`), then a line naming this nvcc-orion and a digest of the settings that change
+/// the output. Triton keys its kernel cache on this text, so a kernel compiled under one
+/// setting is not served under another.
+fn ptxas_version(ptxas: &std::path::Path, me: &std::path::Path, settings: &Settings) -> ExitCode {
+    let out = match Command::new(ptxas)
+        .arg("--version")
+        .env_clear()
+        .envs(std::env::vars_os().filter(|(k, _)| !k.to_str().is_some_and(settings::is_ours)))
+        .output()
+    {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("nvcc-orion: error: cannot run {}: {e}", ptxas.display());
+            return ExitCode::from(127);
+        }
+    };
+    let mut stdout = std::io::stdout();
+    let _ = stdout.write_all(&out.stdout);
+    let _ = std::io::stderr().write_all(&out.stderr);
+    if !out.status.success() {
+        return ExitCode::from(
+            out.status
+                .code()
+                .and_then(|c| u8::try_from(c).ok())
+                .unwrap_or(1),
+        );
+    }
+    if !out.stdout.is_empty() && !out.stdout.ends_with(b"\n") {
+        let _ = stdout.write_all(b"\n");
+    }
+    let _ = writeln!(stdout, "{}", commands::cache_key::banner_line(me, settings));
+    ExitCode::SUCCESS
 }
 
 /// Replace this process with `program args` (the environment minus our own variables).

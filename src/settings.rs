@@ -25,6 +25,12 @@ pub struct Settings {
     /// `--orion-block-size=N` or `kernel:N` (repeatable) / `NVCC_ORION_BLOCK_SIZE`, in the
     /// order given (environment first); read with [`block_size_for`].
     pub(crate) block_sizes: Vec<(Option<String>, u32)>,
+    /// `--orion-dynamic-shared=BYTES` or `kernel:BYTES` (repeatable) /
+    /// `NVCC_ORION_DYNAMIC_SHARED`: the shared memory kernels size at launch (`extern
+    /// __shared__`, Triton's `global_smem`), which ptxas never sees; read like the block sizes
+    /// ([`block_size_for`]). A kernel that has some and is not given a size keeps ptxas's
+    /// budget.
+    pub(crate) dynamic_shared: Vec<(Option<String>, u32)>,
     /// `--orion-transforms=KEY,...` / `NVCC_ORION_TRANSFORMS`: the SASS rewrites the tuner may
     /// offer (`spill2smem`, `regdem`, ...: the keys of `transform::REGISTERED`, each rewrite
     /// proved by the checker), without repeats, in registration order. Off by default until the
@@ -120,6 +126,7 @@ impl Default for Settings {
             verbose: false,
             report: None,
             block_sizes: Vec::new(),
+            dynamic_shared: Vec::new(),
             transforms: Vec::new(),
             force: None,
             margin_percent: DEFAULT_MARGIN_PERCENT,
@@ -186,6 +193,7 @@ impl Settings {
             ("NVCC_ORION_VERBOSE", "verbose"),
             ("NVCC_ORION_REPORT", "report"),
             ("NVCC_ORION_BLOCK_SIZE", "block-size"),
+            ("NVCC_ORION_DYNAMIC_SHARED", "dynamic-shared"),
             ("NVCC_ORION_FORCE", "force"),
             ("NVCC_ORION_MARGIN", "margin"),
             ("NVCC_ORION_TRANSFORMS", "transforms"),
@@ -245,6 +253,16 @@ impl Settings {
                             Ok(n) if (1..=1024).contains(&n) => s.block_sizes.push((kernel, n)),
                             _ => warnings.push(bad(&format!(
                                 "block size {item:?} (use N or kernel:N, 1..1024)"
+                            ))),
+                        }
+                    }
+                }
+                ("dynamic-shared", Some(v)) => {
+                    for item in v.split(',') {
+                        match per_kernel(item, MAX_DYNAMIC_SHARED) {
+                            Some(entry) => s.dynamic_shared.push(entry),
+                            None => warnings.push(bad(&format!(
+                                "dynamic shared size {item:?} (use BYTES or kernel:BYTES, 0..={MAX_DYNAMIC_SHARED})"
                             ))),
                         }
                     }
@@ -324,6 +342,12 @@ impl Settings {
                 .collect();
             o.push(format!("--orion-block-size={}", list.join(",")));
         }
+        if !self.dynamic_shared.is_empty() {
+            o.push(format!(
+                "--orion-dynamic-shared={}",
+                restate(&self.dynamic_shared).join(",")
+            ));
+        }
         if self.margin_percent != DEFAULT_MARGIN_PERCENT {
             o.push(format!("--orion-margin={}", self.margin_percent));
         }
@@ -346,6 +370,31 @@ impl Settings {
         }
         o
     }
+}
+
+/// The most dynamic shared memory a launch can ask for on any architecture nvcc-orion knows
+/// (sm_90's 227 KiB opt-in, rounded up to 256 KiB).
+const MAX_DYNAMIC_SHARED: u32 = 256 * 1024;
+
+/// `N` or `kernel:N` with N in 0..=`max`.
+fn per_kernel(item: &str, max: u32) -> Option<(Option<String>, u32)> {
+    let (kernel, n) = match item.rsplit_once(':') {
+        Some((k, n)) => (Some(k.to_string()), n),
+        None => (None, item),
+    };
+    let n = n.parse::<u32>().ok().filter(|n| *n <= max)?;
+    Some((kernel, n))
+}
+
+/// Per-kernel entries as they were given: `N` or `kernel:N`.
+fn restate(entries: &[(Option<String>, u32)]) -> Vec<String> {
+    entries
+        .iter()
+        .map(|(k, n)| match k {
+            Some(k) => format!("{k}:{n}"),
+            None => n.to_string(),
+        })
+        .collect()
 }
 
 /// Where variants are cached: `$NVCC_ORION_CACHE/variants`, else
@@ -386,17 +435,21 @@ mod tests {
         let env = |k: &str| match k {
             "NVCC_ORION_MARGIN" => Some("7.5".to_string()),
             "NVCC_ORION_BLOCK_SIZE" => Some("k:128,256".to_string()),
+            "NVCC_ORION_DYNAMIC_SHARED" => Some("40960,k:0".to_string()),
             "NVCC_ORION_TRANSFORMS" => Some("regdem,spill2smem".to_string()),
             "NVCC_ORION_REPORT" => Some("r.jsonl".to_string()),
             _ => None,
         };
         let (s, w) = Settings::read_test(&env, &[("force".into(), Some("lowest".into()))]);
         assert!(w.is_empty(), "{w:?}");
+        assert_eq!(block_size_for(&s.dynamic_shared, "k"), Some(0));
+        assert_eq!(block_size_for(&s.dynamic_shared, "other"), Some(40960));
         let o = s.output_options();
         assert_eq!(
             o,
             [
                 "--orion-block-size=k:128,256",
+                "--orion-dynamic-shared=40960,k:0",
                 "--orion-margin=7.5",
                 "--orion-transforms=spill2smem,regdem",
                 "--orion-force=lowest"
@@ -413,6 +466,15 @@ mod tests {
         let (back, w) = Settings::read_test(&|_| None, &args);
         assert!(w.is_empty(), "{w:?}");
         assert_eq!(back, Settings { report: None, ..s });
+    }
+
+    #[test]
+    fn bad_dynamic_shared_sizes_warn() {
+        let env = |k: &str| (k == "NVCC_ORION_DYNAMIC_SHARED").then(|| "k:-1,300000,x".to_string());
+        let (s, w) = Settings::read_test(&env, &[]);
+        assert!(s.dynamic_shared.is_empty());
+        assert_eq!(w.len(), 3, "{w:?}");
+        assert!(w[0].contains("kernel:BYTES"), "{w:?}");
     }
 
     #[test]

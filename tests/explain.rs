@@ -27,6 +27,9 @@ fn explain(args: &[&str], dir: &Path) -> (bool, String, String) {
         .arg("explain")
         .args(args)
         .env("NVCC_ORION_CACHE", dir.join("cache"))
+        // What sgemm_dyn.cu's host code launches with (16 KiB of `extern __shared__`): a
+        // kernel that sizes shared memory at launch is tuned only with its size.
+        .env("NVCC_ORION_DYNAMIC_SHARED", "16384")
         .env_remove("NVCC_ORION")
         .env_remove("NVCC_ORION_REPORT")
         .env_remove("NVCC_ORION_VERBOSE")

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-pub(crate) mod cache_key;
+pub mod cache_key;
 pub(crate) mod calibrate;
 pub(crate) mod debug;
 pub(crate) mod debug_audit;

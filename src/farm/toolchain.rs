@@ -38,7 +38,7 @@ fn entry_script() -> String {
          NVCC_ORION_CACHE=off\n\
          TMPDIR=/tmp\n\
          export NVCC_ORION_NVCC NVCC_ORION_CACHE TMPDIR\n\
-         unset NVCC_ORION_REPORT NVCC_ORION_KEEP_CUBINS CUDA_HOME CUDA_PATH\n\
+         unset NVCC_ORION_REPORT NVCC_ORION_KEEP_CUBINS NVCC_ORION_PTXAS CUDA_HOME CUDA_PATH\n\
          exec {ORION} --ptxas \"$@\"\n"
     )
 }
@@ -119,6 +119,22 @@ fn toml_string(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The packed toolkit is the one a remote ptxas step runs: every variable that would
+    /// point `--ptxas` at another ptxas (a client's `NVCC_ORION_PTXAS` above all, which
+    /// `Toolkit::locate_ptxas` reads first) is unset, and `NVCC_ORION_NVCC` names the pack.
+    #[test]
+    fn entry_script_leaves_only_the_packed_toolkit() {
+        let script = entry_script();
+        let unset = script
+            .lines()
+            .find_map(|l| l.strip_prefix("unset "))
+            .unwrap();
+        for var in ["NVCC_ORION_PTXAS", "CUDA_HOME", "CUDA_PATH"] {
+            assert!(unset.split(' ').any(|v| v == var), "{var}: {script}");
+        }
+        assert!(script.contains(&format!("NVCC_ORION_NVCC={TOOLKIT_BIN}/nvcc\n")));
+    }
 
     #[test]
     fn config_names_the_shim_and_keeps_cicc_local() {

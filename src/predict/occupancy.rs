@@ -135,7 +135,6 @@ impl Launch {
 
     /// The same launch with `bytes` of dynamic shared memory, opted in to exactly that much
     /// when it is more than the default limit allows.
-    #[cfg(test)]
     pub(crate) fn with_dynamic_shared(mut self, bytes: u32) -> Self {
         self.dynamic_shared = bytes;
         if bytes > 0 {

@@ -67,6 +67,7 @@ fn image_records(cubin: &Cubin, kept: &Path, location: &str, settings: &Settings
                 blocks: blocks.clone(),
                 block_from,
                 budgets: Vec::new(),
+                dynamic_shared: None,
             };
             let e = evaluate(&plan, &pricing, cubin, &functions, None)?;
             Some(json!({

@@ -37,6 +37,24 @@ pub(crate) enum BlockFrom {
     Assumed,
 }
 
+/// Shared memory a kernel sizes at launch (`.extern .shared`, `extern __shared__`), which
+/// ptxas never sees: how much the caller said it launches with
+/// (`NVCC_ORION_DYNAMIC_SHARED`), or unknown. In the report: the bytes, or `"unknown"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DynamicShared {
+    Given(u32),
+    Unknown,
+}
+
+impl Serialize for DynamicShared {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            DynamicShared::Given(n) => s.serialize_u32(*n),
+            DynamicShared::Unknown => s.serialize_str("unknown"),
+        }
+    }
+}
+
 /// What a kernel is tuned for and with.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct KernelPlan {
@@ -51,6 +69,9 @@ pub struct KernelPlan {
     /// Budgets to try, highest first, each below `baseline_regs`; the shared-memory spilling
     /// one (if any) last.
     pub(crate) budgets: Vec<Budget>,
+    /// Its shared memory sized at launch, when it has any: given bytes are priced as part of
+    /// every launch; unknown ones are not priced (the plan holds such a kernel's budget).
+    pub(crate) dynamic_shared: Option<DynamicShared>,
 }
 
 impl KernelPlan {
@@ -67,13 +88,21 @@ impl KernelPlan {
         )
     }
 
+    /// A launch of `threads` per block, with the dynamic shared memory the caller gave.
+    fn launch(&self, threads: u32) -> Launch {
+        match self.dynamic_shared {
+            Some(DynamicShared::Given(bytes)) => Launch::new(threads).with_dynamic_shared(bytes),
+            _ => Launch::new(threads),
+        }
+    }
+
     /// Resident warps per SM at `regs`, for each block size (0 when it cannot launch).
     #[cfg(test)]
     pub fn warps(&self, arch: Arch, regs: u32, relocatable: bool) -> Vec<u32> {
         self.blocks
             .iter()
             .map(|&t| {
-                occupancy(arch, &self.resources(regs, relocatable), &Launch::new(t))
+                occupancy(arch, &self.resources(regs, relocatable), &self.launch(t))
                     .map_or(0, |o| o.warps_per_sm)
             })
             .collect()
@@ -99,7 +128,7 @@ impl KernelPlan {
         self.blocks
             .iter()
             .map(|&t| {
-                let o = occupancy(arch, &k, &Launch::new(t)).ok();
+                let o = occupancy(arch, &k, &self.launch(t)).ok();
                 Residency {
                     warps_per_sm: o.map_or(0, |o| o.warps_per_sm),
                     frame_bytes,
@@ -135,6 +164,7 @@ pub fn plan(
     relocatable: bool,
     settings: &[(Option<String>, u32)],
     smem_spilling: bool,
+    dynamic_shared: Option<DynamicShared>,
 ) -> Option<KernelPlan> {
     let baseline_regs = f.registers?;
     let (blocks, block_from) = block_sizes(f, settings);
@@ -146,12 +176,13 @@ pub fn plan(
         blocks,
         block_from,
         budgets: Vec::new(),
+        dynamic_shared,
     };
     let k = p.resources(baseline_regs, relocatable);
     let mut budgets: Vec<u32> = p
         .blocks
         .iter()
-        .filter_map(|&t| register_cliffs(arch, &k, &Launch::new(t)).ok())
+        .filter_map(|&t| register_cliffs(arch, &k, &p.launch(t)).ok())
         .flatten()
         .map(|(regs, _)| regs)
         .filter(|&r| r < baseline_regs && r >= MIN_BUDGET)
@@ -207,7 +238,7 @@ mod tests {
         let sm86 = Arch::from_cc(8, 6).unwrap();
         let mut f = kernel(96, 0);
         f.max_threads = Some([256, 1, 1]);
-        let p = plan(sm86, &f, false, &[], false).unwrap();
+        let p = plan(sm86, &f, false, &[], false, None).unwrap();
         assert_eq!(
             (p.blocks.clone(), p.block_from),
             (vec![256], BlockFrom::LaunchBounds)
@@ -224,10 +255,10 @@ mod tests {
         assert!(w.windows(2).all(|x| x[0] < x[1]), "{w:?}");
         // With shared-memory spilling: three register budgets, then the spilling one at the
         // lowest of them; never for relocatable code.
-        let s = plan(sm86, &f, false, &[], true).unwrap();
+        let s = plan(sm86, &f, false, &[], true, None).unwrap();
         let got: Vec<String> = s.budgets.iter().map(|b| b.to_string()).collect();
         assert_eq!(got, ["80", "48", "40", "40+smem"]);
-        let rel = plan(sm86, &f, true, &[], true).unwrap();
+        let rel = plan(sm86, &f, true, &[], true, None).unwrap();
         assert!(rel.budgets.iter().all(|b| !b.smem_spill));
     }
 
@@ -266,8 +297,49 @@ mod tests {
         // 32 registers at 256 threads is already full occupancy.
         let mut f = kernel(32, 0);
         f.max_threads = Some([256, 1, 1]);
-        assert!(plan(sm90, &f, false, &[], true).unwrap().budgets.is_empty());
+        assert!(
+            plan(sm90, &f, false, &[], true, None)
+                .unwrap()
+                .budgets
+                .is_empty()
+        );
         f.registers = None;
-        assert!(plan(sm90, &f, false, &[], true).is_none());
+        assert!(plan(sm90, &f, false, &[], true, None).is_none());
+    }
+
+    /// Dynamic shared memory the caller gave is priced: the sm_90 matmul (128
+    /// threads, 40 KiB at launch) fits 5 blocks, 20 warps, not the 32 its registers allow,
+    /// and no lower budget can add a warp.
+    #[test]
+    fn given_dynamic_shared_limits_the_warps() {
+        let sm90 = Arch::from_cc(9, 0).unwrap();
+        // sm_90's cubins count the 1 KB reserved region in a kernel that uses shared memory.
+        let mut f = kernel(64, 1024);
+        f.reqntid = Some([128, 1, 1]);
+        let free = plan(sm90, &f, false, &[], false, None).unwrap();
+        assert_eq!(free.warps(sm90, 64, false), [32]);
+        let given = plan(
+            sm90,
+            &f,
+            false,
+            &[],
+            false,
+            Some(DynamicShared::Given(40 * 1024)),
+        )
+        .unwrap();
+        assert_eq!(given.warps(sm90, 64, false), [20]);
+        assert!(given.budgets.is_empty(), "{:?}", given.budgets);
+        let mut heavy = kernel(128, 1024);
+        heavy.reqntid = Some([128, 1, 1]);
+        assert!(
+            !plan(sm90, &heavy, false, &[], false, None)
+                .unwrap()
+                .budgets
+                .is_empty()
+        );
+        assert_eq!(
+            serde_json::to_string(&[DynamicShared::Given(4096), DynamicShared::Unknown]).unwrap(),
+            "[4096,\"unknown\"]"
+        );
     }
 }

@@ -8,6 +8,7 @@
 
 pub(crate) mod assemble;
 pub(crate) mod candidates;
+pub(crate) mod dynamic_shared;
 pub(crate) mod evaluate;
 pub mod function_pointers;
 pub(crate) mod guided;

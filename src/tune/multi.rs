@@ -553,6 +553,7 @@ mod tests {
             variants: Vec::new(),
             assembly: None,
             selector: None,
+            dynamic_shared: None,
         }
     }
 

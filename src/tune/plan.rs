@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::candidates::{self, KernelPlan};
+use super::dynamic_shared;
 use super::pricing::Pricing;
 use super::ptx::Budget;
 use super::record::Pruned;
@@ -30,20 +31,26 @@ pub struct Plan {
     pub(crate) held: BTreeMap<String, String>,
 }
 
-/// The plan for the kernels of `baseline` (`functions`: its SASS, for pruning with `model`).
+/// The plan for the kernels of `baseline` (`functions`: its SASS, for pruning with `model`;
+/// `dynamic_users`: the kernels whose PTX uses shared memory sized at launch).
 pub fn plan(
     arch: Arch,
     model: Model,
     baseline: &Cubin,
     functions: &[Function],
     settings: &Settings,
+    dynamic_users: &BTreeSet<String>,
 ) -> Plan {
     let sm = baseline.arch();
     let relocatable = baseline.is_relocatable();
     let mut kernels: Vec<KernelPlan> = baseline
         .kernels()
         .iter()
-        .filter_map(|f| candidates::plan(arch, f, relocatable, &settings.block_sizes, true))
+        .filter_map(|f| {
+            let dynamic =
+                dynamic_shared::of_kernel(dynamic_users, &settings.dynamic_shared, &f.name);
+            candidates::plan(arch, f, relocatable, &settings.block_sizes, true, dynamic)
+        })
         .collect();
     let spilling: BTreeSet<String> = baseline
         .kernels()
@@ -51,11 +58,18 @@ pub fn plan(
         .filter(|f| f.spill_instructions > 0)
         .map(|f| f.name.clone())
         .collect();
-    let held = if relocatable {
+    let mut held = if relocatable {
         hold_external_callers(&mut kernels, baseline)
     } else {
         BTreeMap::new()
     };
+    // Forcing a choice (testing) still builds what it names. Only lower budgets go: a
+    // rewrite asked for at the budget a kernel ships with (`offer_at_limit`) buys no warps.
+    if settings.force.is_none() {
+        for (k, why) in dynamic_shared::hold_unknown(&mut kernels) {
+            held.entry(k).or_insert(why);
+        }
+    }
     offer_rewrites(&mut kernels, sm, relocatable, settings, &spilling);
     // Forcing a choice (testing) builds all. Every other mode builds the same candidates,
     // measured selection included: a budget the model's bound rules out is one it cannot

@@ -2,11 +2,13 @@
 //! `.entry`, between its parameter list and its body (PTX ISA, "Performance-Tuning
 //! Directives"), and optionally CUDA 13's `.pragma "enable_smem_spilling";` at the top of the
 //! body, which lets ptxas put spills in shared memory where it can (it refuses modules with
-//! dynamic shared memory, per-function compilation or ABI calls). `-maxrregcount` is per module; `.maxnreg` is per kernel, and ptxas 13.5 gives a
-//! kernel the same SASS under either (docs/DESIGN.md §Per-kernel budgets, guarded by a test), so one ptxas run can
-//! evaluate a different budget for every kernel of a module.
+//! dynamic shared memory, per-function compilation or ABI calls). `-maxrregcount` is per module; `.maxnreg` is per kernel, so one ptxas run
+//! can evaluate a different budget for every kernel of a module. The two are not the same:
+//! ptxas 13.5 ignores `-maxrregcount` for a kernel with `.reqntid` (Triton's) or `.maxntid`,
+//! where `.maxnreg` still binds (docs/DESIGN.md §Per-kernel budgets; `tests/ptxas_shim.rs`
+//! checks a `.reqntid` kernel's forced budget against ptxas on the same PTX with `.maxnreg`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
@@ -300,6 +302,86 @@ fn closing_brace(code: &str, open: usize) -> Option<usize> {
 
 /// Whether the body starting at `brace` already opens with the pragma (re-applying budgets
 /// must be stable).
+/// The entries of `ptx` that may use shared memory sized at launch: those whose text (up to
+/// the next entry) names an `.extern .shared` array, all of them when a function before the
+/// first entry does (a callee's use counts for each caller, and which entries call it is not
+/// read here). Comments are skipped; a module without such an array gives none.
+pub fn dynamic_shared_users(ptx: &str) -> Result<BTreeSet<String>, PtxError> {
+    let code = blank_comments(ptx);
+    let arrays = extern_shared_arrays(&code);
+    if arrays.is_empty() {
+        return Ok(BTreeSet::new());
+    }
+    let decls = entries(ptx)?;
+    let names = |text: &str| arrays.iter().any(|a| names_word(text, a));
+    let before_first = decls.first().map_or(code.len(), |d| d.start);
+    // The declarations themselves are statements of their own, blanked before looking.
+    let prelude = arrays
+        .iter()
+        .fold(code[..before_first].to_string(), |t, a| {
+            blank_declaration(&t, a)
+        });
+    let all = names(&prelude);
+    Ok(decls
+        .iter()
+        .enumerate()
+        .filter(|(i, d)| {
+            let end = decls.get(i + 1).map_or(code.len(), |n| n.start);
+            all || names(&code[d.after_params..end])
+        })
+        .map(|(_, d)| d.name.clone())
+        .collect())
+}
+
+/// The names of the module's `.extern .shared` arrays (`.extern .shared .align 16 .b8
+/// global_smem[];`).
+fn extern_shared_arrays(code: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(pos) = code[from..].find(".extern").map(|p| p + from) {
+        let end = code[pos..].find(';').map_or(code.len(), |e| pos + e);
+        from = end;
+        let statement = &code[pos..end];
+        if !statement.split_whitespace().any(|w| w == ".shared") {
+            continue;
+        }
+        let Some(bracket) = statement.find('[') else {
+            continue;
+        };
+        if let Some(name) = statement[..bracket].split_whitespace().last() {
+            out.push(name.to_string());
+        }
+    }
+    out
+}
+
+fn ident_byte(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, b'_' | b'$' | b'%' | b'.')
+}
+
+/// Whether `text` has `word` as a whole identifier.
+fn names_word(text: &str, word: &str) -> bool {
+    let b = text.as_bytes();
+    text.match_indices(word).any(|(i, _)| {
+        let j = i + word.len();
+        (i == 0 || !ident_byte(b[i - 1])) && b.get(j).is_none_or(|&c| !ident_byte(c))
+    })
+}
+
+/// `text` with the `.extern` statement that declares `array` blanked.
+fn blank_declaration(text: &str, array: &str) -> String {
+    let mut out = text.to_string();
+    let mut from = 0;
+    while let Some(pos) = out[from..].find(".extern").map(|p| p + from) {
+        let end = out[pos..].find(';').map_or(out.len(), |e| pos + e);
+        if names_word(&out[pos..end], array) {
+            out.replace_range(pos..end, &" ".repeat(end - pos));
+        }
+        from = end;
+    }
+    out
+}
+
 fn code_after_brace_has_pragma(ptx: &str, brace: usize) -> bool {
     ptx[brace + 1..].trim_start().starts_with(SMEM_SPILL_PRAGMA)
 }
@@ -637,5 +719,42 @@ $L__BB0_2:
             weak.ends_with("}\n\t.weak .entry k__orion_v1()\n{\n\tret;\n}\n"),
             "{weak}"
         );
+    }
+
+    #[test]
+    fn kernels_using_shared_memory_sized_at_launch() {
+        let ptx = "\
+.version 8.8
+.target sm_80
+// .extern .shared .b8 commented[];
+.extern .shared .align 16 .b8 global_smem[];
+.shared .align 4 .b8 fixed[64];
+
+.visible .entry uses(
+\t.param .u64 p
+)
+.reqntid 128
+{
+\tmov.u32 %r1, global_smem;
+\tret;
+}
+.visible .entry static_only()
+{
+\tmov.u32 %r1, fixed;
+\tmov.u32 %r2, global_smem_x;
+\tret;
+}
+";
+        let users = dynamic_shared_users(ptx).unwrap();
+        assert_eq!(users, BTreeSet::from(["uses".to_string()]));
+        // A function before the entries that uses it: every entry may.
+        let with_func = ptx.replace(
+            ".shared .align 4 .b8 fixed[64];",
+            ".shared .align 4 .b8 fixed[64];\n.func f()\n{\n\tmov.u32 %r1, global_smem;\n\tret;\n}",
+        );
+        assert_eq!(dynamic_shared_users(&with_func).unwrap().len(), 2);
+        // No extern array: none, whatever the bodies say.
+        let none = ptx.replace(".extern .shared .align 16 .b8 global_smem[];", "");
+        assert!(dynamic_shared_users(&none).unwrap().is_empty());
     }
 }

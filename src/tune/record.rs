@@ -53,6 +53,11 @@ pub struct KernelRecord {
     /// Under adapt/train: why the compile has no launch-time selector (`-flto`), when so.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) selector: Option<String>,
+    /// When the kernel uses shared memory sized at launch: the bytes priced with every
+    /// launch (`NVCC_ORION_DYNAMIC_SHARED`), or `"unknown"` (then its `warps_per_sm` count
+    /// none of it, and its budget is ptxas's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) dynamic_shared: Option<candidates::DynamicShared>,
 }
 
 /// How the cubin that ships was put together (the report's `assembly`).
@@ -199,6 +204,7 @@ pub fn untuned_records(baseline: &Cubin, arch_name: &str, out: &str) -> Vec<Kern
                 variants: Vec::new(),
                 assembly: None,
                 selector: None,
+                dynamic_shared: None,
             })
         })
         .collect()

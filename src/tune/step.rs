@@ -58,7 +58,16 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
     let settings = tune.settings;
     let base_functions = raw::functions(&step.baseline);
     let (model, model_warning) = super::model::for_step(step.sm, settings);
-    let mut plan = plan::plan(arch, model, &step.baseline, &base_functions, settings);
+    let dynamic_users =
+        super::ptx::dynamic_shared_users(&step.ptx).map_err(|e| TuneError::Variant(e.into()))?;
+    let mut plan = plan::plan(
+        arch,
+        model,
+        &step.baseline,
+        &base_functions,
+        settings,
+        &dynamic_users,
+    );
     let work = tempfile::Builder::new()
         .prefix("nvcc-orion-variants-")
         .tempdir()
@@ -464,6 +473,7 @@ fn select_kernel(
         variants: Vec::new(),
         assembly: None,
         selector: None,
+        dynamic_shared: p.dynamic_shared,
     })
 }
 

@@ -69,9 +69,17 @@ fn cache_key(argv: &[String], files: &PtxasArgs, ptxas_id: &str, ptx: &str) -> S
     h.update([0]);
     h.update(ptxas_id.as_bytes());
     h.update([0]);
+    let debug = names_files(argv);
     for (i, a) in argv.iter().enumerate().skip(1) {
         if !files.is_file_arg(i) {
             h.update(a.as_bytes());
+        } else if debug {
+            // The file's name, not its folder: what `-g` debug information records.
+            h.update(
+                Path::new(a)
+                    .file_name()
+                    .map_or(&[][..], |n| n.as_encoded_bytes()),
+            );
         }
         h.update([0]);
     }
@@ -224,8 +232,7 @@ impl Builder<'_> {
         only: &[&str],
         extra: &[String],
     ) -> Result<Built, VariantError> {
-        let ptx_path = self.work.join(format!("variant{i}.ptx"));
-        let out = self.work.join(format!("variant{i}.cubin"));
+        let (ptx_path, out) = self.variant_files(i)?;
         let mut argv = variant_argv(self.argv, &self.files, &ptx_path, &out);
         for e in only {
             argv.push("--entry".to_string());
@@ -272,6 +279,31 @@ impl Builder<'_> {
             whole_module,
         })
     }
+}
+
+impl Builder<'_> {
+    /// Variant `i`'s input and output: a folder of its own, the files named as the step's.
+    /// ptxas writes its input's and output's names into `-g` debug information, so a variant
+    /// that ships names the caller's files as ptxas alone would, not ours.
+    fn variant_files(&self, i: usize) -> Result<(PathBuf, PathBuf), VariantError> {
+        let dir = self.work.join(format!("variant{i}"));
+        std::fs::create_dir_all(&dir).map_err(io(dir.display().to_string()))?;
+        let name = |p: &Path| p.file_name().map(std::ffi::OsStr::to_os_string);
+        let input = name(Path::new(&self.argv[self.files.input]));
+        let output = name(&self.files.output_path(self.argv));
+        Ok(match (input, output) {
+            (Some(a), Some(b)) if a != b => (dir.join(a), dir.join(b)),
+            _ => (dir.join("variant.ptx"), dir.join("variant.cubin")),
+        })
+    }
+}
+
+/// Whether ptxas writes debug information naming its files (`-g`): then a variant's cached
+/// cubin is only right for a step whose files have its names.
+fn names_files(argv: &[String]) -> bool {
+    argv.iter()
+        .skip(1)
+        .any(|a| matches!(a.as_str(), "-g" | "--device-debug"))
 }
 
 /// `k1=32 k2=40+smem`, for messages.
@@ -370,5 +402,13 @@ mod tests {
         o3[2] = "-O2".into();
         assert_ne!(k, cache_key(&o3, &files, "id", "ptx"));
         assert_eq!(k.len(), 64);
+        // Under -g, ptxas records the files' names (not their folders): those are keyed too.
+        let g: Vec<String> = argv.iter().cloned().chain(["-g".to_string()]).collect();
+        let files_g = PtxasArgs::parse(&g).unwrap();
+        let moved = files_g.with_files(&g, "/elsewhere/a.ptx", "/elsewhere/a.cubin");
+        let renamed = files_g.with_files(&g, "/t/b.ptx", "/t/a.cubin");
+        let kg = cache_key(&g, &files_g, "id", "ptx");
+        assert_eq!(kg, cache_key(&moved, &files_g, "id", "ptx"));
+        assert_ne!(kg, cache_key(&renamed, &files_g, "id", "ptx"));
     }
 }
