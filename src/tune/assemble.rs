@@ -89,6 +89,7 @@ fn source(inp: &Inputs<'_>, choice: &Choice<'_>) -> Result<(Built, Assembly), Tu
             stderr: Vec::new(),
             cached: false,
             whole_module: true,
+            request: None,
         };
         return Ok((built, Assembly::Spliced));
     }

@@ -7,6 +7,7 @@
 //! warning line.
 
 pub(crate) mod assemble;
+pub mod cache_entry;
 pub(crate) mod candidates;
 pub(crate) mod evaluate;
 pub mod function_pointers;
