@@ -258,7 +258,7 @@ impl Builder<'_> {
             return Ok(Built {
                 budgets: budgets.clone(),
                 cubin: entry.cubin,
-                stderr: entry.stderr,
+                stderr: self.input_named(&entry.stderr),
                 cached: true,
                 whole_module: only.is_empty(),
                 request: Some(Arc::new(request)),
@@ -292,6 +292,13 @@ impl Builder<'_> {
             if bad.len() == 1 { "y" } else { "ies" },
             if bad.len() == 1 { "its" } else { "their" },
         ))
+    }
+
+    /// ptxas's messages for a variant as they read for this step: the input named as the
+    /// step's ptxas command line names it, as in what whole-module ptxas prints.
+    fn input_named(&self, stderr: &[u8]) -> Vec<u8> {
+        let input = self.argv.get(self.files.input).map_or("", String::as_str);
+        replace(stderr, INPUT_MARK, input.as_bytes())
     }
 
     /// The variant's ptxas command line and cache key.
@@ -345,9 +352,15 @@ impl Builder<'_> {
                     .to_string(),
             });
         }
+        // Stored with the variant's PTX path as a placeholder: the key leaves paths out, and
+        // a message that names the input must name this step's (`input_named`).
         let entry = Entry {
             cubin: std::fs::read(&out).map_err(io(out.display().to_string()))?,
-            stderr: run.stderr,
+            stderr: replace(
+                &run.stderr,
+                ptx_path.display().to_string().as_bytes(),
+                INPUT_MARK,
+            ),
         };
         if let Some(dir) = &self.cache {
             // A cache that cannot be written is only slower, never wrong.
@@ -359,13 +372,35 @@ impl Builder<'_> {
         }
         Ok(Built {
             budgets: budgets.clone(),
+            stderr: self.input_named(&entry.stderr),
             cubin: entry.cubin,
-            stderr: entry.stderr,
             cached: false,
             whole_module: request.only.is_empty(),
             request: None,
         })
     }
+}
+
+/// Stands for the variant's PTX path in stored messages (no path contains it).
+const INPUT_MARK: &[u8] = b"\x01ptx-input\x01";
+
+/// `bytes` with every `from` replaced by `to`.
+fn replace(bytes: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+    if from.is_empty() {
+        return bytes.to_vec();
+    }
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i..].starts_with(from) {
+            out.extend_from_slice(to);
+            i += from.len();
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    out
 }
 
 /// The extension of cache entries ([`cache_entry`]'s format; the `.cubin` and `.stderr`
