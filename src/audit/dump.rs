@@ -58,8 +58,13 @@ pub(crate) struct Dump {
     pub(crate) relocs: BTreeMap<String, Vec<Reloc>>,
     /// Records by the name of their `.nv.info*` section.
     pub(crate) records: BTreeMap<String, Vec<Record>>,
-    /// Call edges, caller → callee, by symbol name.
+    /// Call edges, caller → callee, by symbol name: the first list of `.nv.callgraph`
+    /// (after `<0,-1>`; the lists after `<0,-2>` .. `<0,-4>` name functions reached by
+    /// pointer or launched from device code, and prototypes, not calls).
     pub(crate) calls: Vec<(String, String)>,
+    /// The other lists' rows: (list 2..4, function, symbol name in list 4 or the prototype
+    /// number in lists 2 and 3).
+    pub(crate) graph_rows: Vec<(i64, String, String)>,
     /// Bytes of each section cuobjdump printed as words, cut to its size.
     pub(crate) data: BTreeMap<String, Vec<u8>>,
     /// Position in `sections`, by name.
@@ -91,6 +96,9 @@ impl Dump {
         let mut d = Dump::default();
         let mut block = Block::None;
         let mut raw_calls: Vec<(i64, i64)> = Vec::new();
+        let mut raw_rows: Vec<(i64, i64, i64)> = Vec::new();
+        // The callgraph list the rows below belong to (pairs before any sentinel: calls).
+        let mut list = 1;
         let mut record: Option<(String, Vec<String>)> = None;
         for (n, line) in text.lines().enumerate() {
             let err = |what: &str| DumpError {
@@ -125,7 +133,11 @@ impl Dump {
                     d.relocs.entry(target.clone()).or_default().push(r);
                 }
                 Block::Info(_) => record_line(line, &mut record, |r| d.end_record(&block, Some(r))),
-                Block::Calls => raw_calls.push(call_row(line).ok_or_else(|| err("call edge"))?),
+                Block::Calls => match call_row(line).ok_or_else(|| err("call edge"))? {
+                    (0, sentinel) if sentinel < 0 => list = -sentinel,
+                    row if list <= 1 => raw_calls.push(row),
+                    (a, b) => raw_rows.push((list, a, b)),
+                },
                 Block::Data(name) => {
                     let bytes = d.data.entry(name.clone()).or_default();
                     data_row(line, bytes);
@@ -136,6 +148,7 @@ impl Dump {
         d.end_record(&block, record.take());
         d.cut_data();
         d.calls = d.named_calls(&raw_calls);
+        d.graph_rows = d.named_rows(&raw_rows);
         Ok(d)
     }
 
@@ -221,6 +234,25 @@ impl Dump {
         raw.iter()
             .filter_map(|&(a, b)| Some((name(a)?, name(b)?)))
             .filter(|(a, _)| !a.is_empty() && a != "(null)")
+            .collect()
+    }
+
+    /// Rows of the callgraph's other lists by name; only list 4's second number is a symbol.
+    fn named_rows(&self, raw: &[(i64, i64, i64)]) -> Vec<(i64, String, String)> {
+        let name = |i: i64| {
+            usize::try_from(i)
+                .ok()
+                .and_then(|i| self.symbols.get(i))
+                .map(|s| s.name.clone())
+        };
+        raw.iter()
+            .filter_map(|&(list, a, b)| {
+                let second = match list {
+                    4 => name(b)?,
+                    _ => b.to_string(),
+                };
+                Some((list, name(a)?, second))
+            })
             .collect()
     }
 
@@ -440,6 +472,11 @@ Index Offset   Size ES Align                      Type    Flags Link     Info Na
 .nv.callgraph
  <0,-1>
  <2,3>
+ <0,-2>
+ <2,0>
+ <0,-3>
+ <0,-4>
+ <2,2>
 ";
 
     #[test]
@@ -465,6 +502,14 @@ Index Offset   Size ES Align                      Type    Flags Link     Info Na
             }]
         );
         assert_eq!(d.calls, [("_Z1kv".to_string(), "vprintf".to_string())]);
+        // A kernel listed as launchable (prototype 0) calls nothing: no call to symbol 0.
+        assert_eq!(
+            d.graph_rows,
+            [
+                (2, "_Z1kv".to_string(), "0".to_string()),
+                (4, "_Z1kv".to_string(), "_Z1kv".to_string())
+            ]
+        );
     }
 
     #[test]

@@ -251,6 +251,15 @@ impl Pair<'_> {
         if let Some((from, to)) = a.symmetric_difference(&b).next() {
             return Err(format!("call {from} → {to} is on one side only"));
         }
+        let rows = graph_rows(self.shipped, ts, &|n| self.map(n));
+        if let Some((list, from, to)) = rows
+            .symmetric_difference(&graph_rows(self.origin, tr, &|n| n.to_string()))
+            .next()
+        {
+            return Err(format!(
+                "callgraph list {list} row {from} → {to} is on one side only"
+            ));
+        }
         for (_, callee) in &a {
             let (Some(x), Some(y)) = (self.shipped.function(callee), self.origin.function(callee))
             else {
@@ -492,6 +501,30 @@ fn both_ways(p: &Pair<'_>, bank: u32) -> Result<(), String> {
     banks::agrees(p.origin, p.shipped, bank)
         .and_then(|()| banks::agrees(p.shipped, p.origin, bank))
         .map_err(|e| format!("an indexed read of bank {bank}, laid out differently: {e}"))
+}
+
+/// The rows of the callgraph's lists 2..4 ([`Dump::graph_rows`]) of the functions in section
+/// `t`, by name (`map`: shipped names to the origin's).
+fn graph_rows(d: &Dump, t: usize, map: &dyn Fn(&str) -> String) -> BTreeSet<(i64, String, String)> {
+    let inside: BTreeSet<String> = d
+        .defined_in(t)
+        .into_iter()
+        .map(|s| s.name.clone())
+        .collect();
+    d.graph_rows
+        .iter()
+        .filter(|(_, a, _)| inside.contains(a))
+        .map(|(l, a, b)| {
+            let second = match (*l, b.as_str()) {
+                (4, _) => map(b),
+                // A prototype is an offset into the module's strings, which differ between
+                // an `--entry` run and the whole module; only "a kernel" (0) is compared.
+                (_, "0") => "a kernel".to_string(),
+                _ => "a prototype".to_string(),
+            };
+            (*l, map(a), second)
+        })
+        .collect()
 }
 
 #[cfg(test)]

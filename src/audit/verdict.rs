@@ -6,7 +6,10 @@
 //! baseline, module, each origin's names and cubin), the tools that read them (path, size and
 //! modification time, as the variant cache names ptxas), and this checker (nvcc-orion's own
 //! executable, the same way). Only a pass is remembered; a disagreement or a tool failure is
-//! found again by the next build. A verdict file that does not read is no verdict.
+//! found again by the next build. A verdict file that does not read is no verdict; so is one
+//! whose checksum (a SHA-256 of its key and its words) does not match, such as a verdict
+//! damaged on disk or copied or renamed from another key's file: the check then runs again.
+//! (Files of the earlier layout, without a checksum, read as no verdict.)
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -40,16 +43,31 @@ pub(super) fn path(root: &Path, tools: &Tools, job: &Job<'_>) -> PathBuf {
     root.join(FOLDER).join(key)
 }
 
-/// A remembered pass at `file`, if one reads.
+/// A remembered pass at `file`, if one reads and its checksum matches.
 pub(super) fn read(file: &Path) -> Option<Checked> {
     let text = std::fs::read_to_string(file).ok()?;
-    let mut words = text.trim_end().strip_prefix("passed ")?.split(' ');
+    let (pass, sum) = text.trim_end().rsplit_once(' ')?;
+    if sum != checksum(file, pass) {
+        return None;
+    }
+    let mut words = pass.strip_prefix("passed ")?.split(' ');
     let functions = words.next()?.parse().ok()?;
     let disassembled = words.next()?.parse().ok()?;
     words.next().is_none().then_some(Checked {
         functions,
         disassembled,
     })
+}
+
+/// The checksum of verdict `text` in `file`: bound to the file's name (its key), so that a
+/// verdict moved to another key's name does not read.
+fn checksum(file: &Path, text: &str) -> String {
+    let mut h = Sha256::new();
+    let key = file.file_name().unwrap_or_default().to_string_lossy();
+    h.update((key.len() as u64).to_le_bytes());
+    h.update(key.as_bytes());
+    h.update(text.as_bytes());
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Remember a pass at `file` (written whole under a private name, then renamed, so a
@@ -65,7 +83,8 @@ pub(super) fn write(file: &Path, checked: Checked) {
     let tmp = dir.join(format!(".tmp-{}-{n}", std::process::id()));
     let written = std::fs::create_dir_all(dir).and_then(|()| {
         let mut f = std::fs::File::create(&tmp)?;
-        writeln!(f, "passed {} {}", checked.functions, checked.disassembled)?;
+        let pass = format!("passed {} {}", checked.functions, checked.disassembled);
+        writeln!(f, "{pass} {}", checksum(file, &pass))?;
         std::fs::rename(&tmp, file)
     });
     if written.is_err() {
@@ -127,6 +146,18 @@ mod tests {
         };
         write(&file, checked);
         assert_eq!(read(&file), Some(checked));
+        // Another key's verdict, renamed: no verdict.
+        let other = dir.path().join("audit-v1/other");
+        std::fs::copy(&file, &other).unwrap();
+        assert_eq!(read(&other), None);
+        // A changed digit: no verdict.
+        let good = std::fs::read_to_string(&file).unwrap();
+        std::fs::write(&file, good.replacen("passed 7", "passed 6", 1)).unwrap();
+        assert_eq!(read(&file), None);
+        // The earlier layout, without a checksum: no verdict.
+        std::fs::write(&file, "passed 7 2\n").unwrap();
+        assert_eq!(read(&file), None);
+        // Words that do not read, however well summed: no verdict.
         for bad in [
             "",
             "passed",
@@ -135,7 +166,7 @@ mod tests {
             "passed 7 2 9",
             "failed 7 2",
         ] {
-            std::fs::write(&file, bad).unwrap();
+            std::fs::write(&file, format!("{bad} {}", checksum(&file, bad))).unwrap();
             assert_eq!(read(&file), None, "{bad:?}");
         }
     }

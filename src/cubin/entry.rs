@@ -17,6 +17,7 @@
 //! by `audit`, which shares nothing with this module.
 
 use super::Cubin;
+use super::callgraph::CallGraph;
 use super::elf::{SHT_CUDA_CALLGRAPH, SHT_CUDA_INFO, SHT_REL, SHT_RELA, Section, rd_u64};
 use super::nvinfo::{EIFMT_SVAL, encode_records, parse_records};
 use super::splice::{
@@ -384,7 +385,8 @@ fn add_global_records(
     Ok(())
 }
 
-/// The donor's `.nv.callgraph` edges from the kernel, for the added entry.
+/// The donor's `.nv.callgraph` rows of the kernel, for the added entry, each in its list
+/// ([`super::callgraph`]): symbols mapped, prototypes kept.
 fn add_callgraph(
     out: &mut Cubin,
     donor: &Cubin,
@@ -400,25 +402,39 @@ fn add_callgraph(
     let (Some(gb), Some(gd)) = (graph(out), graph(donor)) else {
         return Ok(());
     };
-    let caller = donor
+    let Some(caller) = donor
         .symbols
         .iter()
         .position(|s| s.st_shndx as usize == td && s.kind() != STT_SECTION)
-        .map(|i| i as i32);
-    let mut add = Vec::new();
-    for (from, to) in super::nvinfo::parse_callgraph(&donor.elf.sections[gd].data) {
-        if Some(from) != caller || from <= 0 {
-            continue;
+        .and_then(|i| i32::try_from(i).ok())
+        .filter(|&i| i > 0)
+    else {
+        return Ok(());
+    };
+    let read = |c: &Cubin, i: usize| {
+        CallGraph::parse(&c.elf.sections[i].data)
+            .map_err(|e| format!("{}: {e}", c.elf.sections[i].name))
+    };
+    let (mut into, from) = (read(out, gb)?, read(donor, gd)?);
+    let sym = |v: i32| -> Result<i32, String> {
+        match u32::try_from(v) {
+            Ok(u) if u > 0 => i32::try_from(map.get(u)?).map_err(|e| e.to_string()),
+            _ => Ok(v),
         }
-        let to = if to > 0 {
-            map.get(to as u32)? as i32
-        } else {
-            to
-        };
-        add.extend_from_slice(&map.get(from as u32)?.to_le_bytes());
-        add.extend_from_slice(&to.to_le_bytes());
+    };
+    for (a, b) in from.calls.iter().filter(|p| p.0 == caller) {
+        into.calls.push((sym(*a)?, sym(*b)?));
     }
-    out.elf.sections[gb].data.extend_from_slice(&add);
+    for (a, b) in from.references.iter().filter(|p| p.0 == caller) {
+        into.references.push((sym(*a)?, sym(*b)?));
+    }
+    for (a, proto) in from.targets.iter().filter(|p| p.0 == caller) {
+        into.targets.push((sym(*a)?, *proto));
+    }
+    for (a, proto) in from.indirect.iter().filter(|p| p.0 == caller) {
+        into.indirect.push((sym(*a)?, *proto));
+    }
+    out.elf.sections[gb].data = into.encode();
     Ok(())
 }
 

@@ -48,6 +48,7 @@
 //!   `.nv.merc.*`), DWARF line programs (`.debug_line`) and `.debug_info` ranges beyond
 //!   relocated addresses. Branch immediates inside the code are the SASS layer's job.
 
+pub mod callgraph;
 pub mod debug_frame;
 pub mod edit;
 pub mod eiattr;

@@ -1,6 +1,7 @@
 //! Per-function resource numbers, as `cuobjdump -res-usage` and the occupancy model need them.
 
 use super::Cubin;
+use super::callgraph::CallGraph;
 use super::eiattr::Attr;
 use super::elf::{SHT_CUDA_CALLGRAPH, SHT_CUDA_INFO, SHT_NOBITS};
 use super::nvinfo::{EIFMT_SVAL, Record, parse_callgraph};
@@ -18,6 +19,7 @@ struct Index {
     globals: HashMap<(u8, u32), u32>,
     /// Text section index → records of its `.nv.info.<k>`.
     info_by_text: HashMap<usize, Vec<Record>>,
+    /// `.nv.callgraph`'s direct calls `(caller, callee)`.
     callgraph: Vec<(i32, i32)>,
     /// Text section index → the functions defined in it.
     section_functions: HashMap<usize, Vec<usize>>,
@@ -62,7 +64,8 @@ pub struct FunctionInfo {
     pub(crate) maxreg_count: Option<u32>,
     /// `EIATTR_CBANK_PARAM_SIZE`.
     pub(crate) param_bytes: Option<u32>,
-    /// Callees from `.nv.callgraph`, by name (externals such as `vprintf` included).
+    /// Direct callees from `.nv.callgraph`, by name (externals such as `vprintf` included;
+    /// kernels launched from device code are not calls).
     pub(crate) callees: Vec<String>,
     /// Occupancy-relevant attributes present (`CTAIDZ_USED`, `NUM_BARRIERS=1`, ...).
     pub(crate) flags: Vec<String>,
@@ -117,7 +120,12 @@ impl Cubin {
                         .or_insert_with(|| self.records(k));
                 }
             } else if sec.sh_type == SHT_CUDA_CALLGRAPH {
-                ix.callgraph.extend(parse_callgraph(&sec.data));
+                // Only direct calls (a kernel launched from device code is no call); a section
+                // that does not read counts every pair, as calls hold more kernels, never fewer.
+                match CallGraph::parse(&sec.data) {
+                    Ok(g) => ix.callgraph.extend(g.calls),
+                    Err(_) => ix.callgraph.extend(parse_callgraph(&sec.data)),
+                }
             }
         }
         for j in 0..self.symbols.len() {

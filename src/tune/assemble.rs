@@ -89,6 +89,7 @@ fn source(inp: &Inputs<'_>, choice: &Choice<'_>) -> Result<(Built, Assembly), Tu
             stderr: Vec::new(),
             cached: false,
             whole_module: true,
+            request: None,
         };
         return Ok((built, Assembly::Spliced));
     }
@@ -153,16 +154,34 @@ fn made_by(budgets: &Budgets, t: &dyn transform::Transform) -> Budgets {
         .collect()
 }
 
+/// ptxas options under which what ptxas prints depends on each kernel's code (`-v`'s
+/// resource lines, the spill, local-memory and double-precision warnings, and `-Werror`,
+/// which makes those warnings errors).
+const DIAGNOSTICS: &[&str] = &[
+    "-v",
+    "--verbose",
+    "-warn-spills",
+    "--warn-on-spills",
+    "-warn-lmem-usage",
+    "--warn-on-local-memory-usage",
+    "-warn-double-usage",
+    "--warn-on-double-precision-use",
+    "-Werror",
+    "--warning-as-error",
+];
+
 /// The baseline with each chosen kernel taken from the variant it was evaluated in, when that
 /// can be done exactly: plain ptxas budgets only (a SASS rewrite is applied to the final
-/// cubin), no `-v` report to reproduce, and a splice the cubin module accepts.
+/// cubin), no per-kernel diagnostics to reproduce ([`DIAGNOSTICS`]: the splice has only the
+/// untuned run's messages, so a whole-module run, whose messages ship, is made instead), and
+/// a splice the cubin module accepts.
 fn splice_choice(inp: &Inputs<'_>, choice: &Choice<'_>) -> Option<Vec<u8>> {
-    let verbose = inp
+    let diagnostics = inp
         .argv
         .iter()
         .skip(1)
-        .any(|a| matches!(a.as_str(), "-v" | "--verbose"));
-    if verbose || choice.chosen.values().any(|b| b.rewritten()) {
+        .any(|a| DIAGNOSTICS.contains(&a.as_str()));
+    if diagnostics || choice.chosen.values().any(|b| b.rewritten()) {
         return None;
     }
     let parts: Vec<(&str, &Cubin)> = choice

@@ -7,6 +7,7 @@
 //! warning line.
 
 pub(crate) mod assemble;
+pub mod cache_entry;
 pub(crate) mod candidates;
 pub(crate) mod dynamic_shared;
 pub(crate) mod evaluate;
@@ -106,6 +107,11 @@ pub fn ptxas_step(
     let Some(files) = step::step_files(argv) else {
         return Ok(Stepped::plain(captured));
     };
+    // `-cubin -o /dev/null`, `-o /dev/stdout`, a FIFO: ptxas wrote the cubin somewhere it
+    // cannot be read back or replaced, so there is nothing to tune and nvcc's behaviour stays.
+    if !tunable_output(&ctx.cwd.join(files.output_path(argv))) {
+        return Ok(Stepped::plain(captured));
+    }
     let arch = files.arch.unwrap_or_else(|| "?".to_string());
     let mut notes = Vec::new();
     if tune.settings.mode != Mode::Tune {
@@ -172,6 +178,39 @@ pub fn ptxas_step(
         notes,
         records,
     })
+}
+
+/// Whether ptxas's output `path` is a plain file that this process can read back and write
+/// over: not a device (`/dev/null`), FIFO or socket, and not reached through a link to a file
+/// descriptor (`/dev/stdout`, `/dev/fd/N`, `/proc/self/fd/N`), which named ptxas's own
+/// descriptor (its captured stdout), not the file this process would find there.
+fn tunable_output(path: &Path) -> bool {
+    let mut at = path.to_path_buf();
+    // Follow the links one at a time (as the kernel does, up to its 40 hops).
+    for _ in 0..40 {
+        if names_a_descriptor(&at) {
+            return false;
+        }
+        match std::fs::read_link(&at) {
+            Ok(next) => at = at.parent().unwrap_or(Path::new("/")).join(next),
+            Err(_) => break,
+        }
+    }
+    std::fs::metadata(path).is_ok_and(|m| m.file_type().is_file())
+}
+
+/// `/dev/stdin`, `/dev/stdout`, `/dev/stderr`, `/dev/fd/...`, `/proc/...`: a path whose
+/// meaning depends on the process that opens it.
+fn names_a_descriptor(path: &Path) -> bool {
+    [
+        "/dev/stdin",
+        "/dev/stdout",
+        "/dev/stderr",
+        "/dev/fd",
+        "/proc",
+    ]
+    .iter()
+    .any(|p| path.starts_with(p))
 }
 
 /// The panic hook in place while no tuning runs; `None` inside.

@@ -110,6 +110,8 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         &mut notes,
         &mut result,
     );
+    let built = from_ptxas(&builder, built, &selected, settings.selector.is_some())?;
+    result.warnings.extend(builder.cache_warning());
     let tools = crate::audit::Tools::in_dir(tune.toolkit.bin_dir());
     let inputs = assemble::Inputs {
         argv,
@@ -222,6 +224,8 @@ fn builder<'a>(
         .then(|| super::ptx::entries(&step.ptx).ok())
         .flatten()
         .map(|d| d.into_iter().map(|e| e.name).collect()),
+        reads_cache: std::sync::atomic::AtomicBool::new(true),
+        bad_entries: std::sync::Mutex::new(Vec::new()),
     })
 }
 
@@ -249,6 +253,42 @@ fn build_variants(
         })
         .collect::<Result<_, _>>()?;
     Ok((built, result))
+}
+
+/// Every variant the chosen code may come from, as ptxas makes it now rather than as the
+/// cache had it ([`Builder::refresh`]): the variants the chosen kernels were evaluated in,
+/// the whole-module variant at exactly the chosen budgets, and under a selector every ranked
+/// candidate's. From here on the builder runs ptxas for every variant it is asked for, so
+/// neither what ships nor what the assembly check compares it with comes from the cache.
+fn from_ptxas(
+    builder: &Builder<'_>,
+    mut built: Vec<Option<Built>>,
+    selected: &Selected,
+    selector: bool,
+) -> Result<Vec<Option<Built>>, TuneError> {
+    builder
+        .reads_cache
+        .store(false, std::sync::atomic::Ordering::Relaxed);
+    let mut donors: std::collections::BTreeSet<usize> =
+        selected.expected.values().flatten().copied().collect();
+    if selector {
+        donors.extend(selected.sources.values().flatten().flatten().copied());
+    }
+    donors.extend(built.iter().enumerate().filter_map(|(i, b)| {
+        b.as_ref()
+            .filter(|b| {
+                !selected.chosen.is_empty() && b.whole_module && b.budgets == selected.chosen
+            })
+            .map(|_| i)
+    }));
+    for i in donors {
+        if let Some(slot) = built.get_mut(i)
+            && let Some(b) = slot.as_ref().filter(|b| b.cached)
+        {
+            *slot = Some(builder.refresh(b)?);
+        }
+    }
+    Ok(built)
 }
 
 /// Choose every kernel's static winner ([`select_kernel`]), its record into `result`.

@@ -12,10 +12,12 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
 
+use super::cache_entry::{self, Entry};
 use super::ptxas_args::PtxasArgs;
 use crate::jobs::Slots;
 use crate::process::StepContext;
@@ -34,6 +36,17 @@ pub struct Built {
     /// Whether ptxas compiled every entry of the module (no `--entry`), so that the cubin
     /// can ship as it is.
     pub(crate) whole_module: bool,
+    /// How to run ptxas for it again, when it came from the cache ([`Builder::refresh`]).
+    pub(crate) request: Option<Arc<Request>>,
+}
+
+/// What [`Builder::build_text`] was asked for: enough to build a cached variant again.
+#[derive(Debug)]
+pub struct Request {
+    index: usize,
+    ptx: String,
+    only: Vec<String>,
+    extra: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -47,6 +60,9 @@ pub enum VariantError {
     },
     #[error("ptxas refused a variant ({budgets}): {stderr}")]
     Refused { budgets: String, stderr: String },
+    /// A cache entry that passed its checksum is not what ptxas makes of its input now.
+    #[error("the variant cache's entry for {0} is not what ptxas makes of it")]
+    Stale(String),
 }
 
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> VariantError {
@@ -114,6 +130,11 @@ pub struct Builder<'a> {
     /// The module's entries, when variants may be compiled for the entries they set a budget
     /// for alone (`--entry`); `None` compiles every variant as a whole module.
     pub(crate) entries: Option<Vec<String>>,
+    /// Whether variants may still come from the cache: not once the choice is made, so that
+    /// what ships and what the assembly check compares it with come from ptxas.
+    pub(crate) reads_cache: AtomicBool,
+    /// Cache entries that failed their check, each as `file: why` ([`Builder::cache_warning`]).
+    pub(crate) bad_entries: Mutex<Vec<String>>,
 }
 
 /// Whether ptxas may be given `--entry` for a variant of the step `argv`: not when the
@@ -232,29 +253,104 @@ impl Builder<'_> {
         only: &[&str],
         extra: &[String],
     ) -> Result<Built, VariantError> {
-        let (ptx_path, out) = self.variant_files(i)?;
-        let mut argv = variant_argv(self.argv, &self.files, &ptx_path, &out);
-        for e in only {
-            argv.push("--entry".to_string());
-            argv.push((*e).to_string());
-        }
-        argv.extend_from_slice(extra);
-        let whole_module = only.is_empty();
-        let key = cache_key(&argv, &self.files, &self.ptxas_id, ptx);
-        if let Some(dir) = &self.cache
-            && let Ok(cubin) = std::fs::read(dir.join(format!("{key}.cubin")))
+        let request = Request {
+            index: i,
+            ptx: ptx.to_string(),
+            only: only.iter().map(|s| s.to_string()).collect(),
+            extra: extra.to_vec(),
+        };
+        let (argv, key) = self.command(&request);
+        if self.reads_cache.load(Ordering::Relaxed)
+            && let Some(entry) = self.lookup(&key)
         {
-            let stderr = std::fs::read(dir.join(format!("{key}.stderr"))).unwrap_or_default();
             return Ok(Built {
                 budgets: budgets.clone(),
-                cubin,
-                stderr,
+                cubin: entry.cubin,
+                stderr: self.input_named(&entry.stderr),
                 cached: true,
-                whole_module,
+                whole_module: only.is_empty(),
+                request: Some(Arc::new(request)),
             });
         }
-        std::fs::write(&ptx_path, ptx).map_err(io(ptx_path.display().to_string()))?;
-        let run = self.ctx.run(&argv).map_err(io("ptxas"))?;
+        self.run_ptxas(budgets, &request, &argv, &key)
+    }
+
+    /// `built` as ptxas makes it now: itself when it did not come from the cache, else a
+    /// new ptxas run, which must give the same bytes ([`VariantError::Stale`] if not). What
+    /// ships, and what the assembly check compares it with, never comes from the cache alone.
+    pub fn refresh(&self, built: &Built) -> Result<Built, VariantError> {
+        let Some(request) = built.request.as_deref().filter(|_| built.cached) else {
+            return Ok(built.clone());
+        };
+        let (argv, key) = self.command(request);
+        let fresh = self.run_ptxas(&built.budgets, request, &argv, &key)?;
+        if fresh.cubin != built.cubin {
+            return Err(VariantError::Stale(describe(&built.budgets)));
+        }
+        Ok(fresh)
+    }
+
+    /// The one warning line for the cache entries that failed their check, if any did.
+    pub fn cache_warning(&self) -> Option<String> {
+        let bad = self.bad_entries.lock().unwrap_or_else(|e| e.into_inner());
+        let first = bad.first()?;
+        Some(format!(
+            "{} variant cache entr{} failed {} check and ptxas ran again ({first})",
+            bad.len(),
+            if bad.len() == 1 { "y" } else { "ies" },
+            if bad.len() == 1 { "its" } else { "their" },
+        ))
+    }
+
+    /// ptxas's messages for a variant as they read for this step: the input named as the
+    /// step's ptxas command line names it, as in what whole-module ptxas prints.
+    fn input_named(&self, stderr: &[u8]) -> Vec<u8> {
+        let input = self.argv.get(self.files.input).map_or("", String::as_str);
+        replace(stderr, INPUT_MARK, input.as_bytes())
+    }
+
+    /// The variant's ptxas command line and cache key.
+    fn command(&self, r: &Request) -> (Vec<String>, String) {
+        let (ptx_path, out) = self.variant_files(r.index);
+        let mut argv = variant_argv(self.argv, &self.files, &ptx_path, &out);
+        for e in &r.only {
+            argv.push("--entry".to_string());
+            argv.push(e.clone());
+        }
+        argv.extend_from_slice(&r.extra);
+        let key = cache_key(&argv, &self.files, &self.ptxas_id, &r.ptx);
+        (argv, key)
+    }
+
+    /// The cache's entry for `key`: `None` when there is none or it fails its check (then
+    /// remembered for [`Builder::cache_warning`]; the rebuilt variant replaces it).
+    fn lookup(&self, key: &str) -> Option<Entry> {
+        let file = self.cache.as_ref()?.join(format!("{key}.{ENTRY}"));
+        let bytes = std::fs::read(&file).ok()?;
+        match cache_entry::decode(key, &bytes) {
+            Ok(entry) => Some(entry),
+            Err(why) => {
+                let mut bad = self.bad_entries.lock().unwrap_or_else(|e| e.into_inner());
+                bad.push(format!("{}: {why}", file.display()));
+                None
+            }
+        }
+    }
+
+    /// Run ptxas for `request` and store the result in the cache.
+    fn run_ptxas(
+        &self,
+        budgets: &Budgets,
+        request: &Request,
+        argv: &[String],
+        key: &str,
+    ) -> Result<Built, VariantError> {
+        let (ptx_path, out) = self.variant_files(request.index);
+        if let Some(dir) = ptx_path.parent() {
+            std::fs::create_dir_all(dir).map_err(io(dir.display().to_string()))?;
+        }
+        std::fs::write(&ptx_path, &request.ptx).map_err(io(ptx_path.display().to_string()))?;
+        let run = self.ctx.run(argv).map_err(io("ptxas"))?;
         if !run.status.success() {
             return Err(VariantError::Refused {
                 budgets: describe(budgets),
@@ -265,18 +361,31 @@ impl Builder<'_> {
                     .to_string(),
             });
         }
-        let cubin = std::fs::read(&out).map_err(io(out.display().to_string()))?;
+        // Stored with the variant's PTX path as a placeholder: the key leaves paths out, and
+        // a message that names the input must name this step's (`input_named`).
+        let entry = Entry {
+            cubin: std::fs::read(&out).map_err(io(out.display().to_string()))?,
+            stderr: replace(
+                &run.stderr,
+                ptx_path.display().to_string().as_bytes(),
+                INPUT_MARK,
+            ),
+        };
         if let Some(dir) = &self.cache {
             // A cache that cannot be written is only slower, never wrong.
-            let _ = store(dir, &format!("{key}.stderr"), &run.stderr)
-                .and_then(|()| store(dir, &format!("{key}.cubin"), &cubin));
+            let _ = store(
+                dir,
+                &format!("{key}.{ENTRY}"),
+                &cache_entry::encode(key, &entry),
+            );
         }
         Ok(Built {
             budgets: budgets.clone(),
-            cubin,
-            stderr: run.stderr,
+            stderr: self.input_named(&entry.stderr),
+            cubin: entry.cubin,
             cached: false,
-            whole_module,
+            whole_module: request.only.is_empty(),
+            request: None,
         })
     }
 }
@@ -285,16 +394,16 @@ impl Builder<'_> {
     /// Variant `i`'s input and output: a folder of its own, the files named as the step's.
     /// ptxas writes its input's and output's names into `-g` debug information, so a variant
     /// that ships names the caller's files as ptxas alone would, not ours.
-    fn variant_files(&self, i: usize) -> Result<(PathBuf, PathBuf), VariantError> {
+    /// The folder is made by [`Builder::run_ptxas`].
+    fn variant_files(&self, i: usize) -> (PathBuf, PathBuf) {
         let dir = self.work.join(format!("variant{i}"));
-        std::fs::create_dir_all(&dir).map_err(io(dir.display().to_string()))?;
         let name = |p: &Path| p.file_name().map(std::ffi::OsStr::to_os_string);
         let input = name(Path::new(&self.argv[self.files.input]));
         let output = name(&self.files.output_path(self.argv));
-        Ok(match (input, output) {
+        match (input, output) {
             (Some(a), Some(b)) if a != b => (dir.join(a), dir.join(b)),
             _ => (dir.join("variant.ptx"), dir.join("variant.cubin")),
-        })
+        }
     }
 }
 
@@ -305,6 +414,31 @@ fn names_files(argv: &[String]) -> bool {
         .skip(1)
         .any(|a| matches!(a.as_str(), "-g" | "--device-debug"))
 }
+/// Stands for the variant's PTX path in stored messages (no path contains it).
+const INPUT_MARK: &[u8] = b"\x01ptx-input\x01";
+
+/// `bytes` with every `from` replaced by `to`.
+fn replace(bytes: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+    if from.is_empty() {
+        return bytes.to_vec();
+    }
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i..].starts_with(from) {
+            out.extend_from_slice(to);
+            i += from.len();
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The extension of cache entries ([`cache_entry`]'s format; the `.cubin` and `.stderr`
+/// pairs of earlier versions, which carried no checksum, are never read).
+const ENTRY: &str = "entry";
 
 /// `k1=32 k2=40+smem`, for messages.
 pub fn describe(b: &Budgets) -> String {

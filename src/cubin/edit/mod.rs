@@ -456,6 +456,15 @@ impl Cubin {
                 }
                 self.set_records(i, &recs)?;
             } else if t == super::elf::SHT_CUDA_CALLGRAPH {
+                // Symbols only: the prototypes of its second and third lists stay (a section
+                // in a layout not known keeps the old rule, every positive word).
+                if let Ok(mut g) = super::callgraph::CallGraph::parse(&s.data)
+                    && g.encode() == s.data
+                {
+                    g.map_symbols(&mut |v| if v > 0 { f(v as u32) as i32 } else { v });
+                    self.elf.sections[i].data = g.encode();
+                    continue;
+                }
                 let data = &mut self.elf.sections[i].data;
                 for w in 0..data.len() / 4 {
                     if let Some(v) = rd_u32(data, w * 4)
