@@ -126,6 +126,7 @@ impl Builder<'_> {
     pub fn build_all(&self, all: &[Budgets]) -> Vec<Result<Built, VariantError>> {
         let results: Vec<Mutex<Option<Result<Built, VariantError>>>> =
             all.iter().map(|_| Mutex::new(None)).collect();
+        let _timed = crate::timings::span(crate::timings::Phase::Variants);
         let next = Mutex::new(0usize);
         let workers = self.jobs.clamp(1, all.len().max(1));
         std::thread::scope(|s| {
