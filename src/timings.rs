@@ -21,8 +21,12 @@ pub enum Phase {
     FrontEnd,
     /// ptxas as nvcc asked for it (the baseline).
     Ptxas,
-    /// The variant rounds: ptxas runs of the same PTX under other budgets.
+    /// The variant rounds: ptxas runs of the same PTX under other budgets, each run's time
+    /// (so rounds that run side by side add up).
     Variants,
+    /// The wall time of each step's batch of variant rounds: under [`Phase::Variants`]
+    /// when they ran one after another, less when they overlapped.
+    VariantBatches,
     /// The chosen budgets put together: a splice, or one more whole-module ptxas run.
     Assembly,
     /// The assembly check's reading and comparing of the shipped cubin.
@@ -31,17 +35,18 @@ pub enum Phase {
     Selector,
 }
 
-const PHASES: [(Phase, &str); 6] = [
+const PHASES: [(Phase, &str); 7] = [
     (Phase::FrontEnd, "front_end_s"),
     (Phase::Ptxas, "ptxas_s"),
     (Phase::Variants, "variants_s"),
+    (Phase::VariantBatches, "variant_batches_s"),
     (Phase::Assembly, "assembly_s"),
     (Phase::Check, "check_s"),
     (Phase::Selector, "selector_s"),
 ];
 
 /// Nanoseconds per phase, in [`PHASES`]' order.
-static TOTALS: [AtomicU64; 6] = [const { AtomicU64::new(0) }; 6];
+static TOTALS: [AtomicU64; 7] = [const { AtomicU64::new(0) }; 7];
 
 fn slot(phase: Phase) -> &'static AtomicU64 {
     let i = PHASES.iter().position(|(p, _)| *p == phase).unwrap_or(0);
