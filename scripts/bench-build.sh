@@ -11,7 +11,13 @@
 # alike. Peak memory is the largest resident set of any process of the build (GNU time's
 # maximum RSS of the waited-for tree), as a median ratio too.
 # Targets (issues 24, 31, 35): cold <= 1.3x, cached <= 1.05x, peak memory <= 1.2x, adapt
-# <= 1.3x cold with an object <= 1.5x nvcc's.
+# <= 1.3x cold with an object <= 1.5x nvcc's; for the files where tuning acts on most kernels
+# (issue 47, `retuned_*.cu`) adapt <= 1.5x with an object <= 2x.
+# Per file it also says how many kernels were retuned (default mode) and embed variants
+# (adapt), and where one cold build's time went in each mode (NVCC_ORION_TIMINGS: front end,
+# plain ptxas, variant rounds, final assembly, assembly check, adapt's multi-variant cubin;
+# seconds summed over the threads of the build, so steps that overlap add up to more than
+# the wall time).
 # Env: RUNS (pairs per setting, default 5), ORION_BIN (another nvcc-orion binary to measure,
 # e.g. an older build), BENCH_LABEL (the section's title), BENCH_OUT (default bench/results/build.md), BENCH_FILES.
 set -euo pipefail
@@ -52,6 +58,7 @@ orion_cmd() {
 }
 
 rows=()
+splits=()
 over=0
 load_start="$(cut -d' ' -f1-3 /proc/loadavg)"
 for k in "${FILES[@]}"; do
@@ -67,6 +74,30 @@ recs = [json.loads(l) for l in open(p)] if os.path.exists(p) else []
 print(len({r["kernel"] for r in recs}), sum(len(r["candidates"]) - 1 for r in recs),
       sum(len(r["pruned"]) for r in recs), sum(r["chosen"] != 0 for r in recs))
 ' "$rep")
+    # One cold build per mode with its time split, and what adapt embeds.
+    tdef="$TMP/$name.timings.default" tad="$TMP/$name.timings.adapt" rad="$TMP/$name.adapt.jsonl"
+    rm -f "$tdef" "$tad" "$rad"
+    env NVCC_ORION_CACHE=off NVCC_ORION_TIMINGS="$tdef" "$ORION" "${args[@]}" >/dev/null 2>&1
+    env NVCC_ORION=adapt NVCC_ORION_CACHE=off NVCC_ORION_TIMINGS="$tad" NVCC_ORION_REPORT="$rad" \
+        "$ORION" "${args[@]}" >/dev/null 2>&1
+    nembed=$(python3 -c '
+import json, os, sys
+p = sys.argv[1]
+recs = [json.loads(l) for l in open(p)] if os.path.exists(p) else []
+print(sum(len(r.get("variants") or []) > 1 for r in recs))
+' "$rad")
+    split_row() {
+        python3 -c '
+import json, sys
+t = json.loads(open(sys.argv[1]).readline())
+keys = ["front_end_s", "ptxas_s", "variants_s", "assembly_s", "check_s", "selector_s", "total_s"]
+cells = ["%.2f" % t[k] for k in keys]
+cells[2] += " / %.2f" % t["variant_batches_s"]
+print(" | ".join(cells))
+' "$1"
+    }
+    splits+=("| $name | default | $ntuned | $(split_row "$tdef") |")
+    splits+=("| $name | adapt | $nembed | $(split_row "$tad") |")
     declare -A ratios=() mems=() nv=() cpus=()
     size_nvcc=0 size_adapt=0
     for mode in cold cached replay adapt; do
@@ -103,8 +134,10 @@ print(len({r["kernel"] for r in recs}), sum(len(r["candidates"]) - 1 for r in re
     v_cold=$(verdict "$r_cold" 1.3)
     v_warm=$(verdict "$r_warm" 1.05)
     v_mem=$(verdict "$m_cold" 1.2)
-    v_adapt=$(verdict "$r_adapt" 1.3)
-    v_size=$(verdict "$s_adapt" 1.5)
+    t_adapt=1.3 t_size=1.5
+    [[ $name != retuned_* ]] || t_adapt=1.5 t_size=2.0
+    v_adapt=$(verdict "$r_adapt" "$t_adapt")
+    v_size=$(verdict "$s_adapt" "$t_size")
     [[ $v_cold == ok && $v_warm == ok && $v_mem == ok && $v_adapt == ok && $v_size == ok ]] || over=$((over + 1))
     rows+=("| $name | $nk | $nbuilt | $npruned | $ntuned | $t_nvcc | $r_cold ($v_cold) | $r_warm ($v_warm) | $r_replay | $m_cold ($v_mem) / $m_warm | $c_cold / $c_warm | $r_adapt ($v_adapt) / $s_adapt ($v_size) |")
     echo "bench: $name nvcc ${t_nvcc} s, cold ${r_cold}x, cached ${r_warm}x, no tuning ${r_replay}x, peak memory ${m_cold}x, adapt ${r_adapt}x (object ${s_adapt}x)" >&2
@@ -129,11 +162,21 @@ mkdir -p "$(dirname "$RESULT")"
     echo "  pruned = budgets not built (occupancy bound); tuned = kernel-arch pairs not at ptxas's choice"
     echo "- adapt = NVCC_ORION=adapt, cold: wall time / nvcc's (median), object size / nvcc's"
     echo "- targets: cold <= 1.3x, cached <= 1.05x, peak memory <= 1.2x, adapt <= 1.3x with an object <= 1.5x of nvcc"
+    echo "  (\`retuned_*\` files, issue 47: adapt <= 1.5x with an object <= 2x)"
     echo "- reproduce: \`scripts/bench-build.sh\` (env RUNS, ORION_BIN, BENCH_FILES)"
     echo
     echo "| file | kernels | built | pruned | tuned | nvcc s | cold / nvcc | cached / nvcc | no tuning / nvcc | peak RSS cold / cached | CPU cold / cached | adapt / nvcc: time / object |"
     echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     printf '%s\n' "${rows[@]}"
+    echo
+    echo "Where one cold build's time went (\`NVCC_ORION_TIMINGS\`, seconds; a step's time is summed over"
+    echo "the threads it ran on, so overlapping steps add up to more than the total). retuned: kernel-arch"
+    echo "pairs not at ptxas's choice (default) or with variants embedded (adapt). Variant rounds: the"
+    echo "ptxas runs' own time / the wall time of the steps' batches (less when rounds ran side by side)."
+    echo
+    echo "| file | mode | retuned | front end | plain ptxas | variant rounds: runs / batches | final assembly | check | multi-variant | total |"
+    echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+    printf '%s\n' "${splits[@]}"
     echo
 } >"$TMP/section.md"
 cat "$TMP/section.md"

@@ -11,6 +11,11 @@
 //! Extra slots are only ever *tried*, never waited for: waiting could deadlock a build whose
 //! every job is an nvcc-orion waiting the same way, and the holder of the own slot finishes
 //! the work alone anyway.
+//!
+//! A thread that holds the own slot and only waits (the driver joining a step tuned in the
+//! background, whose output the next step needs) lends it ([`Slots::lend`]): while it
+//! waits, the slot is one more extra slot, so the step it waits for can run its variant
+//! rounds two at a time instead of one after another on the slot it took.
 
 use std::sync::{Mutex, OnceLock};
 
@@ -23,8 +28,9 @@ pub struct Slots {
 #[derive(Debug)]
 enum Source {
     Jobserver(jobserver::Client),
-    /// Free permits of a local pool.
-    Local(Mutex<usize>),
+    /// Free permits of a local pool; below zero while a lent slot is still in use after
+    /// its lender took it back (the next slot to come back settles it).
+    Local(Mutex<isize>),
 }
 
 /// An extra slot, held until dropped.
@@ -39,7 +45,32 @@ enum Held<'a> {
     Token {
         _token: jobserver::Acquired,
     },
-    Local(&'a Mutex<usize>),
+    Local(&'a Mutex<isize>),
+}
+
+/// The own slot, lent to the pool until dropped ([`Slots::lend`]).
+#[derive(Debug)]
+pub struct Lent<'a> {
+    slots: &'a Slots,
+    /// Whether a token went to the jobserver (so one must come back).
+    lent: bool,
+}
+
+impl Drop for Lent<'_> {
+    fn drop(&mut self) {
+        if !self.lent {
+            return;
+        }
+        match &self.slots.source {
+            Source::Local(free) => *free.lock().unwrap_or_else(|e| e.into_inner()) -= 1,
+            // The own slot is the token the build started this process with: it must be
+            // held again before going on. Waiting here cannot deadlock: nothing this
+            // process holds is waited for, and every holder of a token finishes its job.
+            Source::Jobserver(client) => {
+                let _ = client.acquire_raw();
+            }
+        }
+    }
 }
 
 impl Drop for Slot<'_> {
@@ -66,7 +97,7 @@ impl Slots {
     /// A local pool of `extra` slots besides the own one.
     pub fn local(extra: usize) -> Slots {
         Slots {
-            source: Source::Local(Mutex::new(extra)),
+            source: Source::Local(Mutex::new(isize::try_from(extra).unwrap_or(isize::MAX))),
         }
     }
 
@@ -78,11 +109,28 @@ impl Slots {
             },
             Source::Local(free) => {
                 let mut n = free.lock().unwrap_or_else(|e| e.into_inner());
-                *n = n.checked_sub(1)?;
+                if *n <= 0 {
+                    return None;
+                }
+                *n -= 1;
                 Held::Local(free)
             }
         };
         Some(Slot { held })
+    }
+
+    /// Lend the caller's own slot while it waits on other work: it is an extra slot until
+    /// the returned guard drops (see the module docs). The caller must start no process of
+    /// its own meanwhile.
+    pub fn lend(&self) -> Lent<'_> {
+        let lent = match &self.source {
+            Source::Local(free) => {
+                *free.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+                true
+            }
+            Source::Jobserver(client) => client.release_raw().is_ok(),
+        };
+        Lent { slots: self, lent }
     }
 }
 
@@ -115,5 +163,26 @@ mod tests {
         assert!(slots.try_extra().is_none());
         drop((b, c));
         assert!(slots.try_extra().is_some());
+    }
+
+    #[test]
+    fn a_lent_slot_is_an_extra_one_until_taken_back() {
+        let slots = Slots::local(1);
+        let a = slots.try_extra().expect("the one extra slot");
+        assert!(slots.try_extra().is_none());
+        let lent = slots.lend();
+        let b = slots.try_extra().expect("the lent slot");
+        assert!(slots.try_extra().is_none());
+        drop(b);
+        drop(lent);
+        assert!(slots.try_extra().is_none(), "taken back");
+        // Taken back while still in use: the pool is short until that slot comes back.
+        let lent = slots.lend();
+        let c = slots.try_extra().expect("lent again");
+        drop(lent);
+        drop(a);
+        assert!(slots.try_extra().is_none(), "c still runs on the lent slot");
+        drop(c);
+        assert!(slots.try_extra().is_some(), "all back");
     }
 }

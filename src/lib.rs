@@ -18,6 +18,7 @@ pub mod profile;
 pub(crate) mod report;
 pub mod sass;
 pub mod settings;
+pub mod timings;
 pub mod toolkit;
 pub mod transform;
 pub mod tune;

@@ -9,10 +9,12 @@ use nvcc_orion::cli::{self, Class};
 use nvcc_orion::commands;
 use nvcc_orion::driver;
 use nvcc_orion::settings::{self, Mode, Settings};
+use nvcc_orion::timings;
 use nvcc_orion::toolkit::Toolkit;
 use nvcc_orion::transform;
 
 fn main() -> ExitCode {
+    let started = std::time::Instant::now();
     let argv: Vec<OsString> = std::env::args_os().collect();
     if let Some(sub) = argv.get(1).and_then(|a| commands::Subcommand::from_arg(a)) {
         return commands::run(sub, &argv);
@@ -48,6 +50,7 @@ fn main() -> ExitCode {
     match replay_guarded(&tk, &inv, &settings, &nvcc_env, &cwd) {
         Some(Ok(done)) => {
             publish(&done, &inv, &settings);
+            write_timings(started);
             ExitCode::SUCCESS
         }
         // The user's own errors are reported by nvcc itself, silently; ours get one line.
@@ -149,6 +152,21 @@ fn publish(done: &driver::Replayed, inv: &cli::Invocation, settings: &Settings) 
                 .map(|p| p.display().to_string())
                 .collect::<Vec<_>>()
                 .join(" ")
+        );
+    }
+}
+
+/// `NVCC_ORION_TIMINGS=FILE`: where this compile's time went, appended to FILE as one JSON
+/// line (`nvcc_orion::timings`). A file that cannot be written costs one warning line.
+fn write_timings(started: std::time::Instant) {
+    let Some(path) = std::env::var_os("NVCC_ORION_TIMINGS").filter(|p| !p.is_empty()) else {
+        return;
+    };
+    let path = std::path::PathBuf::from(path);
+    if let Err(e) = timings::append(&path, started.elapsed().as_secs_f64()) {
+        eprintln!(
+            "nvcc-orion: warning: cannot write the timings {}: {e}",
+            path.display()
         );
     }
 }

@@ -61,8 +61,10 @@ const FLOORS: &[(&[&str], &str)] = &[
     ),
     (&["farm", "cli"], "remote build farm; nvcc's command line"),
     (
-        &["settings", "toolkit", "profile", "arch", "process", "jobs"],
-        "leaves: user settings, the CUDA toolkit, measured profiles, per-architecture facts, running one step, job slots",
+        &[
+            "settings", "toolkit", "profile", "arch", "process", "jobs", "timings",
+        ],
+        "leaves: user settings, the CUDA toolkit, measured profiles, per-architecture facts, running one step, job slots, where a build's time goes",
     ),
 ];
 

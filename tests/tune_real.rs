@@ -671,6 +671,60 @@ fn arches_are_tuned_side_by_side_within_the_jobserver() {
     assert!(side_object == serial_object, "the objects differ");
 }
 
+/// One architecture, one spare jobserver token (issue 47): the ptxas step is tuned in the
+/// background on the token while the driver waits for it (`fatbinary` needs the cubin), and
+/// the driver lends its own slot meanwhile, so the step's variant rounds run two at a time:
+/// their ptxas runs add up to more than the batch's wall time (`NVCC_ORION_TIMINGS`). Before,
+/// the driver's slot sat idle and the rounds ran one after another. The jobserver gets its
+/// token back, and the object is the one a build without a spare token makes.
+#[test]
+fn a_waiting_driver_lends_its_slot_to_the_variant_rounds() {
+    let Some(_) = fixtures::fixtures() else {
+        return;
+    };
+    let dir = scratch("lend");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/kernels/walk.cu");
+    let build = |tokens: usize, out: &str| {
+        let timings = dir.path().join(format!("{out}.timings"));
+        let client = jobserver::Client::new(tokens).expect("a jobserver");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_nvcc-orion"));
+        cmd.current_dir(dir.path())
+            .args(["-c", "-O3", "-arch=sm_90"])
+            .arg(&src)
+            .args(["-o", out])
+            .env_remove("NVCC_ORION")
+            .env("NVCC_ORION_CACHE", "off")
+            .env("NVCC_ORION_TIMINGS", &timings);
+        client.configure_make(&mut cmd);
+        let o = cmd.output().unwrap();
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        assert_eq!(
+            client.available().unwrap(),
+            tokens,
+            "the jobserver's tokens after the build"
+        );
+        let line = std::fs::read_to_string(&timings).unwrap();
+        let t: Value = serde_json::from_str(line.trim()).unwrap();
+        let object = std::fs::read(dir.path().join(out)).unwrap();
+        (t, common::mask_tmpxft(&object))
+    };
+    let (lent, lent_object) = build(1, "lent.o");
+    let rounds = lent["variants_s"].as_f64().unwrap();
+    let batch = lent["variant_batches_s"].as_f64().unwrap();
+    assert!(
+        rounds > 1.2 * batch,
+        "the rounds did not overlap: {rounds} s of ptxas in {batch} s ({lent})"
+    );
+    let (serial, serial_object) = build(0, "serial.o");
+    let serial_rounds = serial["variants_s"].as_f64().unwrap();
+    let serial_batch = serial["variant_batches_s"].as_f64().unwrap();
+    assert!(
+        serial_rounds <= serial_batch,
+        "one slot runs one round at a time ({serial})"
+    );
+    assert!(lent_object == serial_object, "the objects differ");
+}
+
 /// An internal error while tuning (forced here) keeps what plain nvcc makes, with one warning
 /// line and a successful exit.
 #[test]

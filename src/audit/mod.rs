@@ -44,6 +44,9 @@ mod verdict;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use sha2::{Digest, Sha256};
 
 use dump::Dump;
 use kernel::{Code, Pair};
@@ -272,13 +275,36 @@ fn link_limits(shipped: &Dump, baseline: &Dump) -> Result<(), AuditError> {
     Ok(())
 }
 
-/// Runs the toolkit on cubins, once per distinct content (a job names the same round's
-/// cubin for many variants, each from bytes of its own).
+/// What the toolkit printed of each distinct cubin read so far in this process, by the
+/// SHA-256 of the tool's path and the cubin's bytes: a job names the same round's cubin for
+/// many variants, and under adapt the multi-variant cubin's check names the baseline, the
+/// plain tuned cubin and the variants the first check read.
+#[derive(Default)]
+struct Seen {
+    dumps: HashMap<[u8; 32], Arc<Dump>>,
+    listings: HashMap<[u8; 32], Arc<Vec<Function>>>,
+}
+
+fn seen() -> std::sync::MutexGuard<'static, Seen> {
+    static SEEN: OnceLock<Mutex<Seen>> = OnceLock::new();
+    SEEN.get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+}
+
+/// The key of `bytes` as read by `tool`.
+fn key(tool: &Path, bytes: &[u8]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(tool.as_os_str().as_encoded_bytes());
+    h.update([0]);
+    h.update(bytes);
+    h.finalize().into()
+}
+
+/// Runs the toolkit on cubins, once per distinct content in the process ([`Seen`]).
 struct Reader<'t> {
     tools: &'t Tools,
     dir: tempfile::TempDir,
-    dumps: HashMap<Vec<u8>, std::rc::Rc<Dump>>,
-    listings: HashMap<Vec<u8>, std::rc::Rc<Vec<Function>>>,
     files: usize,
 }
 
@@ -291,26 +317,24 @@ impl<'t> Reader<'t> {
         Ok(Reader {
             tools,
             dir,
-            dumps: HashMap::new(),
-            listings: HashMap::new(),
             files: 0,
         })
     }
 
-    fn dump(&mut self, bytes: &[u8]) -> Result<std::rc::Rc<Dump>, AuditError> {
-        if let Some(d) = self.dumps.get(bytes) {
+    fn dump(&mut self, bytes: &[u8]) -> Result<Arc<Dump>, AuditError> {
+        if let Some(d) = seen().dumps.get(&key(&self.tools.cuobjdump, bytes)) {
             return Ok(d.clone());
         }
         let out = self.run(&self.tools.cuobjdump.clone(), &["-elf"], bytes)?;
         self.keep_dump(bytes, &out)
     }
 
-    fn keep_dump(&mut self, bytes: &[u8], out: &[u8]) -> Result<std::rc::Rc<Dump>, AuditError> {
+    fn keep_dump(&mut self, bytes: &[u8], out: &[u8]) -> Result<Arc<Dump>, AuditError> {
         let text = String::from_utf8_lossy(out);
-        let d = std::rc::Rc::new(
-            Dump::parse(&text).map_err(|e| AuditError::Unreadable(e.to_string()))?,
-        );
-        self.dumps.insert(bytes.to_vec(), d.clone());
+        let d = Arc::new(Dump::parse(&text).map_err(|e| AuditError::Unreadable(e.to_string()))?);
+        seen()
+            .dumps
+            .insert(key(&self.tools.cuobjdump, bytes), d.clone());
         Ok(d)
     }
 
@@ -319,9 +343,12 @@ impl<'t> Reader<'t> {
     /// them. What fails here is left for [`Reader::dump`] to meet again, in the check's order.
     fn prefetch(&mut self, all: &[&[u8]]) {
         let mut todo: Vec<&[u8]> = Vec::new();
-        for b in all {
-            if !self.dumps.contains_key(*b) && !todo.contains(b) {
-                todo.push(b);
+        {
+            let seen = seen();
+            for b in all {
+                if !seen.dumps.contains_key(&key(&self.tools.cuobjdump, b)) && !todo.contains(b) {
+                    todo.push(b);
+                }
             }
         }
         if todo.len() < 2 {
@@ -365,14 +392,14 @@ impl<'t> Reader<'t> {
         }
     }
 
-    fn listing(&mut self, bytes: &[u8]) -> Result<std::rc::Rc<Vec<Function>>, AuditError> {
-        if let Some(l) = self.listings.get(bytes) {
+    fn listing(&mut self, bytes: &[u8]) -> Result<Arc<Vec<Function>>, AuditError> {
+        let k = key(&self.tools.nvdisasm, bytes);
+        if let Some(l) = seen().listings.get(&k) {
             return Ok(l.clone());
         }
         let out = self.run(&self.tools.nvdisasm.clone(), &["-json"], bytes)?;
-        let l =
-            std::rc::Rc::new(listing::parse(&out).map_err(|e| AuditError::Tool(e.to_string()))?);
-        self.listings.insert(bytes.to_vec(), l.clone());
+        let l = Arc::new(listing::parse(&out).map_err(|e| AuditError::Tool(e.to_string()))?);
+        seen().listings.insert(k, l.clone());
         Ok(l)
     }
 

@@ -21,6 +21,7 @@ use crate::cli::Facts;
 use crate::jobs::Slots;
 use crate::process::{Captured, StepContext};
 use crate::settings::{Mode, Settings};
+use crate::timings::{self, Phase};
 use crate::toolkit::Toolkit;
 use crate::tune::{Stepped, TuneContext};
 use dryrun::{RunKind, Step};
@@ -434,13 +435,14 @@ impl<'a> Replay<'a> {
         } else if let Some(glue) = self.glue
             && let RunKind::HostCompile(host) = kind
         {
-            let compiled = glue.compile(argv, host, ctx).map_err(spawn_err)?;
+            let compiled = timings::timed(Phase::FrontEnd, || glue.compile(argv, host, ctx))
+                .map_err(spawn_err)?;
             if tune.settings.verbose {
                 self.aside.extend(compiled.note);
             }
             Ran::Plain(compiled.captured)
         } else {
-            Ran::Plain(ctx.run(argv).map_err(spawn_err)?)
+            Ran::Plain(timings::timed(Phase::FrontEnd, || ctx.run(argv)).map_err(spawn_err)?)
         };
         let status = match &result {
             Ran::Plain(c) => c.status,
@@ -478,9 +480,11 @@ impl<'a> Replay<'a> {
 
     /// Take a finished background step's result, failing the replay if ptxas failed.
     fn join(&mut self, p: Pending<'_>) -> Result<(), DriverError> {
-        let stepped = p
-            .handle
-            .join()
+        // The main thread only waits now: its slot serves the step's variant rounds.
+        let lent = self.slots.lend();
+        let joined = p.handle.join();
+        drop(lent);
+        let stepped = joined
             .unwrap_or_else(|_| Err(std::io::Error::other("a tuning thread panicked")))
             .map_err(|source| DriverError::Spawn {
                 tool: "ptxas".into(),

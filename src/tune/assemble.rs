@@ -26,6 +26,7 @@ use crate::cubin::Cubin;
 use crate::predict::memory::Placement;
 use crate::predict::stalls::function_cost;
 use crate::sass::{Function, raw};
+use crate::timings::{self, Phase};
 use crate::transform;
 
 /// What assembling needs of a tuned step.
@@ -59,7 +60,7 @@ pub struct Assembled {
 
 /// The cubin with the chosen budgets, checked (see the module docs).
 pub(crate) fn assemble(inp: &Inputs<'_>, choice: &Choice<'_>) -> Result<Assembled, TuneError> {
-    let (source, how) = source(inp, choice)?;
+    let (source, how) = timings::timed(Phase::Assembly, || source(inp, choice))?;
     let bytes = rewrite_chosen(source.cubin.clone(), choice.chosen, inp.block_sizes)?;
     let final_cubin = Cubin::parse(&bytes).map_err(|e| TuneError::Cubin("final".to_string(), e))?;
     priced_as_evaluated(inp, choice, &final_cubin)?;
@@ -279,7 +280,9 @@ fn audit_assembled(
             })
             .collect(),
     };
-    audit::check_cached(inp.tools, &job, inp.builder.cache.as_deref())?;
+    timings::timed(Phase::Check, || {
+        audit::check_cached(inp.tools, &job, inp.builder.cache.as_deref())
+    })?;
     Ok(())
 }
 

@@ -98,7 +98,7 @@ pub fn ptxas_step(
     ctx: &StepContext,
     tune: TuneContext<'_>,
 ) -> std::io::Result<Stepped> {
-    let mut captured = ctx.run(argv)?;
+    let mut captured = crate::timings::timed(crate::timings::Phase::Ptxas, || ctx.run(argv))?;
     // A failed ptxas is the user's error (nvcc reports it); a PTX-only target runs ptxas
     // without -o as a syntax check: nothing to tune.
     if !captured.status.success() {

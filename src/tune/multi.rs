@@ -318,6 +318,7 @@ fn whole_module(
     budgets: &Budgets,
     text: &str,
 ) -> Result<variants::Built, VariantError> {
+    let _timed = crate::timings::span(crate::timings::Phase::Selector);
     let own = builder
         .argv
         .iter()
@@ -377,7 +378,9 @@ fn audit_multi(
         module: raw,
         origins,
     };
-    let (_, found) = crate::audit::check_each(input.step.tools, &job)?;
+    let (_, found) = crate::timings::timed(crate::timings::Phase::Check, || {
+        crate::audit::check_each(input.step.tools, &job)
+    })?;
     for e in found {
         match e {
             crate::audit::AuditError::Disagrees { kernel, what }

@@ -155,6 +155,7 @@ impl Builder<'_> {
     pub fn build_all(&self, all: &[Budgets]) -> Vec<Result<Built, VariantError>> {
         let results: Vec<Mutex<Option<Result<Built, VariantError>>>> =
             all.iter().map(|_| Mutex::new(None)).collect();
+        let _timed = crate::timings::span(crate::timings::Phase::VariantBatches);
         let next = Mutex::new(0usize);
         let workers = self.jobs.clamp(1, all.len().max(1));
         std::thread::scope(|s| {
@@ -188,7 +189,9 @@ impl Builder<'_> {
                             // One line, rewritten in place; cleared when the batch is done.
                             eprint!("\r{}\x1b[K", progress_line(label, i, all.len(), budgets));
                         }
-                        let r = self.build_varying(i, budgets);
+                        let r = crate::timings::timed(crate::timings::Phase::Variants, || {
+                            self.build_varying(i, budgets)
+                        });
                         *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
                     }
                 });
