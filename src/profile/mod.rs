@@ -564,7 +564,10 @@ mod tests {
             entry("other", 64, 0, "other", 60.0),
         ]);
         let (p, msg) = left_out(&bytes);
-        assert!(msg.starts_with("run.json: entry 2 (k): kernel id 7 here but 3 in entry 0"), "{msg}");
+        assert!(
+            msg.starts_with("run.json: entry 2 (k): kernel id 7 here but 3 in entry 0"),
+            "{msg}"
+        );
         let names = ["k", "k_v1"];
         assert!(p.winner("k", "sm_90", &names[..]).is_err());
         assert!(p.winner("other", "sm_90", &["other"][..]).is_ok());
