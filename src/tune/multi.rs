@@ -553,6 +553,8 @@ mod tests {
             variants: Vec::new(),
             assembly: None,
             selector: None,
+            kept_by: None,
+            train_would_measure: Vec::new(),
         }
     }
 
