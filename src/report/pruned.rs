@@ -26,7 +26,7 @@ pub fn words(limit: &str) -> Option<&'static str> {
 /// A pruned budget's limit in a few words, for the `not built` line: `DRAM without reuse`.
 pub fn short(limit: &str) -> Option<&'static str> {
     Some(match limit {
-        "no-occupancy-gain" => "no warps to gain",
+        "no-occupancy-gain" => "no warps gained at its worst block size",
         "dram-without-reuse" => "DRAM without reuse",
         "issue" => "issue bound",
         "latency" => "latency",
