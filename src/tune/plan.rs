@@ -39,6 +39,9 @@ pub struct Plan {
     pub(crate) train_would_measure: BTreeMap<String, Vec<Budget>>,
 }
 
+/// Per kernel, a list.
+type PerKernel<T> = BTreeMap<String, Vec<T>>;
+
 /// Under adapt/train, the most budgets per kernel built only to be measured
 /// (docs/selector.md §Ranking): the nearest cliff that raises occupancy, and the next best
 /// by the model's bound. Each is one more `--entry` ptxas run of the kernels that have one,
@@ -299,7 +302,7 @@ fn measured(
                 picked.push(x.budget);
             }
         }
-        picked.sort_by(|a, b| b.regs.cmp(&a.regs));
+        picked.sort_by_key(|b| std::cmp::Reverse(b.regs));
         out.insert(p.name.clone(), picked);
     }
     out
@@ -310,10 +313,7 @@ fn measured(
 /// per kernel, with what decided now (no warps to gain, or the build's cost).
 fn add_measured(
     kernels: &mut [KernelPlan],
-    (model_pruned, measured): (
-        &BTreeMap<String, Vec<Pruned>>,
-        BTreeMap<String, Vec<Budget>>,
-    ),
+    (model_pruned, measured): (&PerKernel<Pruned>, PerKernel<Budget>),
     pricing: &Pricing<'_>,
     measured_only: &mut BTreeMap<String, Vec<Budget>>,
 ) -> BTreeMap<String, Vec<Pruned>> {
