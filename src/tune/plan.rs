@@ -43,11 +43,12 @@ pub struct Plan {
 type PerKernel<T> = BTreeMap<String, Vec<T>>;
 
 /// Under adapt/train, the most budgets per kernel built only to be measured
-/// (docs/selector.md §Ranking): the nearest cliff that raises occupancy, and the next best
-/// by the model's bound. Each is one more `--entry` ptxas run of the kernels that have one,
-/// so this caps the extra rounds a measured build costs at two (the budgets the model keeps
-/// are built in every mode).
-pub(crate) const MEASURED_EXTRAS: usize = 2;
+/// (docs/selector.md §Ranking): the nearest cliff that raises occupancy. Each budget is one
+/// more `--entry` ptxas run of the kernels that have one and one more copy of their code in
+/// the object, so this caps the extra rounds a measured build costs at one and its object at
+/// about twice nvcc's device code; two made a template-heavy file's object 3x nvcc's
+/// (bench/results/measured-path.md).
+pub(crate) const MEASURED_EXTRAS: usize = 1;
 
 /// The plan for the kernels of `baseline` (`functions`: its SASS, for pruning with `model`).
 pub fn plan(
@@ -266,17 +267,20 @@ fn prune(
 }
 
 /// Per kernel, the budgets the model pruned that a measured build builds
-/// (docs/selector.md §Ranking): plain register budgets that buy more resident warps at some
-/// block size (the one bound that holds whatever the kernel's reuse), best by the model's
-/// bound first (ties: the higher budget, fewer spills), the nearest such cliff always among
-/// them, [`MEASURED_EXTRAS`] at most; highest budget first.
+/// (docs/selector.md §Ranking): for a kernel the model keeps no budget of (so that its
+/// variants would otherwise measure nothing), plain register budgets that buy more resident
+/// warps at some block size (the one bound that holds whatever the kernel's reuse), best by
+/// the model's bound first (ties: the higher budget, fewer spills), the nearest such cliff
+/// always among them, [`MEASURED_EXTRAS`] at most; highest budget first. A kernel with a
+/// budget the model keeps is measured against ptxas's own already: building its pruned
+/// budgets too cost a template-heavy file 2.5x nvcc's time and 3x its object (issue 45).
 fn measured(
     kernels: &[KernelPlan],
     model_pruned: &BTreeMap<String, Vec<Pruned>>,
     pricing: &Pricing<'_>,
 ) -> BTreeMap<String, Vec<Budget>> {
     let mut out = BTreeMap::new();
-    for p in kernels {
+    for p in kernels.iter().filter(|p| p.budgets.is_empty()) {
         let Some(pruned) = model_pruned.get(&p.name) else {
             continue;
         };
