@@ -47,8 +47,8 @@ type PerKernel<T> = BTreeMap<String, Vec<T>>;
 /// more `--entry` ptxas run of the kernels that have one and one more copy of their code in
 /// the object, so this caps the extra rounds a measured build costs at one and its object at
 /// about twice nvcc's device code; two made a template-heavy file's object 3x nvcc's
-/// (bench/results/measured-path.md, which also records that one still misses the 1.5x time
-/// target where the model prunes nearly every kernel).
+/// (bench/results/measured-path.md: one gives 1.26-1.36x nvcc's cold time and 1.99-2.16x
+/// its object there).
 pub(crate) const MEASURED_EXTRAS: usize = 1;
 
 /// The plan for the kernels of `baseline` (`functions`: its SASS, for pruning with `model`).
