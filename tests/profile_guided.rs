@@ -654,3 +654,67 @@ fn train_then_a_guided_build_ships_each_archs_winner() {
     );
     assert_eq!(shipped(&d.join("cut.o")), model_regs);
 }
+
+/// The measured path end to end (issue 45): the gather kernel's lower budgets are all pruned
+/// by the model's DRAM floor, so a default build ships ptxas's budget and a training build
+/// adds one budget to measure (the nearest cliff). A profile that measured that variant
+/// fastest makes the guided build ship it: the guided build builds the training build's
+/// candidates, so the profile's variant number names the same budget (before, the guided
+/// build had no such variant and ignored the kernel with a warning).
+#[test]
+fn train_then_guided_ships_a_measured_only_winner() {
+    let label = "profile_measured_only";
+    let Some(nvcc) = common::nvcc_or_skip(label) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let src = common::kernels_dir().join("measured").join("gather.cu");
+    let sm90 = ["-gencode=arch=compute_90,code=sm_90"];
+    const GATHER: &str = "_Z11gather_rowsPK6float4PKiPS_ii";
+
+    // The default build: ptxas's budget, every lower one pruned by the model.
+    let (model, stderr) = compile(&nvcc, d, &src, "model.o", &sm90, &[]);
+    assert!(stderr.is_empty(), "{stderr}");
+    let key = ("sm_90".to_string(), GATHER.to_string());
+    let model_regs = shipped(&d.join("model.o"))[&key];
+    let r = model.iter().find(|r| r["kernel"] == GATHER).unwrap();
+    assert!(r["kept_by"].is_string(), "{r}");
+
+    // The training build: the original and one budget built only to be measured.
+    let (records, stderr) = compile(&nvcc, d, &src, "train.o", &sm90, &[("NVCC_ORION", "train")]);
+    assert!(warnings(&stderr).is_empty(), "{stderr}");
+    let variants: Vec<Trained> = trained(&d.join("train.o"), &records)
+        .into_iter()
+        .filter(|t| t.kernel == GATHER)
+        .collect();
+    assert!(variants.len() >= 2, "{variants:?}");
+    let fastest = variants.last().unwrap().clone();
+    assert!(fastest.registers < model_regs, "{variants:?}");
+
+    // Its profile: the measured-only variant is fastest.
+    let entries: Vec<String> = variants
+        .iter()
+        .map(|t| written(t, 100.0 - 10.0 * f64::from(t.variant)))
+        .collect();
+    std::fs::write(d.join("run.json"), profile(&entries)).unwrap();
+
+    // The guided build ships it under the original name, with no variant and no glue.
+    let (records, stderr) = compile(
+        &nvcc,
+        d,
+        &src,
+        "guided.o",
+        &sm90,
+        &[("NVCC_ORION_PROFILE", "run.json")],
+    );
+    assert!(stderr.is_empty(), "{stderr}");
+    let regs = shipped(&d.join("guided.o"));
+    assert_eq!(regs[&key], fastest.registers, "{regs:?}");
+    assert!(
+        regs.keys().all(|(_, f)| !f.contains("__orion_v")),
+        "{regs:?}"
+    );
+    let r = records.iter().find(|r| r["kernel"] == GATHER).unwrap();
+    assert_eq!(r["measured"]["winner"], fastest.variant, "{r}");
+}

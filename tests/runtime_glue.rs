@@ -890,7 +890,9 @@ fn check_twins_and_reset_profiles(scratch: &Path) {
         .unwrap_or_else(|e| panic!("{e}"));
     // Each device's entries name its own build's variants: the sm_80 device has other
     // registers and no v2 (the runtime once answered every device with the first one's).
-    let seen: Vec<(i32, &str, &str, u64, u32, Option<u32>)> = devices
+    // (device, arch, device name, kernel id, variant, registers)
+    type Seen<'a> = (i32, &'a str, &'a str, u64, u32, Option<u32>);
+    let seen: Vec<Seen> = devices
         .entries
         .iter()
         .map(|e| {

@@ -148,8 +148,12 @@ fn table(s: &mut String, r: &Value) {
         .into_iter()
         .flatten()
         .map(|p| {
+            let limit = p["limit"]
+                .as_str()
+                .and_then(super::pruned::short)
+                .map_or(String::new(), |l| format!(", {l}"));
             format!(
-                "{} (at best {:+.1}%)",
+                "{} (at best {:+.1}%{limit})",
                 p["budget"]["regs"],
                 p["bound_percent"].as_f64().unwrap_or(0.0)
             )
@@ -160,6 +164,13 @@ fn table(s: &mut String, r: &Value) {
             s,
             "<p class=\"note\">not built (pruned: occupancy bound): {}</p>",
             esc(&pruned.join(", "))
+        );
+    }
+    if let Some(line) = super::pruned::kept_line(r) {
+        let _ = write!(
+            s,
+            "<p class=\"note\">why ptxas's budget stays: {}</p>",
+            esc(&line)
         );
     }
 }

@@ -17,6 +17,7 @@ pub mod measured;
 pub mod memory;
 pub mod project;
 pub mod project_html;
+pub mod pruned;
 pub mod row;
 pub mod spills;
 pub mod summary;

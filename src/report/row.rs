@@ -77,7 +77,7 @@ pub fn of(r: &Value) -> Option<Row> {
             "ptxas".to_string()
         },
         retuned,
-        why: why(r["reason"].as_str().unwrap_or(""), retuned),
+        why: kept_group(r).unwrap_or_else(|| why(r["reason"].as_str().unwrap_or(""), retuned)),
         reason: r["reason"].as_str().unwrap_or("").to_string(),
         assembly: r["assembly"].as_str().unwrap_or("").to_string(),
     })
@@ -160,6 +160,22 @@ fn budget_word(r: &Value, c: &Value) -> String {
     format!("{b}{tag}")
 }
 
+/// For a kernel whose lower budgets the model's bound pruned, the assumption that decided
+/// (the record's `kept_by`), as the group's words.
+fn kept_group(r: &Value) -> Option<&'static str> {
+    if r["chosen"].as_u64().unwrap_or(0) != 0 {
+        return None;
+    }
+    Some(match r["kept_by"].as_str()? {
+        "dram-without-reuse" => "pruned: DRAM-bound if no data is reused",
+        "issue" => "pruned: issue-bound",
+        "latency" => "pruned: more warps hide too little latency",
+        "l1" => "pruned: L1-bound",
+        "l2" => "pruned: L2-bound",
+        _ => return None,
+    })
+}
+
 /// The reason in a few words: why a kernel was retuned, or why ptxas's choice stayed.
 pub fn why(reason: &str, retuned: bool) -> &'static str {
     if reason.starts_with("forced") {
@@ -239,5 +255,13 @@ mod tests {
         assert_eq!(row.chose, "ptxas");
         assert_eq!(row.why, "tried: below the margin");
         assert!(of(&json!({"passed_through": "-G"})).is_none());
+        // The assumption that decided, where the record has it.
+        r["kept_by"] = "dram-without-reuse".into();
+        assert_eq!(
+            of(&r).unwrap().why,
+            "pruned: DRAM-bound if no data is reused"
+        );
+        r["kept_by"] = "below-margin".into();
+        assert_eq!(of(&r).unwrap().why, "tried: below the margin");
     }
 }

@@ -84,8 +84,12 @@ pub fn render(records: &[Value], out: &mut impl Write) -> std::io::Result<()> {
                 } else {
                     ""
                 };
+                let limit = p["limit"]
+                    .as_str()
+                    .and_then(super::pruned::short)
+                    .map_or(String::new(), |l| format!(", {l}"));
                 format!(
-                    "{b}{smem} (at best {:+.1}%)",
+                    "{b}{smem} (at best {:+.1}%{limit})",
                     p["bound_percent"].as_f64().unwrap_or(0.0)
                 )
             })
@@ -103,6 +107,9 @@ pub fn render(records: &[Value], out: &mut impl Write) -> std::io::Result<()> {
             r["chosen_registers"],
             r["reason"].as_str().unwrap_or("")
         )?;
+        if let Some(line) = super::pruned::kept_line(r) {
+            writeln!(out, "    why ptxas's budget stays: {line}")?;
+        }
         // The SASS transform tried, with the checker's verdict or why it was not applied.
         if let Some(t) = r["transform"].as_str() {
             writeln!(out, "    {t}")?;

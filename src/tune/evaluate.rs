@@ -239,6 +239,8 @@ pub fn evaluate(
             .map(|x| x.as_ref().map(MemoryTerms::of))
             .collect(),
         bound_percent: bounded.map(|b| pricing.bound_percent(p, b.regs)),
+        // The step marks the budgets built only to be measured.
+        measured_only: false,
     })
 }
 

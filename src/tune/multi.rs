@@ -557,6 +557,8 @@ mod tests {
             assembly: None,
             selector: None,
             dynamic_shared: None,
+            kept_by: None,
+            train_would_measure: Vec::new(),
         }
     }
 

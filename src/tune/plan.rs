@@ -8,7 +8,7 @@ use super::candidates::{self, KernelPlan};
 use super::dynamic_shared;
 use super::pricing::Pricing;
 use super::ptx::Budget;
-use super::record::Pruned;
+use super::record::{Limit, Pruned};
 use super::variants::Budgets;
 use crate::arch::ShaderModel;
 use crate::cubin::Cubin;
@@ -29,7 +29,28 @@ pub struct Plan {
     pub(crate) rewrite: Vec<Option<&'static dyn Transform>>,
     /// Per kernel kept at ptxas's budget whatever the model says: why.
     pub(crate) held: BTreeMap<String, String>,
+    /// Per kernel, the budgets the model's bound prunes, as the default mode leaves them out
+    /// (under adapt/train some are built all the same, see `measured_only`).
+    pub(crate) model_pruned: BTreeMap<String, Vec<Pruned>>,
+    /// Under adapt/train, per kernel: the budgets built only to be measured (the model's
+    /// bound ruled them out, no hardware limit did); the static choice never takes them.
+    pub(crate) measured_only: BTreeMap<String, Vec<Budget>>,
+    /// Where the model's bound pruned (the default mode, a profile-guided build), per kernel:
+    /// the budgets a training run would build and measure.
+    pub(crate) train_would_measure: BTreeMap<String, Vec<Budget>>,
 }
+
+/// Per kernel, a list.
+type PerKernel<T> = BTreeMap<String, Vec<T>>;
+
+/// Under adapt/train, the most budgets per kernel built only to be measured
+/// (docs/selector.md §Ranking): the nearest cliff that raises occupancy. Each budget is one
+/// more `--entry` ptxas run of the kernels that have one and one more copy of their code in
+/// the object, so this caps the extra rounds a measured build costs at one and its object at
+/// about twice nvcc's device code; two made a template-heavy file's object 3x nvcc's
+/// (bench/results/measured-path.md: one gives 1.26-1.36x nvcc's cold time and 1.99-2.16x
+/// its object there).
+pub(crate) const MEASURED_EXTRAS: usize = 1;
 
 /// The plan for the kernels of `baseline` (`functions`: its SASS, for pruning with `model`;
 /// `dynamic_users`: the kernels whose PTX uses shared memory sized at launch).
@@ -71,15 +92,20 @@ pub fn plan(
         }
     }
     offer_rewrites(&mut kernels, sm, relocatable, settings, &spilling);
-    // Forcing a choice (testing) builds all. Every other mode builds the same candidates,
-    // measured selection included: a budget the model's bound rules out is one it cannot
-    // predict to beat ptxas's by the margin (the bound is an upper bound of the model,
-    // `predict::coherence`), so it is no real alternative for the selector either (Orion
-    // §3.3 rules out "the versions that are unlikely to perform well" at compile time), and
-    // building it would cost a template-heavy file several times nvcc's time (issue 31).
-    // The original name's static winner is then what a default build ships by construction.
-    let pruned = if settings.force.is_some() {
-        BTreeMap::new()
+    // Forcing a choice (testing) builds all. Every other mode prunes with the model's bound
+    // first (`prune`): a budget it rules out is one the model cannot predict to beat
+    // ptxas's by the margin, so the default mode, which ships what the model picks without
+    // measuring, builds no more (issue 31). Under adapt and train the bound is no reason to
+    // skip a measurement: it rests on the model's DRAM, issue and latency estimates (no data
+    // reuse, say), which is what measuring is for (issue 45). There only a hardware limit
+    // prunes (no warps to gain), and the build cost rule (`measured`) picks which of the
+    // rest to build beside what the model keeps. A profile-guided build builds the same
+    // candidates as the training run whose profile guides it, so that the profile's variant
+    // numbers name the same budgets and a measured-only winner can ship.
+    let mut measured_only = BTreeMap::new();
+    let mut train_would_measure = BTreeMap::new();
+    let (pruned, model_pruned) = if settings.force.is_some() {
+        (BTreeMap::new(), BTreeMap::new())
     } else {
         let pricing = Pricing {
             model,
@@ -87,7 +113,20 @@ pub fn plan(
             relocatable,
             baseline: functions,
         };
-        prune(&mut kernels, &pricing, settings.margin_percent)
+        let model_pruned = prune(&mut kernels, &pricing, settings.margin_percent);
+        let measured = measured(&kernels, &model_pruned, &pricing);
+        if settings.selector.is_some() || settings.profile.is_some() {
+            let pruned = add_measured(
+                &mut kernels,
+                (&model_pruned, measured),
+                &pricing,
+                &mut measured_only,
+            );
+            (pruned, model_pruned)
+        } else {
+            train_would_measure = measured;
+            (model_pruned.clone(), model_pruned)
+        }
     };
     let (rounds, rewrite) = rounds(&kernels);
     Plan {
@@ -96,6 +135,9 @@ pub fn plan(
         rounds,
         rewrite,
         held,
+        model_pruned,
+        measured_only,
+        train_would_measure,
     }
 }
 
@@ -231,11 +273,95 @@ fn prune(
                 .map(|b| Pruned {
                     budget: *b,
                     bound_percent: bound(b),
+                    limit: pricing.bound_limit(p, b.regs),
                 })
                 .collect();
             pruned.insert(p.name.clone(), dropped);
         }
         p.budgets = keep;
+    }
+    pruned
+}
+
+/// Per kernel, the budgets the model pruned that a measured build builds
+/// (docs/selector.md §Ranking): for a kernel the model keeps no budget of (so that its
+/// variants would otherwise measure nothing), plain register budgets that buy more resident
+/// warps at some block size (the one bound that holds whatever the kernel's reuse), best by
+/// the model's bound first (ties: the higher budget, fewer spills), the nearest such cliff
+/// always among them, [`MEASURED_EXTRAS`] at most; highest budget first. A kernel with a
+/// budget the model keeps is measured against ptxas's own already: building its pruned
+/// budgets too cost a template-heavy file 2.5x nvcc's time and 3x its object (issue 45).
+fn measured(
+    kernels: &[KernelPlan],
+    model_pruned: &BTreeMap<String, Vec<Pruned>>,
+    pricing: &Pricing<'_>,
+) -> BTreeMap<String, Vec<Budget>> {
+    let mut out = BTreeMap::new();
+    for p in kernels.iter().filter(|p| p.budgets.is_empty()) {
+        let Some(pruned) = model_pruned.get(&p.name) else {
+            continue;
+        };
+        let mut open: Vec<&Pruned> = pruned
+            .iter()
+            .filter(|x| !x.budget.smem_spill && !x.budget.rewritten())
+            .filter(|x| pricing.raises_occupancy(p, x.budget.regs))
+            .collect();
+        let Some(nearest) = open.iter().map(|x| x.budget).max_by_key(|b| b.regs) else {
+            continue;
+        };
+        open.sort_by(|a, b| {
+            b.bound_percent
+                .total_cmp(&a.bound_percent)
+                .then(b.budget.regs.cmp(&a.budget.regs))
+        });
+        let mut picked = vec![nearest];
+        for x in open {
+            if picked.len() == MEASURED_EXTRAS {
+                break;
+            }
+            if !picked.contains(&x.budget) {
+                picked.push(x.budget);
+            }
+        }
+        picked.sort_by_key(|b| std::cmp::Reverse(b.regs));
+        out.insert(p.name.clone(), picked);
+    }
+    out
+}
+
+/// Under adapt/train: each kernel's `measured` budgets appended to the ones the model kept
+/// (after them, so those keep their rounds), noted in `measured_only`; what stays unbuilt,
+/// per kernel, with what decided now (no warps to gain, or the build's cost).
+fn add_measured(
+    kernels: &mut [KernelPlan],
+    (model_pruned, measured): (&PerKernel<Pruned>, PerKernel<Budget>),
+    pricing: &Pricing<'_>,
+    measured_only: &mut BTreeMap<String, Vec<Budget>>,
+) -> BTreeMap<String, Vec<Pruned>> {
+    let mut pruned = BTreeMap::new();
+    for p in kernels.iter_mut() {
+        let extra = measured.get(&p.name).cloned().unwrap_or_default();
+        let left: Vec<Pruned> = model_pruned
+            .get(&p.name)
+            .into_iter()
+            .flatten()
+            .filter(|x| !extra.contains(&x.budget))
+            .map(|x| Pruned {
+                limit: if pricing.raises_occupancy(p, x.budget.regs) {
+                    Limit::BuildCost
+                } else {
+                    Limit::NoOccupancyGain
+                },
+                ..x.clone()
+            })
+            .collect();
+        if !left.is_empty() {
+            pruned.insert(p.name.clone(), left);
+        }
+        if !extra.is_empty() {
+            p.budgets.extend(extra.iter().copied());
+            measured_only.insert(p.name.clone(), extra);
+        }
     }
     pruned
 }

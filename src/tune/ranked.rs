@@ -45,7 +45,10 @@ pub(crate) const BAND_PERCENT: f64 = 25.0;
 /// the earlier candidate), ptxas's own (the safe version, and where the selector's fail-safe
 /// returns) and every real alternative: a candidate that launches at each block size the
 /// baseline launches at, predicted within [`BAND_PERCENT`] of the winner, at an occupancy no
-/// variant before it has; five at most.
+/// variant before it has. Then (adapt/train) the candidates built only to be measured, by
+/// the same order and at an occupancy of their own, however slow the model predicts them:
+/// the model's bound ruled them out, the measurement decides. They come last, so the
+/// variants before them are those of a build that did not measure them. Five at most.
 pub(crate) fn ranked(kernel: &str, options: &[Evaluated], chosen: usize) -> Vec<Ranked> {
     let (Some(base), Some(winner)) = (options.first(), options.get(chosen)) else {
         return Vec::new();
@@ -59,15 +62,24 @@ pub(crate) fn ranked(kernel: &str, options: &[Evaluated], chosen: usize) -> Vec<
     // A stable sort: equal gains keep the candidates' own order.
     rest.sort_by(|a, b| b.1.total_cmp(&a.1));
     let mut kept = vec![chosen];
-    for (i, _) in rest {
+    let new_occupancy = |kept: &[usize], c: &Evaluated| {
+        kept.iter()
+            .all(|&k| options[k].warps_per_sm != c.warps_per_sm)
+    };
+    for &(i, _) in rest.iter().filter(|(i, _)| !options[*i].measured_only) {
         if kept.len() == MAX_VARIANTS {
             break;
         }
         let c = &options[i];
-        let new_occupancy = kept
-            .iter()
-            .all(|&k| options[k].warps_per_sm != c.warps_per_sm);
-        if i == 0 || (new_occupancy && within_band(winner, c)) {
+        if i == 0 || (new_occupancy(&kept, c) && within_band(winner, c)) {
+            kept.push(i);
+        }
+    }
+    for &(i, _) in rest.iter().filter(|(i, _)| options[*i].measured_only) {
+        if kept.len() == MAX_VARIANTS {
+            break;
+        }
+        if new_occupancy(&kept, &options[i]) {
             kept.push(i);
         }
     }
@@ -136,6 +148,34 @@ mod tests {
         opts[2].warps_per_sm = opts[1].warps_per_sm.clone();
         let r = ranked("k", &opts, 1);
         assert_eq!(r.iter().map(|x| x.candidate).collect::<Vec<_>>(), [1, 3, 0]);
+    }
+
+    #[test]
+    fn candidates_only_measured_come_last_whatever_the_model_predicts() {
+        let mut opts = [
+            ev(96, &[Some(100.0)]),
+            ev(64, &[Some(80.0)]),  // +25%: the static winner
+            ev(56, &[Some(300.0)]), // only measured: far outside the band, still embedded
+            ev(48, &[Some(90.0)]),  // +11%: in the band
+            ev(40, &[Some(99.0)]),  // only measured, predicted faster than 56
+        ];
+        opts[2].measured_only = true;
+        opts[4].measured_only = true;
+        let r = ranked("k", &opts, 1);
+        // The ranking a build without them makes, then them by predicted gain.
+        assert_eq!(
+            r.iter().map(|x| x.candidate).collect::<Vec<_>>(),
+            [1, 3, 0, 4, 2]
+        );
+        let without = ranked("k", &[opts[0].clone(), opts[1].clone(), opts[3].clone()], 1);
+        assert_eq!(without.len(), 3);
+        // One at an occupancy a variant already has is not measured twice.
+        opts[4].warps_per_sm = opts[3].warps_per_sm.clone();
+        let r = ranked("k", &opts, 1);
+        assert_eq!(
+            r.iter().map(|x| x.candidate).collect::<Vec<_>>(),
+            [1, 3, 0, 2]
+        );
     }
 
     #[test]

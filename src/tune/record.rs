@@ -21,7 +21,9 @@ pub struct KernelRecord {
     pub(crate) block_from: BlockFrom,
     /// The baseline first, then each budget tried that ptxas built.
     pub(crate) candidates: Vec<Evaluated>,
-    /// Budgets not built because even an optimistic bound on their gain was below the margin.
+    /// Budgets not built: in the default mode, those whose optimistic bound on the gain was
+    /// below the margin; under adapt/train, those no measurement needs (no warps to gain) or
+    /// that the build's cost leaves out ([`super::plan`]).
     pub(crate) pruned: Vec<Pruned>,
     /// Index into `candidates`.
     pub(crate) chosen: usize,
@@ -58,6 +60,55 @@ pub struct KernelRecord {
     /// none of it, and its budget is ptxas's).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) dynamic_shared: Option<candidates::DynamicShared>,
+    /// When ptxas's choice stays (nothing forced or held): the assumption that decided, so a
+    /// user sees why nothing changed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) kept_by: Option<Limit>,
+    /// Where the model's bound pruned lower budgets (the default mode, a profile-guided
+    /// build): the budgets a training run (`NVCC_ORION=train`) would build and measure.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) train_would_measure: Vec<Budget>,
+}
+
+/// What decided that a lower budget was not built, or that ptxas's choice stayed (the
+/// report's `pruned[].limit` and `kept_by`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Limit {
+    /// A hardware limit: the budget buys no more resident warps (the architecture's
+    /// occupancy limits) at the block size that decided; or no lower budget raises
+    /// occupancy at all.
+    NoOccupancyGain,
+    /// The model's DRAM floor: every global byte a thread loads counted as DRAM traffic, no
+    /// reuse between threads, warps or blocks.
+    DramWithoutReuse,
+    /// The model's issue bound: the warps' own instructions already fill the issue slots.
+    Issue,
+    /// The model's latency estimate: the warps the budget adds hide too little of it.
+    Latency,
+    /// The model's L1 or L2 bandwidth floor.
+    L1,
+    L2,
+    /// Built and predicted, but no candidate clears the margin.
+    BelowMargin,
+    /// Under adapt/train: a budget the measured build's cost rule leaves out
+    /// (docs/selector.md §Ranking).
+    BuildCost,
+}
+
+impl Limit {
+    /// The limit a bound's deciding term names.
+    pub(crate) fn of_term(t: crate::predict::price::Term) -> Limit {
+        use crate::predict::price::Term;
+        match t {
+            Term::Dram => Limit::DramWithoutReuse,
+            Term::Issue => Limit::Issue,
+            Term::L1 => Limit::L1,
+            Term::L2 => Limit::L2,
+            // A bound is ptxas's own code priced alone: never held at a bound.
+            Term::Latency | Term::Bound => Limit::Latency,
+        }
+    }
 }
 
 /// How the cubin that ships was put together (the report's `assembly`).
@@ -127,6 +178,9 @@ pub(crate) struct Pruned {
     pub(crate) budget: Budget,
     /// The bound on the gain, in percent, worst case over the block sizes.
     pub(crate) bound_percent: f64,
+    /// What decided: the bound's term at the block size where it is worst, no warps to gain
+    /// there, or (adapt/train) the build's cost.
+    pub(crate) limit: Limit,
 }
 
 /// What tuning did to one step.
@@ -205,6 +259,8 @@ pub fn untuned_records(baseline: &Cubin, arch_name: &str, out: &str) -> Vec<Kern
                 assembly: None,
                 selector: None,
                 dynamic_shared: None,
+                kept_by: None,
+                train_would_measure: Vec::new(),
             })
         })
         .collect()

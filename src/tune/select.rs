@@ -41,6 +41,11 @@ pub(crate) struct Evaluated {
     /// never above it (`predict::coherence`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) bound_percent: Option<f64>,
+    /// Under adapt/train: built only to be measured (the model's bound ruled it out, no
+    /// hardware limit did); the static choice never takes it, so the original name ships what
+    /// the default mode would.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) measured_only: bool,
 }
 
 /// A candidate's memory terms at one block size (docs/DESIGN.md §Prediction and selection).
@@ -145,6 +150,12 @@ pub fn choose(options: &[Evaluated], margin_percent: f64, force: Option<&str>) -
             ..baseline
         };
     }
+    if force.is_none() && options.iter().skip(1).all(|o| o.measured_only) {
+        return Choice {
+            reason: "no lower budget the model's bound admits; the others are only measured".into(),
+            ..baseline
+        };
+    }
     if let Some(t) = force.and_then(crate::transform::seam::by_key) {
         return forced_rewrite(options, t, baseline);
     }
@@ -203,6 +214,7 @@ pub fn choose(options: &[Evaluated], margin_percent: f64, force: Option<&str>) -
         .iter()
         .enumerate()
         .skip(1)
+        .filter(|(_, c)| !c.measured_only)
         .filter_map(|(i, c)| Some((i, gain_percent(base, c)?)))
         .fold(None, |best: Option<(usize, f64)>, x| match best {
             Some(b) if b.1 >= x.1 => Some(b),
@@ -369,6 +381,21 @@ pub(crate) mod tests {
         );
         assert_eq!(c.index, 2);
         assert_eq!(choose(&[base, partly], 5.0, Some("spill2smem")).index, 1);
+    }
+
+    #[test]
+    fn a_candidate_built_only_to_be_measured_never_wins() {
+        let base = ev(None, 96, &[Some(100.0)]);
+        let kept = ev(Some(64), 64, &[Some(95.0)]); // +5.3%
+        let mut measured = ev(Some(48), 48, &[Some(50.0)]); // +100%, but only measured
+        measured.measured_only = true;
+        let c = choose(&[base.clone(), kept.clone(), measured.clone()], 5.0, None);
+        assert_eq!(c.index, 1);
+        let c = choose(&[base.clone(), measured.clone()], 5.0, None);
+        assert_eq!(c.index, 0);
+        assert!(c.reason.contains("only measured"), "{}", c.reason);
+        // Forcing (testing) still reaches it.
+        assert_eq!(choose(&[base, measured], 5.0, Some("lowest")).index, 1);
     }
 
     #[test]

@@ -27,6 +27,7 @@ use crate::settings::Settings;
 use crate::transform::Transform;
 
 pub use super::record::{KeptCubins, KernelRecord, TuneError, Tuned};
+use super::record::{Limit, Pruned};
 
 fn io_err(what: &Path) -> impl FnOnce(std::io::Error) -> TuneError + '_ {
     move |e| TuneError::Io(format!("{}: {e}", what.display()))
@@ -98,9 +99,15 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         parsed: &parsed,
         rounds: &plan.rounds,
         rewrite: &plan.rewrite,
+        measured_only: &plan.measured_only,
         kept: keep.as_ref().map(|_| (kept_baseline, &kept[..])),
     };
-    let mut not_built = (&mut plan.pruned, &mut plan.held);
+    let mut not_built = LeftOut {
+        pruned: &mut plan.pruned,
+        held: &mut plan.held,
+        model_pruned: &mut plan.model_pruned,
+        train_would_measure: &mut plan.train_would_measure,
+    };
     let selected = select_kernels(
         &plan.kernels,
         &mut not_built,
@@ -294,7 +301,7 @@ fn from_ptxas(
 /// Choose every kernel's static winner ([`select_kernel`]), its record into `result`.
 fn select_kernels(
     kernels: &[KernelPlan],
-    (pruned, held): &mut LeftOut<'_>,
+    left: &mut LeftOut<'_>,
     candidates: &Candidates<'_>,
     settings: &Settings,
     step: &Step,
@@ -305,8 +312,10 @@ fn select_kernels(
     let mut guide = Guide::load(settings, &step.arch_name);
     for p in kernels {
         let not_built = NotBuilt {
-            pruned: pruned.remove(&p.name).unwrap_or_default(),
-            held: held.remove(&p.name),
+            pruned: left.pruned.remove(&p.name).unwrap_or_default(),
+            held: left.held.remove(&p.name),
+            model_pruned: left.model_pruned.remove(&p.name).unwrap_or_default(),
+            train_would_measure: left.train_would_measure.remove(&p.name).unwrap_or_default(),
         };
         let mut ctx = Choosing {
             settings,
@@ -372,6 +381,8 @@ struct Candidates<'a> {
     /// proved ([`plan::Plan::rounds`]), and its rewrite.
     rounds: &'a [Budgets],
     rewrite: &'a [Option<&'static dyn Transform>],
+    /// Per kernel, the budgets built only to be measured ([`plan::Plan::measured_only`]).
+    measured_only: &'a BTreeMap<String, Vec<super::ptx::Budget>>,
     /// With `explain`'s cubins kept: the baseline's path, and each variant's (as evaluated,
     /// as ptxas made it).
     kept: Option<(Option<String>, &'a [Kept])>,
@@ -397,18 +408,26 @@ struct Choosing<'a> {
     notes: &'a mut Notes,
 }
 
-/// Per kernel, the plan's budgets pruned and its reasons to hold ptxas's budget.
-type LeftOut<'a> = (
-    &'a mut BTreeMap<String, Vec<super::record::Pruned>>,
-    &'a mut BTreeMap<String, String>,
-);
+/// Per kernel, what the plan left out ([`plan::Plan`]): the budgets pruned, those the
+/// model's bound pruned, its reasons to hold ptxas's budget, and what a training run would
+/// measure.
+struct LeftOut<'a> {
+    pruned: &'a mut BTreeMap<String, Vec<Pruned>>,
+    held: &'a mut BTreeMap<String, String>,
+    model_pruned: &'a mut BTreeMap<String, Vec<Pruned>>,
+    train_would_measure: &'a mut BTreeMap<String, Vec<super::ptx::Budget>>,
+}
 
 /// What a build leaves out of a kernel's choice ([`plan::Plan`]).
 struct NotBuilt {
     /// Budgets pruned before building.
-    pruned: Vec<super::record::Pruned>,
+    pruned: Vec<Pruned>,
     /// Why it keeps ptxas's budget whatever the model says.
     held: Option<String>,
+    /// The budgets the model's bound pruned (under adapt/train, some built to be measured).
+    model_pruned: Vec<Pruned>,
+    /// Where the model's bound pruned: the budgets a training run would build.
+    train_would_measure: Vec<super::ptx::Budget>,
 }
 
 /// Kernel `p`'s candidates evaluated and the static winner chosen ([`select::choose`]): its record (arch and output left for the caller), or
@@ -424,6 +443,8 @@ fn select_kernel(
     let NotBuilt {
         pruned: kernel_pruned,
         held,
+        model_pruned,
+        train_would_measure,
     } = not_built;
     let (base, base_functions) = c.baseline;
     let mut options: Vec<Evaluated> = Vec::new();
@@ -437,8 +458,12 @@ fn select_kernel(
     ));
     for (i, v) in c.parsed.iter().enumerate() {
         if let (Some(budget), Some((cubin, funcs))) = (c.rounds[i].get(&p.name), v)
-            && let Some(e) = evaluate::evaluate(p, &c.pricing, cubin, funcs, Some(*budget))
+            && let Some(mut e) = evaluate::evaluate(p, &c.pricing, cubin, funcs, Some(*budget))
         {
+            e.measured_only = c
+                .measured_only
+                .get(&p.name)
+                .is_some_and(|m| m.contains(budget));
             options.push(e);
             sources.push(Some(i));
         }
@@ -477,16 +502,20 @@ fn select_kernel(
         .expected
         .insert(p.name.clone(), sources[choice.index]);
     selected.sources.insert(p.name.clone(), sources);
-    if options.len() == 1 && !kernel_pruned.is_empty() {
-        let best = kernel_pruned
-            .iter()
-            .map(|x| x.bound_percent)
-            .fold(f64::NEG_INFINITY, f64::max);
+    // The model's bound pruned every budget a default build would have: the same reason as
+    // there (under adapt/train the budgets it ruled out are measured all the same).
+    let statics = options.iter().filter(|o| !o.measured_only).count();
+    if statics == 1 && !model_pruned.is_empty() && settings.force.is_none() {
+        let best = best_pruned(&model_pruned).map_or(f64::NEG_INFINITY, |x| x.bound_percent);
         choice.reason = format!(
             "no lower budget can clear the {}% margin: at best {best:+.1}% with more warps alone",
             settings.margin_percent
         );
     }
+    let profiled = measured.as_ref().is_some_and(|m| m.winner.is_some());
+    let kept_by = (choice.index == 0 && held.is_none() && settings.force.is_none() && !profiled)
+        .then(|| kept_by(statics, &model_pruned))
+        .flatten();
     if let Some(why) = held {
         choice.reason = why;
     }
@@ -514,7 +543,30 @@ fn select_kernel(
         assembly: None,
         selector: None,
         dynamic_shared: p.dynamic_shared,
+        kept_by,
+        train_would_measure,
     })
+}
+
+/// The budget the model's bound came closest to keeping (the first of equal bounds).
+fn best_pruned(pruned: &[Pruned]) -> Option<&Pruned> {
+    pruned
+        .iter()
+        .fold(None, |best: Option<&Pruned>, x| match best {
+            Some(b) if b.bound_percent >= x.bound_percent => Some(b),
+            _ => Some(x),
+        })
+}
+
+/// Why ptxas's choice stays for a kernel with `statics` candidates the static choice may take
+/// (ptxas's own included) and `model_pruned` the budgets the model's bound pruned: no lower
+/// budget raises occupancy, the bound of the one it came closest to keeping (the model's
+/// DRAM floor without reuse, its issue bound, ...), or the built ones' predictions.
+fn kept_by(statics: usize, model_pruned: &[Pruned]) -> Option<Limit> {
+    if statics > 1 {
+        return Some(Limit::BelowMargin);
+    }
+    Some(best_pruned(model_pruned).map_or(Limit::NoOccupancyGain, |x| x.limit))
 }
 
 /// The cubin as the report names it: relative to where the step ran when inside it, else
