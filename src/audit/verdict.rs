@@ -36,6 +36,9 @@ pub(super) fn path(root: &Path, tools: &Tools, job: &Job<'_>) -> PathBuf {
         field(o.name.as_bytes());
         field(o.cubin);
     }
+    for k in &job.proved {
+        field(k.as_bytes());
+    }
     let key: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
     root.join(FOLDER).join(key)
 }
@@ -90,6 +93,7 @@ mod tests {
 
     fn job<'a>(shipped: &'a [u8], origin: &'a [u8]) -> Job<'a> {
         Job {
+            proved: Vec::new(),
             shipped,
             baseline: b"baseline",
             module: b"module",
