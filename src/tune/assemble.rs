@@ -8,8 +8,10 @@
 //! it was evaluated (the same resources and predicted cost: a whole-module run may lay out
 //! module-level constant banks, and so some immediates, differently from an `--entry` run),
 //! and the assembly check ([`crate::audit`]) reads the result back with the toolkit and
-//! compares every function with the cubin its code came from. Any failure keeps the
-//! baseline.
+//! compares every function with the cubin its code came from (a rewritten kernel with its
+//! unrewritten section, the proof vouching for the difference). Any failure keeps the
+//! baseline; the caller drops a rewritten kernel the check refuses and assembles again
+//! (`tune::step`).
 
 use std::collections::BTreeMap;
 use std::io::Write;
