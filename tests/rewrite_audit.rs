@@ -3,11 +3,11 @@
 //! helper subroutines (the sqrt and double-division slow paths, which change with the
 //! rewritten kernel in its section).
 //!
-//! * Forced spill → shared under `-maxrregcount=40` ships on sm_90: the sqrt kernel has no
-//!   `STL`/`LDL` left, the division kernel its hottest spills in shared memory, and no
-//!   assembly-check warning
-//!   (before, the check compared the helpers with an `--entry` build that numbers them
-//!   differently and kept ptxas's cubin for the whole architecture).
+//! * Forced spill → shared under `-maxrregcount=40` ships on sm_90 and sm_86: the sqrt
+//!   kernel has no `STL`/`LDL` left, the division kernel its hottest spills in shared
+//!   memory, and no assembly-check warning (before, the check compared the helpers with an
+//!   `--entry` build that numbers them differently and kept ptxas's cubin for the whole
+//!   architecture).
 //! * The check itself, on a proved rewrite (`nvcc-orion rewrite`) of ptxas's whole-module
 //!   cubin: it passes with the rewritten kernels named as proved, and a wrong edit of the
 //!   rewritten section (a helper's frame raised, a register count below what the code names)
@@ -77,16 +77,27 @@ fn shared_bytes(nvcc: &Path, cubin: &Path, kernel: &str) -> u64 {
 
 #[test]
 fn forced_spill_to_shared_ships_through_helper_subroutines_sm_90() {
+    ships_through_helpers(90);
+}
+
+/// sm_75-89 keep the register count in the code section's header too (`sh_info`).
+#[test]
+fn forced_spill_to_shared_ships_through_helper_subroutines_sm_86() {
+    ships_through_helpers(86);
+}
+
+fn ships_through_helpers(sm: u32) {
     let Some(nvcc) = common::nvcc_or_skip("rewrite_audit") else {
         return;
     };
+    let arch = format!("-arch=sm_{sm}");
     let dir = tempfile::tempdir().unwrap();
     let (plain, ours) = (
         dir.path().join("plain.cubin"),
         dir.path().join("ours.cubin"),
     );
     let o = Command::new(&nvcc)
-        .args(["-cubin", "-arch=sm_90", "-maxrregcount=40"])
+        .args(["-cubin", &arch, "-maxrregcount=40"])
         .arg(source())
         .arg("-o")
         .arg(&plain)
@@ -101,7 +112,7 @@ fn forced_spill_to_shared_ships_through_helper_subroutines_sm_90() {
             "--orion-force=spill2smem",
             "-maxrregcount=40",
             "-cubin",
-            "-arch=sm_90",
+            &arch,
         ])
         .arg(source())
         .arg("-o")
