@@ -10,8 +10,8 @@
 //! rewrite makes to go with its code, each bounded:
 //! * the section's size and the functions' offsets and sizes in it (code was inserted);
 //! * relocations at other offsets (the same symbols, types and addends);
-//! * the records that hold code offsets (exit and other instruction offsets, spill
-//!   annotations, branch targets);
+//! * the records that hold code offsets (exit and other instruction offsets, unused load
+//!   bytes, spill annotations, branch targets), present on both sides alike;
 //! * the register count: the code may use no register at or above the count it records,
 //!   and `sh_info` and `.nv.info` must say the same;
 //! * the launch bound, only added or lowered, and the register limit beside the count;
@@ -42,7 +42,13 @@ const EDITED: &[&str] = &[
 ];
 
 fn edited(attribute: &str) -> bool {
-    EDITED.contains(&attribute) || attribute.ends_with("_INSTR_OFFSETS")
+    EDITED.contains(&attribute) || code_offsets(attribute)
+}
+
+/// Records that list code offsets (with a mask beside each, for the unused load bytes):
+/// the re-laid-out code moves them.
+fn code_offsets(attribute: &str) -> bool {
+    attribute.ends_with("_INSTR_OFFSETS") || attribute == "EIATTR_UNUSED_LOAD_BYTE_OFFSET"
 }
 
 /// The records that hold stack or frame sizes.
@@ -223,10 +229,10 @@ fn records_of(shipped: &[Record], origin: &[Record], what: &str) -> Result<Edits
             _ => return Err(format!("{what}: {attr} is on one side only")),
         }
     }
-    // The offset lists (`*_INSTR_OFFSETS`, not in EDITED): present on both sides alike.
+    // The offset lists (not in EDITED): present on both sides alike.
     let lists = |v: &[Record]| -> BTreeSet<String> {
         v.iter()
-            .filter(|r| r.attribute.ends_with("_INSTR_OFFSETS"))
+            .filter(|r| code_offsets(&r.attribute))
             .map(|r| r.attribute.clone())
             .collect()
     };
@@ -400,6 +406,11 @@ mod tests {
         assert!(!records_of(&bounded, &o, "k").unwrap().shrunk);
         let was = [rec("EIATTR_MAX_THREADS", "0x40 0x1 0x1")];
         assert!(records_of(&[rec("EIATTR_MAX_THREADS", "0x80 0x1 0x1")], &was, "k").is_err());
+        // Code offsets move with the code; the list itself must stay.
+        let listed = [rec("EIATTR_UNUSED_LOAD_BYTE_OFFSET", "0x890 0xfff")];
+        let moved = [rec("EIATTR_UNUSED_LOAD_BYTE_OFFSET", "0x940 0x11bf")];
+        assert!(records_of(&moved, &listed, "k").is_ok());
+        assert!(records_of(&[], &listed, "k").is_err());
         assert_eq!(last_number("function: f frame size: 0xc0"), 0xc0);
         assert_eq!(last_number_dec("function: f register count: 33"), 33);
     }
