@@ -86,6 +86,7 @@ fn spliced(b: &Builds) -> Result<Vec<u8>, String> {
 
 fn job<'a>(shipped: &'a [u8], b: &'a Builds) -> Job<'a> {
     Job {
+        proved: Vec::new(),
         shipped,
         baseline: &b.base,
         module: &b.base,
@@ -124,6 +125,7 @@ fn a_module_laid_out_differently_is_not_spliced_and_its_code_is_caught() {
         assert_eq!(len, dlen, "sm_{sm}: same code size at the same budget");
         wrong[at..at + len].copy_from_slice(&b.donor[dat..dat + dlen]);
         let j = Job {
+            proved: Vec::new(),
             shipped: &wrong,
             baseline: &b.base,
             module: &b.whole32,
@@ -137,6 +139,7 @@ fn a_module_laid_out_differently_is_not_spliced_and_its_code_is_caught() {
         assert!(why.starts_with(HUNGRY), "sm_{sm}: {why}");
         // The whole-module build itself is its own origin and passes.
         let own = Job {
+            proved: Vec::new(),
             shipped: &b.whole32,
             baseline: &b.base,
             module: &b.whole32,
@@ -484,6 +487,7 @@ fn a_retuned_kernel_calling_another_module_is_rejected() {
         named(audit::check(
             &tools(&nvcc),
             &Job {
+                proved: Vec::new(),
                 shipped,
                 baseline: &base,
                 module: shipped,
@@ -558,6 +562,7 @@ fn variants_with_swapped_attributes_are_rejected() {
         named(audit::check(
             &tools(&nvcc),
             &Job {
+                proved: Vec::new(),
                 shipped: bytes,
                 baseline: &candidates[0],
                 module: &shipped,
@@ -596,6 +601,7 @@ fn variants_with_swapped_attributes_are_rejected() {
         named(audit::check_cached(
             &tools(&nvcc),
             &Job {
+                proved: Vec::new(),
                 shipped: bytes,
                 baseline: &candidates[0],
                 module: &shipped,

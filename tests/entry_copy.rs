@@ -259,6 +259,7 @@ fn an_added_kernel_is_what_ptxas_makes_of_one_more_entry() {
                 r.len()
             );
             let job = Job {
+                proved: Vec::new(),
                 shipped: &ours,
                 baseline: &b.base,
                 module: &b.base,

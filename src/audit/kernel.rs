@@ -29,7 +29,7 @@ pub(crate) enum Code {
 
 impl Pair<'_> {
     /// A name of the shipped side as the origin spells it.
-    fn map(&self, name: &str) -> String {
+    pub(crate) fn map(&self, name: &str) -> String {
         if name == self.ks {
             return self.kr.to_string();
         }
@@ -121,7 +121,7 @@ impl Pair<'_> {
         Ok(())
     }
 
-    fn mapped_relocs(&self, target: &str) -> Vec<Reloc> {
+    pub(crate) fn mapped_relocs(&self, target: &str) -> Vec<Reloc> {
         let mut v: Vec<Reloc> = self
             .shipped
             .relocs
@@ -186,11 +186,17 @@ impl Pair<'_> {
     /// Every other section named after the function (parameter bank, jump tables, shared
     /// and local memory, the sm_100+ copy of the code): the same type, size and bytes.
     fn own_sections(&self) -> Result<(), String> {
+        self.own_sections_but("")
+    }
+
+    /// [`Pair::own_sections`] but for those whose prefix is `skip` (none when empty).
+    pub(crate) fn own_sections_but(&self, skip: &str) -> Result<(), String> {
         let own = |d: &Dump, k: &str| -> Vec<(String, super::dump::Section)> {
             let suffix = format!(".{k}");
             d.sections
                 .iter()
                 .filter(|s| s.name.ends_with(&suffix) && !matches!(s.kind.as_str(), "REL" | "RELA"))
+                .filter(|s| skip.is_empty() || s.name != format!("{skip}{suffix}"))
                 .filter(|s| s.name != format!(".text.{k}") && s.name != format!(".nv.info.{k}"))
                 .map(|s| (s.name[..s.name.len() - suffix.len()].to_string(), s.clone()))
                 .collect()
@@ -232,7 +238,7 @@ impl Pair<'_> {
 
     /// The call edges out of the section, by name; a callee with a section of its own must
     /// be the same code on both sides.
-    fn calls(&self, ts: usize, tr: usize) -> Result<(), String> {
+    pub(crate) fn calls(&self, ts: usize, tr: usize) -> Result<(), String> {
         let edges =
             |d: &Dump, t: usize, map: &dyn Fn(&str) -> String| -> BTreeSet<(String, String)> {
                 let inside: BTreeSet<String> = d
@@ -285,13 +291,13 @@ impl Pair<'_> {
 }
 
 /// The index of function `k`'s code section.
-fn text(d: &Dump, k: &str) -> Result<usize, String> {
+pub(crate) fn text(d: &Dump, k: &str) -> Result<usize, String> {
     d.section(&format!(".text.{k}"))
         .map(|s| s.index)
         .ok_or_else(|| format!("no code section .text.{k}"))
 }
 
-fn section(d: &Dump, index: usize) -> Result<&super::dump::Section, String> {
+pub(crate) fn section(d: &Dump, index: usize) -> Result<&super::dump::Section, String> {
     d.section_at(index)
         .ok_or_else(|| format!("no section {index:#x}"))
 }
@@ -302,7 +308,11 @@ fn sorted(v: Option<&Vec<Reloc>>) -> Vec<Reloc> {
     v
 }
 
-fn first_difference<T: std::fmt::Debug + PartialEq>(what: &str, a: &[T], b: &[T]) -> String {
+pub(crate) fn first_difference<T: std::fmt::Debug + PartialEq>(
+    what: &str,
+    a: &[T],
+    b: &[T],
+) -> String {
     let i = a
         .iter()
         .zip(b)

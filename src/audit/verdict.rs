@@ -39,6 +39,11 @@ pub(super) fn path(root: &Path, tools: &Tools, job: &Job<'_>) -> PathBuf {
         field(o.name.as_bytes());
         field(o.cubin);
     }
+    // Counted, so that no run of origins reads as a run of proved kernels.
+    field(&(job.proved.len() as u64).to_le_bytes());
+    for k in &job.proved {
+        field(k.as_bytes());
+    }
     let key: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
     root.join(FOLDER).join(key)
 }
@@ -109,6 +114,7 @@ mod tests {
 
     fn job<'a>(shipped: &'a [u8], origin: &'a [u8]) -> Job<'a> {
         Job {
+            proved: Vec::new(),
             shipped,
             baseline: b"baseline",
             module: b"module",
@@ -132,6 +138,12 @@ mod tests {
         assert_ne!(a, path(root, &tools, &job(b"shippedo", b"rigin")));
         let other_tools = Tools::in_dir(Path::new("/elsewhere"));
         assert_ne!(a, path(root, &other_tools, &job(b"shipped", b"origin")));
+        // A kernel named as proved is another job.
+        let proved = Job {
+            proved: vec!["k"],
+            ..job(b"shipped", b"origin")
+        };
+        assert_ne!(a, path(root, &tools, &proved));
         assert!(a.starts_with("/cache/audit-v1"));
     }
 

@@ -56,6 +56,7 @@ fn audit(args: &Args) -> Result<String, String> {
         })
         .collect::<Result<_, String>>()?;
     let job = Job {
+        proved: Vec::new(),
         shipped: &shipped,
         baseline: baseline.as_deref().unwrap_or(&module),
         module: &module,

@@ -8,8 +8,10 @@
 //! it was evaluated (the same resources and predicted cost: a whole-module run may lay out
 //! module-level constant banks, and so some immediates, differently from an `--entry` run),
 //! and the assembly check ([`crate::audit`]) reads the result back with the toolkit and
-//! compares every function with the cubin its code came from. Any failure keeps the
-//! baseline.
+//! compares every function with the cubin its code came from (a rewritten kernel with its
+//! unrewritten section, the proof vouching for the difference). Any failure keeps the
+//! baseline; the caller drops a rewritten kernel the check refuses and assembles again
+//! (`tune::step`).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -241,8 +243,10 @@ fn priced_as_evaluated(
 }
 
 /// The assembly check on the final cubin: spliced kernels against the variants they came
-/// from, rewritten ones against the rewrite as evaluated, everything else against the ptxas
-/// output the cubin was made from.
+/// from, everything else against the ptxas output the cubin was made from. A rewritten
+/// kernel is compared with its unrewritten section there (`audit::Job::proved`): the
+/// translation checker proved the rewrite against that very section in `rewrite_chosen`, and
+/// a rewrite is never spliced, so that section is whole-module ptxas output.
 fn audit_assembled(
     inp: &Inputs<'_>,
     choice: &Choice<'_>,
@@ -250,17 +254,18 @@ fn audit_assembled(
     source: &Built,
     how: Assembly,
 ) -> Result<(), TuneError> {
+    let rewritten = |k: &String| choice.chosen.get(k).is_some_and(|b| b.rewritten());
     let origin_of = |k: &String| -> Option<Vec<u8>> {
         let i = (*choice.expected.get(k)?)?;
         match how {
             Assembly::Spliced => Some(inp.built[i].as_ref()?.cubin.clone()),
-            _ if choice.chosen.get(k)?.rewritten() => inp.parsed[i].as_ref()?.0.write().ok(),
             _ => None,
         }
     };
     let origins: Vec<(&String, Vec<u8>)> = choice
         .chosen
         .keys()
+        .filter(|k| !rewritten(k))
         .filter_map(|k| Some((k, origin_of(k)?)))
         .collect();
     let module = match how {
@@ -278,6 +283,12 @@ fn audit_assembled(
                 name: k,
                 cubin: c,
             })
+            .collect(),
+        proved: choice
+            .chosen
+            .keys()
+            .filter(|k| rewritten(k))
+            .map(String::as_str)
             .collect(),
     };
     timings::timed(Phase::Check, || {

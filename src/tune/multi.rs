@@ -373,6 +373,7 @@ fn audit_multi(
         cubin: c,
     }));
     let job = crate::audit::Job {
+        proved: Vec::new(),
         shipped: bytes,
         baseline: input.step.baseline.1,
         module: raw,

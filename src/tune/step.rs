@@ -108,7 +108,7 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         model_pruned: &mut plan.model_pruned,
         train_would_measure: &mut plan.train_would_measure,
     };
-    let selected = select_kernels(
+    let mut selected = select_kernels(
         &plan.kernels,
         &mut not_built,
         &candidates,
@@ -130,15 +130,7 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         block_sizes: &settings.block_sizes,
         tools: &tools,
     };
-    let plain = if selected.chosen.is_empty() {
-        None
-    } else {
-        let choice = assemble::Choice {
-            chosen: &selected.chosen,
-            expected: &selected.expected,
-        };
-        Some(assemble::assemble(&inputs, &choice)?)
-    };
+    let plain = assemble_or_refuse(&inputs, &mut selected, &step.arch_name, &mut result)?;
     let mut ship = plain.as_ref().map(|a| (a.bytes.clone(), a.how));
     if settings.selector.is_some() {
         let input = multi::Input {
@@ -386,6 +378,47 @@ struct Candidates<'a> {
     /// With `explain`'s cubins kept: the baseline's path, and each variant's (as evaluated,
     /// as ptxas made it).
     kept: Option<(Option<String>, &'a [Kept])>,
+}
+
+/// Assemble the chosen kernels. A kernel chosen with a rewrite that the assembly check
+/// refuses keeps ptxas's code, the other kernels their choice: one warning names it and why,
+/// and its record says so (`None`: nothing is left chosen).
+fn assemble_or_refuse(
+    inputs: &assemble::Inputs<'_>,
+    selected: &mut Selected,
+    arch_name: &str,
+    result: &mut Tuned,
+) -> Result<Option<assemble::Assembled>, TuneError> {
+    loop {
+        if selected.chosen.is_empty() {
+            return Ok(None);
+        }
+        let choice = assemble::Choice {
+            chosen: &selected.chosen,
+            expected: &selected.expected,
+        };
+        match assemble::assemble(inputs, &choice) {
+            Err(TuneError::Audit(crate::audit::AuditError::Disagrees { kernel, what }))
+                if selected.chosen.get(&kernel).is_some_and(|b| b.rewritten()) =>
+            {
+                selected.chosen.remove(&kernel);
+                selected.expected.insert(kernel.clone(), None);
+                result.warnings.push(format!(
+                    "{arch_name} {kernel}: the assembly check refused its rewrite ({what}); the kernel keeps ptxas's code"
+                ));
+                if let Some(r) = result.records.iter_mut().find(|r| r.kernel == kernel) {
+                    r.chosen = 0;
+                    r.chosen_registers = r
+                        .candidates
+                        .first()
+                        .map_or(r.chosen_registers, |c| c.registers);
+                    r.gain_percent = 0.0;
+                    r.reason = format!("the assembly check refused its rewrite: {what}");
+                }
+            }
+            r => return r.map(Some),
+        }
+    }
 }
 
 /// The choices so far.
