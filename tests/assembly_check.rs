@@ -519,20 +519,22 @@ fn variants_with_swapped_attributes_are_rejected() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("multi.cubin");
+    // An object: a `-cubin` output has no glue to reach variants, so it embeds none.
+    let obj = dir.path().join("multi.o");
     let report = dir.path().join("r.jsonl");
     let kept = dir.path().join("kept");
     let o = common::without_our_settings(Command::new(env!("CARGO_BIN_EXE_nvcc-orion")), &nvcc)
         .env("NVCC_ORION", "adapt")
         .env("NVCC_ORION_REPORT", &report)
         .arg(format!("--orion-keep-cubins={}", kept.display()))
-        .args(["-cubin", "-arch=sm_90"])
+        .args(["-c", "-arch=sm_90"])
         .arg(common::kernels_dir().join("assembly/banks.cu"))
         .arg("-o")
-        .arg(&out)
+        .arg(&obj)
         .output()
         .unwrap();
     common::assert_ok(&o, "nvcc-orion adapt");
+    let out = extracted_sm90_cubin(&nvcc, &obj, &dir.path().join("x"));
     let rec: serde_json::Value = std::fs::read_to_string(&report)
         .unwrap()
         .lines()
@@ -624,4 +626,21 @@ fn variants_with_swapped_attributes_are_rejected() {
     assert_eq!(first, check(&shipped).unwrap());
     cached(&bad).unwrap_err();
     assert_eq!(verdicts(), 1, "a disagreement is not remembered");
+}
+
+/// The sm_90 cubin of `obj`, as `cuobjdump -xelf` extracts it into `scratch`.
+fn extracted_sm90_cubin(nvcc: &Path, obj: &Path, scratch: &Path) -> PathBuf {
+    std::fs::create_dir_all(scratch).unwrap();
+    let o = Command::new(nvcc.with_file_name("cuobjdump"))
+        .current_dir(scratch)
+        .args(["-xelf", "all"])
+        .arg(obj)
+        .output()
+        .unwrap();
+    common::assert_ok(&o, "cuobjdump -xelf");
+    std::fs::read_dir(scratch)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with("sm_90.cubin"))
+        .unwrap_or_else(|| panic!("no sm_90 cubin in {}", obj.display()))
 }
