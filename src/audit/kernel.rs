@@ -83,27 +83,36 @@ impl Pair<'_> {
 
     /// The functions and labels defined in the code section, at the same offsets.
     fn symbols(&self, ts: usize, tr: usize) -> Result<(), String> {
-        let row = |s: &super::dump::Symbol, name: String| {
+        self.same_symbols(ts, tr, |s| {
             (
-                name,
                 s.value,
                 s.size,
                 s.kind.clone(),
                 s.bind.clone(),
                 s.other.clone(),
             )
-        };
+        })
+    }
+
+    /// Whether the symbols defined in the shipped code section `ts` and the origin's `tr` are
+    /// the same, each named as the origin names it and read as `row` reads it.
+    pub(super) fn same_symbols<R: Ord>(
+        &self,
+        ts: usize,
+        tr: usize,
+        row: impl Fn(&super::dump::Symbol) -> R,
+    ) -> Result<(), String> {
         let a: BTreeSet<_> = self
             .shipped
             .defined_in(ts)
             .into_iter()
-            .map(|s| row(s, self.map(&s.name)))
+            .map(|s| (self.map(&s.name), row(s)))
             .collect();
         let b: BTreeSet<_> = self
             .origin
             .defined_in(tr)
             .into_iter()
-            .map(|s| row(s, s.name.clone()))
+            .map(|s| (s.name.clone(), row(s)))
             .collect();
         match a.symmetric_difference(&b).next() {
             Some(d) => Err(format!("symbol `{}` differs in its code section", d.0)),

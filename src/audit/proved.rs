@@ -115,26 +115,10 @@ pub(crate) fn compare(p: &Pair<'_>, shipped: &[Function]) -> Result<(), String> 
 /// The same functions and labels (name, type, binding, visibility); their places are the
 /// proof's. The kernel itself still starts the section.
 fn symbols(p: &Pair<'_>, ts: usize, tr: usize) -> Result<(), String> {
-    let row = |s: &super::dump::Symbol, name: String| {
+    p.same_symbols(ts, tr, |s| {
         let start = (s.other.contains("ENTRY")).then_some(s.value);
-        (name, s.kind.clone(), s.bind.clone(), s.other.clone(), start)
-    };
-    let a: BTreeSet<_> = p
-        .shipped
-        .defined_in(ts)
-        .into_iter()
-        .map(|s| row(s, p.map(&s.name)))
-        .collect();
-    let b: BTreeSet<_> = p
-        .origin
-        .defined_in(tr)
-        .into_iter()
-        .map(|s| row(s, s.name.clone()))
-        .collect();
-    match a.symmetric_difference(&b).next() {
-        Some(d) => Err(format!("symbol `{}` differs in its code section", d.0)),
-        None => Ok(()),
-    }
+        (s.kind.clone(), s.bind.clone(), s.other.clone(), start)
+    })
 }
 
 /// The code's relocations: the same symbols, types and addends, wherever the code now is.
