@@ -136,7 +136,9 @@ impl Slots {
 
 /// The machine's cores (the most processes worth running at once).
 pub fn cores() -> usize {
-    std::thread::available_parallelism().map_or(2, |n| n.get())
+    // Read once: the standard library reads the cgroup's quota files on every call.
+    static CORES: OnceLock<usize> = OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
 }
 
 /// The build's jobserver (GNU make's or cargo's), when one is handed down.

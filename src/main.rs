@@ -16,6 +16,9 @@ use nvcc_orion::transform;
 fn main() -> ExitCode {
     let started = std::time::Instant::now();
     let argv: Vec<OsString> = std::env::args_os().collect();
+    if named_ptxas(argv.first()) {
+        return ptxas_mode(&argv[1..]);
+    }
     if let Some(sub) = argv.get(1).and_then(|a| commands::Subcommand::from_arg(a)) {
         return commands::run(sub, &argv);
     }
@@ -248,6 +251,15 @@ fn exec_with(
         .exec();
     eprintln!("nvcc-orion: error: cannot run {}: {err}", program.display());
     ExitCode::from(1)
+}
+
+/// Whether this binary was started through a link named `ptxas` (as ccache is through a link
+/// named after the compiler): then it is `nvcc-orion --ptxas`. A JIT that runs ptxas once per
+/// kernel, pointed at such a link, starts no shell script first.
+fn named_ptxas(argv0: Option<&OsString>) -> bool {
+    argv0
+        .and_then(|a| std::path::Path::new(a).file_name())
+        .is_some_and(|n| n == "ptxas")
 }
 
 /// `nvcc-orion --ptxas ARGS...`: ptxas's own command line (as Triton, numba or a build script

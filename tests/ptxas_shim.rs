@@ -169,6 +169,61 @@ fn works_with_only_a_ptxas_and_says_when_there_is_none() {
     assert!(run(c).status.success());
 }
 
+/// A link named `ptxas` to nvcc-orion is the shim without its shell script, what a JIT that
+/// runs ptxas once per kernel is best pointed at: the same banner and the same cubin as ptxas,
+/// and with the link's folder first on `PATH` it never takes itself for the real ptxas.
+#[test]
+fn a_link_named_ptxas_is_the_shim() {
+    let Some(ptxas) = real_ptxas("a_link_named_ptxas") else {
+        return;
+    };
+    let dir = scratch("link");
+    let links = dir.path().join("links");
+    std::fs::create_dir_all(&links).unwrap();
+    let link = links.join("ptxas");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_nvcc-orion"), &link).unwrap();
+    std::fs::copy(triton_ptx("add_sm90.ptx"), dir.path().join("add.ptx")).unwrap();
+    let path = format!(
+        "{}:{}:/usr/bin:/bin",
+        links.display(),
+        ptxas.parent().unwrap().display()
+    );
+
+    let plain_version = run(version_of(&ptxas, dir.path())).stdout;
+    let mut c = bare(&link, dir.path(), &[("PATH", &path)]);
+    c.arg("--version");
+    let out = run(c);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        out.stdout.starts_with(&plain_version),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(
+        text(&out.stdout).contains("(ptxas mode)"),
+        "{}",
+        text(&out.stdout)
+    );
+
+    let triton_args = [
+        "-lineinfo",
+        "-v",
+        "--regAllocOptLevel=2",
+        "--gpu-name=sm_90a",
+        "add.ptx",
+        "-o",
+    ];
+    let mut c = bare(&link, dir.path(), &[("PATH", &path)]);
+    c.args(triton_args).arg("link.cubin");
+    let out = run(c);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let mut c = bare(&ptxas, dir.path(), &[]);
+    c.args(triton_args).arg("plain.cubin");
+    assert!(run(c).status.success());
+    let read = |n: &str| std::fs::read(dir.path().join(n)).unwrap();
+    assert_eq!(read("link.cubin"), read("plain.cubin"));
+}
+
 /// `--version` keeps ptxas's banner first, so the `release X.Y` Triton parses is ptxas's, and
 /// adds one line that changes with every setting that changes the output: Triton keys its
 /// kernel cache on this text.

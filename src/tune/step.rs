@@ -69,11 +69,8 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         settings,
         &dynamic_users,
     );
-    let work = tempfile::Builder::new()
-        .prefix("nvcc-orion-variants-")
-        .tempdir()
-        .map_err(|e| TuneError::Io(format!("temporary folder: {e}")))?;
-    let builder = builder(argv, ctx, files, &step, settings, work.path())?;
+    let work = variants::WorkDir::default();
+    let builder = builder(argv, ctx, files, &step, settings, &work)?;
     let (built, mut result) = build_variants(&builder, &plan)?;
     result.warnings.extend(model_warning);
     let keep = Keep::new(settings.keep_cubins.as_deref(), &step.arch_name, &step.out);
@@ -197,7 +194,7 @@ fn builder<'a>(
     files: PtxasArgs,
     step: &'a Step,
     settings: &Settings,
-    work: &'a Path,
+    work: &'a variants::WorkDir,
 ) -> Result<Builder<'a>, TuneError> {
     let ptxas = ctx
         .resolve(&argv[0])

@@ -108,6 +108,33 @@ pub fn ptxas_id(ptxas: &Path) -> String {
     crate::toolkit::program_identity(ptxas)
 }
 
+/// A step's private folder for variant inputs and outputs, made on first use: a step that
+/// builds no variant (a JIT's usual call, where the model rules every budget out) pays for no
+/// folder made and removed.
+#[derive(Debug, Default)]
+pub struct WorkDir {
+    dir: std::sync::OnceLock<Result<tempfile::TempDir, String>>,
+}
+
+impl WorkDir {
+    /// The folder, made now if it is not yet.
+    pub fn path(&self) -> Result<&Path, VariantError> {
+        let made = self.dir.get_or_init(|| {
+            tempfile::Builder::new()
+                .prefix("nvcc-orion-variants-")
+                .tempdir()
+                .map_err(|e| e.to_string())
+        });
+        match made {
+            Ok(d) => Ok(d.path()),
+            Err(e) => Err(VariantError::Io {
+                what: "temporary folder".to_string(),
+                source: std::io::Error::other(e.clone()),
+            }),
+        }
+    }
+}
+
 /// Everything a batch of variants shares.
 pub struct Builder<'a> {
     pub(crate) ctx: &'a StepContext,
@@ -118,8 +145,8 @@ pub struct Builder<'a> {
     pub(crate) ptx: &'a str,
     pub(crate) ptxas_id: String,
     pub(crate) cache: Option<PathBuf>,
-    /// A private folder for variant inputs and outputs.
-    pub(crate) work: &'a Path,
+    /// A private folder for variant inputs and outputs, made when the first variant needs it.
+    pub(crate) work: &'a WorkDir,
     /// How many ptxas runs may go at once at most (the machine's cores).
     pub(crate) jobs: usize,
     /// Where the slots of all but the first come from (the build's jobserver or the local
@@ -153,6 +180,10 @@ const SLOT_POLL: std::time::Duration = std::time::Duration::from_millis(20);
 impl Builder<'_> {
     /// Build every variant of `all`, in parallel; results in the same order.
     pub fn build_all(&self, all: &[Budgets]) -> Vec<Result<Built, VariantError>> {
+        if all.is_empty() {
+            // No worker thread to start and join for nothing: the usual JIT call.
+            return Vec::new();
+        }
         let results: Vec<Mutex<Option<Result<Built, VariantError>>>> =
             all.iter().map(|_| Mutex::new(None)).collect();
         let _timed = crate::timings::span(crate::timings::Phase::VariantBatches);
@@ -262,7 +293,7 @@ impl Builder<'_> {
             only: only.iter().map(|s| s.to_string()).collect(),
             extra: extra.to_vec(),
         };
-        let (argv, key) = self.command(&request);
+        let (argv, key) = self.command(&request)?;
         if self.reads_cache.load(Ordering::Relaxed)
             && let Some(entry) = self.lookup(&key)
         {
@@ -285,7 +316,7 @@ impl Builder<'_> {
         let Some(request) = built.request.as_deref().filter(|_| built.cached) else {
             return Ok(built.clone());
         };
-        let (argv, key) = self.command(request);
+        let (argv, key) = self.command(request)?;
         let fresh = self.run_ptxas(&built.budgets, request, &argv, &key)?;
         if fresh.cubin != built.cubin {
             return Err(VariantError::Stale(describe(&built.budgets)));
@@ -313,8 +344,8 @@ impl Builder<'_> {
     }
 
     /// The variant's ptxas command line and cache key.
-    fn command(&self, r: &Request) -> (Vec<String>, String) {
-        let (ptx_path, out) = self.variant_files(r.index);
+    fn command(&self, r: &Request) -> Result<(Vec<String>, String), VariantError> {
+        let (ptx_path, out) = self.variant_files(r.index)?;
         let mut argv = variant_argv(self.argv, &self.files, &ptx_path, &out);
         for e in &r.only {
             argv.push("--entry".to_string());
@@ -322,7 +353,7 @@ impl Builder<'_> {
         }
         argv.extend_from_slice(&r.extra);
         let key = cache_key(&argv, &self.files, &self.ptxas_id, &r.ptx);
-        (argv, key)
+        Ok((argv, key))
     }
 
     /// The cache's entry for `key`: `None` when there is none or it fails its check (then
@@ -348,7 +379,7 @@ impl Builder<'_> {
         argv: &[String],
         key: &str,
     ) -> Result<Built, VariantError> {
-        let (ptx_path, out) = self.variant_files(request.index);
+        let (ptx_path, out) = self.variant_files(request.index)?;
         if let Some(dir) = ptx_path.parent() {
             std::fs::create_dir_all(dir).map_err(io(dir.display().to_string()))?;
         }
@@ -398,15 +429,15 @@ impl Builder<'_> {
     /// ptxas writes its input's and output's names into `-g` debug information, so a variant
     /// that ships names the caller's files as ptxas alone would, not ours.
     /// The folder is made by [`Builder::run_ptxas`].
-    fn variant_files(&self, i: usize) -> (PathBuf, PathBuf) {
-        let dir = self.work.join(format!("variant{i}"));
+    fn variant_files(&self, i: usize) -> Result<(PathBuf, PathBuf), VariantError> {
+        let dir = self.work.path()?.join(format!("variant{i}"));
         let name = |p: &Path| p.file_name().map(std::ffi::OsStr::to_os_string);
         let input = name(Path::new(&self.argv[self.files.input]));
         let output = name(&self.files.output_path(self.argv));
-        match (input, output) {
+        Ok(match (input, output) {
             (Some(a), Some(b)) if a != b => (dir.join(a), dir.join(b)),
             _ => (dir.join("variant.ptx"), dir.join("variant.cubin")),
-        }
+        })
     }
 }
 
