@@ -1,6 +1,7 @@
 """What the ptxas step of a JIT costs through nvcc-orion: each PTX file that Triton made
 (`kernels.py`) compiled with Triton's own ptxas command line (`-lineinfo -v
---regAllocOptLevel=2 --gpu-name=sm_XX`, sm_90a for sm_90) by plain ptxas and by shims/ptxas,
+--regAllocOptLevel=2 --gpu-name=sm_XX`, sm_90a for sm_90) by plain ptxas and by nvcc-orion (`--shim`:
+a link named ptxas to it, or shims/ptxas),
 interleaved, one process at a time, with the variant cache off (a JIT's first call).
 
     python bench.py --ptx DIR --ptxas PTXAS --shim SHIM [--runs N]
