@@ -89,6 +89,32 @@ fn release(banner: &str) -> Option<String> {
     })
 }
 
+/// Triton's ptxas command line for `add.ptx` in `dir`, through `program` (with `path` as
+/// `PATH`) and through plain ptxas: nothing to retune, so the same cubin.
+fn same_cubin_as_ptxas(program: &Path, ptxas: &Path, dir: &Path, path: &str) {
+    let triton_args = [
+        "-lineinfo",
+        "-v",
+        "--regAllocOptLevel=2",
+        "--gpu-name=sm_90a",
+        "add.ptx",
+        "-o",
+    ];
+    let mut c = bare(program, dir, &[("PATH", path)]);
+    c.args(triton_args).arg("through.cubin");
+    let out = run(c);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let mut c = bare(ptxas, dir, &[]);
+    c.args(triton_args).arg("plain.cubin");
+    assert!(run(c).status.success());
+    let read = |n: &str| std::fs::read(dir.join(n)).unwrap();
+    assert_eq!(
+        read("through.cubin"),
+        read("plain.cubin"),
+        "nothing to retune: ptxas's cubin"
+    );
+}
+
 /// A Python environment holding only a ptxas where Triton's wheel puts it (a link to the real
 /// one), and a `python3` in its `bin`: what a Triton user without a CUDA toolkit has.
 fn fake_triton_env(root: &Path, ptxas: &Path) -> PathBuf {
@@ -129,27 +155,7 @@ fn works_with_only_a_ptxas_and_says_when_there_is_none() {
         assert!(out.stdout.starts_with(&plain_version), "{vars:?}");
     }
     // Triton's command line, through the shim with nothing else found.
-    let triton_args = [
-        "-lineinfo",
-        "-v",
-        "--regAllocOptLevel=2",
-        "--gpu-name=sm_90a",
-        "add.ptx",
-        "-o",
-    ];
-    let mut c = bare(&shim(), dir.path(), &[("PATH", &path)]);
-    c.args(triton_args).arg("shim.cubin");
-    let out = run(c);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let mut c = bare(&ptxas, dir.path(), &[]);
-    c.args(triton_args).arg("plain.cubin");
-    assert!(run(c).status.success());
-    let read = |n: &str| std::fs::read(dir.path().join(n)).unwrap();
-    assert_eq!(
-        read("shim.cubin"),
-        read("plain.cubin"),
-        "nothing to retune: ptxas's cubin"
-    );
+    same_cubin_as_ptxas(&shim(), &ptxas, dir.path(), &path);
 
     // Nothing: one line naming the setting, and 127.
     let mut c = bare(&shim(), dir.path(), &[]);
@@ -205,23 +211,7 @@ fn a_link_named_ptxas_is_the_shim() {
         text(&out.stdout)
     );
 
-    let triton_args = [
-        "-lineinfo",
-        "-v",
-        "--regAllocOptLevel=2",
-        "--gpu-name=sm_90a",
-        "add.ptx",
-        "-o",
-    ];
-    let mut c = bare(&link, dir.path(), &[("PATH", &path)]);
-    c.args(triton_args).arg("link.cubin");
-    let out = run(c);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let mut c = bare(&ptxas, dir.path(), &[]);
-    c.args(triton_args).arg("plain.cubin");
-    assert!(run(c).status.success());
-    let read = |n: &str| std::fs::read(dir.path().join(n)).unwrap();
-    assert_eq!(read("link.cubin"), read("plain.cubin"));
+    same_cubin_as_ptxas(&link, &ptxas, dir.path(), &path);
 }
 
 /// `--version` keeps ptxas's banner first, so the `release X.Y` Triton parses is ptxas's, and
