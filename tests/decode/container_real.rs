@@ -5,7 +5,7 @@
 //!
 //! Without nvcc the tests print a skip message and pass (with `CI` set they fail).
 
-mod common;
+use crate::common;
 
 use common::fixtures::{self, Artifact as Fx, Fixtures, Kind};
 use nvcc_orion::container::{self, Artifact, Compression, EntryKind, ImageRef};

@@ -6,7 +6,7 @@
 //! `cuobjdump -res-usage` (unchanged); and a host object rewritten through the container
 //! layer links with nvcc.
 
-mod common;
+use crate::common;
 
 use common::fixtures::{self, Fixtures};
 use nvcc_orion::cubin::{Cubin, OffsetMap};

@@ -4,7 +4,7 @@
 //!
 //! Without nvcc the tests print a skip message and pass (with `CI` set they fail).
 
-mod common;
+use crate::common;
 
 use common::fixtures::{self, Artifact, Fixtures, Kind, MATRIX};
 use std::collections::{BTreeMap, BTreeSet};

@@ -10,7 +10,7 @@
 //!   held naming the device runtime function it calls, and the objects device-link with
 //!   cudadevrt.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
