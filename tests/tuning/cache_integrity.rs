@@ -8,7 +8,7 @@
 //! built by ptxas, never taken from the cache: the build ships the uncached bytes or
 //! ptxas's own, never the entry's code.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

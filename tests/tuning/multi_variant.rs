@@ -16,7 +16,7 @@
 //! - `-cubin` and `-fatbin` outputs under adapt and train, which no glue can reach, ship the
 //!   tuned winners alone, as a default build does.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -8,7 +8,7 @@
 //!
 //! Without nvcc the tests print a skip line and pass (with `CI` set they fail).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Output};

@@ -6,7 +6,7 @@
 //!
 //! Without nvcc the tests print a skip message and pass (with `CI` set they fail).
 
-mod common;
+use crate::common;
 
 use common::fixtures;
 use serde_json::Value;

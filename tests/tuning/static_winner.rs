@@ -4,7 +4,7 @@
 //! build's candidates alone: on every test kernel, example and build benchmark the report's
 //! choice and the cubin's kernel code are the same in both builds.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -15,7 +15,7 @@
 //!   (`kept_by`, `pruned[].limit`) and what a training run would measure, and `explain` says
 //!   it in words.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

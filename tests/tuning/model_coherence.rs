@@ -21,7 +21,7 @@
 //! Variants are cached under `CARGO_TARGET_TMPDIR` (a rerun costs the front ends only).
 //! Without nvcc the test prints a skip line and passes (with `CI` set it fails).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
