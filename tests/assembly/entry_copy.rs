@@ -4,7 +4,7 @@
 //! them (`cuobjdump -elf`, `readelf`), the added kernel's code as `nvdisasm` prints it, and a
 //! pass of the assembly check. Where a part cannot be made exact the copy is refused.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

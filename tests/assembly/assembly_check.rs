@@ -4,7 +4,7 @@
 //! correct assembled cubin, while the correct one passes. Cubins come from the real toolkit;
 //! the check reads them only through cuobjdump and nvdisasm.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
