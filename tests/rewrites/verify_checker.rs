@@ -1,6 +1,6 @@
 //! The translation checker (`src/verify`) on real toolchain output.
 
-mod common;
+use crate::common;
 
 use common::fixtures::{self, Fixtures};
 use nvcc_orion::sass::Op;
