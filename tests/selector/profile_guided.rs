@@ -10,7 +10,7 @@
 //! its run on two GPUs writes, and the guided build that ships each arch's winner with no
 //! variant and no glue, ignoring another GPU's profile and a bad entry kernel by kernel.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use nvcc_orion::profile::{Profile, Variant};
 
-mod common;
+use crate::common;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

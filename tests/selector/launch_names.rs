@@ -7,7 +7,7 @@
 //! Built under adapt (one call, and `-c` then a link), every program links and runs exactly
 //! like plain nvcc's, with no warning.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

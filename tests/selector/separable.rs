@@ -6,7 +6,7 @@
 //! caller keeps ptxas's budget and says why, and the other kernel is still retuned. Then the
 //! same project through CMake with `CUDA_SEPARABLE_COMPILATION`.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

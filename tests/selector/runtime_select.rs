@@ -9,7 +9,7 @@ use std::process::Command;
 
 use nvcc_orion::profile::Profile;
 
-mod common;
+use crate::common;
 
 /// The cases select_test.cpp runs; each must print `ok <case>`.
 const CASES: &[&str] = &[

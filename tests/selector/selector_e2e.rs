@@ -9,7 +9,7 @@
 //!   without a GPU, the runtime's own error; on a GPU, the same CPU-checked result;
 //! - with `NVCC_ORION_VERBOSE` set the selector adds at most one line, on stderr.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
