@@ -13,7 +13,7 @@
 //! (`NVCC_ORION_SETUP_SCCACHE_DIST=1`), with Debian's bubblewrap. The farm needs root (the
 //! build server mounts an overlay); elsewhere the test says so and skips.
 
-mod common;
+use crate::common;
 
 use std::io::Read;
 use std::net::TcpListener;

@@ -4,7 +4,7 @@
 //! Needs a CUDA 13.5 toolkit, cmake and ninja (`eval "$(scripts/setup.sh)"`). Without them the
 //! test prints a skip line and passes, unless `CI` is set, in which case it fails.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::env;

@@ -11,7 +11,7 @@
 //! sccache with its dist features is built by `scripts/setup.sh` under CI
 //! (`NVCC_ORION_SETUP_SCCACHE_DIST=1`); ccache comes from the distribution's packages.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -9,7 +9,7 @@
 //! `.ci/run`) and names in `NVCC_ORION_TORCH_PYTHON`. Without it the test says so and
 //! passes, unless `CI` is set.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

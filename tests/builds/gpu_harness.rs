@@ -11,7 +11,7 @@
 //! once, in the first test that needs it. Without nvcc the tests print a skip line and pass
 //! (with `CI` set they fail).
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -10,7 +10,7 @@
 //!
 //! Without nvcc the tests print a skip message and pass (with `CI` set they fail).
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 
