@@ -7,7 +7,7 @@
 //!
 //! Without nvcc the tests print a skip line and pass (with `CI` set they fail).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

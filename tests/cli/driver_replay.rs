@@ -1,7 +1,7 @@
 //! The replay driver on its own (below the argument grammar): a replayed compile makes the same
 //! cubins and dependency files as the real nvcc, and a failing step is reported as such.
 
-mod common;
+use crate::common;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! string): every line of every trajectory we replay must be understood, with the steps we
 //! rely on where we expect them.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::path::Path;

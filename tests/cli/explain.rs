@@ -8,7 +8,7 @@
 //! Without nvcc (or Chromium, for the page tests) the tests print a skip message and pass;
 //! with `CI` set they fail.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -5,7 +5,7 @@
 //!
 //! Without nvcc the tests print a skip message and pass (with `CI` set they fail).
 
-mod common;
+use crate::common;
 
 use common::fixtures::{self, Fixtures, ResImage};
 use serde_json::Value;

@@ -6,7 +6,7 @@
 //!
 //! Without a real ptxas the tests print a skip message and pass (with `CI` set they fail).
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
