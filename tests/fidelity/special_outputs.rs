@@ -4,7 +4,7 @@
 //! "tuning sm_90 failed (... 0 bytes ...)"). ptxas writes a `-cubin` output itself, so
 //! there is nothing this process could read back or replace: the step is not tuned.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -5,7 +5,7 @@
 //! stderr and cubin are compared with whole-module ptxas's on the same PTX with the budgets
 //! the report says were chosen.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

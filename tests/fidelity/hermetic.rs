@@ -5,7 +5,7 @@
 //! cache or the temporary directory (nor the build directory, unless plain nvcc's does).
 //! The report names files relative to where the compile ran, as given.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -23,7 +23,7 @@
 //! normalisation removes all of nvcc's own nondeterminism; `PARITY_KEEP=1` keeps the work
 //! directories for inspection.
 
-mod common;
+use crate::common;
 
 use common::{Case, Expect, RunResult, Variant, case};
 use std::collections::{BTreeMap, BTreeSet};
