@@ -20,7 +20,7 @@
 //! Without a toolkit or C++ compiler the test is skipped with a message, unless `CI` is set.
 //! `CXX` names the compiler (default `g++`).
 
-mod common;
+use crate::common;
 
 use nvcc_orion::predict::{
     Arch, Carveout, DynamicSharedLimit, KernelResources, Launch, Limiter, Limiters, Occupancy,

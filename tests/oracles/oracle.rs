@@ -4,7 +4,7 @@
 //! misaligned register tuple; rewrites of tensor-core kernels (ldmatrix .x4/.x2.trans,
 //! mma.sync, DMMA) are proved with every tuple aligned, or refused.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -33,7 +33,7 @@
 //! UGPR, UPRED) and 98,660 instructions of 331 kernels (regdem). The full check: 340
 //! cubins, 544,454 instructions in 1,695 functions, 606 s of CPU cold, 14 s warm.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};

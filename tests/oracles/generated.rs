@@ -8,7 +8,7 @@
 //! sources, the modes, and the bytes of nvcc-orion and of this test binary, so a rerun with
 //! nothing changed costs no compile. The long run is `orion-gen run` (bench/results/generator.md).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

@@ -6,7 +6,7 @@
 //!
 //! Without nvcc the test prints a skip message and passes (with `CI` set it fails).
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
