@@ -23,8 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-#[path = "common/rust_text.rs"]
-mod rust_text;
+use crate::rust_text;
 
 use petgraph::algo::tarjan_scc;
 use petgraph::graph::DiGraph;

@@ -2,8 +2,7 @@
 //! that should be named steps. Braces are counted with comments, strings and character
 //! literals blanked (`common/rust_text.rs`, shared with `tests/layers.rs`).
 
-#[path = "common/rust_text.rs"]
-mod rust_text;
+use crate::rust_text;
 
 use std::path::Path;
 

@@ -13,7 +13,7 @@
 //! or papers outside the repository, and every link of README.md and `docs/*.md` resolves
 //! (files and `#anchors`).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
