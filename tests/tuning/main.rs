@@ -2,16 +2,17 @@
 //! coherence and calibration, the measured path, adapt's variants and static winner, the variant
 //! cache's integrity.
 //!
-//! One test binary (issue 50): each module below was a test binary of its own, and its file
-//! moved here whole. One module's tests: `cargo nextest run --release --test tuning -E 'test(/^MODULE::/)'`.
+//! One test binary (issue 50): each module was a binary of its own, its file moved here whole.
+//! One module: `cargo nextest run --release --test tuning -E 'test(/^cache_integrity::/)'`.
 
+#[path = "../common/mod.rs"]
 mod common;
 
-mod tune_real;
-mod tune_entry;
-mod model_coherence;
+mod cache_integrity;
 mod calibrate;
 mod measured_path;
+mod model_coherence;
 mod multi_variant;
 mod static_winner;
-mod cache_integrity;
+mod tune_entry;
+mod tune_real;

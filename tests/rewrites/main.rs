@@ -2,14 +2,15 @@
 //! demotion, the spill area's thread shape, the spill corpus, the translation checker and mutation
 //! testing of both.
 //!
-//! One test binary (issue 50): each module below was a test binary of its own, and its file
-//! moved here whole. One module's tests: `cargo nextest run --release --test rewrites -E 'test(/^MODULE::/)'`.
+//! One test binary (issue 50): each module was a binary of its own, its file moved here whole.
+//! One module: `cargo nextest run --release --test rewrites -E 'test(/^mutation::/)'`.
 
+#[path = "../common/mod.rs"]
 mod common;
 
-mod spill2smem;
-mod regdem;
-mod thread_shape;
-mod spill_corpus;
-mod verify_checker;
 mod mutation;
+mod regdem;
+mod spill2smem;
+mod spill_corpus;
+mod thread_shape;
+mod verify_checker;

@@ -2,14 +2,15 @@
 //! launches redirected by symbol, selection end to end, profile-guided builds and separable links in
 //! every mode.
 //!
-//! One test binary (issue 50): each module below was a test binary of its own, and its file
-//! moved here whole. One module's tests: `cargo nextest run --release --test selector -E 'test(/^MODULE::/)'`.
+//! One test binary (issue 50): each module was a binary of its own, its file moved here whole.
+//! One module: `cargo nextest run --release --test selector -E 'test(/^launch_names::/)'`.
 
+#[path = "../common/mod.rs"]
 mod common;
 
+mod launch_names;
+mod profile_guided;
 mod runtime_glue;
 mod runtime_select;
 mod selector_e2e;
-mod launch_names;
-mod profile_guided;
 mod separable;

@@ -2,13 +2,14 @@
 //! liveness against nvdisasm, occupancy against cuda_occupancy.h, and differential testing with
 //! generated programs.
 //!
-//! One test binary (issue 50): each module below was a test binary of its own, and its file
-//! moved here whole. One module's tests: `cargo nextest run --release --test oracles -E 'test(/^MODULE::/)'`.
+//! One test binary (issue 50): each module was a binary of its own, its file moved here whole.
+//! One module: `cargo nextest run --release --test oracles -E 'test(/^generated::/)'`.
 
+#[path = "../common/mod.rs"]
 mod common;
 
-mod oracle;
-mod oracle_kernels;
+mod generated;
 mod liveness_oracle;
 mod occupancy_oracle;
-mod generated;
+mod oracle;
+mod oracle_kernels;
