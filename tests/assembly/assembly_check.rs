@@ -523,7 +523,7 @@ fn variants_with_swapped_attributes_are_rejected() {
     let obj = dir.path().join("multi.o");
     let report = dir.path().join("r.jsonl");
     let kept = dir.path().join("kept");
-    let o = common::without_our_settings(Command::new(env!("CARGO_BIN_EXE_nvcc-orion")), &nvcc)
+    let o = common::without_our_settings(common::orion(), &nvcc)
         .env("NVCC_ORION", "adapt")
         .env("NVCC_ORION_REPORT", &report)
         .arg(format!("--orion-keep-cubins={}", kept.display()))

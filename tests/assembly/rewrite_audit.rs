@@ -104,7 +104,7 @@ fn ships_through_helpers(sm: u32) {
         .output()
         .unwrap();
     common::assert_ok(&o, "nvcc");
-    let o = common::without_our_settings(Command::new(env!("CARGO_BIN_EXE_nvcc-orion")), &nvcc)
+    let o = common::without_our_settings(common::orion(), &nvcc)
         .env("NVCC_ORION_VERBOSE", "1")
         .env("NVCC_ORION_CACHE", dir.path().join("cache"))
         .args([
@@ -151,7 +151,7 @@ fn rewrite_pair(nvcc: &Path, dir: &Path) -> (Vec<u8>, Vec<u8>) {
         .output()
         .unwrap();
     common::assert_ok(&o, "nvcc");
-    let o = common::without_our_settings(Command::new(env!("CARGO_BIN_EXE_nvcc-orion")), nvcc)
+    let o = common::without_our_settings(common::orion(), nvcc)
         .args(["rewrite", "--spill-to-shared", "all", "--block-size", "128"])
         .args(["--max-registers", "40", "-o"])
         .arg(&rewritten)

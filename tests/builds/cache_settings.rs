@@ -14,7 +14,7 @@
 use crate::common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 /// The registers of `walk_features` in an object.
 fn walk_regs(obj: &Path) -> u32 {
@@ -36,18 +36,13 @@ fn dryrun_ptxas_lines_carry_the_settings() {
     };
     let dir = tempfile::tempdir().unwrap();
     let listing = |env: &[(&str, &str)], extra: &[&str]| -> String {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_nvcc-orion"));
+        let mut cmd = common::orion();
         cmd.current_dir(dir.path())
             .args(["--dryrun", "--keep", "-c", "-arch=sm_90", "-o", "w.o"])
             .arg(common::example("walk.cu"))
             .args(extra)
             .env("NVCC_ORION_NVCC", &nvcc)
             .env("NVCC_ORION_CACHE", dir.path().join("cache"))
-            .env_remove("NVCC_ORION")
-            .env_remove("NVCC_ORION_FORCE")
-            .env_remove("NVCC_ORION_MARGIN")
-            .env_remove("NVCC_ORION_BLOCK_SIZE")
-            .env_remove("NVCC_ORION_TRANSFORMS")
             .envs(env.iter().copied());
         let o = cmd.output().unwrap();
         common::assert_ok(&o, label);
@@ -156,7 +151,7 @@ fn sccache_steps_miss_when_a_setting_changes() {
     let d = dir.path();
     let port = (20_000 + (std::process::id() + 7) % 20_000).to_string();
     let sc = |force: Option<&str>, args: &[&std::ffi::OsStr]| -> Output {
-        let mut cmd = Command::new(&sccache);
+        let mut cmd = common::command(&sccache);
         cmd.args(args)
             .current_dir(d)
             .env("SCCACHE_DIR", d.join("sccache"))
@@ -165,8 +160,6 @@ fn sccache_steps_miss_when_a_setting_changes() {
             .env("SCCACHE_CONF", d.join("no-config.toml"))
             .env("NVCC_ORION_NVCC", &nvcc)
             .env("NVCC_ORION_CACHE", d.join("orion-cache"))
-            .env_remove("NVCC_ORION")
-            .env_remove("NVCC_ORION_REPORT")
             .env_remove("RUSTC_WRAPPER");
         match force {
             Some(f) => cmd.env("NVCC_ORION_FORCE", f),
@@ -219,7 +212,7 @@ fn ccache_misses_when_a_setting_changes() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let cc = |force: Option<&str>, args: &[&std::ffi::OsStr]| -> Output {
-        let mut cmd = Command::new(&ccache);
+        let mut cmd = common::command(&ccache);
         cmd.args(args)
             .current_dir(d)
             .env("CCACHE_DIR", d.join("ccache"))
@@ -227,9 +220,7 @@ fn ccache_misses_when_a_setting_changes() {
             .env("CCACHE_COMPILERCHECK", "%compiler% cache-key")
             .env("LC_ALL", "C")
             .env("NVCC_ORION_NVCC", &nvcc)
-            .env("NVCC_ORION_CACHE", d.join("orion-cache"))
-            .env_remove("NVCC_ORION")
-            .env_remove("NVCC_ORION_REPORT");
+            .env("NVCC_ORION_CACHE", d.join("orion-cache"));
         match force {
             Some(f) => cmd.env("NVCC_ORION_FORCE", f),
             None => cmd.env_remove("NVCC_ORION_FORCE"),

@@ -20,13 +20,12 @@ fn text(o: &Output) -> String {
 }
 
 fn cargo_build(example: &Path, target: &Path, release: bool, report: &Path) -> Output {
-    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    let mut cmd = common::command(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     cmd.current_dir(example)
         .arg("build")
         .env("CARGO_TARGET_DIR", target)
         .env("NVCC_ORION_BIN", env!("CARGO_BIN_EXE_nvcc-orion"))
         .env("NVCC_ORION_REPORT", report)
-        .env_remove("NVCC_ORION")
         .env_remove("CUDA_COMPUTE_CAP")
         // The outer cargo's settings are not the example's.
         .env_remove("CARGO_MAKEFLAGS")
@@ -88,7 +87,7 @@ fn cargo_example_builds_links_runs_and_tracks_headers() {
         }
         let profile = if release { "release" } else { "debug" };
         let exe = target.join(profile).join("nvcc-orion-cargo-example");
-        let run = Command::new(&exe).output().unwrap();
+        let run = common::command(&exe).output().unwrap();
         assert!(run.status.success(), "{}", text(&run));
         assert!(text(&run).starts_with("walk: "), "{}", text(&run));
         assert!(text(&run).contains("\nnorm: "), "{}", text(&run));

@@ -106,7 +106,6 @@ fn build_example(mode: Option<&str>) {
     let with_env = |cmd: &mut Command| {
         cmd.env("NVCC_ORION_NVCC", &t.nvcc)
             .env("LC_ALL", "C")
-            .env_remove("NVCC_ORION_REPORT")
             .env_remove("CUDAARCHS")
             .env_remove("CUDACXX");
         match mode {
@@ -115,7 +114,7 @@ fn build_example(mode: Option<&str>) {
         };
     };
 
-    let mut configure = Command::new(&t.cmake);
+    let mut configure = common::command(&t.cmake);
     configure
         .arg("-G")
         .arg("Ninja")
@@ -147,7 +146,7 @@ fn build_example(mode: Option<&str>) {
         "{label}: CMake found the wrong toolkit root"
     );
 
-    let mut compile = Command::new(&t.cmake);
+    let mut compile = common::command(&t.cmake);
     compile.arg("--build").arg(&build).arg("--verbose");
     with_env(&mut compile);
     let log = run(&mut compile, &format!("{label} build"));
@@ -159,7 +158,10 @@ fn build_example(mode: Option<&str>) {
     let exe = build.join("particles_demo");
     assert!(exe.is_file(), "{label}: {} was not built", exe.display());
     // Exits 0 without a GPU; with one it checks its result against the CPU.
-    let demo = run(&mut Command::new(&exe), &format!("{label} particles_demo"));
+    let demo = run(
+        &mut common::command(&exe),
+        &format!("{label} particles_demo"),
+    );
     eprintln!("{label}: {}", demo.trim());
 
     let cuobjdump = t.nvcc.with_file_name("cuobjdump");
@@ -215,7 +217,7 @@ fn build_with_module(findcuda: bool, archs: &str) -> Option<BTreeSet<String>> {
     let tmp = tempfile::tempdir().expect("temp dir");
     let build = tmp.path().join("build");
     let report = tmp.path().join("report.jsonl");
-    let mut configure = Command::new(&t.cmake);
+    let mut configure = common::command(&t.cmake);
     configure
         .args(["-G", "Ninja"])
         .arg(format!("-DCMAKE_MAKE_PROGRAM={}", t.ninja.display()))
@@ -238,20 +240,16 @@ fn build_with_module(findcuda: bool, archs: &str) -> Option<BTreeSet<String>> {
     configure
         .env("NVCC_ORION_NVCC", &t.nvcc)
         .env("LC_ALL", "C")
-        .env_remove("NVCC_ORION")
-        .env_remove("NVCC_ORION_REPORT")
         .env_remove("CUDAARCHS")
         .env_remove("CUDACXX")
         .env_remove("CUDA_NVCC_EXECUTABLE");
     run(&mut configure, &format!("{label} configure"));
-    let mut compile = Command::new(&t.cmake);
+    let mut compile = common::command(&t.cmake);
     compile
         .arg("--build")
         .arg(&build)
         .arg("--verbose")
-        .env("NVCC_ORION_NVCC", &t.nvcc)
-        .env_remove("NVCC_ORION")
-        .env_remove("NVCC_ORION_REPORT");
+        .env("NVCC_ORION_NVCC", &t.nvcc);
     let log = run(&mut compile, &format!("{label} build"));
     assert!(
         log.contains(ORION),
@@ -389,8 +387,6 @@ fn cmake_with_ccache_launcher() {
         cmd.env("NVCC_ORION_NVCC", &t.nvcc)
             .env("CCACHE_DIR", &cache_dir)
             .env("LC_ALL", "C")
-            .env_remove("NVCC_ORION")
-            .env_remove("NVCC_ORION_REPORT")
             .env_remove("CUDAARCHS")
             .env_remove("CUDACXX");
     };
@@ -410,7 +406,7 @@ fn cmake_with_ccache_launcher() {
     let mut builds = Vec::new();
     for name in ["first", "second"] {
         let build = tmp.path().join(name);
-        let mut configure = Command::new(&t.cmake);
+        let mut configure = common::command(&t.cmake);
         configure
             .args(["-G", "Ninja"])
             .arg(format!("-DCMAKE_MAKE_PROGRAM={}", t.ninja.display()))
@@ -425,13 +421,13 @@ fn cmake_with_ccache_launcher() {
             .arg(&build);
         with_env(&mut configure);
         run(&mut configure, &format!("{label} configure {name}"));
-        let mut compile = Command::new(&t.cmake);
+        let mut compile = common::command(&t.cmake);
         compile.arg("--build").arg(&build);
         with_env(&mut compile);
         run(&mut compile, &format!("{label} build {name}"));
         builds.push(build);
     }
-    let mut stats = Command::new(&ccache);
+    let mut stats = common::command(&ccache);
     stats.arg("--print-stats");
     with_env(&mut stats);
     let stats = run(&mut stats, "ccache --print-stats");
@@ -478,7 +474,6 @@ fn cmake_module_ccache_sees_settings_from_the_environment() {
             .env("NVCC_ORION_CACHE", tmp.path().join("orion-cache"))
             .env("LC_ALL", "C")
             .env_remove("CCACHE_COMPILERCHECK")
-            .env_remove("NVCC_ORION_REPORT")
             .env_remove("CUDAARCHS")
             .env_remove("CUDACXX")
             .env_remove("CMAKE_CUDA_COMPILER_LAUNCHER");
@@ -488,7 +483,7 @@ fn cmake_module_ccache_sees_settings_from_the_environment() {
         };
     };
     let stats = || -> (u64, u64) {
-        let mut c = Command::new(&ccache);
+        let mut c = common::command(&ccache);
         c.arg("--print-stats");
         with_env(&mut c, None);
         let text = run(&mut c, "ccache --print-stats");
@@ -517,7 +512,7 @@ fn cmake_module_ccache_sees_settings_from_the_environment() {
     let mut counts = Vec::new();
     for (name, mode) in [("off", Some("off")), ("tuned", None), ("again", None)] {
         let build = tmp.path().join(name);
-        let mut configure = Command::new(&t.cmake);
+        let mut configure = common::command(&t.cmake);
         configure
             .args(["-G", "Ninja"])
             .arg(format!("-DCMAKE_MAKE_PROGRAM={}", t.ninja.display()))
@@ -542,7 +537,7 @@ fn cmake_module_ccache_sees_settings_from_the_environment() {
             cache.contains("CCACHE_COMPILERCHECK=%compiler% cache-key"),
             "{label}: the module did not set ccache's compiler check"
         );
-        let mut compile = Command::new(&t.cmake);
+        let mut compile = common::command(&t.cmake);
         compile.arg("--build").arg(&build);
         with_env(&mut compile, mode);
         run(&mut compile, &format!("{label} build {name}"));

@@ -77,7 +77,7 @@ fn output_within(cmd: &mut Command, secs: u64, what: &str) -> Output {
 /// `nvcc-orion toolchain --sccache-dist out`: the client configuration it prints.
 fn pack(nvcc: &Path, out: &Path, orion_cache: &Path) -> String {
     let o = output_within(
-        Command::new(ORION)
+        common::orion()
             .args(["toolchain", "--sccache-dist"])
             .arg(out)
             .env("NVCC_ORION_NVCC", nvcc)
@@ -208,8 +208,7 @@ fn cmake_through_sccache_dist_on_loopback() {
         return common::skip(label, "bubblewrap not installed");
     };
     if !is_root() {
-        eprintln!("SKIPPED {label}: the overlay build server needs root");
-        return;
+        return common::skipped(label, "the overlay build server needs root");
     }
     let t0 = Instant::now();
     let tmp = tempfile::tempdir().unwrap();
@@ -265,7 +264,7 @@ fn cmake_through_sccache_dist_on_loopback() {
     };
     let spawn = |role: &str| -> Child {
         let log = std::fs::File::create(d.join(format!("{role}.log"))).unwrap();
-        Command::new(&sccache_dist)
+        common::command(&sccache_dist)
             .arg(role)
             .arg("--config")
             .arg(d.join(format!("{role}.toml")))
@@ -312,7 +311,7 @@ fn cmake_through_sccache_dist_on_loopback() {
     };
     let sc = |env: &[(&str, String)], args: &[&str]| -> Output {
         output_within(
-            Command::new(&sccache)
+            common::command(&sccache)
                 .args(args)
                 .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
                 .env_remove("RUSTC_WRAPPER"),
@@ -346,13 +345,11 @@ fn cmake_through_sccache_dist_on_loopback() {
                 .env("NVCC_ORION_NVCC", &nvcc)
                 .env("NVCC_ORION_CACHE", &orion_cache)
                 .env("LC_ALL", "C")
-                .env_remove("NVCC_ORION")
-                .env_remove("NVCC_ORION_REPORT")
                 .env_remove("CUDAARCHS")
                 .env_remove("CUDACXX")
                 .env_remove("RUSTC_WRAPPER");
         };
-        let mut configure = Command::new(&cmake);
+        let mut configure = common::command(&cmake);
         configure
             .args(["-G", "Ninja"])
             .arg(format!("-DCMAKE_MAKE_PROGRAM={}", ninja.display()))
@@ -370,7 +367,7 @@ fn cmake_through_sccache_dist_on_loopback() {
             &output_within(&mut configure, 300, name),
             &format!("{label}: configure {name}"),
         );
-        let mut compile = Command::new(&cmake);
+        let mut compile = common::command(&cmake);
         compile.arg("--build").arg(&dir);
         with_env(&mut compile);
         let o = output_within(&mut compile, 600, name);

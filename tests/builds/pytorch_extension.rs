@@ -157,7 +157,7 @@ fn cuda_extension_builds_through_nvcc_orion() {
     assert_eq!(u64::from(shipped.reg), chosen);
 
     // It imports (calling it needs a GPU).
-    let out = Command::new(&python)
+    let out = common::command(&python)
         .current_dir(d.join("pytorch"))
         .args([
             "-c",

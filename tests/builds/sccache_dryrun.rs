@@ -33,7 +33,7 @@ fn dryrun_steps_run_by_a_cache_are_tuned() {
     std::fs::write(d.join("k.cu"), KERNEL).unwrap();
     let report = d.join("report.jsonl");
     let me = env!("CARGO_BIN_EXE_nvcc-orion");
-    let out = Command::new(me)
+    let out = common::command(me)
         .current_dir(d)
         .args([
             "--dryrun",
@@ -46,7 +46,6 @@ fn dryrun_steps_run_by_a_cache_are_tuned() {
         ])
         .env("NVCC_ORION_NVCC", &nvcc)
         .env("NVCC_ORION_CACHE", d.join("cache"))
-        .env_remove("NVCC_ORION")
         .output()
         .unwrap();
     assert!(
@@ -84,7 +83,6 @@ fn dryrun_steps_run_by_a_cache_are_tuned() {
         .env("NVCC_ORION_NVCC", &nvcc)
         .env("NVCC_ORION_REPORT", &report)
         .env("NVCC_ORION_CACHE", d.join("cache"))
-        .env_remove("NVCC_ORION")
         .output()
         .unwrap();
     assert!(
@@ -129,7 +127,7 @@ fn sccache_as_a_launcher_caches_tuned_objects() {
     // A server of our own (its port), so another sccache user's server and cache stay apart.
     let port = (20_000 + std::process::id() % 20_000).to_string();
     let sc = |args: &[&std::ffi::OsStr]| {
-        Command::new(&sccache)
+        common::command(&sccache)
             .args(args)
             .current_dir(d)
             .env("SCCACHE_DIR", d.join("sccache"))
@@ -137,8 +135,6 @@ fn sccache_as_a_launcher_caches_tuned_objects() {
             .env("SCCACHE_IDLE_TIMEOUT", "120")
             .env("NVCC_ORION_NVCC", &nvcc)
             .env("NVCC_ORION_CACHE", d.join("orion-cache"))
-            .env_remove("NVCC_ORION")
-            .env_remove("NVCC_ORION_REPORT")
             .env_remove("RUSTC_WRAPPER")
             .output()
             .unwrap()

@@ -18,11 +18,7 @@ fn fx() -> Option<&'static Fixtures> {
 }
 
 fn orion(args: &[&std::ffi::OsStr]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_nvcc-orion"))
-        .args(args)
-        .env_remove("NVCC_ORION")
-        .output()
-        .expect("run nvcc-orion")
+    common::orion().args(args).output().expect("run nvcc-orion")
 }
 
 fn scratch(name: &str) -> tempfile::TempDir {

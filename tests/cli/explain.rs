@@ -22,7 +22,7 @@ fn nvcc() -> Option<PathBuf> {
 }
 
 fn explain(args: &[&str], dir: &Path) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_nvcc-orion"))
+    let out = common::orion()
         .current_dir(dir)
         .arg("explain")
         .args(args)
@@ -30,9 +30,6 @@ fn explain(args: &[&str], dir: &Path) -> (bool, String, String) {
         // What sgemm_dyn.cu's host code launches with (16 KiB of `extern __shared__`): a
         // kernel that sizes shared memory at launch is tuned only with its size.
         .env("NVCC_ORION_DYNAMIC_SHARED", "16384")
-        .env_remove("NVCC_ORION")
-        .env_remove("NVCC_ORION_REPORT")
-        .env_remove("NVCC_ORION_VERBOSE")
         .output()
         .unwrap();
     (
@@ -84,14 +81,13 @@ fn explain_a_report_and_a_failed_compile() {
     // A report written by a build explains the same as explaining the source.
     let report = dir.path().join("r.jsonl");
     let src = repo.join("examples/kernels/walk.cu");
-    let status = Command::new(env!("CARGO_BIN_EXE_nvcc-orion"))
+    let status = common::orion()
         .current_dir(dir.path())
         .args(["-c", "-arch=sm_90"])
         .arg(&src)
         .args(["-o", "w.o"])
         .env("NVCC_ORION_REPORT", &report)
         .env("NVCC_ORION_CACHE", dir.path().join("cache"))
-        .env_remove("NVCC_ORION")
         .status()
         .unwrap();
     assert!(status.success());
@@ -265,7 +261,7 @@ fn explain_html_page_in_chromium() {
     ];
     // The same build with its report and kept cubins: what the page must show.
     let report = dir.path().join("r.jsonl");
-    let status = Command::new(env!("CARGO_BIN_EXE_nvcc-orion"))
+    let status = common::orion()
         .current_dir(dir.path())
         .arg("-c")
         .arg(&src)
@@ -274,7 +270,6 @@ fn explain_html_page_in_chromium() {
         .env("NVCC_ORION_REPORT", &report)
         .env("NVCC_ORION_KEEP_CUBINS", dir.path().join("kept"))
         .env("NVCC_ORION_CACHE", dir.path().join("cache"))
-        .env_remove("NVCC_ORION")
         .status()
         .unwrap();
     assert!(status.success());
@@ -508,22 +503,20 @@ fn progress_line_only_on_a_terminal() {
     let Some(_) = nvcc() else { return };
     let Ok(script) = which::which("script") else {
         assert!(std::env::var_os("CI").is_none(), "no `script` (util-linux)");
-        eprintln!("skipping: no `script` to give the build a terminal");
+        common::skipped("", "no `script` to give the build a terminal");
         return;
     };
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = tempfile::tempdir().unwrap();
     let src = repo.join("examples/kernels/walk.cu");
     let cmd = |cache: &str| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_nvcc-orion"));
+        let mut c = common::orion();
         c.current_dir(dir.path())
             .args(["-c", "-arch=sm_90"])
             .arg(&src)
             .args(["-o", "w.o"])
             .env("NVCC_ORION_VERBOSE", "1")
-            .env("NVCC_ORION_CACHE", dir.path().join(cache))
-            .env_remove("NVCC_ORION")
-            .env_remove("NVCC_ORION_REPORT");
+            .env("NVCC_ORION_CACHE", dir.path().join(cache));
         c
     };
     let out = cmd("c1").output().unwrap();
@@ -544,9 +537,7 @@ fn progress_line_only_on_a_terminal() {
     s.current_dir(dir.path())
         .args(["-qec", &line, "/dev/null"])
         .env("NVCC_ORION_VERBOSE", "1")
-        .env("NVCC_ORION_CACHE", dir.path().join("c2"))
-        .env_remove("NVCC_ORION")
-        .env_remove("NVCC_ORION_REPORT");
+        .env("NVCC_ORION_CACHE", dir.path().join("c2"));
     let out = s.output().unwrap();
     assert!(out.status.success());
     let tty = String::from_utf8_lossy(&out.stdout);
@@ -625,8 +616,7 @@ fn build_project(nvcc: &Path, dir: &Path, files: &[(usize, String)], report: &Pa
     for (f, text) in files {
         let src = format!("src/f{f}.cu");
         std::fs::write(dir.join(&src), text).unwrap();
-        let mut cmd =
-            common::without_our_settings(Command::new(env!("CARGO_BIN_EXE_nvcc-orion")), nvcc);
+        let mut cmd = common::without_our_settings(common::orion(), nvcc);
         cmd.current_dir(dir)
             .args(["-c", &src, "-o", &format!("f{f}.o")])
             .env("NVCC_ORION_REPORT", report)

@@ -13,10 +13,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const ORION: &str = env!("CARGO_BIN_EXE_nvcc-orion");
-
 fn orion(nvcc: &Path, dir: &Path, report: &Path) -> Command {
-    let mut c = common::without_our_settings(Command::new(ORION), nvcc);
+    let mut c = common::without_our_settings(common::orion(), nvcc);
     c.current_dir(dir)
         .env("NVCC_ORION_CACHE", dir.join("cache"))
         .env("NVCC_ORION_REPORT", report);
@@ -235,7 +233,7 @@ fn a_passed_through_one_call_build_is_in_the_report() {
         ),
         "{text}"
     );
-    let out = Command::new(ORION)
+    let out = common::orion()
         .current_dir(d)
         .args(["explain", "--project", "r.jsonl"])
         .output()

@@ -22,7 +22,7 @@ fn real_ptxas(test: &str) -> Option<PathBuf> {
                 std::env::var_os("CI").is_none(),
                 "{test}: no ptxas under CI"
             );
-            eprintln!("SKIPPED {test}: no CUDA toolkit (ptxas)");
+            common::skipped(test, "no CUDA toolkit (ptxas)");
             None
         }
     }
@@ -279,8 +279,9 @@ fn triton_python() -> Option<PathBuf> {
             !asked,
             "NVCC_ORION_SETUP_TRITON=1 but scripts/setup.sh installed no Triton"
         );
-        eprintln!(
-            "triton_hooks_reach_the_shim: no Triton (NVCC_ORION_TRITON_PYTHON); Triton's command lines instead"
+        common::skipped(
+            "",
+            "no Triton (NVCC_ORION_TRITON_PYTHON); Triton's command lines instead",
         );
         return None;
     };

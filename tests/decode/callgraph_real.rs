@@ -18,7 +18,6 @@ use std::process::Command;
 
 use nvcc_orion::cubin::callgraph::CallGraph;
 
-const ORION: &str = env!("CARGO_BIN_EXE_nvcc-orion");
 const CHILD: &str = "_Z16chase_live_statePKiPKfPfii";
 const PARENT: &str = "_Z12launch_chasePKiPKfPfii";
 
@@ -97,7 +96,7 @@ fn lists(rows: &[(i32, i32)]) -> BTreeMap<i32, Vec<(i32, i32)>> {
 /// Each function's callees as `nvcc-orion inspect` prints them (`name  calls a, b  ...`).
 fn inspected_callees(cubin: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let text = run(
-        Command::new(ORION).arg("inspect").arg(cubin),
+        common::orion().arg("inspect").arg(cubin),
         "nvcc-orion inspect",
     );
     let mut out = BTreeMap::new();
@@ -197,7 +196,7 @@ fn a_kernel_launched_from_device_code_is_tuned() {
     std::fs::write(dir.path().join("main.cu"), "int main() { return 0; }\n").unwrap();
     let report = dir.path().join("report.jsonl");
     run(
-        common::without_our_settings(Command::new(ORION), &nvcc)
+        common::without_our_settings(common::orion(), &nvcc)
             .current_dir(dir.path())
             .env("NVCC_ORION_CACHE", dir.path().join("cache"))
             .env("NVCC_ORION_REPORT", &report)

@@ -422,7 +422,7 @@ fn debug_sass_liveness_lines() {
         .find(|(a, s, _)| *a == 86 && s == "memory")
         .unwrap();
     let nvcc = common::find_nvcc().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_nvcc-orion"))
+    let out = common::orion()
         .args(["debug", "sass", "--liveness"])
         .arg(path)
         .env("NVCC_ORION_NVCC", &nvcc)

@@ -707,7 +707,7 @@ fn debug_relayout_command_and_entry_insertion() {
     let dir = scratch("cli");
     // The command on a host object.
     let out = dir.path().join("spill_edited.o");
-    let st = Command::new(env!("CARGO_BIN_EXE_nvcc-orion"))
+    let st = common::orion()
         .args(["debug", "relayout"])
         .arg(&fx.get("spill_r24.o").path)
         .args(["--insert-nops", "3", "--seed", "4", "-o"])

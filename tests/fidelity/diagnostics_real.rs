@@ -13,8 +13,6 @@ use std::process::Command;
 
 use nvcc_orion::tune::ptx::{Budget, with_budgets};
 
-const ORION: &str = env!("CARGO_BIN_EXE_nvcc-orion");
-
 /// The chosen budget of every kernel the report says was retuned (plain register budgets:
 /// a rewrite's code is not ptxas's, so has no ptxas messages to compare).
 fn chosen(report: &Path) -> BTreeMap<String, Budget> {
@@ -64,7 +62,7 @@ fn ptxas_messages_are_the_whole_modules() {
         let what = flags.join(" ");
         let report = dir.path().join(format!("report{i}.jsonl"));
         let out = dir.path().join(format!("orion{i}.cubin"));
-        let o = common::without_our_settings(Command::new(ORION), &nvcc)
+        let o = common::without_our_settings(common::orion(), &nvcc)
             .current_dir(dir.path())
             .env("NVCC_ORION_CACHE", dir.path().join("cache"))
             .env("NVCC_ORION_REPORT", &report)

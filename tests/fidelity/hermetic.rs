@@ -8,7 +8,6 @@
 use crate::common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len()).any(|w| w == needle)
@@ -48,7 +47,7 @@ fn build(nvcc: &Path, root: &Path, place: &str, threads: &str) -> Run {
         threads,
     ];
     let compile = |exe: &Path, out: &str, extra: &[&str]| -> Vec<u8> {
-        let o = Command::new(exe)
+        let o = common::command(exe)
             .current_dir(&build)
             .args(args)
             .args(["-o", out])
@@ -58,8 +57,6 @@ fn build(nvcc: &Path, root: &Path, place: &str, threads: &str) -> Run {
             .env("TMPDIR", &tmp)
             // The lowest budget: the object holds a variant built in a temporary folder.
             .env("NVCC_ORION_FORCE", "lowest")
-            .env_remove("NVCC_ORION")
-            .env_remove("NVCC_ORION_REPORT")
             .output()
             .unwrap();
         assert!(

@@ -4,7 +4,7 @@
 //! `eval "$(scripts/setup.sh)"`). Later blocks use what earlier ones built, as a reader
 //! following the README and then the usage page would. `scripts/test.sh` is the suite itself:
 //! instead of running it, the test checks that `.ci/run` does; `bench/gpu/` commands are run
-//! by `tests/gpu_harness.rs`.
+//! by `tests/builds/gpu_harness.rs`.
 //!
 //! Without the toolkit the test prints a skip line and passes, unless `CI` is set.
 //!
@@ -16,7 +16,6 @@
 use crate::common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// The pages whose command blocks run, in order: the README's tour, then the usage page,
 /// whose blocks use what the README's built.
@@ -62,7 +61,7 @@ fn every_readme_command_runs() {
             std::env::var_os("CI").is_none(),
             "readme: no nvcc found and CI is set; run `eval \"$(scripts/setup.sh)\"`"
         );
-        eprintln!("SKIPPED readme: no nvcc found; run `eval \"$(scripts/setup.sh)\"`");
+        common::skipped("", "no nvcc found; run `eval \"$(scripts/setup.sh)\"`");
         return;
     }
     // The README's commands name `target/release/nvcc-orion`: it must be this build.
@@ -77,7 +76,7 @@ fn every_readme_command_runs() {
         if std::env::var_os("CI").is_some() {
             panic!("{msg}");
         }
-        eprintln!("SKIPPED {msg}");
+        common::skipped("", &msg);
         return;
     }
     // Each block with the page it comes from, README's first.
@@ -108,12 +107,12 @@ fn every_readme_command_runs() {
                         ".ci/run does not run scripts/test.sh"
                     );
                 }
-                // The GPU harness's two commands: tests/gpu_harness.rs runs both (the build
+                // The GPU harness's two commands: tests/builds/gpu_harness.rs runs both (the build
                 // takes minutes; run.sh needs a GPU and is checked for its no-GPU exit).
                 let gpu = l.trim_start().starts_with("bench/gpu/");
                 if gpu {
-                    let harness = std::fs::read_to_string(repo.join("tests/gpu_harness.rs"))
-                        .expect("tests/gpu_harness.rs");
+                    let harness = std::fs::read_to_string(repo.join("tests/builds/gpu_harness.rs"))
+                        .expect("tests/builds/gpu_harness.rs");
                     assert!(harness.contains("build.sh") && harness.contains("run.sh"));
                 }
                 !test_sh && !gpu
@@ -129,15 +128,13 @@ fn every_readme_command_runs() {
                 std::env::var_os("CI").is_none(),
                 "readme: ccache missing under CI (scripts/setup.sh installs it with NVCC_ORION_SETUP_CCACHE=1)"
             );
-            eprintln!("SKIPPED {page} block (no ccache):\n{script}");
+            common::skipped(&format!("{page} block"), "no ccache");
+            eprintln!("{script}");
             continue;
         }
-        let mut cmd = Command::new("bash");
+        let mut cmd = common::command("bash");
         cmd.args(["-euo", "pipefail", "-c", &script])
             .current_dir(repo)
-            .env_remove("NVCC_ORION")
-            .env_remove("NVCC_ORION_REPORT")
-            .env_remove("NVCC_ORION_VERBOSE")
             .env_remove("CUDACXX")
             .env_remove("CUDAARCHS");
         if script.contains("examples/cargo") {
@@ -232,7 +229,7 @@ fn cited_files(repo: &Path) -> Vec<PathBuf> {
         walk(&repo.join(d), &mut out);
     }
     // This file names the patterns it looks for.
-    out.retain(|p| !p.ends_with("tests/readme.rs"));
+    out.retain(|p| !p.ends_with("tests/house/readme.rs"));
     out
 }
 

@@ -890,7 +890,7 @@ fn debug_sass_liveness_prints_nvdisasm_sets() {
         pick("tests/kernels/liveness/calls.cu", Some(90)),
     ] {
         let path = b.dir.join(format!("{}.cubin", c.job.stem));
-        let out = Command::new(env!("CARGO_BIN_EXE_nvcc-orion"))
+        let out = common::orion()
             .args(["debug", "sass", "--liveness"])
             .arg(&path)
             .env("NVCC_ORION_NVCC", common::find_nvcc().unwrap())

@@ -259,7 +259,7 @@ fn driver_keeps_ptxas_code_where_the_oracle_refuses() {
     let report = work.path().join("report.jsonl");
     let obj = work.path().join("refused.o");
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kernels/oracle_driver/refused.cu");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_nvcc-orion"))
+    let out = common::orion()
         .args([
             "-c",
             "-arch=sm_80",
@@ -271,7 +271,6 @@ fn driver_keeps_ptxas_code_where_the_oracle_refuses() {
         .arg("-o")
         .arg(&obj)
         .env("NVCC_ORION_NVCC", &k.nvcc)
-        .env_remove("NVCC_ORION")
         .output()
         .unwrap();
     assert!(

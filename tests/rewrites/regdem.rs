@@ -484,7 +484,7 @@ fn driver_forces_register_demotion() {
     let work = tempfile::tempdir().unwrap();
     let report = work.path().join("report.jsonl");
     let obj = work.path().join("regdem.o");
-    let out = Command::new(env!("CARGO_BIN_EXE_nvcc-orion"))
+    let out = common::orion()
         .args([
             "-c",
             "-gencode=arch=compute_80,code=sm_80",
@@ -743,7 +743,7 @@ fn rewrite_command_demotes_registers() {
     let Some(b) = built() else { return };
     let work = tempfile::tempdir().unwrap();
     let out_path = work.path().join("out.cubin");
-    let out = Command::new(env!("CARGO_BIN_EXE_nvcc-orion"))
+    let out = common::orion()
         .args(["rewrite", "--regdem", "all", "--target-registers", "40"])
         .args(["--block-size", "128", "-o"])
         .arg(&out_path)

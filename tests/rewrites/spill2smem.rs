@@ -627,7 +627,7 @@ fn driver_forces_spill_to_shared_and_the_object_links() {
     let work = tempfile::tempdir().unwrap();
     let report = work.path().join("report.jsonl");
     let obj = work.path().join("spills.o");
-    let out = Command::new(env!("CARGO_BIN_EXE_nvcc-orion"))
+    let out = common::orion()
         .args([
             "-c",
             "-gencode=arch=compute_80,code=sm_80",

@@ -164,7 +164,7 @@ fn build_file(nvcc: &Path, orion: &Path, dir: &Path, arch: u32, f: &CorpusFile) 
         f.file,
         text(&plain.stderr)
     );
-    let mut cmd = Command::new(orion);
+    let mut cmd = common::command(orion);
     cmd.current_dir(dir)
         .args(["-cubin", &arch_flag])
         .args(&f.flags)
@@ -177,11 +177,6 @@ fn build_file(nvcc: &Path, orion: &Path, dir: &Path, arch: u32, f: &CorpusFile) 
         .arg(&src)
         .arg("-o")
         .arg(format!("orion_{s}.cubin"));
-    for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("NVCC_ORION") && k != "NVCC_ORION_NVCC" {
-            cmd.env_remove(k);
-        }
-    }
     cmd.env("NVCC_ORION_CACHE", dir.join(format!("cache_{s}")));
     let out = cmd.output().unwrap();
     std::fs::write(dir.join(format!("{s}.stderr")), &out.stderr).unwrap();
@@ -328,7 +323,7 @@ fn probe(b: &Built, f: &CorpusFile, extra: u32) -> BTreeMap<String, Result<Strin
     let mut out = BTreeMap::new();
     for (limit, kernels) in limits {
         let cubin = scratch.path().join(format!("{s}_{limit}.cubin"));
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_nvcc-orion"));
+        let mut cmd = common::orion();
         cmd.args(["rewrite", "--block-size", "128", "--max-registers"])
             .arg((limit + extra).to_string());
         for k in &kernels {
@@ -917,7 +912,7 @@ fn build_unforced(b: &Built) -> PathBuf {
             s.spawn(move || {
                 let st = stem(&f.file);
                 let report = dir.join(format!("{st}.jsonl"));
-                let mut cmd = Command::new(orion);
+                let mut cmd = common::command(orion);
                 cmd.current_dir(dir)
                     .args(["-cubin", "-arch=sm_86"])
                     .args(&f.flags)
@@ -925,11 +920,6 @@ fn build_unforced(b: &Built) -> PathBuf {
                     .arg(format!("--orion-report={}", report.display()))
                     .arg(corpus_dir().join(&f.file))
                     .args(["-o", &format!("{st}.cubin")]);
-                for (k, _) in std::env::vars_os() {
-                    if k.to_string_lossy().starts_with("NVCC_ORION") && k != "NVCC_ORION_NVCC" {
-                        cmd.env_remove(k);
-                    }
-                }
                 cmd.env("NVCC_ORION_CACHE", built.join(format!("cache_{st}")));
                 let out = cmd.output().unwrap();
                 // Quiet as nvcc: nothing of ours (nvcc's own warnings may pass through).
@@ -942,7 +932,7 @@ fn build_unforced(b: &Built) -> PathBuf {
                     f.file,
                     text(&out.stderr)
                 );
-                let explain = Command::new(orion)
+                let explain = common::command(orion)
                     .arg("explain")
                     .arg(&report)
                     .output()

@@ -12,8 +12,6 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-const ORION: &str = env!("CARGO_BIN_EXE_nvcc-orion");
-
 fn src(name: &str) -> String {
     common::kernels_dir()
         .parent()
@@ -26,7 +24,7 @@ fn src(name: &str) -> String {
 
 /// What running `exe` with the runtime libraries of `lib` printed and returned.
 fn behaviour(exe: &Path, lib: &Path) -> (Option<i32>, String, String) {
-    let o = Command::new(exe)
+    let o = common::command(exe)
         .env("LD_LIBRARY_PATH", lib)
         .output()
         .unwrap();
@@ -48,7 +46,7 @@ fn quiet(o: Output, what: &str) {
 
 /// `nvcc-orion` under `mode` (`off`: plain nvcc), in `dir`.
 fn orion(nvcc: &Path, mode: &str, dir: &Path) -> Command {
-    let mut c = common::without_our_settings(Command::new(ORION), nvcc);
+    let mut c = common::without_our_settings(common::orion(), nvcc);
     c.current_dir(dir)
         .env("NVCC_ORION", mode)
         .env("NVCC_ORION_CACHE", dir.join("cache"));

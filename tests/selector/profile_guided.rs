@@ -20,8 +20,7 @@ const KERNEL: &str = "_Z13walk_featuresPKiPKfPfii";
 /// nvcc-orion with the test's nvcc and variant cache, and no setting from the caller's
 /// environment.
 fn orion(nvcc: &Path, dir: &Path) -> Command {
-    let mut cmd =
-        common::without_our_settings(Command::new(env!("CARGO_BIN_EXE_nvcc-orion")), nvcc);
+    let mut cmd = common::without_our_settings(common::orion(), nvcc);
     cmd.current_dir(dir);
     cmd.env("NVCC_ORION_CACHE", dir.join("cache"));
     cmd

@@ -63,14 +63,7 @@ fn compile_glue(cxx: &str, nvcc: &Path, out: &Path) {
 /// nvcc-orion (this build's) standing in for `nvcc` under `NVCC_ORION=mode`, with its caches
 /// in `cache` and no other setting of the caller's.
 fn orion(nvcc: &Path, mode: &str, cache: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nvcc-orion"));
-    for (k, _) in std::env::vars_os() {
-        if k.to_str()
-            .is_some_and(|k| k == "NVCC_ORION" || k.starts_with("NVCC_ORION_"))
-        {
-            cmd.env_remove(k);
-        }
-    }
+    let mut cmd = common::orion();
     cmd.env("NVCC_ORION_NVCC", nvcc)
         .env("NVCC_ORION", mode)
         .env("NVCC_ORION_CACHE", cache);
@@ -435,10 +428,8 @@ fn link(
 fn execute(exe: &Path, env: &[(&str, &str)], lib: &Path) -> (i32, String, String) {
     let out = exe.with_extension("stdout");
     let err = exe.with_extension("stderr");
-    let mut cmd = Command::new(exe);
-    cmd.env_remove("NVCC_ORION")
-        .env_remove("NVCC_ORION_VERBOSE")
-        .env("LD_LIBRARY_PATH", lib)
+    let mut cmd = common::command(exe);
+    cmd.env("LD_LIBRARY_PATH", lib)
         .stdout(std::fs::File::create(&out).unwrap())
         .stderr(std::fs::File::create(&err).unwrap());
     for (k, v) in env {
@@ -725,11 +716,10 @@ fn glue_paths_on_a_simulated_gpu() {
         } else {
             "adapt"
         };
-        let out = run(Command::new(&exe)
+        let out = run(common::command(&exe)
             .arg(scenario)
             .env("NVCC_ORION", mode)
-            .env("NVCC_ORION_PROFILE_OUT", profile_of(scenario))
-            .env_remove("NVCC_ORION_VERBOSE"));
+            .env("NVCC_ORION_PROFILE_OUT", profile_of(scenario)));
         let stdout = String::from_utf8_lossy(&out.stdout);
         let passed: Vec<&str> = stdout
             .lines()
@@ -738,7 +728,7 @@ fn glue_paths_on_a_simulated_gpu() {
         assert_eq!(&passed, cases, "{scenario}:\n{stdout}");
     }
     // With NVCC_ORION_VERBOSE, an old driver is said once, on stderr.
-    let out = run(Command::new(&exe)
+    let out = run(common::command(&exe)
         .arg("old_driver")
         .env("NVCC_ORION", "adapt")
         .env("NVCC_ORION_VERBOSE", "1"));
@@ -748,10 +738,9 @@ fn glue_paths_on_a_simulated_gpu() {
          or newer); original kernels run\n"
     );
     // The benchmark's scenario (scripts/bench-selector.sh) measures a locked key.
-    let out = run(Command::new(&exe)
+    let out = run(common::command(&exe)
         .args(["bench", "1000"])
-        .env("NVCC_ORION", "adapt")
-        .env_remove("NVCC_ORION_VERBOSE"));
+        .env("NVCC_ORION", "adapt"));
     let stdout = String::from_utf8_lossy(&out.stdout);
     let fields: Vec<&str> = stdout
         .lines()
@@ -981,11 +970,10 @@ fn train_profile_is_written_safely() {
     let out = scratch.path().join("out");
     std::fs::create_dir(&out).unwrap();
     let train = |args: &[&str], profile: &Path| {
-        let mut cmd = Command::new(&exe);
+        let mut cmd = common::command(&exe);
         cmd.args(args)
             .env("NVCC_ORION", "train")
-            .env("NVCC_ORION_PROFILE_OUT", profile)
-            .env_remove("NVCC_ORION_VERBOSE");
+            .env("NVCC_ORION_PROFILE_OUT", profile);
         cmd
     };
     // fork: the scenario checks the child's exit wrote nothing; the parent's file has its

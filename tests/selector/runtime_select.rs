@@ -48,7 +48,7 @@ fn compiler(name: &str, test: &str, required: bool) -> Option<PathBuf> {
             if required {
                 common::skip(test, &why);
             } else {
-                eprintln!("SKIPPED {test}: {why}");
+                common::skipped(test, &why);
             }
             None
         }
@@ -79,7 +79,7 @@ fn run_logic(cxx: &Path, dir: &Path) -> (String, PathBuf) {
     tsan.push("-fsanitize=thread");
     let profile = dir.join("profile.json");
     if compile(cxx, &tsan, &exe).status.success() {
-        let out = Command::new(&exe).arg(&profile).output().unwrap();
+        let out = common::command(&exe).arg(&profile).output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         if !stderr.contains("FATAL: ThreadSanitizer") {
             assert!(
@@ -101,7 +101,7 @@ fn run_logic(cxx: &Path, dir: &Path) -> (String, PathBuf) {
         "{}",
         String::from_utf8_lossy(&built.stderr)
     );
-    let out = Command::new(&exe).arg(&profile).output().unwrap();
+    let out = common::command(&exe).arg(&profile).output().unwrap();
     finish(out, profile)
 }
 
@@ -278,7 +278,7 @@ fn selector_bench_runs() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let run = Command::new(&exe).arg("1000").output().unwrap();
+    let run = common::command(&exe).arg("1000").output().unwrap();
     let stdout = String::from_utf8_lossy(&run.stdout);
     assert!(run.status.success(), "{stdout}");
     assert_eq!(

@@ -22,7 +22,7 @@ const WALK: &str = "_Z13walk_featuresPKiPKfPfii";
 /// `walk.cu` compiled by nvcc-orion under `mode`, into `dir/walk-<mode>.o` with its report.
 fn compile(nvcc: &Path, dir: &Path, mode: &str) -> PathBuf {
     let out = dir.join(format!("walk-{mode}.o"));
-    let o = common::without_our_settings(Command::new(env!("CARGO_BIN_EXE_nvcc-orion")), nvcc)
+    let o = common::without_our_settings(common::orion(), nvcc)
         .env("NVCC_ORION", mode)
         .env("NVCC_ORION_CACHE", dir.join("cache"))
         .env("NVCC_ORION_REPORT", dir.join(format!("walk-{mode}.jsonl")))
@@ -80,8 +80,8 @@ fn link(nvcc: &Path, linker: &str, obj: &Path, exe: &Path) {
 
 /// Run `exe` (20 s at most: a hang is a failure), with `NVCC_ORION_VERBOSE` when `verbose`.
 fn run(exe: &Path, verbose: bool) -> Output {
-    let mut cmd = Command::new("timeout");
-    cmd.arg("20").arg(exe).env_remove("NVCC_ORION_VERBOSE");
+    let mut cmd = common::command("timeout");
+    cmd.arg("20").arg(exe);
     if verbose {
         cmd.env("NVCC_ORION_VERBOSE", "1");
     }

@@ -21,7 +21,7 @@ fn src(name: &str) -> PathBuf {
 
 /// nvcc-orion in `mode` (None: plain nvcc through `NVCC_ORION=off`), run in `dir`.
 fn orion(nvcc: &Path, mode: Option<&str>, dir: &Path, report: &Path) -> Command {
-    let mut c = common::without_our_settings(Command::new(ORION), nvcc);
+    let mut c = common::without_our_settings(common::orion(), nvcc);
     c.current_dir(dir).env("NVCC_ORION_REPORT", report);
     match mode {
         None => c.env("NVCC_ORION", "off"),
@@ -39,7 +39,7 @@ fn ok(o: Output, what: &str) -> Output {
 
 /// What running a program printed and returned.
 fn behaviour(app: &Path) -> (Option<i32>, String, String) {
-    let o = Command::new(app).output().unwrap();
+    let o = common::command(app).output().unwrap();
     (
         o.status.code(),
         String::from_utf8_lossy(&o.stdout).into_owned(),

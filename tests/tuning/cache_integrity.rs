@@ -11,11 +11,8 @@
 use crate::common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use nvcc_orion::tune::cache_entry::{self, Entry};
-
-const ORION: &str = env!("CARGO_BIN_EXE_nvcc-orion");
 
 /// What one build did: exit code, the cubin, stderr.
 struct Build {
@@ -30,7 +27,7 @@ fn build(nvcc: &Path, dir: &Path, cache: Option<&Path>, mode: Option<&str>) -> B
     let kernel = common::kernels_dir().join("tune").join("pressure.cu");
     let out = dir.join("out.cubin");
     let _ = std::fs::remove_file(&out);
-    let mut cmd = common::without_our_settings(Command::new(ORION), nvcc);
+    let mut cmd = common::without_our_settings(common::orion(), nvcc);
     cmd.current_dir(dir)
         .env(
             "NVCC_ORION_CACHE",

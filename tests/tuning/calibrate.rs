@@ -18,7 +18,7 @@ use nvcc_orion::predict::MemoryParams;
 use serde_json::Value;
 
 fn orion(nvcc: &Path) -> Command {
-    common::without_our_settings(Command::new(env!("CARGO_BIN_EXE_nvcc-orion")), nvcc)
+    common::without_our_settings(common::orion(), nvcc)
 }
 
 fn gpu() -> bool {

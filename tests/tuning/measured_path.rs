@@ -48,8 +48,7 @@ fn stem(p: &Path) -> String {
 /// nvcc-orion in `dir` in `mode`, reporting to `<out>.jsonl`, with no setting from the
 /// caller's environment.
 fn orion(nvcc: &Path, dir: &Path, mode: &str, out: &str) -> Command {
-    let mut cmd =
-        common::without_our_settings(Command::new(env!("CARGO_BIN_EXE_nvcc-orion")), nvcc);
+    let mut cmd = common::without_our_settings(common::orion(), nvcc);
     cmd.current_dir(dir)
         .env("NVCC_ORION", mode)
         .env("NVCC_ORION_CACHE", dir.join("cache"))
@@ -265,12 +264,10 @@ fn explain_says_why_nothing_changed_and_what_training_would_measure() {
     };
     let dir = tempfile::tempdir().unwrap();
     let src = common::kernels_dir().join("measured/gather.cu");
-    let out = Command::new(env!("CARGO_BIN_EXE_nvcc-orion"))
+    let out = common::orion()
         .current_dir(dir.path())
         .args(["explain", src.to_str().unwrap(), "-arch=sm_80"])
         .env("NVCC_ORION_CACHE", dir.path().join("cache"))
-        .env_remove("NVCC_ORION")
-        .env_remove("NVCC_ORION_REPORT")
         .output()
         .unwrap();
     common::assert_ok(&out, "explain gather.cu");

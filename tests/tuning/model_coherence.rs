@@ -24,7 +24,6 @@
 use crate::common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Mutex;
 
 use serde_json::Value;
@@ -136,8 +135,7 @@ fn ci_subset(jobs: Vec<Job>) -> Vec<Job> {
 fn records(nvcc: &Path, job: &Job, work: &Path, cache: &Path) -> Option<Vec<Value>> {
     let dir = tempfile::tempdir_in(work).unwrap();
     let report = dir.path().join("report.jsonl");
-    let mut cmd =
-        common::without_our_settings(Command::new(env!("CARGO_BIN_EXE_nvcc-orion")), nvcc);
+    let mut cmd = common::without_our_settings(common::orion(), nvcc);
     cmd.env("NVCC_ORION_CACHE", cache)
         .env("NVCC_ORION_REPORT", &report)
         .args(["-c", "-O3", "--orion-force=baseline"])

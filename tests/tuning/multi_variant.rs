@@ -39,8 +39,7 @@ fn two_cu() -> PathBuf {
 /// nvcc-orion in `dir`, with the test's nvcc, `mode`, a report `<out>.jsonl` and the variant
 /// cache `cache`, and no setting from the caller's environment.
 fn orion(nvcc: &Path, dir: &Path, mode: &str, out: &str, cache: &str) -> Command {
-    let mut cmd =
-        common::without_our_settings(Command::new(env!("CARGO_BIN_EXE_nvcc-orion")), nvcc);
+    let mut cmd = common::without_our_settings(common::orion(), nvcc);
     cmd.current_dir(dir);
     cmd.env("NVCC_ORION", mode)
         .env("NVCC_ORION_CACHE", dir.join(cache))
@@ -529,8 +528,7 @@ fn device_only_outputs_ship_no_variants() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let build = |mode: &str, kind: &str, out: &str, arches: &[&str]| -> Vec<Value> {
-        let mut c =
-            common::without_our_settings(Command::new(env!("CARGO_BIN_EXE_nvcc-orion")), &nvcc);
+        let mut c = common::without_our_settings(common::orion(), &nvcc);
         c.current_dir(d)
             .env("NVCC_ORION", mode)
             .env("NVCC_ORION_CACHE", d.join("cache"))

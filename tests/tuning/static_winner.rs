@@ -8,9 +8,6 @@ use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-
-const ORION: &str = env!("CARGO_BIN_EXE_nvcc-orion");
 
 fn sources() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -90,7 +87,7 @@ fn adapt_originals_are_what_the_default_build_ships() {
             // An object, not a -cubin: a -cubin under adapt has no host object for the glue,
             // so it gets no selector and is a default build (docs/selector.md).
             let object = dir.path().join(format!("{name}.{mode}.o"));
-            let mut c = common::without_our_settings(Command::new(ORION), &nvcc);
+            let mut c = common::without_our_settings(common::orion(), &nvcc);
             if mode == "adapt" {
                 c.env("NVCC_ORION", "adapt");
             }

@@ -413,15 +413,7 @@ fn benchmark_objects_match_todays_choices() {
         std::fs::create_dir_all(&work).unwrap();
         let report = work.join("report.jsonl");
         let obj = work.join(format!("{file}.o"));
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_nvcc-orion"));
-        for k in [
-            "NVCC_ORION",
-            "NVCC_ORION_VERBOSE",
-            "NVCC_ORION_FORCE",
-            "NVCC_ORION_MARGIN",
-        ] {
-            cmd.env_remove(k);
-        }
+        let mut cmd = common::orion();
         cmd.env("NVCC_ORION_NVCC", &nvcc)
             .env("NVCC_ORION_CACHE", "off")
             .env("NVCC_ORION_REPORT", &report)
@@ -482,15 +474,7 @@ fn pruned_kernels_are_never_built() {
     let dir = scratch("pruned");
     let keep = dir.path().join("kept");
     let report = dir.path().join("report.jsonl");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nvcc-orion"));
-    for k in [
-        "NVCC_ORION",
-        "NVCC_ORION_VERBOSE",
-        "NVCC_ORION_FORCE",
-        "NVCC_ORION_MARGIN",
-    ] {
-        cmd.env_remove(k);
-    }
+    let mut cmd = common::orion();
     cmd.env("NVCC_ORION_NVCC", &nvcc)
         .env("NVCC_ORION_CACHE", "off")
         .env("NVCC_ORION_REPORT", &report)
@@ -543,7 +527,7 @@ fn pruned_kernels_are_never_built() {
     }
     assert!(variants >= 1);
     // The candidates table says why.
-    let out = Command::new(env!("CARGO_BIN_EXE_nvcc-orion"))
+    let out = common::orion()
         .args(["explain"])
         .arg(&report)
         .output()

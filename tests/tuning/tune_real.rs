@@ -30,20 +30,12 @@ const ARCHES: [&str; 2] = ["86", "90"];
 
 /// `nvcc-orion -c` of pressure.cu for sm_86 and sm_90 with `env`, in `dir`.
 fn compile(dir: &Path, out: &str, env: &[(&str, &str)], extra: &[&str]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nvcc-orion"));
+    let mut cmd = common::orion();
     cmd.current_dir(dir).arg("-c");
     for a in ARCHES {
         cmd.arg(format!("-gencode=arch=compute_{a},code=sm_{a}"));
     }
     cmd.args(extra).arg(source()).arg("-o").arg(out);
-    for k in [
-        "NVCC_ORION",
-        "NVCC_ORION_VERBOSE",
-        "NVCC_ORION_REPORT",
-        "NVCC_ORION_FORCE",
-    ] {
-        cmd.env_remove(k);
-    }
     cmd.env("NVCC_ORION_CACHE", dir.join("cache"));
     cmd.envs(env.iter().copied());
     cmd.output().unwrap()
@@ -437,12 +429,11 @@ fn walk_example_is_tuned_and_smem_spilling_is_a_candidate() {
     let dir = scratch("walk");
     let rep = dir.path().join("r.jsonl");
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/kernels/walk.cu");
-    let out = Command::new(env!("CARGO_BIN_EXE_nvcc-orion"))
+    let out = common::orion()
         .current_dir(dir.path())
         .args(["-c", "-arch=sm_90"])
         .arg(&src)
         .args(["-o", "walk.o"])
-        .env_remove("NVCC_ORION")
         .env("NVCC_ORION_CACHE", dir.path().join("cache"))
         .env("NVCC_ORION_REPORT", &rep)
         .output()
@@ -503,12 +494,11 @@ fn ptxas_mode_tunes_and_passes_errors_through() {
     assert!(r.status.success());
     let shim = Path::new(env!("CARGO_MANIFEST_DIR")).join("shims/ptxas");
     let run = |args: &[&str]| {
-        Command::new(&shim)
+        common::command(&shim)
             .current_dir(dir.path())
             .args(args)
             .env("NVCC_ORION_BIN", env!("CARGO_BIN_EXE_nvcc-orion"))
             .env("NVCC_ORION_CACHE", dir.path().join("cache"))
-            .env_remove("NVCC_ORION")
             .output()
             .unwrap()
     };
@@ -592,12 +582,11 @@ fn no_free_jobserver_token_still_finishes() {
     let rep = dir.path().join("r.jsonl");
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/kernels/walk.cu");
     let client = jobserver::Client::new(0).expect("a jobserver without tokens");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nvcc-orion"));
+    let mut cmd = common::orion();
     cmd.current_dir(dir.path())
         .args(["-c", "-arch=sm_90"])
         .arg(&src)
         .args(["-o", "w.o"])
-        .env_remove("NVCC_ORION")
         .env("NVCC_ORION_CACHE", dir.path().join("cache"))
         .env("NVCC_ORION_REPORT", &rep);
     client.configure_make(&mut cmd);
@@ -636,14 +625,13 @@ fn arches_are_tuned_side_by_side_within_the_jobserver() {
     let build = |tokens: usize, out: &str| {
         let rep = dir.path().join(format!("{out}.jsonl"));
         let client = jobserver::Client::new(tokens).expect("a jobserver");
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_nvcc-orion"));
+        let mut cmd = common::orion();
         cmd.current_dir(dir.path())
             .args(["-c", "-O3"])
             .args(["-gencode", "arch=compute_80,code=sm_80"])
             .args(["-gencode", "arch=compute_90,code=sm_90"])
             .arg(&src)
             .args(["-o", out])
-            .env_remove("NVCC_ORION")
             .env("NVCC_ORION_CACHE", "off")
             .env("NVCC_ORION_VERBOSE", "1")
             .env("NVCC_ORION_REPORT", &rep);
@@ -687,12 +675,11 @@ fn a_waiting_driver_lends_its_slot_to_the_variant_rounds() {
     let build = |tokens: usize, out: &str| {
         let timings = dir.path().join(format!("{out}.timings"));
         let client = jobserver::Client::new(tokens).expect("a jobserver");
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_nvcc-orion"));
+        let mut cmd = common::orion();
         cmd.current_dir(dir.path())
             .args(["-c", "-O3", "-arch=sm_90"])
             .arg(&src)
             .args(["-o", out])
-            .env_remove("NVCC_ORION")
             .env("NVCC_ORION_CACHE", "off")
             .env("NVCC_ORION_TIMINGS", &timings);
         client.configure_make(&mut cmd);
@@ -735,13 +722,12 @@ fn internal_error_falls_back_to_plain_nvcc() {
     let dir = scratch("panic");
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/kernels/walk.cu");
     let build = |out: &str, env: &[(&str, &str)], extra: &[&str]| {
-        let o = Command::new(env!("CARGO_BIN_EXE_nvcc-orion"))
+        let o = common::orion()
             .current_dir(dir.path())
             .args(["-c", "-arch=sm_90"])
             .args(extra)
             .arg(&src)
             .args(["-o", out])
-            .env_remove("NVCC_ORION")
             .env("NVCC_ORION_CACHE", dir.path().join("cache"))
             .envs(env.iter().copied())
             .output()
