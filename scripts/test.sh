@@ -13,7 +13,7 @@ step "scripts/setup.sh"
 eval "$(scripts/setup.sh)"
 # Tests find the toolkit through these; make the choice explicit for every test process.
 export NVCC_ORION_NVCC="${NVCC_ORION_NVCC:-$CUDA_HOME/bin/nvcc}"
-# The test binaries (about 50) are built without link-time optimisation: thin LTO redoes the
+# The test binaries (eleven, tests/<theme>/main.rs) are built without link-time optimisation: thin LTO redoes the
 # whole crate graph's optimisation at each one's link, most of a cold CI run's build time. The
 # code is the same (LTO changes no behaviour); `cargo build --release` still ships it with LTO.
 export CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16

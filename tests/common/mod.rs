@@ -1,4 +1,4 @@
-//! Helpers for the nvcc parity test (`tests/parity.rs`): locating the real toolkit, describing a
+//! Helpers for the nvcc parity test (`tests/fidelity/parity.rs`): locating the real toolkit, describing a
 //! case, running one invocation in a fresh directory, normalising what nvcc randomises, and
 //! comparing two runs output by output.
 //!

@@ -1,6 +1,6 @@
 //! No function in `src/` is over 150 lines (issue 34): a long function is a list of passes
 //! that should be named steps. Braces are counted with comments, strings and character
-//! literals blanked (`common/rust_text.rs`, shared with `tests/layers.rs`).
+//! literals blanked (`common/rust_text.rs`, shared with `tests/house/layers.rs`).
 
 use crate::rust_text;
 

@@ -107,7 +107,7 @@ fn arrows_point_down_and_never_circle() {
     for top in crate_.top_modules() {
         if !floor_of.contains_key(top.as_str()) {
             violations.push(format!(
-                "module `{top}` is on no floor: add it to FLOORS in tests/layers.rs"
+                "module `{top}` is on no floor: add it to FLOORS in tests/house/layers.rs"
             ));
         }
     }

@@ -93,7 +93,7 @@ fn every_readme_command_runs() {
     let ci_run = std::fs::read_to_string(repo.join(".ci/run")).unwrap();
     let have = |tool: &str| which::which(tool).is_ok();
     let mut ran = 0;
-    // Blocks of bench/gpu commands only (tests/gpu_harness.rs runs them).
+    // Blocks of bench/gpu commands only (tests/builds/gpu_harness.rs runs them).
     let mut gpu_blocks = 0;
     for (page, block) in &blocks {
         // The test suite itself: what CI runs.

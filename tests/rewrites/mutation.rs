@@ -848,7 +848,7 @@ fn run_plan(test: &str, plan: &Plan) -> Option<Tally> {
 }
 
 /// About 10 minutes on 2 cores (over 200 mutants, each decoded and checked): outside the
-/// normal suite; run with `cargo test --release --test mutation -- --ignored --nocapture`.
+/// normal suite; run with `cargo test --release --test rewrites mutation:: -- --ignored --nocapture`.
 #[test]
 #[ignore = "slow: about 10 minutes; run with --ignored"]
 fn every_mutation_of_a_proved_rewrite_is_rejected() {

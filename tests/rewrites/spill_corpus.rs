@@ -29,7 +29,7 @@
 //!
 //! CI time: about 25–40 s wall per arch on an idle two-core machine (2 min for sm_75, 80, 89
 //! and 90 together), the unforced report about 25 s more; the one-register-more diagnosis is
-//! `#[ignore]`d (`cargo nextest run --release --test spill_corpus --run-ignored all`).
+//! `#[ignore]`d (`cargo nextest run --release --test rewrites --run-ignored all -E 'test(/^spill_corpus::/)'`).
 //!
 //! Without nvcc the tests print a skip message and pass (with `CI` set they fail).
 
@@ -1088,7 +1088,7 @@ fn reasons_name_real_limits() {
 /// kernels it moves and proves are those a build at C − 1 plus the base, or the stack
 /// pointer's register, would serve; the rest name the next obstacle. Prints the tally.
 #[test]
-#[ignore = "diagnosis: cargo nextest run --release --test spill_corpus --run-ignored all -E 'test(one_more)' --no-capture"]
+#[ignore = "diagnosis: cargo nextest run --release --test rewrites --run-ignored all -E 'test(one_more)' --no-capture"]
 fn one_more_register_at_the_limit_sm_86() {
     let Some(b) = build(86) else { return };
     let mut all = Vec::new();

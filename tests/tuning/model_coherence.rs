@@ -5,7 +5,7 @@
 //! Every test kernel (`tests/kernels/**`), the examples (`examples/kernels`) and the build
 //! benchmark (`bench/build`) are compiled for sm_90 (bench/build also for sm_80), and the
 //! generator's programs (`crates/nvcc-orion-gen`, the seeds and architectures of
-//! `tests/generated.rs`) for theirs, with `--orion-force=baseline`: pruning off, every budget
+//! `tests/oracles/generated.rs`) for theirs, with `--orion-force=baseline`: pruning off, every budget
 //! built and priced, ptxas's code shipped. Each built budget's predicted gain must be at most
 //! the bound its record carries. The shapes that broke the old model must be there: the
 //! stream-K fixup (`tests/kernels/model/streamk.cu`) has a lower budget pruned at +0.0 % whose
@@ -28,7 +28,7 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 
-/// The generator's seeds and their architectures (as `tests/generated.rs`'s plan).
+/// The generator's seeds and their architectures (as `tests/oracles/generated.rs`'s plan).
 const GENERATED: &[(u64, &[u32])] = &[
     (895, &[75, 90, 120]),
     (541, &[80, 89, 100]),

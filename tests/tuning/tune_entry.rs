@@ -197,7 +197,7 @@ fn entry_builds_equal_whole_module_builds() {
 /// 10439 (the long run's finding, issue 30): `k4` calls `f0`, which `tbl0` also holds; built
 /// with `--entry` for `k4` and `k1`, `k4` is not what the whole module makes at the same budgets,
 /// so the tuner builds such modules whole (`tune::function_pointers`, checked end to end by
-/// tests/generated.rs on this seed).
+/// tests/oracles/generated.rs on this seed).
 #[test]
 fn entry_builds_differ_where_functions_are_values() {
     let Some(nvcc) = nvcc() else { return };
