@@ -1,7 +1,7 @@
 //! Fatbin parse + write on a ~10 MB fatbin (target: under 100 ms).
 //!
 //! The input is the real fatbins of the fixture matrix (`target/fixtures/<key>/*.fatbin`, built
-//! by `cargo test --test fixtures_matrix`) concatenated back to back until it passes 10 MB, as
+//! by `cargo test --test decode fixtures_matrix`) concatenated back to back until it passes 10 MB, as
 //! the `.nv_fatbin` section of a linked executable holds them; without fixtures, synthetic
 //! containers of the same shape (uncompressed ELF entries, ZSTD PTX entries). Prints the cold
 //! first run and the median/min of the warm runs, and the ratio to the target.

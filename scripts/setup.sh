@@ -136,10 +136,10 @@ opt_in_package() {
 # ccache and sccache: the launcher tests, with the distribution's packages as users have them.
 opt_in_package NVCC_ORION_SETUP_CCACHE ccache ccache
 opt_in_package NVCC_ORION_SETUP_CCACHE sccache sccache
-# Chromium (headless, /usr/bin/chromium): the explain page's browser test (tests/explain.rs).
+# Chromium (headless, /usr/bin/chromium): the explain page's browser test (tests/cli/explain.rs).
 opt_in_package NVCC_ORION_SETUP_CHROMIUM chromium chromium
 # clang++: the selector glue must link and run when clang++ does the final link (issue 21;
-# tests/runtime_glue.rs, tests/runtime_select.rs).
+# tests/selector/runtime_glue.rs, tests/selector/runtime_select.rs).
 opt_in_package NVCC_ORION_SETUP_CLANG clang++ clang
 
 # --- 2d. sccache with its dist features, for the compile-farm tests (opt-in: CI sets

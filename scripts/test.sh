@@ -13,13 +13,29 @@ step "scripts/setup.sh"
 eval "$(scripts/setup.sh)"
 # Tests find the toolkit through these; make the choice explicit for every test process.
 export NVCC_ORION_NVCC="${NVCC_ORION_NVCC:-$CUDA_HOME/bin/nvcc}"
-# The test binaries (about 50) are built without link-time optimisation: thin LTO redoes the
+# The test binaries (eleven, tests/<theme>/main.rs) are built without link-time optimisation: thin LTO redoes the
 # whole crate graph's optimisation at each one's link, most of a cold CI run's build time. The
 # code is the same (LTO changes no behaviour); `cargo build --release` still ships it with LTO.
 export CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
 # Settings from the caller's shell would change what nvcc-orion does under test.
 unset NVCC_ORION NVCC_ORION_REPORT NVCC_ORION_VERBOSE
 [[ -n "${CI:-}" ]] && echo "CI=$CI: toolkit-dependent tests must run, not skip" >&2
+# A test that cannot run here (a tool missing) passes with one `SKIP <test>: <why>` line
+# (tests/common: `skipped`), also appended to this file; they are counted and listed at the
+# end, even when a test failed, so a missing tool cannot hide behind a green run.
+ORION_TEST_SKIP_LOG="$(mktemp "${TMPDIR:-/tmp}/orion-skips.XXXXXX")"
+export ORION_TEST_SKIP_LOG
+TESTS_RAN=""
+report_skips() {
+    if [[ -n "$TESTS_RAN" ]]; then
+        local n
+        n=$(sort -u "$ORION_TEST_SKIP_LOG" | grep -c . || true)
+        printf '\n== %s skipped\n' "$n" >&2
+        sort -u "$ORION_TEST_SKIP_LOG" >&2
+    fi
+    rm -f "$ORION_TEST_SKIP_LOG"
+}
+trap report_skips EXIT
 
 if command -v shellcheck >/dev/null; then
     step "shellcheck"
@@ -32,6 +48,7 @@ cargo fmt --all -- --check
 step "cargo clippy --workspace --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 
+TESTS_RAN=1
 if cargo nextest --version >/dev/null 2>&1; then
     step "cargo nextest run --workspace --release"
     cargo nextest run --workspace --release --no-fail-fast

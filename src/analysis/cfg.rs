@@ -6,7 +6,7 @@
 //! instructions the function's `.nv.info` attributes name ([`Function::marked`]: every EXIT,
 //! the warp-wide and cooperative-group instructions ptxas lists, `BRX`, `CALL.ABS` to
 //! syscalls, 128-bit loads with unused bytes, spills), which nvdisasm labels. Compared with the blocks `nvdisasm -bbcfg` prints in
-//! tests/sass_decode.rs, which leaves out unreachable blocks (the `BRA` to itself after the
+//! tests/decode/sass_decode.rs, which leaves out unreachable blocks (the `BRA` to itself after the
 //! last `EXIT`).
 
 use std::collections::{BTreeSet, HashMap};

@@ -4,7 +4,7 @@
 //!
 //! # nvdisasm's convention
 //!
-//! Reverse-engineered from `-plr` on every cubin of tests/liveness_oracle.rs (about half a
+//! Reverse-engineered from `-plr` on every cubin of tests/oracles/liveness_oracle.rs (about half a
 //! million instructions, sm_75 to sm_90) and reproduced here register for register:
 //!
 //! * A cell is marked when the register is live into the instruction (read by it or live

@@ -13,7 +13,7 @@
 //!
 //! Adding an architecture (sm_103, sm_110, sm_121, ...) is one more row in [`TABLE`]: copy the
 //! Guide's column, and read the header's `switch (computeMajor/Minor)` cases for the rest. The
-//! oracle test (`tests/occupancy_oracle.rs`) then checks the new row against the header, once its
+//! oracle test (`tests/oracles/occupancy_oracle.rs`) then checks the new row against the header, once its
 //! own device-property row is added there too.
 
 use std::fmt;

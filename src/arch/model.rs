@@ -54,7 +54,7 @@ pub struct ShaderModel {
     /// nvdisasm's call model (the registers a call may touch) covers the highest register the
     /// section names plus three, capped by `SHI_REGISTERS`, which ptxas rounds up here
     /// (sm_90); below, it covers `SHI_REGISTERS` (found on the kernels of
-    /// tests/sass_decode.rs).
+    /// tests/decode/sass_decode.rs).
     pub(crate) call_regs_from_code: bool,
     /// FP32 results per clock per SM (CUDA C++ Programming Guide, "Throughput of Native
     /// Arithmetic Instructions"): 64 on 7.5 and 8.0, 128 from 8.6 on.

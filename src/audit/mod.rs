@@ -6,7 +6,7 @@
 //! Like the translation checker, it imports nothing from the code it checks: not the cubin
 //! reader or writer, not the splice, not the SASS decoder. It reads only what `cuobjdump
 //! -elf` and `nvdisasm -json` print (`dump`, `listing`), so a bug in our ELF model cannot
-//! hide itself (`tests/layers.rs` keeps this module's imports to the leaves).
+//! hide itself (`tests/house/layers.rs` keeps this module's imports to the leaves).
 //!
 //! # What "the same" means
 //! For each function that owns a code section in the shipped cubin, against its origin

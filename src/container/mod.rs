@@ -12,7 +12,7 @@
 //! # let _ = n; Ok(()) }
 //! ```
 //!
-//! Facts this layer relies on, checked on CUDA 13.5 output (`tests/container_real.rs`):
+//! Facts this layer relies on, checked on CUDA 13.5 output (`tests/decode/container_real.rs`):
 //! - payloads are padded to 8 bytes, uncompressed cubins included (an sm_100 cubin of 0x1f252
 //!   bytes sits in a 0x1f258 payload); ZSTD-compressed relocatable cubins decompress to the
 //!   padded size too. `cuobjdump -xelf` extracts the exact ELF, so [`Entry::image`] cuts ELF

@@ -1,6 +1,6 @@
 //! `.nv.callgraph`, read as `cuobjdump -elf` shows it: `(i32, i32)` pairs in four lists, each
 //! opened by a sentinel pair `(0, -n)` (observed with ptxas 13.5, `-rdc` and whole-program,
-//! sm_80 and sm_90; `tests/callgraph_real.rs` checks this reader against cuobjdump):
+//! sm_80 and sm_90; `tests/decode/callgraph_real.rs` checks this reader against cuobjdump):
 //! 1. `(caller, callee)` symbol indices: direct calls, to functions of the module or of
 //!    another (`vprintf`, a device function of another file under `-rdc`, the device
 //!    runtime's `__cudaCDP2LaunchDeviceV2` for a launch from device code);

@@ -2,7 +2,7 @@
 //! ptxas run of the same module: adapt's variants `K__orion_v<k>` from the cubins tuning
 //! already built, instead of a second whole-module ptxas run (issue 31).
 //!
-//! What is added is what ptxas adds for one more `.entry` (tests/entry_copy.rs compares the
+//! What is added is what ptxas adds for one more `.entry` (tests/assembly/entry_copy.rs compares the
 //! result with a whole-module run that has the copy): the code `.text.N`, its `.nv.info.N`,
 //! its relocations, its parameter bank `.nv.constant0.N` and shared memory `.nv.shared.N`,
 //! each after the last section of its kind (so the segments that cover code and banks grow

@@ -19,7 +19,7 @@
 //!
 //! Every price below is monotone in each of its inputs, so these make the bound an upper
 //! bound of what the model says of the built budget: no budget is pruned that the model would
-//! have chosen (`tests/model_coherence.rs` checks it on every test kernel and generated
+//! have chosen (`tests/tuning/model_coherence.rs` checks it on every test kernel and generated
 //! program).
 
 use super::memory::Placement;

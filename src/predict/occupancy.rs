@@ -1,7 +1,7 @@
 //! Theoretical occupancy: how many blocks of a kernel one SM holds at once, and which resource
 //! stops it holding more. This is `cudaOccMaxActiveBlocksPerMultiprocessor` from CUDA 13.5's
 //! `cuda_occupancy.h`, rule for rule, so that a register budget chosen here is judged exactly as
-//! NVIDIA's own calculator judges it (`tests/occupancy_oracle.rs` checks that on every point of a
+//! NVIDIA's own calculator judges it (`tests/oracles/occupancy_oracle.rs` checks that on every point of a
 //! large grid). Where this model and the header part ways it is said at the spot:
 //! - more than 255 registers per thread cannot launch here (the header's bound is 256);
 //! - the limiting factors are those whose own limit equals the result, whereas the header keeps

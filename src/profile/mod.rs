@@ -29,7 +29,7 @@ const MAX_SPREAD: f64 = 1e6;
 pub const MAX_PROFILE_BYTES: u64 = 256 << 20;
 /// A thread has at most 255 registers and 512 KiB of local memory on every arch (the arch
 /// table's `max_regs_per_thread` says the same; this leaf module reads no other, and
-/// `tests/layers.rs` forbids the sideways arrow).
+/// `tests/house/layers.rs` forbids the sideways arrow).
 const MAX_REGISTERS: u32 = 255;
 const MAX_LOCAL_BYTES: u32 = 512 * 1024;
 

@@ -2,7 +2,7 @@
 //! (the predictor reads variants through `raw`, which decodes no modifiers). Loads and stores
 //! to global, local and shared memory and the generic `LD`/`ST` keep their access size in bits
 //! 73-75 on sm_75 to sm_120: 0/1 `.U8`/`.S8`, 2/3 `.U16`/`.S16`, 4 32-bit, 5 `.64`, 6/7
-//! `.128` (`tests/sass_predict.rs` checks this against nvdisasm's modifiers on every
+//! `.128` (`tests/decode/sass_predict.rs` checks this against nvdisasm's modifiers on every
 //! architecture). Other memory instructions (atomics, `LDSM`, `LDGSTS`, bulk copies) are
 //! counted as one 32-bit word per thread.
 

@@ -348,7 +348,7 @@ fn decode_with(
     }
     // nvdisasm's call model covers SHI_REGISTERS registers on sm_75-89; on sm_90, where
     // SHI_REGISTERS is rounded up, with the highest register the section names plus three
-    // (two above the highest; found on the kernels of tests/sass_decode.rs):
+    // (two above the highest; found on the kernels of tests/decode/sass_decode.rs):
     // `ShaderModel::call_regs_from_code`.
     let mut used: HashMap<usize, u32> = HashMap::new();
     for f in &out {
@@ -370,7 +370,7 @@ fn decode_with(
     // The ABI registers of nvdisasm's liveness: those, but never beyond its `-plr` table,
     // whose columns, the same for every section of the cubin, go up to the highest register
     // an instruction names or a `RET` reads (the callee-saved ones below the count): a call
-    // clobbers only registers with a column (tests/liveness_oracle.rs).
+    // clobbers only registers with a column (tests/oracles/liveness_oracle.rs).
     let mut table = used.values().copied().max().unwrap_or(0);
     for f in out
         .iter()
@@ -382,7 +382,7 @@ fn decode_with(
         }
     }
     // The other files' columns: every register an instruction names, a call's clobbers
-    // aside (tests/liveness_oracle.rs).
+    // aside (tests/oracles/liveness_oracle.rs).
     let mut files = [0u8; 3];
     for ins in out.iter().flat_map(|f| &f.instrs).filter(|i| !i.is_call()) {
         for (k, r) in other_files_named(ins) {
@@ -432,7 +432,7 @@ fn other_files_named(ins: &Instr) -> Vec<(usize, u8)> {
 /// Whether nvdisasm's call model has a callee preserve register `r` for its caller: R1, R2,
 /// R16 to R31, and from R32 up every other group of four (R36-R39, R44-R47, ...). A call
 /// may clobber the others (R0, R3-R15, R32-R35, R40-R43, ...); a `RET` reads these (checked
-/// against `nvdisasm -plr` in tests/liveness_oracle.rs).
+/// against `nvdisasm -plr` in tests/oracles/liveness_oracle.rs).
 pub fn callee_saved(r: u8) -> bool {
     match r {
         1 | 2 | 16..=31 => true,

@@ -729,7 +729,7 @@ mod tests {
         assert!(i.gpr_writes().is_empty());
     }
 
-    /// Tuple widths found wrong against `nvdisasm -plr` (tests/oracle.rs checks them all).
+    /// Tuple widths found wrong against `nvdisasm -plr` (tests/oracles/oracle.rs checks them all).
     #[test]
     fn tuple_widths_from_the_oracle() {
         let i = ins("LDSM.16.M88.4", "R8, [R6]");

@@ -5,7 +5,7 @@
 //! dynamic shared memory, per-function compilation or ABI calls). `-maxrregcount` is per module; `.maxnreg` is per kernel, so one ptxas run
 //! can evaluate a different budget for every kernel of a module. The two are not the same:
 //! ptxas 13.5 ignores `-maxrregcount` for a kernel with `.reqntid` (Triton's) or `.maxntid`,
-//! where `.maxnreg` still binds (docs/DESIGN.md §Per-kernel budgets; `tests/ptxas_shim.rs`
+//! where `.maxnreg` still binds (docs/DESIGN.md §Per-kernel budgets; `tests/cli/ptxas_shim.rs`
 //! checks a `.reqntid` kernel's forced budget against ptxas on the same PTX with `.maxnreg`).
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -1,4 +1,4 @@
-//! Small hand-written cases; the real-code tests are in tests/verify_checker.rs.
+//! Small hand-written cases; the real-code tests are in tests/rewrites/verify_checker.rs.
 
 use super::*;
 use crate::cubin::OffsetMap;

@@ -2,7 +2,7 @@
 //! register, one covering three or four at a multiple of four (the hardware's register-pair
 //! and quad rule; `LDSM.16.M88.4 R15` is not an instruction the GPU can run, whatever its
 //! data flow). Checked on the rewritten code of every section, independently of the values;
-//! ptxas' own code satisfies it on every test kernel and arch (tests/oracle.rs).
+//! ptxas' own code satisfies it on every test kernel and arch (tests/oracles/oracle.rs).
 
 use super::Rejection;
 use crate::sass::ir::{Function, Instr, OperandKind, RZ};

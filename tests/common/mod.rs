@@ -1,4 +1,4 @@
-//! Helpers for the nvcc parity test (`tests/parity.rs`): locating the real toolkit, describing a
+//! Helpers for the nvcc parity test (`tests/fidelity/parity.rs`): locating the real toolkit, describing a
 //! case, running one invocation in a fresh directory, normalising what nvcc randomises, and
 //! comparing two runs output by output.
 //!
@@ -78,7 +78,10 @@ pub fn packaged_tool(name: &str, test: &str) -> Option<PathBuf> {
         std::env::var_os("CI").is_none() || !installable,
         "{test}: {name} missing although scripts/setup.sh could install it (NVCC_ORION_SETUP_CCACHE=1)"
     );
-    eprintln!("SKIPPED {test}: {name} is not installed and cannot be installed here");
+    skipped(
+        test,
+        &format!("{name} is not installed and cannot be installed here"),
+    );
     None
 }
 
@@ -234,13 +237,13 @@ pub struct Variant {
     pub verbose: bool,
 }
 
-/// Environment variables that would change nvcc's or nvcc-orion's behaviour if inherited from
-/// the shell running the tests (plus every `NVCC_ORION_*`).
+/// Environment variables that would change nvcc's behaviour if inherited from the shell
+/// running the tests (nvcc-orion's own settings are cleared as for every command: see
+/// [`command`]).
 const SCRUBBED_ENV: &[&str] = &[
     "NVCC_PREPEND_FLAGS",
     "NVCC_APPEND_FLAGS",
     "NVCC_CCBIN",
-    "NVCC_ORION",
     "TMPDIR",
 ];
 
@@ -322,11 +325,7 @@ pub fn run_variant(
     for key in SCRUBBED_ENV {
         cmd.env_remove(key);
     }
-    for (key, _) in std::env::vars_os() {
-        if key.to_string_lossy().starts_with("NVCC_ORION_") {
-            cmd.env_remove(key);
-        }
-    }
+    clear_our_settings(&mut cmd);
     cmd.env("TMPDIR", &tmp);
     let mut env_desc = String::new();
     if let Some(mode) = variant.orion_mode {
@@ -706,14 +705,42 @@ pub fn example(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// `cmd` with every nvcc-orion setting of the caller's environment (`NVCC_ORION*`) removed and
-/// `nvcc` as the real compiler: what a test sets is all that counts.
-pub fn without_our_settings(mut cmd: Command, nvcc: &Path) -> Command {
+/// nvcc-orion, the binary under test.
+pub const ORION_BIN: &str = env!("CARGO_BIN_EXE_nvcc-orion");
+
+/// The one command builder for every test that runs nvcc-orion, its shims, a program built
+/// with its glue, or a build tool that runs them (cmake, cargo, sccache, ccache, python, a
+/// script): `program` with every nvcc-orion setting of the caller's environment (`NVCC_ORION`,
+/// `NVCC_ORION_*`) removed and the real nvcc this suite found (see [`find_nvcc`]) as
+/// `NVCC_ORION_NVCC`. What a test sets afterwards is all that counts: a developer's shell
+/// (`NVCC_ORION=off`, a report file, a forced budget) cannot change a test's outcome.
+pub fn command(program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut cmd = Command::new(program);
+    clear_our_settings(&mut cmd);
+    if let Some(nvcc) = find_nvcc() {
+        cmd.env("NVCC_ORION_NVCC", nvcc);
+    }
+    cmd
+}
+
+/// [`command`] for nvcc-orion itself.
+pub fn orion() -> Command {
+    command(ORION_BIN)
+}
+
+/// Remove from `cmd` every nvcc-orion setting the test process inherited.
+fn clear_our_settings(cmd: &mut Command) {
     for (k, _) in std::env::vars_os() {
         if k.to_str().is_some_and(nvcc_orion::settings::is_ours) {
             cmd.env_remove(k);
         }
     }
+}
+
+/// `cmd` with every nvcc-orion setting of the caller's environment (`NVCC_ORION*`) removed and
+/// `nvcc` as the real compiler, as [`command`] makes it (for a command built elsewhere).
+pub fn without_our_settings(mut cmd: Command, nvcc: &Path) -> Command {
+    clear_our_settings(&mut cmd);
     cmd.env("NVCC_ORION_NVCC", nvcc);
     cmd
 }
@@ -728,8 +755,55 @@ pub fn assert_ok(o: &std::process::Output, what: &str) {
     );
 }
 
-/// The real nvcc, or `None` (with a skip line) when there is none; with `CI` set a missing
-/// toolkit is a failure.
+/// The variable naming the file where skip lines are also appended (`scripts/test.sh` sets it,
+/// then counts and lists them): a skipped test passes, and nextest shows a passing test's
+/// output only on request, so a missing tool would otherwise go unseen.
+pub const SKIP_LOG: &str = "ORION_TEST_SKIP_LOG";
+
+/// Record that (part of) the running test did not run here, and why: one line
+/// `SKIP <binary>::<test> [<label>]: <why>` on stderr, and appended to the file [`SKIP_LOG`]
+/// names. Every skip goes through here (under `CI` most are failures instead: see [`skip`]).
+pub fn skipped(label: &str, why: &str) {
+    let line = skip_line(label, why);
+    eprintln!("{line}");
+    if let Some(path) = std::env::var_os(SKIP_LOG).filter(|p| !p.is_empty()) {
+        use std::io::Write as _;
+        // One append of the whole line: test processes run side by side.
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            let _ = f.write_all(format!("{line}\n").as_bytes());
+        }
+    }
+}
+
+/// The skip line: the test binary and the test's name (libtest names each test's thread
+/// after it), then the caller's label where it adds something, on one line.
+fn skip_line(label: &str, why: &str) -> String {
+    let binary = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .map(|s| match s.rsplit_once('-') {
+            Some((name, hash)) if hash.bytes().all(|b| b.is_ascii_hexdigit()) => name.to_string(),
+            _ => s,
+        })
+        .unwrap_or_default();
+    let thread = std::thread::current().name().unwrap_or("").to_string();
+    let test = if thread.is_empty() || thread == "main" {
+        format!("{binary}::{label}")
+    } else {
+        format!("{binary}::{thread}")
+    };
+    let label = if thread.ends_with(label) || label.is_empty() {
+        String::new()
+    } else {
+        format!(" [{label}]")
+    };
+    format!("SKIP {test}{label}: {}", why.replace('\n', " "))
+}
+
 /// A test that cannot run here: a failure under `CI` (which installs everything a test needs),
 /// else one skip line.
 pub fn skip(test: &str, why: &str) {
@@ -737,9 +811,11 @@ pub fn skip(test: &str, why: &str) {
         std::env::var_os("CI").is_none(),
         "{test}: {why}, and CI is set"
     );
-    eprintln!("SKIPPED {test}: {why}");
+    skipped(test, why);
 }
 
+/// The real nvcc, or `None` (with a skip line) when there is none; with `CI` set a missing
+/// toolkit is a failure.
 pub fn nvcc_or_skip(test: &str) -> Option<PathBuf> {
     let nvcc = find_nvcc();
     if nvcc.is_none() {
@@ -747,7 +823,10 @@ pub fn nvcc_or_skip(test: &str) -> Option<PathBuf> {
             std::env::var_os("CI").is_none(),
             "{test}: no nvcc found and CI is set; run `eval \"$(scripts/setup.sh)\"`"
         );
-        eprintln!("skipping {test}: no nvcc found; run `eval \"$(scripts/setup.sh)\"` to enable");
+        skipped(
+            test,
+            "no nvcc found; run `eval \"$(scripts/setup.sh)\"` to enable",
+        );
     }
     nvcc
 }
@@ -768,7 +847,7 @@ pub fn clang_or_skip(test: &str) -> bool {
             std::env::var_os("CI").is_none(),
             "{test}: clang++ not installed and CI is set; run `NVCC_ORION_SETUP_CLANG=1 scripts/setup.sh`"
         );
-        eprintln!("{test}: clang++ not installed; its links are skipped");
+        skipped(test, "clang++ not installed; its links are skipped");
     }
     found
 }

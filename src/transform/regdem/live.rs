@@ -11,7 +11,7 @@
 //! R2, R16-R31, R36-R39, ... (ptxas's own sub-functions return values there). So every
 //! register `nvdisasm -plr` has live into an instruction is live before it here, R1 aside
 //! and, in kernels with calls, R0 and those ABI-preserved registers
-//! (tests/liveness_oracle.rs, through [`super::kernel_liveness`]).
+//! (tests/oracles/liveness_oracle.rs, through [`super::kernel_liveness`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 

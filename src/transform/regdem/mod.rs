@@ -118,7 +118,7 @@ pub struct KernelLiveness {
 
 /// The liveness register demotion picks value registers with ([`live`]: guarded writes end
 /// nothing, a call reads its callee's live-in and ends what the callee writes on every path),
-/// for `kernel` of a decoded cubin. tests/liveness_oracle.rs compares it with `nvdisasm -plr`.
+/// for `kernel` of a decoded cubin. tests/oracles/liveness_oracle.rs compares it with `nvdisasm -plr`.
 pub fn kernel_liveness(
     cubin: &Cubin,
     functions: &[Function],

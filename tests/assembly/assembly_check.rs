@@ -1,0 +1,646 @@
+//! The assembly check (`nvcc_orion::audit`, issue 30) against real ptxas output: a splice
+//! that would move a kernel into a module whose constant bank 4 is laid out differently is
+//! refused, and the check rejects every kind of wrong assembly below, each made by editing a
+//! correct assembled cubin, while the correct one passes. Cubins come from the real toolkit;
+//! the check reads them only through cuobjdump and nvdisasm.
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use nvcc_orion::audit::{self, AuditError, Job, Origin, Tools};
+use nvcc_orion::cubin::Cubin;
+use nvcc_orion::cubin::splice::splice;
+
+const HUNGRY: &str = "_Z6hungryPKiPKfPfii";
+const CHATTY: &str = "_Z6chattyi";
+
+/// ptxas's cubins of `tests/kernels/assembly/banks.cu` for one architecture and kernel order:
+/// the whole module, the hungry kernel alone at 32 registers (`--entry`), and the whole
+/// module with the hungry kernel at 32.
+struct Builds {
+    base: Vec<u8>,
+    donor: Vec<u8>,
+    whole32: Vec<u8>,
+}
+
+fn tools(nvcc: &Path) -> Tools {
+    Tools::in_dir(nvcc.parent().unwrap())
+}
+
+fn run(cmd: &mut Command, what: &str) {
+    let o = cmd.output().unwrap();
+    common::assert_ok(&o, what);
+}
+
+/// `.maxnreg n` on `entry`'s `.entry`: our own small edit of the PTX, after its parameters.
+fn with_maxnreg(ptx: &str, entry: &str, n: u32) -> String {
+    let at = ptx
+        .find(&format!(".entry {entry}("))
+        .expect("entry in the PTX");
+    let close = at + ptx[at..].find(')').unwrap() + 1;
+    format!("{}\n.maxnreg {n}\n{}", &ptx[..close], &ptx[close..])
+}
+
+fn builds(nvcc: &Path, sm: u32, hungry_first: bool) -> Builds {
+    let src = common::kernels_dir().join("assembly/banks.cu");
+    let source = std::fs::read(&src).unwrap();
+    let tag = format!("assembly-{sm}-{hungry_first}");
+    let dir = common::build_once(&tag, nvcc, &[&source], |dir| {
+        let ptx = dir.join("m.ptx");
+        let mut c = Command::new(nvcc);
+        c.args(["-ptx", &format!("-arch=sm_{sm}")]);
+        if hungry_first {
+            c.arg("-DHUNGRY_FIRST");
+        }
+        run(c.arg(&src).arg("-o").arg(&ptx), "nvcc -ptx");
+        let text = std::fs::read_to_string(&ptx).unwrap();
+        std::fs::write(dir.join("m32.ptx"), with_maxnreg(&text, HUNGRY, 32)).unwrap();
+        let ptxas = common::toolkit_tool(nvcc, "ptxas");
+        let arch = format!("-arch=sm_{sm}");
+        for (input, out, extra) in [
+            ("m.ptx", "base.cubin", vec![]),
+            ("m32.ptx", "donor.cubin", vec!["--entry", HUNGRY]),
+            ("m32.ptx", "whole32.cubin", vec![]),
+        ] {
+            let mut c = Command::new(&ptxas);
+            c.args([arch.as_str(), "-m64"]).args(&extra);
+            run(c.arg(dir.join(input)).arg("-o").arg(dir.join(out)), "ptxas");
+        }
+    });
+    let read = |f: &str| std::fs::read(dir.join(f)).unwrap();
+    Builds {
+        base: read("base.cubin"),
+        donor: read("donor.cubin"),
+        whole32: read("whole32.cubin"),
+    }
+}
+
+/// The splice of the hungry kernel from its donor into ptxas's module.
+fn spliced(b: &Builds) -> Result<Vec<u8>, String> {
+    let base = Cubin::parse(&b.base).unwrap();
+    let donor = Cubin::parse(&b.donor).unwrap();
+    splice(&base, &[(HUNGRY, &donor)]).map_err(|e| e.to_string())
+}
+
+fn job<'a>(shipped: &'a [u8], b: &'a Builds) -> Job<'a> {
+    Job {
+        proved: Vec::new(),
+        shipped,
+        baseline: &b.base,
+        module: &b.base,
+        origins: vec![Origin {
+            shipped: HUNGRY,
+            name: HUNGRY,
+            cubin: &b.donor,
+        }],
+    }
+}
+
+/// Which function a disagreement names.
+fn named(r: Result<audit::Checked, AuditError>) -> Result<audit::Checked, String> {
+    match r {
+        Ok(c) => Ok(c),
+        Err(AuditError::Disagrees { kernel, what }) => Err(format!("{kernel}: {what}")),
+        Err(e) => panic!("the check could not run: {e}"),
+    }
+}
+
+#[test]
+fn a_module_laid_out_differently_is_not_spliced_and_its_code_is_caught() {
+    let Some(nvcc) = common::nvcc_or_skip("assembly_check") else {
+        return;
+    };
+    for sm in [80, 90] {
+        let b = builds(&nvcc, sm, true);
+        // Compiled alone, the kernel's bank 4 has other offsets: the splice refuses.
+        let refused = spliced(&b).unwrap_err();
+        assert!(refused.contains(".nv.constant4"), "sm_{sm}: {refused}");
+        // Its code placed into the whole module anyway (what the old splice did, here into
+        // the whole-module build at the same budget, so only the bank differs): rejected.
+        let mut wrong = b.whole32.clone();
+        let (at, len) = section(&wrong, &format!(".text.{HUNGRY}"));
+        let (dat, dlen) = section(&b.donor, &format!(".text.{HUNGRY}"));
+        assert_eq!(len, dlen, "sm_{sm}: same code size at the same budget");
+        wrong[at..at + len].copy_from_slice(&b.donor[dat..dat + dlen]);
+        let j = Job {
+            proved: Vec::new(),
+            shipped: &wrong,
+            baseline: &b.base,
+            module: &b.whole32,
+            origins: vec![Origin {
+                shipped: HUNGRY,
+                name: HUNGRY,
+                cubin: &b.donor,
+            }],
+        };
+        let why = named(audit::check(&tools(&nvcc), &j)).unwrap_err();
+        assert!(why.starts_with(HUNGRY), "sm_{sm}: {why}");
+        // The whole-module build itself is its own origin and passes.
+        let own = Job {
+            proved: Vec::new(),
+            shipped: &b.whole32,
+            baseline: &b.base,
+            module: &b.whole32,
+            origins: Vec::new(),
+        };
+        named(audit::check(&tools(&nvcc), &own)).unwrap();
+    }
+}
+
+/// `(file offset, size)` of section `name`.
+fn section(bytes: &[u8], name: &str) -> (usize, usize) {
+    let c = Cubin::parse(bytes).unwrap();
+    let s = c
+        .elf()
+        .sections
+        .iter()
+        .find(|s| s.name == name)
+        .unwrap_or_else(|| panic!("no section {name}"));
+    (s.sh_offset as usize, s.data.len())
+}
+
+/// One `.nv.info` record as it sits in the file: (offset of its value, format, attribute,
+/// value length). Read with our own few lines, not the crate's record parser.
+fn records(bytes: &[u8], name: &str) -> Vec<(usize, u8, u8, usize)> {
+    let (at, len) = section(bytes, name);
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i + 4 <= len {
+        let (format, attr) = (bytes[at + i], bytes[at + i + 1]);
+        let size = u16::from_le_bytes([bytes[at + i + 2], bytes[at + i + 3]]) as usize;
+        match format {
+            4 => {
+                out.push((at + i + 4, format, attr, size));
+                i += 4 + size;
+            }
+            _ => {
+                out.push((at + i + 2, format, attr, 2));
+                i += 4;
+            }
+        }
+    }
+    out
+}
+
+/// The value of the first record `attr` of section `name` (for SVAL records naming a
+/// function first, the first one naming `function`'s symbol).
+fn record(bytes: &[u8], name: &str, attr: u8, function: Option<&str>) -> usize {
+    let sym = function.map(|f| symbol_index(bytes, f));
+    records(bytes, name)
+        .into_iter()
+        .find(|&(at, _, a, _)| {
+            a == attr
+                && sym
+                    .is_none_or(|s| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) == s)
+        })
+        .unwrap_or_else(|| panic!("no attribute {attr:#x} in {name}"))
+        .0
+}
+
+fn symbol_index(bytes: &[u8], name: &str) -> u32 {
+    let c = Cubin::parse(bytes).unwrap();
+    c.symbols().iter().position(|s| s.name == name).unwrap() as u32
+}
+
+fn add_u32(bytes: &mut [u8], at: usize, delta: u32) {
+    let v = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+    bytes[at..at + 4].copy_from_slice(&v.wrapping_add(delta).to_le_bytes());
+}
+
+/// The file offset of the first instruction of `kernel` for which `pick` holds.
+fn instruction(bytes: &[u8], kernel: &str, pick: impl Fn(u128) -> bool) -> usize {
+    let (at, len) = section(bytes, &format!(".text.{kernel}"));
+    (0..len / 16)
+        .map(|i| at + 16 * i)
+        .find(|&o| pick(u128::from_le_bytes(bytes[o..o + 16].try_into().unwrap())))
+        .expect("such an instruction")
+}
+
+/// `LDC`/`ULDC` from bank 4 (opcode and bank fields as docs/sass.md gives them).
+fn reads_bank4(w: u128) -> bool {
+    matches!(w & 0xfff, 0xb82 | 0xab9) && (w >> 54) & 0x1f == 4 && (w >> 24) & 0xff == 0xff
+}
+
+/// A correct splice, and one wrong edit of it per kind of assembly mistake.
+type Mutation = (&'static str, fn(&mut Vec<u8>), &'static str);
+
+const EIATTR_REGCOUNT: u8 = 0x2f;
+const EIATTR_FRAME_SIZE: u8 = 0x11;
+const EIATTR_MIN_STACK_SIZE: u8 = 0x12;
+const EIATTR_MAXREG_COUNT: u8 = 0x1b;
+const EIATTR_EXTERNS: u8 = 0x0f;
+const EIATTR_PARAM_CBANK: u8 = 0x0a;
+const EIATTR_CBANK_PARAM_SIZE: u8 = 0x19;
+const EIATTR_ANNOTATIONS: u8 = 0x55;
+
+fn info_k() -> String {
+    format!(".nv.info.{HUNGRY}")
+}
+
+const MUTATIONS: &[Mutation] = &[
+    (
+        "bank-4 offset of an address load",
+        |b| {
+            let at = instruction(b, HUNGRY, reads_bank4);
+            let w = u128::from_le_bytes(b[at..at + 16].try_into().unwrap()) ^ (0x8u128 << 38);
+            b[at..at + 16].copy_from_slice(&w.to_le_bytes());
+        },
+        HUNGRY,
+    ),
+    (
+        "relocation symbol of the bank",
+        |b| {
+            // Two entries of the bank's relocations trade symbols.
+            let (at, _) = section(b, ".rela.nv.constant4");
+            let (x, y) = (at + 8 + 4, at + 24 + 8 + 4);
+            let (sx, sy) = (b[x..x + 4].to_vec(), b[y..y + 4].to_vec());
+            b[x..x + 4].copy_from_slice(&sy);
+            b[y..y + 4].copy_from_slice(&sx);
+        },
+        "the module",
+    ),
+    (
+        "dropped relocation",
+        |b| {
+            let (at, _) = section(b, ".rela.nv.constant4");
+            b[at + 8..at + 12].copy_from_slice(&0u32.to_le_bytes());
+        },
+        "the module",
+    ),
+    (
+        "register count attribute",
+        |b| {
+            let at = record(b, ".nv.info", EIATTR_REGCOUNT, Some(HUNGRY));
+            add_u32(b, at + 4, 8);
+        },
+        HUNGRY,
+    ),
+    (
+        "frame size attribute",
+        |b| {
+            let at = record(b, ".nv.info", EIATTR_FRAME_SIZE, Some(HUNGRY));
+            add_u32(b, at + 4, 16);
+        },
+        HUNGRY,
+    ),
+    (
+        "stack size attribute",
+        |b| {
+            let at = record(b, ".nv.info", EIATTR_MIN_STACK_SIZE, Some(HUNGRY));
+            add_u32(b, at + 4, 16);
+        },
+        HUNGRY,
+    ),
+    (
+        "register limit attribute",
+        |b| {
+            let at = record(b, &info_k(), EIATTR_MAXREG_COUNT, None);
+            b[at] = b[at].wrapping_add(8);
+        },
+        HUNGRY,
+    ),
+    (
+        "external symbol of the kernel",
+        |b| {
+            let at = record(b, &info_k(), EIATTR_EXTERNS, None);
+            add_u32(b, at, 1);
+        },
+        HUNGRY,
+    ),
+    (
+        "parameter bank symbol",
+        |b| {
+            let at = record(b, &info_k(), EIATTR_PARAM_CBANK, None);
+            add_u32(b, at, 1);
+        },
+        HUNGRY,
+    ),
+    (
+        "parameter bank size",
+        |b| {
+            let at = record(b, &info_k(), EIATTR_CBANK_PARAM_SIZE, None);
+            b[at] = b[at].wrapping_add(4);
+        },
+        HUNGRY,
+    ),
+    (
+        "parameter bank contents",
+        |b| {
+            let (at, _) = section(b, &format!(".nv.constant0.{HUNGRY}"));
+            b[at] ^= 1;
+        },
+        HUNGRY,
+    ),
+    (
+        "scheduling bits of an instruction",
+        |b| {
+            let at = instruction(b, HUNGRY, |w| (w >> 105) & 0xf != 0xf);
+            b[at + 13] ^= 0x02; // the stall count's low bit (bit 105)
+        },
+        HUNGRY,
+    ),
+    (
+        "spill annotation",
+        |b| {
+            let at = record(b, &info_k(), EIATTR_ANNOTATIONS, None);
+            add_u32(b, at + 4, 16);
+        },
+        HUNGRY,
+    ),
+    (
+        "kernel symbol size",
+        |b| {
+            let c = Cubin::parse(b).unwrap();
+            let (at, _) = section(b, ".symtab");
+            let i = c.symbols().iter().position(|s| s.name == HUNGRY).unwrap();
+            add_u32(b, at + 24 * i + 16, 0xfffffff0); // st_size - 16
+        },
+        HUNGRY,
+    ),
+    (
+        "code of a kernel the splice left alone",
+        |b| {
+            let at = instruction(b, CHATTY, |_| true);
+            b[at + 2] ^= 0x01; // its destination register
+        },
+        CHATTY,
+    ),
+    (
+        "call graph edge",
+        |b| {
+            let (at, len) = section(b, ".nv.callgraph");
+            let vprintf = symbol_index(b, "vprintf");
+            let assert_fail = symbol_index(b, "__assertfail");
+            for e in (at..at + len).step_by(8) {
+                let callee = u32::from_le_bytes(b[e + 4..e + 8].try_into().unwrap());
+                if callee == assert_fail {
+                    b[e + 4..e + 8].copy_from_slice(&vprintf.to_le_bytes());
+                    return;
+                }
+            }
+            panic!("no call of __assertfail");
+        },
+        HUNGRY,
+    ),
+    (
+        "initial value of a global",
+        |b| {
+            let (at, _) = section(b, ".nv.global.init");
+            b[at] ^= 0x20;
+        },
+        "the module",
+    ),
+];
+
+#[test]
+fn every_kind_of_wrong_assembly_is_rejected() {
+    let Some(nvcc) = common::nvcc_or_skip("assembly_check") else {
+        return;
+    };
+    let tk = tools(&nvcc);
+    let b = builds(&nvcc, 90, false);
+    let good = spliced(&b).expect("the layouts agree: the splice applies");
+    named(audit::check(&tk, &job(&good, &b))).expect("the correct splice passes");
+    let mut failures = Vec::new();
+    for (what, mutate, blamed) in MUTATIONS {
+        let mut bad = good.clone();
+        mutate(&mut bad);
+        assert_ne!(bad, good, "{what}: the mutation changed nothing");
+        match named(audit::check(&tk, &job(&bad, &b))) {
+            Ok(_) => failures.push(format!("{what}: accepted")),
+            Err(why) if !why.starts_with(blamed) => {
+                failures.push(format!("{what}: blamed the wrong part ({why})"))
+            }
+            Err(_) => {}
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} kinds of wrong assembly got through:\n{}",
+        failures.len(),
+        MUTATIONS.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn sm_80_register_field_and_rel_tables() {
+    let Some(nvcc) = common::nvcc_or_skip("assembly_check") else {
+        return;
+    };
+    let tk = tools(&nvcc);
+    let b = builds(&nvcc, 80, false);
+    let good = spliced(&b).expect("the layouts agree: the splice applies");
+    named(audit::check(&tk, &job(&good, &b))).expect("the correct splice passes");
+    // sm_75-89 keep the register count in the code section's sh_info[31:24].
+    let mut bad = good.clone();
+    let c = Cubin::parse(&bad).unwrap();
+    let text = c
+        .elf()
+        .sections
+        .iter()
+        .position(|s| s.name == format!(".text.{HUNGRY}"))
+        .unwrap();
+    let shoff = c.elf().header.e_shoff as usize;
+    bad[shoff + 64 * text + 44 + 3] ^= 0x08;
+    let why = named(audit::check(&tk, &job(&bad, &b))).unwrap_err();
+    assert!(why.starts_with(HUNGRY), "{why}");
+    // REL (not RELA) bank relocations: one moved to another offset.
+    let mut bad = good.clone();
+    let (at, len) = section(&bad, ".rel.nv.constant4");
+    let first = (at..at + len)
+        .step_by(16)
+        .find(|&e| bad[e..e + 8] == [0; 8])
+        .expect("a relocation at offset 0");
+    add_u32(&mut bad, first, 8);
+    let why = named(audit::check(&tk, &job(&bad, &b))).unwrap_err();
+    assert!(why.starts_with("the module"), "{why}");
+}
+
+/// Where the tests put a kernel that calls across modules (`-rdc`).
+fn rdc_cubin(nvcc: &Path) -> PathBuf {
+    let src = common::kernels_dir().join("separable/walk.cu");
+    let source = std::fs::read(&src).unwrap();
+    let dir = common::build_once("assembly-rdc", nvcc, &[&source], |dir| {
+        run(
+            Command::new(nvcc)
+                .args(["-rdc=true", "-cubin", "-arch=sm_90"])
+                .arg(&src)
+                .arg("-o")
+                .arg(dir.join("rdc.cubin")),
+            "nvcc -rdc -cubin",
+        );
+    });
+    dir.join("rdc.cubin")
+}
+
+#[test]
+fn a_retuned_kernel_calling_another_module_is_rejected() {
+    let Some(nvcc) = common::nvcc_or_skip("assembly_check") else {
+        return;
+    };
+    let base = std::fs::read(rdc_cubin(&nvcc)).unwrap();
+    let kernel = "_Z8far_walkPKiPKfPfii";
+    let j = |shipped: &[u8]| -> Result<audit::Checked, String> {
+        named(audit::check(
+            &tools(&nvcc),
+            &Job {
+                proved: Vec::new(),
+                shipped,
+                baseline: &base,
+                module: shipped,
+                origins: Vec::new(),
+            },
+        ))
+    };
+    j(&base).expect("ptxas's own relocatable cubin passes");
+    // The kernel given a register limit (as a retuned kernel would have) while it calls a
+    // function another module defines: nvlink would refuse it.
+    let mut bad = base.clone();
+    let at = record(
+        &bad,
+        &format!(".nv.info.{kernel}"),
+        EIATTR_MAXREG_COUNT,
+        None,
+    );
+    bad[at] = 32;
+    let why = j(&bad).unwrap_err();
+    assert!(
+        why.starts_with(kernel) && why.contains("another module"),
+        "{why}"
+    );
+}
+
+#[test]
+fn variants_with_swapped_attributes_are_rejected() {
+    let Some(nvcc) = common::nvcc_or_skip("assembly_check") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // An object: a `-cubin` output has no glue to reach variants, so it embeds none.
+    let obj = dir.path().join("multi.o");
+    let report = dir.path().join("r.jsonl");
+    let kept = dir.path().join("kept");
+    let o = common::without_our_settings(common::orion(), &nvcc)
+        .env("NVCC_ORION", "adapt")
+        .env("NVCC_ORION_REPORT", &report)
+        .arg(format!("--orion-keep-cubins={}", kept.display()))
+        .args(["-c", "-arch=sm_90"])
+        .arg(common::kernels_dir().join("assembly/banks.cu"))
+        .arg("-o")
+        .arg(&obj)
+        .output()
+        .unwrap();
+    common::assert_ok(&o, "nvcc-orion adapt");
+    let out = extracted_sm90_cubin(&nvcc, &obj, &dir.path().join("x"));
+    let rec: serde_json::Value = std::fs::read_to_string(&report)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|r| r["kernel"] == HUNGRY)
+        .unwrap();
+    let candidates: Vec<Vec<u8>> = rec["cubins"]["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| std::fs::read(p.as_str().unwrap()).unwrap())
+        .collect();
+    let variants: Vec<(String, usize)> = rec["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|v| v["dropped"].is_null())
+        .map(|v| {
+            let name = v["name"].as_str().unwrap().to_string();
+            (name, v["candidate"].as_u64().unwrap() as usize)
+        })
+        .collect();
+    // The default (variant 0, under the kernel's own name) and at least one alternative.
+    assert!(variants.len() >= 2, "two embedded variants: {rec}");
+    let shipped = std::fs::read(&out).unwrap();
+    let check = |bytes: &[u8]| {
+        named(audit::check(
+            &tools(&nvcc),
+            &Job {
+                proved: Vec::new(),
+                shipped: bytes,
+                baseline: &candidates[0],
+                module: &shipped,
+                origins: variants
+                    .iter()
+                    .map(|(name, c)| Origin {
+                        shipped: name,
+                        name: HUNGRY,
+                        cubin: &candidates[*c],
+                    })
+                    .collect(),
+            },
+        ))
+    };
+    check(&shipped).expect("each variant is its standalone candidate");
+    // Two variants' register counts trade places.
+    let mut bad = shipped.clone();
+    let (a, b) = (&variants[0].0, &variants[1].0);
+    let (ra, rb) = (
+        record(&bad, ".nv.info", EIATTR_REGCOUNT, Some(a)) + 4,
+        record(&bad, ".nv.info", EIATTR_REGCOUNT, Some(b)) + 4,
+    );
+    let (va, vb) = (bad[ra..ra + 4].to_vec(), bad[rb..rb + 4].to_vec());
+    assert_ne!(va, vb);
+    bad[ra..ra + 4].copy_from_slice(&vb);
+    bad[rb..rb + 4].copy_from_slice(&va);
+    let why = check(&bad).unwrap_err();
+    assert!(
+        why.starts_with(a.as_str()) || why.starts_with(b.as_str()),
+        "{why}"
+    );
+    // Under a cache, a pass is remembered (a cached build does not read the same cubins
+    // again) and read back as the same verdict; a disagreement never is.
+    let cache = dir.path().join("cache");
+    let cached = |bytes: &[u8]| {
+        named(audit::check_cached(
+            &tools(&nvcc),
+            &Job {
+                proved: Vec::new(),
+                shipped: bytes,
+                baseline: &candidates[0],
+                module: &shipped,
+                origins: variants
+                    .iter()
+                    .map(|(name, c)| Origin {
+                        shipped: name,
+                        name: HUNGRY,
+                        cubin: &candidates[*c],
+                    })
+                    .collect(),
+            },
+            Some(&cache),
+        ))
+    };
+    let verdicts = || std::fs::read_dir(cache.join("audit-v1")).map_or(0, |d| d.count());
+    let first = cached(&shipped).expect("passes");
+    assert_eq!(verdicts(), 1);
+    assert_eq!(cached(&shipped).expect("remembered"), first);
+    assert_eq!(first, check(&shipped).unwrap());
+    cached(&bad).unwrap_err();
+    assert_eq!(verdicts(), 1, "a disagreement is not remembered");
+}
+
+/// The sm_90 cubin of `obj`, as `cuobjdump -xelf` extracts it into `scratch`.
+fn extracted_sm90_cubin(nvcc: &Path, obj: &Path, scratch: &Path) -> PathBuf {
+    std::fs::create_dir_all(scratch).unwrap();
+    let o = Command::new(nvcc.with_file_name("cuobjdump"))
+        .current_dir(scratch)
+        .args(["-xelf", "all"])
+        .arg(obj)
+        .output()
+        .unwrap();
+    common::assert_ok(&o, "cuobjdump -xelf");
+    std::fs::read_dir(scratch)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with("sm_90.cubin"))
+        .unwrap_or_else(|| panic!("no sm_90 cubin in {}", obj.display()))
+}

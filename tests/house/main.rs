@@ -1,0 +1,15 @@
+//! House rules read from the repository: module layering, function length, every README and
+//! usage command block run, one registration per rewrite.
+//!
+//! One test binary (issue 50): each module was a binary of its own, its file moved here whole.
+//! One module: `cargo nextest run --release --test house -E 'test(/^function_length::/)'`.
+
+#[path = "../common/mod.rs"]
+mod common;
+#[path = "../common/rust_text.rs"]
+mod rust_text;
+
+mod function_length;
+mod layers;
+mod one_registration;
+mod readme;

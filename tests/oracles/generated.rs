@@ -1,0 +1,382 @@
+//! Differential testing with generated programs (`crates/nvcc-orion-gen`): a fixed set of
+//! seeds that together use every feature of the generator, each compiled by nvcc-orion for
+//! some of sm_75…sm_120 in every mode (default, adapt, forced lowest budget, forced
+//! spill → shared), every shipped kernel compared with ptxas's own whole-module build of the
+//! same PTX at that kernel's budget. A finding prints the seed and a reduced program.
+//!
+//! Each (program, architecture) result is cached under `CARGO_TARGET_TMPDIR` by the program's
+//! sources, the modes, and the bytes of nvcc-orion and of this test binary, so a rerun with
+//! nothing changed costs no compile. The long run is `orion-gen run` (bench/results/generator.md).
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use nvcc_orion_gen::features::{ALL, features};
+use nvcc_orion_gen::harness::{ARCHS, Harness, Mode, Outcome, Through};
+use nvcc_orion_gen::tools::Tools;
+use sha2::{Digest, Sha256};
+
+/// Seeds and the architectures each runs on. 895 and 541 are `orion-gen cover`'s set for
+/// seeds 0–999 (every feature between them); 5 is small and retunes a kernel next to
+/// printf/assert users on most architectures. Every architecture appears at least twice.
+/// 10439 on sm_90 is the long run's finding: a kernel calling a function that a table also
+/// holds, whose `--entry` build was not the whole module's code.
+const PLAN: &[(u64, &[u32])] = &[
+    (895, &[75, 90, 120]),
+    (541, &[80, 89, 100]),
+    (5, &[75, 86, 90, 100, 120]),
+    (1000, &[80, 86, 89]),
+    (10439, &[90]),
+];
+
+/// Time one reduction may take when the test finds a mismatch.
+const REDUCE: Duration = Duration::from_secs(90);
+
+fn hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn sha(path: &Path) -> String {
+    hex(&std::fs::read(path).unwrap_or_default())
+}
+
+#[test]
+fn generated_programs_ship_ptxas_own_code() {
+    let Some(_nvcc) = common::nvcc_or_skip("generated_programs_ship_ptxas_own_code") else {
+        return;
+    };
+    let started = Instant::now();
+    let orion = PathBuf::from(env!("CARGO_BIN_EXE_nvcc-orion"));
+    let tools = Tools::find(orion.clone()).expect("the toolkit next to nvcc");
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("generated");
+    let work = root.join(format!("work-{}", std::process::id()));
+    std::fs::create_dir_all(&work).unwrap();
+    let h = Harness {
+        tools,
+        work: work.clone(),
+        modes: Mode::ALL.to_vec(),
+        cache: Some(root.join("variants")),
+        through: Through::Nvcc,
+        every_listing: true,
+    };
+
+    // Coverage: every feature, architecture and mode is exercised by the plan.
+    let mut used = std::collections::BTreeMap::new();
+    for (seed, _) in PLAN {
+        for f in features(&nvcc_orion_gen::generate(*seed)) {
+            *used.entry(f).or_insert(0) += 1;
+        }
+    }
+    eprintln!("feature coverage (programs using each):");
+    for f in ALL {
+        eprintln!("  {f}: {}", used.get(f).copied().unwrap_or(0));
+    }
+    let missing: Vec<&&str> = ALL.iter().filter(|f| !used.contains_key(*f)).collect();
+    assert!(
+        missing.is_empty(),
+        "the plan misses features {missing:?}: pick seeds with `orion-gen cover`"
+    );
+    for a in ARCHS {
+        assert!(
+            PLAN.iter().filter(|(_, archs)| archs.contains(a)).count() >= 2,
+            "sm_{a} is not in the plan twice"
+        );
+    }
+
+    // Identity of what is tested, for the cache.
+    let identity = format!(
+        "{}{}{:?}",
+        sha(&orion),
+        sha(&std::env::current_exe().unwrap()),
+        h.modes
+    );
+    let work_items: Vec<(u64, u32)> = PLAN
+        .iter()
+        .flat_map(|(s, archs)| archs.iter().map(move |a| (*s, *a)))
+        .collect();
+    let results = Mutex::new(Vec::new());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|sc| {
+        for _ in 0..2 {
+            sc.spawn(|| {
+                while let Some(&(seed, arch)) =
+                    work_items.get(next.fetch_add(1, std::sync::atomic::Ordering::SeqCst))
+                {
+                    let p = nvcc_orion_gen::generate(seed);
+                    let src: String = nvcc_orion_gen::print::sources(&p)
+                        .into_iter()
+                        .map(|(n, t)| format!("{n}\n{t}"))
+                        .collect();
+                    let key = hex(format!("{identity}{arch}{src}").as_bytes());
+                    let cached = root.join(format!("{seed}-sm{arch}-{}.txt", &key[..16]));
+                    let t = Instant::now();
+                    let outcome = match std::fs::read_to_string(&cached)
+                        .ok()
+                        .and_then(|t| Outcome::from_text(&t))
+                    {
+                        Some(o) => o,
+                        None => {
+                            let o = h
+                                .check(&p, arch)
+                                .unwrap_or_else(|e| panic!("seed {seed} sm_{arch}: {e}"));
+                            let _ = std::fs::write(&cached, o.to_text());
+                            o
+                        }
+                    };
+                    eprintln!(
+                        "seed {seed} sm_{arch}: {} modes, {} kernel comparisons, {} mismatches ({:.0?})",
+                        outcome.modes,
+                        outcome.kernels,
+                        outcome.mismatches.len(),
+                        t.elapsed()
+                    );
+                    results.lock().unwrap().push((seed, arch, outcome));
+                }
+            });
+        }
+    });
+    let results = results.into_inner().unwrap();
+    let (modes, kernels): (usize, usize) = results
+        .iter()
+        .fold((0, 0), |(m, k), (_, _, o)| (m + o.modes, k + o.kernels));
+    let mismatches: Vec<_> = results
+        .iter()
+        .flat_map(|(_, _, o)| o.mismatches.iter().cloned())
+        .collect();
+    eprintln!(
+        "{} programs × architectures, {modes} modes compiled, {kernels} kernel comparisons, {} mismatches in {:.0?}",
+        results.len(),
+        mismatches.len(),
+        started.elapsed()
+    );
+    if mismatches.is_empty() {
+        let _ = std::fs::remove_dir_all(&work);
+        return;
+    }
+    for m in &mismatches {
+        eprintln!("MISMATCH {m}");
+    }
+    // The first finding, reduced (cached beside the results).
+    let first = &mismatches[0];
+    let key = hex(format!("{identity}{first}").as_bytes());
+    let cached = root.join(format!("reduced-{}.cu", &key[..16]));
+    let reduced = std::fs::read_to_string(&cached).unwrap_or_else(|_| {
+        let p = nvcc_orion_gen::generate(first.seed);
+        let r = nvcc_orion_gen::reduce::reduce(&h, &p, first, REDUCE);
+        let text: String = nvcc_orion_gen::print::sources(&r.program)
+            .into_iter()
+            .map(|(n, t)| format!("// ---- {n}\n{t}"))
+            .collect();
+        let text = format!("// {}\n{text}", r.finding);
+        let _ = std::fs::write(&cached, &text);
+        text
+    });
+    let _ = std::fs::remove_dir_all(&work);
+    panic!(
+        "{} mismatches between nvcc-orion and ptxas's whole-module builds; the first, seed {} \
+         sm_{} {}, reduced:\n{reduced}\nreduce further with `cargo run --release -p \
+         nvcc-orion-gen --bin orion-gen -- reduce --seed {} --arch {} --mode {}`",
+        mismatches.len(),
+        first.seed,
+        first.arch,
+        first.mode,
+        first.seed,
+        first.arch,
+        first.mode.trim_start_matches("force="),
+    );
+}
+
+/// The campaign's fast path (`orion-gen run --through ptxas`: `nvcc-orion --ptxas` on nvcc's
+/// kept PTX, no front end per mode) compares the same kernels in the same modes as the
+/// driver's path, and finds nothing either, on one program and two architectures.
+#[test]
+fn the_ptxas_path_checks_what_the_driver_path_checks() {
+    let Some(_) = common::nvcc_or_skip("generated (through ptxas)") else {
+        return;
+    };
+    let orion = PathBuf::from(env!("CARGO_BIN_EXE_nvcc-orion"));
+    let tools = Tools::find(orion).expect("the toolkit next to nvcc");
+    let root = fresh("generated-through");
+    let harness = |through: Through, dir: &str| Harness {
+        tools: tools.clone(),
+        work: root.join(dir),
+        modes: Mode::ALL.to_vec(),
+        cache: None,
+        through,
+        every_listing: false,
+    };
+    let p = nvcc_orion_gen::generate(5);
+    for arch in [80, 90] {
+        let via_nvcc = harness(Through::Nvcc, "nvcc").check(&p, arch).unwrap();
+        let via_ptxas = harness(Through::Ptxas, "ptxas").check(&p, arch).unwrap();
+        assert!(via_ptxas.kernels > 0, "sm_{arch}: nothing compared");
+        assert_eq!(
+            (via_ptxas.modes, via_ptxas.kernels),
+            (via_nvcc.modes, via_nvcc.kernels),
+            "sm_{arch}"
+        );
+        assert!(
+            via_ptxas.mismatches.is_empty() && via_nvcc.mismatches.is_empty(),
+            "sm_{arch}: {:?} / {:?}",
+            via_ptxas.mismatches,
+            via_nvcc.mismatches
+        );
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// The separable chain's check (`-rdc -c`, `-dlink`, host link, `-lib`): a step that fails
+/// under a mode is a finding where it succeeds with nvcc-orion off, and only there. The
+/// stand-ins for nvcc-orion fail the device link, one under the forced lowest budget only,
+/// the other always (plain nvcc's chain too).
+#[test]
+fn a_failing_separable_step_is_found_where_plain_nvcc_links() {
+    let Some(_) = common::nvcc_or_skip("generated (separable chain)") else {
+        return;
+    };
+    let real = env!("CARGO_BIN_EXE_nvcc-orion");
+    let root = fresh("generated-rdc");
+    let stand_in = |name: &str, when: &str| -> PathBuf {
+        let body = format!(
+            "case \" $* \" in *\" -dlink \"*) if {when}; then \
+             echo 'nvlink error : made up' >&2; exit 1; fi;; esac\nexec '{real}' \"$@\"\n"
+        );
+        script(&root.join(name), &body)
+    };
+    let p = nvcc_orion_gen::generate(43);
+    assert!(p.rdc, "seed 43 is an -rdc program");
+    let chain = |orion: PathBuf, dir: &str| -> Outcome {
+        let h = Harness {
+            tools: Tools::find(orion).expect("the toolkit next to nvcc"),
+            work: root.join(dir),
+            modes: vec![Mode::Default, Mode::Lowest],
+            cache: None,
+            through: Through::Ptxas,
+            every_listing: false,
+        };
+        let d = h.work.clone();
+        std::fs::create_dir_all(&d).unwrap();
+        for (name, text) in nvcc_orion_gen::print::sources(&p) {
+            std::fs::write(d.join(name), text).unwrap();
+        }
+        let mut out = Outcome::default();
+        nvcc_orion_gen::rdc::check(&h, &d, &p, 80, &mut out);
+        out
+    };
+
+    let lowest = chain(
+        stand_in("orion-lowest", "[ \"$NVCC_ORION_FORCE\" = lowest ]"),
+        "lowest",
+    );
+    let found: Vec<(&str, &str)> = lowest
+        .mismatches
+        .iter()
+        .map(|m| (m.mode.as_str(), m.kind.as_str()))
+        .collect();
+    assert_eq!(found, [("force=lowest", "rdc device link failed")]);
+    assert!(lowest.mismatches[0].detail.contains("made up"));
+
+    let always = chain(stand_in("orion-always", "true"), "always");
+    assert!(
+        always.mismatches.is_empty(),
+        "a step plain nvcc fails too is not a finding: {:?}",
+        always.mismatches
+    );
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// An executable shell script at `path` with `body`.
+fn script(path: &Path, body: &str) -> PathBuf {
+    std::fs::write(path, format!("#!/bin/sh\n{body}")).unwrap();
+    let mut perm = std::fs::metadata(path).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+    std::fs::set_permissions(path, perm).unwrap();
+    path.to_path_buf()
+}
+
+/// The harness is not blind: a stand-in for nvcc-orion that reports what the real one chose
+/// but ships plain ptxas's cubin (the retuned kernel at ptxas's own budget, no variants) is
+/// caught in default mode and under adapt, naming the retuned kernel; one whose train build
+/// is not its adapt build is caught too.
+#[test]
+fn a_cubin_that_is_not_what_the_report_says_is_found() {
+    let Some(_) = common::nvcc_or_skip("generated (a wrong cubin)") else {
+        return;
+    };
+    let real = env!("CARGO_BIN_EXE_nvcc-orion");
+    let root = fresh("generated-wrong");
+    let body = format!(
+        "'{real}' \"$@\" || exit $?\nNVCC_ORION=off exec env -u NVCC_ORION_REPORT '{real}' \"$@\"\n"
+    );
+    let h = |orion: PathBuf, dir: &str| Harness {
+        tools: Tools::find(orion).expect("the toolkit next to nvcc"),
+        work: root.join(dir),
+        modes: vec![Mode::Default, Mode::Adapt],
+        cache: None,
+        through: Through::Ptxas,
+        every_listing: false,
+    };
+    let p = nvcc_orion_gen::generate(895);
+    let honest = h(PathBuf::from(real), "honest").check(&p, 90).unwrap();
+    assert!(honest.mismatches.is_empty(), "{:?}", honest.mismatches);
+    let retuned = honest
+        .assembled
+        .iter()
+        .filter(|((_, how), _)| how != "ptxas's own")
+        .count();
+    assert!(
+        retuned > 0,
+        "seed 895 retunes a kernel on sm_90: {honest:?}"
+    );
+
+    let wrong = h(script(&root.join("orion-plain"), &body), "wrong")
+        .check(&p, 90)
+        .unwrap();
+    for mode in ["default", "adapt"] {
+        let found: Vec<&str> = wrong
+            .mismatches
+            .iter()
+            .filter(|m| m.mode == mode && m.kernel.is_some())
+            .map(|m| m.kind.as_str())
+            .collect();
+        assert!(
+            found
+                .iter()
+                .any(|k| ["text", "res-usage", "sections"].contains(k)),
+            "{mode}: the plain cubin passed for the retuned one: {:?}",
+            wrong.mismatches
+        );
+    }
+
+    // Under adapt, train's cubin is built too: one that forces the lowest budgets is caught.
+    let body = format!(
+        "if [ \"$NVCC_ORION\" = train ]; then export NVCC_ORION_FORCE=lowest; fi\n\
+         exec '{real}' \"$@\"\n"
+    );
+    let harness = Harness {
+        modes: vec![Mode::Adapt],
+        ..h(script(&root.join("orion-train"), &body), "train")
+    };
+    let train = harness.check(&p, 90).unwrap();
+    let found: Vec<(&str, &str)> = train
+        .mismatches
+        .iter()
+        .map(|m| (m.mode.as_str(), m.kind.as_str()))
+        .collect();
+    assert_eq!(found, [("train", "train is not adapt")]);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// An empty scratch folder `name` under the target's temporary folder.
+fn fresh(name: &str) -> PathBuf {
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    root
+}
