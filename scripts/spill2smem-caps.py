@@ -14,7 +14,17 @@ check, and kernels above the cap (registers, `cuobjdump -res-usage`).
 
 Run from the repository root after a release build (the binary: `ORION_BIN`, default
 target/release/nvcc-orion):
-    python3 scripts/spill2smem-caps.py ARCH CAP [CAP ...]
+    python3 scripts/spill2smem-caps.py ARCH CAP [CAP ...] [-- FILE ...]
+Files after `--` replace the default set, e.g. `bench/heavy/*.cu`: register-heavy files of
+our own that call helper subroutines and device functions, standing in for the issue's
+held-out set.
+
+    python3 scripts/spill2smem-caps.py --regdem ARCH [-- FILE ...]
+measures register demotion instead (issue 46: "lowered with no new local spills"): each file
+built without a cap by plain nvcc and by nvcc-orion with
+    --orion-transforms=regdem --orion-force=regdem --orion-block-size=128
+A kernel is *heavy* when plain nvcc gives it at least 64 registers; it is *lowered* when ours
+has fewer registers and no more STL/LDL in its section than plain nvcc's.
 """
 import glob
 import os
@@ -32,17 +42,76 @@ FLAGS = ["--orion-transforms=spill2smem", "--orion-force=spill2smem",
          "--orion-block-size=128"]
 
 
-def main():
-    arch, caps = int(sys.argv[1]), [int(c) for c in sys.argv[2:]]
-    nvcc = tool("nvcc")
+def arguments(argv):
+    """(regdem?, arch, caps, files) from the command line."""
+    files = FILES
+    if "--" in argv:
+        at = argv.index("--")
+        argv, files = argv[:at], argv[at + 1:]
+    regdem = argv[:1] == ["--regdem"]
+    if regdem:
+        argv = argv[1:]
+    return regdem, int(argv[0]), [int(c) for c in argv[1:]], files
+
+
+def orion_env(nvcc):
     env = dict(os.environ, NVCC_ORION_NVCC=nvcc, NVCC_ORION_CACHE="off", NVCC_ORION_VERBOSE="1")
-    for k in ("NVCC_ORION", "NVCC_ORION_FORCE", "NVCC_ORION_REPORT"):
+    for k in ("NVCC_ORION", "NVCC_ORION_FORCE", "NVCC_ORION_REPORT", "NVCC_ORION_TRANSFORMS"):
         env.pop(k, None)
+    return env
+
+
+HEAVY = 64
+REGDEM_FLAGS = ["--orion-transforms=regdem", "--orion-force=regdem", "--orion-block-size=128"]
+
+
+def regdem(arch, files):
+    """Register demotion's coverage of the heavy kernels of `files` (see the docstring)."""
+    nvcc = tool("nvcc")
+    env = orion_env(nvcc)
+    heavy = lowered = audit = 0
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for src in files:
+            name = os.path.basename(src)
+            plain = os.path.join(tmp, f"plain.{name}.cubin")
+            ours = os.path.join(tmp, f"ours.{name}.cubin")
+            subprocess.run([nvcc, "-cubin", f"-arch=sm_{arch}", src, "-o", plain], check=True,
+                           capture_output=True)
+            run = subprocess.run([ORION, "-cubin", f"-arch=sm_{arch}", *REGDEM_FLAGS, src, "-o",
+                                  ours], env=env, capture_output=True, text=True, check=True)
+            audit += "assembly check" in run.stderr
+            pl, ol = local_ops(plain), local_ops(ours)
+            pu, ou = res_usage(plain), res_usage(ours)
+            for k in sorted(pu):
+                if k not in pl or pu[k][0] < HEAVY:
+                    continue
+                heavy += 1
+                down = ou[k][0] < pu[k][0] and ol.get(k, 0) <= pl.get(k, 0)
+                lowered += down
+                what = "lowered" if down else "kept"
+                rows.append(f"| {name} | `{k}` | {pu[k][0]} → {ou[k][0]} | "
+                            f"{pl.get(k, 0)} → {ol.get(k, 0)} | {what} |")
+    print(f"## sm_{arch}, register demotion forced\n")
+    print(f"{heavy} heavy kernels (at least {HEAVY} registers): **{lowered} lowered with no new "
+          f"local spills**; {audit} builds naming the assembly check.\n")
+    print("| file | kernel | registers plain → ours | STL/LDL plain → ours | result |")
+    print("|---|---|---|---|---|")
+    print("\n".join(rows) + "\n")
+
+
+def main():
+    is_regdem, arch, caps, files = arguments(sys.argv[1:])
+    if is_regdem:
+        regdem(arch, files)
+        return
+    nvcc = tool("nvcc")
+    env = orion_env(nvcc)
     with tempfile.TemporaryDirectory() as tmp:
         for cap in caps:
             full = part = none = above = audit = 0
             rows = []
-            for src in FILES:
+            for src in files:
                 name = os.path.basename(src)
                 plain = os.path.join(tmp, f"plain.{name}.{cap}.cubin")
                 ours = os.path.join(tmp, f"ours.{name}.{cap}.cubin")

@@ -153,9 +153,13 @@ fn emit(
         let (bytes, raw, refused) = build(input, &live, attempt)?;
         let multi =
             Cubin::parse(&bytes).map_err(|e| TuneError::Cubin("multi-variant".to_string(), e))?;
-        check_originals(input, &multi)?;
-        let mut same_code = BTreeMap::new();
         let mut differ = refused;
+        for (kernel, why) in check_originals(input, &multi)? {
+            if !blame_variants(&live, &kernel, &why, &mut differ) {
+                return Err(TuneError::Mismatch(kernel));
+            }
+        }
+        let mut same_code = BTreeMap::new();
         for w in &live {
             if differ.contains_key(&w.name) {
                 continue;
@@ -337,7 +341,8 @@ fn whole_module(
 /// The assembly check on the multi-variant cubin: each original against what plain tune
 /// ships, each variant against its standalone candidate (under the original's name), the
 /// rest against ptxas's output `raw`. A variant that disagrees joins `differ` (it is
-/// dropped and the cubin built again); any other disagreement fails the embedding.
+/// dropped and the cubin built again), and so do the variants of an original that disagrees
+/// ([`blame_variants`]); any other disagreement fails the embedding.
 fn audit_multi(
     input: &Input<'_>,
     bytes: &[u8],
@@ -389,16 +394,42 @@ fn audit_multi(
             {
                 differ.insert(kernel, format!("assembly check: {what}"));
             }
+            crate::audit::AuditError::Disagrees { kernel, what }
+                if blame_variants(live, &kernel, &format!("assembly check: {what}"), differ) => {}
             e => return Err(e.into()),
         }
     }
     Ok(())
 }
 
+/// An original kernel `kernel` differs in the multi-variant cubin from what plain tune ships
+/// (`why`): the variants copied from it are dropped (each with why) and the cubin is built
+/// again without them, so the other kernels keep theirs. `false`: it has no variant left to
+/// drop, and the embedding fails as a whole (plain tune's cubin ships).
+fn blame_variants(
+    live: &[&Want],
+    kernel: &str,
+    why: &str,
+    differ: &mut BTreeMap<String, String>,
+) -> bool {
+    let mut blamed = false;
+    for w in live.iter().filter(|w| w.kernel == kernel) {
+        differ
+            .entry(w.name.clone())
+            .or_insert_with(|| format!("its original {kernel} differs: {why}"));
+        blamed = true;
+    }
+    blamed
+}
+
 /// Every kernel under its own name must be what plain tune ships: the same code, registers,
-/// stack frame and shared memory.
-fn check_originals(input: &Input<'_>, multi: &Cubin) -> Result<(), TuneError> {
+/// stack frame and shared memory. Those that are not, with why.
+fn check_originals(
+    input: &Input<'_>,
+    multi: &Cubin,
+) -> Result<BTreeMap<String, String>, TuneError> {
     let plain = Cubin::parse(input.plain).map_err(|e| TuneError::Cubin("tuned".to_string(), e))?;
+    let mut differ = BTreeMap::new();
     for f in plain.kernels() {
         let got = multi.function_info(&f.name);
         let same_info = got.as_ref().is_some_and(|g| {
@@ -414,11 +445,13 @@ fn check_originals(input: &Input<'_>, multi: &Cubin) -> Result<(), TuneError> {
                 f.spill_instructions,
             )
         });
-        if !same_info || kernel_code(multi, &f.name) != kernel_code(&plain, &f.name) {
-            return Err(TuneError::Mismatch(f.name.clone()));
+        if !same_info {
+            differ.insert(f.name.clone(), "its resources differ".to_string());
+        } else if kernel_code(multi, &f.name) != kernel_code(&plain, &f.name) {
+            differ.insert(f.name.clone(), "its code differs".to_string());
         }
     }
-    Ok(())
+    Ok(differ)
 }
 
 /// Whether variant `w` in `multi` is its standalone candidate: `Ok(same code)`, else why
@@ -532,12 +565,13 @@ fn fill(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::tune::candidates::BlockFrom;
     use crate::tune::select::tests::ev;
 
-    fn record(kernel: &str, candidates: Vec<Evaluated>, chosen: usize) -> KernelRecord {
+    /// A record of `kernel` with `candidates`, `chosen` of them chosen (test constructor).
+    pub(crate) fn record(kernel: &str, candidates: Vec<Evaluated>, chosen: usize) -> KernelRecord {
         KernelRecord {
             arch: "sm_90".into(),
             kernel: kernel.into(),
@@ -569,6 +603,40 @@ mod tests {
             frame_size: Some(frame),
             ..FunctionInfo::default()
         }
+    }
+
+    fn want(kernel: &str, name: &str) -> Want {
+        Want {
+            kernel: kernel.into(),
+            record: 0,
+            variant: 1,
+            name: name.into(),
+            candidate: 1,
+            budget: None,
+        }
+    }
+
+    /// An original that differs in the multi-variant cubin drops its own variants only (the
+    /// cubin is built again without them); one with no variant left fails the embedding.
+    #[test]
+    fn an_original_that_differs_drops_only_its_variants() {
+        let (a1, a2, b1) = (want("a", "a__v1"), want("a", "a__v2"), want("b", "b__v1"));
+        let live = [&a1, &a2, &b1];
+        let mut differ = BTreeMap::new();
+        assert!(blame_variants(&live, "a", "its code differs", &mut differ));
+        assert_eq!(
+            differ.keys().collect::<Vec<_>>(),
+            ["a__v1", "a__v2"],
+            "b's variant stays"
+        );
+        assert_eq!(differ["a__v1"], "its original a differs: its code differs");
+        // Blamed again (the assembly check after check_originals): still only a's, the
+        // first reason kept.
+        assert!(blame_variants(&live, "a", "assembly check: x", &mut differ));
+        assert_eq!(differ.len(), 2);
+        assert_eq!(differ["a__v2"], "its original a differs: its code differs");
+        assert!(!blame_variants(&live, "c", "its code differs", &mut differ));
+        assert_eq!(differ.len(), 2);
     }
 
     #[test]

@@ -386,6 +386,21 @@ fn assemble_or_refuse(
     arch_name: &str,
     result: &mut Tuned,
 ) -> Result<Option<assemble::Assembled>, TuneError> {
+    refusing_per_kernel(selected, arch_name, result, |choice| {
+        assemble::assemble(inputs, choice)
+    })
+}
+
+/// [`assemble_or_refuse`] with the assembly as a parameter: `assemble` is tried with what is
+/// chosen, and each rewritten kernel it names as disagreeing is taken out of the choice
+/// (ptxas's code for it) before the next try. A disagreement about a kernel no rewrite made,
+/// or any other error, ends it: the caller keeps ptxas's cubin, as before the check.
+fn refusing_per_kernel<A>(
+    selected: &mut Selected,
+    arch_name: &str,
+    result: &mut Tuned,
+    mut assemble: impl FnMut(&assemble::Choice<'_>) -> Result<A, TuneError>,
+) -> Result<Option<A>, TuneError> {
     loop {
         if selected.chosen.is_empty() {
             return Ok(None);
@@ -394,27 +409,33 @@ fn assemble_or_refuse(
             chosen: &selected.chosen,
             expected: &selected.expected,
         };
-        match assemble::assemble(inputs, &choice) {
+        match assemble(&choice) {
             Err(TuneError::Audit(crate::audit::AuditError::Disagrees { kernel, what }))
                 if selected.chosen.get(&kernel).is_some_and(|b| b.rewritten()) =>
             {
-                selected.chosen.remove(&kernel);
-                selected.expected.insert(kernel.clone(), None);
-                result.warnings.push(format!(
-                    "{arch_name} {kernel}: the assembly check refused its rewrite ({what}); the kernel keeps ptxas's code"
-                ));
-                if let Some(r) = result.records.iter_mut().find(|r| r.kernel == kernel) {
-                    r.chosen = 0;
-                    r.chosen_registers = r
-                        .candidates
-                        .first()
-                        .map_or(r.chosen_registers, |c| c.registers);
-                    r.gain_percent = 0.0;
-                    r.reason = format!("the assembly check refused its rewrite: {what}");
-                }
+                refuse(selected, &kernel, &what, arch_name, result);
             }
             r => return r.map(Some),
         }
+    }
+}
+
+/// Kernel `kernel`'s rewrite refused by the assembly check (`what`): it keeps ptxas's code,
+/// one warning names it, and its record says why.
+fn refuse(selected: &mut Selected, kernel: &str, what: &str, arch_name: &str, result: &mut Tuned) {
+    selected.chosen.remove(kernel);
+    selected.expected.insert(kernel.to_string(), None);
+    result.warnings.push(format!(
+        "{arch_name} {kernel}: the assembly check refused its rewrite ({what}); the kernel keeps ptxas's code"
+    ));
+    if let Some(r) = result.records.iter_mut().find(|r| r.kernel == kernel) {
+        r.chosen = 0;
+        r.chosen_registers = r
+            .candidates
+            .first()
+            .map_or(r.chosen_registers, |c| c.registers);
+        r.gain_percent = 0.0;
+        r.reason = format!("the assembly check refused its rewrite: {what}");
     }
 }
 
@@ -634,5 +655,75 @@ mod tests {
             .map(String::from)
             .to_vec();
         assert_eq!(step_files(&no_out), None);
+    }
+
+    /// Two kernels chosen with a rewrite; the assembly (here a stand-in that names `a` as
+    /// disagreeing while `a` is chosen, as the check's per-kernel comparison does) refuses
+    /// `a` only: `b` ships its rewrite, and one warning and `a`'s record name `a`.
+    #[test]
+    fn a_refused_rewrite_rejects_only_its_kernel() {
+        use crate::transform::spill_to_shared::SpillToShared;
+        use crate::tune::multi::tests::record;
+        use crate::tune::select::tests::ev;
+        let rewritten = crate::tune::ptx::Budget::rewritten_by(&SpillToShared, 40, 40);
+        let mut selected = Selected::default();
+        let mut result = Tuned::default();
+        for k in ["a", "b"] {
+            selected.chosen.insert(k.to_string(), rewritten);
+            selected.expected.insert(k.to_string(), Some(0));
+            let mut shared = ev(Some(40), 40, &[Some(90.0)]);
+            shared.budget = Some(rewritten);
+            result
+                .records
+                .push(record(k, vec![ev(None, 64, &[Some(100.0)]), shared], 1));
+        }
+        let mut tries = Vec::new();
+        let shipped = refusing_per_kernel(&mut selected, "sm_90", &mut result, |choice| {
+            let names: Vec<String> = choice.chosen.keys().cloned().collect();
+            tries.push(names.clone());
+            if choice.chosen.contains_key("a") {
+                return Err(TuneError::Audit(crate::audit::AuditError::Disagrees {
+                    kernel: "a".to_string(),
+                    what: "symbol `helper` differs in its code section".to_string(),
+                }));
+            }
+            Ok(names)
+        })
+        .unwrap();
+        assert_eq!(shipped, Some(vec!["b".to_string()]));
+        assert_eq!(tries, [vec!["a", "b"], vec!["b"]]);
+        assert_eq!(selected.expected["a"], None);
+        assert_eq!(selected.expected["b"], Some(0));
+        assert_eq!(
+            result.warnings,
+            [
+                "sm_90 a: the assembly check refused its rewrite (symbol `helper` differs in its \
+              code section); the kernel keeps ptxas's code"
+            ]
+        );
+        let (a, b) = (&result.records[0], &result.records[1]);
+        assert_eq!((a.chosen, a.chosen_registers, a.gain_percent), (0, 64, 0.0));
+        assert!(a.reason.contains("refused its rewrite"), "{}", a.reason);
+        assert_eq!((b.chosen, b.chosen_registers), (1, 40));
+    }
+
+    /// A disagreement about a kernel no rewrite made is not the rewrite's: it ends the
+    /// assembly (the caller keeps ptxas's cubin), and the choice is left as it was.
+    #[test]
+    fn a_disagreement_outside_the_rewrites_is_an_error() {
+        let mut selected = Selected::default();
+        selected
+            .chosen
+            .insert("a".to_string(), crate::tune::ptx::Budget::regs(40));
+        let mut result = Tuned::default();
+        let r: Result<Option<()>, _> =
+            refusing_per_kernel(&mut selected, "sm_90", &mut result, |_| {
+                Err(TuneError::Audit(crate::audit::AuditError::Disagrees {
+                    kernel: "a".to_string(),
+                    what: "its code differs".to_string(),
+                }))
+            });
+        assert!(matches!(r, Err(TuneError::Audit(_))));
+        assert!(selected.chosen.contains_key("a") && result.warnings.is_empty());
     }
 }

@@ -8,7 +8,8 @@
 //! make other test processes wait and reuse it), with their `nvdisasm -json` and
 //! `-c -lrm narrow` listings (`-plr`'s table, one character per register). The
 //! architectures come from [`plan`]: in CI each source on one of sm_75, 80, 86, 89 and 90
-//! in turn (the liveness kernels on sm_90 or sm_80 too), 78 cubins; with
+//! in turn (the liveness kernels on sm_90 or sm_80 too, `liveness/varlat.cu`'s
+//! variable-latency kernels on all five), 94 cubins; with
 //! `LIVENESS_ORACLE_ARCHS=all` every source on all five (340 cubins; sm_100 and later have
 //! no operand tables). Then, at every instruction of every function:
 //!
@@ -20,6 +21,9 @@
 //!   except where the call models differ (see [`regdem_liveness_covers_nvdisasm`]);
 //! * on two cubins, the narrow layout equals `-c -plr`'s wide one row for row and its `#`
 //!   column `-c -lrm count`'s; `nvcc-orion debug sass --liveness` prints `-plr`'s sets.
+//!
+//! Where the analysis is known to show fewer registers than `-plr` ([`KNOWN_UNDER`]: one
+//! block, 5 instructions, of 132,130) the difference is printed on every run, not hidden.
 //!
 //! A failure names the cubin, function, offset, instruction and the differing registers
 //! (`LIVENESS_ORACLE_ALL=1` prints every one). Without nvcc the tests print a skip line and
@@ -57,6 +61,14 @@ const MIN_INSTRUCTIONS: usize = 50_000;
 /// (SIGSEGV) on their `-rdc` cubins on every architecture, as on any `-rdc` kernel that
 /// reads a static `__shared__` array (docs/sass.md §Other toolkit output the code reads).
 const SEEDS: &[u64] = &[228, 541, 5, 1000, 1006, 2];
+
+/// The variable-latency kernels (issue 46: conversions, MUFU, loads, `S2R`), built for every
+/// architecture of [`ARCHS`] in every plan.
+const VARIABLE_LATENCY: &str = "tests/kernels/liveness/varlat.cu";
+
+/// Opcodes whose results arrive through a scoreboard that the check must see on every
+/// architecture ([`variable_latency_instructions_are_compared`]).
+const VARIABLE_LATENCY_OPS: &[&str] = &["I2F", "F2I", "F2F", "MUFU", "LDG", "LDS", "TEX", "S2R"];
 
 /// Sources that are not built: they fail on purpose, or hold no device code.
 const EXCLUDED: &[&str] = &[
@@ -192,7 +204,7 @@ fn sources() -> Vec<String> {
 /// `LIVENESS_ORACLE_ROTATE`, default 0, modulo five), so each architecture sees a fifth of
 /// the sources and five rotations cover the full check; the kernels written for the
 /// liveness issue (`tests/kernels/liveness/`) are built for sm_90 as well (sm_80 when their
-/// turn is sm_90).
+/// turn is sm_90), and [`VARIABLE_LATENCY`] for all five.
 fn plan(units: &[Unit]) -> Vec<Job> {
     let all = std::env::var("LIVENESS_ORACLE_ARCHS").is_ok_and(|v| v == "all");
     let rotate: usize = std::env::var("LIVENESS_ORACLE_ROTATE")
@@ -202,7 +214,7 @@ fn plan(units: &[Unit]) -> Vec<Job> {
     let mut jobs = Vec::new();
     for (i, u) in units.iter().enumerate() {
         let turn = ARCHS[(i + rotate) % ARCHS.len()];
-        let archs = if all {
+        let archs = if all || u.rel == VARIABLE_LATENCY {
             ARCHS.to_vec()
         } else if u.rel.starts_with("tests/kernels/liveness/") {
             vec![turn, if turn == 90 { 80 } else { 90 }]
@@ -501,6 +513,27 @@ fn instr_text(ins: &nvcc_orion::sass::ir::Instr) -> String {
     format!("{pred}{} {}", ins.opcode, ops.join(", "))
 }
 
+/// Where `analysis::Liveness` is known to show fewer general registers than `-plr` (the
+/// unsafe direction for a rewrite that picks a free register): (job label, function, the
+/// offset of the block's last instruction, the registers only `-plr` has there). The
+/// rewrites do not read this liveness: register demotion's own covers `-plr` at these
+/// places too ([`regdem_liveness_covers_nvdisasm`]). Each is printed on every run and is
+/// not counted as a failure; a listed block that differs otherwise, or no longer differs,
+/// fails the check, and so does any new difference.
+///
+/// `lv_convert_mix` on sm_90: the inlined `__frcp_rn` path. The block ending in `@P0 BRA`
+/// at 0x13f0 falls through to a block that writes R23 under both `@!P0` (`MUFU.RCP`) and
+/// `@P0` (`FFMA`) with P0 set anew, then branches unguarded; `-plr` keeps R23 live through
+/// the predecessor (5 instructions), where the analysis's tagged rule (a write under `@g`
+/// ends the tag "always") ends it. R23 is in fact dead there (both writes cover every
+/// path), so `-plr` is the conservative one; the rule nvdisasm follows is not yet known.
+const KNOWN_UNDER: &[(&str, &str, u64, &[u8])] = &[(
+    "tests/kernels/liveness/varlat.cu sm_90",
+    "_Z14lv_convert_mixPKiPKfPKdPfPxi",
+    0x13f0,
+    &[23],
+)];
+
 /// Failures of one check, with the totals, reported together.
 #[derive(Default)]
 struct Tally {
@@ -514,6 +547,10 @@ struct Tally {
     by_class: BTreeMap<String, usize>,
     /// (class, message) of the differences shown.
     examples: Vec<(String, String)>,
+    /// Instructions of the [`KNOWN_UNDER`] blocks that differ as listed (not failures), and
+    /// which entries were met.
+    known: usize,
+    known_met: BTreeSet<usize>,
 }
 
 impl Tally {
@@ -532,6 +569,8 @@ impl Tally {
         self.bad += o.bad;
         self.functions += o.functions;
         self.refused += o.refused;
+        self.known += o.known;
+        self.known_met.extend(o.known_met);
         for (k, v) in o.by_class {
             *self.by_class.entry(k).or_default() += v;
         }
@@ -575,6 +614,17 @@ impl Tally {
             }
         }
         shown.truncate(80);
+        if self.known > 0 {
+            eprintln!(
+                "{what}: {} instructions in {} known block(s) show fewer registers than -plr \
+                 (KNOWN_UNDER, not counted as failures):",
+                self.known,
+                self.known_met.len()
+            );
+            for k in &self.known_met {
+                eprintln!("  {:?}", KNOWN_UNDER[*k]);
+            }
+        }
         assert!(
             self.bad == 0,
             "{what}: {} of {} instructions differ; where a difference starts, by opcode: {:#?}\n{}",
@@ -604,10 +654,27 @@ fn report_function(
 ) {
     let mut shown = 0;
     for (_, b) in cfg.blocks() {
+        let known = (prefix == "R")
+            .then(|| {
+                KNOWN_UNDER.iter().position(|(label, func, end, _)| {
+                    *label == c.job.label()
+                        && *func == f.name
+                        && *end == f.instrs[b.end() - 1].offset
+                })
+            })
+            .flatten();
         for i in b.first..b.end() {
             let Some((ours, theirs)) = &diffs[i] else {
                 continue;
             };
+            if let Some(k) = known
+                && ours.is_empty()
+                && theirs.iter().eq(KNOWN_UNDER[k].3.iter())
+            {
+                t.known += 1;
+                t.known_met.insert(k);
+                continue;
+            }
             let origin = i + 1 == b.end() || diffs[i + 1].as_ref() != diffs[i].as_ref();
             if !origin {
                 t.bad += 1;
@@ -699,6 +766,72 @@ fn liveness_matches_nvdisasm() {
         "liveness vs nvdisasm -plr / -lrm count",
         "instructions",
         MIN_INSTRUCTIONS,
+    );
+    assert_eq!(
+        all.known_met.len(),
+        KNOWN_UNDER.len(),
+        "a KNOWN_UNDER block no longer differs as listed: take it off the list"
+    );
+}
+
+/// The liveness check above covers variable-latency instructions on every architecture:
+/// each opcode of [`VARIABLE_LATENCY_OPS`] (those the issue-46 difference started at, around
+/// `I2F` in imageDenoising's NLMdiag on sm_80) is among the instructions compared with
+/// `-plr`, in [`VARIABLE_LATENCY`]'s cubins of sm_75, 80, 86, 89 and 90, and there every
+/// instruction's live registers equal `-plr`'s.
+#[test]
+fn variable_latency_instructions_are_compared() {
+    let Some(cs) = cubins() else { return };
+    let mut seen: BTreeMap<u32, BTreeSet<&str>> = BTreeMap::new();
+    let mut t = Tally::default();
+    for c in cs.iter().filter(|c| c.job.rel == VARIABLE_LATENCY) {
+        t.cubins += 1;
+        for f in &c.decoded.functions {
+            t.functions += 1;
+            let cfg = Cfg::build(f);
+            let section = &c.sections[f.section];
+            let live = Liveness::compute_marked(f, &cfg, RegFile::Gpr, &marked(c, section, f));
+            let mut diffs = vec![None; f.instrs.len()];
+            for (i, ins) in f.instrs.iter().enumerate() {
+                let Some(p) = c.plr.get(&(section.clone(), ins.offset)) else {
+                    continue;
+                };
+                t.compared += 1;
+                let base = ins.opcode.as_str().split('.').next().unwrap_or("");
+                if let Some(op) = VARIABLE_LATENCY_OPS.iter().find(|&&o| o == base) {
+                    seen.entry(c.job.arch).or_default().insert(op);
+                }
+                let p = p.marks(plr::File::Gpr);
+                let ours: BTreeSet<u8> = live.occupied(i).iter().collect();
+                if live.count(i) != p.count || ours != p.occupied {
+                    diffs[i] = Some((
+                        ours.difference(&p.occupied).copied().collect(),
+                        p.occupied.difference(&ours).copied().collect(),
+                    ));
+                }
+            }
+            report_function(&mut t, c, f, &cfg, &diffs, "live registers differ", "R");
+        }
+    }
+    for arch in ARCHS {
+        let missing: Vec<&&str> = VARIABLE_LATENCY_OPS
+            .iter()
+            .filter(|o| !seen.get(arch).is_some_and(|s| s.contains(**o)))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "{VARIABLE_LATENCY} on sm_{arch}: no {missing:?} compared"
+        );
+    }
+    t.assert_clean(
+        "variable-latency liveness vs nvdisasm -plr",
+        "instructions",
+        1,
+    );
+    assert_eq!(
+        t.known_met.len(),
+        KNOWN_UNDER.len(),
+        "a KNOWN_UNDER block no longer differs as listed: take it off the list"
     );
 }
 

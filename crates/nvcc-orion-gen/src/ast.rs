@@ -147,6 +147,13 @@ pub enum Stmt {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BinOp {
+    /// The three below call the compiler's helper subroutines on their slow paths
+    /// (generated only from [`crate::generate::HELPERS_FROM`] on): `x / y` in single
+    /// precision (IEEE division), `sqrtf(fabsf(x * y))` (IEEE square root), and `x / (y + 3)`
+    /// in double precision (the reciprocal and division slow paths).
+    Div,
+    Sqrt,
+    DDiv,
     Add,
     Sub,
     Mul,
@@ -196,6 +203,7 @@ impl Expr {
             Expr::Load(g, _) => p.globals[*g].ty,
             Expr::Bin(op, a, b) => match op {
                 BinOp::Xor | BinOp::And | BinOp::Shr => Ty::Uint,
+                BinOp::Div | BinOp::Sqrt | BinOp::DDiv => Ty::Float,
                 _ if a.ty(p) == Ty::Float || b.ty(p) == Ty::Float => Ty::Float,
                 _ => Ty::Uint,
             },

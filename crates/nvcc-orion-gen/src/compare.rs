@@ -169,8 +169,11 @@ const NOT_COMPARED: &[&str] = &[
 
 /// Everything of the module outside its kernels' own sections (`kernels`: every kernel of
 /// either cubin): bank 4 and its relocations, bank 3, globals, shared functions' sections, the
-/// symbols and `.nv.info` records of non-kernel functions and objects.
-pub fn module_exact(ship: &Elf, refe: &Elf, kernels: &[String]) -> Vec<Diff> {
+/// symbols and `.nv.info` records of non-kernel functions and objects. The records of the
+/// functions in a `rewritten` kernel's section (the compiler's helper subroutines it calls)
+/// are left out like the kernel's own: a proved spill → shared rewrite lowers their frame
+/// sizes with the kernel's, and the checker's proof and the assembly check vouch for them.
+pub fn module_exact(ship: &Elf, refe: &Elf, kernels: &[String], rewritten: &[String]) -> Vec<Diff> {
     let outside = |s: &str| !NOT_COMPARED.contains(&s) && !kernels.iter().any(|k| section_of(s, k));
     let names =
         |e: &Elf| -> Vec<String> { e.headers.keys().filter(|s| outside(s)).cloned().collect() };
@@ -235,10 +238,16 @@ pub fn module_exact(ship: &Elf, refe: &Elf, kernels: &[String]) -> Vec<Diff> {
             ),
         ));
     }
-    let outside_f = |f: &str| !kernels.iter().any(|k| function_of(f, k));
+    let outside_f = |e: &Elf, f: &str| {
+        !kernels.iter().any(|k| function_of(f, k))
+            && !e
+                .symbols
+                .iter()
+                .any(|s| s.name == f && rewritten.iter().any(|k| section_of(&s.section, k)))
+    };
     let (x, y) = (
-        records_where(ship, outside_f),
-        records_where(refe, outside_f),
+        records_where(ship, |f| outside_f(ship, f)),
+        records_where(refe, |f| outside_f(refe, f)),
     );
     if x != y {
         out.push(diff(
@@ -661,6 +670,38 @@ mod tests {
         let (mut ship, refe) = copy_pair();
         ship.symbols[1].size = "10".into();
         assert!(!text_identical(&ship, &refe, "k__orion_v1", "k"));
+    }
+
+    /// A helper subroutine in kernel `k`'s section whose frame a rewrite of `k` lowered: a
+    /// module difference unless `k` is a rewritten kernel.
+    #[test]
+    fn a_rewritten_kernels_helper_records_are_the_kernels() {
+        let (mut ship, mut refe) = copy_pair();
+        for (e, frame) in [(&mut ship, "0x0"), (&mut refe, "0x68")] {
+            e.symbols.push(Symbol {
+                name: "$__internal_2_$__cuda_sm20_div_rn_f64_full".into(),
+                value: "10".into(),
+                size: "10".into(),
+                ty: "FUNC".into(),
+                bind: "LOCAL".into(),
+                other: "STV_DEFAULT".into(),
+                section: ".text.k".into(),
+            });
+            e.info.push((
+                "$__internal_2_$__cuda_sm20_div_rn_f64_full".into(),
+                format!("EIATTR_FRAME_SIZE frame size: {frame}"),
+            ));
+        }
+        let kernels = vec!["k".to_string(), "k__orion_v1".to_string()];
+        let found = module_exact(&ship, &refe, &kernels, &[]);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].kind, "module .nv.info records");
+        assert!(module_exact(&ship, &refe, &kernels, &["k".to_string()]).is_empty());
+        // Rewriting another kernel does not excuse k's helper.
+        assert_eq!(
+            module_exact(&ship, &refe, &kernels, &["k__orion_v1".to_string()]).len(),
+            1
+        );
     }
 
     #[test]

@@ -77,6 +77,9 @@ pub fn features(p: &Program) -> BTreeSet<&'static str> {
         Expr::Call(..) => {
             f.insert("calls");
         }
+        Expr::Bin(BinOp::Div | BinOp::Sqrt | BinOp::DDiv, ..) => {
+            f.insert("helper subroutines");
+        }
         Expr::CallTable(..) => {
             f.insert("calls through tables");
         }
@@ -114,6 +117,7 @@ pub const ALL: &[&str] = &[
     "branches",
     "calls",
     "calls through tables",
+    "helper subroutines",
 ];
 
 /// A few seeds from `seeds` that together use every feature of [`ALL`] (greedy set cover,

@@ -1,5 +1,7 @@
 //! Seed → [`Program`]. Every choice comes from the seed's stream, in a fixed order, so a seed
-//! names one program forever (tests and bench/results quote seeds).
+//! names one program forever (tests and bench/results quote seeds). Seeds from
+//! [`HELPERS_FROM`] on also draw the operations that call the compiler's helper subroutines;
+//! the programs of the seeds below it are the ones they always were.
 
 use crate::ast::*;
 use crate::rng::Rng;
@@ -15,10 +17,43 @@ enum Scope {
     Extern,
 }
 
+/// The first seed whose programs divide and take square roots the IEEE way, calling the
+/// compiler's helper subroutines (`__cuda_sm20_sqrt_rn_f32_slowpath`, the single-precision
+/// division and the double-precision reciprocal slow paths) from kernels and device
+/// functions: what the SASS rewrites meet in numeric code (issue 46).
+pub const HELPERS_FROM: u64 = 1_000_000;
+
 struct Gen<'a> {
     r: Rng,
     p: &'a mut Program,
+    /// Binary operations drawn from ([`HELPERS_FROM`]).
+    ops: &'static [BinOp],
 }
+
+const OPS: &[BinOp] = &[
+    BinOp::Add,
+    BinOp::Sub,
+    BinOp::Mul,
+    BinOp::Min,
+    BinOp::Max,
+    BinOp::Xor,
+    BinOp::And,
+    BinOp::Shr,
+];
+
+const OPS_WITH_HELPERS: &[BinOp] = &[
+    BinOp::Add,
+    BinOp::Sub,
+    BinOp::Mul,
+    BinOp::Min,
+    BinOp::Max,
+    BinOp::Xor,
+    BinOp::And,
+    BinOp::Shr,
+    BinOp::Div,
+    BinOp::Sqrt,
+    BinOp::DDiv,
+];
 
 pub fn generate(seed: u64) -> Program {
     let mut p = Program {
@@ -34,6 +69,11 @@ pub fn generate(seed: u64) -> Program {
     let mut g = Gen {
         r: Rng::new(seed),
         p: &mut p,
+        ops: if seed >= HELPERS_FROM {
+            OPS_WITH_HELPERS
+        } else {
+            OPS
+        },
     };
     g.module();
     p
@@ -275,16 +315,7 @@ impl Gen<'_> {
         let d = depth - 1;
         match self.r.weighted(&[20, input, consts, loads, calls, tables]) {
             0 => {
-                let op = *self.r.pick(&[
-                    BinOp::Add,
-                    BinOp::Sub,
-                    BinOp::Mul,
-                    BinOp::Min,
-                    BinOp::Max,
-                    BinOp::Xor,
-                    BinOp::And,
-                    BinOp::Shr,
-                ]);
+                let op = *self.r.pick(self.ops);
                 Expr::Bin(
                     op,
                     Box::new(self.expr(scope, d)),

@@ -25,6 +25,8 @@ pub enum Mode {
     Lowest,
     /// `--orion-force=spill2smem`: proved or refused, sm_75–90 only.
     Spill2smem,
+    /// `--orion-force=regdem`: register demotion, proved or refused, sm_75–90 only.
+    Regdem,
     /// `NVCC_ORION=adapt` with `--orion-force=lowest`: every tuned kernel has variants, so
     /// the way they are added (`cubin::entry`, or one more ptxas run) is compared on every
     /// program. Asked for by name (`--mode adapt+lowest`), not in [`Mode::ALL`].
@@ -36,7 +38,13 @@ pub enum Mode {
 }
 
 impl Mode {
-    pub const ALL: &[Mode] = &[Mode::Default, Mode::Adapt, Mode::Lowest, Mode::Spill2smem];
+    pub const ALL: &[Mode] = &[
+        Mode::Default,
+        Mode::Adapt,
+        Mode::Lowest,
+        Mode::Spill2smem,
+        Mode::Regdem,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -44,6 +52,7 @@ impl Mode {
             Mode::Adapt => "adapt",
             Mode::Lowest => "force=lowest",
             Mode::Spill2smem => "force=spill2smem",
+            Mode::Regdem => "force=regdem",
             Mode::AdaptLowest => "adapt+lowest",
             Mode::Train => "train",
         }
@@ -61,6 +70,7 @@ impl Mode {
         match self {
             Mode::Lowest | Mode::AdaptLowest => &["--orion-force=lowest"],
             Mode::Spill2smem => &["--orion-force=spill2smem"],
+            Mode::Regdem => &["--orion-force=regdem"],
             _ => &[],
         }
     }
@@ -80,7 +90,7 @@ impl Mode {
 
     /// The rewrites are for sm_75 to sm_90 (docs/DESIGN.md §Architectures).
     pub fn applies(self, arch: u32) -> bool {
-        self != Mode::Spill2smem || arch <= 90
+        !matches!(self, Mode::Spill2smem | Mode::Regdem) || arch <= 90
     }
 }
 
@@ -282,7 +292,7 @@ impl Harness {
         }
         let mut all = kernels.clone();
         all.extend(entries(&shipped));
-        for d in compare::module_exact(&shipped, &reference.1, &all) {
+        for d in compare::module_exact(&shipped, &reference.1, &all, &skip) {
             out.mismatches.push(mis(None, d));
         }
         Ok(())
@@ -705,6 +715,26 @@ fn is_rewrite(v: &Value) -> bool {
         .is_some_and(|b| b.contains_key("spill_to_shared") || b.contains_key("regdem_from"))
 }
 
+/// Whether the report says the chosen rewrite (budget `cb`) was proved: its `verdict` where
+/// it has one (spill → shared, which `explain` shows), else the `transform` note at the
+/// chosen budget (register demotion records no verdict): `register demotion at <regs>: ...
+/// proved (...)`, not `... at <regs>: not applied: ...`.
+fn proved(v: &Value, cb: &Value) -> bool {
+    if let Some(p) = v["verdict"]["proved"].as_bool() {
+        return p;
+    }
+    let Some(regs) = cb["regs"].as_u64() else {
+        return false;
+    };
+    let at = format!("{regs}: ");
+    v["transform"]
+        .as_str()
+        .unwrap_or("")
+        .split("register demotion at ")
+        .filter_map(|note| note.strip_prefix(&at))
+        .any(|note| !note.starts_with("not applied") && note.contains("proved ("))
+}
+
 fn record(v: &Value) -> Record {
     let cands = v["candidates"].as_array().cloned().unwrap_or_default();
     let chosen = v["chosen"].as_u64().unwrap_or(0) as usize;
@@ -712,7 +742,7 @@ fn record(v: &Value) -> Record {
         .get(chosen)
         .map(|c| c["budget"].clone())
         .unwrap_or(Value::Null);
-    let rewrite = is_rewrite(&cb).then(|| v["verdict"]["proved"].as_bool() == Some(true));
+    let rewrite = is_rewrite(&cb).then(|| proved(v, &cb));
     let variants = v["variants"]
         .as_array()
         .into_iter()
@@ -829,6 +859,34 @@ impl Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Register demotion's proof is read from the report's note at the chosen budget (it
+    /// records no verdict); a refusal there, or a proof at another budget, is no proof.
+    #[test]
+    fn a_register_demotion_is_proved_by_its_note_at_the_chosen_budget() {
+        let line = |regs: u32, note: &str| {
+            serde_json::json!({
+                "kernel": "k",
+                "chosen": 1,
+                "candidates": [
+                    {"budget": null},
+                    {"budget": {"regs": regs, "smem_spill": false, "regdem_from": 64}}
+                ],
+                "transform": note,
+                "verdict": null,
+            })
+        };
+        let note = "register demotion at 48: 64 → 48 registers: 11 register(s) demoted; \
+                    proved (551 instructions checked); base proved for 4774 block shapes; \
+                    register demotion at 40: not applied: 21 slots need 86016 bytes";
+        assert_eq!(record(&line(48, note)).rewrite, Some(true));
+        assert_eq!(record(&line(40, note)).rewrite, Some(false));
+        assert_eq!(record(&line(32, note)).rewrite, Some(false));
+        // A verdict, where there is one, decides.
+        let mut v = line(48, note);
+        v["verdict"] = serde_json::json!({"budget": 48, "proved": false, "detail": "x"});
+        assert_eq!(record(&v).rewrite, Some(false));
+    }
 
     #[test]
     fn an_outcome_reads_back_as_written() {

@@ -85,6 +85,9 @@ impl Pr<'_> {
                     (self.u(a), self.u(b))
                 };
                 match op {
+                    BinOp::Div => format!("({x} / {y})"),
+                    BinOp::Sqrt => format!("sqrtf(fabsf({x} * {y}))"),
+                    BinOp::DDiv => format!("(float)((double){x} / ((double){y} + 3.0))"),
                     BinOp::Add => format!("({x} + {y})"),
                     BinOp::Sub => format!("({x} - {y})"),
                     BinOp::Mul => format!("({x} * {y})"),

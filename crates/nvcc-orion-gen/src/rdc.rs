@@ -36,6 +36,7 @@ pub fn check(h: &Harness, dir: &Path, p: &Program, arch: u32, out: &mut Outcome)
             Mode::Adapt => &[("NVCC_ORION", "adapt")],
             Mode::Lowest => &[("NVCC_ORION_FORCE", "lowest")],
             Mode::Spill2smem => &[("NVCC_ORION_FORCE", "spill2smem")],
+            Mode::Regdem => &[("NVCC_ORION_FORCE", "regdem")],
             Mode::AdaptLowest => &[("NVCC_ORION", "adapt"), ("NVCC_ORION_FORCE", "lowest")],
             Mode::Train => &[("NVCC_ORION", "train")],
             Mode::Default => &[],

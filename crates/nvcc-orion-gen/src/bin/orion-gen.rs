@@ -21,7 +21,7 @@ struct Common {
     /// Architectures (numbers such as 90); all seven by default.
     #[arg(long = "arch", value_delimiter = ',')]
     archs: Vec<u32>,
-    /// Modes (default, adapt, lowest, spill2smem); all by default.
+    /// Modes (default, adapt, lowest, spill2smem, regdem); all by default.
     #[arg(long = "mode", value_delimiter = ',')]
     modes: Vec<String>,
     /// The nvcc-orion binary under test (default: next to this one).
