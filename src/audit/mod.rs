@@ -29,6 +29,10 @@
 //! functions in its section included, and everything else must be the unrewritten
 //! section's but for the edits a rewrite makes with its code, each bounded.
 //!
+//! Where the shipped cubin, or a cubin it came from, has a line table (`-lineinfo`), each
+//! function's instructions must be annotated with the same source and PTX lines as in its
+//! origin (`lines`: `nvdisasm -g -gp`, a PTX line compared by its text).
+//!
 //! Then the module as a whole (`module`): sections no function owns, objects and the
 //! attributes that name no function, against the module origin; and, for relocatable code,
 //! no kernel whose register limit differs from ptxas's own reaches a function another
@@ -36,12 +40,13 @@
 //!
 //! # What it trusts
 //! cuobjdump and nvdisasm themselves; that ptxas's output for the origin is right; that
-//! debug information (`.debug_*`, `.nv_debug_*`) need not follow the code (it is not
-//! compared).
+//! debug information other than the line tables (`.debug_info`, `.debug_frame`, ...) need
+//! not follow the code (it is not compared).
 
 mod banks;
 mod dump;
 mod kernel;
+mod lines;
 mod listing;
 mod module;
 mod proved;
@@ -228,11 +233,48 @@ pub fn check_each(tools: &Tools, job: &Job<'_>) -> Result<(Checked, Vec<AuditErr
             Err(what) => found.push(disagrees(f, what)),
         }
     }
+    found.extend(compare_lines(&mut reader, job, &shipped, &module, &owners)?);
     if shipped.relocatable {
         let baseline = reader.dump(job.baseline)?;
         found.extend(link_limits(&shipped, &baseline).err());
     }
     Ok((checked, found))
+}
+
+/// Where any cubin of `job` has a line table: each function's against its origin's
+/// (`lines`), the disagreements found.
+fn compare_lines(
+    reader: &mut Reader<'_>,
+    job: &Job<'_>,
+    shipped: &Dump,
+    module: &Dump,
+    owners: &[String],
+) -> Result<Vec<AuditError>, AuditError> {
+    let mut any = lines::present(shipped) || lines::present(module);
+    for o in &job.origins {
+        let origin = reader.dump(o.cubin)?;
+        any = any || lines::present(&origin);
+    }
+    if !any {
+        return Ok(Vec::new());
+    }
+    let mut found = Vec::new();
+    let ours = match reader.lines(job.shipped) {
+        Err(AuditError::Unreadable(why)) => return Ok(vec![disagrees("the module", why)]),
+        r => r?,
+    };
+    for f in owners {
+        let (name, cubin) = job
+            .origins
+            .iter()
+            .find(|o| o.shipped == f.as_str())
+            .map_or((f.as_str(), job.module), |o| (o.name, o.cubin));
+        let theirs = reader.lines(cubin)?;
+        if let Err(what) = lines::compare(&ours, f, &theirs, name) {
+            found.push(disagrees(f, what));
+        }
+    }
+    Ok(found)
 }
 
 fn disagrees(kernel: &str, what: String) -> AuditError {
@@ -301,6 +343,7 @@ fn link_limits(shipped: &Dump, baseline: &Dump) -> Result<(), AuditError> {
 struct Seen {
     dumps: HashMap<[u8; 32], Arc<Dump>>,
     listings: HashMap<[u8; 32], Arc<Vec<Function>>>,
+    lines: HashMap<[u8; 32], Arc<lines::Lines>>,
 }
 
 fn seen() -> std::sync::MutexGuard<'static, Seen> {
@@ -418,6 +461,19 @@ impl<'t> Reader<'t> {
         let out = self.run(&self.tools.nvdisasm.clone(), &["-json"], bytes)?;
         let l = Arc::new(listing::parse(&out).map_err(|e| AuditError::Tool(e.to_string()))?);
         seen().listings.insert(k, l.clone());
+        Ok(l)
+    }
+
+    /// `nvdisasm -g -gp`'s line annotations ([`lines`]).
+    fn lines(&mut self, bytes: &[u8]) -> Result<Arc<lines::Lines>, AuditError> {
+        let k = key(&self.tools.nvdisasm, bytes);
+        if let Some(l) = seen().lines.get(&k) {
+            return Ok(l.clone());
+        }
+        let out = self.run(&self.tools.nvdisasm.clone(), &["-g", "-gp"], bytes)?;
+        let text = String::from_utf8_lossy(&out);
+        let l = Arc::new(lines::parse(&text).map_err(|e| AuditError::Tool(e.to_string()))?);
+        seen().lines.insert(k, l.clone());
         Ok(l)
     }
 

@@ -57,12 +57,6 @@ fn refuse_unknown(base: &Cubin, c: &Copy<'_>) -> Result<(), String> {
     if base.is_relocatable() || c.donor.is_relocatable() {
         return Err("relocatable device code is linked by nvlink, not here".into());
     }
-    if let Some(s) = base.elf.sections.iter().find(|s| is_debug_info(&s.name)) {
-        return Err(format!(
-            "{}: debug information would not describe the copy",
-            s.name
-        ));
-    }
     if base.symbols.iter().any(|s| s.name == c.name) {
         return Err("the module already has a symbol of that name".into());
     }
@@ -73,12 +67,6 @@ fn refuse_unknown(base: &Cubin, c: &Copy<'_>) -> Result<(), String> {
         return Err("other functions share the kernel's code section".into());
     }
     Ok(())
-}
-
-/// Sections of `-G` and `-lineinfo` builds that describe each function (`.debug_frame` is
-/// copied; these are not).
-fn is_debug_info(name: &str) -> bool {
-    (name.starts_with(".debug_") && name != ".debug_frame") || name.starts_with(".nv_debug")
 }
 
 /// The kinds of section a kernel owns, by name prefix: each new one goes after the module's

@@ -45,8 +45,11 @@
 //!   entry's, laid out in another order than the whole module's when other kernels call
 //!   `printf` or `assert`; with only globals the layouts agree.
 //! * Not updated by text replacement: the sm_100+ "merc" copy (`.nv.capmerc.text.*`,
-//!   `.nv.merc.*`), DWARF line programs (`.debug_line`) and `.debug_info` ranges beyond
-//!   relocated addresses. Branch immediates inside the code are the SASS layer's job.
+//!   `.nv.merc.*`), DWARF line programs (`.debug_line`, `.nv_debug_line_sass`) and
+//!   `.debug_info` ranges beyond relocated addresses. Branch immediates inside the code are
+//!   the SASS layer's job. The splice and the entry copy refuse a module with any of these
+//!   ([`Cubin::debug_info_section`]): a line program describes the code ptxas compiled with
+//!   it, and a kernel taken from another run would keep the old code's lines (issue 48).
 
 pub mod callgraph;
 pub mod debug_frame;
@@ -148,6 +151,16 @@ impl Cubin {
     /// `ET_REL` (`-rdc` device code).
     pub fn is_relocatable(&self) -> bool {
         self.elf.header.e_type == elf::ET_REL
+    }
+
+    /// The first section of `-G` or `-lineinfo` debug information that describes the code by
+    /// its addresses (`.debug_line`, `.nv_debug_line_sass`, `.debug_info`, ...), if any:
+    /// nothing that edits or moves code here updates those, so where one exists only ptxas
+    /// may make the code (`.debug_frame` is not one: the splice and the copy carry its FDEs).
+    pub fn debug_info_section(&self) -> Option<&str> {
+        self.elf.sections.iter().map(|s| s.name.as_str()).find(|n| {
+            (n.starts_with(".debug_") && *n != ".debug_frame") || n.starts_with(".nv_debug")
+        })
     }
 
     /// The ELF model (read-only).

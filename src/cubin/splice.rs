@@ -15,6 +15,10 @@
 //! * the kernel calls nothing outside its own text section but what the module declares by
 //!   name (`vprintf`, `__assertfail`);
 //! * the cubin has no sm_100+ "merc" copy of the code, which would keep the old kernel;
+//! * neither side has debug information that describes the code by address (`-lineinfo`'s
+//!   `.debug_line` and `.nv_debug_line_sass`, `-G`'s `.debug_info`): the module's line
+//!   program would put the donor's instructions at the old code's lines (issue 48), and only
+//!   ptxas writes one for the code it compiled;
 //! * anything else of the kernel that differs (parameter bank, shared size, a symbol one
 //!   side lacks, frame information of another length) agrees already.
 //!
@@ -98,6 +102,11 @@ pub(super) fn module_agrees(base: &Cubin, donor: &Cubin) -> Result<(), String> {
         return Err(format!(
             "{} (the sm_100+ copy of the code) is not spliced",
             s.name
+        ));
+    }
+    if let Some(name) = [base, donor].iter().find_map(|c| c.debug_info_section()) {
+        return Err(format!(
+            "{name}: debug information would not describe the new code"
         ));
     }
     for (d, sec) in donor.elf.sections.iter().enumerate() {

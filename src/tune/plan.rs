@@ -91,7 +91,11 @@ pub fn plan(
             held.entry(k).or_insert(why);
         }
     }
-    offer_rewrites(&mut kernels, sm, relocatable, settings, &spilling);
+    // A SASS rewrite moves code that `-lineinfo`'s (or `-G`'s) line tables describe by
+    // address, and nothing rewrites those tables, so such a module gets ptxas's code only.
+    let rewritable =
+        ShaderModel::of(sm).rewrites && !relocatable && baseline.debug_info_section().is_none();
+    offer_rewrites(&mut kernels, rewritable, settings, &spilling);
     // Forcing a choice (testing) builds all. Every other mode prunes with the model's bound
     // first (`prune`): a budget it rules out is one the model cannot predict to beat
     // ptxas's by the margin, so the default mode, which ships what the model picks without
@@ -190,7 +194,8 @@ fn external_callee(callees: &BTreeMap<String, Vec<String>>, kernel: &str) -> Opt
 }
 
 /// The registered rewrites asked for (`--orion-transforms`, or forced), offered on
-/// whole-program code for sm_75-90 (docs/DESIGN.md §Rewrites), each at the budgets it names
+/// whole-program code without line tables for sm_75-90 (`rewritable`; docs/DESIGN.md
+/// §Rewrites), each at the budgets it names
 /// ([`Transform::offer`]) from each kernel's plain ones. A kernel that spills at the budget
 /// it ships with (`spilling`: ptxas's own count, which is the user's limit when one binds) is
 /// also offered each rewrite's candidate at that budget ([`Transform::offer_at_limit`]) and,
@@ -198,12 +203,11 @@ fn external_callee(callees: &BTreeMap<String, Vec<String>>, kernel: &str) -> Opt
 /// their own limits, where no lower budget raises occupancy).
 fn offer_rewrites(
     kernels: &mut [KernelPlan],
-    sm: u32,
-    relocatable: bool,
+    rewritable: bool,
     settings: &Settings,
     spilling: &BTreeSet<String>,
 ) {
-    if !ShaderModel::of(sm).rewrites || relocatable {
+    if !rewritable {
         return;
     }
     for t in transform::REGISTERED {

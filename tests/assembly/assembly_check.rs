@@ -44,13 +44,25 @@ fn with_maxnreg(ptx: &str, entry: &str, n: u32) -> String {
 }
 
 fn builds(nvcc: &Path, sm: u32, hungry_first: bool) -> Builds {
+    builds_with(nvcc, sm, hungry_first, false)
+}
+
+/// [`builds`], with `-lineinfo` (nvcc's PTX with `.loc` lines, ptxas's line tables) when
+/// `lineinfo`.
+fn builds_with(nvcc: &Path, sm: u32, hungry_first: bool, lineinfo: bool) -> Builds {
     let src = common::kernels_dir().join("assembly/banks.cu");
     let source = std::fs::read(&src).unwrap();
     let tag = format!("assembly-{sm}-{hungry_first}");
+    let tag = if lineinfo { tag + "-lineinfo" } else { tag };
+    let line_flag: &[&str] = if lineinfo {
+        &["--generate-line-info"]
+    } else {
+        &[]
+    };
     let dir = common::build_once(&tag, nvcc, &[&source], |dir| {
         let ptx = dir.join("m.ptx");
         let mut c = Command::new(nvcc);
-        c.args(["-ptx", &format!("-arch=sm_{sm}")]);
+        c.args(["-ptx", &format!("-arch=sm_{sm}")]).args(line_flag);
         if hungry_first {
             c.arg("-DHUNGRY_FIRST");
         }
@@ -65,7 +77,7 @@ fn builds(nvcc: &Path, sm: u32, hungry_first: bool) -> Builds {
             ("m32.ptx", "whole32.cubin", vec![]),
         ] {
             let mut c = Command::new(&ptxas);
-            c.args([arch.as_str(), "-m64"]).args(&extra);
+            c.args([arch.as_str(), "-m64"]).args(line_flag).args(&extra);
             run(c.arg(dir.join(input)).arg("-o").arg(dir.join(out)), "ptxas");
         }
     });
@@ -643,4 +655,78 @@ fn extracted_sm90_cubin(nvcc: &Path, obj: &Path, scratch: &Path) -> PathBuf {
         .map(|e| e.unwrap().path())
         .find(|p| p.to_string_lossy().ends_with("sm_90.cubin"))
         .unwrap_or_else(|| panic!("no sm_90 cubin in {}", obj.display()))
+}
+
+/// The offset in a `.debug_line` section of the first special opcode of its (first) line
+/// program that can be moved one source line on, and that opcode: the next one up advances
+/// the address as far and the line one further (DWARF 2-4 layout, read with our own lines).
+fn first_special_opcode(sec: &[u8]) -> (usize, u8) {
+    let header_length = u32::from_le_bytes(sec[6..10].try_into().unwrap()) as usize;
+    let (line_range, opcode_base) = (sec[13], sec[14]);
+    let operands = &sec[15..15 + opcode_base as usize - 1];
+    let uleb = |i: &mut usize| {
+        let (mut v, mut shift) = (0usize, 0);
+        loop {
+            let b = sec[*i];
+            *i += 1;
+            v |= ((b & 0x7f) as usize) << shift;
+            shift += 7;
+            if b & 0x80 == 0 {
+                return v;
+            }
+        }
+    };
+    let mut i = 10 + header_length;
+    loop {
+        let (at, op) = (i, sec[i]);
+        i += 1;
+        match op {
+            0 => i += uleb(&mut i),
+            // DW_LNS_fixed_advance_pc: a 2-byte operand.
+            9 => i += 2,
+            op if op >= opcode_base => {
+                if (op - opcode_base) % line_range + 1 < line_range {
+                    return (at, op);
+                }
+            }
+            op => {
+                for _ in 0..operands[op as usize - 1] {
+                    uleb(&mut i);
+                }
+            }
+        }
+    }
+}
+
+/// `-lineinfo` (issue 48): the old splice left the module's line tables describing the
+/// untuned code. Now the splice refuses a module with line tables (ptxas builds it whole),
+/// and the check compares every function's `nvdisasm -g -gp` annotations with its origin's:
+/// the whole-module `-lineinfo` build passes, and the same cubin with one row of its line
+/// program moved a source line on is rejected.
+#[test]
+fn line_tables_that_do_not_describe_the_code_are_refused_and_rejected() {
+    let Some(nvcc) = common::nvcc_or_skip("assembly_check") else {
+        return;
+    };
+    for sm in [80, 90] {
+        // The same kernels without line tables splice (the old code spliced these too).
+        spliced(&builds(&nvcc, sm, false)).unwrap();
+        let b = builds_with(&nvcc, sm, false, true);
+        let refused = spliced(&b).unwrap_err();
+        assert!(refused.contains("debug information"), "sm_{sm}: {refused}");
+        let own = |shipped| Job {
+            proved: Vec::new(),
+            shipped,
+            baseline: &b.base,
+            module: &b.whole32,
+            origins: Vec::new(),
+        };
+        named(audit::check(&tools(&nvcc), &own(&b.whole32))).unwrap();
+        let mut wrong = b.whole32.clone();
+        let (at, _) = section(&wrong, ".debug_line");
+        let (offset, op) = first_special_opcode(&wrong[at..]);
+        wrong[at + offset] = op + 1;
+        let why = named(audit::check(&tools(&nvcc), &own(&wrong))).unwrap_err();
+        assert!(why.contains("line table"), "sm_{sm}: {why}");
+    }
 }

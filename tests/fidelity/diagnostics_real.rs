@@ -110,3 +110,158 @@ fn ptxas_messages_are_the_whole_modules() {
         "a tuned kernel spills, so there is a warning to see"
     );
 }
+
+/// nvdisasm's listing of a cubin annotated with the line tables: `-g` reads `.debug_line`,
+/// `-gp` reads `.nv_debug_line_sass` (the PTX lines).
+fn line_listing(nvdisasm: &Path, cubin: &Path, flag: &str) -> String {
+    let o = Command::new(nvdisasm)
+        .arg(flag)
+        .arg(cubin)
+        .output()
+        .unwrap();
+    common::assert_ok(&o, &format!("nvdisasm {flag}"));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+/// `-lineinfo` (issue 48, point 1): the line tables that ship describe the shipped code. A
+/// retuned kernel of `pressure.cu` (8 kernels) used to be spliced into the untuned module,
+/// whose `.debug_line` and `.nv_debug_line_sass` then put the kernel's instructions at the
+/// untuned code's lines. Here nvdisasm's line-annotated listings of nvcc-orion's cubin are
+/// those of whole-module ptxas on the same PTX at the budgets the report says were chosen.
+#[test]
+fn line_tables_are_the_whole_modules() {
+    let Some(nvcc) = common::nvcc_or_skip("diagnostics_real") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let kernel = common::kernels_dir().join("tune").join("pressure.cu");
+    let ptx = dir.path().join("pressure.ptx");
+    let o = Command::new(&nvcc)
+        .args(["-arch=sm_90", "-ptx", "-lineinfo"])
+        .arg(&kernel)
+        .arg("-o")
+        .arg(&ptx)
+        .output()
+        .unwrap();
+    common::assert_ok(&o, "nvcc -ptx -lineinfo");
+    let report = dir.path().join("report.jsonl");
+    let out = dir.path().join("orion.cubin");
+    let o = common::without_our_settings(Command::new(ORION), &nvcc)
+        .current_dir(dir.path())
+        .env("NVCC_ORION_CACHE", dir.path().join("cache"))
+        .env("NVCC_ORION_REPORT", &report)
+        .args(["-arch=sm_90", "-cubin", "-lineinfo"])
+        .arg(&kernel)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    common::assert_ok(&o, "nvcc-orion -lineinfo");
+    assert!(
+        o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let budgets = chosen(&report);
+    assert!(!budgets.is_empty(), "a kernel of pressure.cu is retuned");
+    let edited = dir.path().join("whole.ptx");
+    let text = std::fs::read_to_string(&ptx).unwrap();
+    std::fs::write(&edited, with_budgets(&text, &budgets).unwrap()).unwrap();
+    let whole = dir.path().join("whole.cubin");
+    let w = Command::new(common::toolkit_tool(&nvcc, "ptxas"))
+        .args(["-arch=sm_90", "-m64", "--generate-line-info"])
+        .arg(&edited)
+        .arg("-o")
+        .arg(&whole)
+        .output()
+        .unwrap();
+    common::assert_ok(&w, "whole-module ptxas -lineinfo");
+    let nvdisasm = common::toolkit_tool(&nvcc, "nvdisasm");
+    for flag in ["-g", "-gp"] {
+        let got = line_listing(&nvdisasm, &out, flag);
+        let want = line_listing(&nvdisasm, &whole, flag);
+        assert!(want.contains("line "), "{flag}: the listing has line info");
+        assert!(
+            got == want,
+            "{flag}: line info (budgets {budgets:?}):\n{}",
+            common::text_diff(&want, &got)
+        );
+    }
+}
+
+/// Adapt mode (issue 48, "for every way a cubin is assembled"): the object embeds each tuned
+/// kernel's variants (`<kernel>__orion_v<k>`, built by one more ptxas run or copied in), and
+/// the user still sees what ptxas prints for the kernels under their own names at the budgets
+/// they ship with, once each: whole-module ptxas's messages on the PTX at the budgets the
+/// report says were chosen, none for a variant. `pressure.cu` ships a spilling retuned kernel
+/// with two variants; under `-Werror` each of its lower budgets spills, so `regpressure.cu`,
+/// whose nearest cliff does not, carries a variant there.
+#[test]
+fn adapt_prints_ptxas_messages_for_the_original_kernels_once() {
+    let Some(nvcc) = common::nvcc_or_skip("diagnostics_real") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let cuobjdump = common::toolkit_tool(&nvcc, "cuobjdump");
+    for (i, (file, flags)) in [
+        ("tune/pressure.cu", &["-warn-spills", "-v"][..]),
+        ("regpressure.cu", &["-warn-spills", "-Werror", "-v"]),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let what = format!("adapt {file} {}", flags.join(" "));
+        let kernel = common::kernels_dir().join(file);
+        let ptx = dir.path().join(format!("adapt{i}.ptx"));
+        let o = Command::new(&nvcc)
+            .args(["-arch=sm_90", "-ptx"])
+            .arg(&kernel)
+            .arg("-o")
+            .arg(&ptx)
+            .output()
+            .unwrap();
+        common::assert_ok(&o, "nvcc -ptx");
+        let report = dir.path().join(format!("adapt{i}.jsonl"));
+        let obj = dir.path().join(format!("adapt{i}.o"));
+        let o = common::without_our_settings(Command::new(ORION), &nvcc)
+            .current_dir(dir.path())
+            .env("NVCC_ORION", "adapt")
+            .env("NVCC_ORION_CACHE", dir.path().join("cache"))
+            .env("NVCC_ORION_REPORT", &report)
+            .args(["-arch=sm_90", "-c"])
+            .arg(&kernel)
+            .arg("-o")
+            .arg(&obj)
+            .arg(format!("-Xptxas={}", flags.join(",")))
+            .output()
+            .unwrap();
+        common::assert_ok(&o, &format!("nvcc-orion {what}"));
+        let elf = Command::new(&cuobjdump)
+            .arg("-elf")
+            .arg(&obj)
+            .output()
+            .unwrap();
+        common::assert_ok(&elf, "cuobjdump -elf");
+        assert!(
+            String::from_utf8_lossy(&elf.stdout).contains("__orion_v"),
+            "{what}: the object embeds variants"
+        );
+        let budgets = chosen(&report);
+        let edited = dir.path().join(format!("whole{i}.ptx"));
+        let text = std::fs::read_to_string(&ptx).unwrap();
+        std::fs::write(&edited, with_budgets(&text, &budgets).unwrap()).unwrap();
+        let w = Command::new(common::toolkit_tool(&nvcc, "ptxas"))
+            .args(["-arch=sm_90", "-m64"])
+            .args(*flags)
+            .arg(&edited)
+            .arg("-o")
+            .arg(dir.path().join(format!("whole{i}.cubin")))
+            .output()
+            .unwrap();
+        common::assert_ok(&w, &format!("whole-module ptxas {what}"));
+        let got = common::normalise_times(&String::from_utf8_lossy(&o.stderr));
+        let want = common::normalise_times(&String::from_utf8_lossy(&w.stderr));
+        assert!(want.contains("Used"), "{what}: ptxas has something to say");
+        assert_eq!(got, want, "{what}: stderr (budgets {budgets:?})");
+    }
+}

@@ -69,6 +69,7 @@ fn generated_programs_ship_ptxas_own_code() {
         cache: Some(root.join("variants")),
         through: Through::Nvcc,
         every_listing: true,
+        flags: Vec::new(),
     };
 
     // Coverage: every feature, architecture and mode is exercised by the plan.
@@ -215,6 +216,7 @@ fn the_ptxas_path_checks_what_the_driver_path_checks() {
         cache: None,
         through,
         every_listing: false,
+        flags: Vec::new(),
     };
     let p = nvcc_orion_gen::generate(5);
     for arch in [80, 90] {
@@ -264,6 +266,7 @@ fn a_failing_separable_step_is_found_where_plain_nvcc_links() {
             cache: None,
             through: Through::Ptxas,
             every_listing: false,
+            flags: Vec::new(),
         };
         let d = h.work.clone();
         std::fs::create_dir_all(&d).unwrap();
@@ -326,6 +329,7 @@ fn a_cubin_that_is_not_what_the_report_says_is_found() {
         cache: None,
         through: Through::Ptxas,
         every_listing: false,
+        flags: Vec::new(),
     };
     let p = nvcc_orion_gen::generate(895);
     let honest = h(PathBuf::from(real), "honest").check(&p, 90).unwrap();
@@ -384,4 +388,85 @@ fn fresh(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&root);
     std::fs::create_dir_all(&root).unwrap();
     root
+}
+
+/// Issue 48: with `-lineinfo`, `-Xptxas -warn-spills` and `-Xptxas -warn-spills,-Werror` on
+/// every build, each shipped kernel is still whole-module ptxas's code at its budget, what
+/// ptxas printed is what it prints for that whole-module build, and under `-lineinfo` every
+/// kernel carries the reference's source lines (`nvcc_orion_gen::flagged`). Seeds 5 and 1000
+/// on sm_90 in default, adapt and forced-lowest mode (the last retunes every kernel it can,
+/// so `-lineinfo` and `-warn-spills` have retuned kernels to compare); a program nvcc
+/// refuses under `-Werror` is refused by nvcc-orion with the same messages. The long run is
+/// `orion-gen run --flag ...` (bench/results/generator.md).
+#[test]
+fn generated_programs_under_lineinfo_and_ptxas_warnings() {
+    let Some(_nvcc) = common::nvcc_or_skip("generated_programs_under_lineinfo_and_ptxas_warnings")
+    else {
+        return;
+    };
+    let orion = PathBuf::from(env!("CARGO_BIN_EXE_nvcc-orion"));
+    let tools = Tools::find(orion).expect("the toolkit next to nvcc");
+    let root = fresh("generated-flags");
+    for flags in [
+        &["-lineinfo"][..],
+        &["-Xptxas", "-warn-spills"],
+        &["-Xptxas", "-warn-spills,-Werror"],
+    ] {
+        let h = Harness {
+            tools: tools.clone(),
+            work: root.clone(),
+            modes: vec![Mode::Default, Mode::Adapt, Mode::Lowest],
+            cache: Some(root.join("variants")),
+            through: Through::Nvcc,
+            every_listing: false,
+            flags: flags.iter().map(|f| f.to_string()).collect(),
+        };
+        let mut retuned = 0;
+        for seed in [5, 1000] {
+            let o = match h.check(&nvcc_orion_gen::generate(seed), 90) {
+                Ok(o) => o,
+                Err(e) if e.starts_with("nvcc refused") && flags[1].contains("-Werror") => {
+                    fails_as_nvcc(&h, seed, 90);
+                    continue;
+                }
+                Err(e) => panic!("seed {seed} {flags:?}: {e}"),
+            };
+            let found: Vec<String> = o.mismatches.iter().map(|m| m.to_string()).collect();
+            assert!(found.is_empty(), "{flags:?}: {found:#?}");
+            assert_eq!(o.modes, 3, "seed {seed} {flags:?}: every mode compiled");
+            retuned += o
+                .assembled
+                .keys()
+                .filter(|(_, how)| how != "ptxas's own")
+                .count();
+        }
+        // Under -Werror seed 5 spills at ptxas's own budgets (nvcc refuses it: checked
+        // above) and seed 1000's lower budgets all spill, so nothing is retuned there.
+        let werror = flags[1..].iter().any(|f| f.contains("-Werror"));
+        assert!(werror || retuned > 0, "{flags:?}: some kernel is retuned");
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// A program nvcc refuses under the harness's options (`-Werror` with a kernel that spills
+/// at ptxas's own budget): nvcc-orion fails too, with ptxas's same messages.
+fn fails_as_nvcc(h: &Harness, seed: u64, arch: u32) {
+    let dir = h.work.join(format!("s{seed}-sm{arch}"));
+    let arch = format!("-arch=sm_{arch}");
+    let run = |tool: &Path| {
+        let mut args = vec!["-cubin", arch.as_str()];
+        args.extend(h.flags.iter().map(String::as_str));
+        args.extend(["a.cu", "-o", "refused.cubin"]);
+        let nvcc = h.tools.nvcc.to_string_lossy();
+        let env = [
+            ("NVCC_ORION_NVCC", nvcc.as_ref()),
+            ("NVCC_ORION_CACHE", "off"),
+        ];
+        nvcc_orion_gen::tools::run(&dir, tool, &args, &env)
+    };
+    let (nvcc, orion) = (run(&h.tools.nvcc), run(&h.tools.orion));
+    assert!(!nvcc.ok && !orion.ok, "seed {seed}: both fail");
+    assert!(nvcc.stderr.contains("ptxas error"), "{}", nvcc.stderr);
+    let differs = nvcc_orion_gen::flagged::messages(&orion.stderr, &nvcc.stderr);
+    assert!(differs.is_none(), "seed {seed}: {differs:?}");
 }

@@ -9,6 +9,7 @@ use serde_json::Value;
 use crate::ast::Program;
 use crate::compare::{self, Diff};
 use crate::elf::{self, Elf};
+use crate::flagged;
 use crate::refptx::{RefBudget, with_maxnreg};
 use crate::tools::{Tools, run, split_words};
 
@@ -152,6 +153,11 @@ pub struct Harness {
     /// kernels' code the same, and report the shortcut if it would have missed a difference
     /// (the CI subset runs so; a long campaign saves the calls).
     pub every_listing: bool,
+    /// nvcc options every build of the run adds (`-lineinfo`, `-Xptxas -warn-spills`,
+    /// `-Xptxas -Werror`): nvcc's own compile, so its kept PTX and ptxas step, nvcc-orion's and
+    /// the reference's. With any, what ptxas printed and the kernels' line tables are compared
+    /// with the reference's too ([`crate::flagged`]).
+    pub flags: Vec<String>,
 }
 
 /// How the harness compiles a program in a mode.
@@ -189,6 +195,8 @@ struct Step {
     compile: Vec<String>,
     /// Reference builds by budgets.
     refs: BTreeMap<Vec<(String, RefBudget)>, (PathBuf, Elf)>,
+    /// What ptxas printed for each reference build, by budgets.
+    ref_messages: BTreeMap<Vec<(String, RefBudget)>, String>,
 }
 
 /// A report record, reduced to what the harness needs.
@@ -246,7 +254,7 @@ impl Harness {
         let cubin = step
             .dir
             .join(format!("{}.cubin", at.mode.name().replace('=', "-")));
-        let records = match self.orion(step, at.mode, &cubin) {
+        let (records, messages) = match self.orion(step, at.mode, &cubin) {
             Ok(r) => r,
             Err(d) => {
                 out.mismatches.push(mis(None, d));
@@ -269,6 +277,21 @@ impl Harness {
         let reference = self.reference(step, &chosen)?;
         let kernels = entries(&reference.1);
         let skip = rewrites(&records, &mis, out);
+        if !self.flags.is_empty() {
+            // What ptxas printed: a rewrite's code is not ptxas's, so has no messages to compare.
+            let want = step.ref_messages.get(&reference_key(&chosen));
+            let ptxas_code = records.iter().all(|r| r.rewrite.is_none());
+            if let Some(d) =
+                flagged::messages(&messages, want.map_or("", String::as_str)).filter(|_| ptxas_code)
+            {
+                out.mismatches.push(mis(None, d));
+            }
+            if flagged::line_tables(&self.flags) {
+                for (k, d) in flagged::lines(&self.tools, &cubin, &reference.0, &kernels, &skip) {
+                    out.mismatches.push(mis(k.as_deref(), d));
+                }
+            }
+        }
         if at.mode == Mode::Adapt {
             out.mismatches
                 .extend(self.train_is_adapt(step, &cubin, &mis));
@@ -323,6 +346,7 @@ impl Harness {
     /// nvcc's own PTX and ptxas arguments for `arch`, checked: ptxas on them gives nvcc's cubin.
     fn step(&self, dir: &Path, p: &Program, arch: u32) -> Result<Step, String> {
         let mut compile = vec!["-cubin".to_string(), format!("-arch=sm_{arch}")];
+        compile.extend(self.flags.iter().cloned());
         if p.rdc {
             compile.push("-rdc=true".into());
         }
@@ -362,6 +386,7 @@ impl Harness {
             args: ptxas,
             compile,
             refs: BTreeMap::new(),
+            ref_messages: BTreeMap::new(),
         };
         let plain = self.reference(&mut step, &BTreeMap::new())?.0;
         if std::fs::read(&plain).ok() != std::fs::read(dir.join("plain.cubin")).ok() {
@@ -377,10 +402,7 @@ impl Harness {
 
     /// The whole-module ptxas build with `budgets` written as `.maxnreg` (cached per step).
     fn reference(&self, step: &mut Step, budgets: &Budgets) -> Result<(PathBuf, Elf), String> {
-        let key: Vec<(String, RefBudget)> = budgets
-            .iter()
-            .filter_map(|(k, b)| Some((k.clone(), (*b)?)))
-            .collect();
+        let key = reference_key(budgets);
         if let Some(r) = step.refs.get(&key) {
             return Ok(r.clone());
         }
@@ -396,12 +418,13 @@ impl Harness {
             return Err(format!("reference ptxas with {key:?}: {}", tail(&r.stderr)));
         }
         let e = elf::read(&self.tools, &cubin)?;
+        step.ref_messages.insert(key.clone(), r.stderr);
         step.refs.insert(key, (cubin.clone(), e.clone()));
         Ok((cubin, e))
     }
 
     /// Compile through nvcc-orion in `mode`; its report's records for this step.
-    fn orion(&self, step: &Step, mode: Mode, cubin: &Path) -> Result<Vec<Record>, Diff> {
+    fn orion(&self, step: &Step, mode: Mode, cubin: &Path) -> Result<(Vec<Record>, String), Diff> {
         let report = cubin.with_extension("jsonl");
         let _ = std::fs::remove_file(&report);
         let c = cubin.to_string_lossy();
@@ -441,7 +464,8 @@ impl Harness {
             });
         }
         let text = std::fs::read_to_string(&report).unwrap_or_default();
-        text.lines()
+        let records = text
+            .lines()
             .map(|l| {
                 serde_json::from_str::<Value>(l)
                     .map_err(|e| Diff {
@@ -450,7 +474,8 @@ impl Harness {
                     })
                     .map(|v| record(&v))
             })
-            .collect()
+            .collect::<Result<_, _>>()?;
+        Ok((records, r.stderr))
     }
 
     /// Under adapt: each original kernel and each `K__orion_v<k>` against kernel K of a
@@ -639,6 +664,14 @@ impl Where {
 
 /// The kernels whose chosen candidate is a rewrite of ours (compared by the checker's proof,
 /// not with ptxas); an unproved one is a finding.
+/// The key of a reference build: the kernels given a budget.
+fn reference_key(budgets: &Budgets) -> Vec<(String, RefBudget)> {
+    budgets
+        .iter()
+        .filter_map(|(k, b)| Some((k.clone(), (*b)?)))
+        .collect()
+}
+
 fn rewrites(
     records: &[Record],
     mis: &dyn Fn(Option<&str>, Diff) -> Mismatch,

@@ -9,6 +9,7 @@ pub mod campaign;
 pub mod compare;
 pub mod elf;
 pub mod features;
+pub mod flagged;
 pub mod generate;
 pub mod harness;
 pub mod print;

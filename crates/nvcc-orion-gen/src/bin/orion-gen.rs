@@ -38,6 +38,11 @@ struct Common {
     /// the same, and report where that shortcut would have missed a difference.
     #[arg(long)]
     every_listing: bool,
+    /// An nvcc option every build adds, repeated for more (`--flag=-lineinfo`,
+    /// `--flag=-Xptxas=-warn-spills,-Werror`): ptxas's messages and line tables are then
+    /// compared with the reference's too.
+    #[arg(long = "flag", allow_hyphen_values = true)]
+    flags: Vec<String>,
 }
 
 #[derive(Subcommand)]
@@ -168,6 +173,7 @@ fn harness(c: &Common) -> (Harness, Vec<u32>, tempfile::TempDir) {
         cache: Some(tmp.path().join("cache")),
         through,
         every_listing: c.every_listing,
+        flags: c.flags.clone(),
     };
     (h, archs, tmp)
 }
