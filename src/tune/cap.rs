@@ -157,7 +157,8 @@ mod tests {
         assert_eq!(fitting(OWN, OWN, &items), [false, false]);
         // Tuned code already over the cap, or a small module: the floor's room.
         let at = |bytes| fitting(OWN, 180_000, &[item("a", 1, bytes, 1.0)]);
-        assert_eq!((at(FLOOR_BYTES), at(FLOOR_BYTES + 1)), ([true], [false]));
+        assert_eq!(at(FLOOR_BYTES), [true]);
+        assert_eq!(at(FLOOR_BYTES + 1), [false]);
         assert_eq!(room(10_000, 10_000), FLOOR_BYTES);
         // Ties all the way: by kernel name, whatever the input order.
         let items = [item("z", 1, 50_000, 1.0), item("y", 1, 50_000, 1.0)];
