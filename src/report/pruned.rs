@@ -19,6 +19,7 @@ pub fn words(limit: &str) -> Option<&'static str> {
         "l2" => "L2-bound: more warps share the same L2 bandwidth",
         "below-margin" => "built, but no lower budget is predicted to clear the margin",
         "build-cost" => "left out by the measured build's cost rule",
+        "object-size" => "left out of the cubin by the object-size cap on variants",
         _ => return None,
     })
 }
@@ -33,6 +34,7 @@ pub fn short(limit: &str) -> Option<&'static str> {
         "l1" => "L1 bound",
         "l2" => "L2 bound",
         "build-cost" => "build cost",
+        "object-size" => "object-size cap",
         _ => return None,
     })
 }

@@ -14,7 +14,9 @@ pub fn lines(record: &Value) -> Vec<String> {
     };
     let mut out = vec!["    embedded for the launch-time selector:".to_string()];
     for v in variants {
+        let left_out = v["left_out"].as_str().and_then(super::pruned::short);
         let what = match (v["dropped"].as_str(), v["same_code"].as_bool()) {
+            (Some(why), _) if left_out.is_some() => why.to_string(),
             (Some(why), _) => format!("dropped: {why}"),
             (None, Some(false)) => "same resources, other code than its standalone build".into(),
             (None, _) => String::new(),
@@ -62,6 +64,17 @@ mod tests {
             l[3].contains("  64 REG     0 B frame") && l[3].ends_with("dropped: 62 registers"),
             "{}",
             l[3]
+        );
+        // One the object-size cap left out says so, in its own words.
+        let capped = serde_json::json!({"variants": [r["variants"][0], {
+            "variant": 1, "name": "k__orion_v1", "candidate": 1, "registers": 40,
+            "frame_bytes": 0, "spill_instructions": 0, "left_out": "object-size",
+            "dropped": "left out by the object-size cap: ..."}]});
+        let l = lines(&capped);
+        assert!(
+            l[2].ends_with("candidate 1  left out by the object-size cap: ..."),
+            "{}",
+            l[2]
         );
         assert!(lines(&serde_json::json!({})).is_empty());
         // A kernel with its original alone embeds nothing to show.

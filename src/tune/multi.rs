@@ -16,14 +16,17 @@
 //! (registers, spills, shared memory); one that differs is dropped and the cubin built once
 //! more without it. Variant indices stay stable: a dropped `k` is absent, never renumbered,
 //! so a training profile's variant `k` is the same candidate in the build it guides.
+//! Before either, the object-size cap ([`super::cap`]) leaves out the variants the step's
+//! cubin has no room for, the same way (absent, never renumbered).
 //! Anything else that goes wrong leaves what plain tune ships, with one warning line.
 
 use std::collections::BTreeMap;
 
 use super::assemble::kernel_code;
+use super::cap;
 use super::ptx::{self, Budget};
 use super::ranked::ranked;
-use super::record::{Assembly, Embedded, KernelRecord, TuneError};
+use super::record::{Assembly, Embedded, KernelRecord, Limit, TuneError};
 use super::select::Evaluated;
 use super::variants::{self, Budgets, VariantError};
 use crate::cubin::{Cubin, FunctionInfo, entry};
@@ -82,10 +85,11 @@ pub(crate) fn embed(input: &Input<'_>, records: &mut [KernelRecord]) -> Embeddin
     match r {
         Ok(Ok(Some((bytes, how)))) => {
             let all = || records.iter().flat_map(|r| r.variants.iter().skip(1));
-            let dropped = all().filter(|v| v.dropped.is_some()).count();
+            let capped = all().filter(|v| v.left_out.is_some()).count();
+            let dropped = all().filter(|v| v.dropped.is_some()).count() - capped;
             let note = format!(
-                "{} variant(s) embedded beside the original kernels ({}){}",
-                all().count() - dropped,
+                "{} variant(s) embedded beside the original kernels ({}){}{}",
+                all().count() - dropped - capped,
                 match how {
                     Assembly::VariantsAdded => "from the cubins tuning built",
                     _ => "by one more whole-module ptxas run",
@@ -94,13 +98,20 @@ pub(crate) fn embed(input: &Input<'_>, records: &mut [KernelRecord]) -> Embeddin
                     format!(", {dropped} dropped (their build differed; see the report)")
                 } else {
                     String::new()
+                },
+                if capped > 0 {
+                    format!(", {capped} left out by the object-size cap")
+                } else {
+                    String::new()
                 }
             );
             Embedding::Cubin(bytes, note, how)
         }
         // Every variant dropped (the records say why), or none to embed.
         Ok(Ok(None)) if records.iter().any(|r| !r.variants.is_empty()) => Embedding::Note(
-            "no variants embedded: each one's build differed (see the report)".to_string(),
+            "no variants embedded: each one was left out by the object-size cap or its build \
+             differed (see the report)"
+                .to_string(),
         ),
         Ok(Ok(None)) => Embedding::None,
         Ok(Err(e)) => Embedding::Failed(format!(
@@ -122,6 +133,7 @@ fn emit(
     if wants.is_empty() {
         return Ok(None);
     }
+    let capped = over_cap(input, records, &wants);
     // A name the module already uses would make two entries of one name.
     let taken = ptx::entries(input.step.builder.ptx).map_err(VariantError::from)?;
     if let Some(w) = wants
@@ -135,19 +147,20 @@ fn emit(
     }
     // Any failure of the copy, an error or a panic, leaves the whole-module run below.
     let copied = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        reused(input, records, &wants)
+        reused(input, records, &wants, &capped)
     }));
     if let Ok(Some(bytes)) = copied {
         return Ok(Some((bytes, Assembly::VariantsAdded)));
     }
-    let mut dropped: BTreeMap<String, String> = BTreeMap::new();
+    // What the cap left out is built no more than what differed.
+    let mut dropped = capped.clone();
     for attempt in 0..=LAST_ATTEMPT {
         let live: Vec<&Want> = wants
             .iter()
             .filter(|w| !dropped.contains_key(&w.name))
             .collect();
         if live.is_empty() {
-            fill(records, &wants, &dropped, &BTreeMap::new(), None);
+            fill(records, &wants, (&dropped, &capped), &BTreeMap::new(), None);
             return Ok(None);
         }
         let (bytes, raw, refused) = build(input, &live, attempt)?;
@@ -175,7 +188,13 @@ fn emit(
         }
         audit_multi(input, &bytes, &raw, &live, &mut differ)?;
         if differ.is_empty() {
-            fill(records, &wants, &dropped, &same_code, Some(&multi));
+            fill(
+                records,
+                &wants,
+                (&dropped, &capped),
+                &same_code,
+                Some(&multi),
+            );
             return Ok(Some((bytes, Assembly::MultiVariant)));
         }
         if attempt == LAST_ATTEMPT {
@@ -189,23 +208,88 @@ fn emit(
     Err(TuneError::Variants("no attempt left".to_string()))
 }
 
+/// The wanted variants the object-size cap leaves out ([`cap::fitting`]), with why: each
+/// priced by its kernel's sections in the cubin its candidate was built in (ptxas's own
+/// when that cannot be found) and weighed by how far its occupancy is from the static
+/// winner's.
+fn over_cap(
+    input: &Input<'_>,
+    records: &[KernelRecord],
+    wants: &[Want],
+) -> BTreeMap<String, String> {
+    let own = input.step.baseline.1.len() as u64;
+    let tuned = input.plain.len() as u64;
+    let items: Vec<cap::Item<'_>> = wants
+        .iter()
+        .map(|w| {
+            let r = &records[w.record];
+            let donor = donor(input, w).unwrap_or(input.step.baseline.0);
+            cap::Item {
+                kernel: &w.kernel,
+                variant: w.variant,
+                bytes: cap::entry_bytes(donor, &w.kernel, &w.name),
+                worth: cap::occupancy_gap(
+                    &r.candidates[w.candidate].warps_per_sm,
+                    &r.candidates[r.chosen].warps_per_sm,
+                ),
+            }
+        })
+        .collect();
+    let fits = cap::fitting(own, tuned, &items);
+    let room = cap::room(own, tuned);
+    wants
+        .iter()
+        .zip(items.iter().zip(fits))
+        .filter(|(_, (_, fits))| !fits)
+        .map(|(w, (it, _))| {
+            let why = format!(
+                "left out by the object-size cap: the step's variants may add {room} B \
+                 ({}% of ptxas's own cubin, {own} B, less the tuned kernels' {tuned} B, or \
+                 {} B at least); this one, about {} B, does not fit beside those before it",
+                cap::CAP_PERCENT,
+                cap::FLOOR_BYTES,
+                it.bytes
+            );
+            (w.name.clone(), why)
+        })
+        .collect()
+}
+
+/// The cubin variant `w`'s candidate was built and evaluated in (ptxas's own for the
+/// baseline candidate).
+fn donor<'a>(input: &'a Input<'_>, w: &Want) -> Option<&'a Cubin> {
+    match *input.sources.get(&w.kernel)?.get(w.candidate)? {
+        None => Some(input.step.baseline.0),
+        Some(i) => input.step.parsed.get(i)?.as_ref().map(|v| &v.0),
+    }
+}
+
 /// The multi-variant cubin without running ptxas again, where it can be made exactly and
-/// every check passes: plain tune's cubin with each variant added under its name from the
-/// cubin its candidate was evaluated in ([`crate::cubin::entry`]). `None`: not possible
-/// (a rewrite's variant, a module the copy refuses, any check that disagrees), so the
-/// whole-module run below makes it.
-fn reused(input: &Input<'_>, records: &mut [KernelRecord], wants: &[Want]) -> Option<Vec<u8>> {
+/// every check passes: plain tune's cubin with each variant the cap keeps (`capped`: the
+/// ones it leaves out) added under its name from the cubin its candidate was evaluated in
+/// ([`crate::cubin::entry`]). `None`: not possible (a rewrite's variant, a module the copy
+/// refuses, any check that disagrees), so the whole-module run below makes it.
+fn reused(
+    input: &Input<'_>,
+    records: &mut [KernelRecord],
+    all: &[Want],
+    capped: &BTreeMap<String, String>,
+) -> Option<Vec<u8>> {
     let plain = Cubin::parse(input.plain).ok()?;
+    let wants: Vec<&Want> = all
+        .iter()
+        .filter(|w| !capped.contains_key(&w.name))
+        .collect();
+    if wants.is_empty() {
+        return None;
+    }
     let donors: Option<Vec<&Cubin>> = wants
         .iter()
         .map(|w| {
             if w.budget.is_some_and(|b| b.rewritten()) {
                 return None;
             }
-            match *input.sources.get(&w.kernel)?.get(w.candidate)? {
-                None => Some(input.step.baseline.0),
-                Some(i) => input.step.parsed.get(i)?.as_ref().map(|v| &v.0),
-            }
+            donor(input, w)
         })
         .collect();
     let donors = donors?;
@@ -220,7 +304,7 @@ fn reused(input: &Input<'_>, records: &mut [KernelRecord], wants: &[Want]) -> Op
         .collect();
     let bytes = entry::add_copies(&plain, &copies).ok()?;
     let multi = Cubin::parse(&bytes).ok()?;
-    let live: Vec<&Want> = wants.iter().collect();
+    let live = wants;
     let mut same_code = BTreeMap::new();
     for w in &live {
         match check_variant(input, records, &multi, w) {
@@ -234,7 +318,7 @@ fn reused(input: &Input<'_>, records: &mut [KernelRecord], wants: &[Want]) -> Op
     if audit_multi(input, &bytes, input.plain, &live, &mut differ).is_err() || !differ.is_empty() {
         return None;
     }
-    fill(records, wants, &BTreeMap::new(), &same_code, Some(&multi));
+    fill(records, all, (capped, capped), &same_code, Some(&multi));
     Some(bytes)
 }
 
@@ -514,11 +598,12 @@ fn differs(want: &Evaluated, got: &FunctionInfo) -> Option<String> {
 }
 
 /// The records' `variants`: the original first, then each wanted variant as embedded (from
-/// `multi`) or dropped.
+/// `multi`) or dropped (`dropped`: why, for each; `capped`: those of them the object-size
+/// cap left out).
 fn fill(
     records: &mut [KernelRecord],
     wants: &[Want],
-    dropped: &BTreeMap<String, String>,
+    (dropped, capped): (&BTreeMap<String, String>, &BTreeMap<String, String>),
     same_code: &BTreeMap<String, bool>,
     multi: Option<&Cubin>,
 ) {
@@ -538,6 +623,7 @@ fn fill(
             spill_instructions,
             same_code: multi.map(|_| true),
             dropped: None,
+            left_out: None,
         }];
         for w in mine {
             let (registers, frame_bytes, spill_instructions) = of(&r.candidates[w.candidate]);
@@ -558,6 +644,7 @@ fn fill(
                     .map_or(spill_instructions, |e| e.spill_instructions),
                 same_code: same_code.get(&w.name).copied(),
                 dropped: dropped.get(&w.name).cloned(),
+                left_out: capped.contains_key(&w.name).then_some(Limit::ObjectSize),
             });
         }
         r.variants = variants;
@@ -697,7 +784,13 @@ pub(crate) mod tests {
             ("_Z1kPf__orion_v1".to_string(), true),
             ("_Z1kPf__orion_v3".to_string(), false),
         ]);
-        fill(&mut records, &wants, &dropped, &same, None);
+        fill(
+            &mut records,
+            &wants,
+            (&dropped, &BTreeMap::new()),
+            &same,
+            None,
+        );
         let got: Vec<String> = records[0]
             .variants
             .iter()

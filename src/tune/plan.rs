@@ -49,7 +49,8 @@ type PerKernel<T> = BTreeMap<String, Vec<T>>;
 /// the object, so this caps the extra rounds a measured build costs at one and its object at
 /// about twice nvcc's device code; two made a template-heavy file's object 3x nvcc's
 /// (bench/results/measured-path.md: one gives 1.26-1.36x nvcc's cold time and 1.99-2.16x
-/// its object there).
+/// its object there). Which of the variants built ship is then the object-size cap's
+/// choice ([`super::cap`]: 1.72-1.77x there).
 pub(crate) const MEASURED_EXTRAS: usize = 1;
 
 /// The plan for the kernels of `baseline` (`functions`: its SASS, for pruning with `model`;

@@ -94,6 +94,9 @@ pub(crate) enum Limit {
     /// Under adapt/train: a budget the measured build's cost rule leaves out
     /// (docs/selector.md §Ranking).
     BuildCost,
+    /// Under adapt/train: a variant built and ranked, but left out of the cubin by the
+    /// per-step object-size cap ([`super::cap`]; an [`Embedded`]'s `left_out`).
+    ObjectSize,
 }
 
 impl Limit {
@@ -145,9 +148,13 @@ pub(crate) struct Embedded {
     /// Its code is byte for byte its standalone build's (absent when dropped).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) same_code: Option<bool>,
-    /// Why it is not in the cubin: its build differed from the standalone candidate.
+    /// Why it is not in the cubin: its build differed from the standalone candidate, or
+    /// the object-size cap left it out.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) dropped: Option<String>,
+    /// When a limit, not its build, kept it out of the cubin: which ([`Limit::ObjectSize`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) left_out: Option<Limit>,
 }
 
 /// What the checker said about the spill → shared rewrite of one kernel.

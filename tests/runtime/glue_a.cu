@@ -2,7 +2,8 @@
 // two hand-made variants under the selector's deterministic names, launched through every
 // path the glue redirects: <<<>>>, cudaLaunchKernel (C and C++), cudaLaunchKernelEx (with and
 // without attributes); its attributes set and its occupancy asked about (the C functions and
-// the runtime's C++ templates), and the device reset at the end. Every result is printed, so
+// the runtime's C++ templates), a graph built node by node (the runtime's own calls, which
+// the glue leaves alone), and the device reset at the end. Every result is printed, so
 // a build with the glue can be compared with the plain nvcc build line by line.
 #include <cstdio>
 
@@ -27,6 +28,30 @@ int run_b(float* p, int n);  // glue_b.cu
 static int report(const char* what, cudaError_t e) {
   std::printf("%s: %d %s\n", what, static_cast<int>(e), cudaGetErrorString(e));
   return e == cudaSuccess ? 0 : 1;
+}
+
+// walk as a node of a graph built by hand, instantiated, launched, and given new arguments
+// on the instantiated graph.
+static int run_graph(float* p, int n) {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  cudaGraphNode_t node = nullptr;
+  int failures = report("graph create", cudaGraphCreate(&graph, 0));
+  void* args[] = {&p, &n};
+  cudaKernelNodeParams params = {};
+  params.func = reinterpret_cast<void*>(&walk);
+  params.gridDim = dim3((n + 127) / 128);
+  params.blockDim = dim3(128);
+  params.kernelParams = args;
+  failures += report("graph kernel node", cudaGraphAddKernelNode(&node, graph, nullptr, 0, &params));
+  failures += report("graph instantiate", cudaGraphInstantiate(&exec, graph, 0));
+  failures += report("graph launch", cudaGraphLaunch(exec, nullptr));
+  failures += report("graph exec set params", cudaGraphExecKernelNodeSetParams(exec, node, &params));
+  failures += report("graph node set params", cudaGraphKernelNodeSetParams(node, &params));
+  failures += report("graph launch again", cudaGraphLaunch(exec, nullptr));
+  if (exec) (void)cudaGraphExecDestroy(exec);
+  if (graph) (void)cudaGraphDestroy(graph);
+  return failures;
 }
 
 int main() {
@@ -65,6 +90,7 @@ int main() {
     failures += report("cudaLaunchKernelEx cooperative", cudaLaunchKernelEx(&config, walk, p, nn));
     failures += run_b(p, n);
   }
+  failures += run_graph(p, n);
   failures += report("synchronize", cudaDeviceSynchronize());
   failures += report("last", cudaGetLastError());
   failures += report("reset", cudaDeviceReset());

@@ -20,6 +20,13 @@
 // the cache configuration, which every variant launch must share with its original (the
 // launch counts those that do not); and the train profile is written by a forked child and by
 // ranks sharing one path. A second device (sm_80) has contexts of its own (`devices`).
+// Graphs (`graphs`): a stream captured into a graph records each launch as a node instead of
+// running it (a runtime launch names its host function, the glue's `cuLaunchKernel` names
+// the variant it chose); a graph built node by node holds what `cudaGraphAddKernelNode` and
+// the two `SetParams` calls give it; a node copies its arguments when it is given them, as
+// CUDA does; launching an instantiated graph runs its nodes. Every function computes the
+// same: `p[0] += n` where its `float* p` is not null, so a result shows which launches ran
+// with which arguments whatever variant ran them.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
@@ -114,6 +121,19 @@ FakeFunc& g_v2 = g_funcs[0][kV2];
 std::atomic<int> g_attribute_calls{0};  // cuFuncGetAttribute
 int g_kernel_handle;
 
+// One kernel node: the function it runs (a host handle of the runtime's, resolved when the
+// graph runs, or a driver function) and its arguments, copied.
+struct FakeNode {
+  const void* host;
+  void* driver;
+  float* p;
+  int n;
+};
+struct FakeGraph {
+  std::vector<FakeNode> nodes;
+};
+FakeGraph* g_capture_graph = nullptr;  // the graph a stream being captured records into
+
 void init_context(int c) {
   struct {
     const char* name;
@@ -177,14 +197,26 @@ void ran(FakeFunc* f, void** args) {
   ++f->launches;
   g_last_args = args;
   g_clock += f->us;
+  float* p = args ? *static_cast<float**>(args[0]) : nullptr;
+  if (p) p[0] += static_cast<float>(*static_cast<int*>(args[1]));
 }
 
-cudaError_t run_original(const void* func, void** args, size_t shmem) {
+// A launch on the stream being captured: a node of the graph, with its arguments copied.
+bool captured(cudaStream_t stream, const void* host, void* driver, void** args) {
+  if (!g_capture_graph || stream == nullptr || stream != g_capturing) return false;
+  g_capture_graph->nodes.push_back(
+      FakeNode{host, driver, *static_cast<float**>(args[0]), *static_cast<int*>(args[1])});
+  return true;
+}
+
+cudaError_t run_original(const void* func, void** args, size_t shmem,
+                         cudaStream_t stream = nullptr) {
   if (!g_gpu) return fail(cudaErrorInsufficientDriver);
   std::lock_guard<std::mutex> hold(g_fake_lock);
   FakeFunc* f = func_of(func);
   if (!f) return fail(cudaErrorInvalidDeviceFunction);
   if (shmem > static_cast<size_t>(f->limit())) return fail(cudaErrorInvalidValue);
+  if (captured(stream, func, nullptr, args)) return cudaSuccess;
   ran(f, args);
   return cudaSuccess;
 }
@@ -224,8 +256,8 @@ const char* CUDARTAPI cudaGetErrorString(cudaError_t e) {
   return e == cudaSuccess ? "no error" : "simulated error";
 }
 cudaError_t CUDARTAPI cudaLaunchKernel(const void* f, dim3, dim3, void** args, size_t shmem,
-                                       cudaStream_t) {
-  return run_original(f, args, shmem);
+                                       cudaStream_t stream) {
+  return run_original(f, args, shmem, stream);
 }
 cudaError_t CUDARTAPI cudaLaunchKernel_ptsz(const void* f, dim3, dim3, void** args, size_t shmem,
                                             cudaStream_t) {
@@ -362,6 +394,89 @@ cudaError_t CUDARTAPI cudaFuncGetAttributes(cudaFuncAttributes* a, const void* f
 }
 }  // extern "C"
 
+// Graphs: capture, nodes added by hand, their parameters set, instantiation and launch. An
+// instantiated graph is a copy of its graph's nodes (a later cudaGraphKernelNodeSetParams
+// does not reach it); its nodes keep their handles' order.
+namespace {
+FakeNode node_of(const cudaKernelNodeParams* p) {
+  return FakeNode{p->func, nullptr, *static_cast<float**>(p->kernelParams[0]),
+                  *static_cast<int*>(p->kernelParams[1])};
+}
+FakeNode* find_node(FakeGraph* g, cudaGraphNode_t node) {
+  size_t i = reinterpret_cast<size_t>(node) - 1;
+  return i < g->nodes.size() ? &g->nodes[i] : nullptr;
+}
+FakeGraph* g_node_graph = nullptr;  // the graph the scenario's hand-made nodes belong to
+}  // namespace
+
+extern "C" {
+
+cudaError_t CUDARTAPI cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode) {
+  g_capturing = s;
+  g_capture_graph = new FakeGraph;
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaStreamEndCapture(cudaStream_t, cudaGraph_t* g) {
+  *g = reinterpret_cast<cudaGraph_t>(g_capture_graph);
+  g_capture_graph = nullptr;
+  g_capturing = nullptr;
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaGraphCreate(cudaGraph_t* g, unsigned) {
+  *g = reinterpret_cast<cudaGraph_t>(new FakeGraph);
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaGraphAddKernelNode(cudaGraphNode_t* node, cudaGraph_t graph,
+                                             const cudaGraphNode_t*, size_t,
+                                             const cudaKernelNodeParams* p) {
+  if (!func_of(p->func)) return fail(cudaErrorInvalidDeviceFunction);
+  FakeGraph* g = reinterpret_cast<FakeGraph*>(graph);
+  g->nodes.push_back(node_of(p));
+  g_node_graph = g;
+  *node = reinterpret_cast<cudaGraphNode_t>(g->nodes.size());
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaGraphKernelNodeSetParams(cudaGraphNode_t node,
+                                                   const cudaKernelNodeParams* p) {
+  FakeNode* n = find_node(g_node_graph, node);
+  if (!n || !func_of(p->func)) return fail(cudaErrorInvalidValue);
+  *n = node_of(p);
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph,
+                                           unsigned long long) {
+  *exec = reinterpret_cast<cudaGraphExec_t>(new FakeGraph(*reinterpret_cast<FakeGraph*>(graph)));
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaGraphExecKernelNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node,
+                                                       const cudaKernelNodeParams* p) {
+  FakeNode* n = find_node(reinterpret_cast<FakeGraph*>(exec), node);
+  if (!n || !func_of(p->func)) return fail(cudaErrorInvalidValue);
+  *n = node_of(p);
+  return cudaSuccess;
+}
+// Each node runs: a host handle is the current context's function of it, as the runtime
+// resolves it (the original: nothing the glue does reaches a graph's nodes).
+cudaError_t CUDARTAPI cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t) {
+  std::lock_guard<std::mutex> hold(g_fake_lock);
+  for (FakeNode& n : reinterpret_cast<FakeGraph*>(exec)->nodes) {
+    FakeFunc* f = n.host ? func_of(n.host) : static_cast<FakeFunc*>(n.driver);
+    if (!f || f->ctx != live()) return fail(cudaErrorInvalidResourceHandle);
+    void* args[] = {&n.p, &n.n};
+    ran(f, args);
+  }
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  delete reinterpret_cast<FakeGraph*>(exec);
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaGraphDestroy(cudaGraph_t graph) {
+  delete reinterpret_cast<FakeGraph*>(graph);
+  return cudaSuccess;
+}
+}  // extern "C"
+
 // --- the simulated driver, reached through cudaGetDriverEntryPointByVersion ---------------------
 
 namespace {
@@ -442,6 +557,7 @@ CUresult CUDAAPI fake_launch(CUfunction f, unsigned, unsigned, unsigned, unsigne
   }
   if (shmem > static_cast<unsigned>(ff->limit())) return CUDA_ERROR_INVALID_VALUE;
   g_last_stream = stream;
+  if (captured(reinterpret_cast<cudaStream_t>(stream), nullptr, ff, args)) return CUDA_SUCCESS;
   const FakeFunc* o = original_of(ff);
   bool same = ff->cache == o->cache;
   for (int c : kCarried) same = same && ff->attrs[c] == o->attrs[c];
@@ -798,6 +914,74 @@ void attributes() {
   check(g_uncarried == 0 && all(tail(10), "orig"), "uncarried_runs_original");
 }
 
+// Graphs (adapt, walk locked to v1 at grid 8). Captured: each launch on the capturing stream
+// becomes a node as the glue made it (a locked key's variant, a new key's original), replayed
+// as captured. Built node by node: cudaGraphAddKernelNode and both SetParams calls go to the
+// runtime, not the glue, so the node runs the original (the static winner) with the
+// arguments last given to it, even at a key the selector would launch v1 at; the glue makes
+// no call meanwhile, and launches through it still get v1.
+void graphs() {
+  for (int i = 0; i < 60; ++i) launch(8);
+  bool locked = all(tail(20), "v1");
+  float out[1] = {0};
+  float* p = out;
+  int n = 1000;
+  void* args[] = {&p, &n};
+  int dummy_stream;
+  cudaStream_t s = reinterpret_cast<cudaStream_t>(&dummy_stream);
+  cudaGraph_t captured_graph = nullptr;
+  size_t before = g_launched.size();
+  cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
+  orion_rt_v1_cudaLaunchKernel(kWalk, dim3(8), dim3(128), args, 0, s);
+  orion_rt_v1_cudaLaunchKernel(kWalk, dim3(16), dim3(128), args, 0, s);
+  cudaStreamEndCapture(s, &captured_graph);
+  bool nothing_ran = g_launched.size() == before && out[0] == 0;
+  n = 1;  // a node holds the arguments as they were at capture
+  cudaGraphExec_t exec = nullptr;
+  cudaGraphInstantiate(&exec, captured_graph, 0);
+  for (int i = 0; i < 2; ++i) cudaGraphLaunch(exec, s);
+  std::vector<std::string> replay = {"v1", "orig", "v1", "orig"};
+  check(locked && nothing_ran && tail(4) == replay && out[0] == 4000 && g_uncarried == 0,
+        "graph_captured_replays_the_choice");
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(captured_graph);
+
+  // By hand.
+  out[0] = 0;
+  n = 3;
+  int calls = g_other_calls.load();
+  cudaGraph_t graph = nullptr;
+  cudaGraphCreate(&graph, 0);
+  cudaKernelNodeParams params = {};
+  params.func = const_cast<void*>(kWalk);
+  params.gridDim = dim3(8);
+  params.blockDim = dim3(128);
+  params.kernelParams = args;
+  cudaGraphNode_t node = nullptr;
+  bool added = cudaGraphAddKernelNode(&node, graph, nullptr, 0, &params) == cudaSuccess;
+  cudaGraphInstantiate(&exec, graph, 0);
+  for (int i = 0; i < 2; ++i) cudaGraphLaunch(exec, s);
+  check(added && all(tail(2), "orig") && out[0] == 6, "graph_node_runs_the_original");
+  n = 5;
+  bool set = cudaGraphExecKernelNodeSetParams(exec, node, &params) == cudaSuccess;
+  cudaGraphLaunch(exec, s);
+  check(set && all(tail(1), "orig") && out[0] == 11, "graph_exec_set_params_original");
+  // The graph's node changes; the instantiated copy does not, until instantiated again.
+  n = 7;
+  set = cudaGraphKernelNodeSetParams(node, &params) == cudaSuccess;
+  cudaGraphLaunch(exec, s);
+  bool kept = out[0] == 16;
+  cudaGraphExecDestroy(exec);
+  cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphLaunch(exec, s);
+  check(set && kept && all(tail(2), "orig") && out[0] == 23, "graph_node_set_params_original");
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  bool untouched = g_other_calls.load() == calls;
+  launch(8);
+  check(untouched && all(tail(1), "v1") && g_uncarried == 0, "graph_leaves_the_selector_alone");
+}
+
 // Train, then fork: the child's exit must not write the profile (its parent's measurements).
 void train_fork(const char* path) {
   for (int i = 0; i < 60; ++i) launch(8);
@@ -945,6 +1129,7 @@ int main(int argc, char** argv) {
   else if (std::strcmp(scenario, "train_reset") == 0) train_reset();
   else if (std::strcmp(scenario, "attributes") == 0) attributes();
   else if (std::strcmp(scenario, "devices") == 0) devices();
+  else if (std::strcmp(scenario, "graphs") == 0) graphs();
   else if (std::strcmp(scenario, "train_threads") == 0) train_threads();
   else if (std::strcmp(scenario, "train_devices") == 0) train_devices();
   else if (std::strcmp(scenario, "train_fork") == 0) train_fork(std::getenv("NVCC_ORION_PROFILE_OUT"));

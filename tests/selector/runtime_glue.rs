@@ -245,6 +245,19 @@ fn glue_objects_redirect_and_keep_variants() {
         for bypass in asked {
             assert!(!undefined.contains(&bypass), "{rdc}: still calls {bypass}");
         }
+        // A graph's kernel nodes are the runtime's alone: the node runs the original
+        // (docs/selector.md, "Graphs"), so these calls keep their names.
+        for graph in [
+            "cudaGraphAddKernelNode",
+            "cudaGraphKernelNodeSetParams",
+            "cudaGraphExecKernelNodeSetParams",
+            "cudaGraphLaunch",
+        ] {
+            assert!(
+                undefined.contains(&graph),
+                "{rdc}: {graph} not in {undefined:?}"
+            );
+        }
         if rdc.is_empty() {
             let ptsz = common::nm_symbols(&dir.join("a.host-ptsz.o"));
             for want in [
@@ -663,6 +676,16 @@ const FAKE_CASES: &[(&str, &[&str])] = &[
             "reset_device_resolves_anew",
         ],
     ),
+    (
+        "graphs",
+        &[
+            "graph_captured_replays_the_choice",
+            "graph_node_runs_the_original",
+            "graph_exec_set_params_original",
+            "graph_node_set_params_original",
+            "graph_leaves_the_selector_alone",
+        ],
+    ),
     ("train_devices", &["devices_trained"]),
     (
         "train_threads",
@@ -700,6 +723,10 @@ const OCCUPANCY_CASES: &[&str] = &[
 /// leaves the other alone, and the profile names each device's arch; a variant launched on the
 /// per-thread default stream gets `CU_STREAM_PER_THREAD`. Four host threads training a kernel
 /// asked about from its first launch on all launch, and never run the variant with fewer blocks.
+/// Graphs: a captured graph replays what the glue launched at capture (a locked key's
+/// variant, a new key's original), with the captured arguments; a graph built node by node
+/// runs the original (the static winner) with the arguments last set on the node or on the
+/// instantiated graph, with the right results, and the glue is not involved.
 #[test]
 fn glue_paths_on_a_simulated_gpu() {
     let Some(nvcc) = common::nvcc_or_skip("glue_paths_on_a_simulated_gpu") else {

@@ -286,3 +286,104 @@ fn explain_says_why_nothing_changed_and_what_training_would_measure() {
         "{text}"
     );
 }
+
+/// The object-size cap on variants (docs/selector.md §Ranking), where it binds: a
+/// template-heavy file (`bench/build/instances.cu`, 48 instantiations, most of them kernels
+/// the model keeps no budget of, so each gets a measured-only variant) for sm_80 and sm_90.
+/// Checked with the toolkit against the rule written out here: each architecture's cubin in
+/// the adapt object (`cuobjdump -xelf`) is at most 175 % of nvcc's, or the default build's
+/// (the tuned originals) plus 64 KiB where that is more; the object is within 2x nvcc's
+/// (issue 45's target). The variants the cap left out are reported as such
+/// (`left_out: "object-size"`, measured-only ones among them), absent from the cubin while
+/// every other listed variant is present, and `explain` says it in words.
+#[test]
+fn the_object_size_cap_holds_and_says_what_it_left_out() {
+    let Some(nvcc) = common::nvcc_or_skip("the_object_size_cap_holds_and_says_what_it_left_out")
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/build/instances.cu");
+    let o = Command::new(&nvcc)
+        .current_dir(d)
+        .args(["-c", "-O3", "-o", "nvcc.o"])
+        .args(ARCHES)
+        .arg(&src)
+        .output()
+        .unwrap();
+    common::assert_ok(&o, "nvcc instances.cu");
+    for mode in ["tune", "adapt"] {
+        let out = format!("{mode}.o");
+        let o = orion(&nvcc, d, mode, &out).arg(&src).output().unwrap();
+        common::assert_ok(&o, &out);
+    }
+    // Cubin bytes per arch of each object, as cuobjdump extracts them.
+    let cubins = |name: &str| -> BTreeMap<u32, u64> {
+        common::fixtures::extract_elfs(&d.join(name), &d.join(format!("x-{name}")))
+            .unwrap()
+            .into_iter()
+            .map(|p| {
+                let arch = common::fixtures::elf_arch(&p).unwrap();
+                (arch, std::fs::metadata(&p).unwrap().len())
+            })
+            .collect()
+    };
+    let (own, tuned, adapt) = (cubins("nvcc.o"), cubins("tune.o"), cubins("adapt.o"));
+    assert_eq!(own.keys().collect::<Vec<_>>(), [&80, &90]);
+    for (sm, bytes) in &adapt {
+        let cap = (own[sm] * 175 / 100).max(tuned[sm] + 64 * 1024);
+        assert!(
+            *bytes <= cap,
+            "sm_{sm}: {bytes} B shipped, the cap is {cap} B (nvcc {} B, tuned {} B)",
+            own[sm],
+            tuned[sm]
+        );
+    }
+    let size = |name: &str| std::fs::metadata(d.join(name)).unwrap().len();
+    assert!(
+        size("adapt.o") <= 2 * size("nvcc.o"),
+        "adapt object {} B, nvcc's {} B",
+        size("adapt.o"),
+        size("nvcc.o")
+    );
+    // What the cap left out: reported, typed, and not in the cubin; the rest is.
+    let shipped = registers(&d.join("adapt.o"));
+    let mut left_out = 0;
+    let mut measured_left_out = 0;
+    for ((sm, kernel), r) in records(d, "adapt.o") {
+        for v in r["variants"].as_array().into_iter().flatten().skip(1) {
+            let name = v["name"].as_str().unwrap();
+            let present = shipped.contains_key(&(sm, name.to_string()));
+            if v["left_out"] == "object-size" {
+                left_out += 1;
+                let candidate = v["candidate"].as_u64().unwrap() as usize;
+                if r["candidates"][candidate]["measured_only"] == true {
+                    measured_left_out += 1;
+                }
+                assert!(!present, "sm_{sm} {kernel}: {name} left out but shipped");
+                let why = v["dropped"].as_str().unwrap();
+                assert!(why.starts_with("left out by the object-size cap"), "{why}");
+            } else if v["dropped"].is_null() {
+                assert!(present, "sm_{sm} {kernel}: {name} listed but not shipped");
+            }
+        }
+    }
+    assert!(
+        left_out > 0 && measured_left_out > 0,
+        "the cap left out {left_out} variants ({measured_left_out} measured-only)"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_nvcc-orion"))
+        .current_dir(d)
+        .args(["explain", "adapt.o.jsonl"])
+        .env_remove("NVCC_ORION")
+        .output()
+        .unwrap();
+    common::assert_ok(&out, "explain adapt.o.jsonl");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        text.matches("left out by the object-size cap").count(),
+        left_out,
+        "{text}"
+    );
+}
