@@ -130,7 +130,7 @@ pub fn ptxas_step(
     // ptxas's own cubin in place (nothing is written until the tuned cubin is verified) and
     // becomes one warning line, not a backtrace.
     let tuned = quietly(|| {
-        if tune.settings.force.as_deref() == Some("panic") {
+        if tune.settings.force == Some(crate::settings::Force::Panic) {
             panic!("forced by --orion-force=panic");
         }
         step::tune(argv, ctx, tune)

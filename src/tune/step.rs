@@ -518,7 +518,7 @@ fn select_kernel(
             .find(|&&i| c.rewrite[i].is_some_and(|t| t.explained()))
             .and_then(|&i| kept[i].1.clone()),
     });
-    let mut choice = select::choose(&options, settings.margin_percent, settings.force.as_deref());
+    let mut choice = select::choose(&options, settings.margin_percent, settings.force.as_ref());
     // A forced choice (testing) wins over a profile.
     let measured = settings
         .force
