@@ -228,6 +228,7 @@ pub mod oracle;
 pub mod plr;
 mod regset;
 pub mod schedule;
+mod schedule_error;
 mod section;
 mod semantics;
 mod state;
@@ -236,7 +237,7 @@ mod summary;
 mod transfer;
 pub mod tuples;
 
-pub use claim::{Claim, Proof, Rejection, SpillBase};
+pub use claim::{Check, Claim, Proof, Rejection, SpillBase};
 
 use std::collections::BTreeSet;
 
@@ -259,6 +260,7 @@ pub fn check(
         for ins in &f.instrs {
             if inserted.contains(&ins.offset) && transfers_control(ins) {
                 return reject(
+                    Check::InsertedControl,
                     &f.name,
                     ins.offset,
                     format!(
@@ -280,6 +282,7 @@ fn rejection(e: SplitError) -> Rejection {
     Rejection {
         function: e.function,
         offset: e.offset,
+        check: Check::Split,
         reason: e.reason,
     }
 }
