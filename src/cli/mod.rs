@@ -567,7 +567,10 @@ mod tests {
         let inv = run_env(&["-c", "k.cu"], None, Some("\"-O1\""));
         assert_eq!(
             inv.class,
-            Class::PassThrough(PassReason::UnknownOption("\"-O1\"".into()))
+            Class::PassThrough(PassReason::NotASource {
+                input: PathBuf::from("\"-O1\""),
+                linking: false
+            })
         );
         assert_eq!(run_env(&["k.cu"], Some("-c"), None).class, Class::Tunable);
     }

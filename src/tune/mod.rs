@@ -141,7 +141,7 @@ pub fn ptxas_step(
             .map(|s| s.to_string())
             .or_else(|| payload.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "unknown".to_string());
-        Err(step::TuneError::Io(format!("internal error: {what}")))
+        Err(step::TuneError::Internal(what))
     });
     let mut records = Vec::new();
     match tuned {

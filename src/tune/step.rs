@@ -30,7 +30,10 @@ pub use super::record::{KeptCubins, KernelRecord, TuneError, Tuned};
 use super::record::{Limit, Pruned};
 
 fn io_err(what: &Path) -> impl FnOnce(std::io::Error) -> TuneError + '_ {
-    move |e| TuneError::Io(format!("{}: {e}", what.display()))
+    move |source| TuneError::Io {
+        what: what.display().to_string(),
+        source,
+    }
 }
 
 /// The files of a ptxas step that can be tuned.
@@ -72,7 +75,10 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
     let work = tempfile::Builder::new()
         .prefix("nvcc-orion-variants-")
         .tempdir()
-        .map_err(|e| TuneError::Io(format!("temporary folder: {e}")))?;
+        .map_err(|source| TuneError::Io {
+            what: "temporary folder".into(),
+            source,
+        })?;
     let builder = builder(argv, ctx, files, &step, settings, work.path())?;
     let (built, mut result) = build_variants(&builder, &plan)?;
     result.warnings.extend(model_warning);
@@ -199,9 +205,10 @@ fn builder<'a>(
     settings: &Settings,
     work: &'a Path,
 ) -> Result<Builder<'a>, TuneError> {
-    let ptxas = ctx
-        .resolve(&argv[0])
-        .map_err(|e| TuneError::Io(format!("ptxas: {e}")))?;
+    let ptxas = ctx.resolve(&argv[0]).map_err(|source| TuneError::Io {
+        what: "ptxas".into(),
+        source,
+    })?;
     Ok(Builder {
         ctx,
         argv,

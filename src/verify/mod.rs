@@ -216,6 +216,7 @@
 //!   [`tuples`] (register alignment).
 
 pub mod base;
+mod base_error;
 mod calls;
 mod claim;
 mod correspond;
