@@ -98,7 +98,7 @@ pub fn check(
             opcode: ins.opcode.clone(),
             offset: off,
             ctrl: ins.ctrl,
-            hazard,
+            hazard: Box::new(hazard),
         };
         let (data, addr) = access(ins).ok_or_else(|| fail(Hazard::NotAnAccess))?;
         let targets: BTreeSet<u64> = f
@@ -475,7 +475,7 @@ pub(crate) fn check_rewrite(
                     was: o.offset,
                     before: a,
                     after: b,
-                    hazard,
+                    hazard: Box::new(hazard),
                 })
             };
             // A scoreboard may be added where the original had none (a renamed source now
@@ -539,7 +539,7 @@ pub(crate) fn check_rewrite(
             opcode: ins.opcode.clone(),
             offset: off,
             ctrl: ins.ctrl,
-            hazard,
+            hazard: Box::new(hazard),
         })?;
         proof.other += 1;
     }

@@ -75,7 +75,8 @@ pub enum Hazard {
     ReuseBeforeInserted,
 }
 
-/// A scheduling rejection: the instruction, and its [`Hazard`].
+/// A scheduling rejection: the instruction, and its [`Hazard`] (boxed: the rejection is the
+/// error of every check's `Result`, which stays small).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ScheduleError {
     /// An offset named in the claim holds no instruction of the rewritten code.
@@ -87,7 +88,7 @@ pub enum ScheduleError {
         opcode: Opcode,
         offset: u64,
         ctrl: Control,
-        hazard: Hazard,
+        hazard: Box<Hazard>,
     },
     /// The image of an original instruction, at `offset` (the original at `was`).
     #[error("`{opcode}` at {offset:#x} (was {was:#x}): {hazard} ({before} → {after})")]
@@ -97,7 +98,7 @@ pub enum ScheduleError {
         was: u64,
         before: Control,
         after: Control,
-        hazard: Hazard,
+        hazard: Box<Hazard>,
     },
     /// Another inserted instruction (prologue arithmetic, moves).
     #[error("inserted `{opcode}` at {offset:#x} ({ctrl}): {hazard}")]
@@ -105,7 +106,7 @@ pub enum ScheduleError {
         opcode: Opcode,
         offset: u64,
         ctrl: Control,
-        hazard: Hazard,
+        hazard: Box<Hazard>,
     },
 }
 
@@ -116,7 +117,7 @@ impl ScheduleError {
             ScheduleError::NoInstruction { .. } => None,
             ScheduleError::Access { hazard, .. }
             | ScheduleError::Image { hazard, .. }
-            | ScheduleError::Inserted { hazard, .. } => Some(hazard),
+            | ScheduleError::Inserted { hazard, .. } => Some(hazard.as_ref()),
         }
     }
 }
