@@ -154,7 +154,8 @@ fn decode_bytes(nv: &Path, bytes: &[u8]) -> Result<Seen, NotProved> {
     let path = dir.path().join("k.cubin");
     std::fs::write(&path, bytes).map_err(|e| NotProved::Decode(e.to_string()))?;
     let decoded = decode::decode_file(nv, &path).map_err(|e| NotProved::Decode(e.to_string()))?;
-    let oracle = oracle::check_cubin(nv, &path, &decoded.functions).map_err(NotProved::Decode)?;
+    let oracle = oracle::check_cubin(nv, &path, &decoded.functions)
+        .map_err(|e| NotProved::Decode(e.to_string()))?;
     Ok(Seen { decoded, oracle })
 }
 
