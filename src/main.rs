@@ -98,7 +98,7 @@ fn pass_through(
 ) -> Option<ExitCode> {
     let why = match (&settings.mode, &inv.class) {
         (Mode::Off, _) => Some("NVCC_ORION=off".to_string()),
-        (_, Class::PassThrough(reason)) => Some(reason.clone()),
+        (_, Class::PassThrough(reason)) => Some(reason.to_string()),
         (_, Class::Tunable) => None,
     };
     // Sources compiled untuned leave a line in the report, so a project view can say why.
@@ -106,7 +106,7 @@ fn pass_through(
         eprintln!("{warning}");
     }
     if settings.mode != Mode::Off
-        && matches!(&inv.class, Class::PassThrough(r) if r == "--dryrun")
+        && matches!(&inv.class, Class::PassThrough(r) if r.is_dryrun())
         && let Some(code) = dryrun_with_shim(tk, &inv.nvcc_args, env, settings)
     {
         return Some(code);

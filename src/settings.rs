@@ -44,7 +44,7 @@ pub struct Settings {
     /// proved spill → shared candidate), `regdem` (the lowest proved register-demotion
     /// candidate), or
     /// `panic` (an internal error while tuning, to exercise the fallback).
-    pub(crate) force: Option<String>,
+    pub(crate) force: Option<Force>,
     /// `--orion-margin=PCT` / `NVCC_ORION_MARGIN`: the predicted gain a variant must clear to
     /// replace ptxas's own choice, in percent.
     pub(crate) margin_percent: f64,
@@ -139,13 +139,54 @@ impl Default for Settings {
     }
 }
 
-/// The register budget of `--orion-force=budget:N` (N in 1..=255), else `None`.
-pub(crate) fn forced_budget(force: &str) -> Option<u32> {
-    force
-        .strip_prefix("budget:")?
-        .parse::<u32>()
-        .ok()
-        .filter(|n| (1..=255).contains(n))
+/// `--orion-force=KIND`: which candidate the tuner must choose (testing, and bench/gpu's
+/// exhaustive variants), read once here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Force {
+    /// ptxas's own code.
+    Baseline,
+    /// The lowest budget that built.
+    Lowest,
+    /// The plain candidate at this many registers (1..=255).
+    Budget(u32),
+    /// ptxas's shared-memory spilling candidate.
+    Pragma,
+    /// The proved candidate of the rewrite with this key (`spill2smem`, `regdem`, ...).
+    Rewrite(String),
+    /// An internal error while tuning, to exercise the fallback.
+    Panic,
+}
+
+impl Force {
+    /// `v` as a force, the rewrites known by their `keys`; `None` when it is none.
+    pub(crate) fn parse(v: &str, keys: &[&str]) -> Option<Force> {
+        Some(match v {
+            "baseline" => Force::Baseline,
+            "lowest" => Force::Lowest,
+            "pragma" => Force::Pragma,
+            "panic" => Force::Panic,
+            _ if keys.contains(&v) => Force::Rewrite(v.to_string()),
+            _ => Force::Budget(
+                v.strip_prefix("budget:")?
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|n| (1..=255).contains(n))?,
+            ),
+        })
+    }
+}
+
+impl std::fmt::Display for Force {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Force::Baseline => f.write_str("baseline"),
+            Force::Lowest => f.write_str("lowest"),
+            Force::Budget(n) => write!(f, "budget:{n}"),
+            Force::Pragma => f.write_str("pragma"),
+            Force::Rewrite(key) => f.write_str(key),
+            Force::Panic => f.write_str("panic"),
+        }
+    }
 }
 
 /// Environment variables that belong to nvcc-orion and are removed before running nvcc.
@@ -267,11 +308,9 @@ impl Settings {
                         }
                     }
                 }
-                ("force", Some(v)) => match v {
-                    "baseline" | "lowest" | "pragma" | "panic" => s.force = Some(v.to_string()),
-                    _ if transforms.contains(&v) => s.force = Some(v.to_string()),
-                    _ if forced_budget(v).is_some() => s.force = Some(v.to_string()),
-                    _ => warnings.push(bad(&format!(
+                ("force", Some(v)) => match Force::parse(v, transforms) {
+                    Some(f) => s.force = Some(f),
+                    None => warnings.push(bad(&format!(
                         "unknown --orion-force={v} (use baseline, lowest, budget:N, pragma, {known} or panic)"
                     ))),
                 },
@@ -311,7 +350,8 @@ impl Settings {
     /// Whether the tuner may offer the SASS rewrite named `key` (`--orion-transforms`), or
     /// must (`--orion-force`).
     pub fn offers_transform(&self, key: &str) -> bool {
-        self.transforms.iter().any(|t| t == key) || self.force.as_deref() == Some(key)
+        self.transforms.iter().any(|t| t == key)
+            || matches!(&self.force, Some(Force::Rewrite(k)) if k == key)
     }
 
     /// The `--orion-*` options that restate every setting which changes the output (mode,
@@ -649,7 +689,7 @@ mod tests {
         assert!(w.is_empty() && s.transforms == ["regdem"], "{w:?}");
         let (s, w) = Settings::read_test(&|_| None, &[("force".into(), Some("regdem".into()))]);
         assert!(
-            w.is_empty() && s.force.as_deref() == Some("regdem"),
+            w.is_empty() && s.force == Some(Force::Rewrite("regdem".into())),
             "{w:?}"
         );
         let (_, w) =
@@ -678,12 +718,24 @@ mod tests {
 
     #[test]
     fn forcing_a_budget_or_the_pragma() {
-        for v in ["budget:40", "budget:255", "pragma"] {
+        for (v, want) in [
+            ("budget:40", Force::Budget(40)),
+            ("budget:255", Force::Budget(255)),
+            ("pragma", Force::Pragma),
+        ] {
             let (s, w) = Settings::read_test(&|_| None, &[("force".into(), Some(v.into()))]);
-            assert!(w.is_empty() && s.force.as_deref() == Some(v), "{v}: {w:?}");
+            assert!(
+                w.is_empty() && s.force.as_ref() == Some(&want),
+                "{v}: {w:?}"
+            );
+            assert_eq!(want.to_string(), v, "restated as given");
         }
-        assert_eq!(forced_budget("budget:40"), Some(40));
-        assert_eq!(forced_budget("lowest"), None);
+        assert_eq!(Force::parse("lowest", &[]), Some(Force::Lowest));
+        assert_eq!(
+            Force::parse("regdem", &[]),
+            None,
+            "a key the caller does not know"
+        );
         for v in ["budget:0", "budget:256", "budget:", "budget:x", "budget:-1"] {
             let (s, w) = Settings::read_test(&|_| None, &[("force".into(), Some(v.into()))]);
             assert!(s.force.is_none() && w.len() == 1, "{v}: {w:?}");

@@ -3,6 +3,7 @@
 //! them; bank 3 the `__constant__` data. An offset into one means what its relocation, the
 //! object placed there or its bytes say, in that cubin's own tables.
 
+use super::Difference;
 use super::dump::Dump;
 
 /// The bank number of a module-level bank section's name.
@@ -56,7 +57,7 @@ pub(crate) fn resolve(d: &Dump, bank: u32, at: u64) -> String {
 
 /// Every offset `origin`'s `bank` gives meaning to reads the same in `shipped`: its
 /// relocations, its objects and its bytes. (A bank `origin` lacks is read by no code of it.)
-pub(crate) fn agrees(origin: &Dump, shipped: &Dump, bank: u32) -> Result<(), String> {
+pub(crate) fn agrees(origin: &Dump, shipped: &Dump, bank: u32) -> Result<(), Difference> {
     let name = section_name(bank);
     let Some(sec) = origin.section(&name) else {
         return Ok(());
@@ -64,17 +65,17 @@ pub(crate) fn agrees(origin: &Dump, shipped: &Dump, bank: u32) -> Result<(), Str
     let mine = origin.data.get(&name).map_or(&[][..], Vec::as_slice);
     let theirs = shipped.data.get(&name).map_or(&[][..], Vec::as_slice);
     if theirs.get(..mine.len()) != Some(mine) {
-        return Err(format!("{name} holds other bytes"));
+        return Err(Difference::SectionBytes(name));
     }
     let shipped_relocs = shipped.relocs.get(&name).cloned().unwrap_or_default();
     for r in origin.relocs.get(&name).into_iter().flatten() {
         if !shipped_relocs.contains(r) {
-            return Err(format!(
-                "{name} offset {:#x} holds `{}` where the code was compiled, {}",
-                r.offset,
-                r.symbol,
-                resolve(shipped, bank, r.offset)
-            ));
+            return Err(Difference::BankRelocation {
+                bank: name,
+                offset: r.offset,
+                symbol: r.symbol.clone(),
+                shipped: resolve(shipped, bank, r.offset),
+            });
         }
     }
     let shipped_sec = shipped.section(&name).map(|s| s.index);
@@ -85,7 +86,10 @@ pub(crate) fn agrees(origin: &Dump, shipped: &Dump, bank: u32) -> Result<(), Str
                 && Some(t.section) == shipped_sec
         });
         if !same {
-            return Err(format!("{name}: `{}` is placed elsewhere", o.name));
+            return Err(Difference::BankObject {
+                bank: name,
+                object: o.name.clone(),
+            });
         }
     }
     Ok(())

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeSet;
 
+use super::Difference;
 use super::banks;
 use super::dump::{Dump, Reloc};
 use super::listing::{Function, Instr};
@@ -42,7 +43,7 @@ impl Pair<'_> {
 
     /// Everything but the instructions' meaning; `Ok(Code::Disassemble)` when the code bytes
     /// (or the banks they read) differ and only the listings can tell.
-    pub(crate) fn compare(&self) -> Result<Code, String> {
+    pub(crate) fn compare(&self) -> Result<Code, Difference> {
         let ts = text(self.shipped, self.ks)?;
         let tr = text(self.origin, self.kr)?;
         self.headers(ts, tr)?;
@@ -65,24 +66,23 @@ impl Pair<'_> {
 
     /// The text section's header: size, alignment, flags and the register count sm_75-89
     /// keep in `sh_info[31:24]`.
-    fn headers(&self, ts: usize, tr: usize) -> Result<(), String> {
+    fn headers(&self, ts: usize, tr: usize) -> Result<(), Difference> {
         let (a, b) = (section(self.shipped, ts)?, section(self.origin, tr)?);
         let key =
             |s: &super::dump::Section| (s.size, s.align, s.flags, s.info >> 24, s.kind.clone());
         if key(a) != key(b) {
-            return Err(format!(
-                "its code section differs (size {:#x}/{:#x}, registers in sh_info {}/{})",
-                a.size,
-                b.size,
-                a.info >> 24,
-                b.info >> 24
-            ));
+            return Err(Difference::CodeSection {
+                size: a.size,
+                origin_size: b.size,
+                registers: a.info >> 24,
+                origin_registers: b.info >> 24,
+            });
         }
         Ok(())
     }
 
     /// The functions and labels defined in the code section, at the same offsets.
-    fn symbols(&self, ts: usize, tr: usize) -> Result<(), String> {
+    fn symbols(&self, ts: usize, tr: usize) -> Result<(), Difference> {
         self.same_symbols(ts, tr, |s| {
             (
                 s.value,
@@ -101,7 +101,7 @@ impl Pair<'_> {
         ts: usize,
         tr: usize,
         row: impl Fn(&super::dump::Symbol) -> R,
-    ) -> Result<(), String> {
+    ) -> Result<(), Difference> {
         let a: BTreeSet<_> = self
             .shipped
             .defined_in(ts)
@@ -115,13 +115,13 @@ impl Pair<'_> {
             .map(|s| (s.name.clone(), row(s)))
             .collect();
         match a.symmetric_difference(&b).next() {
-            Some(d) => Err(format!("symbol `{}` differs in its code section", d.0)),
+            Some(d) => Err(Difference::Symbol(d.0.clone())),
             None => Ok(()),
         }
     }
 
     /// The code's own relocations, by symbol name.
-    fn relocations(&self) -> Result<(), String> {
+    fn relocations(&self) -> Result<(), Difference> {
         let a = self.mapped_relocs(&format!(".text.{}", self.ks));
         let b = sorted(self.origin.relocs.get(&format!(".text.{}", self.kr)));
         if a != b {
@@ -147,7 +147,7 @@ impl Pair<'_> {
     }
 
     /// `.nv.info.<k>` in order, and the `.nv.info` records of each function in the section.
-    fn records(&self, ts: usize, tr: usize) -> Result<(), String> {
+    fn records(&self, ts: usize, tr: usize) -> Result<(), Difference> {
         let map_text = |t: &str| self.map(t);
         let a: Vec<(String, String)> = self
             .shipped
@@ -194,12 +194,12 @@ impl Pair<'_> {
 
     /// Every other section named after the function (parameter bank, jump tables, shared
     /// and local memory, the sm_100+ copy of the code): the same type, size and bytes.
-    fn own_sections(&self) -> Result<(), String> {
+    fn own_sections(&self) -> Result<(), Difference> {
         self.own_sections_but("")
     }
 
     /// [`Pair::own_sections`] but for those whose prefix is `skip` (none when empty).
-    pub(crate) fn own_sections_but(&self, skip: &str) -> Result<(), String> {
+    pub(crate) fn own_sections_but(&self, skip: &str) -> Result<(), Difference> {
         let own = |d: &Dump, k: &str| -> Vec<(String, super::dump::Section)> {
             let suffix = format!(".{k}");
             d.sections
@@ -216,11 +216,10 @@ impl Pair<'_> {
             v.iter().map(|(p, _)| p.clone()).collect()
         };
         if names(&a) != names(&b) {
-            return Err(format!(
-                "its sections differ: {:?} where the code was compiled has {:?}",
-                names(&a),
-                names(&b)
-            ));
+            return Err(Difference::OwnSections {
+                shipped: names(&a),
+                origin: names(&b),
+            });
         }
         for (prefix, s) in &a {
             let Some((_, o)) = b.iter().find(|(p, _)| p == prefix) else {
@@ -228,13 +227,14 @@ impl Pair<'_> {
             };
             let what = format!("{prefix}.{}", self.ks);
             if (s.size, &s.kind, s.flags) != (o.size, &o.kind, o.flags) {
-                return Err(format!(
-                    "{what} differs in size or type ({:#x}/{:#x})",
-                    s.size, o.size
-                ));
+                return Err(Difference::SectionShape {
+                    section: what,
+                    size: s.size,
+                    origin_size: o.size,
+                });
             }
             if self.shipped.data.get(&s.name) != self.origin.data.get(&o.name) {
-                return Err(format!("{what} holds other bytes"));
+                return Err(Difference::SectionBytes(what));
             }
             let ra = self.mapped_relocs(&s.name);
             let rb = sorted(self.origin.relocs.get(&o.name));
@@ -247,7 +247,7 @@ impl Pair<'_> {
 
     /// The call edges out of the section, by name; a callee with a section of its own must
     /// be the same code on both sides.
-    pub(crate) fn calls(&self, ts: usize, tr: usize) -> Result<(), String> {
+    pub(crate) fn calls(&self, ts: usize, tr: usize) -> Result<(), Difference> {
         let edges =
             |d: &Dump, t: usize, map: &dyn Fn(&str) -> String| -> BTreeSet<(String, String)> {
                 let inside: BTreeSet<String> = d
@@ -264,16 +264,21 @@ impl Pair<'_> {
         let a = edges(self.shipped, ts, &|n| self.map(n));
         let b = edges(self.origin, tr, &|n| n.to_string());
         if let Some((from, to)) = a.symmetric_difference(&b).next() {
-            return Err(format!("call {from} → {to} is on one side only"));
+            return Err(Difference::CallOneSide {
+                from: from.clone(),
+                to: to.clone(),
+            });
         }
         let rows = graph_rows(self.shipped, ts, &|n| self.map(n));
         if let Some((list, from, to)) = rows
             .symmetric_difference(&graph_rows(self.origin, tr, &|n| n.to_string()))
             .next()
         {
-            return Err(format!(
-                "callgraph list {list} row {from} → {to} is on one side only"
-            ));
+            return Err(Difference::CallgraphRow {
+                list: *list,
+                from: from.clone(),
+                to: to.clone(),
+            });
         }
         for (_, callee) in &a {
             let (Some(x), Some(y)) = (self.shipped.function(callee), self.origin.function(callee))
@@ -290,9 +295,7 @@ impl Pair<'_> {
             if self.shipped.data.get(&sx.name) != self.origin.data.get(&sy.name)
                 || sx.info >> 24 != sy.info >> 24
             {
-                return Err(format!(
-                    "it calls {callee}, whose code differs from the one it was compiled with"
-                ));
+                return Err(Difference::CalleeCode(callee.clone()));
             }
         }
         Ok(())
@@ -300,15 +303,14 @@ impl Pair<'_> {
 }
 
 /// The index of function `k`'s code section.
-pub(crate) fn text(d: &Dump, k: &str) -> Result<usize, String> {
+pub(crate) fn text(d: &Dump, k: &str) -> Result<usize, Difference> {
     d.section(&format!(".text.{k}"))
         .map(|s| s.index)
-        .ok_or_else(|| format!("no code section .text.{k}"))
+        .ok_or_else(|| Difference::NoCodeSection(k.to_string()))
 }
 
-pub(crate) fn section(d: &Dump, index: usize) -> Result<&super::dump::Section, String> {
-    d.section_at(index)
-        .ok_or_else(|| format!("no section {index:#x}"))
+pub(crate) fn section(d: &Dump, index: usize) -> Result<&super::dump::Section, Difference> {
+    d.section_at(index).ok_or(Difference::NoSection(index))
 }
 
 fn sorted(v: Option<&Vec<Reloc>>) -> Vec<Reloc> {
@@ -321,17 +323,17 @@ pub(crate) fn first_difference<T: std::fmt::Debug + PartialEq>(
     what: &str,
     a: &[T],
     b: &[T],
-) -> String {
+) -> Difference {
     let i = a
         .iter()
         .zip(b)
         .position(|(x, y)| x != y)
         .unwrap_or(a.len().min(b.len()));
-    format!(
-        "{what} differs: {:?} where the code was compiled has {:?}",
-        a.get(i),
-        b.get(i)
-    )
+    Difference::List {
+        what: what.to_string(),
+        shipped: format!("{:?}", a.get(i)),
+        origin: format!("{:?}", b.get(i)),
+    }
 }
 
 /// The instructions of the two listings of the section, one by one: the same guard, opcode
@@ -341,21 +343,20 @@ pub(crate) fn compare_listings(
     p: &Pair<'_>,
     shipped: &[Function],
     origin: &[Function],
-) -> Result<(), String> {
-    let find = |l: &'_ [Function], name: &str| -> Result<Function, String> {
+) -> Result<(), Difference> {
+    let find = |l: &'_ [Function], name: &str| -> Result<Function, Difference> {
         l.iter()
             .find(|f| f.name == name)
             .cloned()
-            .ok_or_else(|| format!("nvdisasm lists no {name}"))
+            .ok_or_else(|| Difference::NotListed(name.to_string()))
     };
     let a = find(shipped, p.ks)?;
     let b = find(origin, p.kr)?;
     if a.instrs.len() != b.instrs.len() {
-        return Err(format!(
-            "{} instructions where the code was compiled has {}",
-            a.instrs.len(),
-            b.instrs.len()
-        ));
+        return Err(Difference::InstructionCount {
+            shipped: a.instrs.len(),
+            origin: b.instrs.len(),
+        });
     }
     let bytes_a = p
         .shipped
@@ -373,7 +374,10 @@ pub(crate) fn compare_listings(
         let at = a.start + 16 * i as u64;
         let word = |bytes: &[u8], start: u64| word_at(bytes, start + 16 * i as u64);
         let (wa, wb) = (word(&bytes_a, a.start), word(&bytes_b, b.start));
-        same_instruction(p, x, y, wa, wb).map_err(|what| format!("at {at:#x}: {what}"))?;
+        same_instruction(p, x, y, wa, wb).map_err(|what| Difference::At {
+            at,
+            what: Box::new(what),
+        })?;
     }
     Ok(())
 }
@@ -387,27 +391,29 @@ fn word_at(bytes: &[u8], at: u64) -> u128 {
 }
 
 /// One instruction pair (see [`compare_listings`]).
-fn same_instruction(p: &Pair<'_>, x: &Instr, y: &Instr, wa: u128, wb: u128) -> Result<(), String> {
+fn same_instruction(
+    p: &Pair<'_>,
+    x: &Instr,
+    y: &Instr,
+    wa: u128,
+    wb: u128,
+) -> Result<(), Difference> {
     let show = |i: &Instr| {
         format!("{} {} {}", i.guard, i.opcode, i.operands)
             .trim()
             .to_string()
     };
+    let different = || Difference::Instruction {
+        shipped: show(x),
+        origin: show(y),
+    };
     if (&x.guard, &x.opcode) != (&y.guard, &y.opcode) {
-        return Err(format!(
-            "`{}` where the code was compiled has `{}`",
-            show(x),
-            show(y)
-        ));
+        return Err(different());
     }
     let ops_a = operands(&x.operands);
     let ops_b = operands(&y.operands);
     if ops_a.len() != ops_b.len() {
-        return Err(format!(
-            "`{}` where the code was compiled has `{}`",
-            show(x),
-            show(y)
-        ));
+        return Err(different());
     }
     let mut moved: Option<(u64, u64)> = None;
     for (oa, ob) in ops_a.iter().zip(&ops_b) {
@@ -424,22 +430,17 @@ fn same_instruction(p: &Pair<'_>, x: &Instr, y: &Instr, wa: u128, wb: u128) -> R
                     banks::resolve(p.origin, bb, offb),
                 );
                 if ra != rb {
-                    return Err(format!(
-                        "`{}` reads {ra} where the code was compiled reads {rb}",
-                        show(x)
-                    ));
+                    return Err(Difference::BankRead {
+                        instruction: show(x),
+                        shipped: ra,
+                        origin: rb,
+                    });
                 }
                 if moved.replace((offa, offb)).is_some() {
-                    return Err(format!("`{}`: two bank operands moved", show(x)));
+                    return Err(Difference::TwoBankOperands(show(x)));
                 }
             }
-            _ => {
-                return Err(format!(
-                    "`{}` where the code was compiled has `{}`",
-                    show(x),
-                    show(y)
-                ));
-            }
+            _ => return Err(different()),
         }
     }
     let diff = wa ^ wb;
@@ -448,10 +449,11 @@ fn same_instruction(p: &Pair<'_>, x: &Instr, y: &Instr, wa: u128, wb: u128) -> R
         Some((a, b)) => shifted_copy(diff, u128::from(a ^ b)),
     };
     if !explained {
-        return Err(format!(
-            "`{}` is encoded differently ({wa:032x} / {wb:032x})",
-            show(x)
-        ));
+        return Err(Difference::Encoding {
+            instruction: show(x),
+            shipped: wa,
+            origin: wb,
+        });
     }
     Ok(())
 }
@@ -516,10 +518,13 @@ fn constant_operand(op: &str) -> Option<(u32, &str)> {
 }
 
 /// A bank read through a register may reach any offset: it must read the same everywhere.
-fn both_ways(p: &Pair<'_>, bank: u32) -> Result<(), String> {
+fn both_ways(p: &Pair<'_>, bank: u32) -> Result<(), Difference> {
     banks::agrees(p.origin, p.shipped, bank)
         .and_then(|()| banks::agrees(p.shipped, p.origin, bank))
-        .map_err(|e| format!("an indexed read of bank {bank}, laid out differently: {e}"))
+        .map_err(|e| Difference::IndexedBank {
+            bank,
+            what: Box::new(e),
+        })
 }
 
 /// The rows of the callgraph's lists 2..4 ([`Dump::graph_rows`]) of the functions in section

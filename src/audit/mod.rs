@@ -44,6 +44,7 @@
 //! not follow the code (it is not compared).
 
 mod banks;
+mod difference;
 mod dump;
 mod kernel;
 mod lines;
@@ -59,6 +60,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use sha2::{Digest, Sha256};
 
+pub use difference::Difference;
 use dump::Dump;
 use kernel::{Code, Pair};
 use listing::Function;
@@ -125,7 +127,7 @@ pub enum AuditError {
     #[error("{0}")]
     Unreadable(String),
     #[error("{kernel}: {what}")]
-    Disagrees { kernel: String, what: String },
+    Disagrees { kernel: String, what: Difference },
 }
 
 /// Functions the driver provides (`printf`, `assert`, device `malloc`): nvlink checks no
@@ -170,6 +172,7 @@ pub fn check_each(tools: &Tools, job: &Job<'_>) -> Result<(Checked, Vec<AuditErr
     reader.prefetch(&all);
     let shipped = match reader.dump(job.shipped) {
         Err(AuditError::Unreadable(why)) => {
+            let why = Difference::Unreadable(why);
             return Ok((Checked::default(), vec![disagrees("the module", why)]));
         }
         r => r?,
@@ -182,13 +185,13 @@ pub fn check_each(tools: &Tools, job: &Job<'_>) -> Result<(Checked, Vec<AuditErr
     let owners = module::owners(&shipped);
     for o in &job.origins {
         if !owners.iter().any(|f| f == o.shipped) {
-            found.push(disagrees(o.shipped, "not in the shipped cubin".into()));
+            found.push(disagrees(o.shipped, Difference::NotShipped));
         }
     }
     for f in module::owners(&module) {
         let replaced = job.origins.iter().any(|o| o.shipped == f);
         if !replaced && !owners.contains(&f) {
-            found.push(disagrees(&f, "missing from the shipped cubin".into()));
+            found.push(disagrees(&f, Difference::MissingFromShipped));
         }
     }
     let mut checked = Checked::default();
@@ -209,7 +212,9 @@ pub fn check_each(tools: &Tools, job: &Job<'_>) -> Result<(Checked, Vec<AuditErr
         if job.proved.contains(&f.as_str()) {
             checked.disassembled += 1;
             match reader.listing(job.shipped) {
-                Err(AuditError::Unreadable(why)) => found.push(disagrees(f, why)),
+                Err(AuditError::Unreadable(why)) => {
+                    found.push(disagrees(f, Difference::Unreadable(why)))
+                }
                 r => found.extend(proved::compare(&pair, &r?).err().map(|w| disagrees(f, w))),
             }
             continue;
@@ -220,7 +225,7 @@ pub fn check_each(tools: &Tools, job: &Job<'_>) -> Result<(Checked, Vec<AuditErr
                 checked.disassembled += 1;
                 let a = match reader.listing(job.shipped) {
                     Err(AuditError::Unreadable(why)) => {
-                        found.push(disagrees(f, why));
+                        found.push(disagrees(f, Difference::Unreadable(why)));
                         continue;
                     }
                     r => r?,
@@ -260,7 +265,7 @@ fn compare_lines(
     }
     let mut found = Vec::new();
     let ours = match reader.lines(job.shipped) {
-        Err(AuditError::Unreadable(why)) => return Ok(vec![disagrees("the module", why)]),
+        Err(AuditError::Unreadable(why)) => return Ok(vec![disagrees("the module", Difference::Unreadable(why))]),
         r => r?,
     };
     for f in owners {
@@ -271,13 +276,13 @@ fn compare_lines(
             .map_or((f.as_str(), job.module), |o| (o.name, o.cubin));
         let theirs = reader.lines(cubin)?;
         if let Err(what) = lines::compare(&ours, f, &theirs, name) {
-            found.push(disagrees(f, what));
+            found.push(disagrees(f, Difference::LineTable(what)));
         }
     }
     Ok(found)
 }
 
-fn disagrees(kernel: &str, what: String) -> AuditError {
+fn disagrees(kernel: &str, what: Difference) -> AuditError {
     AuditError::Disagrees {
         kernel: kernel.to_string(),
         what,
@@ -321,9 +326,9 @@ fn link_limits(shipped: &Dump, baseline: &Dump) -> Result<(), AuditError> {
                 if !defined.contains(c) && !DRIVER_CALLS.contains(&c) {
                     return Err(disagrees(
                         &k.name,
-                        format!(
-                            "its register limit is not ptxas's, and it calls {c}, which another module defines"
-                        ),
+                        Difference::CallsOutOfModule {
+                            callee: c.to_string(),
+                        },
                     ));
                 }
                 if seen.insert(c) {

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 
+use super::Difference;
 use super::dump::{Dump, Section};
 
 /// Debug information and the tables cuobjdump prints elsewhere (symbols, relocations, call
@@ -26,7 +27,7 @@ pub(crate) fn owners(d: &Dump) -> Vec<String> {
 }
 
 /// `shipped`'s module-level parts against `module`'s.
-pub(crate) fn compare(shipped: &Dump, module: &Dump) -> Result<(), String> {
+pub(crate) fn compare(shipped: &Dump, module: &Dump) -> Result<(), Difference> {
     let mut owned: BTreeSet<String> = owners(shipped)
         .into_iter()
         .map(|f| format!(".{f}"))
@@ -44,7 +45,7 @@ pub(crate) fn compare(shipped: &Dump, module: &Dump) -> Result<(), String> {
     let (a, b) = (module_level(shipped), module_level(module));
     let names = |v: &[Section]| v.iter().map(|s| s.name.clone()).collect::<BTreeSet<_>>();
     if let Some(n) = names(&a).symmetric_difference(&names(&b)).next() {
-        return Err(format!("module section {n} is on one side only"));
+        return Err(Difference::ModuleSectionOneSide(n.clone()));
     }
     for s in &a {
         let Some(o) = b.iter().find(|o| o.name == s.name) else {
@@ -54,7 +55,7 @@ pub(crate) fn compare(shipped: &Dump, module: &Dump) -> Result<(), String> {
             || shipped.data.get(&s.name) != module.data.get(&s.name)
             || shipped.relocs.get(&s.name) != module.relocs.get(&s.name)
         {
-            return Err(format!("module section {} differs", s.name));
+            return Err(Difference::ModuleSection(s.name.clone()));
         }
     }
     objects(shipped, module)?;
@@ -62,7 +63,7 @@ pub(crate) fn compare(shipped: &Dump, module: &Dump) -> Result<(), String> {
 }
 
 /// Data objects: the same names, places and sizes.
-fn objects(shipped: &Dump, module: &Dump) -> Result<(), String> {
+fn objects(shipped: &Dump, module: &Dump) -> Result<(), Difference> {
     let rows = |d: &Dump| -> BTreeSet<(String, u64, u64, String, String)> {
         d.symbols
             .iter()
@@ -76,13 +77,13 @@ fn objects(shipped: &Dump, module: &Dump) -> Result<(), String> {
             .collect()
     };
     match rows(shipped).symmetric_difference(&rows(module)).next() {
-        Some(o) => Err(format!("object `{}` differs", o.0)),
+        Some(o) => Err(Difference::Object(o.0.clone())),
         None => Ok(()),
     }
 }
 
 /// `.nv.info` records that name no function.
-fn unnamed_records(shipped: &Dump, module: &Dump) -> Result<(), String> {
+fn unnamed_records(shipped: &Dump, module: &Dump) -> Result<(), Difference> {
     let rows = |d: &Dump| {
         let mut v: Vec<_> = d
             .records
@@ -96,7 +97,7 @@ fn unnamed_records(shipped: &Dump, module: &Dump) -> Result<(), String> {
         v
     };
     if rows(shipped) != rows(module) {
-        return Err("module attributes differ".into());
+        return Err(Difference::ModuleAttributes);
     }
     Ok(())
 }

@@ -23,6 +23,7 @@
 
 use std::collections::BTreeSet;
 
+use super::Difference;
 use super::dump::{Dump, Record, Section};
 use super::kernel::Pair;
 use super::listing::Function;
@@ -64,7 +65,7 @@ fn stack_attribute(attribute: &str) -> bool {
 
 /// The proved section of `p.ks` against its unrewritten origin (see the module docs), with
 /// the shipped listing (`shipped`) for what only the code can tell.
-pub(crate) fn compare(p: &Pair<'_>, shipped: &[Function]) -> Result<(), String> {
+pub(crate) fn compare(p: &Pair<'_>, shipped: &[Function]) -> Result<(), Difference> {
     let ts = super::kernel::text(p.shipped, p.ks)?;
     let tr = super::kernel::text(p.origin, p.kr)?;
     let (a, b) = (
@@ -72,14 +73,14 @@ pub(crate) fn compare(p: &Pair<'_>, shipped: &[Function]) -> Result<(), String> 
         super::kernel::section(p.origin, tr)?,
     );
     if (a.align, a.flags, &a.kind) != (b.align, b.flags, &b.kind) {
-        return Err("its code section's alignment, flags or type differ".into());
+        return Err(Difference::CodeSectionShape);
     }
     symbols(p, ts, tr)?;
     relocations(p)?;
     let code = shipped
         .iter()
         .find(|f| f.name == p.ks)
-        .ok_or_else(|| format!("nvdisasm lists no {}", p.ks))?;
+        .ok_or_else(|| Difference::NotListed(p.ks.to_string()))?;
     let kernel_records = records(
         p,
         &format!(".nv.info.{}", p.ks),
@@ -114,7 +115,7 @@ pub(crate) fn compare(p: &Pair<'_>, shipped: &[Function]) -> Result<(), String> 
 
 /// The same functions and labels (name, type, binding, visibility); their places are the
 /// proof's. The kernel itself still starts the section.
-fn symbols(p: &Pair<'_>, ts: usize, tr: usize) -> Result<(), String> {
+fn symbols(p: &Pair<'_>, ts: usize, tr: usize) -> Result<(), Difference> {
     p.same_symbols(ts, tr, |s| {
         let start = (s.other.contains("ENTRY")).then_some(s.value);
         (s.kind.clone(), s.bind.clone(), s.other.clone(), start)
@@ -122,7 +123,7 @@ fn symbols(p: &Pair<'_>, ts: usize, tr: usize) -> Result<(), String> {
 }
 
 /// The code's relocations: the same symbols, types and addends, wherever the code now is.
-fn relocations(p: &Pair<'_>) -> Result<(), String> {
+fn relocations(p: &Pair<'_>) -> Result<(), Difference> {
     let strip = |v: Vec<super::dump::Reloc>| -> Vec<(String, String, Option<String>)> {
         let mut v: Vec<_> = v
             .into_iter()
@@ -156,7 +157,7 @@ struct Edits {
     shrunk: bool,
 }
 
-fn records(p: &Pair<'_>, shipped: &str, origin: &str) -> Result<Edits, String> {
+fn records(p: &Pair<'_>, shipped: &str, origin: &str) -> Result<Edits, Difference> {
     let get = |d: &Dump, s: &str| d.records.get(s).cloned().unwrap_or_default();
     let x: Vec<Record> = get(p.shipped, shipped)
         .into_iter()
@@ -170,7 +171,7 @@ fn records(p: &Pair<'_>, shipped: &str, origin: &str) -> Result<Edits, String> {
 
 /// `shipped`'s records against `origin`'s: the same in order but for [`EDITED`], which are
 /// bounded one by one.
-fn records_of(shipped: &[Record], origin: &[Record], what: &str) -> Result<Edits, String> {
+fn records_of(shipped: &[Record], origin: &[Record], what: &str) -> Result<Edits, Difference> {
     let kept = |v: &[Record]| -> Vec<Record> {
         v.iter()
             .filter(|r| !edited(&r.attribute))
@@ -198,19 +199,31 @@ fn records_of(shipped: &[Record], origin: &[Record], what: &str) -> Result<Edits
             ("EIATTR_MAX_THREADS", Some(x), y) => {
                 let bound = y.as_ref().map_or(u64::MAX, |y| threads(&y.text));
                 if threads(&x.text) > bound {
-                    return Err(format!("{what}: launch bound raised"));
+                    return Err(Difference::LaunchBoundRaised {
+                        function: what.to_string(),
+                    });
                 }
             }
             ("EIATTR_MAXREG_COUNT" | "EIATTR_REGCOUNT", Some(_), Some(_)) => {}
             (a, Some(x), Some(y)) if stack_attribute(a) => {
                 let (s, o) = (last_number(&x.text), last_number(&y.text));
                 if s > o {
-                    return Err(format!("{what}: {a} raised ({s:#x} from {o:#x})"));
+                    return Err(Difference::StackRaised {
+                        function: what.to_string(),
+                        attribute: a.to_string(),
+                        shipped: s,
+                        origin: o,
+                    });
                 }
                 edits.shrunk |= s < o;
             }
             ("EIATTR_INDIRECT_BRANCH_TARGETS", Some(_), Some(_)) => {}
-            _ => return Err(format!("{what}: {attr} is on one side only")),
+            _ => {
+                return Err(Difference::AttributeOneSide {
+                    function: what.to_string(),
+                    attribute: attr.to_string(),
+                });
+            }
         }
     }
     // The offset lists (not in EDITED): present on both sides alike.
@@ -221,7 +234,9 @@ fn records_of(shipped: &[Record], origin: &[Record], what: &str) -> Result<Edits
             .collect()
     };
     if lists(shipped) != lists(origin) {
-        return Err(format!("{what}: its instruction-offset records differ"));
+        return Err(Difference::OffsetRecords {
+            function: what.to_string(),
+        });
     }
     Ok(edits)
 }
@@ -243,7 +258,7 @@ fn last_number(text: &str) -> u64 {
 
 /// The register count: `sh_info` (sm_75-89) and `.nv.info` agree, and no instruction of the
 /// section names a register at or above it.
-fn registers(p: &Pair<'_>, text: &Section, code: &Function) -> Result<(), String> {
+fn registers(p: &Pair<'_>, text: &Section, code: &Function) -> Result<(), Difference> {
     let Some(count) = p
         .shipped
         .global_records(p.ks)
@@ -251,13 +266,14 @@ fn registers(p: &Pair<'_>, text: &Section, code: &Function) -> Result<(), String
         .find(|r| r.attribute == "EIATTR_REGCOUNT")
         .map(|r| last_number_dec(&r.text))
     else {
-        return Err("no register count recorded".into());
+        return Err(Difference::NoRegisterCount);
     };
     let in_header = text.info >> 24;
     if in_header != 0 && in_header != count {
-        return Err(format!(
-            "registers in sh_info {in_header}, in its attributes {count}"
-        ));
+        return Err(Difference::RegisterCounts {
+            header: in_header,
+            attributes: count,
+        });
     }
     let highest = code
         .instrs
@@ -268,7 +284,7 @@ fn registers(p: &Pair<'_>, text: &Section, code: &Function) -> Result<(), String
     if let Some(h) = highest
         && h >= count
     {
-        return Err(format!("its code names R{h}, with {count} registers"));
+        return Err(Difference::RegisterAboveCount { highest: h, count });
     }
     Ok(())
 }
@@ -291,7 +307,7 @@ fn tokens(operands: &str) -> impl Iterator<Item = &str> {
 /// A smaller frame is only right where nothing uses local memory any more: no `LDL`/`STL`
 /// or other local access, no read of the stack pointer `R1` but its own updates, no call
 /// that leaves the section.
-fn frame_unused(p: &Pair<'_>, ts: usize, code: &Function) -> Result<(), String> {
+fn frame_unused(p: &Pair<'_>, ts: usize, code: &Function) -> Result<(), Difference> {
     for (i, x) in code.instrs.iter().enumerate() {
         let at = code.start + 16 * i as u64;
         let local = x.opcode.starts_with("LDL")
@@ -308,10 +324,10 @@ fn frame_unused(p: &Pair<'_>, ts: usize, code: &Function) -> Result<(), String> 
                 .skip(1)
                 .all(|o| tokens(o).all(|t| t == "R1" || t == "RZ" || t.starts_with("0x")));
         if local || (sp_read && !own_update) {
-            return Err(format!(
-                "its frame shrank, but `{} {}` at {at:#x} still uses local memory",
-                x.opcode, x.operands
-            ));
+            return Err(Difference::FrameStillUsed {
+                instruction: format!("{} {}", x.opcode, x.operands),
+                at,
+            });
         }
     }
     let inside: BTreeSet<&str> = p
@@ -326,14 +342,17 @@ fn frame_unused(p: &Pair<'_>, ts: usize, code: &Function) -> Result<(), String> 
         .iter()
         .find(|(a, b)| inside.contains(a.as_str()) && !inside.contains(b.as_str()));
     if let Some((a, b)) = leaves {
-        return Err(format!("its frame shrank, but {a} calls {b} outside it"));
+        return Err(Difference::FrameLeftByCall {
+            caller: a.clone(),
+            callee: b.clone(),
+        });
     }
     Ok(())
 }
 
 /// The other sections named after the kernel as the origin has them, but the static shared
 /// memory, which may appear or grow (never shrink, never hold bytes).
-fn own_sections(p: &Pair<'_>) -> Result<(), String> {
+fn own_sections(p: &Pair<'_>) -> Result<(), Difference> {
     let shared = format!(".nv.shared.{}", p.ks);
     let (x, y) = (
         p.shipped.section(&shared),
@@ -342,10 +361,10 @@ fn own_sections(p: &Pair<'_>) -> Result<(), String> {
     if let Some(x) = x {
         let below = y.map_or(0, |y| y.size);
         if x.kind != "NOBITS" || x.size < below {
-            return Err(format!("{shared} shrank or holds bytes"));
+            return Err(Difference::SharedShrank(shared));
         }
     } else if y.is_some() {
-        return Err(format!("{shared} is missing"));
+        return Err(Difference::SectionMissing(shared));
     }
     p.own_sections_but(".nv.shared")
 }

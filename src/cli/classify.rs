@@ -5,48 +5,58 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use super::parse::{Item, Origin};
+use super::reason::{Blocker, PassReason};
 use super::{Class, Facts};
 
-/// Options that make an invocation pass-through, by long name, with the reason.
-const BLOCKERS: &[(&str, &str)] = &[
-    ("preprocess", "-E"),
-    ("generate-dependencies", "-M"),
-    ("generate-nonsystem-dependencies", "-MM"),
-    ("version", "--version"),
-    ("help", "--help"),
-    ("verbose", "-v"),
-    ("verbose2", "-v2"),
-    ("dryrun", "--dryrun"),
-    ("list-gpu-code", "--list-gpu-code"),
-    ("list-gpu-arch", "--list-gpu-arch"),
-    ("device-debug", "-G (device debug)"),
-    ("ptx", "-ptx"),
-    ("device-link", "-dlink"),
-    ("run", "--run"),
-    ("run-args", "--run-args"),
-    ("link", "-link"),
-    ("optix-ir", "-optix-ir"),
-    ("ltoir", "-ltoir"),
-    ("dlink-time-opt", "-dlto"),
-    ("lto", "-lto"),
-    ("gen-opt-lto", "-gen-opt-lto"),
-    ("time", "-time"),
-    ("fdevice-time-trace", "-fdevice-time-trace"),
-    ("fdevice-syntax-only", "-fdevice-syntax-only"),
-    ("cuda", "-cuda"),
-    ("enable-tile", "-enable-tile"),
-    ("tile-preview", "-tile-preview"),
-    ("tile-only", "-tile-only"),
-    ("tilebc", "-tilebc"),
-    ("tilecubin", "-tilecubin"),
-    ("tilefatbin", "-tilefatbin"),
-    ("tileiras-options", "-Xtileiras"),
-    ("clean-targets", "-clean"),
-    ("relocatable-link", "-r"),
-    ("shared", "-shared"),
-    ("compile-as-tools-patch", "-astoolspatch"),
-    ("fdevice-sanitize", "-fdevice-sanitize"),
+/// Options that make an invocation pass-through, by long name, with how the reason shows them
+/// and whether nvcc still builds SASS under them.
+static BLOCKERS: &[Blocker] = &[
+    blocker("preprocess", "-E", false),
+    blocker("generate-dependencies", "-M", false),
+    blocker("generate-nonsystem-dependencies", "-MM", false),
+    blocker("version", "--version", false),
+    blocker("help", "--help", false),
+    blocker("verbose", "-v", false),
+    blocker("verbose2", "-v2", false),
+    blocker("dryrun", "--dryrun", false),
+    blocker("list-gpu-code", "--list-gpu-code", false),
+    blocker("list-gpu-arch", "--list-gpu-arch", false),
+    blocker("device-debug", "-G (device debug)", true),
+    blocker("ptx", "-ptx", false),
+    blocker("device-link", "-dlink", false),
+    blocker("run", "--run", true),
+    blocker("run-args", "--run-args", true),
+    blocker("link", "-link", true),
+    blocker("optix-ir", "-optix-ir", false),
+    blocker("ltoir", "-ltoir", false),
+    blocker("dlink-time-opt", "-dlto", true),
+    blocker("lto", "-lto", true),
+    blocker("gen-opt-lto", "-gen-opt-lto", true),
+    blocker("time", "-time", true),
+    blocker("fdevice-time-trace", "-fdevice-time-trace", true),
+    blocker("fdevice-syntax-only", "-fdevice-syntax-only", false),
+    blocker("cuda", "-cuda", false),
+    blocker("enable-tile", "-enable-tile", true),
+    blocker("tile-preview", "-tile-preview", true),
+    blocker("tile-only", "-tile-only", true),
+    blocker("tilebc", "-tilebc", true),
+    blocker("tilecubin", "-tilecubin", true),
+    blocker("tilefatbin", "-tilefatbin", true),
+    blocker("tileiras-options", "-Xtileiras", true),
+    blocker("clean-targets", "-clean", true),
+    blocker("relocatable-link", "-r", true),
+    blocker("shared", "-shared", true),
+    blocker("compile-as-tools-patch", "-astoolspatch", true),
+    blocker("fdevice-sanitize", "-fdevice-sanitize", true),
 ];
+
+const fn blocker(long: &'static str, shown: &'static str, builds_sass: bool) -> Blocker {
+    Blocker {
+        long,
+        shown,
+        builds_sass,
+    }
+}
 
 /// Input extensions a tunable compile may have.
 const SOURCES: &[&str] = &["cu", "c", "cc", "cpp", "cxx"];
@@ -60,8 +70,8 @@ const MODES: &[&str] = &["compile", "device-c", "device-w", "cubin", "fatbin"];
 /// Classify the expanded items. `nvcc_args` is the user's argv minus `--orion-*`.
 pub(crate) fn classify(items: &[Item], nvcc_args: &[OsString]) -> (Class, Facts) {
     let mut f = Facts::default();
-    let mut block: Option<String> = None;
-    let mut blocked = |r: String| {
+    let mut block: Option<PassReason> = None;
+    let mut blocked = |r: PassReason| {
         if block.is_none() {
             block = Some(r);
         }
@@ -91,8 +101,8 @@ pub(crate) fn classify(items: &[Item], nvcc_args: &[OsString]) -> (Class, Facts)
             } => (spec, value.clone().unwrap_or_default(), *origin),
         };
         let long = spec.long.as_str();
-        if let Some((_, why)) = BLOCKERS.iter().find(|(l, _)| *l == long) {
-            blocked(why.to_string());
+        if let Some(b) = BLOCKERS.iter().find(|b| b.long == long) {
+            blocked(PassReason::Option(b));
         }
         match long {
             m if MODES.contains(&m) => {
@@ -126,12 +136,12 @@ pub(crate) fn classify(items: &[Item], nvcc_args: &[OsString]) -> (Class, Facts)
             }
             "maxrregcount" => match value.parse::<u32>() {
                 Ok(n) => own_maxrreg = Some(n),
-                Err(_) => blocked(format!("bad -maxrregcount value '{value}'")),
+                Err(_) => blocked(PassReason::BadMaxrregcount(value)),
             },
             "relocatable-device-code" => match value.as_str() {
                 "true" => rdc = Some(true),
                 "false" => rdc = Some(false),
-                _ => blocked(format!("bad -rdc value '{value}'")),
+                _ => blocked(PassReason::BadRdc(value)),
             },
             "threads" => match origin {
                 Origin::CommandLine { start, len } => {
@@ -139,9 +149,7 @@ pub(crate) fn classify(items: &[Item], nvcc_args: &[OsString]) -> (Class, Facts)
                         *s = true;
                     }
                 }
-                Origin::OptionsFile | Origin::Env => {
-                    blocked("--threads inside options file or NVCC_*_FLAGS".into())
-                }
+                Origin::OptionsFile | Origin::Env => blocked(PassReason::ThreadsOutsideCommandLine),
             },
             _ => {}
         }
@@ -156,11 +164,11 @@ pub(crate) fn classify(items: &[Item], nvcc_args: &[OsString]) -> (Class, Facts)
     // `-lib` compiles every source and archives the objects, in one call like a link.
     f.compile_and_link = modes.is_empty();
     if lib && !modes.is_empty() {
-        blocked(format!("-lib with {modes:?}"));
+        blocked(PassReason::LibWithModes(modes.clone()));
     }
     if f.compile_and_link && depfile {
         // The dependency file's target in a one-call build is nvcc's business alone.
-        blocked("no compile mode (-c/-dc/-dw/-cubin/-fatbin) with -MD/-MMD".into());
+        blocked(PassReason::DepfileWithoutCompileMode);
     }
 
     match ptxas_facts(&ptxas) {
@@ -180,26 +188,26 @@ pub(crate) fn classify(items: &[Item], nvcc_args: &[OsString]) -> (Class, Facts)
 
 fn decide(
     f: &Facts,
-    modes: &BTreeSet<&str>,
+    modes: &BTreeSet<&'static str>,
     rdc: Option<bool>,
     lang: Option<String>,
     arch: Option<String>,
     codes: &[String],
     gencodes: &[String],
-) -> Result<(), String> {
+) -> Result<(), PassReason> {
     let device_only = modes.contains("cubin") || modes.contains("fatbin");
     if (device_only && modes.len() > 1)
         || (modes.contains("device-c") && modes.contains("device-w"))
     {
-        return Err(format!("several compile modes: {modes:?}"));
+        return Err(PassReason::SeveralModes(modes.clone()));
     }
     if (modes.contains("device-c") && rdc == Some(false))
         || (modes.contains("device-w") && rdc == Some(true))
     {
-        return Err("-dc/-dw contradict -rdc".into());
+        return Err(PassReason::DcDwContradictRdc);
     }
     if f.inputs.is_empty() {
-        return Err("no input".into());
+        return Err(PassReason::NoInput);
     }
     // Only sources: nvcc rejects or links other inputs, and a mistyped env flag becomes one.
     let ext = |p: &PathBuf| {
@@ -214,39 +222,34 @@ fn decide(
         .iter()
         .find(|p| !SOURCES.contains(&ext(p).as_str()) && !linked(p))
     {
-        return Err(format!(
-            "input {} is not a .cu/.c/.cc/.cpp/.cxx source{}",
-            p.display(),
-            if f.compile_and_link {
-                " nor an object or library"
-            } else {
-                ""
-            }
-        ));
+        return Err(PassReason::NotASource {
+            input: p.clone(),
+            linking: f.compile_and_link,
+        });
     }
     match lang.as_deref() {
         Some("cu") => {}
-        Some(l) => return Err(format!("-x {l}")),
-        None if !f.inputs.iter().any(|p| ext(p) == "cu") => return Err("no .cu input".into()),
+        Some(l) => return Err(PassReason::Language(l.to_string())),
+        None if !f.inputs.iter().any(|p| ext(p) == "cu") => return Err(PassReason::NoCuInput),
         None => {}
     }
     // (Compiling and linking, `-o` names the program.)
     if f.output.is_some() && f.inputs.len() > 1 && !f.compile_and_link {
-        return Err("-o with several inputs".into());
+        return Err(PassReason::OutputWithSeveralInputs);
     }
     real_target(arch.as_deref(), codes, gencodes)
 }
 
 /// The user's `-maxrregcount` as ptxas sees it from `-Xptxas` (last wins), and whether the
 /// ptxas options forbid tuning.
-fn ptxas_facts(toks: &[String]) -> Result<Option<u32>, String> {
+fn ptxas_facts(toks: &[String]) -> Result<Option<u32>, PassReason> {
     let mut n = None;
     let mut i = 0;
     while i < toks.len() {
         let t = toks[i].as_str();
         i += 1;
         let v = match t {
-            "-g" | "--device-debug" => return Err(format!("-Xptxas {t}")),
+            "-g" | "--device-debug" => return Err(PassReason::PtxasDebug(t.to_string())),
             "-maxrregcount" | "--maxrregcount" => {
                 i += 1;
                 toks.get(i - 1).map(String::as_str)
@@ -258,10 +261,10 @@ fn ptxas_facts(toks: &[String]) -> Result<Option<u32>, String> {
         if let Some(v) = v {
             n = Some(
                 v.parse::<u32>()
-                    .map_err(|_| format!("bad -Xptxas maxrregcount '{v}'"))?,
+                    .map_err(|_| PassReason::BadPtxasMaxrregcount(v.to_string()))?,
             );
         } else if matches!(t, "-maxrregcount" | "--maxrregcount") {
-            return Err("-Xptxas maxrregcount without value".into());
+            return Err(PassReason::PtxasMaxrregcountWithoutValue);
         }
     }
     Ok(n)
@@ -272,13 +275,17 @@ fn is_real(code: &str) -> bool {
 }
 
 /// Ok when the targets include at least one real (SASS) architecture.
-fn real_target(arch: Option<&str>, codes: &[String], gencodes: &[String]) -> Result<(), String> {
+fn real_target(
+    arch: Option<&str>,
+    codes: &[String],
+    gencodes: &[String],
+) -> Result<(), PassReason> {
     let all = arch.into_iter().chain(codes.iter().map(String::as_str));
     if all
         .chain(gencodes.iter().map(String::as_str))
         .any(|s| s.contains("lto_"))
     {
-        return Err("LTO target (lto_NN)".into());
+        return Err(PassReason::LtoTarget);
     }
     let mut real = false;
     for g in gencodes {
@@ -288,14 +295,14 @@ fn real_target(arch: Option<&str>, codes: &[String], gencodes: &[String]) -> Res
     let virtual_arch = arch.is_some_and(|a| a.starts_with("compute_"));
     if !codes.is_empty() {
         if !virtual_arch {
-            return Err("-code needs a virtual -arch".into());
+            return Err(PassReason::CodeNeedsVirtualArch);
         }
         real |= codes.iter().any(|c| is_real(c));
     } else {
         match arch {
             Some(a) if is_real(a) || matches!(a, "native" | "all" | "all-major") => real = true,
             Some(_) if virtual_arch => {}
-            Some(a) => return Err(format!("unrecognised -arch '{a}'")),
+            Some(a) => return Err(PassReason::UnrecognisedArch(a.to_string())),
             // nvcc 13.5 default: sm_75 SASS + compute_75 PTX.
             None => real |= gencodes.is_empty(),
         }
@@ -303,13 +310,13 @@ fn real_target(arch: Option<&str>, codes: &[String], gencodes: &[String]) -> Res
     if real {
         Ok(())
     } else {
-        Err("no real SASS target (PTX only)".into())
+        Err(PassReason::NoRealTarget)
     }
 }
 
 /// `arch=compute_80,code=[compute_80,sm_80]` → (`compute_80`, [`compute_80`, `sm_80`]).
-fn parse_gencode(spec: &str) -> Result<(String, Vec<String>), String> {
-    let bad = || format!("unparsable -gencode '{spec}'");
+fn parse_gencode(spec: &str) -> Result<(String, Vec<String>), PassReason> {
+    let bad = || PassReason::UnparsableGencode(spec.to_string());
     let mut parts = Vec::new();
     let mut depth = 0i32;
     let mut cur = String::new();
@@ -418,12 +425,14 @@ mod tests {
             "arch=compute_80,code=[sm_80]",
         ]);
         assert!(real_target(None, none, &both).is_ok());
-        assert!(
-            real_target(Some("lto_90"), none, none)
-                .unwrap_err()
-                .contains("LTO")
+        assert_eq!(
+            real_target(Some("lto_90"), none, none),
+            Err(PassReason::LtoTarget)
         );
-        assert!(real_target(None, none, &codes(&["arch=compute_90,code=lto_90"])).is_err());
+        assert_eq!(
+            real_target(None, none, &codes(&["arch=compute_90,code=lto_90"])),
+            Err(PassReason::LtoTarget)
+        );
     }
 
     #[test]
@@ -436,9 +445,18 @@ mod tests {
         );
         assert_eq!(t(&["--maxrregcount=48"]), Ok(Some(48)));
         assert_eq!(t(&["-maxrregcount", "33"]), Ok(Some(33)));
-        assert!(t(&["-maxrregcount"]).is_err());
-        assert!(t(&["-maxrregcount=x"]).is_err());
-        assert!(t(&["-O3", "-g"]).is_err());
-        assert!(t(&["--device-debug"]).is_err());
+        assert_eq!(
+            t(&["-maxrregcount"]),
+            Err(PassReason::PtxasMaxrregcountWithoutValue)
+        );
+        assert_eq!(
+            t(&["-maxrregcount=x"]),
+            Err(PassReason::BadPtxasMaxrregcount("x".into()))
+        );
+        assert_eq!(t(&["-O3", "-g"]), Err(PassReason::PtxasDebug("-g".into())));
+        assert_eq!(
+            t(&["--device-debug"]),
+            Err(PassReason::PtxasDebug("--device-debug".into()))
+        );
     }
 }

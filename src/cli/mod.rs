@@ -10,9 +10,11 @@ use std::path::PathBuf;
 mod classify;
 mod optfile;
 mod parse;
+mod reason;
 pub(crate) mod table;
 
 use parse::{Origin, Stop};
+pub use reason::{Blocker, OptionsFileProblem, PassReason};
 
 /// One nvcc command line, understood.
 #[derive(Debug, Clone)]
@@ -32,8 +34,8 @@ pub struct Invocation {
 pub enum Class {
     /// `-c`/`-dc`/`-cubin`/`-fatbin` of `.cu` input(s) with at least one real SASS target.
     Tunable,
-    /// Anything else: exec the real nvcc unchanged. The string says why (for verbose logs).
-    PassThrough(String),
+    /// Anything else: exec the real nvcc unchanged, for this reason (verbose logs, the report).
+    PassThrough(PassReason),
 }
 
 /// Facts taken from the expanded command line (options files and `NVCC_PREPEND_FLAGS` /
@@ -89,32 +91,10 @@ impl Facts {
     }
 }
 
-/// Pass-through reasons for invocations that build no SASS (preprocessing, PTX only, help, a
-/// dry run, ...): nothing for a report to miss.
-const NO_SASS: &[&str] = &[
-    "-E",
-    "-M",
-    "-MM",
-    "--version",
-    "--help",
-    "-v",
-    "--dryrun",
-    "--list-gpu",
-    "-ptx",
-    "-cuda",
-    "-fdevice-syntax-only",
-    "-optix-ir",
-    "-ltoir",
-    "-dlink",
-    "no input",
-    "no .cu input",
-    "no real SASS target",
-];
-
 impl Invocation {
     /// Why a pass-through invocation compiles `.cu` sources to SASS untuned, for the report
     /// (`None` when it is tuned, or builds no SASS).
-    pub fn untuned_sass(&self) -> Option<&str> {
+    pub fn untuned_sass(&self) -> Option<&PassReason> {
         let Class::PassThrough(why) = &self.class else {
             return None;
         };
@@ -123,7 +103,7 @@ impl Invocation {
             .inputs
             .iter()
             .any(|p| p.extension().is_some_and(|e| e == "cu"));
-        (cu && !NO_SASS.iter().any(|n| why.starts_with(n))).then_some(why.as_str())
+        (cu && why.builds_sass()).then_some(why)
     }
 }
 
@@ -158,7 +138,7 @@ pub fn parse(
             nvcc_args.push(a.clone());
         }
     }
-    let pass = |nvcc_args: Vec<OsString>, orion_args, why: String| Invocation {
+    let pass = |nvcc_args: Vec<OsString>, orion_args, why: PassReason| Invocation {
         facts: Facts {
             dryrun_args: nvcc_args.clone(),
             ..Facts::default()
@@ -172,7 +152,7 @@ pub fn parse(
         .map(|a| a.to_str().map(str::to_string))
         .collect::<Option<Vec<_>>>()
     else {
-        return Ok(pass(nvcc_args, orion_args, "non-UTF-8 argument".into()));
+        return Ok(pass(nvcc_args, orion_args, PassReason::NonUtf8Argument));
     };
     // nvcc's order: NVCC_PREPEND_FLAGS, the command line, NVCC_APPEND_FLAGS.
     let prepend = env("NVCC_PREPEND_FLAGS")
@@ -223,7 +203,7 @@ mod tests {
 
     fn reason(args: &[&str]) -> String {
         match run(args).class {
-            Class::PassThrough(r) => r,
+            Class::PassThrough(r) => r.to_string(),
             Class::Tunable => panic!("{args:?} is tunable"),
         }
     }
@@ -309,7 +289,11 @@ mod tests {
             reason(&["-c", "a.cu", "b.o"]),
             "input b.o is not a .cu/.c/.cc/.cpp/.cxx source"
         );
-        assert!(reason(&["-lib", "-c", "k.cu"]).contains("-lib with"));
+        assert_eq!(
+            reason(&["-lib", "-c", "k.cu"]),
+            "-lib with {\"compile\"}",
+            "the reason's text is the report's"
+        );
     }
 
     #[test]
@@ -364,14 +348,13 @@ mod tests {
 
     #[test]
     fn untuned_sass_is_said_for_the_report() {
+        let inv = run(&["-c", "k.cu", "-G"]);
+        let why = inv.untuned_sass().expect("-G builds SASS untuned");
+        assert!(matches!(why, PassReason::Option(b) if b.long == "device-debug"));
+        assert_eq!(why.to_string(), "-G (device debug)");
         assert_eq!(
-            run(&["-c", "k.cu", "-G"]).untuned_sass(),
-            Some("-G (device debug)")
-        );
-        assert!(
-            run(&["k.cu", "-MD", "-o", "app"])
-                .untuned_sass()
-                .is_some_and(|w| w.starts_with("no compile mode"))
+            run(&["k.cu", "-MD", "-o", "app"]).untuned_sass(),
+            Some(&PassReason::DepfileWithoutCompileMode)
         );
         for quiet in [
             &["-E", "k.cu"][..],
@@ -412,7 +395,7 @@ mod tests {
             OsString::from_vec(b"k\xff.cu".to_vec()),
         ];
         let inv = parse(&args, &|_| None).unwrap();
-        assert_eq!(inv.class, Class::PassThrough("non-UTF-8 argument".into()));
+        assert_eq!(inv.class, Class::PassThrough(PassReason::NonUtf8Argument));
         assert_eq!(inv.nvcc_args, args);
     }
 
@@ -493,13 +476,16 @@ mod tests {
         let inv = run_env(&["-c", "k.cu"], None, Some("-t 4"));
         assert_eq!(
             inv.class,
-            Class::PassThrough("--threads inside options file or NVCC_*_FLAGS".into())
+            Class::PassThrough(PassReason::ThreadsOutsideCommandLine)
         );
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("o.txt");
         std::fs::write(&f, "--threads=2").unwrap();
         let inv = run(&["-c", "k.cu", "-optf", f.to_str().unwrap()]);
-        assert!(matches!(inv.class, Class::PassThrough(r) if r.contains("--threads")));
+        assert_eq!(
+            inv.class,
+            Class::PassThrough(PassReason::ThreadsOutsideCommandLine)
+        );
     }
 
     #[test]
@@ -579,7 +565,13 @@ mod tests {
         ));
         // nvcc does not unquote these: `"-O1"` is an input it does not know what to do with.
         let inv = run_env(&["-c", "k.cu"], None, Some("\"-O1\""));
-        assert!(matches!(inv.class, Class::PassThrough(r) if r.contains("\"-O1\"")));
+        assert_eq!(
+            inv.class,
+            Class::PassThrough(PassReason::NotASource {
+                input: PathBuf::from("\"-O1\""),
+                linking: false
+            })
+        );
         assert_eq!(run_env(&["k.cu"], Some("-c"), None).class, Class::Tunable);
     }
 
@@ -698,7 +690,7 @@ mod tests {
             let orion = args.iter().filter(|a| a.starts_with("--orion-")).count();
             assert_eq!(inv.nvcc_args.len() + orion, args.len());
             if let Class::PassThrough(r) = &inv.class {
-                assert!(!r.is_empty());
+                assert!(!r.to_string().is_empty());
             }
         }
     }

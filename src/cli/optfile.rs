@@ -5,16 +5,18 @@
 //! line), and its backslash handling is irregular (`a\\b` gives `ab`). `shell-words` would split
 //! differently, so this is a small lexer of its own that gives up on backslashes.
 
-/// Split an options file the way nvcc does. `Err` carries a pass-through reason where nvcc's
-/// result is uncertain.
-pub(crate) fn split_options_file(text: &str) -> Result<Vec<String>, String> {
+use super::reason::OptionsFileProblem;
+
+/// Split an options file the way nvcc does. `Err` says what makes nvcc's result uncertain (a
+/// pass-through reason).
+pub(crate) fn split_options_file(text: &str) -> Result<Vec<String>, OptionsFileProblem> {
     let mut out = Vec::new();
     let mut cur = String::new();
     let mut in_word = false;
     let mut quoted = false;
     for c in text.chars() {
         match c {
-            '\\' => return Err("backslash in options file".into()),
+            '\\' => return Err(OptionsFileProblem::Backslash),
             '"' => {
                 quoted = !quoted;
                 in_word = true;
@@ -32,7 +34,7 @@ pub(crate) fn split_options_file(text: &str) -> Result<Vec<String>, String> {
         }
     }
     if quoted {
-        return Err("unterminated quote in options file".into());
+        return Err(OptionsFileProblem::UnterminatedQuote);
     }
     if in_word {
         out.push(cur);
@@ -75,8 +77,14 @@ mod tests {
 
     #[test]
     fn uncertain_input_is_refused() {
-        assert!(split_options_file("-Xptxas -v\\ -O1").is_err());
-        assert!(split_options_file("-DX=\"a").is_err());
+        assert_eq!(
+            split_options_file("-Xptxas -v\\ -O1"),
+            Err(OptionsFileProblem::Backslash)
+        );
+        assert_eq!(
+            split_options_file("-DX=\"a"),
+            Err(OptionsFileProblem::UnterminatedQuote)
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 use super::CliError;
 use super::optfile::split_options_file;
+use super::reason::PassReason;
 use super::table::{GLUED_SHORTS, OptSpec, TABLE};
 
 /// Options files nested deeper than this are taken for a cycle.
@@ -43,13 +44,13 @@ pub enum Item {
 #[derive(Debug)]
 pub enum Stop {
     /// The invocation is not understood well enough: pass it through, with this reason.
-    Pass(String),
+    Pass(PassReason),
     Io(CliError),
 }
 
-impl From<String> for Stop {
-    fn from(s: String) -> Stop {
-        Stop::Pass(s)
+impl From<PassReason> for Stop {
+    fn from(r: PassReason) -> Stop {
+        Stop::Pass(r)
     }
 }
 
@@ -60,7 +61,7 @@ enum Lexed {
     Input,
 }
 
-fn lex_arg(a: &str) -> Result<Lexed, String> {
+fn lex_arg(a: &str) -> Result<Lexed, PassReason> {
     let table = &*TABLE;
     if let Some(body) = a.strip_prefix("--") {
         let (name, inline) = match body.split_once('=') {
@@ -69,18 +70,18 @@ fn lex_arg(a: &str) -> Result<Lexed, String> {
         };
         let spec = table
             .long(name)
-            .ok_or_else(|| format!("unknown option '{a}'"))?;
+            .ok_or_else(|| PassReason::UnknownOption(a.to_string()))?;
         return with_inline(spec, inline, a);
     }
     let Some(body) = a.strip_prefix('-') else {
         return if a.is_empty() {
-            Err("empty argument".into())
+            Err(PassReason::EmptyArgument)
         } else {
             Ok(Lexed::Input)
         };
     };
     if body.is_empty() {
-        return Err("'-' (stdin) input".into());
+        return Err(PassReason::StdinInput);
     }
     if let Some(spec) = table.short(body) {
         return Ok(Lexed::Opt(spec, None));
@@ -98,12 +99,16 @@ fn lex_arg(a: &str) -> Result<Lexed, String> {
     {
         return Ok(Lexed::Opt(spec, Some(rest.to_string())));
     }
-    Err(format!("unknown option '{a}'"))
+    Err(PassReason::UnknownOption(a.to_string()))
 }
 
-fn with_inline(spec: &'static OptSpec, inline: Option<String>, a: &str) -> Result<Lexed, String> {
+fn with_inline(
+    spec: &'static OptSpec,
+    inline: Option<String>,
+    a: &str,
+) -> Result<Lexed, PassReason> {
     if inline.is_some() && !spec.takes_value {
-        return Err(format!("no argument expected after '{a}'"));
+        return Err(PassReason::NoArgumentExpected(a.to_string()));
     }
     Ok(Lexed::Opt(spec, inline))
 }
@@ -139,7 +144,7 @@ pub(crate) fn tokenize(
                     (true, None) => {
                         let v = args
                             .get(i)
-                            .ok_or_else(|| format!("argument expected after '{a}'"))?
+                            .ok_or_else(|| PassReason::ArgumentExpected(a.clone()))?
                             .clone();
                         i += 1;
                         Some(v)
@@ -166,7 +171,7 @@ pub(crate) fn tokenize(
 
 fn expand_file(f: &str, depth: usize, out: &mut Vec<Item>) -> Result<(), Stop> {
     if depth >= MAX_DEPTH {
-        return Err(Stop::Pass("options files nested too deeply".into()));
+        return Err(Stop::Pass(PassReason::OptionsFilesTooDeep));
     }
     let path = PathBuf::from(f);
     let bytes = std::fs::read(&path).map_err(|source| {
@@ -175,8 +180,12 @@ fn expand_file(f: &str, depth: usize, out: &mut Vec<Item>) -> Result<(), Stop> {
             source,
         })
     })?;
-    let text = String::from_utf8(bytes).map_err(|_| format!("non-UTF-8 options file {f}"))?;
-    let words = split_options_file(&text).map_err(|r| format!("{r} {f}"))?;
+    let text =
+        String::from_utf8(bytes).map_err(|_| PassReason::NonUtf8OptionsFile(f.to_string()))?;
+    let words = split_options_file(&text).map_err(|problem| PassReason::OptionsFile {
+        problem,
+        file: f.to_string(),
+    })?;
     tokenize(&words, false, Origin::OptionsFile, depth + 1, out)
 }
 
@@ -184,13 +193,15 @@ fn expand_file(f: &str, depth: usize, out: &mut Vec<Item>) -> Result<(), Stop> {
 mod tests {
     use super::*;
 
-    fn toks(args: &[&str]) -> Result<Vec<(String, Option<String>)>, String> {
+    type Toks = Vec<(String, Option<String>)>;
+
+    fn toks(args: &[&str]) -> Result<Toks, PassReason> {
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         let mut out = Vec::new();
         match tokenize(&args, true, Origin::Env, 0, &mut out) {
             Ok(()) => {}
             Err(Stop::Pass(r)) => return Err(r),
-            Err(Stop::Io(e)) => return Err(e.to_string()),
+            Err(Stop::Io(e)) => panic!("{e}"),
         }
         Ok(out
             .into_iter()
@@ -273,29 +284,26 @@ mod tests {
             &["-?"],
         ] {
             let e = toks(bad).expect_err(&format!("{bad:?} accepted"));
-            assert!(e.contains("unknown option"), "{bad:?}: {e}");
+            assert_eq!(e, PassReason::UnknownOption(bad[0].to_string()), "{bad:?}");
         }
     }
 
     #[test]
     fn flags_take_no_value_and_values_are_required() {
-        assert!(
-            toks(&["-keep=true"])
-                .unwrap_err()
-                .contains("no argument expected")
+        assert_eq!(
+            toks(&["-keep=true"]).unwrap_err(),
+            PassReason::NoArgumentExpected("-keep=true".into())
         );
-        assert!(
-            toks(&["--keep=false"])
-                .unwrap_err()
-                .contains("no argument expected")
+        assert_eq!(
+            toks(&["--keep=false"]).unwrap_err(),
+            PassReason::NoArgumentExpected("--keep=false".into())
         );
-        assert!(
-            toks(&["-c", "k.cu", "-o"])
-                .unwrap_err()
-                .contains("argument expected")
+        assert_eq!(
+            toks(&["-c", "k.cu", "-o"]).unwrap_err(),
+            PassReason::ArgumentExpected("-o".into())
         );
-        assert!(toks(&["-"]).is_err());
-        assert!(toks(&[""]).is_err());
+        assert_eq!(toks(&["-"]).unwrap_err(), PassReason::StdinInput);
+        assert_eq!(toks(&[""]).unwrap_err(), PassReason::EmptyArgument);
     }
 
     #[test]
@@ -386,7 +394,8 @@ mod tests {
         let f = dir.path().join("self.txt");
         std::fs::write(&f, format!("-optf {}", f.display())).unwrap();
         let e = toks(&["-optf", f.to_str().unwrap()]).unwrap_err();
-        assert!(e.contains("nested too deeply"), "{e}");
+        assert_eq!(e, PassReason::OptionsFilesTooDeep);
+        assert_eq!(e.to_string(), "options files nested too deeply");
         let missing = dir.path().join("nope.txt");
         let args = vec!["-optf".to_string(), missing.display().to_string()];
         let mut out = Vec::new();

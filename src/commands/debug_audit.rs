@@ -33,10 +33,31 @@ pub(crate) fn run(args: &Args, out: &mut impl std::io::Write) -> bool {
     }
 }
 
-fn audit(args: &Args) -> Result<String, String> {
-    let nvdisasm = crate::toolkit::find_tool("nvdisasm").ok_or("no CUDA toolkit found")?;
+/// Why `debug audit` could not check (a disagreement included).
+#[derive(Debug, thiserror::Error)]
+enum AuditCommandError {
+    #[error("no CUDA toolkit found")]
+    NoToolkit,
+    #[error("{}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("--origin {0}: NAME=CUBIN")]
+    BadOrigin(String),
+    #[error(transparent)]
+    Audit(#[from] audit::AuditError),
+}
+
+fn audit(args: &Args) -> Result<String, AuditCommandError> {
+    let nvdisasm = crate::toolkit::find_tool("nvdisasm").ok_or(AuditCommandError::NoToolkit)?;
     let bin = nvdisasm.parent().map(PathBuf::from).unwrap_or_default();
-    let read = |p: &PathBuf| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
+    let read = |p: &PathBuf| {
+        std::fs::read(p).map_err(|source| AuditCommandError::Read {
+            path: p.clone(),
+            source,
+        })
+    };
     let shipped = read(&args.shipped)?;
     let module = read(&args.module)?;
     let baseline = args.baseline.as_ref().map(read).transpose()?;
@@ -46,7 +67,7 @@ fn audit(args: &Args) -> Result<String, String> {
         .map(|o| {
             let (name, rest) = o
                 .split_once('=')
-                .ok_or(format!("--origin {o}: NAME=CUBIN"))?;
+                .ok_or_else(|| AuditCommandError::BadOrigin(o.clone()))?;
             let (file, there) = rest.split_once(':').unwrap_or((rest, name));
             Ok((
                 name.to_string(),
@@ -54,7 +75,7 @@ fn audit(args: &Args) -> Result<String, String> {
                 read(&PathBuf::from(file))?,
             ))
         })
-        .collect::<Result<_, String>>()?;
+        .collect::<Result<_, AuditCommandError>>()?;
     let job = Job {
         proved: Vec::new(),
         shipped: &shipped,
@@ -69,7 +90,7 @@ fn audit(args: &Args) -> Result<String, String> {
             })
             .collect(),
     };
-    let checked = audit::check(&Tools::in_dir(&bin), &job).map_err(|e| e.to_string())?;
+    let checked = audit::check(&Tools::in_dir(&bin), &job)?;
     Ok(format!(
         "agrees: {} function(s) compared, {} through their listings",
         checked.functions, checked.disassembled

@@ -69,17 +69,38 @@ pub struct Args {
     pub(crate) input: PathBuf,
 }
 
+/// Why an argument of `rewrite` is refused (clap prints it after the argument).
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+enum ArgError {
+    #[error("expected KEY=KERNEL,..., got {0:?}")]
+    NotKeyKernels(String),
+    /// `known`: the registered keys, listed.
+    #[error("unknown transform {key:?} (use {known})")]
+    UnknownTransform { key: String, known: String },
+    #[error("no kernel named for {0}")]
+    NoKernel(String),
+    #[error("expected KERNEL=NUMBER, got {0:?}")]
+    NotKernelNumber(String),
+    #[error("{value:?}: {source}")]
+    Number {
+        value: String,
+        source: std::num::ParseIntError,
+    },
+    #[error("empty kernel name")]
+    EmptyKernel,
+}
+
 /// `KEY=KERNEL,...` of `--transform`, KEY one of the registered rewrites.
-fn transform_kernels(s: &str) -> Result<(String, Vec<String>), String> {
+fn transform_kernels(s: &str) -> Result<(String, Vec<String>), ArgError> {
     let (key, kernels) = s
         .split_once('=')
-        .ok_or_else(|| format!("expected KEY=KERNEL,..., got {s:?}"))?;
+        .ok_or_else(|| ArgError::NotKeyKernels(s.to_string()))?;
     let keys = transform::keys();
     if !keys.contains(&key) {
-        return Err(format!(
-            "unknown transform {key:?} (use {})",
-            keys.join(", ")
-        ));
+        return Err(ArgError::UnknownTransform {
+            key: key.to_string(),
+            known: keys.join(", "),
+        });
     }
     let kernels: Vec<String> = kernels
         .split(',')
@@ -87,22 +108,25 @@ fn transform_kernels(s: &str) -> Result<(String, Vec<String>), String> {
         .map(str::to_string)
         .collect();
     if kernels.is_empty() {
-        return Err(format!("no kernel named for {key}"));
+        return Err(ArgError::NoKernel(key.to_string()));
     }
     Ok((key.to_string(), kernels))
 }
 
-fn kernel_value(s: &str) -> Result<(String, u64), String> {
+fn kernel_value(s: &str) -> Result<(String, u64), ArgError> {
     let (k, v) = s
         .rsplit_once('=')
-        .ok_or_else(|| format!("expected KERNEL=NUMBER, got {s:?}"))?;
+        .ok_or_else(|| ArgError::NotKernelNumber(s.to_string()))?;
     let v = match v.strip_prefix("0x") {
         Some(hex) => u64::from_str_radix(hex, 16),
         None => v.parse(),
     }
-    .map_err(|e| format!("{v:?}: {e}"))?;
+    .map_err(|source| ArgError::Number {
+        value: v.to_string(),
+        source,
+    })?;
     if k.is_empty() {
-        return Err("empty kernel name".into());
+        return Err(ArgError::EmptyKernel);
     }
     Ok((k.to_string(), v))
 }
@@ -118,10 +142,39 @@ pub fn run(args: &Args) -> bool {
     }
 }
 
-fn rewrite(args: &Args) -> Result<(), String> {
-    let input = std::fs::read(&args.input).map_err(|e| format!("{}: {e}", args.input.display()))?;
-    let at = |e: &dyn std::fmt::Display| format!("{}: {e}", args.input.display());
-    let mut artifact = container::read(input.clone()).map_err(|e| at(&e))?;
+/// Why `rewrite` wrote nothing: each names the file (`path`).
+#[derive(Debug, thiserror::Error)]
+enum RewriteError {
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: {source}", path.display())]
+    Container {
+        path: PathBuf,
+        source: ContainerError,
+    },
+    #[error("{}: no cubin has kernel {}", path.display(), kernels.join(", "))]
+    Missing { path: PathBuf, kernels: Vec<String> },
+    /// `--identity`: the bytes written back differ (`at`: where, first).
+    #[error(
+        "{}: writing it back is not byte-identical ({at}); output not written",
+        path.display()
+    )]
+    NotIdentical { path: PathBuf, at: String },
+}
+
+fn rewrite(args: &Args) -> Result<(), RewriteError> {
+    let input = std::fs::read(&args.input).map_err(|source| RewriteError::Io {
+        path: args.input.clone(),
+        source,
+    })?;
+    let at = |source| RewriteError::Container {
+        path: args.input.clone(),
+        source,
+    };
+    let mut artifact = container::read(input.clone()).map_err(at)?;
     let mut found = BTreeSet::new();
     let edited = artifact
         .edit_cubins(|loc, bytes| {
@@ -190,7 +243,7 @@ fn rewrite(args: &Args) -> Result<(), String> {
             }
             Ok(None)
         })
-        .map_err(|e| at(&e))?;
+        .map_err(at)?;
     let named: Vec<String> = asked(args)
         .into_iter()
         .flat_map(|(_, kernels, _)| kernels)
@@ -204,18 +257,23 @@ fn rewrite(args: &Args) -> Result<(), String> {
         .filter(|k| !found.contains(*k))
         .collect();
     if !missing.is_empty() {
-        return Err(at(&format!("no cubin has kernel {}", missing.join(", "))));
+        return Err(RewriteError::Missing {
+            path: args.input.clone(),
+            kernels: missing.into_iter().map(str::to_string).collect(),
+        });
     }
-    let out = artifact.write().map_err(|e| at(&e))?;
+    let out = artifact.write().map_err(at)?;
     if args.identity && out != input {
-        return Err(at(&format!(
-            "writing it back is not byte-identical ({}); output not written",
-            first_difference(&input, &out)
-        )));
+        return Err(RewriteError::NotIdentical {
+            path: args.input.clone(),
+            at: first_difference(&input, &out),
+        });
     }
     let _ = edited;
-    write_atomically(&args.output, &args.input, &out)
-        .map_err(|e| format!("{}: {e}", args.output.display()))
+    write_atomically(&args.output, &args.input, &out).map_err(|source| RewriteError::Io {
+        path: args.output.clone(),
+        source,
+    })
 }
 
 /// The rewrites asked for, in the order they are registered: each with the kernels named
@@ -283,9 +341,12 @@ mod tests {
     fn kernel_values() {
         assert_eq!(kernel_value("_Z1kPf=64"), Ok(("_Z1kPf".into(), 64)));
         assert_eq!(kernel_value("k=0x800"), Ok(("k".into(), 0x800)));
-        assert!(kernel_value("k").is_err());
-        assert!(kernel_value("=3").is_err());
-        assert!(kernel_value("k=x").is_err());
+        assert_eq!(
+            kernel_value("k"),
+            Err(ArgError::NotKernelNumber("k".into()))
+        );
+        assert_eq!(kernel_value("=3"), Err(ArgError::EmptyKernel));
+        assert!(matches!(kernel_value("k=x"), Err(ArgError::Number { value, .. }) if value == "x"));
     }
 
     #[test]
@@ -294,12 +355,18 @@ mod tests {
             transform_kernels("regdem=a,b"),
             Ok(("regdem".into(), vec!["a".into(), "b".into()]))
         );
-        assert!(
-            transform_kernels("nothing=all")
-                .unwrap_err()
-                .contains("unknown transform")
+        assert!(matches!(
+            transform_kernels("nothing=all"),
+            Err(ArgError::UnknownTransform { key, .. }) if key == "nothing"
+        ));
+        assert_eq!(
+            transform_kernels("regdem="),
+            Err(ArgError::NoKernel("regdem".into()))
         );
-        assert!(transform_kernels("regdem=").is_err() && transform_kernels("regdem").is_err());
+        assert_eq!(
+            transform_kernels("regdem"),
+            Err(ArgError::NotKeyKernels("regdem".into()))
+        );
         // `--transform` and the alias flag name the same rewrite; each appears once, in
         // registration order, with the register count to reach.
         let args = Args::try_parse_from([

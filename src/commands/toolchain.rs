@@ -34,29 +34,58 @@ pub fn run(args: &Args, out: &mut dyn Write) -> bool {
     }
 }
 
-fn pack(args: &Args) -> Result<String, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find nvcc-orion itself: {e}"))?;
-    let tk = Toolkit::locate(&|k| std::env::var_os(k), &exe).map_err(|e| e.to_string())?;
-    let archive = toolchain::sccache_dist(&exe, &tk).map_err(|e| e.to_string())?;
-    let target = std::path::absolute(&args.sccache_dist).map_err(|e| e.to_string())?;
+/// Why `toolchain` wrote no archive.
+#[derive(Debug, thiserror::Error)]
+enum PackError {
+    #[error("cannot find nvcc-orion itself: {0}")]
+    SelfExe(std::io::Error),
+    #[error(transparent)]
+    Toolkit(#[from] crate::toolkit::ToolkitError),
+    #[error(transparent)]
+    Toolchain(#[from] toolchain::ToolchainError),
+    #[error(transparent)]
+    Archive(#[from] crate::farm::archive::ArchiveError),
+    /// The target's path could not be made absolute, or the archive's mode set.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error("cannot write in {}: {source}", dir.display())]
+    WriteIn {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot write {}: {source}", target.display())]
+    Write {
+        target: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot make the ptxas shim: {0}")]
+    Shim(std::io::Error),
+}
+
+fn pack(args: &Args) -> Result<String, PackError> {
+    let exe = std::env::current_exe().map_err(PackError::SelfExe)?;
+    let tk = Toolkit::locate(&|k| std::env::var_os(k), &exe)?;
+    let archive = toolchain::sccache_dist(&exe, &tk)?;
+    let target = std::path::absolute(&args.sccache_dist)?;
     let dir = target.parent().unwrap_or(Path::new("."));
     // Written aside and renamed: a farm never picks up half an archive.
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .map_err(|e| format!("cannot write in {}: {e}", dir.display()))?;
-    archive
-        .write_tar_gz(std::io::BufWriter::new(tmp.as_file_mut()))
-        .map_err(|e| e.to_string())?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|source| PackError::WriteIn {
+        dir: dir.to_path_buf(),
+        source,
+    })?;
+    archive.write_tar_gz(std::io::BufWriter::new(tmp.as_file_mut()))?;
     // Readable by the sccache client of any user (a temporary file starts private).
     use std::os::unix::fs::PermissionsExt;
     tmp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(0o644))
-        .map_err(|e| e.to_string())?;
-    tmp.persist(&target)
-        .map_err(|e| format!("cannot write {}: {}", target.display(), e.error))?;
+        .set_permissions(std::fs::Permissions::from_mode(0o644))?;
+    tmp.persist(&target).map_err(|e| PackError::Write {
+        target: target.clone(),
+        source: e.error,
+    })?;
     // The shim `nvcc-orion --dryrun` puts on the listing's PATH, from the same settings.
     let (settings, _) = Settings::read(&|k| std::env::var(k).ok(), &[], &crate::transform::keys());
     let shim = dryrun_shim::shim_dir(&dryrun_shim::shim_root(&settings), &exe)
-        .map_err(|e| format!("cannot make the ptxas shim: {e}"))?
+        .map_err(PackError::Shim)?
         .join("ptxas");
     // cicc and cudafe++ need the whole toolkit (libdevice, headers): they stay on the client.
     // sccache names them as nvcc's listing spells them (`<bin>/../nvvm/bin/cicc`).

@@ -195,7 +195,7 @@ impl Archive {
                     |what| {
                         ContainerError::malformed(
                             format!("archive member {i} (symbol table)"),
-                            what,
+                            what.to_string(),
                         )
                     },
                 )?);
@@ -214,8 +214,21 @@ impl Archive {
     }
 }
 
+/// What is wrong with an archive's symbol table.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum SymtabProblem {
+    #[error("symbol table truncated")]
+    Truncated,
+    #[error("symbol count {0} does not fit in the table")]
+    Count(u64),
+    #[error("symbol {index} points at {offset:#x}, which is no member header")]
+    NoMember { index: u64, offset: u64 },
+    #[error("archive too large for a 32-bit symbol table")]
+    TooLarge,
+}
+
 /// The symbol table with each member offset moved from its old to its new place.
-fn remap_symtab(table: &[u8], wide: bool, moved: &[(u64, u64)]) -> Result<Vec<u8>, String> {
+fn remap_symtab(table: &[u8], wide: bool, moved: &[(u64, u64)]) -> Result<Vec<u8>, SymtabProblem> {
     let w = if wide { 8 } else { 4 };
     let read = |off: u64| {
         if wide {
@@ -224,28 +237,31 @@ fn remap_symtab(table: &[u8], wide: bool, moved: &[(u64, u64)]) -> Result<Vec<u8
             u32_be(table, off).map(u64::from)
         }
     };
-    let count = read(0).ok_or("symbol table truncated")?;
+    let count = read(0).ok_or(SymtabProblem::Truncated)?;
     if count
         .checked_mul(w)
         .and_then(|n| n.checked_add(w))
         .is_none_or(|n| n > table.len() as u64)
     {
-        return Err(format!("symbol count {count} does not fit in the table"));
+        return Err(SymtabProblem::Count(count));
     }
     let mut out = table.to_vec();
     for i in 0..count {
         let at = w + i * w;
-        let old = read(at).ok_or("symbol table truncated")?;
+        let old = read(at).ok_or(SymtabProblem::Truncated)?;
         let new = moved
             .iter()
             .find(|(o, _)| *o == old)
             .map(|(_, n)| *n)
-            .ok_or_else(|| format!("symbol {i} points at {old:#x}, which is no member header"))?;
+            .ok_or(SymtabProblem::NoMember {
+                index: i,
+                offset: old,
+            })?;
         let bytes: Vec<u8> = if wide {
             new.to_be_bytes().to_vec()
         } else {
             u32::try_from(new)
-                .map_err(|_| "archive too large for a 32-bit symbol table".to_string())?
+                .map_err(|_| SymtabProblem::TooLarge)?
                 .to_be_bytes()
                 .to_vec()
         };
@@ -308,8 +324,17 @@ mod tests {
         let t = [0, 0, 0, 2, 0, 0, 0, 8, 0, 0, 0, 100, b'a', 0, b'b', 0];
         let out = remap_symtab(&t, false, &moved).unwrap();
         assert_eq!(&out[8..12], &[0, 0, 0, 120]);
-        assert!(remap_symtab(&[0, 0, 0, 9], false, &moved).is_err());
-        assert!(remap_symtab(&[0, 0, 0, 1, 0, 0, 0, 7], false, &moved).is_err());
+        assert_eq!(
+            remap_symtab(&[0, 0, 0, 9], false, &moved),
+            Err(SymtabProblem::Count(9))
+        );
+        assert_eq!(
+            remap_symtab(&[0, 0, 0, 1, 0, 0, 0, 7], false, &moved),
+            Err(SymtabProblem::NoMember {
+                index: 0,
+                offset: 7
+            })
+        );
     }
 
     #[test]

@@ -97,8 +97,8 @@ enum GlueError {
     NotElf(String),
     /// Building the glue object failed (once per replay and toolchain; every host compile
     /// that needs it reports the same).
-    #[error("{0}")]
-    Earlier(String),
+    #[error(transparent)]
+    Earlier(Arc<GlueError>),
 }
 
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> GlueError {
@@ -158,7 +158,7 @@ struct Built {
 type Toolchain = (String, Option<String>, String);
 
 /// One glue object built, or why not, once.
-type GlueCell = OnceLock<Result<Built, String>>;
+type GlueCell = OnceLock<Result<Built, Arc<GlueError>>>;
 
 /// The glue of one replay: where it lives and what was built for which compiler.
 pub(crate) struct Glue {
@@ -342,7 +342,7 @@ impl Glue {
             Ok(mut b) => b.entry(memo.clone()).or_default().clone(),
             Err(_) => Arc::default(),
         };
-        cell.get_or_init(|| self.build(&memo, ctx, sources).map_err(|e| e.to_string()))
+        cell.get_or_init(|| self.build(&memo, ctx, sources).map_err(Arc::new))
             .clone()
             .map_err(GlueError::Earlier)
     }

@@ -15,12 +15,14 @@ pub fn note(inv: &Invocation, settings: &Settings) -> Option<String> {
         return None;
     }
     let (report, reason) = (settings.report.as_ref()?, inv.untuned_sass()?);
-    record(report, &inv.facts.inputs, reason).err().map(|e| {
-        format!(
-            "nvcc-orion: warning: cannot write the report {}: {e}",
-            report.display()
-        )
-    })
+    record(report, &inv.facts.inputs, &reason.to_string())
+        .err()
+        .map(|e| {
+            format!(
+                "nvcc-orion: warning: cannot write the report {}: {e}",
+                report.display()
+            )
+        })
 }
 
 /// Append `{"passed_through": reason, "inputs": [...]}` to the report at `path`, under the

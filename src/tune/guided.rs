@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use super::ranked::{self, Ranked};
 use super::select::{Choice, Evaluated, gain_percent};
-use crate::profile::{Profile, Variant};
+use crate::profile::{Profile, ProfileError, Variant};
 use crate::settings::Settings;
 
 /// The profile of one tuned step, and the warnings it gave.
@@ -29,9 +29,9 @@ pub(crate) struct Guide {
 /// `file` read and validated once per process: every ptxas step of a compile (one per
 /// architecture) uses the same profile. Keyed by the file's size and time as well, so a
 /// profile rewritten meanwhile is read again.
-fn read_once(file: &std::path::Path) -> Result<Arc<Profile>, String> {
+fn read_once(file: &std::path::Path) -> Result<Arc<Profile>, Arc<ProfileError>> {
     type Key = (PathBuf, u64, Option<std::time::SystemTime>);
-    type Read = HashMap<Key, Result<Arc<Profile>, String>>;
+    type Read = HashMap<Key, Result<Arc<Profile>, Arc<ProfileError>>>;
     static READ: Mutex<Option<Read>> = Mutex::new(None);
     let meta = std::fs::metadata(file).ok();
     let key = (
@@ -43,7 +43,7 @@ fn read_once(file: &std::path::Path) -> Result<Arc<Profile>, String> {
     cache
         .get_or_insert_with(HashMap::new)
         .entry(key)
-        .or_insert_with(|| Profile::read(file).map(Arc::new).map_err(|e| e.to_string()))
+        .or_insert_with(|| Profile::read(file).map(Arc::new).map_err(Arc::new))
         .clone()
 }
 
@@ -178,7 +178,7 @@ impl Guide {
 }
 
 /// The warning for a profile that cannot be read or parsed, which is ignored whole.
-fn ignored(error: &str) -> String {
+fn ignored(error: &ProfileError) -> String {
     format!("profile ignored: {error}; the model's choices stand")
 }
 

@@ -131,7 +131,7 @@ pub fn ptxas_step(
     // ptxas's own cubin in place (nothing is written until the tuned cubin is verified) and
     // becomes one warning line, not a backtrace.
     let tuned = quietly(|| {
-        if tune.settings.force.as_deref() == Some("panic") {
+        if tune.settings.force == Some(crate::settings::Force::Panic) {
             panic!("forced by --orion-force=panic");
         }
         step::tune(argv, ctx, tune)
@@ -142,7 +142,7 @@ pub fn ptxas_step(
             .map(|s| s.to_string())
             .or_else(|| payload.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "unknown".to_string());
-        Err(step::TuneError::Io(format!("internal error: {what}")))
+        Err(step::TuneError::Internal(what))
     });
     let mut records = Vec::new();
     match tuned {

@@ -26,7 +26,7 @@ use super::assemble::kernel_code;
 use super::cap;
 use super::ptx::{self, Budget};
 use super::ranked::ranked;
-use super::record::{Assembly, Embedded, KernelRecord, Limit, TuneError};
+use super::record::{Assembly, Embedded, KernelRecord, Limit, TuneError, VariantsRefused};
 use super::select::Evaluated;
 use super::variants::{self, Budgets, VariantError};
 use crate::cubin::{Cubin, FunctionInfo, entry};
@@ -140,10 +140,7 @@ fn emit(
         .iter()
         .find(|w| taken.iter().any(|e| e.name == w.name))
     {
-        return Err(TuneError::Variants(format!(
-            "the module already has a kernel named {}",
-            w.name
-        )));
+        return Err(VariantsRefused::NameTaken(w.name.clone()).into());
     }
     // Any failure of the copy, an error or a panic, leaves the whole-module run below.
     let copied = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -198,14 +195,12 @@ fn emit(
             return Ok(Some((bytes, Assembly::MultiVariant)));
         }
         if attempt == LAST_ATTEMPT {
-            let (name, why) = differ.into_iter().next().unwrap_or_default();
-            return Err(TuneError::Variants(format!(
-                "{name} still differs from its standalone build without the dropped variants: {why}"
-            )));
+            let (kernel, why) = differ.into_iter().next().unwrap_or_default();
+            return Err(VariantsRefused::StillDiffers { kernel, why }.into());
         }
         dropped.extend(differ);
     }
-    Err(TuneError::Variants("no attempt left".to_string()))
+    Err(VariantsRefused::NoAttemptLeft.into())
 }
 
 /// The wanted variants the object-size cap leaves out ([`cap::fitting`]), with why: each

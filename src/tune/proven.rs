@@ -17,6 +17,7 @@ use crate::transform::regdem::{self, Regdem};
 use crate::transform::spill_to_shared::{Rewrite, SpillToShared};
 use crate::transform::{self, Checks, Rewritten, Transform, TransformError};
 use crate::verify::oracle::{self, Verdicts};
+use crate::verify::schedule::ScheduleError;
 use crate::verify::{self, Claim, SpillBase};
 
 /// A proved rewrite.
@@ -77,8 +78,8 @@ pub enum NotProved {
     Decode(String),
     /// The transform does not apply.
     Transform(TransformError),
-    /// The checker rejected the rewrite.
-    Rejected(String),
+    /// A check refused the rewritten kernel.
+    Rejected(Refused),
     /// `nvdisasm -plr` disagrees with our instruction facts somewhere in the kernel's section
     /// (before any rewrite): the checker cannot trust its model there.
     Oracle(String),
@@ -94,6 +95,30 @@ impl fmt::Display for NotProved {
             NotProved::Oracle(e) => write!(f, "refused: {e}"),
         }
     }
+}
+
+/// Which check refused a rewritten kernel, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refused {
+    /// The oracle (`nvdisasm -plr`) disagrees with our instruction facts in the rewritten
+    /// section.
+    #[error("in the rewritten code, {0}")]
+    Oracle(String),
+    /// The translation checker.
+    #[error(transparent)]
+    Checker(#[from] verify::Rejection),
+    /// The scheduling check of the inserted and moved instructions.
+    #[error("scheduling: {0}")]
+    Schedule(#[from] ScheduleError),
+    /// The kernel has no launch attributes to prove its spill base for.
+    #[error("no launch attributes for `{kernel}`")]
+    NoLaunch { kernel: String },
+    /// The kernel is missing from the decoded rewritten code.
+    #[error("`{kernel}` was not decoded")]
+    NotDecoded { kernel: String },
+    /// The spill base is not proved for every launch.
+    #[error("{kernel}: {why}")]
+    Base { kernel: String, why: String },
 }
 
 /// A cubin decoded with the toolkit, and the oracle's verdict on each of its functions.
@@ -129,7 +154,8 @@ fn decode_bytes(nv: &Path, bytes: &[u8]) -> Result<Seen, NotProved> {
     let path = dir.path().join("k.cubin");
     std::fs::write(&path, bytes).map_err(|e| NotProved::Decode(e.to_string()))?;
     let decoded = decode::decode_file(nv, &path).map_err(|e| NotProved::Decode(e.to_string()))?;
-    let oracle = oracle::check_cubin(nv, &path, &decoded.functions).map_err(NotProved::Decode)?;
+    let oracle = oracle::check_cubin(nv, &path, &decoded.functions)
+        .map_err(|e| NotProved::Decode(e.to_string()))?;
     Ok(Seen { decoded, oracle })
 }
 
@@ -276,7 +302,7 @@ pub fn regdem(
 
 /// The checker on one rewritten section: the functions of the kernel's section before and
 /// after, and what the transform claims. Instructions checked, or the rejection.
-pub fn check(before: &Decoded, after: &Decoded, r: &Rewrite) -> Result<usize, String> {
+pub fn check(before: &Decoded, after: &Decoded, r: &Rewrite) -> Result<usize, verify::Rejection> {
     check_claim(before, after, r.section, &to_checker(r.claim()))
 }
 
@@ -300,11 +326,11 @@ fn prove_kernel(
     kernel: &str,
     section: usize,
     claim: &Claim,
-) -> Result<(usize, usize), String> {
+) -> Result<(usize, usize), Refused> {
     if checks.oracle
         && let Some(why) = after.refusal(kernel)
     {
-        return Err(format!("in the rewritten code, {why}"));
+        return Err(Refused::Oracle(why));
     }
     let checked = check_claim(before, &after.decoded, section, claim)?;
     if checks.schedule {
@@ -314,8 +340,7 @@ fn prove_kernel(
             &section_functions(&after.decoded, section),
             &claim.map,
             &claim.inserted,
-        )
-        .map_err(|e| format!("scheduling: {e}"))?;
+        )?;
     }
     let shapes = match &claim.base {
         Some(b) if checks.base => {
@@ -328,25 +353,25 @@ fn prove_kernel(
 
 /// Would [`prove`] ship `rewritten` (made from `original` by `t`) for the claim `r`? The same
 /// checks on the two cubins, both decoded here with nvdisasm and both read by the oracle,
-/// for one kernel on its own (the mutation tests). Instructions checked, or the rejection.
+/// for one kernel on its own (the mutation tests). Instructions checked, or why not: a
+/// refusal is [`NotProved::Rejected`], naming the check.
 pub(crate) fn recheck(
     t: &dyn Transform,
     original: &[u8],
     rewritten: &[u8],
     r: &dyn Rewritten,
-) -> Result<usize, String> {
-    let parsed = Cubin::parse(original).map_err(|e| e.to_string())?;
-    let written = Cubin::parse(rewritten).map_err(|e| e.to_string())?;
-    let nv = crate::toolkit::find_tool("nvdisasm")
-        .ok_or_else(|| NotProved::NoDisassembler.to_string())?;
+) -> Result<usize, NotProved> {
+    let parsed = Cubin::parse(original).map_err(|e| NotProved::Decode(e.to_string()))?;
+    let written = Cubin::parse(rewritten).map_err(|e| NotProved::Decode(e.to_string()))?;
+    let nv = crate::toolkit::find_tool("nvdisasm").ok_or(NotProved::NoDisassembler)?;
     let checks = t.checks();
-    let before = decode_bytes(&nv, original).map_err(|e| e.to_string())?;
+    let before = decode_bytes(&nv, original)?;
     if checks.oracle
         && let Some(why) = before.refusal(r.kernel())
     {
-        return Err(NotProved::Oracle(why).to_string());
+        return Err(NotProved::Oracle(why));
     }
-    let after = decode_bytes(&nv, rewritten).map_err(|e| e.to_string())?;
+    let after = decode_bytes(&nv, rewritten)?;
     prove_kernel(
         checks,
         &parsed,
@@ -358,10 +383,11 @@ pub(crate) fn recheck(
         &to_checker(r.claim()),
     )
     .map(|(checked, _)| checked)
+    .map_err(NotProved::Rejected)
 }
 
 /// Would [`spill_to_shared`] ship `rewritten` for the claim `r`?
-pub fn recheck_spill(original: &[u8], rewritten: &[u8], r: &Rewrite) -> Result<usize, String> {
+pub fn recheck_spill(original: &[u8], rewritten: &[u8], r: &Rewrite) -> Result<usize, NotProved> {
     recheck(&SpillToShared, original, rewritten, r)
 }
 
@@ -370,7 +396,7 @@ pub fn recheck_regdem(
     original: &[u8],
     rewritten: &[u8],
     r: &regdem::Rewrite,
-) -> Result<usize, String> {
+) -> Result<usize, NotProved> {
     recheck(&Regdem, original, rewritten, r)
 }
 
@@ -383,17 +409,24 @@ fn prove_base(
     kernel: &str,
     section: usize,
     base: &SpillBase,
-) -> Result<usize, String> {
-    let launch = verify::base::Launch::read(original, written, kernel)
-        .ok_or_else(|| format!("no launch attributes for `{kernel}`"))?;
+) -> Result<usize, Refused> {
+    let launch =
+        verify::base::Launch::read(original, written, kernel).ok_or_else(|| Refused::NoLaunch {
+            kernel: kernel.to_string(),
+        })?;
     let f = after
         .functions
         .iter()
         .find(|f| f.section == section && f.name == kernel)
-        .ok_or_else(|| format!("`{kernel}` was not decoded"))?;
+        .ok_or_else(|| Refused::NotDecoded {
+            kernel: kernel.to_string(),
+        })?;
     verify::base::prove(f, base, &launch)
         .map(|p| p.shapes)
-        .map_err(|e| format!("{kernel}: {e}"))
+        .map_err(|why| Refused::Base {
+            kernel: kernel.to_string(),
+            why: why.to_string(),
+        })
 }
 
 fn section_functions(d: &Decoded, section: usize) -> Vec<Function> {
@@ -412,12 +445,11 @@ fn check_claim(
     after: &Decoded,
     section: usize,
     claim: &Claim,
-) -> Result<usize, String> {
+) -> Result<usize, verify::Rejection> {
     verify::check(
         &section_functions(before, section),
         &section_functions(after, section),
         claim,
     )
     .map(|p| p.instructions)
-    .map_err(|e| e.to_string())
 }

@@ -212,8 +212,15 @@ pub enum TuneError {
     Cubin(String, crate::cubin::CubinError),
     #[error(transparent)]
     Variant(#[from] VariantError),
-    #[error("{0}")]
-    Io(String),
+    /// A file, folder or program of the step (`what`) could not be used.
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
+    /// A bug of ours (a panic while tuning), with its message.
+    #[error("internal error: {0}")]
+    Internal(String),
     #[error(
         "the final ptxas run gave kernel {0} different SASS from the variant that was evaluated"
     )]
@@ -223,8 +230,20 @@ pub enum TuneError {
     /// A registered rewrite (its report name) failed where it had to hold.
     #[error("{rewrite}: {what}")]
     Transform { rewrite: &'static str, what: String },
-    #[error("{0}")]
-    Variants(String),
+    #[error(transparent)]
+    Variants(#[from] VariantsRefused),
+}
+
+/// Why no multi-variant cubin was assembled (the plain tuned cubin ships instead).
+#[derive(Debug, thiserror::Error)]
+pub enum VariantsRefused {
+    #[error("the module already has a kernel named {0}")]
+    NameTaken(String),
+    /// A kernel's code still differs from its standalone build on the last attempt.
+    #[error("{kernel} still differs from its standalone build without the dropped variants: {why}")]
+    StillDiffers { kernel: String, why: String },
+    #[error("no attempt left")]
+    NoAttemptLeft,
 }
 
 /// Records for the kernels of an architecture the tuner has no occupancy table for: ptxas's

@@ -8,6 +8,7 @@ use crate::predict::Prediction;
 use crate::predict::memory::Level;
 use crate::predict::price::Term;
 use crate::predict::stalls::Traffic;
+use crate::settings::Force;
 use crate::transform::Transform;
 use crate::transform::spill_to_shared::SpillToShared;
 
@@ -132,7 +133,7 @@ pub fn worst_gain(base: &[Option<f64>], cycles: &[Option<f64>]) -> Option<f64> {
 /// proved) or `regdem` (the lowest proved register-demotion candidate), for testing and
 /// bench/gpu's exhaustive variants. A forced kind the kernel has no candidate of keeps the
 /// baseline, and the reason says so.
-pub fn choose(options: &[Evaluated], margin_percent: f64, force: Option<&str>) -> Choice {
+pub fn choose(options: &[Evaluated], margin_percent: f64, force: Option<&Force>) -> Choice {
     let baseline = Choice {
         index: 0,
         gain_percent: 0.0,
@@ -156,17 +157,19 @@ pub fn choose(options: &[Evaluated], margin_percent: f64, force: Option<&str>) -
             ..baseline
         };
     }
-    if let Some(t) = force.and_then(crate::transform::seam::by_key) {
-        return forced_rewrite(options, t, baseline);
-    }
     match force {
-        Some("baseline") => {
+        Some(Force::Rewrite(key)) => {
+            if let Some(t) = crate::transform::seam::by_key(key) {
+                return forced_rewrite(options, t, baseline);
+            }
+        }
+        Some(Force::Baseline) => {
             return Choice {
                 reason: "forced: baseline".into(),
                 ..baseline
             };
         }
-        Some("lowest") => {
+        Some(Force::Lowest) => {
             let (i, c) = options
                 .iter()
                 .enumerate()
@@ -181,8 +184,11 @@ pub fn choose(options: &[Evaluated], margin_percent: f64, force: Option<&str>) -
                 reason: "forced: lowest budget".into(),
             };
         }
-        Some(f) if crate::settings::forced_budget(f).is_some() || f == "pragma" => {
-            let want = crate::settings::forced_budget(f);
+        Some(f @ (Force::Budget(_) | Force::Pragma)) => {
+            let want = match f {
+                Force::Budget(n) => Some(*n),
+                _ => None,
+            };
             let what = want.map_or("shared-memory spilling (pragma)".to_string(), |n| {
                 format!("budget {n}")
             });
@@ -301,11 +307,16 @@ pub(crate) mod tests {
         assert!(c.reason.contains("below the 30% margin"), "{}", c.reason);
         // Forcing.
         assert_eq!(
-            choose(&[base.clone(), a.clone(), b.clone()], 5.0, Some("lowest")).index,
+            choose(
+                &[base.clone(), a.clone(), b.clone()],
+                5.0,
+                Some(&Force::Lowest)
+            )
+            .index,
             2
         );
         assert_eq!(
-            choose(&[base.clone(), b.clone()], 5.0, Some("baseline")).index,
+            choose(&[base.clone(), b.clone()], 5.0, Some(&Force::Baseline)).index,
             0
         );
     }
@@ -330,17 +341,17 @@ pub(crate) mod tests {
         });
         let opts = [base.clone(), a, b, pragma];
         // The slower budget is taken when forced, and the pragma's twin is not.
-        let c = choose(&opts, 5.0, Some("budget:48"));
+        let c = choose(&opts, 5.0, Some(&Force::Budget(48)));
         assert_eq!((c.index, c.reason.as_str()), (2, "forced: budget 48"));
         assert!((c.gain_percent + 50.0).abs() < 1e-9, "{}", c.gain_percent);
-        assert_eq!(choose(&opts, 5.0, Some("budget:64")).index, 1);
-        let c = choose(&opts, 5.0, Some("pragma"));
+        assert_eq!(choose(&opts, 5.0, Some(&Force::Budget(64))).index, 1);
+        let c = choose(&opts, 5.0, Some(&Force::Pragma));
         assert_eq!(c.index, 3, "{}", c.reason);
         // No such candidate: the baseline, and the reason says so.
-        let c = choose(&opts, 5.0, Some("budget:40"));
+        let c = choose(&opts, 5.0, Some(&Force::Budget(40)));
         assert_eq!(c.index, 0);
         assert_eq!(c.reason, "forced budget 40, but no such candidate");
-        let c = choose(&opts[..3], 5.0, Some("pragma"));
+        let c = choose(&opts[..3], 5.0, Some(&Force::Pragma));
         assert_eq!(c.index, 0);
         assert!(c.reason.contains("no such candidate"), "{}", c.reason);
     }
@@ -358,17 +369,21 @@ pub(crate) mod tests {
             demoted.push(e);
         }
         let opts = [base.clone(), plain, demoted[0].clone(), demoted[1].clone()];
-        let c = choose(&opts, 5.0, Some("regdem"));
+        let c = choose(&opts, 5.0, Some(&Force::Rewrite("regdem".into())));
         assert_eq!(
             (c.index, c.reason.as_str()),
             (3, "forced: register demotion")
         );
-        let c = choose(&opts, 5.0, Some("spill2smem"));
+        let c = choose(&opts, 5.0, Some(&Force::Rewrite("spill2smem".into())));
         assert_eq!(c.index, 0);
         assert_eq!(c.reason, "forced spill → shared, but no proved candidate");
         let mut shared = ev(Some(40), 40, &[Some(95.0)]);
         shared.budget = Some(Budget::rewritten_by(&SpillToShared, 40, 39));
-        let c = choose(&[base.clone(), shared.clone()], 5.0, Some("spill2smem"));
+        let c = choose(
+            &[base.clone(), shared.clone()],
+            5.0,
+            Some(&Force::Rewrite("spill2smem".into())),
+        );
         assert_eq!((c.index, c.reason.as_str()), (1, "forced: spill → shared"));
         // A partial move at a lower budget gives way to a full one.
         let mut partly = ev(Some(32), 32, &[Some(95.0)]);
@@ -377,10 +392,18 @@ pub(crate) mod tests {
         let c = choose(
             &[base.clone(), partly.clone(), shared],
             5.0,
-            Some("spill2smem"),
+            Some(&Force::Rewrite("spill2smem".into())),
         );
         assert_eq!(c.index, 2);
-        assert_eq!(choose(&[base, partly], 5.0, Some("spill2smem")).index, 1);
+        assert_eq!(
+            choose(
+                &[base, partly],
+                5.0,
+                Some(&Force::Rewrite("spill2smem".into()))
+            )
+            .index,
+            1
+        );
     }
 
     #[test]
@@ -395,7 +418,10 @@ pub(crate) mod tests {
         assert_eq!(c.index, 0);
         assert!(c.reason.contains("only measured"), "{}", c.reason);
         // Forcing (testing) still reaches it.
-        assert_eq!(choose(&[base, measured], 5.0, Some("lowest")).index, 1);
+        assert_eq!(
+            choose(&[base, measured], 5.0, Some(&Force::Lowest)).index,
+            1
+        );
     }
 
     #[test]

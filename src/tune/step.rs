@@ -30,7 +30,10 @@ pub use super::record::{KeptCubins, KernelRecord, TuneError, Tuned};
 use super::record::{Limit, Pruned};
 
 fn io_err(what: &Path) -> impl FnOnce(std::io::Error) -> TuneError + '_ {
-    move |e| TuneError::Io(format!("{}: {e}", what.display()))
+    move |source| TuneError::Io {
+        what: what.display().to_string(),
+        source,
+    }
 }
 
 /// The files of a ptxas step that can be tuned.
@@ -196,9 +199,10 @@ fn builder<'a>(
     settings: &Settings,
     work: &'a variants::WorkDir,
 ) -> Result<Builder<'a>, TuneError> {
-    let ptxas = ctx
-        .resolve(&argv[0])
-        .map_err(|e| TuneError::Io(format!("ptxas: {e}")))?;
+    let ptxas = ctx.resolve(&argv[0]).map_err(|source| TuneError::Io {
+        what: "ptxas".into(),
+        source,
+    })?;
     Ok(Builder {
         ctx,
         argv,
@@ -422,7 +426,13 @@ fn refusing_per_kernel<A>(
 
 /// Kernel `kernel`'s rewrite refused by the assembly check (`what`): it keeps ptxas's code,
 /// one warning names it, and its record says why.
-fn refuse(selected: &mut Selected, kernel: &str, what: &str, arch_name: &str, result: &mut Tuned) {
+fn refuse(
+    selected: &mut Selected,
+    kernel: &str,
+    what: &crate::audit::Difference,
+    arch_name: &str,
+    result: &mut Tuned,
+) {
     selected.chosen.remove(kernel);
     selected.expected.insert(kernel.to_string(), None);
     result.warnings.push(format!(
@@ -536,7 +546,7 @@ fn select_kernel(
             .find(|&&i| c.rewrite[i].is_some_and(|t| t.explained()))
             .and_then(|&i| kept[i].1.clone()),
     });
-    let mut choice = select::choose(&options, settings.margin_percent, settings.force.as_deref());
+    let mut choice = select::choose(&options, settings.margin_percent, settings.force.as_ref());
     // A forced choice (testing) wins over a profile.
     let measured = settings
         .force
@@ -684,7 +694,7 @@ mod tests {
             if choice.chosen.contains_key("a") {
                 return Err(TuneError::Audit(crate::audit::AuditError::Disagrees {
                     kernel: "a".to_string(),
-                    what: "symbol `helper` differs in its code section".to_string(),
+                    what: crate::audit::Difference::Symbol("helper".to_string()),
                 }));
             }
             Ok(names)
@@ -720,7 +730,7 @@ mod tests {
             refusing_per_kernel(&mut selected, "sm_90", &mut result, |_| {
                 Err(TuneError::Audit(crate::audit::AuditError::Disagrees {
                     kernel: "a".to_string(),
-                    what: "its code differs".to_string(),
+                    what: crate::audit::Difference::NotShipped,
                 }))
             });
         assert!(matches!(r, Err(TuneError::Audit(_))));

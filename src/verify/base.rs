@@ -37,6 +37,7 @@
 use std::collections::BTreeMap;
 
 use super::SpillBase;
+pub use super::base_error::{AtProblem, BaseError, ValueProblem};
 use crate::arch::ShaderModel;
 use crate::cubin::Cubin;
 use crate::predict::latency::fixed_latency;
@@ -193,7 +194,7 @@ impl Poly {
 }
 
 /// A register's value: known, or why not.
-type Val = Result<Poly, String>;
+type Val = Result<Poly, BaseError>;
 
 #[derive(Debug, Clone)]
 struct Reg {
@@ -205,22 +206,19 @@ struct Reg {
 }
 
 /// Prove `base` for the rewritten kernel `f` under `launch`.
-pub fn prove(f: &Function, base: &SpillBase, launch: &Launch) -> Result<BaseProof, String> {
+pub fn prove(f: &Function, base: &SpillBase, launch: &Launch) -> Result<BaseProof, BaseError> {
     if !ShaderModel::of(launch.sm).rewrites {
-        return Err(format!(
-            "sm_{} driver constants are not modelled",
-            launch.sm
-        ));
+        return Err(BaseError::UnmodelledArch(launch.sm));
     }
     let value = evaluate(f, base, launch.sm)?;
     check_value(&value, base, launch)
 }
 
 /// The value of `base.reg` after the instruction at `base.defined_at`, from `f`'s entry.
-fn evaluate(f: &Function, base: &SpillBase, sm: u32) -> Result<Poly, String> {
+fn evaluate(f: &Function, base: &SpillBase, sm: u32) -> Result<Poly, BaseError> {
     let end = f
         .index_of(base.defined_at)
-        .ok_or_else(|| format!("no instruction at {:#x}", base.defined_at))?;
+        .ok_or(BaseError::NoDefinition(base.defined_at))?;
     let range = f.start..=base.defined_at;
     for i in &f.instrs {
         if let Some(t) = i
@@ -229,20 +227,14 @@ fn evaluate(f: &Function, base: &SpillBase, sm: u32) -> Result<Poly, String> {
             .chain(&i.targets)
             .find(|&&t| t != f.start && range.contains(&t))
         {
-            return Err(format!(
-                "`{}` at {:#x} branches to {t:#x}, before the base is defined",
-                i.opcode, i.offset
-            ));
+            return Err(at(i, AtProblem::BranchesBack { target: *t }));
         }
     }
     let mut regs: BTreeMap<u8, Reg> = BTreeMap::new();
     let mut now: u64 = 0;
     for ins in &f.instrs[..=end] {
         if ins.is_branch() || ins.is_call() || ins.is_exit() || ins.op() == Op::Bssy {
-            return Err(format!(
-                "`{}` at {:#x} transfers control before the base is defined",
-                ins.opcode, ins.offset
-            ));
+            return Err(at(ins, AtProblem::TransfersControl));
         }
         for sb in ins.ctrl.waits() {
             for r in regs.values_mut() {
@@ -254,7 +246,7 @@ fn evaluate(f: &Function, base: &SpillBase, sm: u32) -> Result<Poly, String> {
         let val = if ins.always() {
             interpret(ins, &regs, now)
         } else {
-            Err(format!("written under a guard at {:#x}", ins.offset))
+            Err(BaseError::Guarded(ins.offset))
         };
         let writes = ins.gpr_writes();
         let variable = fixed_latency(sm, ins.class()).is_none();
@@ -262,22 +254,12 @@ fn evaluate(f: &Function, base: &SpillBase, sm: u32) -> Result<Poly, String> {
             let val = if writes.len() == 1 {
                 val.clone()
             } else {
-                Err(format!(
-                    "`{}` at {:#x} is not modelled",
-                    ins.opcode, ins.offset
-                ))
+                Err(at(ins, AtProblem::Unmodelled))
             };
             let (val, pending, ready_at) = if variable {
                 match ins.ctrl.write_sb {
                     Some(sb) => (val, Some(sb), now),
-                    None => (
-                        Err(format!(
-                            "`{}` at {:#x} sets no scoreboard for its result",
-                            ins.opcode, ins.offset
-                        )),
-                        None,
-                        now,
-                    ),
+                    None => (Err(at(ins, AtProblem::NoScoreboard)), None, now),
                 }
             } else {
                 let lat = fixed_latency(sm, ins.class()).unwrap_or(0);
@@ -296,25 +278,34 @@ fn evaluate(f: &Function, base: &SpillBase, sm: u32) -> Result<Poly, String> {
     }
     // The code after the definition may read the base at once: it must be ready then.
     match regs.get(&base.reg) {
-        Some(r) if r.pending.is_some() || now < r.ready_at => Err(format!(
-            "R{} is not ready after {:#x} (a scoreboard not waited for, or too few stall cycles)",
-            base.reg, base.defined_at
-        )),
+        Some(r) if r.pending.is_some() || now < r.ready_at => Err(BaseError::NotReady {
+            reg: base.reg,
+            at: base.defined_at,
+        }),
         Some(r) => r.val.clone(),
-        None => Err(format!(
-            "R{} is not written before {:#x}",
-            base.reg, base.defined_at
-        )),
+        None => Err(BaseError::NotWritten {
+            reg: base.reg,
+            at: base.defined_at,
+        }),
+    }
+}
+
+/// `problem` at the instruction `ins`.
+fn at(ins: &Instr, problem: AtProblem) -> BaseError {
+    BaseError::At {
+        opcode: ins.opcode.clone(),
+        at: ins.offset,
+        problem,
     }
 }
 
 /// The polynomial one source operand holds.
 fn operand(ins: &Instr, k: usize, regs: &BTreeMap<u8, Reg>, now: u64) -> Val {
-    let here = || format!("`{}` at {:#x}", ins.opcode, ins.offset);
+    let here = |problem| at(ins, problem);
     let op = ins
         .operands
         .get(k)
-        .ok_or_else(|| format!("{}: operand {k} missing", here()))?;
+        .ok_or_else(|| here(AtProblem::OperandMissing(k)))?;
     let text = op.text.trim_end_matches(".reuse");
     let (negated, core) = match text.strip_prefix('-') {
         Some(c) => (true, c),
@@ -325,19 +316,15 @@ fn operand(ins: &Instr, k: usize, regs: &BTreeMap<u8, Reg>, now: u64) -> Val {
         OperandKind::Reg(r) if core == format!("R{r}") => {
             let reg = regs
                 .get(r)
-                .ok_or_else(|| format!("{} reads R{r}, not written before", here()))?;
+                .ok_or_else(|| here(AtProblem::ReadsUnwritten(*r)))?;
             if let Some(sb) = reg.pending {
-                return Err(format!(
-                    "{} reads R{r} before scoreboard {sb} of its producer is waited for",
-                    here()
-                ));
+                return Err(here(AtProblem::ReadsPending { reg: *r, sb }));
             }
             if now < reg.ready_at {
-                return Err(format!(
-                    "{} reads R{r} {} cycle(s) before its producer's result is ready",
-                    here(),
-                    reg.ready_at - now
-                ));
+                return Err(here(AtProblem::ReadsEarly {
+                    reg: *r,
+                    cycles: reg.ready_at - now,
+                }));
             }
             reg.val.clone()?
         }
@@ -351,17 +338,15 @@ fn operand(ins: &Instr, k: usize, regs: &BTreeMap<u8, Reg>, now: u64) -> Val {
             0x4 => Poly::atom(Atom::NtidY),
             0x8 => Poly::atom(Atom::NtidZ),
             0x2c => Poly::atom(Atom::Dyn),
-            _ => return Err(format!("{} reads c[0x0][{offset:#x}]", here())),
+            _ => return Err(here(AtProblem::ReadsDriverConstant(*offset))),
         },
         // The sign is part of an immediate's text.
         OperandKind::Imm(s) => {
             return imm(s)
                 .map(Poly::constant)
-                .ok_or_else(|| format!("{}: immediate `{s}` is not an integer", here()));
+                .ok_or_else(|| here(AtProblem::NotAnInteger(s.clone())));
         }
-        _ => {
-            return Err(format!("{}: operand `{}` is not modelled", here(), op.text));
-        }
+        _ => return Err(here(AtProblem::OperandUnmodelled(op.text.clone()))),
     };
     Ok(if negated { v.neg() } else { v })
 }
@@ -382,8 +367,8 @@ fn imm(s: &str) -> Option<u32> {
 
 /// The value `ins` writes to its one destination register (operand 0).
 fn interpret(ins: &Instr, regs: &BTreeMap<u8, Reg>, now: u64) -> Val {
-    let here = || format!("`{}` at {:#x}", ins.opcode, ins.offset);
-    let unmodelled = || Err(format!("{} is not modelled", here()));
+    let here = |problem| at(ins, problem);
+    let unmodelled = || Err(here(AtProblem::Unmodelled));
     // Source operands, predicates (carry-outs, `PT`) skipped.
     let srcs: Vec<usize> = (1..ins.operands.len())
         .filter(|&k| {
@@ -396,7 +381,7 @@ fn interpret(ins: &Instr, regs: &BTreeMap<u8, Reg>, now: u64) -> Val {
     let src = |n: usize| -> Val {
         let k = *srcs
             .get(n)
-            .ok_or_else(|| format!("{}: source {n} missing", here()))?;
+            .ok_or_else(|| here(AtProblem::SourceMissing(n)))?;
         operand(ins, k, regs, now)
     };
     let mods: Vec<&str> = ins.modifiers().collect();
@@ -408,7 +393,7 @@ fn interpret(ins: &Instr, regs: &BTreeMap<u8, Reg>, now: u64) -> Val {
                 "SR_TID.Y" => Ok(Poly::atom(Atom::TidY)),
                 "SR_TID.Z" => Ok(Poly::atom(Atom::TidZ)),
                 "SR_CgaCtaId" => Ok(Poly::atom(Atom::Rank)),
-                _ => Err(format!("{} reads {s}", here())),
+                _ => Err(here(AtProblem::ReadsSpecial(s.clone()))),
             },
             _ => unmodelled(),
         },
@@ -424,7 +409,7 @@ fn interpret(ins: &Instr, regs: &BTreeMap<u8, Reg>, now: u64) -> Val {
                 OperandKind::Imm(t) => imm(t).filter(|&s| s < 32),
                 _ => None,
             }
-            .ok_or_else(|| format!("{}: shift is not an immediate", here()))?;
+            .ok_or_else(|| here(AtProblem::ShiftNotImmediate))?;
             Ok(src(0)?.shl(s).add(&src(1)?))
         }
         Op::Shf if mods == ["L", "U32"] && srcs.len() == 3 => {
@@ -432,7 +417,7 @@ fn interpret(ins: &Instr, regs: &BTreeMap<u8, Reg>, now: u64) -> Val {
                 OperandKind::Imm(t) => imm(t).filter(|&s| s < 32),
                 _ => None,
             }
-            .ok_or_else(|| format!("{}: shift is not an immediate", here()))?;
+            .ok_or_else(|| here(AtProblem::ShiftNotImmediate))?;
             // The high half only feeds the result's bits from above 32.
             Ok(src(0)?.shl(s))
         }
@@ -473,23 +458,30 @@ fn eval(p: &Poly, d: [u32; 3]) -> i128 {
         .sum()
 }
 
-fn check_value(value: &Poly, base: &SpillBase, launch: &Launch) -> Result<BaseProof, String> {
+fn check_value(value: &Poly, base: &SpillBase, launch: &Launch) -> Result<BaseProof, BaseError> {
     let shown = value.show();
-    let fail = |why: String| Err(format!("the spill base `{shown}` {why}"));
+    let fail = |problem| {
+        Err(BaseError::Value {
+            shown: shown.clone(),
+            problem,
+        })
+    };
     let stride = i128::from(base.stride);
     if base.stride == 0 || !base.stride.is_multiple_of(4) || base.slots == 0 {
-        return fail(format!(
-            "addresses {} slots of stride {}",
-            base.slots, base.stride
-        ));
+        return fail(ValueProblem::Slots {
+            slots: base.slots,
+            stride: base.stride,
+        });
     }
     // The area must lie after the program's own shared memory and inside the allocation.
     let end = u64::from(base.area) + u64::from(base.slots) * u64::from(base.stride);
     if u64::from(base.area) < launch.shared_before || end > launch.shared_after {
-        return fail(format!(
-            "addresses [{:#x}, {end:#x}) past the dynamic shared memory; the kernel's own static shared memory is {:#x} bytes and the rewrite allocates up to {:#x}",
-            base.area, launch.shared_before, launch.shared_after
-        ));
+        return fail(ValueProblem::OutsideArea {
+            area: base.area,
+            end,
+            before: launch.shared_before,
+            after: launch.shared_after,
+        });
     }
     // Split: D, the rank term, and Q = K + a·x + b·y + c·z.
     let mut q: [Poly; 4] = Default::default();
@@ -498,7 +490,7 @@ fn check_value(value: &Poly, base: &SpillBase, launch: &Launch) -> Result<BasePr
         let tids: Vec<&Atom> = m.iter().filter(|a| a.is_tid()).collect();
         if m.contains(&Atom::Dyn) || m.contains(&Atom::Rank) {
             if m.len() != 1 {
-                return fail("multiplies the dynamic size or the rank".into());
+                return fail(ValueProblem::ScalesDynamicOrRank);
             }
             if m[0] == Atom::Dyn {
                 dyn_coef = c;
@@ -513,12 +505,12 @@ fn check_value(value: &Poly, base: &SpillBase, launch: &Launch) -> Result<BasePr
             [Atom::TidX] => 1,
             [Atom::TidY] => 2,
             [Atom::TidZ] => 3,
-            _ => return fail("is not affine in the thread index".into()),
+            _ => return fail(ValueProblem::NotAffine),
         };
         q[slot] = std::mem::take(&mut q[slot]).plus_term(rest, c);
     }
     if dyn_coef != 1 {
-        return fail("does not start after the dynamic shared memory (D once)".into());
+        return fail(ValueProblem::NotAfterDynamic);
     }
     let want_rank = if ShaderModel::of(launch.sm).shared_cluster_rank {
         1 << 24
@@ -526,10 +518,11 @@ fn check_value(value: &Poly, base: &SpillBase, launch: &Launch) -> Result<BasePr
         0
     };
     if rank_coef != want_rank {
-        return fail(format!(
-            "has the cluster rank at {rank_coef:#x}, not {want_rank:#x} as sm_{} shared addresses need",
-            launch.sm
-        ));
+        return fail(ValueProblem::Rank {
+            found: rank_coef,
+            want: want_rank,
+            sm: launch.sm,
+        });
     }
     let all = shapes(launch);
     for &d in &all {
@@ -540,16 +533,13 @@ fn check_value(value: &Poly, base: &SpillBase, launch: &Launch) -> Result<BasePr
             .map(|i| (eval(&q[i + 1], d), i128::from(d[i])))
             .collect();
         if k % 4 != 0 || dims.iter().any(|(c, _)| c % 4 != 0) {
-            return fail(format!("is not word-aligned for a {} block", shape()));
+            return fail(ValueProblem::Misaligned { shape: shape() });
         }
         dims.sort_by_key(|(c, _)| c.abs());
         let mut span = 0i128;
         for &(c, n) in &dims {
             if c.abs() <= span {
-                return fail(format!(
-                    "gives two threads of a {} block the same slot",
-                    shape()
-                ));
+                return fail(ValueProblem::SameSlot { shape: shape() });
             }
             span += c.abs() * (n - 1);
         }
@@ -562,11 +552,11 @@ fn check_value(value: &Poly, base: &SpillBase, launch: &Launch) -> Result<BasePr
             .map(|&(c, n)| (c * (n - 1)).max(0))
             .sum::<i128>();
         if lo < 0 || hi + 4 > stride {
-            return fail(format!(
-                "puts a thread of a {} block at offset {} outside its slot row [0, {stride})",
-                shape(),
-                if lo < 0 { lo } else { hi }
-            ));
+            return fail(ValueProblem::OutsideRow {
+                shape: shape(),
+                offset: if lo < 0 { lo } else { hi },
+                stride,
+            });
         }
     }
     Ok(BaseProof {

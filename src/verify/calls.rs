@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::claim::{Rejection, reject};
+use super::claim::{Check, Rejection, reject};
 use super::regset::RegLocs;
 use super::section::Section;
 use super::semantics::{CallKind, call_kind};
@@ -45,7 +45,12 @@ impl<'a> Section<'a> {
             CallKind::Jump(t) => {
                 let rt = r.target.and_then(|t| self.rew[fk].index_of(t));
                 let Some(j) = rt else {
-                    return reject(&f.name, r.offset, format!("call to {t:#x} has no image"));
+                    return reject(
+                        Check::Calls,
+                        &f.name,
+                        r.offset,
+                        format!("call to {t:#x} has no image"),
+                    );
                 };
                 ops.push(Op::JumpTo(j));
             }

@@ -73,12 +73,41 @@ pub struct Proof {
     pub(crate) iterations: usize,
 }
 
-/// Why a rewrite was not proved.
+/// Which of the checker's passes refused a rewrite (module doc: the items of the check).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Check {
+    /// An inserted instruction transfers control or synchronises.
+    InsertedControl,
+    /// An instruction names a register tuple that is not aligned.
+    Tuples,
+    /// The code does not split into sub-functions alike before and after.
+    Split,
+    /// The claim's or the section's shape: functions, inserted offsets, the spill base.
+    Claim,
+    /// The offset map: images of the original instructions.
+    Mapping,
+    /// Correspondence: order, control flow, what inserted code may do.
+    Correspondence,
+    /// An original instruction's image (not a spill move).
+    Image,
+    /// A spill move's image.
+    Moves,
+    /// A call's image.
+    Calls,
+    /// A callee's summary, or a call site against it.
+    Summary,
+    /// A value an instruction needs is not where it must be (the symbolic state).
+    Values,
+}
+
+/// Why a rewrite was not proved: where, which pass, and the pass's one-line reason.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rejection {
     pub(crate) function: String,
     /// Rewritten section offset (0 when the problem is not at one instruction).
     pub offset: u64,
+    /// The pass that refused.
+    pub check: Check,
     pub reason: String,
 }
 
@@ -97,13 +126,15 @@ impl fmt::Display for Rejection {
 impl std::error::Error for Rejection {}
 
 pub(super) fn reject<T>(
+    check: Check,
     function: &str,
     offset: u64,
-    reason: impl Into<String>,
+    reason: impl ToString,
 ) -> Result<T, Rejection> {
     Err(Rejection {
         function: function.to_string(),
         offset,
-        reason: reason.into(),
+        check,
+        reason: reason.to_string(),
     })
 }

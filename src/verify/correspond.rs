@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 
-use super::claim::{Rejection, reject};
+use super::claim::{Check, Rejection, reject};
 use super::mapping::Origin;
 use super::section::Section;
 use super::semantics::writes_memory;
@@ -88,6 +88,7 @@ impl<'a> Section<'a> {
             Some((_, 0)) => {}
             Some((i, k)) => {
                 return reject(
+                    Check::Correspondence,
                     name,
                     b.instrs[i].offset,
                     format!(
@@ -96,7 +97,14 @@ impl<'a> Section<'a> {
                     ),
                 );
             }
-            None => return reject(name, b.start, "no image of the original entry"),
+            None => {
+                return reject(
+                    Check::Correspondence,
+                    name,
+                    b.start,
+                    "no image of the original entry",
+                );
+            }
         }
         Ok(())
     }
@@ -113,6 +121,7 @@ impl<'a> Section<'a> {
                 Some((_, kk)) if kk == k + 1 => {}
                 Some((j, kk)) => {
                     return reject(
+                        Check::Correspondence,
                         name,
                         b.instrs[j].offset,
                         format!(
@@ -125,6 +134,7 @@ impl<'a> Section<'a> {
                 }
                 None => {
                     return reject(
+                        Check::Correspondence,
                         name,
                         r.offset,
                         format!("the image of {:#x} falls off the function", ins.offset),
@@ -155,6 +165,7 @@ impl<'a> Section<'a> {
                 || (r.target != want && !self.enters_before_image(fk, ins, r.target))
             {
                 return reject(
+                    Check::Correspondence,
                     name,
                     r.offset,
                     format!(
@@ -169,6 +180,7 @@ impl<'a> Section<'a> {
         }
         if matches!(op, Op::Bra | Op::Jmp) && ins.target.is_none_or(|t| a.index_of(t).is_none()) {
             return reject(
+                Check::Correspondence,
                 name,
                 r.offset,
                 format!("`{}` has no target inside the function", ins.opcode),
@@ -176,23 +188,35 @@ impl<'a> Section<'a> {
         }
         if matches!(op, Op::Brx | Op::Jmx) {
             if ins.targets.is_empty() {
-                return reject(name, r.offset, "jump table with no known targets");
+                return reject(
+                    Check::Correspondence,
+                    name,
+                    r.offset,
+                    "jump table with no known targets",
+                );
             }
             let want: Vec<Option<u64>> = ins.targets.iter().map(|&t| self.map(t)).collect();
             let got: Vec<Option<u64>> = r.targets.iter().map(|&t| Some(t)).collect();
             if want != got {
                 return reject(
+                    Check::Correspondence,
                     name,
                     r.offset,
                     "jump-table targets are not the images of the original targets",
                 );
             }
             if ins.targets.iter().any(|&t| a.index_of(t).is_none()) {
-                return reject(name, r.offset, "jump-table target outside the function");
+                return reject(
+                    Check::Correspondence,
+                    name,
+                    r.offset,
+                    "jump-table target outside the function",
+                );
             }
         }
         if ins.callee != r.callee {
             return reject(
+                Check::Correspondence,
                 name,
                 r.offset,
                 format!(
@@ -212,6 +236,7 @@ impl<'a> Section<'a> {
         let op = r.op();
         if r.unknown {
             return reject(
+                Check::Correspondence,
                 name,
                 r.offset,
                 format!("inserted `{}` is not in the operand tables", r.opcode),
@@ -219,6 +244,7 @@ impl<'a> Section<'a> {
         }
         if transfers_control(r) {
             return reject(
+                Check::Correspondence,
                 name,
                 r.offset,
                 format!("inserted `{}` transfers control or synchronises", r.opcode),
@@ -232,6 +258,7 @@ impl<'a> Section<'a> {
         let stores = writes_memory(r);
         if stores && !(store_ok && matches!(op, Op::Sts | Op::Stl)) {
             return reject(
+                Check::Correspondence,
                 name,
                 r.offset,
                 format!(

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use petgraph::graph::NodeIndex;
 
-use super::claim::{Proof, Rejection, reject};
+use super::claim::{Check, Proof, Rejection, reject};
 use super::section::Section;
 use super::state::{Loc, Set, State, Sym};
 use super::transfer::GuardRun;
@@ -122,7 +122,7 @@ impl<'a> Section<'a> {
                 .zip(&f.instrs[block.first..block.end])
             {
                 if let Err(reason) = run.apply(step, &mut st, true) {
-                    return reject(&f.name, ins.offset, reason);
+                    return reject(Check::Values, &f.name, ins.offset, reason);
                 }
                 proof.instructions += 1;
                 proof.moves += usize::from(step.is_move);

@@ -3,7 +3,7 @@
 //! what the original reads must hold its symbols in the image's locations, and what it
 //! writes moves there.
 
-use super::claim::{Rejection, reject};
+use super::claim::{Check, Rejection, reject};
 use super::section::Section;
 use super::semantics::{
     access_bytes, addr_of, as_move, code_operands, guard_loc, is_nop, may_store_local, op_reads,
@@ -78,6 +78,7 @@ impl<'a> Section<'a> {
     ) -> Result<(Vec<(Loc, Option<Loc>)>, Vec<Loc>), Rejection> {
         if a.operands.len() != r.operands.len() {
             return reject(
+                Check::Image,
                 name,
                 r.offset,
                 format!(
@@ -94,6 +95,7 @@ impl<'a> Section<'a> {
         for (n, (oa, or)) in a.operands.iter().zip(&r.operands).enumerate() {
             let differs = || {
                 reject(
+                    Check::Image,
                     name,
                     r.offset,
                     format!(
@@ -258,6 +260,7 @@ fn same_opcode(name: &str, a: &Instr, r: &Instr) -> Result<(), Rejection> {
     if a.unknown {
         if a.raw != r.raw {
             return reject(
+                Check::Image,
                 name,
                 r.offset,
                 format!(
@@ -268,6 +271,7 @@ fn same_opcode(name: &str, a: &Instr, r: &Instr) -> Result<(), Rejection> {
         }
         if a.operands.is_empty() && !is_nop(a) {
             return reject(
+                Check::Image,
                 name,
                 r.offset,
                 format!("`{}`: operands not parsed, effects unknown", a.opcode),
@@ -276,6 +280,7 @@ fn same_opcode(name: &str, a: &Instr, r: &Instr) -> Result<(), Rejection> {
     }
     if a.opcode != r.opcode {
         return reject(
+            Check::Image,
             name,
             r.offset,
             format!(
@@ -306,6 +311,7 @@ pub(super) fn guard_ops(
                 && (p.index >= 7) == (q.index >= 7) => {}
         _ => {
             return reject(
+                Check::Image,
                 name,
                 r.offset,
                 format!("guard of {what} at {:#x} changed", a.offset),

@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use super::claim::{Claim, Rejection, reject};
+use super::claim::{Check, Claim, Rejection, reject};
 use super::semantics::is_nop;
 use crate::sass::ir::Function;
 
@@ -56,6 +56,7 @@ fn function_images(
     for (k, ins) in a.instrs.iter().enumerate() {
         let Some(m) = claim.map.map(ins.offset) else {
             return reject(
+                Check::Mapping,
                 &a.name,
                 0,
                 format!(
@@ -69,6 +70,7 @@ fn function_images(
                 continue;
             }
             return reject(
+                Check::Mapping,
                 &a.name,
                 m,
                 format!(
@@ -79,6 +81,7 @@ fn function_images(
         };
         if inserted.contains(&m) {
             return reject(
+                Check::Mapping,
                 &a.name,
                 m,
                 format!(
@@ -89,6 +92,7 @@ fn function_images(
         }
         if let Some((_, other)) = taken.insert(m, (fk, ins.offset)) {
             return reject(
+                Check::Mapping,
                 &a.name,
                 m,
                 format!(
@@ -104,6 +108,7 @@ fn function_images(
         && let Some(j) = img[k..].iter().position(Option::is_some)
     {
         return reject(
+            Check::Mapping,
             &a.name,
             a.instrs[k].offset,
             format!(
@@ -134,6 +139,7 @@ fn origins_of(
                 org[i] = Origin::Inserted;
             } else if !is_nop(ins) {
                 return reject(
+                    Check::Mapping,
                     &b.name,
                     ins.offset,
                     format!(

@@ -216,6 +216,7 @@
 //!   [`tuples`] (register alignment).
 
 pub mod base;
+mod base_error;
 mod calls;
 mod claim;
 mod correspond;
@@ -228,6 +229,7 @@ pub mod oracle;
 pub mod plr;
 mod regset;
 pub mod schedule;
+mod schedule_error;
 mod section;
 mod semantics;
 mod state;
@@ -236,7 +238,7 @@ mod summary;
 mod transfer;
 pub mod tuples;
 
-pub use claim::{Claim, Proof, Rejection, SpillBase};
+pub use claim::{Check, Claim, Proof, Rejection, SpillBase};
 
 use std::collections::BTreeSet;
 
@@ -259,6 +261,7 @@ pub fn check(
         for ins in &f.instrs {
             if inserted.contains(&ins.offset) && transfers_control(ins) {
                 return reject(
+                    Check::InsertedControl,
                     &f.name,
                     ins.offset,
                     format!(
@@ -280,6 +283,7 @@ fn rejection(e: SplitError) -> Rejection {
     Rejection {
         function: e.function,
         offset: e.offset,
+        check: Check::Split,
         reason: e.reason,
     }
 }

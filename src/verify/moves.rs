@@ -2,7 +2,7 @@
 //! through `R1` or an `STS/LDS` on a spill slot that copies the words the original moves,
 //! followed by the original move's renaming of symbols.
 
-use super::claim::{Rejection, reject};
+use super::claim::{Check, Rejection, reject};
 use super::image::guard_ops;
 use super::section::Section;
 use super::semantics::{Move, access_bytes, addr_of, data_of, operands_text, r1_imm, sub_word};
@@ -29,6 +29,7 @@ impl<'a> Section<'a> {
         };
         if !want.contains(&r.op()) {
             return reject(
+                Check::Moves,
                 name,
                 r.offset,
                 format!(
@@ -45,6 +46,7 @@ impl<'a> Section<'a> {
         let guarded = false;
         let Some(OperandKind::Reg(rd)) = data_of(r).map(|o| &o.kind) else {
             return reject(
+                Check::Moves,
                 name,
                 r.offset,
                 "the spill move's image has no data register",
@@ -56,6 +58,7 @@ impl<'a> Section<'a> {
         let zero = rd == RZ && m.reg == RZ;
         if (rd == RZ && !zero) || sub_word(r) || rw > i64::from(m.width) || r.operands.len() != 2 {
             return reject(
+                Check::Moves,
                 name,
                 r.offset,
                 format!(
@@ -83,7 +86,7 @@ impl<'a> Section<'a> {
             .iter()
             .any(|(d, s)| *d == Loc::R(RZ) || (*s == Loc::R(RZ) && !zero))
         {
-            return reject(name, r.offset, "register pair runs past R254");
+            return reject(Check::Moves, name, r.offset, "register pair runs past R254");
         }
         ops.push(Op::Copy { pairs, guarded });
         // The original's symbol effect.
@@ -112,6 +115,7 @@ impl<'a> Section<'a> {
     fn slot_words(&self, name: &str, r: &Instr, ops: &mut Vec<Op>) -> Result<Vec<Loc>, Rejection> {
         let Some(slot) = self.base_slot(r) else {
             return reject(
+                Check::Moves,
                 name,
                 r.offset,
                 format!(
@@ -145,6 +149,7 @@ impl<'a> Section<'a> {
     ) -> Result<Vec<Loc>, Rejection> {
         let Some(imm) = addr_of(r).and_then(r1_imm) else {
             return reject(
+                Check::Moves,
                 name,
                 r.offset,
                 format!(
@@ -158,6 +163,7 @@ impl<'a> Section<'a> {
         // outside the frame).
         if imm != m.imm && (self.escapes[fk] || !self.frame_words_ok(fk, imm, access_bytes(r))) {
             return reject(
+                Check::Moves,
                 name,
                 r.offset,
                 format!(

@@ -298,7 +298,7 @@ pub fn check_cubin(
     nvdisasm: &std::path::Path,
     path: &std::path::Path,
     functions: &[Function],
-) -> Result<Verdicts, String> {
+) -> Result<Verdicts, super::plr::ListingError> {
     let listing = super::plr::Listing::of_cubin(nvdisasm, path)?;
     let functions = functions
         .iter()

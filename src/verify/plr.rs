@@ -109,23 +109,47 @@ pub struct Listing {
     pub(crate) sections: Vec<String>,
 }
 
+/// Why `nvdisasm -plr`'s listing of a cubin could not be had.
+#[derive(Debug, thiserror::Error)]
+pub enum ListingError {
+    /// The cubin could not be read, or nvdisasm not run (`path`: the file or the tool).
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Cubin(#[from] crate::cubin::CubinError),
+    /// nvdisasm refused the cubin (its message).
+    #[error("nvdisasm -plr: {0}")]
+    Refused(String),
+    #[error(transparent)]
+    Listing(#[from] PlrError),
+}
+
 impl Listing {
     /// Run `nvdisasm -c -plr` on the cubin at `path` and read it.
-    pub fn of_cubin(nvdisasm: &std::path::Path, path: &std::path::Path) -> Result<Listing, String> {
-        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let cubin = crate::cubin::Cubin::parse(&bytes).map_err(|e| e.to_string())?;
+    pub fn of_cubin(
+        nvdisasm: &std::path::Path,
+        path: &std::path::Path,
+    ) -> Result<Listing, ListingError> {
+        let io = |path: &std::path::Path| {
+            let path = path.to_path_buf();
+            move |source| ListingError::Io { path, source }
+        };
+        let bytes = std::fs::read(path).map_err(io(path))?;
+        let cubin = crate::cubin::Cubin::parse(&bytes)?;
         let out = std::process::Command::new(nvdisasm)
             .args(["-c", "-plr"])
             .arg(path)
             .output()
-            .map_err(|e| format!("{}: {e}", nvdisasm.display()))?;
+            .map_err(io(nvdisasm))?;
         if !out.status.success() {
-            return Err(format!(
-                "nvdisasm -plr: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
+            return Err(ListingError::Refused(
+                String::from_utf8_lossy(&out.stderr).trim().to_string(),
             ));
         }
-        let rows = parse(&String::from_utf8_lossy(&out.stdout)).map_err(|e| e.to_string())?;
+        let rows = parse(&String::from_utf8_lossy(&out.stdout))?;
         let sections = cubin
             .elf()
             .sections

@@ -25,6 +25,8 @@ use crate::sass::Op;
 use crate::sass::OpClass;
 use crate::sass::ir::{Function, Instr, OperandKind, RZ};
 
+pub use super::schedule_error::{Hazard, ScheduleError};
+
 /// What was proved.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ScheduleProof {
@@ -79,17 +81,26 @@ fn access(i: &Instr) -> Option<(u8, u8)> {
 
 /// Check every access at `offsets` (rewritten section offsets) in `functions` (the rewritten
 /// functions of the section) for architecture `sm`.
-pub fn check(sm: u32, functions: &[Function], offsets: &[u64]) -> Result<ScheduleProof, String> {
+pub fn check(
+    sm: u32,
+    functions: &[Function],
+    offsets: &[u64],
+) -> Result<ScheduleProof, ScheduleError> {
     let mut proof = ScheduleProof::default();
     for &off in offsets {
         let f = functions
             .iter()
             .find(|f| f.index_of(off).is_some())
-            .ok_or_else(|| format!("{off:#x}: no instruction there"))?;
+            .ok_or(ScheduleError::NoInstruction { offset: off })?;
         let k = f.index_of(off).unwrap_or_default();
         let ins = &f.instrs[k];
-        let fail = |why: String| format!("`{}` at {off:#x} ({}): {why}", ins.opcode, ins.ctrl);
-        let (data, addr) = access(ins).ok_or_else(|| fail("not a 32-bit LDS/STS".into()))?;
+        let fail = |hazard: Hazard| ScheduleError::Access {
+            opcode: ins.opcode.clone(),
+            offset: off,
+            ctrl: ins.ctrl,
+            hazard: Box::new(hazard),
+        };
+        let (data, addr) = access(ins).ok_or_else(|| fail(Hazard::NotAnAccess))?;
         let targets: BTreeSet<u64> = f
             .instrs
             .iter()
@@ -98,40 +109,35 @@ pub fn check(sm: u32, functions: &[Function], offsets: &[u64]) -> Result<Schedul
         let depbar = depbar_mask(f);
         let used = ins.ctrl.write_sb.map_or(0, |s| 1 << s) | ins.ctrl.read_sb.map_or(0, |s| 1 << s);
         if used & depbar != 0 {
-            return Err(fail("uses a scoreboard a DEPBAR counts on".into()));
+            return Err(fail(Hazard::DepbarScoreboard));
         }
         if let Some(w) = f.instrs[k + 1..].iter().find(|i| writes(i, addr)) {
-            return Err(fail(format!(
-                "its address register R{addr} is overwritten at {:#x}",
-                w.offset
-            )));
+            return Err(fail(Hazard::AddressOverwritten { addr, at: w.offset }));
         }
         // Forward walk: `sb` must be waited for before `hazard` or the block's end.
-        let forward = |sb: u8, hazard: &dyn Fn(&Instr) -> bool| -> Result<(), String> {
+        let forward = |sb: u8, hazard: &dyn Fn(&Instr) -> bool| -> Result<(), ScheduleError> {
             for j in &f.instrs[k + 1..] {
                 if waits(j, sb) {
                     return Ok(());
                 }
                 if hazard(j) {
-                    return Err(fail(format!(
-                        "{:#x} `{}` does not wait for SB{sb}",
-                        j.offset, j.opcode
-                    )));
+                    return Err(fail(Hazard::NotWaited {
+                        at: j.offset,
+                        opcode: j.opcode.clone(),
+                        sb,
+                    }));
                 }
                 if targets.contains(&j.offset) || leaves_block(j) {
-                    return Err(fail(format!(
-                        "SB{sb} still pending where the block ends at {:#x}",
-                        j.offset
-                    )));
+                    return Err(fail(Hazard::PendingAtBlockEnd { sb, at: j.offset }));
                 }
             }
-            Err(fail(format!("SB{sb} never waited for")))
+            Err(fail(Hazard::NeverWaited { sb }))
         };
         if ins.op() == Op::Lds {
             let w = ins
                 .ctrl
                 .write_sb
-                .ok_or_else(|| fail("no write scoreboard".into()))?;
+                .ok_or_else(|| fail(Hazard::NoWriteScoreboard))?;
             forward(w, &|j: &Instr| reads(j, data) || writes(j, data))?;
             proof.loads += 1;
         } else {
@@ -150,34 +156,30 @@ pub fn check(sm: u32, functions: &[Function], offsets: &[u64]) -> Result<Schedul
                     break;
                 }
             }
-            let p = producer.ok_or_else(|| fail(format!("no producer of R{data} in its block")))?;
+            let p = producer.ok_or_else(|| fail(Hazard::NoProducer { reg: data }))?;
             match p.ctrl.write_sb {
                 Some(w) if waited & (1 << w) != 0 => {}
-                Some(w) => {
-                    return Err(fail(format!(
-                        "data from {:#x} on SB{w}, not waited for",
-                        p.offset
-                    )));
-                }
+                Some(sb) => return Err(fail(Hazard::DataNotWaited { at: p.offset, sb })),
                 None => {
-                    let lat = fixed_latency(sm, p.class()).ok_or_else(|| {
-                        fail(format!(
-                            "producer `{}` has no scoreboard and no known latency",
-                            p.opcode
-                        ))
+                    let needs = fixed_latency(sm, p.class()).ok_or_else(|| {
+                        fail(Hazard::DataLatencyUnknown {
+                            opcode: p.opcode.clone(),
+                        })
                     })?;
-                    if stalls < u32::from(lat) {
-                        return Err(fail(format!(
-                            "{stalls} cycles after `{}` at {:#x}, which needs {lat}",
-                            p.opcode, p.offset
-                        )));
+                    if stalls < u32::from(needs) {
+                        return Err(fail(Hazard::DataTooSoon {
+                            stalls,
+                            opcode: p.opcode.clone(),
+                            at: p.offset,
+                            needs,
+                        }));
                     }
                 }
             }
             let r = ins
                 .ctrl
                 .read_sb
-                .ok_or_else(|| fail("no read scoreboard".into()))?;
+                .ok_or_else(|| fail(Hazard::NoReadScoreboard))?;
             forward(r, &|j: &Instr| writes(j, data))?;
             proof.stores += 1;
         }
@@ -213,7 +215,7 @@ fn fixed(i: &Instr) -> bool {
 /// Whether the data `ins` (at index `k` of `f`) reads in register `r` is ready: the closest
 /// earlier writer in the block set a scoreboard waited for by `ins` or an instruction between,
 /// or has a fixed latency the stall counts cover.
-fn ready(sm: u32, f: &Function, k: usize, r: u8, targets: &BTreeSet<u64>) -> Result<(), String> {
+fn ready(sm: u32, f: &Function, k: usize, r: u8, targets: &BTreeSet<u64>) -> Result<(), Hazard> {
     let mut stalls: u32 = 0;
     let mut waited: u8 = f.instrs[k].ctrl.wait_mask;
     for j in f.instrs[..k].iter().rev() {
@@ -221,19 +223,26 @@ fn ready(sm: u32, f: &Function, k: usize, r: u8, targets: &BTreeSet<u64>) -> Res
         if writes(j, r) {
             return match j.ctrl.write_sb {
                 Some(w) if waited & (1 << w) != 0 => Ok(()),
-                Some(w) => Err(format!(
-                    "R{r} from {:#x} on SB{w}, not waited for",
-                    j.offset
-                )),
+                Some(sb) => Err(Hazard::SourceNotWaited {
+                    reg: r,
+                    at: j.offset,
+                    sb,
+                }),
                 None => {
-                    let lat = fixed_latency(sm, j.class()).ok_or_else(|| {
-                        format!("producer `{}` of R{r} has no known latency", j.opcode)
+                    let needs = fixed_latency(sm, j.class()).ok_or_else(|| {
+                        Hazard::SourceLatencyUnknown {
+                            opcode: j.opcode.clone(),
+                            reg: r,
+                        }
                     })?;
-                    if stalls < u32::from(lat) {
-                        Err(format!(
-                            "R{r} read {stalls} cycles after `{}` at {:#x}, which needs {lat}",
-                            j.opcode, j.offset
-                        ))
+                    if stalls < u32::from(needs) {
+                        Err(Hazard::SourceTooSoon {
+                            reg: r,
+                            stalls,
+                            opcode: j.opcode.clone(),
+                            at: j.offset,
+                            needs,
+                        })
                     } else {
                         Ok(())
                     }
@@ -245,7 +254,7 @@ fn ready(sm: u32, f: &Function, k: usize, r: u8, targets: &BTreeSet<u64>) -> Res
             break;
         }
     }
-    Err(format!("no producer of R{r} in its block"))
+    Err(Hazard::NoProducer { reg: r })
 }
 
 /// Control bits of an inserted instruction other than a 32-bit spill access (the prologue's
@@ -253,7 +262,7 @@ fn ready(sm: u32, f: &Function, k: usize, r: u8, targets: &BTreeSet<u64>) -> Res
 /// waited for before anything reads or writes it and before the block ends; a fixed-latency
 /// result's first reader in the block comes after its latency; its scoreboards are none a
 /// `DEPBAR` counts on; it writes no register an earlier access is still reading.
-fn check_other(sm: u32, f: &Function, k: usize, targets: &BTreeSet<u64>) -> Result<(), String> {
+fn check_other(sm: u32, f: &Function, k: usize, targets: &BTreeSet<u64>) -> Result<(), Hazard> {
     let ins = &f.instrs[k];
     for r in ins.gpr_reads() {
         ready(sm, f, k, r, targets)?;
@@ -265,19 +274,20 @@ fn check_other(sm: u32, f: &Function, k: usize, targets: &BTreeSet<u64>) -> Resu
     for j in f.instrs[..k].iter().rev() {
         if dests.iter().any(|&d| reads(j, d)) {
             match j.ctrl.read_sb {
-                Some(rs) if waited & (1 << rs) == 0 => {
-                    return Err(format!(
-                        "overwrites a register `{}` at {:#x} still reads (SB{rs})",
-                        j.opcode, j.offset
-                    ));
+                Some(sb) if waited & (1 << sb) == 0 => {
+                    return Err(Hazard::OverwritesPendingRead {
+                        opcode: j.opcode.clone(),
+                        at: j.offset,
+                        sb,
+                    });
                 }
                 // Memory and other variable-latency instructions read their sources after
                 // issue: without a read scoreboard nothing orders the overwrite after it.
                 None if late_reader(j) => {
-                    return Err(format!(
-                        "overwrites a register `{}` at {:#x} reads after issue, with no read scoreboard",
-                        j.opcode, j.offset
-                    ));
+                    return Err(Hazard::OverwritesLateRead {
+                        opcode: j.opcode.clone(),
+                        at: j.offset,
+                    });
                 }
                 _ => {}
             }
@@ -294,16 +304,17 @@ fn check_other(sm: u32, f: &Function, k: usize, targets: &BTreeSet<u64>) -> Resu
                 break;
             }
             if srcs.iter().any(|&s| writes(j, s)) {
-                return Err(format!(
-                    "{:#x} `{}` overwrites a source before SB{rs} is waited for",
-                    j.offset, j.opcode
-                ));
+                return Err(Hazard::SourceOverwritten {
+                    at: j.offset,
+                    opcode: j.opcode.clone(),
+                    sb: rs,
+                });
             }
             if targets.contains(&j.offset) || leaves_block(j) {
-                return Err(format!(
-                    "SB{rs} still pending where the block ends at {:#x}",
-                    j.offset
-                ));
+                return Err(Hazard::PendingAtBlockEnd {
+                    sb: rs,
+                    at: j.offset,
+                });
             }
         }
     }
@@ -313,16 +324,17 @@ fn check_other(sm: u32, f: &Function, k: usize, targets: &BTreeSet<u64>) -> Resu
                 break;
             }
             if dests.iter().any(|&d| reads(j, d) || writes(j, d)) {
-                return Err(format!(
-                    "{:#x} `{}` does not wait for SB{w}",
-                    j.offset, j.opcode
-                ));
+                return Err(Hazard::NotWaited {
+                    at: j.offset,
+                    opcode: j.opcode.clone(),
+                    sb: w,
+                });
             }
             if targets.contains(&j.offset) || leaves_block(j) {
-                return Err(format!(
-                    "SB{w} still pending where the block ends at {:#x}",
-                    j.offset
-                ));
+                return Err(Hazard::PendingAtBlockEnd {
+                    sb: w,
+                    at: j.offset,
+                });
             }
         }
     } else if fixed(ins) {
@@ -439,7 +451,7 @@ pub(crate) fn check_rewrite(
     rewritten: &[Function],
     map: &crate::cubin::OffsetMap,
     inserted: &[u64],
-) -> Result<ScheduleProof, String> {
+) -> Result<ScheduleProof, ScheduleError> {
     let ins_set: BTreeSet<u64> = inserted.iter().copied().collect();
     let find = |off: u64| -> Option<(&Function, usize)> {
         rewritten
@@ -456,41 +468,45 @@ pub(crate) fn check_rewrite(
             };
             let i = &f.instrs[k];
             let (a, b) = (o.ctrl, i.ctrl);
-            let fail = |why: &str| {
-                Err(format!(
-                    "`{}` at {new:#x} (was {:#x}): {why} ({a} → {b})",
-                    i.opcode, o.offset
-                ))
+            let fail = |hazard: Hazard| {
+                Err(ScheduleError::Image {
+                    opcode: i.opcode.clone(),
+                    offset: new,
+                    was: o.offset,
+                    before: a,
+                    after: b,
+                    hazard: Box::new(hazard),
+                })
             };
             // A scoreboard may be added where the original had none (a renamed source now
             // read late, which an inserted writer must wait for), never changed or dropped,
             // and never one a `DEPBAR` counts on.
             let kept = |x: Option<u8>, y: Option<u8>| x.is_none() || x == y;
             if !kept(a.write_sb, b.write_sb) || !kept(a.read_sb, b.read_sb) {
-                return fail("its scoreboards changed");
+                return fail(Hazard::ScoreboardsChanged);
             }
             let added = [(a.write_sb, b.write_sb), (a.read_sb, b.read_sb)]
                 .into_iter()
                 .filter_map(|(x, y)| if x.is_none() { y } else { None })
                 .fold(0u8, |m, s| m | (1 << s));
             if added & depbar_mask(f) != 0 {
-                return fail("it now uses a scoreboard a DEPBAR counts on");
+                return fail(Hazard::NowDepbarScoreboard);
             }
             if a.wait_mask & !b.wait_mask != 0 {
-                return fail("it no longer waits for a scoreboard the original waited for");
+                return fail(Hazard::WaitsLess);
             }
             if b.stall < a.stall {
-                return fail("it stalls less than the original");
+                return fail(Hazard::StallsLess);
             }
             if b.reuse & !a.reuse != 0 {
-                return fail("a reuse flag the original did not set");
+                return fail(Hazard::ReuseAdded);
             }
             let next_inserted = f
                 .instrs
                 .get(k + 1)
                 .is_some_and(|n| ins_set.contains(&n.offset));
             if b.reuse != 0 && next_inserted {
-                return fail("a reuse flag before an inserted instruction");
+                return fail(Hazard::ReuseBeforeInserted);
             }
         }
     }
@@ -502,7 +518,7 @@ pub(crate) fn check_rewrite(
         .collect();
     let mut proof = ScheduleProof::default();
     for &off in inserted {
-        let (f, k) = find(off).ok_or_else(|| format!("{off:#x}: no instruction there"))?;
+        let (f, k) = find(off).ok_or(ScheduleError::NoInstruction { offset: off })?;
         let ins = &f.instrs[k];
         if split_half(f, k, &ins_set, &origin) {
             proof.inherited += 1;
@@ -519,11 +535,11 @@ pub(crate) fn check_rewrite(
             .iter()
             .flat_map(|i| i.target.into_iter().chain(i.targets.iter().copied()))
             .collect();
-        check_other(sm, f, k, &targets).map_err(|why| {
-            format!(
-                "inserted `{}` at {off:#x} ({}): {why}",
-                ins.opcode, ins.ctrl
-            )
+        check_other(sm, f, k, &targets).map_err(|hazard| ScheduleError::Inserted {
+            opcode: ins.opcode.clone(),
+            offset: off,
+            ctrl: ins.ctrl,
+            hazard: Box::new(hazard),
         })?;
         proof.other += 1;
     }

@@ -6,7 +6,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use super::claim::SpillBase;
-use super::claim::{Claim, Rejection, reject};
+use super::claim::{Check, Claim, Rejection, reject};
 use super::mapping::{Origin, images};
 use super::regset::{RegLocs, SharedWrites};
 use super::semantics::{escapes, pointer_stores};
@@ -98,6 +98,7 @@ fn same_functions<'a>(
     let first = orig.first().map_or("", |f| f.name.as_str());
     if orig.len() != rew.len() {
         return reject(
+            Check::Claim,
             first,
             0,
             format!(
@@ -110,6 +111,7 @@ fn same_functions<'a>(
     for (a, b) in orig.iter().zip(rew) {
         if a.name != b.name {
             return reject(
+                Check::Claim,
                 &a.name,
                 0,
                 format!("rewritten function is `{}`, not `{}`", b.name, a.name),
@@ -119,7 +121,7 @@ fn same_functions<'a>(
     let mut names = HashMap::new();
     for (k, f) in orig.iter().enumerate() {
         if names.insert(f.name.as_str(), k).is_some() {
-            return reject(&f.name, 0, "function listed twice");
+            return reject(Check::Claim, &f.name, 0, "function listed twice");
         }
     }
     Ok(names)
@@ -136,10 +138,11 @@ fn inserted_offsets(
     let mut inserted = BTreeSet::new();
     for &o in &claim.inserted {
         if !inserted.insert(o) {
-            return reject(first, o, "offset listed twice as inserted");
+            return reject(Check::Claim, first, o, "offset listed twice as inserted");
         }
         if func_at(rew, o).is_none() {
             return reject(
+                Check::Claim,
                 first,
                 o,
                 "inserted offset is not an instruction of any rewritten function",
@@ -163,6 +166,7 @@ fn check_base(
     let first = orig.first().map_or("", |f| f.name.as_str());
     let Some((_, f, _)) = func_at(rew, b.defined_at) else {
         return reject(
+            Check::Claim,
             first,
             b.defined_at,
             "base.defined_at is not an instruction of the section",
@@ -170,6 +174,7 @@ fn check_base(
     };
     if !inserted.contains(&b.defined_at) {
         return reject(
+            Check::Claim,
             &f.name,
             b.defined_at,
             "base.defined_at is not an inserted instruction",
@@ -177,6 +182,7 @@ fn check_base(
     }
     if b.reg == 1 || b.reg == RZ {
         return reject(
+            Check::Claim,
             &f.name,
             b.defined_at,
             format!("R{} cannot be the base", b.reg),
@@ -184,6 +190,7 @@ fn check_base(
     }
     if b.stride == 0 || !b.stride.is_multiple_of(4) || b.slots == 0 {
         return reject(
+            Check::Claim,
             &f.name,
             b.defined_at,
             format!(
@@ -196,6 +203,7 @@ fn check_base(
         && !owner.kernel
     {
         return reject(
+            Check::Claim,
             &owner.name,
             0,
             "a spill area in a section not owned by a kernel",

@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::claim::{Rejection, reject};
+use super::claim::{Check, Rejection, reject};
 use super::regset::{RegLocs, SharedWrites};
 use super::section::{Section, Summary};
 use super::semantics::{CallKind, access_bytes, addr_of, call_kind, r1_imm, reads_writes, words};
@@ -34,6 +34,7 @@ impl<'a> Section<'a> {
         if !self.claim.renamed.is_empty() {
             if has_indirect {
                 return reject(
+                    Check::Summary,
                     &self.orig[0].name,
                     0,
                     "registers renumbered across functions in a section with indirect calls",
@@ -42,6 +43,7 @@ impl<'a> Section<'a> {
             // A function called from outside the section sees its callers' numbering.
             if let Some(f) = self.orig.iter().find(|f| f.start == 0 && !f.kernel) {
                 return reject(
+                    Check::Summary,
                     &f.name,
                     0,
                     "registers renumbered in a function that is not a kernel",
@@ -65,6 +67,7 @@ impl<'a> Section<'a> {
                 }
                 if let Some(l) = extra.iter().next() {
                     return reject(
+                        Check::Summary,
                         &self.orig[k].name,
                         0,
                         format!(
@@ -87,6 +90,7 @@ impl<'a> Section<'a> {
             2 => return Ok(()),
             1 => {
                 return reject(
+                    Check::Summary,
                     &self.orig[k].name,
                     0,
                     "recursion (the function reaches a call to itself) is not supported",
@@ -102,6 +106,7 @@ impl<'a> Section<'a> {
                 {
                     if mark[c] == 1 {
                         return reject(
+                            Check::Summary,
                             &f.name,
                             ins.offset,
                             format!("recursive call of `{}` is not supported", self.orig[c].name),

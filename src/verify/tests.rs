@@ -129,6 +129,7 @@ fn a_reload_from_the_wrong_slot_is_rejected() {
     let e = check(&orig, &rew, &spill_claim()).unwrap_err();
     assert_eq!(e.offset, 0x40);
     assert!(e.reason.starts_with("R5 holds nothing known"), "{e}");
+    assert_eq!(e.check, Check::Values, "{e}");
     // Off the slot grid, or past the last slot.
     for bad in [
         "LDS R5, [R40+0x4]",
@@ -191,6 +192,7 @@ fn an_inserted_write_of_a_live_register_is_rejected() {
     let e = check(&orig, &rew, &claim).unwrap_err();
     assert_eq!(e.offset, 0x50);
     assert!(e.reason.starts_with("R5 holds nothing known"), "{e}");
+    assert_eq!(e.check, Check::Values, "{e}");
 }
 
 #[test]
@@ -235,6 +237,7 @@ fn escaped_frames_forget_at_pointer_stores() {
     ]);
     let e = check(&orig, &rew, &spill_claim()).unwrap_err();
     assert!(e.reason.starts_with("R5 holds"), "{e}");
+    assert_eq!(e.check, Check::Values, "{e}");
 }
 
 #[test]
@@ -287,12 +290,14 @@ fn a_spilled_zero_moves_like_a_register() {
     let e = check(&orig, &bad, &spill_claim()).unwrap_err();
     assert_eq!(e.offset, 0x40, "{e}");
     assert!(e.reason.contains("R5 holds {orig R7}"), "{e}");
+    assert_eq!(e.check, Check::Values, "{e}");
     // The zero stored to another slot than the reload reads.
     let mut bad = func(&good);
     bad[0].instrs[1] = ins(0x10, "STS [R40+0x400], RZ");
     let e = check(&orig, &bad, &spill_claim()).unwrap_err();
     assert_eq!(e.offset, 0x40, "{e}");
     assert!(e.reason.starts_with("R5 holds nothing known"), "{e}");
+    assert_eq!(e.check, Check::Values, "{e}");
 }
 
 /// Register demotion's shape: R5 lives in a slot, R10/R11 are value registers; the branch
@@ -354,6 +359,7 @@ fn a_branch_into_other_inserted_code_or_past_the_loads_is_rejected() {
     rew[0].instrs[3].target = Some(0x40);
     let e = check(&orig, &rew, &claim).unwrap_err();
     assert!(e.reason.contains("goes to"), "{e}");
+    assert_eq!(e.check, Check::Correspondence, "{e}");
     // Straight to the image, past the load: R11 holds nothing on that path.
     let (orig, mut rew, claim) = demoted();
     rew[0].instrs[3].target = Some(0x80);
@@ -367,6 +373,7 @@ fn a_branch_into_other_inserted_code_or_past_the_loads_is_rejected() {
     rew[0].instrs[3].target = Some(0x70);
     let e = check(&orig, &rew, &claim).unwrap_err();
     assert!(e.reason.contains("goes to"), "{e}");
+    assert_eq!(e.check, Check::Correspondence, "{e}");
 }
 
 /// A kernel calling a sub-function, with the section's registers renumbered (register
@@ -435,6 +442,7 @@ fn renumbering_that_does_not_match_at_a_call_is_rejected() {
     let (orig, rew) = renumbered([9, 3, 4], [2, 3, 4]);
     let e = check(&orig, &rew, &renaming()).unwrap_err();
     assert!(e.reason.contains("at the call"), "{e}");
+    assert_eq!(e.check, Check::Values, "{e}");
     // The callee returns its result elsewhere.
     let (orig, rew) = renumbered([2, 3, 4], [2, 8, 4]);
     let e = check(&orig, &rew, &renaming()).unwrap_err();
@@ -446,6 +454,7 @@ fn renumbering_that_does_not_match_at_a_call_is_rejected() {
     rew[0].kernel = false;
     let e = check(&orig, &rew, &renaming()).unwrap_err();
     assert!(e.reason.contains("not a kernel"), "{e}");
+    assert_eq!(e.check, Check::Summary, "{e}");
 }
 
 /// A kernel (`k`, with its stack pointer set up as ptxas does) and one sub-function `$k$f`
@@ -510,6 +519,7 @@ fn a_callee_may_read_a_frame_word_the_kernel_never_wrote() {
     );
     let e = check(&stored, &stored, &Claim::identity()).unwrap_err();
     assert!(e.reason.contains("frame word"), "{e}");
+    assert_eq!(e.check, Check::Values, "{e}");
 }
 
 #[test]
@@ -618,6 +628,7 @@ fn a_callee_writing_its_callers_frame_word_returns_it_where_the_claim_says() {
     let stale = kernel_and_callee(&k, &orig_f, 0x90);
     let e = check(&orig, &stale, &claim).unwrap_err();
     assert!(e.reason.contains("at its return"), "{e}");
+    assert_eq!(e.check, Check::Values, "{e}");
 }
 
 #[test]
@@ -856,6 +867,7 @@ fn an_escaped_frame_survives_a_call_that_stores_through_no_pointer() {
         } else {
             let e = r.unwrap_err();
             assert!(e.reason.starts_with("R5 holds nothing known"), "{e}");
+            assert_eq!(e.check, Check::Values, "{e}");
         }
     }
 }

@@ -5,6 +5,28 @@
 
 use super::state::{Loc, Set, State, Sym, show};
 
+/// A need of one step that the state does not meet: the reason of a [`super::Check::Values`]
+/// rejection. `holds` is what the location holds, as the message shows it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum Unmet {
+    /// `loc` must hold `sym` for `what` (the operand).
+    #[error("{loc} holds {holds} but {what} needs {sym}")]
+    Need {
+        loc: Loc,
+        holds: String,
+        what: String,
+        sym: Sym,
+    },
+    #[error("an indexed local load needs the whole frame, which is unknown")]
+    FrameUnknown,
+    #[error("an indexed local load may read {loc}, which holds {holds} (needs orig {loc})")]
+    FrameWord { loc: Loc, holds: String },
+    #[error("inserted spill store through {base}, which holds {holds} (needs the spill base)")]
+    NoSpillBase { base: Loc, holds: String },
+    #[error("inserted local store while R1 holds {holds} (needs orig R1)")]
+    NoFrame { holds: String },
+}
+
 #[derive(Debug, Clone)]
 pub(super) enum Op {
     /// `loc` must hold `sym` (what: the operand, for the message).
@@ -91,7 +113,7 @@ impl GuardRun {
         step: &Step,
         st: &mut State,
         check: bool,
-    ) -> Result<Vec<usize>, String> {
+    ) -> Result<Vec<usize>, Unmet> {
         let continues = match (&self.open, step.guard) {
             (Some((g, _, wrote)), Some(h)) => *g == h && !wrote,
             _ => false,
@@ -125,31 +147,31 @@ impl GuardRun {
 }
 
 /// The effects of `ops` (needs checked when `check`); the instruction indices jumped to.
-pub(super) fn apply_ops(ops: &[Op], st: &mut State, check: bool) -> Result<Vec<usize>, String> {
+pub(super) fn apply_ops(ops: &[Op], st: &mut State, check: bool) -> Result<Vec<usize>, Unmet> {
     let mut jumps = Vec::new();
     for op in ops {
         match op {
             Op::Need { loc, sym, what } => {
                 if check && !st.holds(*loc, *sym) {
-                    return Err(format!(
-                        "{loc} holds {} but {what} needs {sym}",
-                        show(&st.get(*loc))
-                    ));
+                    return Err(Unmet::Need {
+                        loc: *loc,
+                        holds: show(&st.get(*loc)),
+                        what: what.clone(),
+                        sym: *sym,
+                    });
                 }
             }
             Op::NeedFrame => {
                 if check {
                     if !st.local_default() {
-                        return Err(
-                            "an indexed local load needs the whole frame, which is unknown".into(),
-                        );
+                        return Err(Unmet::FrameUnknown);
                     }
                     for l in st.local_words() {
                         if !st.holds(l, Sym::Orig(l)) {
-                            return Err(format!(
-                                "an indexed local load may read {l}, which holds {} (needs orig {l})",
-                                show(&st.get(l))
-                            ));
+                            return Err(Unmet::FrameWord {
+                                loc: l,
+                                holds: show(&st.get(l)),
+                            });
                         }
                     }
                 }
@@ -165,10 +187,10 @@ pub(super) fn apply_ops(ops: &[Op], st: &mut State, check: bool) -> Result<Vec<u
                     copy(st, pairs, *guarded);
                 } else if *store {
                     if check {
-                        return Err(format!(
-                            "inserted spill store through {base}, which holds {} (needs the spill base)",
-                            show(&st.get(*base))
-                        ));
+                        return Err(Unmet::NoSpillBase {
+                            base: *base,
+                            holds: show(&st.get(*base)),
+                        });
                     }
                     st.clear_shared();
                 } else {
@@ -186,10 +208,9 @@ pub(super) fn apply_ops(ops: &[Op], st: &mut State, check: bool) -> Result<Vec<u
                     copy(st, pairs, *guarded);
                 } else if *store {
                     if check {
-                        return Err(format!(
-                            "inserted local store while R1 holds {} (needs orig R1)",
-                            show(&st.get(Loc::R(1)))
-                        ));
+                        return Err(Unmet::NoFrame {
+                            holds: show(&st.get(Loc::R(1))),
+                        });
                     }
                     st.reset_frame();
                 } else {

@@ -39,6 +39,7 @@ pub fn check(functions: &[Function]) -> Result<(), Rejection> {
                 return Err(Rejection {
                     function: f.name.clone(),
                     offset: ins.offset,
+                    check: super::Check::Tuples,
                     reason: format!(
                         "`{}` names a {w}-register tuple at {file}{r}, which is not aligned",
                         ins.opcode

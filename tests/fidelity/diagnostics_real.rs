@@ -146,7 +146,7 @@ fn line_tables_are_the_whole_modules() {
     common::assert_ok(&o, "nvcc -ptx -lineinfo");
     let report = dir.path().join("report.jsonl");
     let out = dir.path().join("orion.cubin");
-    let o = common::without_our_settings(Command::new(ORION), &nvcc)
+    let o = common::without_our_settings(common::orion(), &nvcc)
         .current_dir(dir.path())
         .env("NVCC_ORION_CACHE", dir.path().join("cache"))
         .env("NVCC_ORION_REPORT", &report)
@@ -223,7 +223,7 @@ fn adapt_prints_ptxas_messages_for_the_original_kernels_once() {
         common::assert_ok(&o, "nvcc -ptx");
         let report = dir.path().join(format!("adapt{i}.jsonl"));
         let obj = dir.path().join(format!("adapt{i}.o"));
-        let o = common::without_our_settings(Command::new(ORION), &nvcc)
+        let o = common::without_our_settings(common::orion(), &nvcc)
             .current_dir(dir.path())
             .env("NVCC_ORION", "adapt")
             .env("NVCC_ORION_CACHE", dir.path().join("cache"))

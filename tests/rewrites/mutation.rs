@@ -32,7 +32,7 @@ use nvcc_orion::sass::ir::{Function, Instr};
 use nvcc_orion::transform::area::Options;
 use nvcc_orion::transform::regdem;
 use nvcc_orion::transform::spill_to_shared::Rewrite;
-use nvcc_orion::tune::proven;
+use nvcc_orion::tune::proven::{self, NotProved, Refused};
 use nvcc_orion::tune::ptx::{Budget, entries, with_budgets};
 
 const ARCHS: &[u32] = &[80, 90];
@@ -111,7 +111,7 @@ struct Env<R> {
 /// place for it.
 type Mutant<R> = Option<(Vec<u8>, R)>;
 /// `proven::recheck_spill` or `proven::recheck_regdem`.
-type Recheck<R> = fn(&[u8], &[u8], &R) -> Result<usize, String>;
+type Recheck<R> = fn(&[u8], &[u8], &R) -> Result<usize, NotProved>;
 type Mutation<R> = (&'static str, fn(&Env<R>) -> Mutant<R>);
 
 fn section(nvdisasm: &Path, dir: &Path, bytes: &[u8], sec: usize) -> Vec<Function> {
@@ -660,15 +660,35 @@ fn apply<R: Clone>(envs: &[Env<R>], muts: &[Mutation<R>], recheck: Recheck<R>, t
                         .push(format!("SURVIVED | {name} | {at} | accepted ({n} checked)"));
                     t.survivors.push(format!("{name} ({at})"));
                 }
-                Err(why) => {
-                    let why = why.replace('\n', " ");
-                    t.lines.push(format!("rejected | {name} | {at} | {why}"));
+                // Refused by one of the checks, which the line names; anything else (the
+                // mutant did not decode, no nvdisasm) tests nothing and counts as a survivor.
+                Err(NotProved::Rejected(why)) => {
+                    let check = check_of(&why);
+                    let why = why.to_string().replace('\n', " ");
+                    t.lines
+                        .push(format!("rejected | {name} | {at} | {check} | {why}"));
+                }
+                Err(other) => {
+                    t.lines.push(format!(
+                        "SURVIVED | {name} | {at} | not refused by a check: {other}"
+                    ));
+                    t.survivors.push(format!("{name} ({at}): {other}"));
                 }
             }
         }
         if !placed {
             t.unplaced.push(name);
         }
+    }
+}
+
+/// The check that refused a mutant, for the table.
+fn check_of(why: &Refused) -> &'static str {
+    match why {
+        Refused::Oracle(_) => "oracle",
+        Refused::Checker(_) => "checker",
+        Refused::Schedule(_) => "scheduling",
+        Refused::NoLaunch { .. } | Refused::NotDecoded { .. } | Refused::Base { .. } => "base",
     }
 }
 

@@ -32,6 +32,7 @@ use nvcc_orion::transform::area::Options;
 use nvcc_orion::tune::proven;
 use nvcc_orion::tune::ptx::{Budget, entries, with_budgets};
 use nvcc_orion::verify;
+use nvcc_orion::verify::schedule::Hazard;
 
 const ARCHS: &[u32] = &[75, 80, 86, 89, 90];
 const THREADS: u32 = 128;
@@ -449,7 +450,13 @@ fn the_scheduling_check_catches_missing_waits() {
         .offset;
     let mutant = patch_control(&outcome.bytes, kernel, waiter, |c| c.wait_mask &= !(1 << w));
     let e = verify::schedule::check(80, &decode_fs(&mutant), &r.accesses).unwrap_err();
-    assert!(e.contains("does not wait") || e.contains("pending"), "{e}");
+    assert!(
+        matches!(
+            e.hazard(),
+            Some(Hazard::NotWaited { .. } | Hazard::PendingAtBlockEnd { .. })
+        ),
+        "{e}"
+    );
     // A store without its read scoreboard.
     let store = r
         .accesses
@@ -459,7 +466,7 @@ fn the_scheduling_check_catches_missing_waits() {
         .unwrap();
     let mutant = patch_control(&outcome.bytes, kernel, store, |c| c.read_sb = None);
     let e = verify::schedule::check(80, &decode_fs(&mutant), &r.accesses).unwrap_err();
-    assert!(e.contains("no read scoreboard"), "{e}");
+    assert_eq!(e.hazard(), Some(&Hazard::NoReadScoreboard), "{e}");
     // A store issued too early after a fixed-latency producer, or without waiting for a
     // variable-latency one.
     let (si, _) = r
@@ -472,7 +479,10 @@ fn the_scheduling_check_catches_missing_waits() {
     let producer = f.instrs[si - 1].offset;
     let mutant = patch_control(&outcome.bytes, kernel, producer, |c| c.stall = 1);
     let e = verify::schedule::check(80, &decode_fs(&mutant), &r.accesses).unwrap_err();
-    assert!(e.contains("cycles after"), "{e}");
+    assert!(
+        matches!(e.hazard(), Some(Hazard::DataTooSoon { .. })),
+        "{e}"
+    );
 }
 
 /// The driver end to end: `nvcc-orion -c --orion-force=regdem` for sm_80 and sm_90 gives an

@@ -539,7 +539,7 @@ fn a_passed_word_in_the_wrong_slot_is_rejected() {
         assert!(proven::check(&before, &after, &r).is_ok(), "sm_{arch}");
         let mutated = decode::decode_file(&nvdisasm, &bad).unwrap();
         let e = proven::check(&before, &mutated, &r).unwrap_err();
-        assert!(e.contains("frame word"), "sm_{arch}: {e}");
+        assert!(e.reason.contains("frame word"), "sm_{arch}: {e}");
     }
 }
 

@@ -1246,5 +1246,9 @@ fn a_partial_move_keeps_the_coldest_words_and_is_proved_sm_86() {
     assert_eq!(r1_words(&patched), Some(moved_word), "{}", patched.opcode);
     let e = proven::recheck_spill(&bytes, &mutant, r)
         .expect_err("a kept reload of a moved word must be rejected");
+    assert!(
+        matches!(e, proven::NotProved::Rejected(_)),
+        "refused by a check, not by a failure to read the mutant: {e}"
+    );
     println!("mutant rejected: {e}");
 }

@@ -27,7 +27,7 @@ use nvcc_orion::transform::area::{Options, ThreadsSource};
 use nvcc_orion::tune::proven::{self, Outcome};
 use nvcc_orion::tune::ptx::{Budget, entries, with_budgets};
 use nvcc_orion::verify::SpillBase;
-use nvcc_orion::verify::base::{self, Launch};
+use nvcc_orion::verify::base::{self, BaseError, Launch, ValueProblem};
 
 const ARCHS: &[u32] = &[80, 90];
 const BOUNDS: &str = "_Z12shape_boundsPKfPfi";
@@ -286,7 +286,7 @@ fn prove_edited(
     r: &nvcc_orion::transform::spill_to_shared::Rewrite,
     at: u64,
     edit: impl Fn(u128) -> u128,
-) -> Result<usize, String> {
+) -> Result<usize, BaseError> {
     let mut c = Cubin::parse(bytes).unwrap();
     let mut code = c.elf().sections[r.section].data.clone();
     let at = at as usize;
@@ -333,7 +333,13 @@ fn a_broken_prologue_in_a_written_cubin_is_refused() {
     .unwrap_err();
     // (Refused as the first shape that fails: shared slots, or a thread past its row.)
     assert!(
-        e.contains("same slot") || e.contains("outside its slot row"),
+        matches!(
+            &e,
+            BaseError::Value {
+                problem: ValueProblem::SameSlot { .. } | ValueProblem::OutsideRow { .. },
+                ..
+            }
+        ),
         "{e}"
     );
     // The final `LEA` shifts by 1 (bits 75-79): two threads per word.
@@ -341,5 +347,14 @@ fn a_broken_prologue_in_a_written_cubin_is_refused() {
         encode::set_bits(w, 75, 5, 1)
     })
     .unwrap_err();
-    assert!(e.contains("word-aligned") || e.contains("same slot"), "{e}");
+    assert!(
+        matches!(
+            &e,
+            BaseError::Value {
+                problem: ValueProblem::Misaligned { .. } | ValueProblem::SameSlot { .. },
+                ..
+            }
+        ),
+        "{e}"
+    );
 }

@@ -6,7 +6,7 @@ use common::fixtures::{self, Fixtures};
 use nvcc_orion::sass::Op;
 use nvcc_orion::sass::decode::{self, Decoded};
 use nvcc_orion::sass::ir::Function;
-use nvcc_orion::verify::{self, Claim};
+use nvcc_orion::verify::{self, Check, Claim};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -768,6 +768,7 @@ fn corrupted_spill_rewrites_are_rejected() {
             .contains(&format!("R{} holds nothing known", reload.reg)),
         "{e}"
     );
+    assert_eq!(e.check, Check::Values, "{e}");
 
     // (c) The base register clobbered in the middle: the next spill access through it fails.
     let mid = s.spills[s.spills.len() / 2];
@@ -780,6 +781,7 @@ fn corrupted_spill_rewrites_are_rejected() {
         e.reason.contains(&format!("R{} holds", s.rb)) && e.reason.contains("spill base"),
         "{e}"
     );
+    assert_eq!(e.check, Check::Values, "{e}");
 
     // (e) An inserted instruction overwrites a register the next original instruction reads.
     let (x, r) = s
@@ -801,6 +803,7 @@ fn corrupted_spill_rewrites_are_rejected() {
         e.reason.contains(&format!("R{r} holds nothing known")),
         "{e}"
     );
+    assert_eq!(e.check, Check::Values, "{e}");
 
     // (f) A wrong data register in a spill store: the reload gets another value.
     let wrong = if st.reg > 2 { st.reg - 1 } else { st.reg + 1 };
@@ -910,6 +913,7 @@ fn spill_moves_across_calls_are_rejected() {
         // instruction that uses it (here, a later call) fails.
         assert!(e.offset > claim.map.map(st.off).unwrap(), "{e}");
         assert!(e.reason.contains("needs orig R"), "{e}");
+        assert_eq!(e.check, Check::Values, "{e}");
 
         // A reload of a register the callee writes, moved from after the call to before it.
         let is_call = |i: &Instr| i.is_call() && i.callee.as_deref() == Some(callee_name.as_str());
@@ -978,6 +982,8 @@ fn spill_moves_across_calls_are_rejected() {
             let (e, claim) = rejected(&s, &v, dir.path(), "d_store_after_call");
             assert!(e.offset > claim.map.map(call).unwrap(), "{e}");
             assert!(e.reason.contains("needs orig R"), "{e}");
+            assert_eq!(e.check, Check::Values, "{e}");
+            assert_eq!(e.check, Check::Values, "{e}");
             literal += 1;
         }
         done += 1;
@@ -1027,6 +1033,7 @@ fn slot_permutation_proves_and_inserted_branch_is_rejected() {
     };
     let e = expect_rejection(&s, &v, dir.path(), "inserted_bra");
     assert!(e.reason.contains("transfers control"), "{e}");
+    assert_eq!(e.check, Check::InsertedControl, "{e}");
 }
 
 /// Malformed claims and inputs are rejections, never panics.
@@ -1050,6 +1057,7 @@ fn bad_claims_are_rejected() {
     };
     let e = verify::check(fs, fs, &c).unwrap_err();
     assert!(e.reason.contains("map to one offset"), "{e}");
+    assert_eq!(e.check, Check::Mapping, "{e}");
     // An inserted offset outside the section, a base defined by an original instruction.
     let c = Claim {
         inserted: vec![16 * n + 0x1000],
@@ -1068,6 +1076,7 @@ fn bad_claims_are_rejected() {
     };
     let e = verify::check(fs, fs, &c).unwrap_err();
     assert!(e.reason.contains("not an inserted instruction"), "{e}");
+    assert_eq!(e.check, Check::Claim, "{e}");
     // Function lists that do not match.
     assert!(verify::check(fs, &[], &Claim::default()).is_err());
     let mut renamed = fs.clone();

@@ -373,10 +373,9 @@ fn the_object_size_cap_holds_and_says_what_it_left_out() {
         left_out > 0 && measured_left_out > 0,
         "the cap left out {left_out} variants ({measured_left_out} measured-only)"
     );
-    let out = Command::new(env!("CARGO_BIN_EXE_nvcc-orion"))
+    let out = common::orion()
         .current_dir(d)
         .args(["explain", "adapt.o.jsonl"])
-        .env_remove("NVCC_ORION")
         .output()
         .unwrap();
     common::assert_ok(&out, "explain adapt.o.jsonl");

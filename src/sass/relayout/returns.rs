@@ -132,6 +132,25 @@ fn entry_location(body: &[u128], first: usize, ret: usize, reg: u8) -> Option<Lo
 /// How far after an `LEPC` ptxas puts the `CALL.ABS` it prepares (instructions).
 const LEPC_WINDOW: usize = 12;
 
+/// Why an `LEPC` cannot be re-encoded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum LepcRefusal {
+    #[error("LEPC at {pc:#x} is not followed by a CALL.ABS")]
+    NoCall { pc: u64 },
+    #[error("LEPC at {pc:#x}: unknown form")]
+    UnknownForm { pc: u64 },
+    #[error("LEPC at {pc:#x} does not name the return point of the CALL.ABS at {call:#x}")]
+    OtherReturn { pc: u64, call: u64 },
+    #[error("LEPC at {pc:#x}: the return point would be {distance:#x} bytes away (8-bit field)")]
+    TooFar { pc: u64, distance: u64 },
+    #[error("LEPC at {pc:#x}: no MOV of its own offset and of the return offset {ret:#x}")]
+    NoMovs { pc: u64, ret: u64 },
+    #[error("LEPC at {pc:#x}: its address MOVs cannot be deleted")]
+    MovsDeleted { pc: u64 },
+    #[error("offset {0:#x}")]
+    Offset(u64),
+}
+
 /// Re-encode the `LEPC` at index `i` (and, on sm_75-89, the two MOV immediates its address
 /// arithmetic uses) so that the address it computes is still the return point right after
 /// the following `CALL.ABS` (vprintf and other syscalls):
@@ -141,7 +160,7 @@ const LEPC_WINDOW: usize = 12;
 ///   (`MOV Rx, imm` between the LEPC and the call, immediates equal to the LEPC's own offset
 ///   and to the call's offset + 16) are patched.
 ///
-/// Anything else is refused.
+/// Anything else is refused ([`LepcRefusal`]).
 pub(super) fn lepc(
     words: &[u128],
     deleted: &[bool],
@@ -150,7 +169,7 @@ pub(super) fn lepc(
     new_pc: &dyn Fn(u64) -> u64,
     out: &mut [u128],
     patched: &mut Vec<usize>,
-) -> Result<(), String> {
+) -> Result<(), LepcRefusal> {
     let pc = i as u64 * 16;
     let w = words[i];
     // The first CALL.ABS after it, with no other control flow between (NOPs do not count
@@ -170,26 +189,24 @@ pub(super) fn lepc(
             seen += 1;
         }
     }
-    let call = call.ok_or_else(|| format!("LEPC at {pc:#x} is not followed by a CALL.ABS"))?;
+    let call = call.ok_or(LepcRefusal::NoCall { pc })?;
     let ret_old = (call as u64 + 1) * 16;
     let ret_new = new_pc(call as u64 * 16) + 16;
     let lepc_new = new_pc(pc);
     if encode::opcode(w) == encode::OP_LEPC {
         if !ShaderModel::of(sm).lepc_label || encode::get_bits(w, 32, 32) != 0 {
-            return Err(format!("LEPC at {pc:#x}: unknown form"));
+            return Err(LepcRefusal::UnknownForm { pc });
         }
         let d = encode::get_bits(w, 24, 8);
         if pc + 16 + d != ret_old {
-            return Err(format!(
-                "LEPC at {pc:#x} does not name the return point of the CALL.ABS at {:#x}",
-                call * 16
-            ));
+            return Err(LepcRefusal::OtherReturn {
+                pc,
+                call: call as u64 * 16,
+            });
         }
         let nd = ret_new - (lepc_new + 16);
         if nd > 0xff {
-            return Err(format!(
-                "LEPC at {pc:#x}: the return point would be {nd:#x} bytes away (8-bit field)"
-            ));
+            return Err(LepcRefusal::TooFar { pc, distance: nd });
         }
         out[i] = encode::set_bits(w, 24, 8, nd);
         return Ok(());
@@ -201,16 +218,12 @@ pub(super) fn lepc(
     let own = movs.iter().find(|&&(_, v)| v == pc).map(|&(k, _)| k);
     let ret = movs.iter().find(|&&(_, v)| v == ret_old).map(|&(k, _)| k);
     let (Some(own), Some(ret)) = (own, ret) else {
-        return Err(format!(
-            "LEPC at {pc:#x}: no MOV of its own offset and of the return offset {ret_old:#x}"
-        ));
+        return Err(LepcRefusal::NoMovs { pc, ret: ret_old });
     };
     if deleted[own] || deleted[ret] {
-        return Err(format!(
-            "LEPC at {pc:#x}: its address MOVs cannot be deleted"
-        ));
+        return Err(LepcRefusal::MovsDeleted { pc });
     }
-    let fit = |v: u64| u32::try_from(v).map_err(|_| format!("offset {v:#x}"));
+    let fit = |v: u64| u32::try_from(v).map_err(|_| LepcRefusal::Offset(v));
     out[own] = encode::set_imm32(out[own], fit(lepc_new)?);
     out[ret] = encode::set_imm32(out[ret], fit(ret_new)?);
     patched.extend([own, ret]);

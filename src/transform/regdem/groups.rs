@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::fields::RegFields;
+use super::refusal::Refusal;
 use crate::sass::ir::{Function, Instr, OperandKind, RZ};
 
 /// A register group: `start..start+size`, `start` a multiple of `size`.
@@ -46,12 +47,12 @@ pub(super) fn regs_of(ins: &Instr) -> Vec<(u8, u8, bool, bool)> {
 pub(super) fn groups(
     f: &Function,
     callees: &Callees,
-) -> Result<(Vec<Option<Group>>, Vec<Group>), String> {
+) -> Result<(Vec<Option<Group>>, Vec<Group>), Refusal> {
     Ok(form(&widest_tuples(f, callees)?))
 }
 
 /// Per register: the width of the widest tuple containing it (0 when unused).
-fn widest_tuples(f: &Function, callees: &Callees) -> Result<[u8; 256], String> {
+fn widest_tuples(f: &Function, callees: &Callees) -> Result<[u8; 256], Refusal> {
     let mut size = [0u8; 256];
     for ins in f
         .instrs
@@ -61,10 +62,12 @@ fn widest_tuples(f: &Function, callees: &Callees) -> Result<[u8; 256], String> {
         for (b, w, _, _) in regs_of(ins) {
             let w = w.next_power_of_two();
             if w > 4 || b % w != 0 || u32::from(b) + u32::from(w) > u32::from(RZ) {
-                return Err(format!(
-                    "{} at {:#x}: a {w}-register tuple at R{b} is not aligned",
-                    ins.opcode, ins.offset
-                ));
+                return Err(Refusal::MisalignedTuple {
+                    opcode: ins.opcode.clone(),
+                    at: ins.offset,
+                    width: w,
+                    reg: b,
+                });
             }
             for r in b..b + w {
                 size[r as usize] = size[r as usize].max(w);

@@ -41,6 +41,7 @@ mod emit;
 pub(crate) mod fields;
 mod groups;
 pub(crate) mod live;
+mod refusal;
 pub(crate) mod sched;
 mod seam;
 pub(crate) mod select;

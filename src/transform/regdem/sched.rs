@@ -26,6 +26,7 @@ use std::collections::BTreeMap;
 
 use petgraph::Direction;
 
+use super::refusal::Refusal;
 use crate::analysis::Cfg;
 use crate::predict::latency::fixed_latency;
 use crate::sass::Op;
@@ -111,7 +112,7 @@ pub(crate) fn pending_before(f: &Function) -> Vec<u8> {
 }
 
 /// The scoreboards `DEPBAR`s of `f` count on; `Err` when one cannot be read.
-pub(crate) fn depbar_scoreboards(f: &Function) -> Result<u8, String> {
+pub(crate) fn depbar_scoreboards(f: &Function) -> Result<u8, Refusal> {
     let mut m = 0u8;
     for ins in f.instrs.iter().filter(|i| i.op() == Op::Depbar) {
         let mut found = false;
@@ -128,7 +129,7 @@ pub(crate) fn depbar_scoreboards(f: &Function) -> Result<u8, String> {
             }
         }
         if !found {
-            return Err(format!("`DEPBAR` at {:#x} not understood", ins.offset));
+            return Err(Refusal::DepbarUnread(ins.offset));
         }
     }
     Ok(m)
@@ -185,7 +186,7 @@ pub(crate) fn schedule(
     sites: &[Site],
     flush: &[bool],
     forbidden: u8,
-) -> Result<Schedule, String> {
+) -> Result<Schedule, Refusal> {
     let pending = pending_before(f);
     let mut t = Tracker {
         forbidden: depbar_scoreboards(f)? | forbidden,
@@ -193,9 +194,9 @@ pub(crate) fn schedule(
         reading: BTreeMap::new(),
     };
     if t.forbidden == ALL {
-        return Err("every scoreboard is counted by a DEPBAR".into());
+        return Err(Refusal::NoFreeScoreboard);
     }
-    let none = || "no scoreboard can be used".to_string();
+    let none = || Refusal::NoScoreboard;
     let access = |wait: u8| Control {
         stall: ACCESS_STALL,
         yield_bit: true,
@@ -260,11 +261,9 @@ pub(crate) fn schedule(
             let wait = match kc.write_sb {
                 Some(w) => bit(w),
                 None => {
-                    let lat = fixed_latency(sm, class).ok_or_else(|| {
-                        format!(
-                            "`{}` at {:#x}: result latency unknown",
-                            ins.opcode, ins.offset
-                        )
+                    let lat = fixed_latency(sm, class).ok_or_else(|| Refusal::LatencyUnknown {
+                        opcode: ins.opcode.clone(),
+                        at: ins.offset,
                     })?;
                     kc.stall = kc.stall.max(lat);
                     0

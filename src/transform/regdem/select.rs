@@ -23,6 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::fields::RegFields;
 use super::groups::{self, named_by, regs_of};
 pub(crate) use super::groups::{Callees, Group};
+use super::refusal::Refusal;
 use crate::analysis::{Cfg, must_defined};
 use crate::predict::latency::fixed_latency;
 use crate::sass::Op;
@@ -84,7 +85,7 @@ impl Analysis {
         fields: &[RegFields],
         max_group: u8,
         callees: &Callees,
-    ) -> Result<Analysis, String> {
+    ) -> Result<Analysis, Refusal> {
         let (group_of, groups) = groups::groups(f, callees)?;
         let named: Vec<Vec<Group>> = f
             .instrs
