@@ -265,7 +265,9 @@ fn compare_lines(
     }
     let mut found = Vec::new();
     let ours = match reader.lines(job.shipped) {
-        Err(AuditError::Unreadable(why)) => return Ok(vec![disagrees("the module", Difference::Unreadable(why))]),
+        Err(AuditError::Unreadable(why)) => {
+            return Ok(vec![disagrees("the module", Difference::Unreadable(why))]);
+        }
         r => r?,
     };
     for f in owners {
