@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use nvcc_orion_schema as schema;
 
 use crate::ast::Program;
 use crate::compare::{self, Diff};
@@ -433,12 +433,13 @@ impl Harness {
         let text = std::fs::read_to_string(&report).unwrap_or_default();
         text.lines()
             .map(|l| {
-                serde_json::from_str::<Value>(l)
+                schema::Line::parse(l)
                     .map_err(|e| Diff {
                         kind: "report unreadable".into(),
                         detail: e.to_string(),
                     })
-                    .map(|v| record(&v))
+                    // A passed-through compile reads as a kernel with nothing chosen.
+                    .map(|line| record(line.kernel().unwrap_or(&schema::Record::default())))
             })
             .collect()
     }
@@ -688,48 +689,37 @@ pub fn entries(e: &Elf) -> Vec<String> {
     v
 }
 
-fn budget(v: &Value) -> Option<RefBudget> {
-    let b = v.as_object()?;
-    Some(RefBudget {
+fn budget(b: &schema::Budget) -> RefBudget {
+    RefBudget {
         // A rewrite's ptxas budget is `regdem_from` where it has one.
-        regs: b.get("regdem_from").or_else(|| b.get("regs"))?.as_u64()? as u32,
-        pragma: b
-            .get("smem_spill")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
-    })
+        regs: b.ptxas_regs(),
+        pragma: b.smem_spill,
+    }
 }
 
-fn is_rewrite(v: &Value) -> bool {
-    v.as_object()
-        .is_some_and(|b| b.contains_key("spill_to_shared") || b.contains_key("regdem_from"))
+fn is_rewrite(b: Option<&schema::Budget>) -> bool {
+    b.is_some_and(|b| b.rewrite().is_some())
 }
 
-fn record(v: &Value) -> Record {
-    let cands = v["candidates"].as_array().cloned().unwrap_or_default();
-    let chosen = v["chosen"].as_u64().unwrap_or(0) as usize;
-    let cb = cands
-        .get(chosen)
-        .map(|c| c["budget"].clone())
-        .unwrap_or(Value::Null);
-    let rewrite = is_rewrite(&cb).then(|| v["verdict"]["proved"].as_bool() == Some(true));
-    let variants = v["variants"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|e| e.get("dropped").is_none())
+fn record(v: &schema::Record) -> Record {
+    let cb = v.candidates.get(v.chosen).and_then(|c| c.budget.as_ref());
+    let rewrite = is_rewrite(cb).then(|| v.verdict.as_ref().is_some_and(|d| d.proved));
+    let variants = v
+        .variants
+        .iter()
+        .filter(|e| e.dropped.is_none())
         .map(|e| {
-            let c = &cands[e["candidate"].as_u64().unwrap_or(0) as usize]["budget"];
-            let b = (!is_rewrite(c)).then(|| budget(c));
-            (e["name"].as_str().unwrap_or("").to_string(), b)
+            let c = v.candidates[e.candidate].budget.as_ref();
+            let b = (!is_rewrite(c)).then(|| c.map(budget));
+            (e.name.clone(), b)
         })
         .collect();
     Record {
-        kernel: v["kernel"].as_str().unwrap_or("").to_string(),
-        budget: budget(&cb),
+        kernel: v.kernel.clone(),
+        budget: cb.map(budget),
         rewrite,
         variants,
-        assembly: v["assembly"].as_str().map(str::to_string),
+        assembly: v.assembly.as_ref().map(|a| a.name().to_string()),
     }
 }
 
