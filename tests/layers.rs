@@ -240,6 +240,74 @@ fn checks_import_nothing_they_check() {
     assert!(violations.is_empty(), "{}", violations.join("\n"));
 }
 
+/// The modules docs/DESIGN.md's floors table (§Floors) puts on each floor: its rows
+/// `| N | \`module\` | ... |`, N counted from the top as in [`FLOORS`].
+fn design_floors(design: &str) -> BTreeMap<usize, BTreeSet<String>> {
+    let section = design
+        .split("\n## ")
+        .find(|s| s.starts_with("Floors\n"))
+        .expect("docs/DESIGN.md has a `## Floors` section");
+    let mut floors: BTreeMap<usize, BTreeSet<String>> = BTreeMap::new();
+    for line in section.lines() {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let [_, floor, module, ..] = cells[..] else {
+            continue;
+        };
+        let (Ok(floor), Some(module)) = (
+            floor.parse::<usize>(),
+            module.strip_prefix('`').and_then(|m| m.strip_suffix('`')),
+        ) else {
+            continue;
+        };
+        floors.entry(floor).or_default().insert(module.to_string());
+    }
+    floors
+}
+
+/// The floors the docs show are the ones this test enforces, and the layout table of
+/// docs/usage.md names every module (room) of `src/`.
+#[test]
+fn the_docs_show_these_floors_and_every_room() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let design = fs::read_to_string(root.join("docs/DESIGN.md")).unwrap();
+    let shown = design_floors(&design);
+    let enforced: BTreeMap<usize, BTreeSet<String>> = FLOORS
+        .iter()
+        .enumerate()
+        .map(|(i, (mods, _))| (i + 1, mods.iter().map(|m| m.to_string()).collect()))
+        .collect();
+    assert_eq!(
+        shown, enforced,
+        "docs/DESIGN.md §Floors (left) disagrees with FLOORS in tests/layers.rs (right)"
+    );
+    let usage = fs::read_to_string(root.join("docs/usage.md")).unwrap();
+    let row = usage
+        .lines()
+        .find(|l| l.starts_with("| `src/` |"))
+        .expect("docs/usage.md's layout table has a `src/` row");
+    let crate_ = Crate::read(&root.join("src"));
+    let missing: Vec<String> = crate_
+        .top_modules()
+        .into_iter()
+        .filter(|m| !row.contains(&format!("`{m}`")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/usage.md's `src/` row does not name {missing:?}"
+    );
+}
+
+#[test]
+fn the_floors_table_reads_as_the_docs_write_it() {
+    let doc = "# x\n\n## Floors\n\n| floor | module | owns |\n|---|---|---|\n| 1 | `a` | x |\n| 2 | `b` | y |\n| 2 | `c` | z |\n| side | `r/` | w |\n\n## Next\n\n| 3 | `d` | v |\n";
+    let got = design_floors(doc);
+    let want: BTreeMap<usize, BTreeSet<String>> = [(1, vec!["a"]), (2, vec!["b", "c"])]
+        .into_iter()
+        .map(|(f, m)| (f, m.into_iter().map(String::from).collect()))
+        .collect();
+    assert_eq!(got, want);
+}
+
 #[test]
 fn the_scanner_reads_use_trees_reexports_and_inline_paths() {
     let file = |module: &[&str], text: &str| File {
