@@ -38,8 +38,8 @@ use std::collections::BTreeMap;
 
 use super::SpillBase;
 use crate::arch::ShaderModel;
+use crate::arch::latency::fixed_latency;
 use crate::cubin::Cubin;
-use crate::predict::latency::fixed_latency;
 use crate::sass::Op;
 use crate::sass::ir::{Function, Instr, OperandKind, RZ};
 

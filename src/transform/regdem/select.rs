@@ -24,7 +24,7 @@ use super::fields::RegFields;
 use super::groups::{self, named_by, regs_of};
 pub(crate) use super::groups::{Callees, Group};
 use crate::analysis::{Cfg, must_defined};
-use crate::predict::latency::fixed_latency;
+use crate::arch::latency::fixed_latency;
 use crate::sass::Op;
 use crate::sass::OpClass;
 use crate::sass::ir::{Function, Instr};
