@@ -308,6 +308,87 @@ fn the_floors_table_reads_as_the_docs_write_it() {
     assert_eq!(got, want);
 }
 
+/// The circles of a crate's import graph: between its top-level modules, and between the
+/// files of each module (as [`arrows_point_down_and_never_circle`] reads them), in words.
+fn circles_of(crate_: &Crate) -> Vec<String> {
+    let mut edges: BTreeSet<(String, String)> = BTreeSet::new();
+    for a in crate_.arrows() {
+        let common = a.from.iter().zip(&a.to).take_while(|(x, y)| x == y).count();
+        if a.from.len() == common || a.to.len() == common {
+            continue; // an ancestor or descendant: the facade and its children
+        }
+        edges.insert((a.from[..=common].join("/"), a.to[..=common].join("/")));
+    }
+    let kept: Vec<(&String, &String)> = edges.iter().map(|(f, t)| (f, t)).collect();
+    circles(&kept).into_iter().map(|c| c.join(" ↔ ")).collect()
+}
+
+/// No circles anywhere else either: the helper crates (the generator, the cargo helper, the
+/// report's schema), the integration tests' shared helpers, and the scripts (one naming
+/// another it runs or sources).
+#[test]
+fn no_circles_in_the_helper_crates_test_helpers_or_scripts() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut found = Vec::new();
+    let mut dirs: Vec<PathBuf> = fs::read_dir(root.join("crates"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join("src"))
+        .collect();
+    dirs.push(root.join("tests/common"));
+    dirs.sort();
+    for dir in &dirs {
+        let crate_ = Crate::read(dir);
+        found.extend(
+            circles_of(&crate_)
+                .into_iter()
+                .map(|c| format!("{}: {c}", dir.display())),
+        );
+    }
+    found.extend(script_circles(&root.join("scripts")));
+    assert!(found.is_empty(), "circles:\n{}", found.join("\n"));
+}
+
+/// Circles among the scripts: `a.sh` naming `scripts/b.sh` (to run or source it) is an arrow.
+fn script_circles(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let mut edges: Vec<(String, String)> = Vec::new();
+    for from in &names {
+        let text = fs::read_to_string(dir.join(from)).unwrap_or_default();
+        for to in &names {
+            let named = [
+                format!("scripts/{to}"),
+                format!("/{to}\""),
+                format!("/{to} "),
+            ];
+            if to != from && named.iter().any(|n| text.contains(n.as_str())) {
+                edges.push((from.clone(), to.clone()));
+            }
+        }
+    }
+    let kept: Vec<(&String, &String)> = edges.iter().map(|(f, t)| (f, t)).collect();
+    circles(&kept)
+        .into_iter()
+        .map(|c| format!("scripts: {}", c.join(" ↔ ")))
+        .collect()
+}
+
+#[test]
+fn a_circle_between_two_files_is_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fs::write(d.join("lib.rs"), "pub mod a; pub mod b; pub mod c;").unwrap();
+    fs::write(d.join("a.rs"), "use crate::b::B; pub struct A;").unwrap();
+    fs::write(d.join("b.rs"), "use crate::a::A; pub struct B;").unwrap();
+    fs::write(d.join("c.rs"), "use crate::a::A;").unwrap();
+    assert_eq!(circles_of(&Crate::read(d)), ["a ↔ b"]);
+    fs::write(d.join("b.rs"), "pub struct B;").unwrap();
+    assert!(circles_of(&Crate::read(d)).is_empty());
+}
+
 #[test]
 fn the_scanner_reads_use_trees_reexports_and_inline_paths() {
     let file = |module: &[&str], text: &str| File {

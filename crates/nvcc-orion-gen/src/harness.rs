@@ -197,9 +197,10 @@ struct Record {
 }
 
 impl Harness {
-    /// Check `p` on `arch` in every mode of the harness. `Err`: the program itself (nvcc
-    /// refused it) or the harness could not run, not a finding about nvcc-orion.
-    pub fn check(&self, p: &Program, arch: u32) -> Result<Outcome, String> {
+    /// Check `p` on `arch` in every mode of the harness ([`Harness::check`] adds the `-rdc`
+    /// steps): the findings, and the folder the program was written to. `Err`: the program
+    /// itself (nvcc refused it) or the harness could not run, not a finding about nvcc-orion.
+    pub(crate) fn check_modes(&self, p: &Program, arch: u32) -> Result<(Outcome, PathBuf), String> {
         let dir = self.work.join(format!("s{}-sm{arch}", p.seed));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -217,10 +218,7 @@ impl Harness {
             };
             self.check_mode(&mut step, at, &mut default_budgets, &mut out)?;
         }
-        if p.rdc {
-            crate::rdc::check(self, &dir, p, arch, &mut out);
-        }
-        Ok(out)
+        Ok((out, dir))
     }
 
     /// One mode: compile, then compare every shipped kernel with the reference at its budget
