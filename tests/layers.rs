@@ -62,9 +62,16 @@ const FLOORS: &[(&[&str], &str)] = &[
     (&["farm", "cli"], "remote build farm; nvcc's command line"),
     (
         &[
-            "settings", "toolkit", "profile", "arch", "process", "jobs", "timings",
+            "settings",
+            "toolkit",
+            "profile",
+            "arch",
+            "process",
+            "jobs",
+            "timings",
+            "atomic_file",
         ],
-        "leaves: user settings, the CUDA toolkit, measured profiles, per-architecture facts, running one step, job slots, where a build's time goes",
+        "leaves: user settings, the CUDA toolkit, measured profiles, per-architecture facts, running one step, job slots, where a build's time goes, writing a file whole",
     ),
 ];
 
@@ -209,9 +216,9 @@ fn arrows_point_down_and_never_circle() {
 /// assembler cannot hide in the checker's reading of the result.
 const INDEPENDENT: &[(&str, &[&str], &str)] = &[(
     "audit",
-    &["toolkit", "process", "jobs"],
+    &["toolkit", "process", "jobs", "atomic_file"],
     "the assembly check reads cubins only through cuobjdump and nvdisasm (on the build's job \
-     slots)",
+     slots; its verdicts are written whole)",
 )];
 
 #[test]

@@ -40,19 +40,21 @@ fn pack(args: &Args) -> Result<String, String> {
     let archive = toolchain::sccache_dist(&exe, &tk).map_err(|e| e.to_string())?;
     let target = std::path::absolute(&args.sccache_dist).map_err(|e| e.to_string())?;
     let dir = target.parent().unwrap_or(Path::new("."));
-    // Written aside and renamed: a farm never picks up half an archive.
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .map_err(|e| format!("cannot write in {}: {e}", dir.display()))?;
-    archive
-        .write_tar_gz(std::io::BufWriter::new(tmp.as_file_mut()))
-        .map_err(|e| e.to_string())?;
-    // Readable by the sccache client of any user (a temporary file starts private).
+    // Written aside and renamed: a farm never picks up half an archive. Readable by the
+    // sccache client of any user (a temporary file starts private).
     use std::os::unix::fs::PermissionsExt;
-    tmp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(0o644))
-        .map_err(|e| e.to_string())?;
-    tmp.persist(&target)
-        .map_err(|e| format!("cannot write {}: {}", target.display(), e.error))?;
+    crate::atomic_file::write_with(&target, Some(std::fs::Permissions::from_mode(0o644)), |f| {
+        archive
+            .write_tar_gz(std::io::BufWriter::new(f))
+            .map_err(std::io::Error::other)
+    })
+    .map_err(|e| {
+        format!(
+            "cannot write {} in {}: {e}",
+            target.display(),
+            dir.display()
+        )
+    })?;
     // The shim `nvcc-orion --dryrun` puts on the listing's PATH, from the same settings.
     let (settings, _) = Settings::read(&|k| std::env::var(k).ok(), &[], &crate::transform::keys());
     let shim = dryrun_shim::shim_dir(&dryrun_shim::shim_root(&settings), &exe)
