@@ -4,6 +4,7 @@
 
 pub mod analysis;
 pub(crate) mod arch;
+pub(crate) mod atomic_file;
 pub mod audit;
 pub mod cli;
 pub mod commands;

@@ -75,26 +75,19 @@ fn checksum(file: &Path, text: &str) -> String {
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Remember a pass at `file` (written whole under a private name, then renamed, so a
+/// Remember a pass at `file` (written whole, then renamed, [`crate::atomic_file`], so a
 /// concurrent build never reads half a verdict). Failing to write only costs the next build
 /// the check.
 pub(super) fn write(file: &Path, checked: Checked) {
     let Some(dir) = file.parent() else {
         return;
     };
-    // Unique per process and per write: tuned ptxas steps run on threads of one process.
-    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = dir.join(format!(".tmp-{}-{n}", std::process::id()));
-    let written = std::fs::create_dir_all(dir).and_then(|()| {
-        let mut f = std::fs::File::create(&tmp)?;
-        let pass = format!("passed {} {}", checked.functions, checked.disassembled);
-        writeln!(f, "{pass} {}", checksum(file, &pass))?;
-        std::fs::rename(&tmp, file)
+    let _ = std::fs::create_dir_all(dir).and_then(|()| {
+        crate::atomic_file::write_with(file, None, |f| {
+            let pass = format!("passed {} {}", checked.functions, checked.disassembled);
+            writeln!(f, "{pass} {}", checksum(file, &pass))
+        })
     });
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
 }
 
 /// This checker's identity: a new nvcc-orion checks again.

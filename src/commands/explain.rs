@@ -16,7 +16,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use serde_json::Value;
+use nvcc_orion_schema::{Line, Record, Rewrite};
 
 use crate::report::html::{self, Kernel};
 use crate::report::view::{Decoder, KernelView, kernel_view};
@@ -96,7 +96,11 @@ pub fn run(args: &[OsString], out: &mut impl Write) -> bool {
         }
     };
     let shown = if json {
-        records.iter().try_for_each(|r| writeln!(out, "{r}"))
+        // As a JSON value: its keys sorted, as this output has always had them.
+        records.iter().try_for_each(|r| {
+            let v = serde_json::to_value(r).map_err(std::io::Error::other)?;
+            writeln!(out, "{v}")
+        })
     } else {
         table::render(&records, out)
     };
@@ -173,11 +177,11 @@ fn is_built(p: &Path) -> bool {
 
 /// The page, with each kernel's code views decoded from the kept cubins (one nvdisasm run
 /// per cubin); a kernel whose code cannot be shown gets its table and a line saying why.
-pub fn page(what: &str, records: &[Value]) -> String {
+pub fn page(what: &str, records: &[Line]) -> String {
     let mut decoder = crate::toolkit::find_tool("nvdisasm").map(Decoder::new);
     // Kernels whose code changed first: they are what a reader opens the page for.
-    let mut order: Vec<&Value> = records.iter().filter(|r| r["kernel"].is_string()).collect();
-    order.sort_by_key(|r| r["chosen"].as_u64().unwrap_or(0) == 0);
+    let mut order: Vec<&Record> = records.iter().filter_map(Line::kernel).collect();
+    order.sort_by_key(|r| r.chosen == 0);
     let kernels: Vec<Kernel<'_>> = order
         .into_iter()
         .map(|r| Kernel {
@@ -188,47 +192,50 @@ pub fn page(what: &str, records: &[Value]) -> String {
     html::page(what, &kernels)
 }
 
-fn view_of(decoder: Option<&mut Decoder>, r: &Value) -> Result<KernelView, String> {
+fn view_of(decoder: Option<&mut Decoder>, r: &Record) -> Result<KernelView, String> {
     let decoder = decoder.ok_or("the CUDA toolkit's nvdisasm was not found to decode the SASS")?;
-    let cubins = &r["cubins"];
-    if cubins.is_null() {
+    let Some(cubins) = &r.cubins else {
         return Err(
             "the report does not name the cubins (explain the .cu or the built file)".into(),
         );
-    }
-    let name = r["kernel"].as_str().unwrap_or("");
-    let chosen = r["chosen"].as_u64().unwrap_or(0) as usize;
-    let path_of = |v: &Value| {
-        v.as_str()
-            .filter(|p| !p.is_empty())
+    };
+    let name = r.kernel.as_str();
+    let chosen = r.chosen;
+    let path_of = |v: Option<&String>| {
+        v.filter(|p| !p.is_empty())
             .map(PathBuf::from)
             .ok_or_else(|| "a cubin was not kept".to_string())
     };
-    let c = &r["candidates"][chosen];
-    let regs = &c["registers"];
-    let after = decoder.function(&path_of(&cubins["candidates"][chosen])?, name)?;
-    let rewritten = c["budget"]["spill_to_shared"] == true && cubins["before_rewrite"].is_string();
+    let c = r
+        .candidates
+        .get(chosen)
+        .ok_or("the record's chosen candidate is missing")?;
+    let regs = c.registers;
+    let after = decoder.function(&path_of(cubins.candidates.get(chosen))?, name)?;
+    let budget = c.budget.unwrap_or_default();
+    let rewritten =
+        budget.rewrite() == Some(Rewrite::SpillToShared) && cubins.before_rewrite.is_some();
     let (before, before_label, after_label) = if rewritten {
-        let b = decoder.function(&path_of(&cubins["before_rewrite"])?, name)?;
+        let b = decoder.function(&path_of(cubins.before_rewrite.as_ref())?, name)?;
         (
             Some(b),
             format!(
                 "before the rewrite (ptxas at {} registers, spills in local memory)",
-                c["budget"]["regs"].as_u64().unwrap_or(1).saturating_sub(1)
+                budget.regs.saturating_sub(1)
             ),
             format!("after spill → shared ({regs} registers)"),
         )
     } else if chosen != 0 {
-        let b = decoder.function(&path_of(&cubins["candidates"][0])?, name)?;
+        let b = decoder.function(&path_of(cubins.candidates.first())?, name)?;
         (
             Some(b),
             format!(
                 "ptxas's own choice ({} registers)",
-                r["candidates"][0]["registers"]
+                r.baseline().map_or(0, |c| c.registers)
             ),
             format!("chosen ({regs} registers)"),
         )
-    } else if r["source"] == "file" {
+    } else if r.is_built_file() {
         (None, String::new(), format!("as built ({regs} registers)"))
     } else {
         (
@@ -254,7 +261,7 @@ fn is_report(p: &Path) -> bool {
 
 /// Compile through ourselves with a private report, then read it.
 /// With `keep`, the tuner keeps every candidate's cubin there for the page.
-fn compile_and_report(args: &[OsString], keep: Option<&Path>) -> Result<Vec<Value>, String> {
+fn compile_and_report(args: &[OsString], keep: Option<&Path>) -> Result<Vec<Line>, String> {
     let me = std::env::current_exe().map_err(|e| format!("cannot find nvcc-orion itself: {e}"))?;
     let tmp = tempfile::tempdir().map_err(|e| format!("temporary folder: {e}"))?;
     let report = tmp.path().join("report.jsonl");

@@ -7,7 +7,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use nvcc_orion_schema::Line;
 
 use crate::report::changes::{self, Change};
 use crate::report::project::Project;
@@ -63,7 +63,7 @@ fn render(a: &ProjectArgs, out: &mut impl Write) -> Result<(), String> {
 
 /// The records of a report file, or of the report a CMake build folder names; with the name
 /// to show for it.
-fn load(p: &Path) -> Result<(String, Vec<Value>), String> {
+fn load(p: &Path) -> Result<(String, Vec<Line>), String> {
     let file = if p.is_dir() {
         report_of_build(p)?
     } else {
@@ -73,15 +73,14 @@ fn load(p: &Path) -> Result<(String, Vec<Value>), String> {
     Ok((file.display().to_string(), records))
 }
 
-/// The records of a report file, one JSON object a line.
-pub(crate) fn read_report(p: &Path) -> Result<Vec<Value>, String> {
+/// The records of a report file, one JSON object a line (the report's schema; a line that
+/// does not read is an error naming it).
+pub(crate) fn read_report(p: &Path) -> Result<Vec<Line>, String> {
     let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
     text.lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| {
-            serde_json::from_str(l).map_err(|e| format!("{}: line {}: {e}", p.display(), i + 1))
-        })
+        .map(|(i, l)| Line::parse(l).map_err(|e| format!("{}: line {}: {e}", p.display(), i + 1)))
         .collect()
 }
 

@@ -320,17 +320,8 @@ fn first_difference(a: &[u8], b: &[u8]) -> String {
 /// never leaves half a file, and `-o` may name the input. The input's permissions carry over
 /// (an executable stays executable).
 fn write_atomically(out: &Path, like: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = match out.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    tmp.write_all(bytes)?;
-    if let Ok(meta) = std::fs::metadata(like) {
-        tmp.as_file().set_permissions(meta.permissions())?;
-    }
-    tmp.persist(out).map_err(|e| e.error)?;
-    Ok(())
+    let permissions = std::fs::metadata(like).ok().map(|m| m.permissions());
+    crate::atomic_file::write_with(out, permissions, |f| f.write_all(bytes))
 }
 
 #[cfg(test)]

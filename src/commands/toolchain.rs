@@ -3,7 +3,7 @@
 //! that sends the ptxas steps of `nvcc-orion --dryrun` listings there.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::Parser;
 
@@ -48,11 +48,6 @@ enum PackError {
     /// The target's path could not be made absolute, or the archive's mode set.
     #[error(transparent)]
     Io(#[from] std::io::Error),
-    #[error("cannot write in {}: {source}", dir.display())]
-    WriteIn {
-        dir: PathBuf,
-        source: std::io::Error,
-    },
     #[error("cannot write {}: {source}", target.display())]
     Write {
         target: PathBuf,
@@ -67,20 +62,17 @@ fn pack(args: &Args) -> Result<String, PackError> {
     let tk = Toolkit::locate(&|k| std::env::var_os(k), &exe)?;
     let archive = toolchain::sccache_dist(&exe, &tk)?;
     let target = std::path::absolute(&args.sccache_dist)?;
-    let dir = target.parent().unwrap_or(Path::new("."));
-    // Written aside and renamed: a farm never picks up half an archive.
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|source| PackError::WriteIn {
-        dir: dir.to_path_buf(),
-        source,
-    })?;
-    archive.write_tar_gz(std::io::BufWriter::new(tmp.as_file_mut()))?;
-    // Readable by the sccache client of any user (a temporary file starts private).
+    // Written aside and renamed: a farm never picks up half an archive. Readable by the
+    // sccache client of any user (a temporary file starts private).
     use std::os::unix::fs::PermissionsExt;
-    tmp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(0o644))?;
-    tmp.persist(&target).map_err(|e| PackError::Write {
+    crate::atomic_file::write_with(&target, Some(std::fs::Permissions::from_mode(0o644)), |f| {
+        archive
+            .write_tar_gz(std::io::BufWriter::new(f))
+            .map_err(std::io::Error::other)
+    })
+    .map_err(|source| PackError::Write {
         target: target.clone(),
-        source: e.error,
+        source,
     })?;
     // The shim `nvcc-orion --dryrun` puts on the listing's PATH, from the same settings.
     let (settings, _) = Settings::read(&|k| std::env::var(k).ok(), &[], &crate::transform::keys());

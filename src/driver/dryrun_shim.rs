@@ -54,12 +54,10 @@ pub fn shim_dir(root: &Path, exe: &Path) -> std::io::Result<PathBuf> {
     );
     std::fs::create_dir_all(&dir)?;
     // Written aside and renamed, so a concurrent compile never runs half a script.
-    let mut tmp = tempfile::NamedTempFile::new_in(&dir)?;
-    tmp.write_all(script.as_bytes())?;
     use std::os::unix::fs::PermissionsExt;
-    tmp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(0o755))?;
-    tmp.persist(&path).map_err(|e| e.error)?;
+    crate::atomic_file::write_with(&path, Some(std::fs::Permissions::from_mode(0o755)), |f| {
+        f.write_all(script.as_bytes())
+    })?;
     Ok(dir)
 }
 

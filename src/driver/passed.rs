@@ -28,11 +28,10 @@ pub fn note(inv: &Invocation, settings: &Settings) -> Option<String> {
 /// Append `{"passed_through": reason, "inputs": [...]}` to the report at `path`, under the
 /// same lock as the tuner's records.
 fn record(path: &Path, inputs: &[PathBuf], reason: &str) -> std::io::Result<()> {
-    let inputs: Vec<String> = inputs.iter().map(|p| p.display().to_string()).collect();
-    let mut line = serde_json::to_vec(&serde_json::json!({
-        "passed_through": reason,
-        "inputs": inputs,
-    }))?;
+    let mut line = serde_json::to_vec(&nvcc_orion_schema::PassedThrough {
+        inputs: inputs.iter().map(|p| p.display().to_string()).collect(),
+        passed_through: reason.to_string(),
+    })?;
     line.push(b'\n');
     let mut f = std::fs::OpenOptions::new()
         .create(true)

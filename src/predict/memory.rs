@@ -17,10 +17,10 @@
 
 use serde::Serialize;
 
-use super::latency::SCHEDULERS_PER_SM;
 use super::occupancy::Occupancy;
 use super::stalls::{Latencies, Traffic};
 use crate::arch::Arch;
+use crate::arch::latency::SCHEDULERS_PER_SM;
 use crate::arch::memory::MemoryParams;
 
 /// Threads per warp.

@@ -5,20 +5,18 @@
 //! level's bandwidth allows ([`memory`]), the time per warp those give ([`price`]), the rule
 //! that keeps a variant's price coherent with its pruning bound ([`coherence`]), and the
 //! parameters measured on a user's GPU ([`calibration`]). The per-architecture tables
-//! themselves live in [`crate::arch`]; `arch` and `latency` here re-export them under their
-//! old paths.
+//! themselves live in [`crate::arch`]; [`Arch`] and [`MemoryParams`] are re-exported here as
+//! the crate's public names for them.
 
-pub use crate::arch::limits as arch;
 pub mod calibration;
 pub mod coherence;
-pub(crate) mod latency;
 pub mod memory;
 pub mod occupancy;
 pub mod price;
 pub mod stalls;
 
+pub use crate::arch::limits::{Arch, ArchError, ArchParams};
 pub use crate::arch::memory::MemoryParams;
-pub use arch::{Arch, ArchError, ArchParams};
 pub use occupancy::{
     BlockLimits, Carveout, DynamicSharedLimit, KernelResources, Launch, Limiter, Limiters,
     MAX_REGS_PER_THREAD, Occupancy, OccupancyError, SharedBytes, occupancy, register_cliffs,

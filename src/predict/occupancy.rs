@@ -14,7 +14,7 @@
 
 use std::fmt;
 
-use super::arch::{Arch, ArchParams, WARP_SIZE};
+use crate::arch::limits::{Arch, ArchParams, WARP_SIZE};
 
 /// The most registers a thread can have (Guide, Table 27). ptxas never allocates more.
 pub const MAX_REGS_PER_THREAD: u32 = 255;

@@ -24,8 +24,8 @@ use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 
-use super::latency::{MAX_THROUGHPUT, READ_RELEASE, scoreboard_latency, throughput};
-pub(crate) use crate::analysis::loops::loop_weights;
+use crate::analysis::loops::loop_weights;
+use crate::arch::latency::{MAX_THROUGHPUT, READ_RELEASE, scoreboard_latency, throughput};
 use crate::sass::OpClass;
 use crate::sass::access::bytes_per_thread;
 use crate::sass::control::SCOREBOARDS;

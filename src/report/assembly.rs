@@ -4,23 +4,23 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde_json::Value;
+use nvcc_orion_schema::{Assembly, Record};
 
 /// The words for a record's `assembly`.
-fn describe(how: &str) -> &str {
+fn describe(how: &Assembly) -> &str {
     match how {
-        "spliced" => "the tuned kernels spliced into ptxas's own cubin",
-        "variant" => "a whole-module variant built at exactly these budgets",
-        "whole-module" => "one more whole-module ptxas run at these budgets",
-        "multi-variant" => "one more ptxas run with the variants' entries",
-        "variants-added" => "the variants' entries added from the cubins tuning built",
-        other => other,
+        Assembly::Spliced => "the tuned kernels spliced into ptxas's own cubin",
+        Assembly::Variant => "a whole-module variant built at exactly these budgets",
+        Assembly::WholeModule => "one more whole-module ptxas run at these budgets",
+        Assembly::MultiVariant => "one more ptxas run with the variants' entries",
+        Assembly::VariantsAdded => "the variants' entries added from the cubins tuning built",
+        Assembly::Other(other) => other,
     }
 }
 
 /// `    cubin: spliced ...; passed the assembly check` for a record of a tuned cubin.
-pub fn line(record: &Value) -> Option<String> {
-    let how = record["assembly"].as_str()?;
+pub fn line(record: &Record) -> Option<String> {
+    let how = record.assembly.as_ref()?;
     Some(format!(
         "    cubin: {}; passed the assembly check",
         describe(how)
@@ -29,15 +29,15 @@ pub fn line(record: &Value) -> Option<String> {
 
 /// `assembly: 4 tuned cubin(s): 3 spliced, 1 whole-module ...`, counting each cubin (an
 /// architecture's output) once; `None` when no record says how.
-pub fn summary(records: &[Value]) -> Option<String> {
+pub fn summary(records: &[&Record]) -> Option<String> {
     let mut seen = BTreeSet::new();
     let mut by_how: BTreeMap<&str, usize> = BTreeMap::new();
     for r in records {
-        let Some(how) = r["assembly"].as_str() else {
+        let Some(how) = &r.assembly else {
             continue;
         };
-        if seen.insert((r["arch"].to_string(), r["output"].to_string())) {
-            *by_how.entry(how).or_default() += 1;
+        if seen.insert((r.arch.as_str(), r.output.as_str())) {
+            *by_how.entry(how.name()).or_default() += 1;
         }
     }
     if by_how.is_empty() {
@@ -57,23 +57,26 @@ mod tests {
 
     #[test]
     fn counts_each_cubin_once() {
-        let r = |arch: &str, out: &str, how: &str| serde_json::json!({"arch": arch, "output": out, "assembly": how});
-        let records = vec![
+        let r = |arch: &str, out: &str, how: &str| {
+            super::super::record(serde_json::json!({"arch": arch, "output": out, "assembly": how}))
+        };
+        let records = [
             r("sm_90", "a.cubin", "spliced"),
             r("sm_90", "a.cubin", "spliced"),
             r("sm_80", "a.cubin", "whole-module"),
-            serde_json::json!({"arch": "sm_80", "output": "b.cubin"}),
+            super::super::record(serde_json::json!({"arch": "sm_80", "output": "b.cubin"})),
         ];
+        let records: Vec<&Record> = records.iter().collect();
         assert_eq!(
             summary(&records).unwrap(),
             "assembly: 2 tuned cubin(s), 1 spliced, 1 whole-module; each passed the assembly check"
         );
         assert!(
-            line(&records[0])
+            line(records[0])
                 .unwrap()
                 .contains("spliced into ptxas's own cubin")
         );
-        assert_eq!(line(&records[3]), None);
+        assert_eq!(line(records[3]), None);
         assert_eq!(summary(&records[3..]), None);
     }
 }

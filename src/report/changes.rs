@@ -98,8 +98,8 @@ mod tests {
 
     #[test]
     fn added_removed_and_changed() {
-        let before = Project::from_records(&[rec("same", 40), rec("grew", 64), rec("gone", 32)]);
-        let after = Project::from_records(&[rec("same", 40), rec("grew", 96), rec("born", 32)]);
+        let before = Project::from_values(&[rec("same", 40), rec("grew", 64), rec("gone", 32)]);
+        let after = Project::from_values(&[rec("same", 40), rec("grew", 96), rec("born", 32)]);
         let c = between(&before, &after);
         let got: Vec<(&str, &str)> = c
             .iter()

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use serde_json::{Value, json};
+use nvcc_orion_schema::{KeptCubins, Line, Record};
 
 use crate::container::{self, EntryKind};
 use crate::cubin::Cubin;
@@ -12,11 +12,12 @@ use crate::sass::raw;
 use crate::settings::Settings;
 use crate::tune::candidates::{self, KernelPlan};
 use crate::tune::evaluate::{Pricing, evaluate};
+use crate::tune::report_line;
 
 /// One record per kernel and device image of `path`, priced under `settings` (its
 /// calibration); each image's cubin is written under `scratch` (named in the record's
 /// `cubins`) for the code views.
-pub fn records(path: &Path, scratch: &Path, settings: &Settings) -> Result<Vec<Value>, String> {
+pub fn records(path: &Path, scratch: &Path, settings: &Settings) -> Result<Vec<Line>, String> {
     let artifact = container::open(path).map_err(|e| e.to_string())?;
     let images = artifact
         .images()
@@ -41,7 +42,7 @@ pub fn records(path: &Path, scratch: &Path, settings: &Settings) -> Result<Vec<V
     Ok(out)
 }
 
-fn image_records(cubin: &Cubin, kept: &Path, location: &str, settings: &Settings) -> Vec<Value> {
+fn image_records(cubin: &Cubin, kept: &Path, location: &str, settings: &Settings) -> Vec<Line> {
     let sm = cubin.arch();
     let Some(arch) = crate::predict::Arch::from_sm(sm) else {
         return Vec::new();
@@ -70,21 +71,22 @@ fn image_records(cubin: &Cubin, kept: &Path, location: &str, settings: &Settings
                 dynamic_shared: None,
             };
             let e = evaluate(&plan, &pricing, cubin, &functions, None)?;
-            Some(json!({
-                "arch": format!("sm_{sm}"),
-                "kernel": f.name,
-                "output": location,
-                "source": "file",
-                "block_sizes": blocks,
-                "block_from": block_from,
-                "candidates": [e],
-                "pruned": [],
-                "chosen": 0,
-                "chosen_registers": regs,
-                "gain_percent": 0.0,
-                "reason": "the variant this file holds (a built file has no PTX to try other budgets; explain the .cu for the candidates)",
-                "cubins": { "candidates": [kept.display().to_string()] },
-            }))
+            Some(Line::Kernel(Box::new(Record {
+                arch: format!("sm_{sm}"),
+                kernel: f.name.clone(),
+                output: location.to_string(),
+                source: Some("file".to_string()),
+                block_sizes: blocks,
+                block_from: report_line::block_from(block_from),
+                candidates: vec![report_line::candidate(&e)],
+                chosen_registers: regs,
+                reason: "the variant this file holds (a built file has no PTX to try other budgets; explain the .cu for the candidates)".to_string(),
+                cubins: Some(KeptCubins {
+                    candidates: vec![kept.display().to_string()],
+                    before_rewrite: None,
+                }),
+                ..Record::default()
+            })))
         })
         .collect()
 }

@@ -9,11 +9,11 @@
 
 use std::fmt::Write;
 
-use serde_json::Value;
+use nvcc_orion_schema::Record;
 
 use super::svg::{cfg_chart, esc, occupancy_chart, pressure_chart};
 use super::view::KernelView;
-use super::{budget, checker, list, rejected};
+use super::{budget, checker, cycles, list, rejected};
 
 const CSS: &str = include_str!("page.css");
 const JS: &str = include_str!("page.js");
@@ -24,7 +24,7 @@ const ERROR_HOOK: &str = "window.addEventListener('error',function(e){var d=docu
 
 /// One kernel on the page: its record, and its code view or why there is none.
 pub struct Kernel<'a> {
-    pub(crate) record: &'a Value,
+    pub(crate) record: &'a Record,
     pub(crate) view: Result<KernelView, String>,
 }
 
@@ -46,10 +46,8 @@ pub fn page(what: &str, kernels: &[Kernel<'_>]) -> String {
         let _ = write!(
             s,
             "<a href=\"#k{i}\">{} {}</a>",
-            esc(k.record["arch"].as_str().unwrap_or("?")),
-            esc(&crate::cubin::symbols::short_name(
-                k.record["kernel"].as_str().unwrap_or("?")
-            ))
+            esc(&k.record.arch),
+            esc(&crate::cubin::symbols::short_name(&k.record.kernel))
         );
     }
     s.push_str("</nav>");
@@ -65,19 +63,19 @@ fn section(s: &mut String, i: usize, k: &Kernel<'_>) {
     let _ = write!(
         s,
         "<section class=\"kernel\" id=\"k{i}\"><h2>{} {}</h2><p class=\"note\">block size {} ({})</p>",
-        esc(r["arch"].as_str().unwrap_or("?")),
-        esc(r["kernel"].as_str().unwrap_or("?")),
-        esc(&list(&r["block_sizes"])),
-        esc(r["block_from"].as_str().unwrap_or("?")),
+        esc(&r.arch),
+        esc(&r.kernel),
+        esc(&list(&r.block_sizes)),
+        esc(r.block_from.name()),
     );
     table(s, r);
     let _ = write!(
         s,
         "<p class=\"reason\"><b>chose {} registers:</b> {}</p>",
-        r["chosen_registers"],
-        esc(r["reason"].as_str().unwrap_or(""))
+        r.chosen_registers,
+        esc(&r.reason)
     );
-    if let Some(t) = r["transform"].as_str() {
+    if let Some(t) = &r.transform {
         let _ = write!(s, "<p class=\"note\">{}</p>", esc(t));
     }
     if let Some(line) = super::assembly::line(r) {
@@ -92,7 +90,7 @@ fn section(s: &mut String, i: usize, k: &Kernel<'_>) {
         s,
         "<div class=\"charts\"><figure><figcaption>Occupancy against register budget</figcaption>{}<div class=\"legend\"><span>lines: warps/SM per block size ({}), dots on them: cliffs</span><span>red rings: candidates</span><span>green: chosen</span></div></figure></div>",
         occupancy_chart(r),
-        esc(&list(&r["block_sizes"]))
+        esc(&list(&r.block_sizes))
     );
     match &k.view {
         Err(why) => {
@@ -109,15 +107,12 @@ fn section(s: &mut String, i: usize, k: &Kernel<'_>) {
     }
 }
 
-fn table(s: &mut String, r: &Value) {
+fn table(s: &mut String, r: &Record) {
     s.push_str("<table class=\"cands\"><thead><tr><th></th><th class=\"l\">budget</th><th class=\"l\">kind</th><th>registers</th><th>spills</th><th>frame</th><th>shared</th><th>warps/SM</th><th>occupancy</th><th>cycles/warp</th><th class=\"l\">checker</th></tr></thead><tbody>");
-    let max_warps = r["arch"]
-        .as_str()
-        .and_then(super::svg::arch_of)
-        .map(|a| a.params().max_warps_per_sm());
-    let chosen = r["chosen"].as_u64().unwrap_or(0) as usize;
-    for (i, c) in r["candidates"].as_array().into_iter().flatten().enumerate() {
-        let (b, kind) = budget(r, c);
+    let max_warps = super::svg::arch_of(&r.arch).map(|a| a.params().max_warps_per_sm());
+    let chosen = r.chosen;
+    for (i, c) in r.candidates.iter().enumerate() {
+        let (b, kind) = budget(r, c.budget.as_ref());
         let _ = write!(
             s,
             "<tr{}><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td></tr>",
@@ -125,13 +120,13 @@ fn table(s: &mut String, r: &Value) {
             if i == chosen { "★" } else { "" },
             esc(&b),
             esc(kind),
-            c["registers"],
-            c["spill_instructions"],
-            c["frame_bytes"],
-            c["static_shared"],
-            esc(&list(&c["warps_per_sm"])),
-            occupancy(&c["warps_per_sm"], max_warps),
-            esc(&list(&c["cycles_per_warp"])),
+            c.registers,
+            c.spill_instructions,
+            c.frame_bytes,
+            c.static_shared,
+            esc(&list(&c.warps_per_sm)),
+            occupancy(&c.warps_per_sm, max_warps),
+            esc(&cycles(&c.cycles_per_warp)),
             esc(&checker(r, c)),
         );
     }
@@ -143,19 +138,18 @@ fn table(s: &mut String, r: &Value) {
         );
     }
     s.push_str("</tbody></table>");
-    let pruned: Vec<String> = r["pruned"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let pruned: Vec<String> = r
+        .pruned
+        .iter()
         .map(|p| {
-            let limit = p["limit"]
-                .as_str()
+            let limit = p
+                .limit
+                .as_ref()
                 .and_then(super::pruned::short)
                 .map_or(String::new(), |l| format!(", {l}"));
             format!(
                 "{} (at best {:+.1}%{limit})",
-                p["budget"]["regs"],
-                p["bound_percent"].as_f64().unwrap_or(0.0)
+                p.budget.regs, p.bound_percent
             )
         })
         .collect();
@@ -176,15 +170,13 @@ fn table(s: &mut String, r: &Value) {
 }
 
 /// `50%/25%`: warps per SM over the SM's warp slots, per block size.
-fn occupancy(warps: &Value, max: Option<u32>) -> String {
+fn occupancy(warps: &[u32], max: Option<u32>) -> String {
     let Some(max) = max.filter(|&m| m > 0) else {
         return "-".to_string();
     };
     warps
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|w| format!("{:.0}%", 100.0 * w.as_f64().unwrap_or(0.0) / f64::from(max)))
+        .iter()
+        .map(|&w| format!("{:.0}%", 100.0 * f64::from(w) / f64::from(max)))
         .collect::<Vec<_>>()
         .join("/")
 }

@@ -2,7 +2,7 @@
 //! occupancy calculator's limiting resources for the shipped candidate, in the words a user
 //! acts on (registers, shared memory, the block size, the SM's warp slots).
 
-use serde_json::Value;
+use nvcc_orion_schema::{Candidate, Record};
 
 use crate::predict::occupancy::{Limiter, Limiters};
 use crate::predict::{KernelResources, Launch, SharedBytes, occupancy};
@@ -30,20 +30,12 @@ fn words(set: Limiters) -> String {
 /// `/` where they differ (`registers/warps` for 128/256/512 threads), or `None` for an
 /// architecture without an occupancy table. A cubin counts the reserved shared kilobyte on
 /// sm_90+ and a relocatable one does not: the reading whose warps match the record's is used.
-pub fn of(record: &Value, c: &Value) -> Option<String> {
-    let arch = record["arch"].as_str().and_then(super::svg::arch_of)?;
-    let regs = u32::try_from(c["registers"].as_u64()?).ok()?;
-    let shared = u32::try_from(c["static_shared"].as_u64().unwrap_or(0)).unwrap_or(u32::MAX);
-    let recorded: Vec<u64> = c["warps_per_sm"]
-        .as_array()?
-        .iter()
-        .filter_map(Value::as_u64)
-        .collect();
-    let blocks: Vec<u32> = record["block_sizes"]
-        .as_array()?
-        .iter()
-        .filter_map(|b| u32::try_from(b.as_u64()?).ok())
-        .collect();
+pub fn of(record: &Record, c: &Candidate) -> Option<String> {
+    let arch = super::svg::arch_of(&record.arch)?;
+    let regs = c.registers;
+    let shared = u32::try_from(c.static_shared).unwrap_or(u32::MAX);
+    let recorded: Vec<u64> = c.warps_per_sm.iter().map(|&w| u64::from(w)).collect();
+    let blocks = &record.block_sizes;
     if blocks.is_empty() {
         return None;
     }
@@ -77,12 +69,19 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn rec(arch: &str, blocks: &[u32], regs: u32, shared: u32, warps: &[u32]) -> (Value, Value) {
+    fn rec(
+        arch: &str,
+        blocks: &[u32],
+        regs: u32,
+        shared: u32,
+        warps: &[u32],
+    ) -> (Record, Candidate) {
         let c = json!({"registers": regs, "static_shared": shared, "warps_per_sm": warps});
-        (
+        let r = super::super::record(
             json!({"arch": arch, "block_sizes": blocks, "candidates": [c.clone()]}),
-            c,
-        )
+        );
+        let c = r.candidates[0].clone();
+        (r, c)
     }
 
     #[test]

@@ -2,40 +2,40 @@
 //! profile measured the kernel): per variant, the measured time beside the predicted cycles,
 //! and the predictor's rank error (docs/selector.md §Profile-guided builds).
 
-use serde_json::Value;
+use nvcc_orion_schema::Record;
 
-use super::list;
+use super::cycles;
 
 /// The lines `explain` prints under a kernel's table; empty when nothing was measured.
-pub fn lines(record: &Value) -> Vec<String> {
-    let m = &record["measured"];
-    let Some(variants) = m["variants"].as_array() else {
+pub fn lines(record: &Record) -> Vec<String> {
+    let Some(m) = &record.measured else {
         return Vec::new();
     };
-    let file = m["profile"].as_str().unwrap_or("?");
-    let mut out = vec![match m["rank_error"].as_u64() {
+    let file = &m.profile;
+    let mut out = vec![match m.rank_error {
         Some(e) => format!(
             "    measured ({file}, {} launch configuration(s)); rank error {e} (the measured winner's place in the model's order)",
-            m["configurations"],
+            m.configurations,
         ),
         None => format!("    not measured in {file}; the variants a training build embeds:"),
     }];
-    for v in variants {
-        let us = v["measured_us"].as_f64().map_or_else(
+    for v in &m.variants {
+        let us = v.measured_us.map_or_else(
             || "not measured".to_string(),
             |t| format!("measured {t:.3} µs"),
         );
+        // The registers unpadded: the line as explain has always printed it.
         out.push(format!(
-            "    {} v{} {:<40} {:>4} REG  predicted {:>20} cycles/warp  {us}",
-            if v["variant"] == m["winner"] {
+            "    {} v{} {:<40} {} REG  predicted {:>20} cycles/warp  {us}",
+            if Some(v.variant) == m.winner {
                 "*"
             } else {
                 " "
             },
-            v["variant"],
-            v["name"].as_str().unwrap_or("?"),
-            v["registers"],
-            list(&v["cycles_per_warp"]),
+            v.variant,
+            v.name,
+            v.registers,
+            cycles(&v.cycles_per_warp),
         ));
     }
     out
@@ -43,7 +43,11 @@ pub fn lines(record: &Value) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use serde_json::Value;
+
+    fn lines(v: Value) -> Vec<String> {
+        super::lines(&super::super::record(v))
+    }
 
     #[test]
     fn measured_beside_predicted() {
@@ -55,7 +59,7 @@ mod tests {
               {"variant":2,"name":"k__orion_v2","candidate":2,"registers":40,"cycles_per_warp":[4032.9],"measured_us":null}]}}"#,
         )
         .unwrap();
-        let l = lines(&r);
+        let l = lines(r);
         assert_eq!(l.len(), 4, "{l:#?}");
         assert!(
             l[0].contains("run.json, 2 launch configuration(s)); rank error 1"),
@@ -74,13 +78,13 @@ mod tests {
         );
         assert!(l[2].starts_with("    * v1 k__orion_v1"), "{}", l[2]);
         assert!(l[3].ends_with("cycles/warp  not measured"), "{}", l[3]);
-        assert!(lines(&serde_json::json!({})).is_empty());
+        assert!(lines(serde_json::json!({})).is_empty());
         let none: Value = serde_json::from_str(
             r#"{"measured":{"profile":"run.json","configurations":0,
             "variants":[{"variant":0,"name":"k","candidate":0,"registers":32,"cycles_per_warp":[1.0],"measured_us":null}]}}"#,
         )
         .unwrap();
-        let l = lines(&none);
+        let l = lines(none);
         assert_eq!(
             l[0],
             "    not measured in run.json; the variants a training build embeds:"

@@ -3,40 +3,35 @@
 //! expected to hit at its occupancy, the cycles per warp each term asks for, which one sets the
 //! prediction, and a budget's bound. Shown at the first block size the candidate launches at.
 
-use serde_json::Value;
+use nvcc_orion_schema::{Candidate, Level, MemoryTerms, Record, Traffic};
 
 use super::budget;
 
 /// The lines under a kernel's table: one per candidate that was priced.
-pub fn lines(record: &Value) -> Vec<String> {
-    let blocks: Vec<String> = record["block_sizes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|b| b.to_string())
-        .collect();
+pub fn lines(record: &Record) -> Vec<String> {
     let mut out = Vec::new();
-    for c in record["candidates"].as_array().into_iter().flatten() {
-        let Some((at, m)) = c["memory"]
-            .as_array()
-            .into_iter()
-            .flatten()
+    for c in &record.candidates {
+        let Some((at, m)) = c
+            .memory
+            .iter()
             .enumerate()
-            .find(|(_, m)| !m.is_null())
+            .find_map(|(i, m)| Some((i, m.as_ref()?)))
         else {
             continue;
         };
-        let (b, _) = budget(record, c);
+        let (b, _) = budget(record, c.budget.as_ref());
         out.push(format!(
             "    memory {b:<6} {} per warp{}; {}; cycles/warp at {} threads: {}{}{}",
-            bytes(&c["bytes"]),
+            bytes(&c.bytes),
             spills(c, m),
             terms(m),
-            blocks.get(at).map_or("?", String::as_str),
-            m["bound_by"].as_str().unwrap_or("?"),
+            record
+                .block_sizes
+                .get(at)
+                .map_or("?".to_string(), u32::to_string),
+            m.bound_by.name(),
             held(c, m, at),
-            c["bound_percent"]
-                .as_f64()
+            c.bound_percent
                 .map_or(String::new(), |p| format!("; bound {p:+.1}%")),
         ));
     }
@@ -52,9 +47,9 @@ pub fn lines(record: &Value) -> Vec<String> {
 }
 
 /// When ptxas's own code raised the candidate's price: what it was alone.
-fn held(c: &Value, m: &Value, at: usize) -> String {
-    let own = m["own_cycles"].as_f64().unwrap_or(0.0);
-    match c["cycles_per_warp"][at].as_f64() {
+fn held(c: &Candidate, m: &MemoryTerms, at: usize) -> String {
+    let own = m.own_cycles;
+    match c.cycles_per_warp.get(at).copied().flatten() {
         Some(priced) if own > 0.0 && priced > own * 1.001 => {
             format!(" (alone {own:.0}, held at ptxas's own work: {priced:.0})")
         }
@@ -70,53 +65,50 @@ fn kib(n: f64) -> String {
     }
 }
 
-fn bytes(t: &Value) -> String {
-    let f = |k: &str| t[k].as_f64().unwrap_or(0.0);
+fn bytes(t: &Traffic) -> String {
     format!(
         "global {}, local {}, shared {}",
-        kib(f("global")),
-        kib(f("local")),
-        kib(f("shared"))
+        kib(t.global),
+        kib(t.local),
+        kib(t.shared)
     )
 }
 
-fn spills(c: &Value, m: &Value) -> String {
-    if c["bytes"]["local"].as_f64().unwrap_or(0.0) == 0.0 {
+fn spills(c: &Candidate, m: &MemoryTerms) -> String {
+    if c.bytes.local == 0.0 {
         return String::new();
     }
-    let f = |k: &str| m[k].as_f64().unwrap_or(0.0);
-    let (l1, l2) = (f("l1_hit"), f("l2_hit"));
+    let (l1, l2) = (m.l1_hit, m.l2_hit);
     format!(
         "; spills hit {} ({:.0}% L1, {:.0}% L2, {:.0}% DRAM: {} local on {} of L1)",
-        match m["spills_hit"].as_str() {
-            Some("l1") => "L1",
-            Some("l2") => "L2",
-            Some("dram") => "DRAM",
-            _ => "?",
+        match m.spills_hit {
+            Level::L1 => "L1",
+            Level::L2 => "L2",
+            Level::Dram => "DRAM",
+            Level::Other(_) => "?",
         },
         100.0 * l1,
         100.0 * (1.0 - l1) * l2,
         100.0 * (1.0 - l1) * (1.0 - l2),
-        kib(f("working_set")),
-        kib(f("l1_bytes")),
+        kib(m.working_set as f64),
+        kib(f64::from(m.l1_bytes)),
     )
 }
 
-fn terms(m: &Value) -> String {
-    let f = |k: &str| m[k].as_f64().unwrap_or(0.0);
+fn terms(m: &MemoryTerms) -> String {
     format!(
         "latency {:.0}, issue {:.0}, L1 {:.0}, L2 {:.0}, DRAM {:.0}",
-        f("latency"),
-        f("issue"),
-        f("l1"),
-        f("l2"),
-        f("dram")
+        m.latency, m.issue, m.l1, m.l2, m.dram
     )
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use serde_json::Value;
+
+    fn lines(v: Value) -> Vec<String> {
+        super::lines(&super::super::record(v))
+    }
 
     #[test]
     fn a_spilling_candidate_says_where_its_spills_hit() {
@@ -131,7 +123,7 @@ mod tests {
                  "latency":90,"issue":60,"l1":832,"l2":2000,"dram":1300,"bound_by":"l2","own_cycles":1500}]}]}"#,
         )
         .unwrap();
-        let l = lines(&r);
+        let l = lines(r);
         assert_eq!(l.len(), 3, "{l:#?}");
         assert!(
             l[1].contains("ptxas") && l[1].contains("global 4.0 KiB, local 0 B"),
@@ -157,6 +149,6 @@ mod tests {
             "{}",
             l[2]
         );
-        assert!(lines(&serde_json::json!({"candidates": []})).is_empty());
+        assert!(lines(serde_json::json!({"candidates": []})).is_empty());
     }
 }

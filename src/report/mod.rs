@@ -5,8 +5,9 @@
 //! kernel (with its occupancy [`limiter`]), a terminal [`summary`], the overview page
 //! ([`project_html`]) and what [`changes`] between two builds.
 //!
-//! Records stay `serde_json::Value`s here: a report may come from another nvcc-orion version,
-//! and a missing field must cost one cell of a table, not the whole explanation.
+//! Records are the report's schema ([`nvcc_orion_schema`]), the types the tuner writes: a report
+//! from another nvcc-orion version reads with defaults for the fields it lacks, so a missing
+//! field costs one cell of a table, not the whole explanation.
 
 pub mod assembly;
 pub mod changes;
@@ -26,79 +27,80 @@ pub mod table;
 pub mod variants;
 pub mod view;
 
-use serde_json::Value;
+use nvcc_orion_schema::{Budget, Candidate, Record, Rewrite};
 
-/// `128/256` from a JSON array of numbers (floats rounded), `-` when absent.
-pub fn list(v: &Value) -> String {
-    v.as_array().map_or_else(
-        || "-".to_string(),
-        |a| {
-            a.iter()
-                .map(|x| match x.as_f64() {
-                    Some(f) if x.is_f64() => format!("{f:.0}"),
-                    _ => x.to_string(),
-                })
-                .collect::<Vec<_>>()
-                .join("/")
-        },
-    )
+/// `128/256`: block sizes, or warps per SM per block size.
+pub fn list(v: &[u32]) -> String {
+    v.iter().map(u32::to_string).collect::<Vec<_>>().join("/")
 }
 
-/// A candidate's budget column and kind, from its `budget` (null: ptxas's own choice, or the
+/// `5828/4033`: predicted cycles per block size (rounded), `null` where a variant cannot
+/// launch.
+pub fn cycles(v: &[Option<f64>]) -> String {
+    v.iter()
+        .map(|c| c.map_or_else(|| "null".to_string(), |f| format!("{f:.0}")))
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// A candidate's budget column and kind, from its `budget` (`None`: ptxas's own choice, or the
 /// only variant a built file holds).
-pub fn budget(record: &Value, c: &Value) -> (String, &'static str) {
-    let b = &c["budget"];
-    if b.is_null() {
-        return if record["source"] == "file" {
+pub fn budget(record: &Record, b: Option<&Budget>) -> (String, &'static str) {
+    let Some(b) = b else {
+        return if record.is_built_file() {
             ("-".to_string(), "as built")
         } else {
             ("ptxas".to_string(), "baseline")
         };
-    }
-    let regs = b["regs"].as_u64().unwrap_or(0);
-    let kind = if b["spill_to_shared"] == true {
-        "spill → shared"
-    } else if !b["regdem_from"].is_null() {
-        "register demotion"
-    } else if b["smem_spill"] == true {
-        ".maxnreg+smem spill"
-    } else {
-        ".maxnreg"
     };
-    (regs.to_string(), kind)
+    let kind = match b.rewrite() {
+        Some(Rewrite::SpillToShared) => "spill → shared",
+        Some(Rewrite::RegisterDemotion { .. }) => "register demotion",
+        None if b.smem_spill => ".maxnreg+smem spill",
+        None => ".maxnreg",
+    };
+    (b.regs.to_string(), kind)
+}
+
+/// A budget's tag after its registers in the short lists (`40+spill2smem`, `32+smem`): the
+/// spelling of `--orion-force` and the tuner's notes.
+pub fn budget_tag(b: &Budget) -> &'static str {
+    match b.rewrite() {
+        Some(Rewrite::SpillToShared) => "+spill2smem",
+        Some(Rewrite::RegisterDemotion { .. }) => "+regdem",
+        None if b.smem_spill => "+smem",
+        None => "",
+    }
 }
 
 /// The checker's column for a candidate: only our SASS rewrites are checked; what ptxas made
 /// alone is `n/a`.
-pub fn checker(record: &Value, c: &Value) -> String {
-    // A register-demotion candidate exists only once proved (and scheduling-checked).
-    if !c["budget"]["regdem_from"].is_null() {
-        return "proved".to_string();
+pub fn checker(record: &Record, c: &Candidate) -> String {
+    match c.budget.as_ref().and_then(Budget::rewrite) {
+        // A register-demotion candidate exists only once proved (and scheduling-checked).
+        Some(Rewrite::RegisterDemotion { .. }) => return "proved".to_string(),
+        Some(Rewrite::SpillToShared) => {}
+        None => return "n/a".to_string(),
     }
-    if c["budget"]["spill_to_shared"] != true {
-        return "n/a".to_string();
-    }
-    match (&record["verdict"]["proved"], record["transform"].as_str()) {
-        (Value::Bool(true), _) => "proved".to_string(),
-        (Value::Bool(false), _) => format!(
-            "rejected: {}",
-            record["verdict"]["detail"].as_str().unwrap_or("?")
-        ),
+    match (&record.verdict, record.transform.as_deref()) {
+        (Some(v), _) if v.proved => "proved".to_string(),
+        (Some(v), _) => format!("rejected: {}", v.detail),
         // A report from before the structured verdict: the note says it.
-        (_, Some(t)) if t.contains("not applied") => "rejected".to_string(),
-        (_, Some(_)) => "proved".to_string(),
-        _ => "?".to_string(),
+        (None, Some(t)) if t.contains("not applied") => "rejected".to_string(),
+        (None, Some(_)) => "proved".to_string(),
+        (None, None) => "?".to_string(),
     }
 }
 
 /// The spill → shared candidate the checker refused: it never became a candidate, but the
 /// table shows it with the reason. `(budget, reason)`.
-pub fn rejected(record: &Value) -> Option<(u64, String)> {
-    let v = &record["verdict"];
-    (v["proved"] == false).then(|| {
-        (
-            v["budget"].as_u64().unwrap_or(0),
-            v["detail"].as_str().unwrap_or("?").to_string(),
-        )
-    })
+pub fn rejected(record: &Record) -> Option<(u32, String)> {
+    let v = record.verdict.as_ref()?;
+    (!v.proved).then(|| (v.budget, v.detail.clone()))
+}
+
+/// A report's records from their JSON (for the tests of the modules here).
+#[cfg(test)]
+pub(crate) fn record(v: serde_json::Value) -> Record {
+    serde_json::from_value(v).expect("a record")
 }

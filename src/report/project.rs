@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
+use nvcc_orion_schema::Line;
 
 use super::row::{self, Row};
 
@@ -46,26 +46,20 @@ impl Totals {
 impl Project {
     /// From report records in the order they were written: a later record of the same kernel,
     /// architecture and file replaces an earlier one.
-    pub fn from_records(records: &[Value]) -> Project {
+    pub fn from_records(records: &[Line]) -> Project {
         let mut rows: BTreeMap<(String, String, String), Row> = BTreeMap::new();
         let mut passed: BTreeMap<String, PassedThrough> = BTreeMap::new();
-        for r in records {
-            if let Some(reason) = r["passed_through"].as_str() {
-                let inputs = r["inputs"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .collect::<Vec<_>>()
-                    .join(" ");
+        for line in records {
+            if let Line::Passed(p) = line {
+                let inputs = p.inputs.join(" ");
                 passed.insert(
                     inputs.clone(),
                     PassedThrough {
                         inputs,
-                        reason: reason.to_string(),
+                        reason: p.passed_through.clone(),
                     },
                 );
-            } else if let Some(row) = row::of(r) {
+            } else if let Some(row) = line.kernel().and_then(row::of) {
                 // A compile that ran again since was tuned: its pass-through is history.
                 passed.remove(&row.file);
                 rows.insert(row.key(), row);
@@ -75,6 +69,16 @@ impl Project {
             rows: rows.into_values().collect(),
             passed: passed.into_values().collect(),
         }
+    }
+
+    /// From report lines as JSON (the tests' records).
+    #[cfg(test)]
+    pub(crate) fn from_values(values: &[serde_json::Value]) -> Project {
+        let lines: Vec<Line> = values
+            .iter()
+            .map(|v| Line::from_value(v.clone()).expect("a report line"))
+            .collect();
+        Project::from_records(&lines)
     }
 
     pub fn files(&self) -> usize {
@@ -139,7 +143,7 @@ fn arch_number(s: &str) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn rec(unit: &str, kernel: &str, arch: &str, regs: u32, chosen: usize) -> Value {
         json!({"arch": arch, "kernel": kernel, "unit": unit, "block_sizes": [256], "block_from": "launch-bounds",
@@ -160,7 +164,7 @@ mod tests {
             // a.cu rebuilt: its sm_90 kernel retuned now.
             rec("a.cu", "k1", "sm_90", 128, 1),
         ];
-        let p = Project::from_records(&records);
+        let p = Project::from_values(&records);
         assert_eq!(p.rows.len(), 3);
         assert_eq!(p.files(), 2);
         assert_eq!(p.arches(), ["sm_80", "sm_90"]);

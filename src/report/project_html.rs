@@ -284,7 +284,7 @@ mod tests {
                     "pruned": [], "chosen": 0, "reason": "no lower budget raises occupancy", "assembly": "spliced"})
             })
             .collect();
-        let p = Project::from_records(&recs);
+        let p = Project::from_values(&recs);
         let html = page("r.jsonl", &p, Some(("old.jsonl", &[])));
         assert_eq!(html.matches("<tr data-spills=").count(), 3);
         assert!(html.contains("data-col=\"change\""));

@@ -2,9 +2,9 @@
 //! (the file it came from, architecture, registers, spills, occupancy and its limiter, launch
 //! bounds, what the tuner tried, what it chose and why, how the cubin was assembled).
 
-use serde_json::Value;
+use nvcc_orion_schema::{Assembly, Budget, Candidate, Limit, Record};
 
-use super::{budget, list};
+use super::{budget, budget_tag, list};
 
 /// A kernel and architecture of the project.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,28 +48,27 @@ impl Row {
 }
 
 /// The row of one kernel record (`None` for a record that names no kernel).
-pub fn of(r: &Value) -> Option<Row> {
-    let kernel = r["kernel"].as_str()?.to_string();
-    let cands = r["candidates"].as_array()?;
-    let chosen = r["chosen"].as_u64().unwrap_or(0) as usize;
-    let base = cands.first()?;
-    let c = cands.get(chosen).unwrap_or(base);
-    let num = |v: &Value, k: &str| v[k].as_u64().unwrap_or(0);
-    let (chose_budget, kind) = budget(r, c);
-    let retuned = chosen != 0;
+pub fn of(r: &Record) -> Option<Row> {
+    if r.kernel.is_empty() {
+        return None;
+    }
+    let base = r.baseline()?;
+    let c = r.chosen_candidate()?;
+    let (chose_budget, kind) = budget(r, c.budget.as_ref());
+    let retuned = r.chosen != 0;
     Some(Row {
         file: file_of(r),
-        name: crate::cubin::symbols::short_name(&kernel),
-        kernel,
-        arch: r["arch"].as_str().unwrap_or("?").to_string(),
-        ptxas_regs: num(base, "registers"),
-        regs: num(c, "registers"),
-        ptxas_spills: num(base, "spill_instructions"),
-        spills: num(c, "spill_instructions"),
+        name: crate::cubin::symbols::short_name(&r.kernel),
+        kernel: r.kernel.clone(),
+        arch: r.arch.clone(),
+        ptxas_regs: u64::from(base.registers),
+        regs: u64::from(c.registers),
+        ptxas_spills: u64::from(base.spill_instructions),
+        spills: u64::from(c.spill_instructions),
         occupancy: occupancy(r, c),
         limiter: super::limiter::of(r, c).unwrap_or_else(|| "-".to_string()),
-        blocks: list(&r["block_sizes"]),
-        bounds: r["block_from"].as_str().unwrap_or("?").to_string(),
+        blocks: list(&r.block_sizes),
+        bounds: r.block_from.name().to_string(),
         tried: tried(r),
         chose: if retuned {
             format!("{chose_budget} ({kind})")
@@ -77,19 +76,19 @@ pub fn of(r: &Value) -> Option<Row> {
             "ptxas".to_string()
         },
         retuned,
-        why: kept_group(r).unwrap_or_else(|| why(r["reason"].as_str().unwrap_or(""), retuned)),
-        reason: r["reason"].as_str().unwrap_or("").to_string(),
-        assembly: r["assembly"].as_str().unwrap_or("").to_string(),
+        why: kept_group(r).unwrap_or_else(|| why(&r.reason, retuned)),
+        reason: r.reason.clone(),
+        assembly: r.assembly.as_ref().map_or("", Assembly::name).to_string(),
     })
 }
 
 /// The record's translation unit; a report from before `unit` names the step's output, whose
 /// nvcc temporary name (`tmpxft_…-8_walk.sm_90.cubin`) still carries the source's stem.
-fn file_of(r: &Value) -> String {
-    if let Some(u) = r["unit"].as_str() {
-        return u.to_string();
+fn file_of(r: &Record) -> String {
+    if let Some(u) = &r.unit {
+        return u.clone();
     }
-    let out = r["output"].as_str().unwrap_or("?");
+    let out = r.output.as_str();
     let base = out.rsplit('/').next().unwrap_or(out);
     let base = match base.strip_prefix("tmpxft_") {
         Some(rest) => rest.split_once('_').map_or(rest, |(_, r)| r),
@@ -105,38 +104,29 @@ fn file_of(r: &Value) -> String {
 }
 
 /// Percent of the warp slots per block size (empty for an untuned architecture).
-fn occupancy(r: &Value, c: &Value) -> Vec<u32> {
-    let Some(max) = r["arch"]
-        .as_str()
-        .and_then(super::svg::arch_of)
+fn occupancy(r: &Record, c: &Candidate) -> Vec<u32> {
+    let Some(max) = super::svg::arch_of(&r.arch)
         .map(|a| a.params().max_warps_per_sm())
         .filter(|&m| m > 0)
     else {
         return Vec::new();
     };
-    c["warps_per_sm"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|w| (100 * w.as_u64().unwrap_or(0) / u64::from(max)) as u32)
-        .collect()
+    c.warps_per_sm.iter().map(|&w| 100 * w / max).collect()
 }
 
 /// `40, 32, 32+smem; pruned 56`: the candidates built besides ptxas's own, then the budgets
 /// not built; `-` when nothing was.
-fn tried(r: &Value) -> String {
-    let built: Vec<String> = r["candidates"]
-        .as_array()
-        .into_iter()
-        .flatten()
+fn tried(r: &Record) -> String {
+    let built: Vec<String> = r
+        .candidates
+        .iter()
         .skip(1)
-        .map(|c| budget_word(r, c))
+        .map(|c| budget_word(r, c.budget.as_ref()))
         .collect();
-    let pruned: Vec<String> = r["pruned"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|p| budget_word(r, &serde_json::json!({ "budget": p["budget"] })))
+    let pruned: Vec<String> = r
+        .pruned
+        .iter()
+        .map(|p| budget_word(r, Some(&p.budget)))
         .collect();
     let mut s = built.join(", ");
     if !pruned.is_empty() {
@@ -149,29 +139,23 @@ fn tried(r: &Value) -> String {
     if s.is_empty() { "-".to_string() } else { s }
 }
 
-fn budget_word(r: &Value, c: &Value) -> String {
-    let (b, kind) = budget(r, c);
-    let tag = match kind {
-        ".maxnreg+smem spill" => "+smem",
-        "spill → shared" => "+spill2smem",
-        "register demotion" => "+regdem",
-        _ => "",
-    };
-    format!("{b}{tag}")
+fn budget_word(r: &Record, b: Option<&Budget>) -> String {
+    let (word, _) = budget(r, b);
+    format!("{word}{}", b.map_or("", budget_tag))
 }
 
 /// For a kernel whose lower budgets the model's bound pruned, the assumption that decided
 /// (the record's `kept_by`), as the group's words.
-fn kept_group(r: &Value) -> Option<&'static str> {
-    if r["chosen"].as_u64().unwrap_or(0) != 0 {
+fn kept_group(r: &Record) -> Option<&'static str> {
+    if r.chosen != 0 {
         return None;
     }
-    Some(match r["kept_by"].as_str()? {
-        "dram-without-reuse" => "pruned: DRAM-bound if no data is reused",
-        "issue" => "pruned: issue-bound",
-        "latency" => "pruned: more warps hide too little latency",
-        "l1" => "pruned: L1-bound",
-        "l2" => "pruned: L2-bound",
+    Some(match r.kept_by.as_ref()? {
+        Limit::DramWithoutReuse => "pruned: DRAM-bound if no data is reused",
+        Limit::Issue => "pruned: issue-bound",
+        Limit::Latency => "pruned: more warps hide too little latency",
+        Limit::L1 => "pruned: L1-bound",
+        Limit::L2 => "pruned: L2-bound",
         _ => return None,
     })
 }
@@ -208,7 +192,11 @@ pub fn why(reason: &str, retuned: bool) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
+
+    fn of(v: Value) -> Option<Row> {
+        super::of(&crate::report::record(v))
+    }
 
     fn record() -> Value {
         json!({"arch":"sm_90","kernel":"_Z13walk_featuresPKiPKfPfii","output":"tmpxft_00005e95_00000000-8_walk.sm_90.cubin",
@@ -225,7 +213,7 @@ mod tests {
 
     #[test]
     fn a_retuned_kernel() {
-        let row = of(&record()).unwrap();
+        let row = of(record()).unwrap();
         assert_eq!(
             row.file,
             "walk (from tmpxft_00005e95_00000000-8_walk.sm_90.cubin)"
@@ -247,21 +235,21 @@ mod tests {
         r["chosen"] = 0.into();
         r["unit"] = "src/walk.cu".into();
         r["reason"] = "best candidate (32 registers) predicted +2.0%, below the 5% margin".into();
-        let row = of(&r).unwrap();
+        let row = of(r.clone()).unwrap();
         assert_eq!(row.file, "src/walk.cu");
         assert_eq!((row.regs, row.spills), (64, 0));
         assert_eq!(row.occupancy, vec![50, 50, 50]);
         assert_eq!(row.limiter, "registers");
         assert_eq!(row.chose, "ptxas");
         assert_eq!(row.why, "tried: below the margin");
-        assert!(of(&json!({"passed_through": "-G"})).is_none());
+        assert!(of(json!({"passed_through": "-G"})).is_none());
         // The assumption that decided, where the record has it.
         r["kept_by"] = "dram-without-reuse".into();
         assert_eq!(
-            of(&r).unwrap().why,
+            of(r.clone()).unwrap().why,
             "pruned: DRAM-bound if no data is reused"
         );
         r["kept_by"] = "below-margin".into();
-        assert_eq!(of(&r).unwrap().why, "tried: below the margin");
+        assert_eq!(of(r.clone()).unwrap().why, "tried: below the margin");
     }
 }

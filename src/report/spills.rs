@@ -4,18 +4,18 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
+use nvcc_orion_schema::{Budget, Record, Rewrite};
 
 /// Why a kernel's spills stayed in local memory, from its record.
-pub fn refusal_kind(record: &Value) -> Option<&'static str> {
-    let v = &record["verdict"];
-    if v["proved"] == true {
+pub fn refusal_kind(record: &Record) -> Option<&'static str> {
+    let Some(v) = &record.verdict else {
+        return Some("not offered");
+    };
+    if v.proved {
         return None;
     }
-    let detail = v["detail"].as_str().unwrap_or("");
-    Some(if v.is_null() {
-        "not offered"
-    } else if detail.contains("shared memory") {
+    let detail = v.detail.as_str();
+    Some(if detail.contains("shared memory") {
         "no shared memory"
     } else if detail.contains("registers, above the limit") {
         "cap with no room"
@@ -34,13 +34,13 @@ pub fn refusal_kind(record: &Value) -> Option<&'static str> {
 /// over the records of kernels that spill under ptxas or had the rewrite tried; `None` when
 /// no record tried it. *Partly moved*: the chosen rewrite left spills in local memory (the
 /// area for all of them did not fit).
-pub fn summary(records: &[Value]) -> Option<String> {
-    let tried = |r: &Value| {
-        r["transform"]
-            .as_str()
+pub fn summary(records: &[&Record]) -> Option<String> {
+    let tried = |r: &Record| {
+        r.transform
+            .as_deref()
             .is_some_and(|t| t.contains("spill → shared"))
     };
-    if !records.iter().any(tried) {
+    if !records.iter().any(|r| tried(r)) {
         return None;
     }
     let (mut moved, mut partly, mut kept) = (0, 0, 0);
@@ -48,17 +48,16 @@ pub fn summary(records: &[Value]) -> Option<String> {
     for r in records {
         // Kernels that spill under ptxas, and those whose spills at a lower budget the
         // rewrite was tried on (a moved kernel must never read as "0 moved").
-        let spills = r["candidates"][0]["spill_instructions"]
-            .as_u64()
-            .unwrap_or(0);
+        let spills = r.baseline().map_or(0, |c| c.spill_instructions);
         if spills == 0 && !tried(r) {
             continue;
         }
-        let chosen = r["chosen"].as_u64().unwrap_or(0) as usize;
-        let c = &r["candidates"][chosen];
-        let chose_it = c["budget"]["spill_to_shared"] == true;
+        let c = r.candidates.get(r.chosen);
+        let chose_it = c.and_then(|c| c.budget.as_ref()).and_then(Budget::rewrite)
+            == Some(Rewrite::SpillToShared);
+        let left = c.map_or(0, |c| c.spill_instructions);
         match refusal_kind(r) {
-            None if chose_it && c["spill_instructions"].as_u64().unwrap_or(0) > 0 => partly += 1,
+            None if chose_it && left > 0 => partly += 1,
             None if chose_it => moved += 1,
             None => kept += 1,
             Some(k) => *refused.entry(k).or_default() += 1,
@@ -82,14 +81,15 @@ pub fn summary(records: &[Value]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
-    fn rec(spills: u32, chosen_smem: bool, verdict: Value) -> Value {
+    fn rec(spills: u32, chosen_smem: bool, verdict: Value) -> Record {
         rec_left(spills, chosen_smem, verdict, 0)
     }
 
     /// `left`: spill instructions the chosen rewrite left in local memory.
-    fn rec_left(spills: u32, chosen_smem: bool, verdict: Value, left: u32) -> Value {
-        serde_json::json!({
+    fn rec_left(spills: u32, chosen_smem: bool, verdict: Value, left: u32) -> Record {
+        super::super::record(serde_json::json!({
             "transform": "spill → shared at 32: …",
             "candidates": [
                 {"budget": null, "spill_instructions": spills},
@@ -98,7 +98,7 @@ mod tests {
             ],
             "chosen": u64::from(chosen_smem),
             "verdict": verdict,
-        })
+        }))
     }
 
     #[test]
@@ -124,7 +124,7 @@ mod tests {
             ),
         ];
         assert_eq!(
-            summary(&records).unwrap(),
+            summary(&records.iter().collect::<Vec<_>>()).unwrap(),
             "spill → shared: 2 moved, 1 partly moved, 1 proved but slower than ptxas's, 5 refused \
              (2 no shared memory, 2 not offered, 1 proof)"
         );
@@ -135,7 +135,8 @@ mod tests {
             refusal_kind(&rec(10, false, no_register)),
             Some("no free register")
         );
-        let untried = serde_json::json!({"candidates": [{"spill_instructions": 3}]});
-        assert_eq!(summary(&[untried]), None);
+        let untried =
+            super::super::record(serde_json::json!({"candidates": [{"spill_instructions": 3}]}));
+        assert_eq!(summary(&[&untried]), None);
     }
 }

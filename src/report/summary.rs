@@ -148,7 +148,7 @@ mod tests {
                 "pruned": [], "chosen": chosen,
                 "reason": if chosen == 0 {"best candidate (32 registers) predicted +1.0%, below the 5% margin"} else {"predicted 20.0% faster than ptxas's choice (margin 5%)"}})
         };
-        let p = Project::from_records(&[
+        let p = Project::from_values(&[
             r("a.cu", "ka", 1),
             r("b.cu", "kb", 0),
             json!({"passed_through": "-G (device debug)", "inputs": ["dbg.cu"]}),

@@ -10,7 +10,7 @@
 
 use std::fmt::Write;
 
-use serde_json::Value;
+use nvcc_orion_schema::{Candidate, Record};
 
 use super::view::{Code, KernelView};
 use crate::predict::{Arch, KernelResources, Launch, SharedBytes, occupancy, register_cliffs};
@@ -53,19 +53,12 @@ pub type Curves = Vec<(u32, Vec<(u32, u32)>)>;
 
 /// Warps per SM at each register budget, per block size, from the baseline's shared size.
 /// Returns (block size, [(budget, warps)] for budgets 1..=255).
-pub fn occupancy_curves(record: &Value) -> Option<Curves> {
-    let arch = arch_of(record["arch"].as_str()?)?;
-    let shared = record["candidates"][0]["static_shared"]
-        .as_u64()
-        .unwrap_or(0);
-    let shared = SharedBytes::FromCubin(u32::try_from(shared).unwrap_or(u32::MAX));
-    let blocks: Vec<u32> = record["block_sizes"]
-        .as_array()?
-        .iter()
-        .filter_map(|b| u32::try_from(b.as_u64()?).ok())
-        .collect();
+pub fn occupancy_curves(record: &Record) -> Option<Curves> {
+    let arch = arch_of(&record.arch)?;
+    let shared = SharedBytes::FromCubin(baseline_shared(record));
     Some(
-        blocks
+        record
+            .block_sizes
             .iter()
             .map(|&t| {
                 let pts = (1..=255)
@@ -84,23 +77,15 @@ pub fn occupancy_curves(record: &Value) -> Option<Curves> {
 }
 
 /// The occupancy cliffs per block size: the highest budget of each occupancy level.
-pub fn cliffs(record: &Value) -> Curves {
-    let Some(arch) = record["arch"].as_str().and_then(arch_of) else {
+pub fn cliffs(record: &Record) -> Curves {
+    let Some(arch) = arch_of(&record.arch) else {
         return Vec::new();
     };
-    let shared = record["candidates"][0]["static_shared"]
-        .as_u64()
-        .unwrap_or(0);
-    let k = KernelResources::new(
-        255,
-        SharedBytes::FromCubin(u32::try_from(shared).unwrap_or(u32::MAX)),
-    );
-    record["block_sizes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|b| u32::try_from(b.as_u64()?).ok())
-        .map(|t| {
+    let k = KernelResources::new(255, SharedBytes::FromCubin(baseline_shared(record)));
+    record
+        .block_sizes
+        .iter()
+        .map(|&t| {
             let c = register_cliffs(arch, &k, &Launch::new(t))
                 .unwrap_or_default()
                 .into_iter()
@@ -111,18 +96,27 @@ pub fn cliffs(record: &Value) -> Curves {
         .collect()
 }
 
+/// ptxas's own static shared memory (the occupancy curves' shared size).
+fn baseline_shared(record: &Record) -> u32 {
+    let shared = record.baseline().map_or(0, |c| c.static_shared);
+    u32::try_from(shared).unwrap_or(u32::MAX)
+}
+
+/// A candidate's registers and warps per SM at the first block size, as chart coordinates.
+fn point(c: &Candidate) -> (f64, f64) {
+    let wp = c.warps_per_sm.first().copied().unwrap_or(0);
+    (f64::from(c.registers), f64::from(wp))
+}
+
 const LINE_COLOURS: [&str; 4] = ["#1f77b4", "#9467bd", "#8c564b", "#7f7f7f"];
 
 /// Occupancy (warps per SM) against the register budget: a step line per block size, the
 /// cliffs, every candidate, and the chosen one labelled.
-pub fn occupancy_chart(record: &Value) -> String {
+pub fn occupancy_chart(record: &Record) -> String {
     let Some(curves) = occupancy_curves(record) else {
         return "<p class=\"note\">no occupancy table for this architecture</p>".to_string();
     };
-    let max_warps = record["arch"]
-        .as_str()
-        .and_then(arch_of)
-        .map_or(64, |a| a.params().max_warps_per_sm());
+    let max_warps = arch_of(&record.arch).map_or(64, |a| a.params().max_warps_per_sm());
     let w = OCC_W + PAD_L + 16.0;
     let h = OCC_H + PAD_T + PAD_B;
     let x = |r: f64| PAD_L + r / 256.0 * OCC_W;
@@ -198,12 +192,11 @@ pub fn occupancy_chart(record: &Value) -> String {
             );
         }
     }
-    let chosen = record["chosen"].as_u64().unwrap_or(0) as usize;
-    let cands = record["candidates"].as_array().cloned().unwrap_or_default();
+    let chosen = record.chosen;
+    let cands = &record.candidates;
     for (i, c) in cands.iter().enumerate() {
-        let regs = c["registers"].as_f64().unwrap_or(0.0);
-        let wp = c["warps_per_sm"][0].as_f64().unwrap_or(0.0);
-        let (b, kind) = super::budget(record, c);
+        let (regs, wp) = point(c);
+        let (b, kind) = super::budget(record, c.budget.as_ref());
         let _ = write!(
             s,
             "<circle class=\"cand\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"5\"{}><title>{} {}: {regs} registers, {wp} warps/SM</title></circle>",
@@ -219,9 +212,8 @@ pub fn occupancy_chart(record: &Value) -> String {
         );
     }
     if let Some(c) = cands.get(chosen) {
-        let regs = c["registers"].as_f64().unwrap_or(0.0);
-        let wp = c["warps_per_sm"][0].as_f64().unwrap_or(0.0);
-        let (b, kind) = super::budget(record, c);
+        let (regs, wp) = point(c);
+        let (b, kind) = super::budget(record, c.budget.as_ref());
         let label = if b == "ptxas" || b == "-" {
             format!("chosen: {kind}, {regs} registers, {wp} warps/SM")
         } else {
@@ -649,7 +641,7 @@ mod tests {
 
     #[test]
     fn occupancy_points() {
-        let r: Value = serde_json::from_str(
+        let r: Record = serde_json::from_str(
             r#"{"arch":"sm_90","kernel":"k","block_sizes":[128,256],"chosen":1,"chosen_registers":32,
             "candidates":[{"budget":null,"registers":64,"static_shared":0,"warps_per_sm":[32,32]},
                           {"budget":{"regs":32,"smem_spill":false},"registers":32,"static_shared":0,"warps_per_sm":[64,64]}]}"#,

@@ -5,139 +5,126 @@
 
 use std::io::Write;
 
-use serde_json::Value;
+use nvcc_orion_schema::{Line, Record};
 
-use super::{budget, checker, list, rejected};
+use super::{budget, checker, cycles, list, rejected};
 
 /// The tables, one per kernel and architecture, in report order.
-pub fn render(records: &[Value], out: &mut impl Write) -> std::io::Result<()> {
-    for r in records {
-        // A compile nvcc-orion passed to nvcc untuned: one line, no table.
-        if let Some(why) = r["passed_through"].as_str() {
-            let inputs: Vec<&str> = r["inputs"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect();
-            writeln!(out, "passed to nvcc untuned: {}: {why}\n", inputs.join(" "))?;
-            continue;
-        }
-        let blocks = list(&r["block_sizes"]);
-        // An architecture without an occupancy table is not tuned for any block size.
-        let shape = if blocks.is_empty() {
-            "not tuned".to_string()
-        } else {
-            format!(
-                "block size {blocks}, {}",
-                r["block_from"].as_str().unwrap_or("?")
-            )
-        };
-        writeln!(
-            out,
-            "{} {}  ({shape})",
-            r["arch"].as_str().unwrap_or("?"),
-            r["kernel"].as_str().unwrap_or("?"),
-        )?;
-        writeln!(
-            out,
-            "    {:<7} {:<20} {:>4} {:>6} {:>6} {:>7} {:>14} {:>20}  CHECKER",
-            "budget", "kind", "REG", "SPILLS", "FRAME", "SHARED", "WARPS/SM", "CYCLES/WARP"
-        )?;
-        let chosen = r["chosen"].as_u64().unwrap_or(0) as usize;
-        for (i, c) in r["candidates"].as_array().into_iter().flatten().enumerate() {
-            let (b, kind) = budget(r, c);
-            writeln!(
+pub fn render(lines: &[Line], out: &mut impl Write) -> std::io::Result<()> {
+    for line in lines {
+        match line {
+            // A compile nvcc-orion passed to nvcc untuned: one line, no table.
+            Line::Passed(p) => writeln!(
                 out,
-                "  {} {:<7} {:<20} {:>4} {:>6} {:>6} {:>7} {:>14} {:>20}  {}",
-                if i == chosen { "*" } else { " " },
-                b,
-                kind,
-                c["registers"].to_string(),
-                c["spill_instructions"].to_string(),
-                c["frame_bytes"].to_string(),
-                c["static_shared"].to_string(),
-                list(&c["warps_per_sm"]),
-                list(&c["cycles_per_warp"]),
-                checker(r, c),
-            )?;
+                "passed to nvcc untuned: {}: {}\n",
+                p.inputs.join(" "),
+                p.passed_through
+            )?,
+            Line::Kernel(r) => kernel(r, out)?,
         }
-        if let Some((regs, why)) = rejected(r) {
-            writeln!(
-                out,
-                "    {:<7} {:<20} {:>4} {:>6} {:>6} {:>7} {:>14} {:>20}  rejected: {why}",
-                regs, "spill → shared", "-", "-", "-", "-", "-", "-"
-            )?;
-        }
-        let pruned: Vec<String> = r["pruned"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|p| {
-                let (b, kind) = budget(r, &serde_json::json!({ "budget": p["budget"] }));
-                let smem = if kind.contains("smem") {
-                    "+smem"
-                } else if kind.contains("shared") {
-                    "+spill2smem"
-                } else if kind.contains("demotion") {
-                    "+regdem"
-                } else {
-                    ""
-                };
-                let limit = p["limit"]
-                    .as_str()
-                    .and_then(super::pruned::short)
-                    .map_or(String::new(), |l| format!(", {l}"));
-                format!(
-                    "{b}{smem} (at best {:+.1}%{limit})",
-                    p["bound_percent"].as_f64().unwrap_or(0.0)
-                )
-            })
-            .collect();
-        if !pruned.is_empty() {
-            writeln!(
-                out,
-                "    not built (pruned: occupancy bound): {}",
-                pruned.join(", ")
-            )?;
-        }
-        writeln!(
-            out,
-            "    chose {} registers: {}",
-            r["chosen_registers"],
-            r["reason"].as_str().unwrap_or("")
-        )?;
-        if let Some(line) = super::pruned::kept_line(r) {
-            writeln!(out, "    why ptxas's budget stays: {line}")?;
-        }
-        // The SASS transform tried, with the checker's verdict or why it was not applied.
-        if let Some(t) = r["transform"].as_str() {
-            writeln!(out, "    {t}")?;
-        }
-        if let Some(line) = super::assembly::line(r) {
-            writeln!(out, "{line}")?;
-        }
-        for line in super::memory::lines(r)
-            .into_iter()
-            .chain(super::measured::lines(r))
-            .chain(super::variants::lines(r))
-        {
-            writeln!(out, "{line}")?;
-        }
-        writeln!(out)?;
     }
-    if let Some(line) = super::spills::summary(records) {
+    let records: Vec<&Record> = lines.iter().filter_map(Line::kernel).collect();
+    if let Some(line) = super::spills::summary(&records) {
         writeln!(out, "{line}")?;
     }
-    if let Some(line) = super::assembly::summary(records) {
+    if let Some(line) = super::assembly::summary(&records) {
         writeln!(out, "{line}")?;
     }
     Ok(())
 }
 
+/// One kernel's table and the lines under it.
+fn kernel(r: &Record, out: &mut impl Write) -> std::io::Result<()> {
+    let blocks = list(&r.block_sizes);
+    // An architecture without an occupancy table is not tuned for any block size.
+    let shape = if blocks.is_empty() {
+        "not tuned".to_string()
+    } else {
+        format!("block size {blocks}, {}", r.block_from.name())
+    };
+    writeln!(out, "{} {}  ({shape})", r.arch, r.kernel)?;
+    writeln!(
+        out,
+        "    {:<7} {:<20} {:>4} {:>6} {:>6} {:>7} {:>14} {:>20}  CHECKER",
+        "budget", "kind", "REG", "SPILLS", "FRAME", "SHARED", "WARPS/SM", "CYCLES/WARP"
+    )?;
+    for (i, c) in r.candidates.iter().enumerate() {
+        let (b, kind) = budget(r, c.budget.as_ref());
+        writeln!(
+            out,
+            "  {} {:<7} {:<20} {:>4} {:>6} {:>6} {:>7} {:>14} {:>20}  {}",
+            if i == r.chosen { "*" } else { " " },
+            b,
+            kind,
+            c.registers.to_string(),
+            c.spill_instructions.to_string(),
+            c.frame_bytes.to_string(),
+            c.static_shared.to_string(),
+            list(&c.warps_per_sm),
+            cycles(&c.cycles_per_warp),
+            checker(r, c),
+        )?;
+    }
+    if let Some((regs, why)) = rejected(r) {
+        writeln!(
+            out,
+            "    {:<7} {:<20} {:>4} {:>6} {:>6} {:>7} {:>14} {:>20}  rejected: {why}",
+            regs, "spill → shared", "-", "-", "-", "-", "-", "-"
+        )?;
+    }
+    let pruned: Vec<String> = r
+        .pruned
+        .iter()
+        .map(|p| {
+            let (b, _) = budget(r, Some(&p.budget));
+            let limit = p
+                .limit
+                .as_ref()
+                .and_then(super::pruned::short)
+                .map_or(String::new(), |l| format!(", {l}"));
+            format!(
+                "{b}{} (at best {:+.1}%{limit})",
+                super::budget_tag(&p.budget),
+                p.bound_percent
+            )
+        })
+        .collect();
+    if !pruned.is_empty() {
+        writeln!(
+            out,
+            "    not built (pruned: occupancy bound): {}",
+            pruned.join(", ")
+        )?;
+    }
+    writeln!(
+        out,
+        "    chose {} registers: {}",
+        r.chosen_registers, r.reason
+    )?;
+    if let Some(line) = super::pruned::kept_line(r) {
+        writeln!(out, "    why ptxas's budget stays: {line}")?;
+    }
+    // The SASS transform tried, with the checker's verdict or why it was not applied.
+    if let Some(t) = &r.transform {
+        writeln!(out, "    {t}")?;
+    }
+    if let Some(line) = super::assembly::line(r) {
+        writeln!(out, "{line}")?;
+    }
+    for line in super::memory::lines(r)
+        .into_iter()
+        .chain(super::measured::lines(r))
+        .chain(super::variants::lines(r))
+    {
+        writeln!(out, "{line}")?;
+    }
+    writeln!(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     fn record(extra: &str) -> Value {
         serde_json::from_str(&format!(
@@ -154,13 +141,13 @@ mod tests {
 
     fn text(r: Value) -> String {
         let mut out = Vec::new();
-        render(&[r], &mut out).unwrap();
+        render(&[Line::from_value(r).unwrap()], &mut out).unwrap();
         String::from_utf8(out).unwrap()
     }
 
     #[test]
     fn an_untuned_architecture_says_so() {
-        let r = serde_json::from_str(
+        let r: Value = serde_json::from_str(
             r#"{"arch":"sm_110","kernel":"k","output":"x","block_sizes":[],"block_from":"assumed",
             "candidates":[{"budget":null,"registers":64,"spill_instructions":0,"frame_bytes":0,"static_shared":0,"warps_per_sm":[],"cycles_per_warp":[],"latency":0,"issue":0,"local_accesses":0}],
             "pruned":[],"chosen":0,"chosen_registers":64,"gain_percent":0.0,"reason":"not tuned: no occupancy table for sm_110"}"#,

@@ -2,32 +2,28 @@
 //! `NVCC_ORION=adapt|train`): which candidates the cubin carries as `__orion_v<k>` entries
 //! beside the original, and which were dropped (docs/selector.md §The emitter).
 
-use serde_json::Value;
+use nvcc_orion_schema::Record;
 
 /// The lines `explain` prints under a kernel's table; empty when nothing was embedded.
-pub fn lines(record: &Value) -> Vec<String> {
-    if let Some(why) = record["selector"].as_str() {
+pub fn lines(record: &Record) -> Vec<String> {
+    if let Some(why) = &record.selector {
         return vec![format!("    {why}")];
     }
-    let Some(variants) = record["variants"].as_array().filter(|v| v.len() > 1) else {
+    if record.variants.len() <= 1 {
         return Vec::new();
-    };
+    }
     let mut out = vec!["    embedded for the launch-time selector:".to_string()];
-    for v in variants {
-        let left_out = v["left_out"].as_str().and_then(super::pruned::short);
-        let what = match (v["dropped"].as_str(), v["same_code"].as_bool()) {
-            (Some(why), _) if left_out.is_some() => why.to_string(),
+    for v in &record.variants {
+        let left_out = v.left_out.as_ref().and_then(super::pruned::short);
+        let what = match (&v.dropped, v.same_code) {
+            (Some(why), _) if left_out.is_some() => why.clone(),
             (Some(why), _) => format!("dropped: {why}"),
             (None, Some(false)) => "same resources, other code than its standalone build".into(),
             (None, _) => String::new(),
         };
         let line = format!(
             "      v{} {:<40} {:>4} REG {:>5} B frame  candidate {}  {what}",
-            v["variant"],
-            v["name"].as_str().unwrap_or("?"),
-            v["registers"].as_u64().unwrap_or(0),
-            v["frame_bytes"].as_u64().unwrap_or(0),
-            v["candidate"],
+            v.variant, v.name, v.registers, v.frame_bytes, v.candidate,
         );
         out.push(line.trim_end().to_string());
     }
@@ -36,7 +32,11 @@ pub fn lines(record: &Value) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use serde_json::Value;
+
+    fn lines(v: Value) -> Vec<String> {
+        super::lines(&super::super::record(v))
+    }
 
     #[test]
     fn embedded_and_dropped_variants() {
@@ -47,7 +47,7 @@ mod tests {
               {"variant":2,"name":"k__orion_v2","candidate":0,"registers":64,"frame_bytes":0,"spill_instructions":0,"dropped":"62 registers"}]}"#,
         )
         .unwrap();
-        let l = lines(&r);
+        let l = lines(r.clone());
         assert_eq!(l.len(), 4, "{l:#?}");
         assert_eq!(l[0], "    embedded for the launch-time selector:");
         assert!(
@@ -70,14 +70,14 @@ mod tests {
             "variant": 1, "name": "k__orion_v1", "candidate": 1, "registers": 40,
             "frame_bytes": 0, "spill_instructions": 0, "left_out": "object-size",
             "dropped": "left out by the object-size cap: ..."}]});
-        let l = lines(&capped);
+        let l = lines(capped);
         assert!(
             l[2].ends_with("candidate 1  left out by the object-size cap: ..."),
             "{}",
             l[2]
         );
-        assert!(lines(&serde_json::json!({})).is_empty());
+        assert!(lines(serde_json::json!({})).is_empty());
         // A kernel with its original alone embeds nothing to show.
-        assert!(lines(&serde_json::json!({"variants": [r["variants"][0]]})).is_empty());
+        assert!(lines(serde_json::json!({"variants": [r["variants"][0]]})).is_empty());
     }
 }

@@ -39,9 +39,9 @@ pub trait Transform: Sync {
         None
     }
 
-    /// How the report's budget object marks a candidate of this rewrite compiled at
-    /// `compiled_at` registers (the field and its value; the report format keeps them).
-    fn budget_field(&self, compiled_at: u32) -> (&'static str, serde_json::Value);
+    /// Mark the report's budget object of a candidate of this rewrite compiled at
+    /// `compiled_at` registers (its field in the report's schema, [`nvcc_orion_schema::Budget`]).
+    fn mark_budget(&self, compiled_at: u32, budget: &mut nvcc_orion_schema::Budget);
 
     /// Whether `explain` shows the checker's verdict on this rewrite and the code before it (the
     /// candidates table's checker column, the page's before/after view).

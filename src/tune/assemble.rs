@@ -14,7 +14,6 @@
 //! (`tune::step`).
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::Path;
 
 use super::evaluate::{Variant, requests};
@@ -321,12 +320,10 @@ pub(crate) fn kernel_code(cubin: &Cubin, kernel: &str) -> Vec<Vec<u8>> {
         .collect()
 }
 
-/// Put `bytes` in place of `path` in one rename, so a failed write never leaves half a file.
+/// Put `bytes` in place of `path` in one rename ([`crate::atomic_file`]), its folder made
+/// first, so a failed write never leaves half a file.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    tmp.write_all(bytes)?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
+    crate::atomic_file::write(path, bytes)
 }

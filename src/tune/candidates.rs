@@ -1,8 +1,6 @@
 //! Which register budgets to compile a kernel at: the occupancy cliffs below the budget ptxas
 //! chose by itself (docs/papers.md §Orion, its §3.3), for the block size the kernel will run with.
 
-use serde::Serialize;
-
 use super::ptx::Budget;
 use crate::arch::memory::MemoryParams;
 use crate::cubin::FunctionInfo;
@@ -24,8 +22,7 @@ pub const MAX_CANDIDATES: usize = 4;
 pub const MIN_BUDGET: u32 = 16;
 
 /// Where the block size came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum BlockFrom {
     /// `.reqntid` (`EIATTR_REQNTID`): the only size the kernel launches with.
     Reqntid,
@@ -46,17 +43,8 @@ pub(crate) enum DynamicShared {
     Unknown,
 }
 
-impl Serialize for DynamicShared {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            DynamicShared::Given(n) => s.serialize_u32(*n),
-            DynamicShared::Unknown => s.serialize_str("unknown"),
-        }
-    }
-}
-
 /// What a kernel is tuned for and with.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct KernelPlan {
     pub(crate) name: String,
     pub(crate) baseline_regs: u32,
@@ -336,10 +324,6 @@ mod tests {
                 .unwrap()
                 .budgets
                 .is_empty()
-        );
-        assert_eq!(
-            serde_json::to_string(&[DynamicShared::Given(4096), DynamicShared::Unknown]).unwrap(),
-            "[4096,\"unknown\"]"
         );
     }
 }

@@ -11,8 +11,6 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use serde::Serialize;
-
 use super::ranked::{self, Ranked};
 use super::select::{Choice, Evaluated, gain_percent};
 use crate::profile::{Profile, ProfileError, Variant};
@@ -49,7 +47,7 @@ fn read_once(file: &std::path::Path) -> Result<Arc<Profile>, Arc<ProfileError>> 
 
 /// What the profile measured of one kernel, beside what the model predicted (the report's
 /// `measured` field).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Measured {
     /// The profile's file name (never a folder of the build machine).
     pub(crate) profile: String,
@@ -59,16 +57,14 @@ pub(crate) struct Measured {
     pub(crate) variants: Vec<MeasuredVariant>,
     /// The measured winner's variant index; `None` when the profile has no comparable
     /// measurement of this kernel (the variants are still listed, with their names).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) winner: Option<u32>,
     /// The predictor's rank error: where the measured winner stands in the model's order
     /// (0: the model's pick was measured fastest).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) rank_error: Option<u32>,
 }
 
 /// One variant, measured beside predicted.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct MeasuredVariant {
     pub(crate) variant: u32,
     pub(crate) name: String,

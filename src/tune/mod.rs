@@ -24,6 +24,7 @@ pub mod ptx;
 pub(crate) mod ptxas_args;
 pub(crate) mod ranked;
 pub(crate) mod record;
+pub(crate) mod report_line;
 pub(crate) mod select;
 pub(crate) mod step;
 pub(crate) mod variants;
@@ -298,16 +299,7 @@ pub(crate) fn append_report(
     }
     let mut text = Vec::new();
     for r in records {
-        let mut line = serde_json::to_vec(r)?;
-        // A record is an object: `unit` goes in as its last field, the others keep their order.
-        if let Some(unit) = unit
-            && line.pop() == Some(b'}')
-        {
-            line.extend_from_slice(b",\"unit\":");
-            serde_json::to_writer(&mut line, unit)?;
-            line.push(b'}');
-        }
-        text.append(&mut line);
+        serde_json::to_writer(&mut text, &r.to_schema(unit))?;
         text.push(b'\n');
     }
     let mut f = std::fs::OpenOptions::new()

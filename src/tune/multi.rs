@@ -807,7 +807,10 @@ pub(crate) mod tests {
         );
         assert_eq!(records[0].variants[2].registers, 96);
         assert!(records[1].variants.is_empty());
-        let json = serde_json::to_string(&records[0].variants[2]).unwrap();
+        let json = serde_json::to_string(&super::super::report_line::embedded(
+            &records[0].variants[2],
+        ))
+        .unwrap();
         assert_eq!(
             json,
             r#"{"variant":2,"name":"_Z1kPf__orion_v2","candidate":0,"registers":96,"frame_bytes":0,"spill_instructions":0,"dropped":"differs"}"#

@@ -10,8 +10,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Serialize;
-
 use crate::transform::Transform;
 
 /// What a kernel is compiled with in a variant.
@@ -68,24 +66,6 @@ impl Budget {
     /// The `.maxnreg` ptxas compiles with.
     pub fn ptxas_regs(&self) -> u32 {
         self.rewrite.map_or(self.regs, |r| r.from)
-    }
-}
-
-/// The report's budget object: `regs`, `smem_spill`, and the field the rewrite names
-/// ([`Transform::budget_field`]: `"spill_to_shared": true`, `"regdem_from": N`).
-impl Serialize for Budget {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeStruct;
-        let rewrite = self
-            .rewrite
-            .and_then(|r| Some(self.transform()?.budget_field(r.from)));
-        let mut st = s.serialize_struct("Budget", 2 + usize::from(rewrite.is_some()))?;
-        st.serialize_field("regs", &self.regs)?;
-        st.serialize_field("smem_spill", &self.smem_spill)?;
-        if let Some((field, value)) = rewrite {
-            st.serialize_field(field, &value)?;
-        }
-        st.end()
     }
 }
 
@@ -511,33 +491,6 @@ mod tests {
     }
 
     #[test]
-    fn rewritten_budgets_keep_the_report_format() {
-        use crate::transform::{regdem::Regdem, spill_to_shared::SpillToShared};
-        let json = |b: Budget| serde_json::to_string(&b).unwrap();
-        assert_eq!(json(Budget::regs(40)), r#"{"regs":40,"smem_spill":false}"#);
-        let shared = Budget::rewritten_by(&SpillToShared, 40, 39);
-        assert_eq!(
-            json(shared),
-            r#"{"regs":40,"smem_spill":false,"spill_to_shared":true}"#
-        );
-        assert_eq!(
-            (shared.to_string(), shared.ptxas_regs()),
-            ("40+spill2smem".into(), 39)
-        );
-        let demoted = Budget::rewritten_by(&Regdem, 32, 48);
-        assert_eq!(
-            json(demoted),
-            r#"{"regs":32,"smem_spill":false,"regdem_from":48}"#
-        );
-        assert_eq!(
-            (demoted.to_string(), demoted.ptxas_regs()),
-            ("32+regdem".into(), 48)
-        );
-        assert_eq!(demoted.transform().map(|t| t.key()), Some("regdem"));
-        assert!(demoted.rewritten() && !Budget::regs(32).rewritten());
-    }
-
-    #[test]
     fn unknown_entry_and_malformed_input() {
         let b = BTreeMap::from([("nope".to_string(), Budget::regs(32))]);
         assert_eq!(
@@ -578,7 +531,6 @@ mod tests {
 	.reg .b32 	%r<2>;
 	.reg .b64 	%rd<5>;
 
-
 	ld.param.u64 	%rd1, [_Z5scalePff_param_0];
 	ld.param.f32 	%f1, [_Z5scalePff_param_1];
 	mov.u32 	%r1, %tid.x;
@@ -608,7 +560,6 @@ $L__BB0_2:
 	.reg .f32 	%f<3>;
 	.reg .b32 	%r<2>;
 	.reg .b64 	%rd<5>;
-
 
 	ld.param.u64 	%rd1, [_Z3addPf_param_0];
 	cvta.to.global.u64 	%rd2, %rd1;

@@ -1,8 +1,6 @@
 //! What tuning one step gives: the report's record per kernel (`NVCC_ORION_REPORT`, one JSON
 //! object per line; `explain` reads it back), the step's outcome and why tuning failed.
 
-use serde::Serialize;
-
 use super::candidates::{self, BlockFrom};
 use super::ptx::Budget;
 use super::select::Evaluated;
@@ -10,7 +8,7 @@ use super::variants::VariantError;
 use crate::cubin::Cubin;
 
 /// One kernel's record in the report (`NVCC_ORION_REPORT`, one JSON object per line).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct KernelRecord {
     pub arch: String,
     pub(crate) kernel: String,
@@ -32,48 +30,37 @@ pub struct KernelRecord {
     pub(crate) reason: String,
     /// The SASS transform tried on this kernel and what came of it (the checker's verdict,
     /// or why the kernel was left alone).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) transform: Option<String>,
     /// The same outcome, structured, for the candidates table's checker column.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) verdict: Option<Verdict>,
     /// With [`crate::settings::Settings::keep_cubins`]: where each candidate's cubin was kept.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) cubins: Option<KeptCubins>,
     /// With a profile (`NVCC_ORION_PROFILE`) that measured this kernel: measured beside
     /// predicted per variant, and the predictor's rank error.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) measured: Option<super::guided::Measured>,
     /// Under `NVCC_ORION=adapt|train`: the variants embedded in the cubin beside the
     /// original ([`super::multi`]), variant 0 (the original name) first; empty otherwise.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) variants: Vec<Embedded>,
     /// How the step's tuned cubin was put together, when it is not ptxas's own (every such
     /// cubin passed the assembly check, [`crate::audit`]).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) assembly: Option<Assembly>,
     /// Under adapt/train: why the compile has no launch-time selector (`-flto`), when so.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) selector: Option<String>,
     /// When the kernel uses shared memory sized at launch: the bytes priced with every
     /// launch (`NVCC_ORION_DYNAMIC_SHARED`), or `"unknown"` (then its `warps_per_sm` count
     /// none of it, and its budget is ptxas's).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) dynamic_shared: Option<candidates::DynamicShared>,
     /// When ptxas's choice stays (nothing forced or held): the assumption that decided, so a
     /// user sees why nothing changed.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) kept_by: Option<Limit>,
     /// Where the model's bound pruned lower budgets (the default mode, a profile-guided
     /// build): the budgets a training run (`NVCC_ORION=train`) would build and measure.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) train_would_measure: Vec<Budget>,
 }
 
 /// What decided that a lower budget was not built, or that ptxas's choice stayed (the
 /// report's `pruned[].limit` and `kept_by`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Limit {
     /// A hardware limit: the budget buys no more resident warps (the architecture's
     /// occupancy limits) at the block size that decided; or no lower budget raises
@@ -115,8 +102,7 @@ impl Limit {
 }
 
 /// How the cubin that ships was put together (the report's `assembly`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Assembly {
     /// A whole-module variant built at exactly the chosen budgets.
     Variant,
@@ -134,7 +120,7 @@ pub(crate) enum Assembly {
 
 /// One variant of a multi-variant cubin (docs/selector.md §Variant names): which ranked
 /// candidate it is, what the cubin says of it, or why it was left out.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Embedded {
     /// `k` of `__orion_v<k>` (0: the original name).
     pub(crate) variant: u32,
@@ -146,19 +132,16 @@ pub(crate) struct Embedded {
     pub(crate) frame_bytes: u32,
     pub(crate) spill_instructions: u32,
     /// Its code is byte for byte its standalone build's (absent when dropped).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) same_code: Option<bool>,
     /// Why it is not in the cubin: its build differed from the standalone candidate, or
     /// the object-size cap left it out.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) dropped: Option<String>,
     /// When a limit, not its build, kept it out of the cubin: which ([`Limit::ObjectSize`]).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) left_out: Option<Limit>,
 }
 
 /// What the checker said about the spill → shared rewrite of one kernel.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub(crate) struct Verdict {
     /// The budget of the spill → shared candidate.
     pub(crate) budget: u32,
@@ -168,19 +151,18 @@ pub(crate) struct Verdict {
 }
 
 /// Cubins kept for `explain --html` (paths).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct KeptCubins {
     /// One per candidate, in the record's order (the baseline first).
     pub(crate) candidates: Vec<String>,
     /// The spill → shared candidate's variant as ptxas made it, before the rewrite.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) before_rewrite: Option<String>,
 }
 
 /// A budget skipped before building: its gain if the variant had the baseline's own latency
 /// and issue cycles per warp, only more warps (a lower budget adds spills; it does not make a
 /// warp's own work shorter), was below the margin.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub(crate) struct Pruned {
     pub(crate) budget: Budget,
     /// The bound on the gain, in percent, worst case over the block sizes.

@@ -13,7 +13,7 @@ use crate::transform::Transform;
 use crate::transform::spill_to_shared::SpillToShared;
 
 /// One evaluated option for a kernel.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Evaluated {
     /// The budget; `None` for ptxas's own choice (the baseline).
     pub(crate) budget: Option<super::ptx::Budget>,
@@ -40,17 +40,15 @@ pub(crate) struct Evaluated {
     /// For a budget below ptxas's count: the bound its pruning was judged by (the most it can
     /// gain, in percent, worst case over the block sizes); the candidate's predicted gain is
     /// never above it (`predict::coherence`).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) bound_percent: Option<f64>,
     /// Under adapt/train: built only to be measured (the model's bound ruled it out, no
     /// hardware limit did); the static choice never takes it, so the original name ships what
     /// the default mode would.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub(crate) measured_only: bool,
 }
 
 /// A candidate's memory terms at one block size (docs/DESIGN.md §Prediction and selection).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct MemoryTerms {
     /// Local bytes resident per SM, and the L1 the carve-out leaves them.
     pub(crate) working_set: u64,

@@ -10,7 +10,6 @@
 //! ([`super::function_pointers`]): there it does.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -511,10 +510,7 @@ pub fn progress_line(label: &str, i: usize, n: usize, budgets: &Budgets) -> Stri
 /// never read half a file.
 fn store(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    tmp.write_all(bytes)?;
-    tmp.persist(dir.join(name)).map_err(|e| e.error)?;
-    Ok(())
+    crate::atomic_file::write(&dir.join(name), bytes)
 }
 
 #[cfg(test)]

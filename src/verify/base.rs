@@ -39,8 +39,8 @@ use std::collections::BTreeMap;
 use super::SpillBase;
 pub use super::base_error::{AtProblem, BaseError, ValueProblem};
 use crate::arch::ShaderModel;
+use crate::arch::latency::fixed_latency;
 use crate::cubin::Cubin;
-use crate::predict::latency::fixed_latency;
 use crate::sass::Op;
 use crate::sass::ir::{Function, Instr, OperandKind, RZ};
 

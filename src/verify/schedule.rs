@@ -11,7 +11,7 @@
 //! * `STS Rv`: its data is ready: the closest earlier writer of `Rv` in the block either set a
 //!   write scoreboard that is waited for by the `STS` or an instruction between, or is a
 //!   fixed-latency instruction whose stall counts up to the `STS` cover its latency (the data
-//!   table [`crate::predict::latency::fixed_latency`]). It carries a read scoreboard `r`, and
+//!   table [`crate::arch::latency::fixed_latency`]). It carries a read scoreboard `r`, and
 //!   `r` is waited for before any later instruction writes `Rv` and before control leaves the
 //!   block.
 //! * Both: the address register is written by nothing after the first inserted access (it
@@ -20,7 +20,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::predict::latency::fixed_latency;
+use crate::arch::latency::fixed_latency;
 use crate::sass::Op;
 use crate::sass::OpClass;
 use crate::sass::ir::{Function, Instr, OperandKind, RZ};

@@ -91,6 +91,63 @@ fn explain_a_report_and_a_failed_compile() {
         .status()
         .unwrap();
     assert!(status.success());
+    // The same kernels under adapt: variants embedded, how the cubin was assembled.
+    let adapt = dir.path().join("adapt.jsonl");
+    let status = Command::new(env!("CARGO_BIN_EXE_nvcc-orion"))
+        .current_dir(dir.path())
+        .args(["-c", "-arch=sm_90"])
+        .arg(&src)
+        .args(["-o", "adapt.o"])
+        .env("NVCC_ORION_REPORT", &adapt)
+        .env("NVCC_ORION_CACHE", dir.path().join("cache"))
+        .env("NVCC_ORION", "adapt")
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // Every line the tuner wrote reads through the report's schema (what `explain` and the
+    // generator read with) and writes back with the same fields in the same order and the
+    // same values: one definition of each field. (Values compare as read: serde_json reads
+    // a float to within its last bit, `112564.79999999999` may write back as `112564.8`.)
+    let written =
+        std::fs::read_to_string(&report).unwrap() + &std::fs::read_to_string(&adapt).unwrap();
+    assert!(
+        written.contains("\"variants\"") && written.contains("\"unit\""),
+        "{written}"
+    );
+    let keys = |line: &str| -> Vec<String> {
+        line.split('"')
+            .collect::<Vec<_>>()
+            .windows(2)
+            .filter(|w| w[1].starts_with(':'))
+            .map(|w| w[0].to_string())
+            .collect()
+    };
+    for line in written.lines() {
+        let read = nvcc_orion_schema::Line::parse(line).unwrap();
+        assert!(
+            read.kernel().is_some_and(|r| !r.candidates.is_empty()),
+            "{line}"
+        );
+        let back = serde_json::to_string(&read).unwrap();
+        assert_eq!(keys(&back), keys(line));
+        let value = |s: &str| serde_json::from_str::<serde_json::Value>(s).unwrap();
+        assert_eq!(value(&back), value(line));
+    }
+    // A line whose field does not read is an error that names the file, the line and why.
+    let bad = dir.path().join("bad.jsonl");
+    std::fs::write(
+        &bad,
+        format!("{}{{\"kernel\":\"k\",\"chosen\":\"first\"}}\n", written),
+    )
+    .unwrap();
+    let (ok, _, err) = explain(&[bad.to_str().unwrap()], dir.path());
+    assert!(
+        !ok && err.contains(&format!(
+            "bad.jsonl: line {}: invalid type",
+            written.lines().count() + 1
+        )),
+        "{err}"
+    );
     let (ok, from_report, _) = explain(&[report.to_str().unwrap()], dir.path());
     assert!(ok);
     // A plain build keeps no cubins: the page has the tables and charts, and says why the

@@ -61,9 +61,16 @@ const FLOORS: &[(&[&str], &str)] = &[
     (&["farm", "cli"], "remote build farm; nvcc's command line"),
     (
         &[
-            "settings", "toolkit", "profile", "arch", "process", "jobs", "timings",
+            "settings",
+            "toolkit",
+            "profile",
+            "arch",
+            "process",
+            "jobs",
+            "timings",
+            "atomic_file",
         ],
-        "leaves: user settings, the CUDA toolkit, measured profiles, per-architecture facts, running one step, job slots, where a build's time goes",
+        "leaves: user settings, the CUDA toolkit, measured profiles, per-architecture facts, running one step, job slots, where a build's time goes, writing a file whole",
     ),
 ];
 
@@ -208,9 +215,9 @@ fn arrows_point_down_and_never_circle() {
 /// assembler cannot hide in the checker's reading of the result.
 const INDEPENDENT: &[(&str, &[&str], &str)] = &[(
     "audit",
-    &["toolkit", "process", "jobs"],
+    &["toolkit", "process", "jobs", "atomic_file"],
     "the assembly check reads cubins only through cuobjdump and nvdisasm (on the build's job \
-     slots)",
+     slots; its verdicts are written whole)",
 )];
 
 #[test]
@@ -237,6 +244,155 @@ fn checks_import_nothing_they_check() {
         }
     }
     assert!(violations.is_empty(), "{}", violations.join("\n"));
+}
+
+/// The modules docs/DESIGN.md's floors table (§Floors) puts on each floor: its rows
+/// `| N | \`module\` | ... |`, N counted from the top as in [`FLOORS`].
+fn design_floors(design: &str) -> BTreeMap<usize, BTreeSet<String>> {
+    let section = design
+        .split("\n## ")
+        .find(|s| s.starts_with("Floors\n"))
+        .expect("docs/DESIGN.md has a `## Floors` section");
+    let mut floors: BTreeMap<usize, BTreeSet<String>> = BTreeMap::new();
+    for line in section.lines() {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let [_, floor, module, ..] = cells[..] else {
+            continue;
+        };
+        let (Ok(floor), Some(module)) = (
+            floor.parse::<usize>(),
+            module.strip_prefix('`').and_then(|m| m.strip_suffix('`')),
+        ) else {
+            continue;
+        };
+        floors.entry(floor).or_default().insert(module.to_string());
+    }
+    floors
+}
+
+/// The floors the docs show are the ones this test enforces, and the layout table of
+/// docs/usage.md names every module (room) of `src/`.
+#[test]
+fn the_docs_show_these_floors_and_every_room() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let design = fs::read_to_string(root.join("docs/DESIGN.md")).unwrap();
+    let shown = design_floors(&design);
+    let enforced: BTreeMap<usize, BTreeSet<String>> = FLOORS
+        .iter()
+        .enumerate()
+        .map(|(i, (mods, _))| (i + 1, mods.iter().map(|m| m.to_string()).collect()))
+        .collect();
+    assert_eq!(
+        shown, enforced,
+        "docs/DESIGN.md §Floors (left) disagrees with FLOORS in tests/layers.rs (right)"
+    );
+    let usage = fs::read_to_string(root.join("docs/usage.md")).unwrap();
+    let row = usage
+        .lines()
+        .find(|l| l.starts_with("| `src/` |"))
+        .expect("docs/usage.md's layout table has a `src/` row");
+    let crate_ = Crate::read(&root.join("src"));
+    let missing: Vec<String> = crate_
+        .top_modules()
+        .into_iter()
+        .filter(|m| !row.contains(&format!("`{m}`")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/usage.md's `src/` row does not name {missing:?}"
+    );
+}
+
+#[test]
+fn the_floors_table_reads_as_the_docs_write_it() {
+    let doc = "# x\n\n## Floors\n\n| floor | module | owns |\n|---|---|---|\n| 1 | `a` | x |\n| 2 | `b` | y |\n| 2 | `c` | z |\n| side | `r/` | w |\n\n## Next\n\n| 3 | `d` | v |\n";
+    let got = design_floors(doc);
+    let want: BTreeMap<usize, BTreeSet<String>> = [(1, vec!["a"]), (2, vec!["b", "c"])]
+        .into_iter()
+        .map(|(f, m)| (f, m.into_iter().map(String::from).collect()))
+        .collect();
+    assert_eq!(got, want);
+}
+
+/// The circles of a crate's import graph: between its top-level modules, and between the
+/// files of each module (as [`arrows_point_down_and_never_circle`] reads them), in words.
+fn circles_of(crate_: &Crate) -> Vec<String> {
+    let mut edges: BTreeSet<(String, String)> = BTreeSet::new();
+    for a in crate_.arrows() {
+        let common = a.from.iter().zip(&a.to).take_while(|(x, y)| x == y).count();
+        if a.from.len() == common || a.to.len() == common {
+            continue; // an ancestor or descendant: the facade and its children
+        }
+        edges.insert((a.from[..=common].join("/"), a.to[..=common].join("/")));
+    }
+    let kept: Vec<(&String, &String)> = edges.iter().map(|(f, t)| (f, t)).collect();
+    circles(&kept).into_iter().map(|c| c.join(" ↔ ")).collect()
+}
+
+/// No circles anywhere else either: the helper crates (the generator, the cargo helper, the
+/// report's schema), the integration tests' shared helpers, and the scripts (one naming
+/// another it runs or sources).
+#[test]
+fn no_circles_in_the_helper_crates_test_helpers_or_scripts() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut found = Vec::new();
+    let mut dirs: Vec<PathBuf> = fs::read_dir(root.join("crates"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join("src"))
+        .collect();
+    dirs.push(root.join("tests/common"));
+    dirs.sort();
+    for dir in &dirs {
+        let crate_ = Crate::read(dir);
+        found.extend(
+            circles_of(&crate_)
+                .into_iter()
+                .map(|c| format!("{}: {c}", dir.display())),
+        );
+    }
+    found.extend(script_circles(&root.join("scripts")));
+    assert!(found.is_empty(), "circles:\n{}", found.join("\n"));
+}
+
+/// Circles among the scripts: `a.sh` naming `scripts/b.sh` (to run or source it) is an arrow.
+fn script_circles(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let mut edges: Vec<(String, String)> = Vec::new();
+    for from in &names {
+        let text = fs::read_to_string(dir.join(from)).unwrap_or_default();
+        for to in &names {
+            let named = [
+                format!("scripts/{to}"),
+                format!("/{to}\""),
+                format!("/{to} "),
+            ];
+            if to != from && named.iter().any(|n| text.contains(n.as_str())) {
+                edges.push((from.clone(), to.clone()));
+            }
+        }
+    }
+    let kept: Vec<(&String, &String)> = edges.iter().map(|(f, t)| (f, t)).collect();
+    circles(&kept)
+        .into_iter()
+        .map(|c| format!("scripts: {}", c.join(" ↔ ")))
+        .collect()
+}
+
+#[test]
+fn a_circle_between_two_files_is_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fs::write(d.join("lib.rs"), "pub mod a; pub mod b; pub mod c;").unwrap();
+    fs::write(d.join("a.rs"), "use crate::b::B; pub struct A;").unwrap();
+    fs::write(d.join("b.rs"), "use crate::a::A; pub struct B;").unwrap();
+    fs::write(d.join("c.rs"), "use crate::a::A;").unwrap();
+    assert_eq!(circles_of(&Crate::read(d)), ["a ↔ b"]);
+    fs::write(d.join("b.rs"), "pub struct B;").unwrap();
+    assert!(circles_of(&Crate::read(d)).is_empty());
 }
 
 #[test]

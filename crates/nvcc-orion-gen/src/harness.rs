@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use nvcc_orion_schema as schema;
 
 use crate::ast::Program;
 use crate::compare::{self, Diff};
@@ -215,9 +215,10 @@ struct Record {
 }
 
 impl Harness {
-    /// Check `p` on `arch` in every mode of the harness. `Err`: the program itself (nvcc
-    /// refused it) or the harness could not run, not a finding about nvcc-orion.
-    pub fn check(&self, p: &Program, arch: u32) -> Result<Outcome, String> {
+    /// Check `p` on `arch` in every mode of the harness ([`Harness::check`] adds the `-rdc`
+    /// steps): the findings, and the folder the program was written to. `Err`: the program
+    /// itself (nvcc refused it) or the harness could not run, not a finding about nvcc-orion.
+    pub(crate) fn check_modes(&self, p: &Program, arch: u32) -> Result<(Outcome, PathBuf), String> {
         let dir = self.work.join(format!("s{}-sm{arch}", p.seed));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -235,10 +236,7 @@ impl Harness {
             };
             self.check_mode(&mut step, at, &mut default_budgets, &mut out)?;
         }
-        if p.rdc {
-            crate::rdc::check(self, &dir, p, arch, &mut out);
-        }
-        Ok(out)
+        Ok((out, dir))
     }
 
     /// One mode: compile, then compare every shipped kernel with the reference at its budget
@@ -467,12 +465,13 @@ impl Harness {
         let records = text
             .lines()
             .map(|l| {
-                serde_json::from_str::<Value>(l)
+                schema::Line::parse(l)
                     .map_err(|e| Diff {
                         kind: "report unreadable".into(),
                         detail: e.to_string(),
                     })
-                    .map(|v| record(&v))
+                    // A passed-through compile reads as a kernel with nothing chosen.
+                    .map(|line| record(line.kernel().unwrap_or(&schema::Record::default())))
             })
             .collect::<Result<_, _>>()?;
         Ok((records, r.stderr))
@@ -731,68 +730,54 @@ pub fn entries(e: &Elf) -> Vec<String> {
     v
 }
 
-fn budget(v: &Value) -> Option<RefBudget> {
-    let b = v.as_object()?;
-    Some(RefBudget {
+fn budget(b: &schema::Budget) -> RefBudget {
+    RefBudget {
         // A rewrite's ptxas budget is `regdem_from` where it has one.
-        regs: b.get("regdem_from").or_else(|| b.get("regs"))?.as_u64()? as u32,
-        pragma: b
-            .get("smem_spill")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
-    })
+        regs: b.ptxas_regs(),
+        pragma: b.smem_spill,
+    }
 }
 
-fn is_rewrite(v: &Value) -> bool {
-    v.as_object()
-        .is_some_and(|b| b.contains_key("spill_to_shared") || b.contains_key("regdem_from"))
+fn is_rewrite(b: Option<&schema::Budget>) -> bool {
+    b.is_some_and(|b| b.rewrite().is_some())
 }
 
 /// Whether the report says the chosen rewrite (budget `cb`) was proved: its `verdict` where
 /// it has one (spill → shared, which `explain` shows), else the `transform` note at the
 /// chosen budget (register demotion records no verdict): `register demotion at <regs>: ...
 /// proved (...)`, not `... at <regs>: not applied: ...`.
-fn proved(v: &Value, cb: &Value) -> bool {
-    if let Some(p) = v["verdict"]["proved"].as_bool() {
-        return p;
+fn proved(v: &schema::Record, cb: &schema::Budget) -> bool {
+    if let Some(d) = &v.verdict {
+        return d.proved;
     }
-    let Some(regs) = cb["regs"].as_u64() else {
-        return false;
-    };
-    let at = format!("{regs}: ");
-    v["transform"]
-        .as_str()
+    let at = format!("{}: ", cb.regs);
+    v.transform
+        .as_deref()
         .unwrap_or("")
         .split("register demotion at ")
         .filter_map(|note| note.strip_prefix(&at))
         .any(|note| !note.starts_with("not applied") && note.contains("proved ("))
 }
 
-fn record(v: &Value) -> Record {
-    let cands = v["candidates"].as_array().cloned().unwrap_or_default();
-    let chosen = v["chosen"].as_u64().unwrap_or(0) as usize;
-    let cb = cands
-        .get(chosen)
-        .map(|c| c["budget"].clone())
-        .unwrap_or(Value::Null);
-    let rewrite = is_rewrite(&cb).then(|| proved(v, &cb));
-    let variants = v["variants"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|e| e.get("dropped").is_none())
+fn record(v: &schema::Record) -> Record {
+    let cb = v.candidates.get(v.chosen).and_then(|c| c.budget.as_ref());
+    let rewrite = cb.filter(|b| is_rewrite(Some(b))).map(|b| proved(v, b));
+    let variants = v
+        .variants
+        .iter()
+        .filter(|e| e.dropped.is_none())
         .map(|e| {
-            let c = &cands[e["candidate"].as_u64().unwrap_or(0) as usize]["budget"];
-            let b = (!is_rewrite(c)).then(|| budget(c));
-            (e["name"].as_str().unwrap_or("").to_string(), b)
+            let c = v.candidates[e.candidate].budget.as_ref();
+            let b = (!is_rewrite(c)).then(|| c.map(budget));
+            (e.name.clone(), b)
         })
         .collect();
     Record {
-        kernel: v["kernel"].as_str().unwrap_or("").to_string(),
-        budget: budget(&cb),
+        kernel: v.kernel.clone(),
+        budget: cb.map(budget),
         rewrite,
         variants,
-        assembly: v["assembly"].as_str().map(str::to_string),
+        assembly: v.assembly.as_ref().map(|a| a.name().to_string()),
     }
 }
 
@@ -897,28 +882,25 @@ mod tests {
     /// records no verdict); a refusal there, or a proof at another budget, is no proof.
     #[test]
     fn a_register_demotion_is_proved_by_its_note_at_the_chosen_budget() {
-        let line = |regs: u32, note: &str| {
-            serde_json::json!({
-                "kernel": "k",
-                "chosen": 1,
-                "candidates": [
-                    {"budget": null},
-                    {"budget": {"regs": regs, "smem_spill": false, "regdem_from": 64}}
-                ],
-                "transform": note,
-                "verdict": null,
-            })
+        let line = |regs: u32, note: &str, verdict: &str| {
+            let text = format!(
+                r#"{{"kernel":"k","chosen":1,"candidates":[{{"budget":null}},{{"budget":{{"regs":{regs},"smem_spill":false,"regdem_from":64}}}}],"transform":{note:?}{verdict}}}"#
+            );
+            schema::Line::parse(&text)
+                .unwrap()
+                .kernel()
+                .unwrap()
+                .clone()
         };
         let note = "register demotion at 48: 64 → 48 registers: 11 register(s) demoted; \
                     proved (551 instructions checked); base proved for 4774 block shapes; \
                     register demotion at 40: not applied: 21 slots need 86016 bytes";
-        assert_eq!(record(&line(48, note)).rewrite, Some(true));
-        assert_eq!(record(&line(40, note)).rewrite, Some(false));
-        assert_eq!(record(&line(32, note)).rewrite, Some(false));
+        assert_eq!(record(&line(48, note, "")).rewrite, Some(true));
+        assert_eq!(record(&line(40, note, "")).rewrite, Some(false));
+        assert_eq!(record(&line(32, note, "")).rewrite, Some(false));
         // A verdict, where there is one, decides.
-        let mut v = line(48, note);
-        v["verdict"] = serde_json::json!({"budget": 48, "proved": false, "detail": "x"});
-        assert_eq!(record(&v).rewrite, Some(false));
+        let refused = r#","verdict":{"budget":48,"proved":false,"detail":"x"}"#;
+        assert_eq!(record(&line(48, note, refused)).rewrite, Some(false));
     }
 
     #[test]

@@ -6,6 +6,7 @@
 
 pub mod ast;
 pub mod campaign;
+pub mod check;
 pub mod compare;
 pub mod elf;
 pub mod features;

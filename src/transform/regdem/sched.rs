@@ -8,7 +8,7 @@
 //!   pending read of that register.
 //! * A store after `k` reads the value register `k` wrote: it waits for `k`'s write
 //!   scoreboard, or `k`'s stall is raised to the fixed latency of its class
-//!   ([`crate::predict::latency::fixed_latency`]). Its read scoreboard is recorded for the
+//!   ([`crate::arch::latency::fixed_latency`]). Its read scoreboard is recorded for the
 //!   register, and the next instruction that writes the register waits for it.
 //! * An original variable-latency instruction reading a value register gets a read
 //!   scoreboard when it had none (ptxas chose none because the original register was not
@@ -28,7 +28,7 @@ use petgraph::Direction;
 
 use super::refusal::Refusal;
 use crate::analysis::Cfg;
-use crate::predict::latency::fixed_latency;
+use crate::arch::latency::fixed_latency;
 use crate::sass::Op;
 use crate::sass::OpClass;
 use crate::sass::control::{Control, SCOREBOARDS};

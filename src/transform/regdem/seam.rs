@@ -30,8 +30,8 @@ impl Transform for Regdem {
             .collect()
     }
 
-    fn budget_field(&self, compiled_at: u32) -> (&'static str, serde_json::Value) {
-        ("regdem_from", compiled_at.into())
+    fn mark_budget(&self, compiled_at: u32, budget: &mut nvcc_orion_schema::Budget) {
+        budget.regdem_from = Some(compiled_at);
     }
 
     fn apply(

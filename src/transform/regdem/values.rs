@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::select::{Analysis, Group, Layout};
 use super::{live, sched, select};
-use crate::predict::latency::fixed_latency;
+use crate::arch::latency::fixed_latency;
 use crate::sass::OpClass;
 use crate::sass::ir::{Function, RZ};
 

@@ -38,8 +38,8 @@ impl Transform for SpillToShared {
         (baseline > 16).then(|| (baseline, baseline - 1))
     }
 
-    fn budget_field(&self, _compiled_at: u32) -> (&'static str, serde_json::Value) {
-        ("spill_to_shared", true.into())
+    fn mark_budget(&self, _compiled_at: u32, budget: &mut nvcc_orion_schema::Budget) {
+        budget.spill_to_shared = true;
     }
 
     fn explained(&self) -> bool {
