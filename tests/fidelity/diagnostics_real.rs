@@ -33,6 +33,15 @@ fn chosen(report: &Path) -> BTreeMap<String, Budget> {
     out
 }
 
+/// nvcc-orion in `dir`, with a variant cache of its own and its report to `report`.
+fn orion_in(dir: &Path, nvcc: &Path, report: &Path) -> Command {
+    let mut c = common::without_our_settings(common::orion(), nvcc);
+    c.current_dir(dir)
+        .env("NVCC_ORION_CACHE", dir.join("cache"))
+        .env("NVCC_ORION_REPORT", report);
+    c
+}
+
 #[test]
 fn ptxas_messages_are_the_whole_modules() {
     let Some(nvcc) = common::nvcc_or_skip("diagnostics_real") else {
@@ -62,10 +71,7 @@ fn ptxas_messages_are_the_whole_modules() {
         let what = flags.join(" ");
         let report = dir.path().join(format!("report{i}.jsonl"));
         let out = dir.path().join(format!("orion{i}.cubin"));
-        let o = common::without_our_settings(common::orion(), &nvcc)
-            .current_dir(dir.path())
-            .env("NVCC_ORION_CACHE", dir.path().join("cache"))
-            .env("NVCC_ORION_REPORT", &report)
+        let o = orion_in(dir.path(), &nvcc, &report)
             .args(["-arch=sm_90", "-cubin"])
             .arg(&kernel)
             .arg("-o")
@@ -146,10 +152,7 @@ fn line_tables_are_the_whole_modules() {
     common::assert_ok(&o, "nvcc -ptx -lineinfo");
     let report = dir.path().join("report.jsonl");
     let out = dir.path().join("orion.cubin");
-    let o = common::without_our_settings(common::orion(), &nvcc)
-        .current_dir(dir.path())
-        .env("NVCC_ORION_CACHE", dir.path().join("cache"))
-        .env("NVCC_ORION_REPORT", &report)
+    let o = orion_in(dir.path(), &nvcc, &report)
         .args(["-arch=sm_90", "-cubin", "-lineinfo"])
         .arg(&kernel)
         .arg("-o")
@@ -223,11 +226,8 @@ fn adapt_prints_ptxas_messages_for_the_original_kernels_once() {
         common::assert_ok(&o, "nvcc -ptx");
         let report = dir.path().join(format!("adapt{i}.jsonl"));
         let obj = dir.path().join(format!("adapt{i}.o"));
-        let o = common::without_our_settings(common::orion(), &nvcc)
-            .current_dir(dir.path())
+        let o = orion_in(dir.path(), &nvcc, &report)
             .env("NVCC_ORION", "adapt")
-            .env("NVCC_ORION_CACHE", dir.path().join("cache"))
-            .env("NVCC_ORION_REPORT", &report)
             .args(["-arch=sm_90", "-c"])
             .arg(&kernel)
             .arg("-o")
