@@ -38,6 +38,9 @@ pub struct Plan {
     /// Where the model's bound pruned (the default mode, a profile-guided build), per kernel:
     /// the budgets a training run would build and measure.
     pub(crate) train_would_measure: BTreeMap<String, Vec<Budget>>,
+    /// Why the rewrites the settings ask for are not offered in this module, when that is
+    /// the line tables: one warning line, so a forced rewrite does not fail silently.
+    pub(crate) rewrites_off: Option<String>,
 }
 
 /// Per kernel, a list.
@@ -94,8 +97,20 @@ pub fn plan(
     }
     // A SASS rewrite moves code that `-lineinfo`'s (or `-G`'s) line tables describe by
     // address, and nothing rewrites those tables, so such a module gets ptxas's code only.
-    let rewritable =
-        ShaderModel::of(sm).rewrites && !relocatable && baseline.debug_info_section().is_none();
+    let lines = baseline.debug_info_section();
+    let rewritable = ShaderModel::of(sm).rewrites && !relocatable && lines.is_none();
+    let rewrites_off = lines
+        .filter(|_| {
+            transform::REGISTERED
+                .iter()
+                .any(|t| settings.offers_transform(t.key()))
+        })
+        .map(|section| {
+            format!(
+                "SASS rewrites are off for this module: its {section} describes ptxas's code by \
+                 address and nothing rewrites it (build without -lineinfo to rewrite)"
+            )
+        });
     offer_rewrites(&mut kernels, rewritable, settings, &spilling);
     // Forcing a choice (testing) builds all. Every other mode prunes with the model's bound
     // first (`prune`): a budget it rules out is one the model cannot predict to beat
@@ -143,6 +158,7 @@ pub fn plan(
         model_pruned,
         measured_only,
         train_would_measure,
+        rewrites_off,
     }
 }
 

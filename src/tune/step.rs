@@ -76,6 +76,7 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
     let builder = builder(argv, ctx, files, &step, settings, &work)?;
     let (built, mut result) = build_variants(&builder, &plan)?;
     result.warnings.extend(model_warning);
+    result.warnings.extend(plan.rewrites_off.take());
     let keep = Keep::new(settings.keep_cubins.as_deref(), &step.arch_name, &step.out);
     let mut notes = Notes::default();
     let (parsed, kept) = evaluate::variants(

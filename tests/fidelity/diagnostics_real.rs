@@ -128,6 +128,53 @@ fn line_listing(nvdisasm: &Path, cubin: &Path, flag: &str) -> String {
     common::assert_ok(&o, &format!("nvdisasm {flag}"));
     String::from_utf8(o.stdout).unwrap()
 }
+/// A forced rewrite under `-lineinfo`: the line tables describe ptxas's code by address and
+/// nothing rewrites them, so nothing is rewritten, the cubin is plain nvcc's, and one warning
+/// says why. Without `-lineinfo` the same build does rewrite (so the warning is the cause).
+#[test]
+fn a_forced_rewrite_under_lineinfo_ships_nvccs_cubin_and_says_why() {
+    let Some(nvcc) = common::nvcc_or_skip("diagnostics_real") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let kernel = common::kernels_dir().join("spill_corpus").join("cap40.cu");
+    let build = |lineinfo: bool, orion: bool| {
+        let out = dir
+            .path()
+            .join(format!("k{}{}.cubin", lineinfo as u8, orion as u8));
+        let mut c = if orion {
+            let mut c = orion_in(dir.path(), &nvcc, &dir.path().join("r.jsonl"));
+            c.arg("--orion-force=spill2smem");
+            c
+        } else {
+            let mut c = Command::new(&nvcc);
+            c.current_dir(dir.path());
+            c
+        };
+        c.args(["-arch=sm_90", "-cubin", "-maxrregcount=40"]);
+        if lineinfo {
+            c.arg("-lineinfo");
+        }
+        let o = c.arg(&kernel).arg("-o").arg(&out).output().unwrap();
+        common::assert_ok(&o, "build");
+        (
+            std::fs::read(&out).unwrap(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (plain, _) = build(true, false);
+    let (ours, stderr) = build(true, true);
+    assert_eq!(ours, plain, "nothing rewritten under -lineinfo");
+    let warned: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("SASS rewrites are off for this module"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{stderr}");
+    let (plain, _) = build(false, false);
+    let (ours, stderr) = build(false, true);
+    assert_ne!(ours, plain, "without -lineinfo the forced rewrite ships");
+    assert!(!stderr.contains("SASS rewrites are off"), "{stderr}");
+}
 
 /// `-lineinfo` (issue 48, point 1): the line tables that ship describe the shipped code. A
 /// retuned kernel of `pressure.cu` (8 kernels) used to be spliced into the untuned module,
