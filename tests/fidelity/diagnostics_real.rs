@@ -33,6 +33,20 @@ fn chosen(report: &Path) -> BTreeMap<String, Budget> {
     out
 }
 
+/// nvcc's PTX of `kernel` for sm_90 (with `flags`) at `ptx`: the input every reference
+/// build here starts from.
+fn nvcc_ptx(nvcc: &Path, kernel: &Path, ptx: &Path, flags: &[&str]) {
+    let o = Command::new(nvcc)
+        .args(["-arch=sm_90", "-ptx"])
+        .args(flags)
+        .arg(kernel)
+        .arg("-o")
+        .arg(ptx)
+        .output()
+        .unwrap();
+    common::assert_ok(&o, &format!("nvcc -ptx {}", flags.join(" ")));
+}
+
 /// nvcc-orion in `dir`, with a variant cache of its own and its report to `report`.
 fn orion_in(dir: &Path, nvcc: &Path, report: &Path) -> Command {
     let mut c = common::without_our_settings(common::orion(), nvcc);
@@ -50,14 +64,7 @@ fn ptxas_messages_are_the_whole_modules() {
     let dir = tempfile::tempdir().unwrap();
     let kernel = common::kernels_dir().join("tune").join("pressure.cu");
     let ptx = dir.path().join("pressure.ptx");
-    let o = Command::new(&nvcc)
-        .args(["-arch=sm_90", "-ptx"])
-        .arg(&kernel)
-        .arg("-o")
-        .arg(&ptx)
-        .output()
-        .unwrap();
-    common::assert_ok(&o, "nvcc -ptx");
+    nvcc_ptx(&nvcc, &kernel, &ptx, &[]);
     let ptxas = common::toolkit_tool(&nvcc, "ptxas");
     let mut spills_seen = false;
     for (i, flags) in [
@@ -189,14 +196,7 @@ fn line_tables_are_the_whole_modules() {
     let dir = tempfile::tempdir().unwrap();
     let kernel = common::kernels_dir().join("tune").join("pressure.cu");
     let ptx = dir.path().join("pressure.ptx");
-    let o = Command::new(&nvcc)
-        .args(["-arch=sm_90", "-ptx", "-lineinfo"])
-        .arg(&kernel)
-        .arg("-o")
-        .arg(&ptx)
-        .output()
-        .unwrap();
-    common::assert_ok(&o, "nvcc -ptx -lineinfo");
+    nvcc_ptx(&nvcc, &kernel, &ptx, &["-lineinfo"]);
     let report = dir.path().join("report.jsonl");
     let out = dir.path().join("orion.cubin");
     let o = orion_in(dir.path(), &nvcc, &report)
@@ -263,14 +263,7 @@ fn adapt_prints_ptxas_messages_for_the_original_kernels_once() {
         let what = format!("adapt {file} {}", flags.join(" "));
         let kernel = common::kernels_dir().join(file);
         let ptx = dir.path().join(format!("adapt{i}.ptx"));
-        let o = Command::new(&nvcc)
-            .args(["-arch=sm_90", "-ptx"])
-            .arg(&kernel)
-            .arg("-o")
-            .arg(&ptx)
-            .output()
-            .unwrap();
-        common::assert_ok(&o, "nvcc -ptx");
+        nvcc_ptx(&nvcc, &kernel, &ptx, &[]);
         let report = dir.path().join(format!("adapt{i}.jsonl"));
         let obj = dir.path().join(format!("adapt{i}.o"));
         let o = orion_in(dir.path(), &nvcc, &report)
