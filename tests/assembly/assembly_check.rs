@@ -576,20 +576,7 @@ fn variants_with_swapped_attributes_are_rejected() {
     let check = |bytes: &[u8]| {
         named(audit::check(
             &tools(&nvcc),
-            &Job {
-                proved: Vec::new(),
-                shipped: bytes,
-                baseline: &candidates[0],
-                module: &shipped,
-                origins: variants
-                    .iter()
-                    .map(|(name, c)| Origin {
-                        shipped: name,
-                        name: HUNGRY,
-                        cubin: &candidates[*c],
-                    })
-                    .collect(),
-            },
+            &variants_job(bytes, &candidates, &shipped, &variants),
         ))
     };
     check(&shipped).expect("each variant is its standalone candidate");
@@ -615,20 +602,7 @@ fn variants_with_swapped_attributes_are_rejected() {
     let cached = |bytes: &[u8]| {
         named(audit::check_cached(
             &tools(&nvcc),
-            &Job {
-                proved: Vec::new(),
-                shipped: bytes,
-                baseline: &candidates[0],
-                module: &shipped,
-                origins: variants
-                    .iter()
-                    .map(|(name, c)| Origin {
-                        shipped: name,
-                        name: HUNGRY,
-                        cubin: &candidates[*c],
-                    })
-                    .collect(),
-            },
+            &variants_job(bytes, &candidates, &shipped, &variants),
             Some(&cache),
         ))
     };
@@ -729,5 +703,29 @@ fn line_tables_that_do_not_describe_the_code_are_refused_and_rejected() {
         wrong[at + offset] = op + 1;
         let why = named(audit::check(&tools(&nvcc), &own(&wrong))).unwrap_err();
         assert!(why.contains("line table"), "sm_{sm}: {why}");
+    }
+}
+
+/// The check of an adapt cubin `bytes` whose embedded `variants` (name, candidate) are each
+/// their standalone candidate's build of `HUNGRY`, the tuned cubin `shipped` its module.
+fn variants_job<'a>(
+    bytes: &'a [u8],
+    candidates: &'a [Vec<u8>],
+    shipped: &'a [u8],
+    variants: &'a [(String, usize)],
+) -> Job<'a> {
+    Job {
+        proved: Vec::new(),
+        shipped: bytes,
+        baseline: &candidates[0],
+        module: shipped,
+        origins: variants
+            .iter()
+            .map(|(name, c)| Origin {
+                shipped: name,
+                name: HUNGRY,
+                cubin: &candidates[*c],
+            })
+            .collect(),
     }
 }
