@@ -65,6 +65,12 @@ pub struct Settings {
     /// calibrate` measured on a GPU; the predictor prices the architectures the file has a
     /// device of with them (`predict::calibration`). Default: the published parameters.
     pub(crate) calibration: Option<FileSetting>,
+    /// `--orion-test-refuse-rewrite=KERNEL,...` (testing only, command line only): the
+    /// assembly check is handed each named kernel's rewritten section with a register count
+    /// below what its code names, so that it refuses that kernel's rewrite and the driver's
+    /// per-kernel refusal can be tested on a real build. It never changes a kernel no
+    /// rewrite made, and no environment variable sets it.
+    pub(crate) refuse_in_check: Vec<String>,
 }
 
 /// What the selector compiled into an object does at launch time (docs/selector.md §Modes).
@@ -135,6 +141,7 @@ impl Default for Settings {
             profile: None,
             selector: None,
             calibration: None,
+            refuse_in_check: Vec::new(),
         }
     }
 }
@@ -327,6 +334,9 @@ impl Settings {
                         }
                     }
                 }
+                ("test-refuse-rewrite", Some(v)) if origin == "command line" => s
+                    .refuse_in_check
+                    .extend(v.split(',').filter(|k| !k.is_empty()).map(str::to_string)),
                 ("margin", Some(v)) => match v.trim_end_matches('%').parse::<f64>() {
                     Ok(m) if (0.0..=1000.0).contains(&m) => s.margin_percent = m,
                     _ => warnings.push(bad(&format!("margin {v:?} (use a percentage, 0 to 1000)"))),
@@ -402,6 +412,12 @@ impl Settings {
             // and its content hash, so that an edited profile is a miss.
             o.push(format!("--orion-profile={}", p.path.display()));
             o.push(format!("--orion-profile-sha256={}", p.sha256));
+        }
+        if !self.refuse_in_check.is_empty() {
+            o.push(format!(
+                "--orion-test-refuse-rewrite={}",
+                self.refuse_in_check.join(",")
+            ));
         }
         if let Some(c) = &self.calibration {
             // Likewise: the predictor's parameters change what the tuner chooses.
@@ -506,6 +522,23 @@ mod tests {
         let (back, w) = Settings::read_test(&|_| None, &args);
         assert!(w.is_empty(), "{w:?}");
         assert_eq!(back, Settings { report: None, ..s });
+    }
+
+    /// The testing-only check hook is read from the command line alone (no variable names
+    /// it) and restated, so that `--dryrun`'s ptxas lines carry it.
+    #[test]
+    fn the_refusal_hook_comes_from_the_command_line_only() {
+        let args = [("test-refuse-rewrite".into(), Some("_Z1kv,_Z1jv".into()))];
+        let (s, w) = Settings::read_test(&|_| None, &args);
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(s.refuse_in_check, ["_Z1kv", "_Z1jv"]);
+        assert_eq!(
+            s.output_options(),
+            ["--orion-test-refuse-rewrite=_Z1kv,_Z1jv"]
+        );
+        let env = |k: &str| k.starts_with("NVCC_ORION").then(|| "_Z1kv".to_string());
+        let (s, _) = Settings::read_test(&env, &[]);
+        assert!(s.refuse_in_check.is_empty());
     }
 
     #[test]

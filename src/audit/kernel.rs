@@ -3,7 +3,7 @@
 //! makes must all say the same, with module-level bank offsets read through each cubin's
 //! own tables.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::Difference;
 use super::banks;
@@ -17,6 +17,9 @@ pub(crate) struct Pair<'a> {
     pub(crate) origin: &'a Dump,
     pub(crate) ks: &'a str,
     pub(crate) kr: &'a str,
+    /// The compiler's helper subroutines of the shipped section by the names the origin's
+    /// section gives them ([`helpers`]): only those whose names differ.
+    helpers: BTreeMap<String, String>,
 }
 
 /// What the byte-level comparison left to the disassembly.
@@ -28,9 +31,37 @@ pub(crate) enum Code {
     Disassemble,
 }
 
+impl<'a> Pair<'a> {
+    /// Function `ks` of `shipped` against `kr` of `origin`, the helper subroutines in their
+    /// sections matched by role ([`helpers`]).
+    pub(crate) fn new(shipped: &'a Dump, origin: &'a Dump, ks: &'a str, kr: &'a str) -> Pair<'a> {
+        let helpers = match (text(shipped, ks), text(origin, kr)) {
+            (Ok(ts), Ok(tr)) => helpers(shipped, ts, origin, tr),
+            _ => BTreeMap::new(),
+        };
+        Pair {
+            shipped,
+            origin,
+            ks,
+            kr,
+            helpers,
+        }
+    }
+}
+
 impl Pair<'_> {
-    /// A name of the shipped side as the origin spells it.
+    /// A name of the shipped side as the origin spells it (a name, or a record's or an
+    /// operand's text that holds names).
     pub(crate) fn map(&self, name: &str) -> String {
+        let named = self.map_kernel(name);
+        match self.helpers.is_empty() {
+            true => named,
+            false => rename_tokens(&named, &self.helpers),
+        }
+    }
+
+    /// The kernel's own name and its sub-functions' (`$k$...`).
+    fn map_kernel(&self, name: &str) -> String {
         if name == self.ks {
             return self.kr.to_string();
         }
@@ -302,6 +333,62 @@ impl Pair<'_> {
     }
 }
 
+/// ptxas numbers the compiler's helper subroutines per module (`$__internal_<n>_$` before
+/// the helper's own name, such as `__cuda_sm20_sqrt_rn_f32_slowpath`), in an order that
+/// depends on every kernel of the module: an `--entry` build, or a module with variants
+/// copied in, numbers the same kernel's helpers differently. Those are the only names the
+/// numbering changes, so a helper defined in the shipped section `ts` is named as the
+/// origin's section `tr` names the one helper there of the same role, where each side has
+/// exactly one of that role (any other is left alone and shows as a symbol one side has).
+/// The match is a claim the rest of the comparison proves: the renamed helper must start at
+/// the same offset with the same size, bytes, records and call edges as its namesake.
+fn helpers(shipped: &Dump, ts: usize, origin: &Dump, tr: usize) -> BTreeMap<String, String> {
+    let roles = |d: &Dump, t: usize| -> BTreeMap<String, Vec<String>> {
+        let mut m: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for s in d.defined_in(t).into_iter().filter(|s| s.kind == "FUNC") {
+            if let Some(role) = helper_role(&s.name) {
+                m.entry(role.to_string()).or_default().push(s.name.clone());
+            }
+        }
+        m
+    };
+    let theirs = roles(origin, tr);
+    roles(shipped, ts)
+        .into_iter()
+        .filter_map(
+            |(role, ours)| match (&ours[..], theirs.get(&role).map(|v| &v[..])) {
+                ([a], Some([b])) if a != b => Some((a.clone(), b.clone())),
+                _ => None,
+            },
+        )
+        .collect()
+}
+
+/// `$__internal_12_$__cuda_sm20_rcp_rn_f64`: the helper's own name after ptxas's number.
+fn helper_role(name: &str) -> Option<&str> {
+    let rest = name.strip_prefix("$__internal_")?;
+    let (number, role) = rest.split_once("_$")?;
+    (!number.is_empty() && number.bytes().all(|b| b.is_ascii_digit()) && !role.is_empty())
+        .then_some(role)
+}
+
+/// `text` with every whole name (a run of letters, digits, `_` and `$`) that `names` has
+/// replaced by its value: every name at once, so two helpers that swap numbers stay apart.
+fn rename_tokens(text: &str, names: &BTreeMap<String, String>) -> String {
+    let is_name = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$';
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while !rest.is_empty() {
+        let end = rest
+            .find(|c: char| is_name(c) != rest.starts_with(is_name))
+            .unwrap_or(rest.len());
+        let (run, tail) = rest.split_at(end);
+        out.push_str(names.get(run).map_or(run, String::as_str));
+        rest = tail;
+    }
+    out
+}
+
 /// The index of function `k`'s code section.
 pub(crate) fn text(d: &Dump, k: &str) -> Result<usize, Difference> {
     d.section(&format!(".text.{k}"))
@@ -562,6 +649,42 @@ mod tests {
         assert_eq!(constant_operand("-c[0x3][0x10]"), Some((3, "0x10")));
         assert_eq!(constant_operand("c[0x4][R2+0x8]"), Some((4, "R2+0x8")));
         assert_eq!(constant_operand("R2"), None);
+    }
+
+    #[test]
+    fn helpers_are_renamed_by_role_as_whole_names_only() {
+        let names = BTreeMap::from([
+            (
+                "$__internal_2_$__cuda_sm20_rcp_rn_f64".to_string(),
+                "$__internal_0_$__cuda_sm20_rcp_rn_f64".to_string(),
+            ),
+            (
+                "$__internal_0_$__cuda_sm20_div_rn_f64_full".to_string(),
+                "$__internal_2_$__cuda_sm20_div_rn_f64_full".to_string(),
+            ),
+        ]);
+        // Swapped numbers each take the other's, once; a longer name is not a match.
+        assert_eq!(
+            rename_tokens(
+                "`($__internal_2_$__cuda_sm20_rcp_rn_f64)`, $__internal_0_$__cuda_sm20_div_rn_f64_full",
+                &names
+            ),
+            "`($__internal_0_$__cuda_sm20_rcp_rn_f64)`, $__internal_2_$__cuda_sm20_div_rn_f64_full"
+        );
+        assert_eq!(
+            rename_tokens(
+                "function: $__internal_2_$__cuda_sm20_rcp_rn_f64x frame",
+                &names
+            ),
+            "function: $__internal_2_$__cuda_sm20_rcp_rn_f64x frame"
+        );
+        assert_eq!(
+            helper_role("$__internal_12_$__cuda_sm20_sqrt_rn_f32_slowpath"),
+            Some("__cuda_sm20_sqrt_rn_f32_slowpath")
+        );
+        assert_eq!(helper_role("$_Z1kPf$__internal_1"), None);
+        assert_eq!(helper_role("$__internal_x_$f"), None);
+        assert_eq!(helper_role("$__internal_1_$"), None);
     }
 
     #[test]

@@ -24,6 +24,10 @@
 //!   symbol, an object, bytes), the encodings differing only in the moved offset, and a
 //!   bank read through a register only where the bank is laid out alike everywhere.
 //!
+//! The compiler's helper subroutines in a function's section (`$__internal_<n>_$...`, which
+//! ptxas numbers per module) are named by role on both sides (`kernel::Pair::new`): the
+//! comparison itself proves two helpers of one role are the same code.
+//!
 //! A kernel a SASS rewrite changed (`Job::proved`) is compared with its unrewritten section
 //! in `module` instead (`proved`): the translation checker vouches for its code, the
 //! functions in its section included, and everything else must be the unrewritten
@@ -202,12 +206,7 @@ pub fn check_each(tools: &Tools, job: &Job<'_>) -> Result<(Checked, Vec<AuditErr
             .find(|o| o.shipped == f.as_str())
             .map_or((f.as_str(), job.module), |o| (o.name, o.cubin));
         let origin = reader.dump(cubin)?;
-        let pair = Pair {
-            shipped: &shipped,
-            origin: &origin,
-            ks: f,
-            kr: name,
-        };
+        let pair = Pair::new(&shipped, &origin, f, name);
         checked.functions += 1;
         if job.proved.contains(&f.as_str()) {
             checked.disassembled += 1;

@@ -43,6 +43,9 @@ pub(crate) struct Inputs<'a> {
     pub(crate) builder: &'a Builder<'a>,
     pub(crate) block_sizes: &'a [(Option<String>, u32)],
     pub(crate) tools: &'a audit::Tools,
+    /// `--orion-test-refuse-rewrite` (testing only): kernels whose rewritten section the
+    /// assembly check is handed wrong ([`tampered`]).
+    pub(crate) refuse_in_check: &'a [String],
 }
 
 /// What was chosen: per kernel not keeping the baseline its budget, and per kernel the
@@ -290,10 +293,32 @@ fn audit_assembled(
             .map(String::as_str)
             .collect(),
     };
+    let wrong = tampered(inp.refuse_in_check, choice, bytes);
+    let job = audit::Job {
+        shipped: wrong.as_deref().unwrap_or(bytes),
+        ..job
+    };
     timings::timed(Phase::Check, || {
         audit::check_cached(inp.tools, &job, inp.builder.cache.as_deref())
     })?;
     Ok(())
+}
+
+/// `--orion-test-refuse-rewrite` (testing only): `bytes` with each named kernel that this
+/// choice rewrites recording one register, fewer than its code names, which the assembly
+/// check refuses for that kernel. `None` when no named kernel is rewritten here (what ships
+/// is never this copy: it only goes to the check).
+fn tampered(names: &[String], choice: &Choice<'_>, bytes: &[u8]) -> Option<Vec<u8>> {
+    let rewritten = |k: &&String| choice.chosen.get(*k).is_some_and(|b| b.rewritten());
+    let named: Vec<&String> = names.iter().filter(rewritten).collect();
+    if named.is_empty() {
+        return None;
+    }
+    let mut cubin = Cubin::parse(bytes).ok()?;
+    for k in named {
+        cubin.set_register_count(k, 1).ok()?;
+    }
+    cubin.write().ok()
 }
 
 /// The bytes of a kernel's code and of its own sub-functions (`$kernel$...`), in symbol

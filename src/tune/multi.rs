@@ -86,16 +86,24 @@ pub(crate) fn embed(input: &Input<'_>, records: &mut [KernelRecord]) -> Embeddin
         Ok(Ok(Some((bytes, how)))) => {
             let all = || records.iter().flat_map(|r| r.variants.iter().skip(1));
             let capped = all().filter(|v| v.left_out.is_some()).count();
-            let dropped = all().filter(|v| v.dropped.is_some()).count() - capped;
+            // Named: a disagreement costs only the variants it concerns.
+            let dropped: Vec<&str> = all()
+                .filter(|v| v.dropped.is_some() && v.left_out.is_none())
+                .map(|v| v.name.as_str())
+                .collect();
             let note = format!(
                 "{} variant(s) embedded beside the original kernels ({}){}{}",
-                all().count() - dropped - capped,
+                all().count() - dropped.len() - capped,
                 match how {
                     Assembly::VariantsAdded => "from the cubins tuning built",
                     _ => "by one more whole-module ptxas run",
                 },
-                if dropped > 0 {
-                    format!(", {dropped} dropped (their build differed; see the report)")
+                if !dropped.is_empty() {
+                    format!(
+                        ", {} dropped ({}: their build differed; see the report)",
+                        dropped.len(),
+                        dropped.join(", ")
+                    )
                 } else {
                     String::new()
                 },
@@ -419,9 +427,14 @@ fn whole_module(
 
 /// The assembly check on the multi-variant cubin: each original against what plain tune
 /// ships, each variant against its standalone candidate (under the original's name), the
-/// rest against ptxas's output `raw`. A variant that disagrees joins `differ` (it is
-/// dropped and the cubin built again), and so do the variants of an original that disagrees
-/// ([`blame_variants`]); any other disagreement fails the embedding.
+/// rest against ptxas's output `raw`. A variant a rewrite made is checked as the default
+/// mode checks a rewritten kernel (`audit::Job::proved`): the translation checker proved it
+/// against its unrewritten section in `raw` ([`build`]), and everything the proof does not
+/// cover is compared with that section, which is whole-module ptxas output. (Its standalone
+/// candidate is an `--entry` build, rewritten on its own: its helper subroutines' frames
+/// follow that build's rewrite, not this one's.) A variant that disagrees joins `differ` (it
+/// is dropped and the cubin built again), and so do the variants of an original that
+/// disagrees ([`blame_variants`]); any other disagreement fails the embedding.
 fn audit_multi(
     input: &Input<'_>,
     bytes: &[u8],
@@ -430,9 +443,18 @@ fn audit_multi(
     differ: &mut BTreeMap<String, String>,
 ) -> Result<(), TuneError> {
     let plain = Cubin::parse(input.plain).map_err(|e| TuneError::Cubin("tuned".to_string(), e))?;
+    let checked = |w: &&&Want| !differ.contains_key(&w.name);
+    let rewritten = |w: &&&Want| w.budget.is_some_and(|b| b.rewritten());
+    let proved: Vec<&str> = live
+        .iter()
+        .filter(checked)
+        .filter(rewritten)
+        .map(|w| w.name.as_str())
+        .collect();
     let standalone: Vec<(&Want, Vec<u8>)> = live
         .iter()
-        .filter(|w| !differ.contains_key(&w.name))
+        .filter(checked)
+        .filter(|w| !rewritten(w))
         .filter_map(|w| {
             let source = *input.sources.get(&w.kernel)?.get(w.candidate)?;
             let bytes = match source {
@@ -457,7 +479,7 @@ fn audit_multi(
         cubin: c,
     }));
     let job = crate::audit::Job {
-        proved: Vec::new(),
+        proved,
         shipped: bytes,
         baseline: input.step.baseline.1,
         module: raw,

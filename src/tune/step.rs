@@ -130,6 +130,7 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         builder: &builder,
         block_sizes: &settings.block_sizes,
         tools: &tools,
+        refuse_in_check: &settings.refuse_in_check,
     };
     let plain = assemble_or_refuse(&inputs, &mut selected, &step.arch_name, &mut result)?;
     let mut ship = plain.as_ref().map(|a| (a.bytes.clone(), a.how));

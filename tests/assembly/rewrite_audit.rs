@@ -13,6 +13,17 @@
 //!   rewritten section (a helper's frame raised, a register count below what the code names)
 //!   is refused for that kernel only.
 //!
+//! * Helpers ptxas numbers apart (`$__internal_<n>_$`: the whole module and an `--entry`
+//!   build of `tests/kernels/rewrite_audit/adapt.cu`) are matched by role and proved the same
+//!   by their code: a budget or a helper's code that differs is still refused.
+//! * Under adapt (`NVCC_ORION=adapt`) with the rewrite forced, the kernel with helpers keeps
+//!   its variants, the rewritten ones included, each the code of a reference we did not
+//!   build: ptxas's whole module at its budget, and the translation checker's proved rewrite
+//!   of that module (`nvcc-orion rewrite`). Before, every variant was dropped.
+//! * A rewrite the check refuses in a real build (`--orion-test-refuse-rewrite`, testing
+//!   only) costs that kernel its rewrite alone: it ships ptxas's own code, the other
+//!   kernel's rewrite ships, and the warning names the refused kernel.
+//!
 //! Without nvcc the tests print a skip message and pass (with `CI` set they fail).
 
 use crate::common;
@@ -20,7 +31,7 @@ use crate::common;
 use std::path::Path;
 use std::process::Command;
 
-use nvcc_orion::audit::{self, AuditError, Difference, Job, Tools};
+use nvcc_orion::audit::{self, AuditError, Difference, Job, Origin, Tools};
 use nvcc_orion::cubin::Cubin;
 
 const K_SQRT: &str = "_Z6k_sqrtPKfPfi";
@@ -30,6 +41,11 @@ const EIATTR_REGCOUNT: u8 = 0x2f;
 
 fn source() -> std::path::PathBuf {
     common::kernels_dir().join("rewrite_audit/helpers.cu")
+}
+
+/// `adapt.cu`: `k_ddiv` (the same name as in `helpers.cu`) small enough for three variants.
+fn adapt_source() -> std::path::PathBuf {
+    common::kernels_dir().join("rewrite_audit/adapt.cu")
 }
 
 /// `STL`/`LDL` instructions per function of `cubin`'s `cuobjdump -sass`.
@@ -280,4 +296,308 @@ fn record(bytes: &[u8], name: &str, attr: u8, function: &str) -> usize {
 fn add_u32(bytes: &mut [u8], at: usize, delta: u32) {
     let v = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
     bytes[at..at + 4].copy_from_slice(&v.wrapping_add(delta).to_le_bytes());
+}
+
+/// nvcc's cubin of `src` for sm_90 with `args`, written to `dir/out`.
+fn nvcc_cubin(nvcc: &Path, dir: &Path, src: &Path, args: &[&str], out: &str) -> Vec<u8> {
+    let path = dir.join(out);
+    let o = Command::new(nvcc)
+        .args(["-cubin", "-arch=sm_90"])
+        .args(args)
+        .arg(src)
+        .arg("-o")
+        .arg(&path)
+        .output()
+        .unwrap();
+    common::assert_ok(&o, &format!("nvcc {args:?}"));
+    std::fs::read(path).unwrap()
+}
+
+/// `function`'s instructions in `cuobjdump -sass` of `file` (its whole code section, the
+/// helpers in it included), without the encodings: calls name helpers by offset, so two
+/// modules that number the helpers apart list the same code alike.
+fn sass_of(nvcc: &Path, file: &Path, function: &str) -> Vec<String> {
+    let o = Command::new(common::toolkit_tool(nvcc, "cuobjdump"))
+        .arg("-sass")
+        .arg(file)
+        .output()
+        .unwrap();
+    common::assert_ok(&o, "cuobjdump -sass");
+    let mut current = String::new();
+    let mut lines = Vec::new();
+    for line in String::from_utf8_lossy(&o.stdout).lines() {
+        if let Some(f) = line.trim().strip_prefix("Function : ") {
+            current = f.trim().to_string();
+        } else if current == function && line.trim_start().starts_with("/*") {
+            let text = line.split(" /* 0x").next().unwrap_or(line);
+            lines.push(text.trim().to_string());
+        }
+    }
+    assert!(!lines.is_empty(), "{function} not in {}", file.display());
+    lines
+}
+
+/// The names of the helper subroutines in `kernel`'s code section.
+fn helpers_of(cubin: &[u8], kernel: &str) -> Vec<String> {
+    let c = Cubin::parse(cubin).unwrap();
+    let fs = c.functions();
+    let section = fs.iter().find(|f| f.name == kernel).unwrap().text_section;
+    fs.iter()
+        .filter(|f| f.text_section == section && f.name.starts_with("$__internal_"))
+        .map(|f| f.name.clone())
+        .collect()
+}
+
+/// The assembly check matches the compiler's helper subroutines by role, not by ptxas's
+/// per-module number, and what proves the match is their code: the whole module's `k_ddiv`
+/// against an `--entry` build of it alone (helpers numbered 2 and 3 there, 0 and 1 here)
+/// passes; the same at another budget, or with a helper's code changed, is refused for
+/// `k_ddiv` only. Before, the first was refused for a symbol one side has.
+#[test]
+fn helpers_numbered_apart_are_matched_by_role_and_proved_by_their_code() {
+    let Some(nvcc) = common::nvcc_or_skip("rewrite_audit") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let entry = format!("--entry={K_DDIV}");
+    let whole = nvcc_cubin(
+        &nvcc,
+        d,
+        &adapt_source(),
+        &["-maxrregcount=40"],
+        "whole.cubin",
+    );
+    let alone = nvcc_cubin(
+        &nvcc,
+        d,
+        &adapt_source(),
+        &["-maxrregcount=40", "-Xptxas", &entry],
+        "alone.cubin",
+    );
+    let at_32 = nvcc_cubin(
+        &nvcc,
+        d,
+        &adapt_source(),
+        &["-maxrregcount=32", "-Xptxas", &entry],
+        "alone32.cubin",
+    );
+    let (ours, theirs) = (helpers_of(&whole, K_DDIV), helpers_of(&alone, K_DDIV));
+    assert_eq!(ours.len(), 2, "{ours:?}");
+    assert!(
+        ours.iter().all(|h| !theirs.contains(h)),
+        "numbered apart: {ours:?} {theirs:?}"
+    );
+    let tools = Tools::in_dir(nvcc.parent().unwrap());
+    let check = |shipped: &[u8], origin: &[u8]| {
+        disagreements(
+            &tools,
+            &Job {
+                shipped,
+                baseline: &whole,
+                module: &whole,
+                origins: vec![Origin {
+                    shipped: K_DDIV,
+                    name: K_DDIV,
+                    cubin: origin,
+                }],
+                proved: Vec::new(),
+            },
+        )
+    };
+    assert_eq!(check(&whole, &alone), Vec::new());
+    let other_budget = check(&whole, &at_32);
+    assert!(
+        !other_budget.is_empty() && other_budget.iter().all(|(k, _)| k == K_DDIV),
+        "{other_budget:?}"
+    );
+    // The division helper's first two instructions swapped: matched by role, refused by code.
+    let c = Cubin::parse(&whole).unwrap();
+    let helper = c
+        .functions()
+        .into_iter()
+        .find(|f| f.name == ours[0])
+        .unwrap();
+    let at = c.elf().sections[helper.text_section].sh_offset as usize + helper.text_offset as usize;
+    let mut wrong = whole.clone();
+    assert_ne!(wrong[at..at + 16], wrong[at + 16..at + 32]);
+    let (first, second) = wrong[at..at + 32].split_at_mut(16);
+    first.swap_with_slice(second);
+    let found = check(&wrong, &alone);
+    assert!(
+        !found.is_empty() && found.iter().all(|(k, _)| k == K_DDIV),
+        "{found:?}"
+    );
+}
+
+/// Under adapt with spill → shared forced at `-maxrregcount=40`, `k_ddiv`, whose helpers
+/// the multi-variant module numbers apart from every other build, keeps its variants: none
+/// is dropped (the object-size cap may leave some out), ptxas's own build and a rewritten
+/// one among them. Each embedded variant is the code of a reference we did not build:
+/// ptxas's own at the user's cap is nvcc's whole module at 40; a spill → shared variant at R
+/// registers (compiled one register lower, the rewrite's base register bringing it back) is
+/// the translation checker's proved rewrite (`nvcc-orion rewrite`) of nvcc's whole module at
+/// R - 1. Before, the check dropped every variant (a helper's symbol differed).
+#[test]
+fn adapt_keeps_the_variants_of_a_kernel_with_helper_subroutines() {
+    let Some(nvcc) = common::nvcc_or_skip("rewrite_audit") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (obj, report) = (d.join("adapt.o"), d.join("adapt.jsonl"));
+    let o = common::without_our_settings(common::orion(), &nvcc)
+        .current_dir(d)
+        .env("NVCC_ORION", "adapt")
+        .env("NVCC_ORION_CACHE", d.join("cache"))
+        .env("NVCC_ORION_REPORT", &report)
+        .args(["-c", "-arch=sm_90", "-maxrregcount=40"])
+        .args(["--orion-transforms=spill2smem", "--orion-force=spill2smem"])
+        .arg(adapt_source())
+        .arg("-o")
+        .arg(&obj)
+        .output()
+        .unwrap();
+    common::assert_ok(&o, "nvcc-orion (adapt)");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!stderr.contains("warning"), "{stderr}");
+    let record: serde_json::Value = std::fs::read_to_string(&report)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|r| r["kernel"] == K_DDIV)
+        .expect("k_ddiv's record");
+    let variants = record["variants"].as_array().expect("variants");
+    let dropped: Vec<_> = variants
+        .iter()
+        .filter(|v| v.get("dropped").is_some() && v.get("left_out").is_none())
+        .collect();
+    assert!(dropped.is_empty(), "{dropped:#?}");
+    let budget = |v: &serde_json::Value| {
+        record["candidates"][v["candidate"].as_u64().unwrap() as usize]["budget"].clone()
+    };
+    let embedded: Vec<(&str, serde_json::Value)> = variants
+        .iter()
+        .skip(1)
+        .filter(|v| v.get("dropped").is_none())
+        .map(|v| (v["name"].as_str().unwrap(), budget(v)))
+        .collect();
+    let rewritten = |b: &serde_json::Value| b["spill_to_shared"] == true;
+    assert!(
+        embedded.iter().any(|(_, b)| b.is_null()) && embedded.iter().any(|(_, b)| rewritten(b)),
+        "ptxas's own and a rewritten variant embedded: {embedded:?}"
+    );
+    // The original too: the forced rewrite at its own budget.
+    let mut all = vec![(K_DDIV, budget(&variants[0]))];
+    all.extend(embedded);
+    let mut compared = 0;
+    for (name, b) in &all {
+        let shipped = sass_of(&nvcc, &obj, name);
+        let reference = if b.is_null() {
+            nvcc_cubin(
+                &nvcc,
+                d,
+                &adapt_source(),
+                &["-maxrregcount=40"],
+                "at40.cubin",
+            );
+            sass_of(&nvcc, &d.join("at40.cubin"), K_DDIV)
+        } else if rewritten(b) {
+            let regs = b["regs"].as_u64().unwrap();
+            let below = format!("-maxrregcount={}", regs - 1);
+            let out = format!("below{regs}.cubin");
+            nvcc_cubin(&nvcc, d, &adapt_source(), &[&below], &out);
+            let proved = d.join(format!("proved{regs}.cubin"));
+            let o = common::without_our_settings(common::orion(), &nvcc)
+                .args(["rewrite", "--spill-to-shared", "all"])
+                .args(["--max-registers", &regs.to_string(), "-o"])
+                .arg(&proved)
+                .arg(d.join(&out))
+                .output()
+                .unwrap();
+            common::assert_ok(&o, "nvcc-orion rewrite");
+            let said = String::from_utf8_lossy(&o.stderr);
+            assert!(
+                said.lines()
+                    .any(|l| l.contains(K_DDIV) && l.contains("proved (")),
+                "{said}"
+            );
+            sass_of(&nvcc, &proved, K_DDIV)
+        } else {
+            // ptxas's shared-memory spilling (a pragma in the PTX) or a plain lower budget:
+            // no rewrite, compared by the multi-variant tests.
+            continue;
+        };
+        assert!(shipped == reference, "{name} ({b}) is not its reference");
+        compared += 1;
+    }
+    assert!(compared >= 3, "{all:?}");
+}
+
+/// A rewrite the assembly check refuses in a real build costs its own kernel the rewrite
+/// and nothing else. `--orion-test-refuse-rewrite` (testing only) hands the check k_sqrt's
+/// rewritten section with a register count below what its code names: the warning names
+/// k_sqrt, its code in the shipped cubin is nvcc's own (the whole module at the user's cap),
+/// and k_ddiv's forced rewrite ships (its spill area in shared memory, code that is not
+/// ptxas's).
+#[test]
+fn a_rewrite_the_check_refuses_costs_only_its_kernel() {
+    let Some(nvcc) = common::nvcc_or_skip("rewrite_audit") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    nvcc_cubin(&nvcc, d, &source(), &["-maxrregcount=40"], "plain.cubin");
+    let (plain, ours) = (d.join("plain.cubin"), d.join("ours.cubin"));
+    let report = d.join("report.jsonl");
+    let o = common::without_our_settings(common::orion(), &nvcc)
+        .env("NVCC_ORION_CACHE", d.join("cache"))
+        .env("NVCC_ORION_REPORT", &report)
+        .args(["--orion-transforms=spill2smem", "--orion-force=spill2smem"])
+        .arg(format!("--orion-test-refuse-rewrite={K_SQRT}"))
+        .args(["-maxrregcount=40", "-cubin", "-arch=sm_90"])
+        .arg(source())
+        .arg("-o")
+        .arg(&ours)
+        .output()
+        .unwrap();
+    common::assert_ok(&o, "nvcc-orion");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let refused: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("the assembly check refused"))
+        .collect();
+    assert_eq!(refused.len(), 1, "{stderr}");
+    assert!(
+        refused[0].contains(&format!("sm_90 {K_SQRT}:"))
+            && refused[0].contains("the kernel keeps ptxas's code"),
+        "{stderr}"
+    );
+    assert_eq!(
+        sass_of(&nvcc, &ours, K_SQRT),
+        sass_of(&nvcc, &plain, K_SQRT)
+    );
+    assert_ne!(
+        sass_of(&nvcc, &ours, K_DDIV),
+        sass_of(&nvcc, &plain, K_DDIV)
+    );
+    assert_eq!(shared_bytes(&nvcc, &plain, K_DDIV), 0);
+    assert!(
+        shared_bytes(&nvcc, &ours, K_DDIV) > 0,
+        "k_ddiv's rewrite shipped"
+    );
+    let records = std::fs::read_to_string(&report).unwrap();
+    let sqrt: serde_json::Value = records
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|r| r["kernel"] == K_SQRT)
+        .unwrap();
+    assert_eq!(sqrt["chosen"], 0, "{sqrt}");
+    assert!(
+        sqrt["reason"]
+            .as_str()
+            .unwrap()
+            .contains("the assembly check refused its rewrite"),
+        "{sqrt}"
+    );
 }
