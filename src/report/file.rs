@@ -11,7 +11,8 @@ use crate::cubin::Cubin;
 use crate::sass::raw;
 use crate::settings::Settings;
 use crate::tune::candidates::{self, KernelPlan};
-use crate::tune::evaluate::{Pricing, evaluate};
+use crate::tune::evaluate::evaluate;
+use crate::tune::pricing::Pricing;
 use crate::tune::report_line;
 
 /// One record per kernel and device image of `path`, priced under `settings` (its

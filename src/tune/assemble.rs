@@ -18,8 +18,7 @@ use std::path::Path;
 
 use super::evaluate::{Variant, requests};
 use super::proven;
-pub(crate) use super::record::Assembly;
-use super::record::TuneError;
+use super::record::{Assembly, TuneError};
 use super::variants::{Budgets, Builder, Built};
 use crate::arch::memory::MemoryParams;
 use crate::audit;
