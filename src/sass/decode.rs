@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use super::listing::{JsonFunction, ListingError};
-use crate::arch::ShaderModel;
+use crate::arch::Sm;
 use crate::cubin::eiattr::OffsetLayout;
 use crate::cubin::elf::SHT_CUDA_INFO;
 use crate::cubin::nvinfo::EIFMT_SVAL;
@@ -26,7 +26,6 @@ use super::ir::{Function, Instr, OperandKind, Pred};
 use super::listing::run_nvdisasm;
 use super::opcode::Op;
 use super::operands;
-use crate::arch::Family;
 
 /// A decoded cubin.
 #[derive(Debug, Clone, PartialEq)]
@@ -259,7 +258,7 @@ fn decode_with(
         serde_json::from_slice(json).map_err(|e| ListingError::Json(e.to_string()))?;
     let v = &header["SM"]["version"];
     let sm = (v["major"].as_u64().unwrap_or(0) * 10 + v["minor"].as_u64().unwrap_or(0)) as u32;
-    let family = Family::of(sm).ok_or(ListingError::Arch(sm))?;
+    let family = Sm::of(sm).model().family.ok_or(ListingError::Arch(sm))?;
     let elf = object::File::parse(cubin).map_err(|e| ListingError::Elf(e.to_string()))?;
     let mut out = Vec::new();
     for f in funcs {
@@ -310,7 +309,7 @@ fn decode_with(
             if !ins.unknown {
                 ins.unknown = !operands::apply(family, &mut ins);
             }
-            if ShaderModel::of(sm).implicit_memory_descriptor {
+            if Sm::of(sm).model().implicit_memory_descriptor {
                 implicit_descriptor(&mut ins);
             }
             resolve_targets(&mut ins);
@@ -360,7 +359,7 @@ fn decode_with(
     }
     for f in &mut out {
         let u = used.get(&f.section).copied().unwrap_or(0);
-        if ShaderModel::of(sm).call_regs_from_code {
+        if Sm::of(sm).model().call_regs_from_code {
             f.regs = Some(f.regs.map_or(u + 2, |r| r.min(u + 2)));
         } else if f.regs.is_none() {
             f.regs = Some(u);

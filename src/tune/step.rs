@@ -20,8 +20,8 @@ use super::pricing::Pricing;
 use super::ptxas_args::PtxasArgs;
 use super::select::{self, Evaluated};
 use super::variants::{self, Budgets, Builder, Built, VariantError};
+use crate::arch::Sm;
 use crate::cubin::Cubin;
-use crate::predict::Arch;
 use crate::process::StepContext;
 use crate::sass::raw;
 use crate::settings::Settings;
@@ -47,7 +47,7 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         return Ok(Tuned::default());
     };
     let step = read_step(argv, ctx, &files)?;
-    let Some(arch) = Arch::from_sm(step.sm) else {
+    let Some(arch) = Sm::of(step.sm).limits() else {
         // No occupancy table for this architecture (its limits are not in the verified
         // data): ptxas's code stays, and the report says why.
         return Ok(Tuned {
