@@ -107,9 +107,10 @@ pub(crate) fn must_defined(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::arch::Family;
     use crate::sass::control::Control;
     use crate::sass::ir::{Instr, Pred};
-    use crate::sass::operands::{self, Family};
+    use crate::sass::operands;
 
     fn ins(k: usize, guard: Option<u8>, opcode: &str, ops: &str) -> Instr {
         let mut i = Instr {

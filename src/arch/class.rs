@@ -1,7 +1,8 @@
 //! What kind of work an instruction is: the classes the stall predictor prices (throughput per
 //! SM, latency of a scoreboard wait) and the fixed-latency table is keyed by. Which mnemonic
-//! falls in which class is the SASS layer's business (`sass::class`); the classes themselves
-//! are per-architecture facts' keys, so they live on this floor.
+//! falls in which class is the SASS layer's business (`sass::opcode`, once per parsed
+//! `Opcode`); the classes themselves are per-architecture facts' keys, so they live on this
+//! floor.
 
 /// An instruction's class.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]

@@ -3,10 +3,10 @@
 //! a cycle-accurate model: what matters is that a spill to local memory costs far more than a
 //! register, that FP64 is slow where the chip has few FP64 units, and that more resident warps
 //! hide more latency. The per-architecture rates and latencies are read from the
-//! [`ShaderModel`] table.
+//! [`ShaderModel`](super::model::ShaderModel) table.
 
+use super::Sm;
 use super::class::OpClass;
-use super::model::ShaderModel;
 
 /// Warp schedulers per SM (one warp instruction issued per scheduler per cycle) on every
 /// architecture from sm_70 to sm_120 (NVIDIA's architecture whitepapers: four SM
@@ -42,7 +42,7 @@ pub const READ_RELEASE: f64 = 8.0;
 /// Memory instructions use the 32 load/store lanes per SM of these architectures (four LSU
 /// quads); control and uniform operations issue at full rate.
 pub fn throughput(sm: u32, class: OpClass) -> f64 {
-    let model = ShaderModel::of(sm);
+    let model = Sm::of(sm).model();
     let (fp32, fp64) = (model.fp32_per_clock, model.fp64_per_clock);
     match class {
         OpClass::Fp32 => fp32,
@@ -71,11 +71,11 @@ pub fn throughput(sm: u32, class: OpClass) -> f64 {
 /// S06 between dependent ALU instructions there). FP64 without a scoreboard on sm_80: 10
 /// (NAK's FP64 entry); on sm_90 also 10, above the 7 cycles ptxas 13.5 itself leaves between a
 /// scoreboard-less `DADD`/`DFMA` and its first reader (measured on tests/kernels/regdem). On
-/// the other architectures FP64 is not tabulated ([`ShaderModel::fp64_fixed_latency`]).
+/// the other architectures FP64 is not tabulated ([`super::model::ShaderModel::fp64_fixed_latency`]).
 pub fn fixed_latency(sm: u32, class: OpClass) -> Option<u8> {
     match class {
         OpClass::Int | OpClass::Fp32 => Some(6),
-        OpClass::Fp64 => ShaderModel::of(sm).fp64_fixed_latency,
+        OpClass::Fp64 => Sm::of(sm).model().fp64_fixed_latency,
         _ => None,
     }
 }

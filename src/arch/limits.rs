@@ -336,8 +336,9 @@ impl Arch {
             })
     }
 
-    /// The row for sm_`sm` (`86` is 8.6); `None` without one.
-    pub(crate) fn from_sm(sm: u32) -> Option<Arch> {
+    /// The row for sm_`sm` (`86` is 8.6); `None` without one. Callers outside `arch` ask
+    /// [`super::Sm`], which looks up every table's row from the number.
+    pub(super) fn from_sm(sm: u32) -> Option<Arch> {
         Arch::from_cc(u8::try_from(sm / 10).ok()?, (sm % 10) as u8).ok()
     }
 
@@ -356,6 +357,11 @@ impl Arch {
 
     pub fn minor(self) -> u8 {
         self.0.cc.1
+    }
+
+    /// The SM number (`86` for 8.6), the key the handle `arch::Sm` is looked up by.
+    pub fn sm_number(self) -> u32 {
+        u32::from(self.major()) * 10 + u32::from(self.minor())
     }
 }
 

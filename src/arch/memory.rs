@@ -186,15 +186,13 @@ static TABLE: &[Row] = &[
     },
 ];
 
-impl MemoryParams {
-    /// The published parameters of sm_`sm`; every number has a row.
-    pub fn of(sm: u32) -> MemoryParams {
-        TABLE
-            .iter()
-            .find(|r| (r.sms.0..=r.sms.1).contains(&sm))
-            .expect("the table covers every SM number")
-            .params
-    }
+/// The published parameters of sm_`sm` (every number has a row; callers read it through
+/// [`super::Sm`]).
+pub(super) fn row(sm: u32) -> Option<&'static MemoryParams> {
+    TABLE
+        .iter()
+        .find(|r| (r.sms.0..=r.sms.1).contains(&sm))
+        .map(|r| &r.params)
 }
 
 #[cfg(test)]
@@ -213,9 +211,10 @@ mod tests {
     /// comment names.
     #[test]
     fn the_levels_are_ordered_and_the_carveouts_fit() {
+        let of = |sm| *row(sm).unwrap();
         for a in LIMITS {
             let sm = u32::from(a.cc.0) * 10 + u32::from(a.cc.1);
-            let m = MemoryParams::of(sm);
+            let m = of(sm);
             let largest = *a.carveouts.last().unwrap();
             assert!(largest < m.l1_shared_bytes, "sm_{sm}: {largest}");
             assert!(
@@ -226,10 +225,10 @@ mod tests {
             assert!(m.l2_bytes_per_clock > m.dram_bytes_per_clock, "sm_{sm}");
             assert!(m.l2_bytes_per_sm > 64 * KB, "sm_{sm}");
         }
-        assert_eq!(MemoryParams::of(90).l1_shared_bytes, 256 * KB);
-        assert_eq!(MemoryParams::of(86).l1_shared_bytes, 128 * KB);
-        assert_eq!(MemoryParams::of(75).l1_shared_bytes, 96 * KB);
+        assert_eq!(of(90).l1_shared_bytes, 256 * KB);
+        assert_eq!(of(86).l1_shared_bytes, 128 * KB);
+        assert_eq!(of(75).l1_shared_bytes, 96 * KB);
         // H100 SXM5: 3350 GB/s over 132 SMs at 1.98 GHz is 12.8 bytes per clock per SM.
-        assert!((MemoryParams::of(90).dram_bytes_per_clock - 12.82).abs() < 0.01);
+        assert!((of(90).dram_bytes_per_clock - 12.82).abs() < 0.01);
     }
 }

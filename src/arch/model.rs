@@ -12,13 +12,6 @@ pub enum Family {
     Hopper,
 }
 
-impl Family {
-    /// The operand-table family of sm_`sm`, if it has tables.
-    pub fn of(sm: u32) -> Option<Family> {
-        ShaderModel::of(sm).family
-    }
-}
-
 /// The facts of one run of architectures.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ShaderModel {
@@ -188,14 +181,9 @@ static TABLE: &[ShaderModel] = &[
     },
 ];
 
-impl ShaderModel {
-    /// The row for sm_`sm`; every number has one.
-    pub fn of(sm: u32) -> &'static ShaderModel {
-        TABLE
-            .iter()
-            .find(|m| (m.sms.0..=m.sms.1).contains(&sm))
-            .expect("the table covers every SM number")
-    }
+/// The row for sm_`sm` (every number has one; callers read it through [`super::Sm`]).
+pub(super) fn row(sm: u32) -> Option<&'static ShaderModel> {
+    TABLE.iter().find(|m| (m.sms.0..=m.sms.1).contains(&sm))
 }
 
 #[cfg(test)]
@@ -210,7 +198,7 @@ mod tests {
 
     #[test]
     fn facts_change_where_the_architectures_do() {
-        let m = ShaderModel::of;
+        let m = |sm| row(sm).unwrap();
         // The comparisons this table replaced, on every number that matters.
         for sm in [
             0, 70, 75, 80, 82, 86, 89, 90, 95, 100, 101, 103, 110, 120, 121,

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 
+use crate::arch::Sm;
 use crate::predict::calibration::{Calibration, Device, Measurements, fit};
 use crate::predict::{Arch, MemoryParams};
 use crate::toolkit::Toolkit;
@@ -104,7 +105,7 @@ fn calibrate(args: &Args, out: &mut dyn Write) -> Result<(), Failure> {
     {
         m.driver = driver;
     }
-    let published = MemoryParams::of(m.sm);
+    let published = Sm::of(m.sm).memory();
     let memory = fit(&m, &published, min_carveout(m.sm))
         .map_err(|e| Failure::Other(format!("cannot fit the measurements: {e}")))?;
     let key = m.key();
@@ -243,7 +244,7 @@ fn driver_version() -> Option<String> {
 /// The smallest shared-memory carve-out of sm_`sm`: what a kernel without shared memory
 /// leaves out of L1 (32 KB on Turing, none later).
 fn min_carveout(sm: u32) -> u32 {
-    Arch::from_sm(sm).map_or(0, |a| a.params().carveouts[0])
+    Sm::of(sm).limits().map_or(0, |a| a.params().carveouts[0])
 }
 
 /// One line per parameter: measured against published.

@@ -3,7 +3,7 @@
 //! fatbin, host object or archive) with a full re-layout, and write the result to OUT.
 //! Images of other architectures are left as they are.
 
-use crate::arch::ShaderModel;
+use crate::arch::Sm;
 use crate::container::{self, ContainerError};
 use crate::cubin::Cubin;
 use crate::sass::relayout;
@@ -35,7 +35,7 @@ pub fn relayout_bytes(
             what: e.to_string(),
         };
         let mut cubin = Cubin::parse(image).map_err(|e| fail(&e))?;
-        if !ShaderModel::of(cubin.arch()).relayout {
+        if !Sm::of(cubin.arch()).model().relayout {
             return Ok(None);
         }
         relayout::insert_random_nops(&mut cubin, per_function, seed).map_err(|e| fail(&e))?;

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use clap::Parser;
 use serde::Serialize;
 
-use crate::arch::Arch;
+use crate::arch::{Arch, Sm};
 use crate::container::{self, Compression, EntryKind, ImageRef};
 use crate::cubin::{Cubin, FunctionInfo};
 use crate::predict::occupancy::{KernelResources, Launch, SharedBytes, occupancy};
@@ -190,8 +190,7 @@ fn inspect_image(img: &ImageRef<'_>) -> ImageReport {
 
 /// `90` → sm_90's occupancy row, when there is one.
 fn arch_of(sm: u32) -> Option<Arch> {
-    let major = u8::try_from(sm / 10).ok()?;
-    Arch::from_cc(major, (sm % 10) as u8).ok()
+    Sm::of(sm).limits()
 }
 
 fn occupancy_of(arch: Arch, f: &FunctionInfo, relocatable: bool) -> Option<OccupancyReport> {

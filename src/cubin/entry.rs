@@ -20,9 +20,8 @@ use super::Cubin;
 use super::callgraph::CallGraph;
 use super::elf::{SHT_CUDA_CALLGRAPH, SHT_CUDA_INFO, SHT_REL, SHT_RELA, Section, rd_u64};
 use super::nvinfo::{EIFMT_SVAL, encode_records, parse_records};
-use super::splice::{
-    SpliceError, SymbolMap, calls_stay_inside, frames, module_agrees, names_in_text, text_of,
-};
+use super::refusal::{Refusal, SpliceError};
+use super::splice::{SymbolMap, calls_stay_inside, frames, module_agrees, names_in_text, text_of};
 use super::symbols::{STB_LOCAL, STT_SECTION, Symbol, encode_relocs, parse_relocs};
 
 /// One kernel to add: `kernel` of `donor`, as `name`.
@@ -49,22 +48,22 @@ pub fn add_copies(base: &Cubin, copies: &[Copy<'_>]) -> Result<Vec<u8>, SpliceEr
         what,
     };
     super::splice::relayout_packed(&mut out).map_err(whole)?;
-    out.write().map_err(|e| whole(e.to_string()))
+    out.write().map_err(|e| whole(e.into()))
 }
 
 /// The module rules of the splice, and the cases this module does not handle.
-fn refuse_unknown(base: &Cubin, c: &Copy<'_>) -> Result<(), String> {
+fn refuse_unknown(base: &Cubin, c: &Copy<'_>) -> Result<(), Refusal> {
     if base.is_relocatable() || c.donor.is_relocatable() {
-        return Err("relocatable device code is linked by nvlink, not here".into());
+        return Err(Refusal::Relocatable);
     }
     if base.symbols.iter().any(|s| s.name == c.name) {
-        return Err("the module already has a symbol of that name".into());
+        return Err(Refusal::NameTaken);
     }
     module_agrees(base, c.donor)?;
     let td = text_of(c.donor, c.kernel)?;
     calls_stay_inside(c.donor, td)?;
     if names_in_text(c.donor, td) != [c.kernel] {
-        return Err("other functions share the kernel's code section".into());
+        return Err(Refusal::SharedCode);
     }
     Ok(())
 }
@@ -82,7 +81,7 @@ const KINDS: [&str; 6] = [
 
 /// Add one copy: its sections, its symbols, then each part filled with the donor's symbol
 /// indices mapped to the module's.
-fn add_one(out: &mut Cubin, c: &Copy<'_>) -> Result<(), String> {
+fn add_one(out: &mut Cubin, c: &Copy<'_>) -> Result<(), Refusal> {
     let td = text_of(c.donor, c.kernel)?;
     let owned = owned_sections(c.donor, td, c.kernel)?;
     let placed = place_sections(out, c, &owned)?;
@@ -96,7 +95,7 @@ fn add_one(out: &mut Cubin, c: &Copy<'_>) -> Result<(), String> {
 
 /// The donor's sections of the kernel, its code first: every section named `<kind>.<kernel>`
 /// must be one of [`KINDS`] and belong to the code.
-fn owned_sections(donor: &Cubin, td: usize, kernel: &str) -> Result<Vec<usize>, String> {
+fn owned_sections(donor: &Cubin, td: usize, kernel: &str) -> Result<Vec<usize>, Refusal> {
     let suffix = format!(".{kernel}");
     let mut owned = vec![td];
     for (i, s) in donor.elf.sections.iter().enumerate() {
@@ -108,7 +107,7 @@ fn owned_sections(donor: &Cubin, td: usize, kernel: &str) -> Result<Vec<usize>, 
         }
         let known = KINDS.iter().any(|k| k.trim_end_matches('.') == prefix);
         if !known || s.sh_info as usize != td {
-            return Err(format!("{} is a part this cannot copy", s.name));
+            return Err(Refusal::UnknownPart(s.name.clone()));
         }
         owned.push(i);
     }
@@ -122,11 +121,11 @@ fn kind_of(name: &str) -> Option<&'static str> {
 
 /// Insert a copy of each owned section, renamed, after the module's last section of its
 /// kind: their indices in `out`, in `owned`'s order.
-fn place_sections(out: &mut Cubin, c: &Copy<'_>, owned: &[usize]) -> Result<Vec<usize>, String> {
+fn place_sections(out: &mut Cubin, c: &Copy<'_>, owned: &[usize]) -> Result<Vec<usize>, Refusal> {
     let mut placed: Vec<usize> = Vec::new();
     for &d in owned {
         let from = &c.donor.elf.sections[d];
-        let kind = kind_of(&from.name).ok_or("a section of no known kind")?;
+        let kind = kind_of(&from.name).ok_or(Refusal::NoKnownKind)?;
         let last = out
             .elf
             .sections
@@ -136,9 +135,9 @@ fn place_sections(out: &mut Cubin, c: &Copy<'_>, owned: &[usize]) -> Result<Vec<
                     && s.sh_type == from.sh_type
                     && !s.name.starts_with(".nv.shared.reserved")
             })
-            .ok_or_else(|| format!("the module has no {kind}* section to place one after"))?;
+            .ok_or(Refusal::NoPlaceFor(kind))?;
         let name = format!("{kind}{}", c.name);
-        let sh_name = out.elf.add_section_name(&name).map_err(|e| e.to_string())?;
+        let sh_name = out.elf.add_section_name(&name)?;
         let section = Section {
             name,
             sh_name,
@@ -151,7 +150,7 @@ fn place_sections(out: &mut Cubin, c: &Copy<'_>, owned: &[usize]) -> Result<Vec<
             ..from.clone()
         };
         let at = last + 1;
-        out.insert_section(at, section).map_err(|e| e.to_string())?;
+        out.insert_section(at, section)?;
         for p in &mut placed {
             *p += usize::from(*p >= at);
         }
@@ -168,7 +167,7 @@ fn add_symbols(
     td: usize,
     owned: &[usize],
     placed: &[usize],
-) -> Result<(), String> {
+) -> Result<(), Refusal> {
     let interleaved = {
         let st = &out.elf.sections[out.symtab];
         st.sh_info as usize >= out.symbols.len()
@@ -193,15 +192,14 @@ fn add_symbols(
             st_name,
             st_shndx: p as u16,
             ..s.clone()
-        })
-        .map_err(|e| e.to_string())?;
+        })?;
     }
     let k = c
         .donor
         .symbols
         .iter()
         .find(|s| s.name == c.kernel && s.st_shndx as usize == td && s.bind() != STB_LOCAL)
-        .ok_or("the kernel's symbol is not global")?;
+        .ok_or(Refusal::KernelNotGlobal)?;
     let st_name = add_symbol_name(out, c.name)?;
     out.symbols.push(Symbol {
         name: c.name.to_string(),
@@ -218,15 +216,15 @@ fn add_symbols(
 }
 
 /// Add `name` to the symbol name table, returning its offset.
-fn add_symbol_name(out: &mut Cubin, name: &str) -> Result<u32, String> {
+fn add_symbol_name(out: &mut Cubin, name: &str) -> Result<u32, Refusal> {
     let strtab = out.elf.sections[out.symtab].sh_link as usize;
     let sec = out
         .elf
         .sections
         .get_mut(strtab)
         .filter(|_| strtab != 0)
-        .ok_or("no symbol name table")?;
-    let off = u32::try_from(sec.data.len()).map_err(|_| ".strtab too large")?;
+        .ok_or(Refusal::NoStrtab)?;
+    let off = u32::try_from(sec.data.len()).map_err(|_| Refusal::StrtabTooLarge)?;
     sec.data.extend_from_slice(name.as_bytes());
     sec.data.push(0);
     Ok(off)
@@ -246,7 +244,7 @@ impl<'a> CopyMap<'a> {
         td: usize,
         owned: &[usize],
         placed: &[usize],
-    ) -> Result<CopyMap<'a>, String> {
+    ) -> Result<CopyMap<'a>, Refusal> {
         let find = |cubin: &Cubin, pred: &dyn Fn(&Symbol) -> bool| {
             cubin.symbols.iter().position(pred).map(|i| i as u32)
         };
@@ -256,15 +254,15 @@ impl<'a> CopyMap<'a> {
                 move |s: &Symbol| s.kind() == STT_SECTION && s.st_shndx as usize == shndx
             };
             if let Some(from) = find(c.donor, &section_symbol(d)) {
-                let to = find(out, &section_symbol(p)).ok_or("a section symbol was not added")?;
+                let to = find(out, &section_symbol(p)).ok_or(Refusal::SectionSymbolMissing)?;
                 own.push((from, to));
             }
         }
         let from = find(c.donor, &|s| {
             s.name == c.kernel && s.st_shndx as usize == td
         })
-        .ok_or("no kernel symbol")?;
-        let to = find(out, &|s| s.name == c.name).ok_or("the entry symbol was not added")?;
+        .ok_or(Refusal::NoKernelSymbol)?;
+        let to = find(out, &|s| s.name == c.name).ok_or(Refusal::EntrySymbolMissing)?;
         own.push((from, to));
         Ok(CopyMap {
             by_name: SymbolMap::new(out, c.donor),
@@ -272,7 +270,7 @@ impl<'a> CopyMap<'a> {
         })
     }
 
-    fn get(&self, i: u32) -> Result<u32, String> {
+    fn get(&self, i: u32) -> Result<u32, Refusal> {
         match self.own.iter().find(|(f, _)| *f == i) {
             Some(&(_, t)) => Ok(t),
             None => self.by_name.get(i),
@@ -293,7 +291,7 @@ fn fill_sections(
     owned: &[usize],
     placed: &[usize],
     map: &CopyMap<'_>,
-) -> Result<(), String> {
+) -> Result<(), Refusal> {
     let text = placed[0];
     let symtab = out.symtab as u32;
     for (&d, &p) in owned.iter().zip(placed) {
@@ -303,8 +301,8 @@ fn fill_sections(
         } else if from.sh_type == SHT_CUDA_INFO {
             mapped_records(&from.data, map)?
         } else if from.sh_type == SHT_REL || from.sh_type == SHT_RELA {
-            let mut rel =
-                parse_relocs(&from.data, from.sh_type == SHT_RELA).ok_or("bad relocations")?;
+            let mut rel = parse_relocs(&from.data, from.sh_type == SHT_RELA)
+                .ok_or(Refusal::BadRelocations)?;
             for r in &mut rel {
                 r.sym = map.get(r.sym)?;
             }
@@ -325,8 +323,8 @@ fn fill_sections(
 }
 
 /// A kernel's `.nv.info` records with their symbol words mapped.
-fn mapped_records(data: &[u8], map: &CopyMap<'_>) -> Result<Vec<u8>, String> {
-    let mut recs = parse_records(data).map_err(|e| e.what)?;
+fn mapped_records(data: &[u8], map: &CopyMap<'_>) -> Result<Vec<u8>, Refusal> {
+    let mut recs = parse_records(data)?;
     for r in recs.iter_mut().filter(|r| r.format == EIFMT_SVAL) {
         let words = match r.attr {
             super::Attr::Externs => r.data.len() / 4,
@@ -334,11 +332,11 @@ fn mapped_records(data: &[u8], map: &CopyMap<'_>) -> Result<Vec<u8>, String> {
             _ => 0,
         };
         for w in 0..words {
-            let v = r.word(w).ok_or("short record")?;
-            r.set_word(w, map.get(v)?).ok_or("short record")?;
+            let v = r.word(w).ok_or(Refusal::ShortRecord)?;
+            r.set_word(w, map.get(v)?).ok_or(Refusal::ShortRecord)?;
         }
     }
-    encode_records(&recs).map_err(|e| e.what)
+    Ok(encode_records(&recs)?)
 }
 
 /// The donor's global `.nv.info` records of the kernel, for the added entry.
@@ -347,9 +345,9 @@ fn add_global_records(
     donor: &Cubin,
     td: usize,
     map: &CopyMap<'_>,
-) -> Result<(), String> {
+) -> Result<(), Refusal> {
     let (Some(gb), Some(gd)) = (out.global_info(), donor.global_info()) else {
-        return Err("no global .nv.info".into());
+        return Err(Refusal::NoGlobalInfo);
     };
     let kernel_sym = |w: u32| {
         donor
@@ -357,19 +355,19 @@ fn add_global_records(
             .get(w as usize)
             .is_some_and(|s| s.st_shndx as usize == td && s.kind() != STT_SECTION)
     };
-    let mut recs = parse_records(&out.elf.sections[gb].data).map_err(|e| e.what)?;
-    for mut r in parse_records(&donor.elf.sections[gd].data).map_err(|e| e.what)? {
+    let mut recs = parse_records(&out.elf.sections[gb].data)?;
+    for mut r in parse_records(&donor.elf.sections[gd].data)? {
         // Only attributes whose first word is a symbol (a version number may equal an index).
         let names_symbol = r.format == EIFMT_SVAL && super::edit::sym_first_word(r.attr);
         let Some(w) = names_symbol.then(|| r.word(0)).flatten() else {
             continue;
         };
         if kernel_sym(w) {
-            r.set_word(0, map.get(w)?).ok_or("short record")?;
+            r.set_word(0, map.get(w)?).ok_or(Refusal::ShortRecord)?;
             recs.push(r);
         }
     }
-    out.elf.sections[gb].data = encode_records(&recs).map_err(|e| e.what)?;
+    out.elf.sections[gb].data = encode_records(&recs)?;
     Ok(())
 }
 
@@ -380,7 +378,7 @@ fn add_callgraph(
     donor: &Cubin,
     td: usize,
     map: &CopyMap<'_>,
-) -> Result<(), String> {
+) -> Result<(), Refusal> {
     let graph = |c: &Cubin| {
         c.elf
             .sections
@@ -400,13 +398,15 @@ fn add_callgraph(
         return Ok(());
     };
     let read = |c: &Cubin, i: usize| {
-        CallGraph::parse(&c.elf.sections[i].data)
-            .map_err(|e| format!("{}: {e}", c.elf.sections[i].name))
+        CallGraph::parse(&c.elf.sections[i].data).map_err(|error| Refusal::CallGraph {
+            section: c.elf.sections[i].name.clone(),
+            error,
+        })
     };
     let (mut into, from) = (read(out, gb)?, read(donor, gd)?);
-    let sym = |v: i32| -> Result<i32, String> {
+    let sym = |v: i32| -> Result<i32, Refusal> {
         match u32::try_from(v) {
-            Ok(u) if u > 0 => i32::try_from(map.get(u)?).map_err(|e| e.to_string()),
+            Ok(u) if u > 0 => Ok(i32::try_from(map.get(u)?)?),
             _ => Ok(v),
         }
     };
@@ -428,53 +428,54 @@ fn add_callgraph(
 
 /// The donor's CIE and FDE of the kernel appended to `.debug_frame`, the FDE pointing to
 /// its CIE and its location relocated against the added entry.
-fn add_frame(out: &mut Cubin, donor: &Cubin, td: usize, map: &CopyMap<'_>) -> Result<(), String> {
+fn add_frame(out: &mut Cubin, donor: &Cubin, td: usize, map: &CopyMap<'_>) -> Result<(), Refusal> {
     let Some((dd, fd)) = frames(donor, td) else {
         return Ok(());
     };
     let [(fde, end, _)] = fd[..] else {
         return match fd.len() {
             0 => Ok(()),
-            _ => Err("more than one FDE for the kernel's code".into()),
+            _ => Err(Refusal::ManyFdes),
         };
     };
     let src = &donor.elf.sections[dd].data;
-    let cie = rd_u64(src, fde + 12).ok_or("short .debug_frame")? as usize;
-    let cie_len = rd_u64(src, cie + 4).ok_or("short .debug_frame")? as usize;
+    let cie = rd_u64(src, fde + 12).ok_or(Refusal::ShortDebugFrame)? as usize;
+    let cie_len = rd_u64(src, cie + 4).ok_or(Refusal::ShortDebugFrame)? as usize;
     if cie.checked_add(12).and_then(|x| x.checked_add(cie_len)) != Some(fde)
         || rd_u64(src, cie + 12) != Some(u64::MAX)
     {
-        return Err("an FDE whose CIE is not right before it".into());
+        return Err(Refusal::CieNotBeforeFde);
     }
     if end > src.len() || end < fde + 28 {
-        return Err("an FDE of an unknown shape".into());
+        return Err(Refusal::FdeUnknownShape);
     }
     let rel_of = |c: &Cubin, df: usize| {
         c.elf.sections.iter().position(|s| {
             (s.sh_type == SHT_REL || s.sh_type == SHT_RELA) && s.sh_info as usize == df
         })
     };
-    let d_rel = rel_of(donor, dd).ok_or("no relocations for the donor's .debug_frame")?;
+    let d_rel = rel_of(donor, dd).ok_or(Refusal::DonorFrameRelocations)?;
     let d_rela = donor.elf.sections[d_rel].sh_type == SHT_RELA;
     let location = parse_relocs(&donor.elf.sections[d_rel].data, d_rela)
-        .ok_or("bad relocations")?
+        .ok_or(Refusal::BadRelocations)?
         .into_iter()
         .find(|r| r.r_offset as usize == fde + 20)
-        .ok_or("an FDE location without a relocation")?;
+        .ok_or(Refusal::FdeLocation)?;
     let df = out
         .elf
         .section_index_by_name(".debug_frame")
-        .ok_or("the module has no .debug_frame")?;
-    let b_rel = rel_of(out, df).ok_or("no relocations for .debug_frame")?;
+        .ok_or(Refusal::NoDebugFrame)?;
+    let b_rel = rel_of(out, df).ok_or(Refusal::FrameRelocations)?;
     if (out.elf.sections[b_rel].sh_type == SHT_RELA) != d_rela {
-        return Err("relocation kinds differ".into());
+        return Err(Refusal::RelocationKinds);
     }
     let at = out.elf.sections[df].data.len();
     let mut bytes = src[cie..end].to_vec();
     let pointer = fde - cie + 12;
     bytes[pointer..pointer + 8].copy_from_slice(&(at as u64).to_le_bytes());
     out.elf.sections[df].data.extend_from_slice(&bytes);
-    let mut rel = parse_relocs(&out.elf.sections[b_rel].data, d_rela).ok_or("bad relocations")?;
+    let mut rel =
+        parse_relocs(&out.elf.sections[b_rel].data, d_rela).ok_or(Refusal::BadRelocations)?;
     rel.push(super::symbols::Reloc {
         r_offset: (at + fde - cie + 20) as u64,
         sym: map.get(location.sym)?,

@@ -1,4 +1,5 @@
-//! The one error type of the cubin layer.
+//! The error type of reading, editing and writing a cubin (a refused splice has its own,
+//! [`super::refusal`]).
 
 /// Everything that can go wrong while reading, editing or writing a cubin. Each message is one
 /// line that names what and where.

@@ -10,6 +10,7 @@
 //!   ([`offset_map`]).
 //! * [`splice`] / [`entry`]: a kernel's code from another ptxas run of the module, in place of
 //!   its own / added under a new name.
+//! * [`refusal`]: why a splice or an entry copy was refused, one variant per reason.
 //! * [`debug_frame`]: the 64-bit DWARF CFI FDEs of `.debug_frame`.
 //!
 //! # Facts the code relies on (CUDA 13.5, checked on the fixture matrix)
@@ -61,6 +62,7 @@ pub(crate) mod error;
 pub(crate) mod nvinfo;
 pub(crate) mod offset_map;
 pub(crate) mod query;
+pub mod refusal;
 pub mod splice;
 pub(crate) mod symbols;
 

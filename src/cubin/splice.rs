@@ -33,15 +33,8 @@ use super::edit::sym_first_word;
 use super::eiattr::Attr;
 use super::elf::{SHT_REL, SHT_RELA, rd_u64};
 use super::nvinfo::{EIFMT_SVAL, encode_records, parse_records};
+use super::refusal::{Refusal, SpliceError};
 use super::symbols::{STT_FUNC, STT_SECTION, encode_relocs, parse_relocs};
-
-/// Why a splice was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("splice {kernel}: {what}")]
-pub struct SpliceError {
-    pub(crate) kernel: String,
-    pub what: String,
-}
 
 /// `base` with each `(kernel, donor)`'s kernel taken from `donor`; the written bytes.
 pub fn splice(base: &Cubin, parts: &[(&str, &Cubin)]) -> Result<Vec<u8>, SpliceError> {
@@ -61,13 +54,13 @@ pub fn splice(base: &Cubin, parts: &[(&str, &Cubin)]) -> Result<Vec<u8>, SpliceE
     })?;
     out.write().map_err(|e| SpliceError {
         kernel: String::new(),
-        what: e.to_string(),
+        what: e.into(),
     })
 }
 
 /// Lay a cubin assembled from parts of several ptxas outputs out as ptxas would: each
 /// section right after the one before it.
-pub(super) fn relayout_packed(out: &mut Cubin) -> Result<(), String> {
+pub(super) fn relayout_packed(out: &mut Cubin) -> Result<(), Refusal> {
     // A segment of NOBITS sections only (shared memory, even empty) starts where its first
     // section does; ptxas places those after the code, so it moves with them.
     let nobits_segments: Vec<(usize, usize)> = out
@@ -85,7 +78,7 @@ pub(super) fn relayout_packed(out: &mut Cubin) -> Result<(), String> {
             Some((i, s))
         })
         .collect();
-    out.elf.relayout_packed().map_err(|e| e.to_string())?;
+    out.elf.relayout_packed()?;
     for (p, s) in nobits_segments {
         out.elf.phdrs[p].p_offset = out.elf.sections[s].sh_offset;
     }
@@ -93,25 +86,27 @@ pub(super) fn relayout_packed(out: &mut Cubin) -> Result<(), String> {
 }
 
 /// Whether `donor`'s module-level parts read the same in `base` (see the module docs).
-pub(super) fn module_agrees(base: &Cubin, donor: &Cubin) -> Result<(), String> {
+pub(super) fn module_agrees(base: &Cubin, donor: &Cubin) -> Result<(), Refusal> {
     if let Some(s) = [base, donor]
         .iter()
         .flat_map(|c| &c.elf.sections)
         .find(|s| s.name.starts_with(".nv.merc.") || s.name.starts_with(".nv.capmerc."))
     {
-        return Err(format!(
-            "{} (the sm_100+ copy of the code) is not spliced",
-            s.name
-        ));
+        return Err(Refusal::Merc {
+            section: s.name.clone(),
+        });
     }
     if let Some(name) = [base, donor].iter().find_map(|c| c.debug_info_section()) {
-        return Err(format!(
-            "{name}: debug information would not describe the new code"
-        ));
+        return Err(Refusal::DebugInfo {
+            section: name.to_string(),
+        });
     }
     for (d, sec) in donor.elf.sections.iter().enumerate() {
         if is_module_bank(&sec.name) {
-            bank_agrees(base, donor, d).map_err(|what| format!("{}: {what}", sec.name))?;
+            bank_agrees(base, donor, d).map_err(|why| Refusal::Bank {
+                bank: sec.name.clone(),
+                why: Box::new(why),
+            })?;
         }
     }
     Ok(())
@@ -125,24 +120,24 @@ fn is_module_bank(name: &str) -> bool {
 
 /// Donor bank section `d` reads the same in `base` at each of its offsets: bytes, relocation
 /// symbols and the objects placed in it.
-fn bank_agrees(base: &Cubin, donor: &Cubin, d: usize) -> Result<(), String> {
+fn bank_agrees(base: &Cubin, donor: &Cubin, d: usize) -> Result<(), Refusal> {
     let sec = &donor.elf.sections[d];
     let b = base
         .elf
         .sections
         .iter()
         .position(|s| s.name == sec.name)
-        .ok_or("not in the module")?;
+        .ok_or(Refusal::BankMissing)?;
     if base.elf.sections[b].data.get(..sec.data.len()) != Some(&sec.data[..]) {
-        return Err("other bytes in the module".into());
+        return Err(Refusal::BankBytes);
     }
     let in_base = relocs_of(base, b)?;
     for r in relocs_of(donor, d)? {
         if !in_base.contains(&r) {
-            return Err(format!(
-                "offset {:#x} holds `{}` in the donor, not in the module",
-                r.0, r.1
-            ));
+            return Err(Refusal::BankRelocation {
+                offset: r.0,
+                symbol: r.1,
+            });
         }
     }
     for s in donor
@@ -156,7 +151,9 @@ fn bank_agrees(base: &Cubin, donor: &Cubin, d: usize) -> Result<(), String> {
                 && t.st_shndx as usize == b
         });
         if !same {
-            return Err(format!("`{}` is placed elsewhere in the module", s.name));
+            return Err(Refusal::BankObject {
+                symbol: s.name.clone(),
+            });
         }
     }
     Ok(())
@@ -166,7 +163,7 @@ fn bank_agrees(base: &Cubin, donor: &Cubin, d: usize) -> Result<(), String> {
 type NamedReloc = (u64, String, u32, Option<i64>);
 
 /// The relocations applied to section `target` of `c`.
-pub(super) fn relocs_of(c: &Cubin, target: usize) -> Result<Vec<NamedReloc>, String> {
+pub(super) fn relocs_of(c: &Cubin, target: usize) -> Result<Vec<NamedReloc>, Refusal> {
     let Some(rel) =
         c.elf.sections.iter().find(|s| {
             (s.sh_type == SHT_REL || s.sh_type == SHT_RELA) && s.sh_info as usize == target
@@ -174,25 +171,25 @@ pub(super) fn relocs_of(c: &Cubin, target: usize) -> Result<Vec<NamedReloc>, Str
     else {
         return Ok(Vec::new());
     };
-    let list = parse_relocs(&rel.data, rel.sh_type == SHT_RELA).ok_or("bad relocations")?;
+    let list = parse_relocs(&rel.data, rel.sh_type == SHT_RELA).ok_or(Refusal::BadRelocations)?;
     list.iter()
         .map(|r| {
             let s = c
                 .symbols
                 .get(r.sym as usize)
-                .ok_or("relocation symbol out of range")?;
+                .ok_or(Refusal::RelocationSymbol)?;
             Ok((r.r_offset, key_name(c, s), r.r_type, r.addend))
         })
         .collect()
 }
 
-pub(super) fn text_of(c: &Cubin, kernel: &str) -> Result<usize, String> {
+pub(super) fn text_of(c: &Cubin, kernel: &str) -> Result<usize, Refusal> {
     c.symbols
         .iter()
         .find(|s| s.name == kernel && s.kind() == STT_FUNC)
         .map(|s| s.st_shndx as usize)
         .filter(|&t| t != 0 && t < c.elf.sections.len())
-        .ok_or_else(|| "no such function".to_string())
+        .ok_or(Refusal::NoSuchFunction)
 }
 
 /// The section whose `sh_info` is `text` and whose type and name satisfy `pred`.
@@ -206,7 +203,7 @@ pub(super) fn attached(c: &Cubin, text: usize, pred: impl Fn(u32, &str) -> bool)
 /// Kernel `kernel`'s code in `out` replaced by `donor`'s, step by step: the two must agree on
 /// everything but the code, then the code, its symbols, its `.nv.info`, relocations, global
 /// records and frames are carried over with the donor's symbol indices mapped to `out`'s.
-fn splice_one(out: &mut Cubin, kernel: &str, donor: &Cubin) -> Result<(), String> {
+fn splice_one(out: &mut Cubin, kernel: &str, donor: &Cubin) -> Result<(), Refusal> {
     let tb = text_of(out, kernel)?;
     let td = text_of(donor, kernel)?;
     calls_stay_inside(donor, td)?;
@@ -240,16 +237,16 @@ impl<'a> SymbolMap<'a> {
         SymbolMap { donor, by_name }
     }
 
-    pub(super) fn get(&self, i: u32) -> Result<u32, String> {
+    pub(super) fn get(&self, i: u32) -> Result<u32, Refusal> {
         let s = self
             .donor
             .symbols
             .get(i as usize)
-            .ok_or_else(|| format!("symbol {i} out of range"))?;
+            .ok_or(Refusal::SymbolOutOfRange(i))?;
         self.by_name
             .get(&(key_name(self.donor, s), s.kind()))
             .copied()
-            .ok_or_else(|| format!("symbol `{}` not in the base", s.name))
+            .ok_or_else(|| Refusal::SymbolNotInBase(s.name.clone()))
     }
 }
 
@@ -265,15 +262,15 @@ pub(super) fn names_in_text(c: &Cubin, t: usize) -> Vec<String> {
     v
 }
 
-fn same_symbols_in_text(out: &Cubin, tb: usize, donor: &Cubin, td: usize) -> Result<(), String> {
+fn same_symbols_in_text(out: &Cubin, tb: usize, donor: &Cubin, td: usize) -> Result<(), Refusal> {
     if names_in_text(out, tb) != names_in_text(donor, td) {
-        return Err("different symbols in the text section".into());
+        return Err(Refusal::TextSymbols);
     }
     Ok(())
 }
 
 /// The kernel's other sections (constant bank, shared, local) must already agree.
-fn same_kernel_sections(out: &Cubin, donor: &Cubin, kernel: &str) -> Result<(), String> {
+fn same_kernel_sections(out: &Cubin, donor: &Cubin, kernel: &str) -> Result<(), Refusal> {
     let suffix = format!(".{kernel}");
     for s in donor
         .elf
@@ -293,11 +290,11 @@ fn same_kernel_sections(out: &Cubin, donor: &Cubin, kernel: &str) -> Result<(), 
             .sections
             .iter()
             .find(|b| b.name == s.name)
-            .ok_or_else(|| format!("{} not in the base", s.name))?;
+            .ok_or_else(|| Refusal::SectionNotInBase(s.name.clone()))?;
         if (b.sh_type, b.sh_flags, b.sh_size, &b.data)
             != (s.sh_type, s.sh_flags, s.sh_size, &s.data)
         {
-            return Err(format!("{} differs", s.name));
+            return Err(Refusal::SectionDiffers(s.name.clone()));
         }
     }
     Ok(())
@@ -346,13 +343,13 @@ fn copy_kernel_info(
     tb: usize,
     donor: &Cubin,
     td: usize,
-    map_sym: &impl Fn(u32) -> Result<u32, String>,
-) -> Result<(), String> {
+    map_sym: &impl Fn(u32) -> Result<u32, Refusal>,
+) -> Result<(), Refusal> {
     let is_info = |t: u32, n: &str| t == super::elf::SHT_CUDA_INFO && n != ".nv.info";
     let Some((ib, id)) = both_attached(out, tb, donor, td, is_info, ".nv.info section")? else {
         return Ok(());
     };
-    let mut recs = parse_records(&donor.elf.sections[id].data).map_err(|e| e.what)?;
+    let mut recs = parse_records(&donor.elf.sections[id].data)?;
     for r in recs.iter_mut().filter(|r| r.format == EIFMT_SVAL) {
         let words = match r.attr {
             Attr::Externs => r.data.len() / 4,
@@ -360,11 +357,11 @@ fn copy_kernel_info(
             _ => 0,
         };
         for w in 0..words {
-            let v = r.word(w).ok_or("short record")?;
-            r.set_word(w, map_sym(v)?).ok_or("short record")?;
+            let v = r.word(w).ok_or(Refusal::ShortRecord)?;
+            r.set_word(w, map_sym(v)?).ok_or(Refusal::ShortRecord)?;
         }
     }
-    out.elf.sections[ib].data = encode_records(&recs).map_err(|e| e.what)?;
+    out.elf.sections[ib].data = encode_records(&recs)?;
     Ok(())
 }
 
@@ -376,12 +373,12 @@ fn both_attached(
     donor: &Cubin,
     td: usize,
     pred: impl Fn(u32, &str) -> bool,
-    what: &str,
-) -> Result<Option<(usize, usize)>, String> {
+    what: &'static str,
+) -> Result<Option<(usize, usize)>, Refusal> {
     match (attached(out, tb, &pred), attached(donor, td, &pred)) {
         (Some(b), Some(d)) => Ok(Some((b, d))),
         (None, None) => Ok(None),
-        _ => Err(format!("one side has no {what}")),
+        _ => Err(Refusal::OneSided(what)),
     }
 }
 
@@ -391,8 +388,8 @@ fn copy_code_relocations(
     tb: usize,
     donor: &Cubin,
     td: usize,
-    map_sym: &impl Fn(u32) -> Result<u32, String>,
-) -> Result<(), String> {
+    map_sym: &impl Fn(u32) -> Result<u32, Refusal>,
+) -> Result<(), Refusal> {
     let is_rel = |t: u32, _: &str| t == SHT_REL || t == SHT_RELA;
     let Some((rb, rd)) = both_attached(out, tb, donor, td, is_rel, "relocations for the code")?
     else {
@@ -400,9 +397,10 @@ fn copy_code_relocations(
     };
     let rela = donor.elf.sections[rd].sh_type == SHT_RELA;
     if (out.elf.sections[rb].sh_type == SHT_RELA) != rela {
-        return Err("relocation kinds differ".into());
+        return Err(Refusal::RelocationKinds);
     }
-    let mut rel = parse_relocs(&donor.elf.sections[rd].data, rela).ok_or("bad relocations")?;
+    let mut rel =
+        parse_relocs(&donor.elf.sections[rd].data, rela).ok_or(Refusal::BadRelocations)?;
     for r in &mut rel {
         r.sym = map_sym(r.sym)?;
     }
@@ -419,19 +417,23 @@ fn function_in(c: &Cubin, t: usize, w: u32) -> Option<&super::symbols::Symbol> {
 
 /// Records of the global `.nv.info` that name the kernel or its sub-functions: the donor's
 /// values, in the same order and shape.
-fn copy_global_records(out: &mut Cubin, tb: usize, donor: &Cubin, td: usize) -> Result<(), String> {
+fn copy_global_records(
+    out: &mut Cubin,
+    tb: usize,
+    donor: &Cubin,
+    td: usize,
+) -> Result<(), Refusal> {
     let (Some(gb), Some(gd)) = (out.global_info(), donor.global_info()) else {
         return Ok(());
     };
-    let donor_recs: Vec<_> = parse_records(&donor.elf.sections[gd].data)
-        .map_err(|e| e.what)?
+    let donor_recs: Vec<_> = parse_records(&donor.elf.sections[gd].data)?
         .into_iter()
         .filter_map(|r| {
             let w = (r.format == EIFMT_SVAL).then(|| r.word(0)).flatten()?;
             function_in(donor, td, w).map(|s| (s.name.clone(), r))
         })
         .collect();
-    let mut recs = parse_records(&out.elf.sections[gb].data).map_err(|e| e.what)?;
+    let mut recs = parse_records(&out.elf.sections[gb].data)?;
     let mut from = donor_recs.into_iter();
     for r in &mut recs {
         let Some(w) = (r.format == EIFMT_SVAL).then(|| r.word(0)).flatten() else {
@@ -440,23 +442,23 @@ fn copy_global_records(out: &mut Cubin, tb: usize, donor: &Cubin, td: usize) -> 
         let Some(own) = function_in(out, tb, w) else {
             continue;
         };
-        let (name, d) = from.next().ok_or("fewer global records in the donor")?;
+        let (name, d) = from.next().ok_or(Refusal::FewerGlobalRecords)?;
         if d.attr != r.attr || d.data.len() != r.data.len() || own.name != name {
-            return Err("global records differ in shape".into());
+            return Err(Refusal::GlobalRecordShape);
         }
         r.data[4..].copy_from_slice(&d.data[4..]);
     }
     if from.next().is_some() {
-        return Err("more global records in the donor".into());
+        return Err(Refusal::MoreGlobalRecords);
     }
-    out.elf.sections[gb].data = encode_records(&recs).map_err(|e| e.what)?;
+    out.elf.sections[gb].data = encode_records(&recs)?;
     Ok(())
 }
 
 /// The functions in `donor`'s text section `td` call only each other and functions the
 /// module merely declares (`vprintf`): a callee with a section of its own was compiled for
 /// the donor's budgets, and the module's copy of it for others.
-pub(super) fn calls_stay_inside(donor: &Cubin, td: usize) -> Result<(), String> {
+pub(super) fn calls_stay_inside(donor: &Cubin, td: usize) -> Result<(), Refusal> {
     let defined_elsewhere = |name: &str| {
         donor
             .function_symbol(name)
@@ -464,10 +466,10 @@ pub(super) fn calls_stay_inside(donor: &Cubin, td: usize) -> Result<(), String> 
     };
     for f in donor.functions().iter().filter(|f| f.text_section == td) {
         if let Some(c) = f.callees.iter().find(|c| defined_elsewhere(c)) {
-            return Err(format!(
-                "{} calls {c}, which has a section of its own",
-                f.name
-            ));
+            return Err(Refusal::CallsOutside {
+                function: f.name.clone(),
+                callee: c.clone(),
+            });
         }
     }
     Ok(())
@@ -524,17 +526,17 @@ fn splice_frames(
     tb: usize,
     donor: &Cubin,
     td: usize,
-    map_sym: &dyn Fn(u32) -> Result<u32, String>,
-) -> Result<(), String> {
+    map_sym: &dyn Fn(u32) -> Result<u32, Refusal>,
+) -> Result<(), Refusal> {
     let (Some((db, fb)), Some((dd, fd))) = (frames(out, tb), frames(donor, td)) else {
         return match (frames(out, tb), frames(donor, td)) {
             (None, None) => Ok(()),
             (Some((_, f)), None) | (None, Some((_, f))) if f.is_empty() => Ok(()),
-            _ => Err("one side has no .debug_frame".into()),
+            _ => Err(Refusal::OneSided(".debug_frame")),
         };
     };
     if fb.len() != fd.len() {
-        return Err("different FDEs".into());
+        return Err(Refusal::FdeCount);
     }
     // ptxas writes a CIE right before each function's FDE. The donor's pair replaces the
     // base's when both have the same lengths (nothing else moves); the FDE keeps the base's
@@ -545,14 +547,14 @@ fn splice_frames(
         .sections
         .iter()
         .find(|s| (s.sh_type == SHT_REL || s.sh_type == SHT_RELA) && s.sh_info as usize == dd)
-        .ok_or("no relocations for the donor's .debug_frame")?;
-    let donor_relocs =
-        parse_relocs(&donor_rel.data, donor_rel.sh_type == SHT_RELA).ok_or("bad relocations")?;
-    let pair = |x: &[u8], fde: usize| -> Result<usize, String> {
-        let p = rd_u64(x, fde + 12).ok_or("short .debug_frame")? as usize;
-        let len = rd_u64(x, p + 4).ok_or("short .debug_frame")? as usize;
+        .ok_or(Refusal::DonorFrameRelocations)?;
+    let donor_relocs = parse_relocs(&donor_rel.data, donor_rel.sh_type == SHT_RELA)
+        .ok_or(Refusal::BadRelocations)?;
+    let pair = |x: &[u8], fde: usize| -> Result<usize, Refusal> {
+        let p = rd_u64(x, fde + 12).ok_or(Refusal::ShortDebugFrame)? as usize;
+        let len = rd_u64(x, p + 4).ok_or(Refusal::ShortDebugFrame)? as usize;
         if p + 12 + len != fde || rd_u64(x, p + 12) != Some(u64::MAX) {
-            return Err("an FDE whose CIE is not right before it".into());
+            return Err(Refusal::CieNotBeforeFde);
         }
         Ok(p)
     };
@@ -561,26 +563,27 @@ fn splice_frames(
         .sections
         .iter()
         .position(|s| (s.sh_type == SHT_REL || s.sh_type == SHT_RELA) && s.sh_info as usize == db)
-        .ok_or("no relocations for .debug_frame")?;
+        .ok_or(Refusal::FrameRelocations)?;
     let rela = out.elf.sections[rel].sh_type == SHT_RELA;
-    let mut relocs = parse_relocs(&out.elf.sections[rel].data, rela).ok_or("bad relocations")?;
+    let mut relocs =
+        parse_relocs(&out.elf.sections[rel].data, rela).ok_or(Refusal::BadRelocations)?;
     let dsrc = &donor.elf.sections[dd].data;
     for (b, d) in fb.iter().zip(&fd) {
         let bdata = &out.elf.sections[db].data;
         let (pb, pd) = (pair(bdata, b.0)?, pair(dsrc, d.0)?);
         if b.2 != d.2 || b.1 - b.0 != d.1 - d.0 || b.0 - pb != d.0 - pd || b.1 - b.0 < 28 {
-            return Err("FDE shapes differ".into());
+            return Err(Refusal::FdeShapes);
         }
         let dr = donor_relocs
             .iter()
             .find(|r| r.r_offset as usize == d.0 + 20)
-            .ok_or("an FDE location without a relocation")?;
+            .ok_or(Refusal::FdeLocation)?;
         let br = relocs
             .iter_mut()
             .find(|r| r.r_offset as usize == b.0 + 20)
-            .ok_or("an FDE location without a relocation")?;
+            .ok_or(Refusal::FdeLocation)?;
         if br.addend.is_some() != dr.addend.is_some() {
-            return Err("relocation kinds differ".into());
+            return Err(Refusal::RelocationKinds);
         }
         (br.sym, br.r_type, br.addend) = (map_sym(dr.sym)?, dr.r_type, dr.addend);
         let mut bytes = dsrc[pd..d.1].to_vec();

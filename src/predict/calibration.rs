@@ -272,6 +272,7 @@ impl Calibration {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::arch::Sm;
 
     /// Synthetic measurements of a device with the given parameters: a chase over 4 KiB to
     /// 512 MiB and streams at 1 to 64 warps, each `noise`-perturbed (a fixed pattern of
@@ -313,7 +314,7 @@ pub(crate) mod tests {
     #[test]
     fn fitting_recovers_the_parameters_it_was_made_from() {
         for sm in [75, 80, 86, 89, 90, 100, 120] {
-            let truth = MemoryParams::of(sm);
+            let truth = Sm::of(sm).memory();
             let carveout = if sm == 75 { 32 * 1024 } else { 0 };
             for noise in [0.0, 0.03] {
                 let text = synthetic(&truth, 100, carveout, noise);
@@ -322,7 +323,7 @@ pub(crate) mod tests {
                     (m.device.as_str(), m.sms, m.chase.len()),
                     ("Synthetic GPU", 100, 18)
                 );
-                let got = fit(&m, &MemoryParams::of(sm), carveout).unwrap();
+                let got = fit(&m, &Sm::of(sm).memory(), carveout).unwrap();
                 // The program prints four decimals.
                 let tol = 2.0 * noise + 1e-4;
                 for (name, g, t) in [
@@ -370,7 +371,7 @@ pub(crate) mod tests {
 
     #[test]
     fn a_file_keeps_devices_by_name_and_driver() {
-        let truth = MemoryParams::of(90);
+        let truth = Sm::of(90).memory();
         let m = Measurements::parse(&synthetic(&truth, 132, 0, 0.0)).unwrap();
         let fitted = fit(&m, &truth, 0).unwrap();
         let d = Device {

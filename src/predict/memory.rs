@@ -158,6 +158,7 @@ pub fn l1_left(arch: Arch, m: &MemoryParams, o: &Occupancy) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::arch::Sm;
     use crate::predict::{KernelResources, Launch, SharedBytes, occupancy};
 
     /// The walk example on sm_90 (issue 32): a 176-byte frame at 64 warps per SM is 352 KiB
@@ -166,7 +167,7 @@ mod tests {
     /// carve-out).
     #[test]
     fn walk_spills_overflow_l1_at_full_occupancy() {
-        let m = MemoryParams::of(90);
+        let m = Sm::of(90).memory();
         let arch: Arch = "sm_90".parse().unwrap();
         let o = occupancy(
             arch,
@@ -193,7 +194,7 @@ mod tests {
     /// the 228 KB carve-out, which leaves 28 KB.
     #[test]
     fn shared_memory_takes_l1() {
-        let m = MemoryParams::of(90);
+        let m = Sm::of(90).memory();
         let arch: Arch = "sm_90".parse().unwrap();
         let o = occupancy(
             arch,
@@ -209,7 +210,7 @@ mod tests {
     /// the local misses of L2 to DRAM.
     #[test]
     fn ceilings_follow_the_placement() {
-        let m = MemoryParams::of(80);
+        let m = Sm::of(80).memory();
         let t = Traffic {
             global: 128.0,
             local: 1000.0,

@@ -13,12 +13,13 @@ use serde::Serialize;
 
 use super::memory::{Ceilings, Placement};
 use super::stalls::{Cost, function_cost};
+use crate::arch::Sm;
 use crate::arch::latency::SCHEDULERS_PER_SM;
 use crate::arch::memory::MemoryParams;
 use crate::sass::ir::Function;
 
 /// The parameters one architecture is priced with: the published ones
-/// ([`MemoryParams::of`]) or a calibration's (`predict::calibration`).
+/// ([`Sm::memory`]) or a calibration's (`predict::calibration`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Model {
     pub sm: u32,
@@ -30,7 +31,7 @@ impl Model {
     pub fn published(sm: u32) -> Model {
         Model {
             sm,
-            memory: MemoryParams::of(sm),
+            memory: Sm::of(sm).memory(),
         }
     }
 }
@@ -175,7 +176,7 @@ mod tests {
 
     #[test]
     fn warps_hide_latency_until_a_pipe_is_full() {
-        let m = MemoryParams::of(86);
+        let m = Sm::of(86).memory();
         // 12 cycles of latency, 3 of issue, no memory.
         let c = cost(12.0, 3.0, 0.0);
         // One warp per scheduler: latency-bound, 12 cycles.
@@ -190,7 +191,7 @@ mod tests {
     /// gains from more warps only until DRAM's bytes per clock are used up.
     #[test]
     fn dram_bandwidth_caps_what_more_warps_buy() {
-        let m = MemoryParams::of(90);
+        let m = Sm::of(90).memory();
         let c = cost(500.0, 8.0, 128.0);
         let dram = 4.0 * 128.0 / m.dram_bytes_per_clock;
         let at = |warps| combine(&m, c, warps, fits());

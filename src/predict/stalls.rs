@@ -25,8 +25,8 @@ use std::collections::{HashMap, HashSet};
 use serde::Serialize;
 
 use crate::analysis::loops::loop_weights;
+use crate::arch::OpClass;
 use crate::arch::latency::{MAX_THROUGHPUT, READ_RELEASE, scoreboard_latency, throughput};
-use crate::sass::OpClass;
 use crate::sass::access::bytes_per_thread;
 use crate::sass::control::SCOREBOARDS;
 use crate::sass::ir::Function;

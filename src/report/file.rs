@@ -6,12 +6,14 @@ use std::path::Path;
 
 use nvcc_orion_schema::{KeptCubins, Line, Record};
 
+use crate::arch::Sm;
 use crate::container::{self, EntryKind};
 use crate::cubin::Cubin;
 use crate::sass::raw;
 use crate::settings::Settings;
 use crate::tune::candidates::{self, KernelPlan};
-use crate::tune::evaluate::{Pricing, evaluate};
+use crate::tune::evaluate::evaluate;
+use crate::tune::pricing::Pricing;
 use crate::tune::report_line;
 
 /// One record per kernel and device image of `path`, priced under `settings` (its
@@ -44,7 +46,7 @@ pub fn records(path: &Path, scratch: &Path, settings: &Settings) -> Result<Vec<L
 
 fn image_records(cubin: &Cubin, kept: &Path, location: &str, settings: &Settings) -> Vec<Line> {
     let sm = cubin.arch();
-    let Some(arch) = crate::predict::Arch::from_sm(sm) else {
+    let Some(arch) = Sm::of(sm).limits() else {
         return Vec::new();
     };
     let functions = raw::functions(cubin);

@@ -13,6 +13,7 @@ use std::fmt::Write;
 use nvcc_orion_schema::{Candidate, Record};
 
 use super::view::{Code, KernelView};
+use crate::arch::Sm;
 use crate::predict::{Arch, KernelResources, Launch, SharedBytes, occupancy, register_cliffs};
 
 /// Escape text for HTML and SVG.
@@ -38,7 +39,7 @@ pub fn arch_of(name: &str) -> Option<Arch> {
         .trim_end_matches(['a', 'f'])
         .parse()
         .ok()?;
-    Arch::from_sm(sm)
+    Sm::of(sm).limits()
 }
 
 /// Register-budget axis: 0 to 256.

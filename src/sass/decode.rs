@@ -13,8 +13,8 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::listing::JsonFunction;
-use crate::arch::ShaderModel;
+use super::listing::{JsonFunction, ListingError};
+use crate::arch::Sm;
 use crate::cubin::eiattr::OffsetLayout;
 use crate::cubin::elf::SHT_CUDA_INFO;
 use crate::cubin::nvinfo::EIFMT_SVAL;
@@ -25,10 +25,7 @@ use super::control::Control;
 use super::ir::{Function, Instr, OperandKind, Pred};
 use super::listing::run_nvdisasm;
 use super::opcode::Op;
-use super::operands::{self, Family};
-
-/// The decoder fails the way the listing does (both read nvdisasm's output and the cubin).
-pub(crate) use super::listing::ListingError as DecodeError;
+use super::operands;
 
 /// A decoded cubin.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,10 +35,11 @@ pub struct Decoded {
     pub functions: Vec<Function>,
 }
 
-/// Decode every function of the cubin at `path` (one nvdisasm run).
-pub fn decode_file(nvdisasm: &Path, path: &Path) -> Result<Decoded, DecodeError> {
+/// Decode every function of the cubin at `path` (one nvdisasm run). The decoder fails the way
+/// the listing does: both read nvdisasm's output and the cubin.
+pub fn decode_file(nvdisasm: &Path, path: &Path) -> Result<Decoded, ListingError> {
     let json = run_nvdisasm(nvdisasm, &["-json"], path)?;
-    let bytes = std::fs::read(path).map_err(|e| DecodeError::Elf(e.to_string()))?;
+    let bytes = std::fs::read(path).map_err(|e| ListingError::Elf(e.to_string()))?;
     decode(&json, &bytes)
 }
 
@@ -191,16 +189,16 @@ fn parse_pred(s: &str) -> Option<Pred> {
 }
 
 /// Combine `nvdisasm -json` output with the cubin's bytes.
-pub fn decode(json: &[u8], cubin: &[u8]) -> Result<Decoded, DecodeError> {
-    let parsed = Cubin::parse(cubin).map_err(|e| DecodeError::Elf(e.to_string()))?;
+pub fn decode(json: &[u8], cubin: &[u8]) -> Result<Decoded, ListingError> {
+    let parsed = Cubin::parse(cubin).map_err(|e| ListingError::Elf(e.to_string()))?;
     decode_with(json, cubin, &parsed, &CubinInfo::from_cubin(&parsed))
 }
 
 /// Combine `nvdisasm -json` and `nvdisasm -c` output with the cubin's bytes: the jump
 /// tables, kernels and register counts from the listing, not from the cubin (the former
 /// two-run decode; kept to check [`decode`] against).
-pub fn decode_with_listing(json: &[u8], text: &str, cubin: &[u8]) -> Result<Decoded, DecodeError> {
-    let parsed = Cubin::parse(cubin).map_err(|e| DecodeError::Elf(e.to_string()))?;
+pub fn decode_with_listing(json: &[u8], text: &str, cubin: &[u8]) -> Result<Decoded, ListingError> {
+    let parsed = Cubin::parse(cubin).map_err(|e| ListingError::Elf(e.to_string()))?;
     decode_with(json, cubin, &parsed, &CubinInfo::from_listing(text))
 }
 
@@ -254,17 +252,17 @@ fn decode_with(
     cubin: &[u8],
     parsed: &Cubin,
     info: &CubinInfo,
-) -> Result<Decoded, DecodeError> {
+) -> Result<Decoded, ListingError> {
     let marks = attribute_offsets(parsed);
     let (header, funcs): (serde_json::Value, Vec<JsonFunction>) =
-        serde_json::from_slice(json).map_err(|e| DecodeError::Json(e.to_string()))?;
+        serde_json::from_slice(json).map_err(|e| ListingError::Json(e.to_string()))?;
     let v = &header["SM"]["version"];
     let sm = (v["major"].as_u64().unwrap_or(0) * 10 + v["minor"].as_u64().unwrap_or(0)) as u32;
-    let family = Family::of(sm).ok_or(DecodeError::Arch(sm))?;
-    let elf = object::File::parse(cubin).map_err(|e| DecodeError::Elf(e.to_string()))?;
+    let family = Sm::of(sm).model().family.ok_or(ListingError::Arch(sm))?;
+    let elf = object::File::parse(cubin).map_err(|e| ListingError::Elf(e.to_string()))?;
     let mut out = Vec::new();
     for f in funcs {
-        let err = |what: String| DecodeError::Function {
+        let err = |what: String| ListingError::Function {
             name: f.name.clone(),
             what,
         };
@@ -311,7 +309,7 @@ fn decode_with(
             if !ins.unknown {
                 ins.unknown = !operands::apply(family, &mut ins);
             }
-            if ShaderModel::of(sm).implicit_memory_descriptor {
+            if Sm::of(sm).model().implicit_memory_descriptor {
                 implicit_descriptor(&mut ins);
             }
             resolve_targets(&mut ins);
@@ -361,7 +359,7 @@ fn decode_with(
     }
     for f in &mut out {
         let u = used.get(&f.section).copied().unwrap_or(0);
-        if ShaderModel::of(sm).call_regs_from_code {
+        if Sm::of(sm).model().call_regs_from_code {
             f.regs = Some(f.regs.map_or(u + 2, |r| r.min(u + 2)));
         } else if f.regs.is_none() {
             f.regs = Some(u);

@@ -7,7 +7,7 @@
 
 use std::fmt;
 
-use crate::arch::ShaderModel;
+use crate::arch::Sm;
 
 /// `BRA` (bits 0-11).
 pub(crate) const OP_BRA: u16 = 0x947;
@@ -228,7 +228,7 @@ impl std::error::Error for EncodeError {}
 
 /// True where sm_`sm` uses the split branch form (§6.5: sm_90 and later).
 pub(crate) fn split_form(sm: u32) -> bool {
-    ShaderModel::of(sm).split_branch_offsets
+    Sm::of(sm).model().split_branch_offsets
 }
 
 /// The signed byte value of the PC-relative field of `w` (relative to the next pc), or

@@ -6,9 +6,9 @@
 
 use std::fmt;
 
-use super::class::OpClass;
 use super::control::Control;
 use super::opcode::{Op, Opcode};
+use crate::arch::OpClass;
 
 /// A guard predicate: `@P0`, `@!UP1`, `@PT`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

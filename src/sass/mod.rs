@@ -7,7 +7,6 @@
 //! per architecture is asked of [`crate::arch`].
 
 pub mod access;
-pub(crate) mod class;
 pub mod control;
 pub mod decode;
 pub mod encode;
@@ -19,7 +18,6 @@ pub(crate) mod operands;
 pub mod raw;
 pub mod relayout;
 
-pub(crate) use class::OpClass;
 pub use control::Control;
 pub use ir::{Function, Instr};
 pub use opcode::{Op, Opcode};

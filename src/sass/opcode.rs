@@ -7,7 +7,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use super::class::OpClass;
+use crate::arch::OpClass;
 
 /// One enum variant per mnemonic (CamelCase of nvdisasm's spelling) and its text.
 macro_rules! ops {
@@ -381,6 +381,24 @@ mod tests {
         let bare = Opcode::new("EXIT");
         assert_eq!((bare.op(), bare.modifiers().count()), (Op::Exit, 0));
         assert_eq!(Op::Exit.name(), Some("EXIT"));
+    }
+
+    #[test]
+    fn classes_of_common_mnemonics() {
+        let of = |text: &'static str| Opcode::new(text).class();
+        assert_eq!(of("LDG.E.64.CONSTANT"), OpClass::Global);
+        assert_eq!(of("LDL.LU"), OpClass::Local);
+        assert_eq!(of("STS.128"), OpClass::Shared);
+        assert_eq!(of("IMAD.WIDE.U32"), OpClass::Int);
+        assert_eq!(of("FFMA.FTZ"), OpClass::Fp32);
+        assert_eq!(of("DFMA"), OpClass::Fp64);
+        assert_eq!(of("MUFU.RSQ"), OpClass::Mufu);
+        assert_eq!(of("ULDC.64"), OpClass::Uniform);
+        assert_eq!(of("UIADD3"), OpClass::Uniform);
+        assert_eq!(of("BRA"), OpClass::Control);
+        assert_eq!(of("BAR.SYNC.DEFER_BLOCKING"), OpClass::Sync);
+        assert_eq!(of("XYZZY"), OpClass::Other);
+        assert!(OpClass::Local.is_memory() && !OpClass::Fp64.is_memory());
     }
 
     #[test]

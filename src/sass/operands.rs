@@ -7,9 +7,7 @@
 
 use super::ir::{Instr, Operand, OperandKind, Role};
 use super::opcode::{Op, Opcode};
-
-/// Architecture families whose operand rules differ (a fact of [`crate::arch`]).
-pub use crate::arch::Family;
+use crate::arch::Family;
 
 /// How an opcode's leading operands are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,7 +9,7 @@ use super::control::Control;
 use super::ir::{Function, Instr, Pred};
 use super::opcode::Opcode;
 use super::opcodes;
-use crate::arch::ShaderModel;
+use crate::arch::Sm;
 use crate::cubin::Cubin;
 
 const BRA: u16 = 0x947;
@@ -79,7 +79,7 @@ fn sign_extend(v: u64, n: u32) -> i64 {
 /// signed byte count at bits 32-81 up to sm_89 (whose two low bits, 32-33, are flags); from sm_90 split into bits 16-23 (`delta >> 2`)
 /// and bits 34-81 (`delta >> 10`, signed).
 pub(crate) fn branch_delta(sm: u32, w: u128) -> i64 {
-    if !ShaderModel::of(sm).split_branch_offsets {
+    if !Sm::of(sm).model().split_branch_offsets {
         // Bits 32-33 are flags (bit 32 on sm_75 `BRA.U`), not part of the offset.
         sign_extend(bits(w, 34, 48), 48) << 2
     } else {

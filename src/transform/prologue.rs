@@ -21,7 +21,7 @@
 //! pending when the original code starts (its first instructions assume no scoreboard is
 //! in flight, as at entry).
 
-use crate::arch::ShaderModel;
+use crate::arch::Sm;
 use crate::sass::control::Control;
 use crate::sass::encode::{self, RegField};
 
@@ -142,7 +142,7 @@ pub fn spill_base(shape: Shape, base: u8, t0: u8, t1: u8) -> Prologue {
     if !shape.one_d {
         temps.push(t1);
     }
-    if ShaderModel::of(shape.sm).shared_cluster_rank {
+    if Sm::of(shape.sm).model().shared_cluster_rank {
         // base = (CTA id in the cluster << 24) + base
         w.push(s2r(t1, SR_CGA_CTA_ID, 3));
         let lea = encode::set_reg(LEA_REG_X24, RegField::Dst, base);

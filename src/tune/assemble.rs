@@ -18,10 +18,9 @@ use std::path::Path;
 
 use super::evaluate::{Variant, requests};
 use super::proven;
-pub(crate) use super::record::Assembly;
-use super::record::TuneError;
+use super::record::{Assembly, TuneError};
 use super::variants::{Budgets, Builder, Built};
-use crate::arch::memory::MemoryParams;
+use crate::arch::Sm;
 use crate::audit;
 use crate::cubin::Cubin;
 use crate::predict::memory::Placement;
@@ -234,7 +233,8 @@ fn priced_as_evaluated(
         };
         let finals = final_functions.get_or_insert_with(|| raw::functions(final_cubin));
         // Any one placement of local data will do: the two codes must price alike.
-        let at = Placement::new(&MemoryParams::of(sm), 0, 0, 0).latencies(&MemoryParams::of(sm));
+        let memory = Sm::of(sm).memory();
+        let at = Placement::new(&memory, 0, 0, 0).latencies(&memory);
         let same_price =
             function_cost(sm, &at, finals, kernel) == function_cost(sm, &at, functions, kernel);
         if resources(final_cubin) != resources(evaluated) || !same_price {

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use super::candidates::KernelPlan;
 use super::keep::Keep;
 use super::plan::Plan;
-pub use super::pricing::Pricing;
+use super::pricing::Pricing;
 use super::proven;
 use super::ptx::Budget;
 use super::record::{TuneError, Verdict};

@@ -55,7 +55,7 @@ pub struct TuneContext<'a> {
 pub struct Stepped {
     pub captured: Captured,
     notes: Vec<String>,
-    records: Vec<step::KernelRecord>,
+    records: Vec<record::KernelRecord>,
 }
 
 impl Stepped {
@@ -143,7 +143,7 @@ pub fn ptxas_step(
             .map(|s| s.to_string())
             .or_else(|| payload.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "unknown".to_string());
-        Err(step::TuneError::Internal(what))
+        Err(record::TuneError::Internal(what))
     });
     let mut records = Vec::new();
     match tuned {
@@ -247,7 +247,7 @@ fn warn(captured: &mut Captured, what: &str) {
 }
 
 /// `nvcc-orion: sm_90 kernel: 96 -> 64 registers, 16 -> 24 warps/SM (+18.2% predicted); why`.
-fn verbose_line(r: &step::KernelRecord) -> String {
+fn verbose_line(r: &record::KernelRecord) -> String {
     let base = &r.candidates[0];
     let chosen = &r.candidates[r.chosen];
     let warps = |e: &select::Evaluated| {
@@ -291,7 +291,7 @@ fn verbose_line(r: &step::KernelRecord) -> String {
 /// under a lock so that parallel compiles (`make -j`, ninja) never interleave lines.
 pub(crate) fn append_report(
     path: &Path,
-    records: &[step::KernelRecord],
+    records: &[record::KernelRecord],
     unit: Option<&str>,
 ) -> std::io::Result<()> {
     if records.is_empty() {

@@ -36,14 +36,14 @@ pub fn for_step(sm: u32, settings: &Settings) -> (Model, Option<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::arch::memory::MemoryParams;
+    use crate::arch::Sm;
     use crate::predict::calibration::{Device, Measurements};
 
     #[test]
     fn a_calibrated_architecture_uses_its_device_and_the_others_are_published() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.json");
-        let mut memory = MemoryParams::of(90);
+        let mut memory = Sm::of(90).memory();
         memory.dram_latency = 777.0;
         let c = Calibration::default().with(Device {
             device: "GPU".into(),

@@ -10,7 +10,7 @@ use super::pricing::Pricing;
 use super::ptx::Budget;
 use super::record::{Limit, Pruned};
 use super::variants::Budgets;
-use crate::arch::ShaderModel;
+use crate::arch::Sm;
 use crate::cubin::Cubin;
 use crate::predict::{Arch, Model};
 use crate::sass::Function;
@@ -98,7 +98,7 @@ pub fn plan(
     // A SASS rewrite moves code that `-lineinfo`'s (or `-G`'s) line tables describe by
     // address, and nothing rewrites those tables, so such a module gets ptxas's code only.
     let lines = baseline.debug_info_section();
-    let rewritable = ShaderModel::of(sm).rewrites && !relocatable && lines.is_none();
+    let rewritable = Sm::of(sm).model().rewrites && !relocatable && lines.is_none();
     let rewrites_off = lines
         .filter(|_| {
             transform::REGISTERED

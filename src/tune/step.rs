@@ -11,23 +11,23 @@ use std::path::Path;
 use super::TuneContext;
 use super::assemble::{self, write_atomically};
 use super::candidates::KernelPlan;
-use super::evaluate::{self, Kept, Notes, Pricing, Variant};
+use super::evaluate::{self, Kept, Notes, Variant};
 use super::guided::Guide;
 use super::keep::Keep;
 use super::multi;
 use super::plan;
+use super::pricing::Pricing;
 use super::ptxas_args::PtxasArgs;
 use super::select::{self, Evaluated};
 use super::variants::{self, Budgets, Builder, Built, VariantError};
+use crate::arch::Sm;
 use crate::cubin::Cubin;
-use crate::predict::Arch;
 use crate::process::StepContext;
 use crate::sass::raw;
 use crate::settings::Settings;
 use crate::transform::Transform;
 
-pub use super::record::{KeptCubins, KernelRecord, TuneError, Tuned};
-use super::record::{Limit, Pruned};
+use super::record::{Assembly, KeptCubins, KernelRecord, Limit, Pruned, TuneError, Tuned};
 
 fn io_err(what: &Path) -> impl FnOnce(std::io::Error) -> TuneError + '_ {
     move |source| TuneError::Io {
@@ -47,7 +47,7 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         return Ok(Tuned::default());
     };
     let step = read_step(argv, ctx, &files)?;
-    let Some(arch) = Arch::from_sm(step.sm) else {
+    let Some(arch) = Sm::of(step.sm).limits() else {
         // No occupancy table for this architecture (its limits are not in the verified
         // data): ptxas's code stays, and the report says why.
         return Ok(Tuned {
@@ -153,7 +153,7 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         }
     }
     if let Some(a) = plain
-        && a.how != assemble::Assembly::Spliced
+        && a.how != Assembly::Spliced
     {
         result.stderr = Some(a.built.stderr);
     }
@@ -335,7 +335,7 @@ fn embed_selector(
     input: &multi::Input<'_>,
     arch_name: &str,
     result: &mut Tuned,
-    ship: &mut Option<(Vec<u8>, assemble::Assembly)>,
+    ship: &mut Option<(Vec<u8>, Assembly)>,
 ) {
     match multi::embed(input, &mut result.records) {
         multi::Embedding::Cubin(bytes, note, how) => {
@@ -353,7 +353,7 @@ fn embed_selector(
 /// Put the chosen cubin where nvcc expects ptxas's, and say how it was assembled.
 fn ship_cubin(
     out: &Path,
-    ship: Option<(Vec<u8>, assemble::Assembly)>,
+    ship: Option<(Vec<u8>, Assembly)>,
     result: &mut Tuned,
 ) -> Result<(), TuneError> {
     let Some((bytes, how)) = ship else {

@@ -38,7 +38,7 @@ use std::collections::BTreeMap;
 
 use super::SpillBase;
 pub use super::base_error::{AtProblem, BaseError, ValueProblem};
-use crate::arch::ShaderModel;
+use crate::arch::Sm;
 use crate::arch::latency::fixed_latency;
 use crate::cubin::Cubin;
 use crate::sass::Op;
@@ -207,7 +207,7 @@ struct Reg {
 
 /// Prove `base` for the rewritten kernel `f` under `launch`.
 pub fn prove(f: &Function, base: &SpillBase, launch: &Launch) -> Result<BaseProof, BaseError> {
-    if !ShaderModel::of(launch.sm).rewrites {
+    if !Sm::of(launch.sm).model().rewrites {
         return Err(BaseError::UnmodelledArch(launch.sm));
     }
     let value = evaluate(f, base, launch.sm)?;
@@ -512,7 +512,7 @@ fn check_value(value: &Poly, base: &SpillBase, launch: &Launch) -> Result<BasePr
     if dyn_coef != 1 {
         return fail(ValueProblem::NotAfterDynamic);
     }
-    let want_rank = if ShaderModel::of(launch.sm).shared_cluster_rank {
+    let want_rank = if Sm::of(launch.sm).model().shared_cluster_rank {
         1 << 24
     } else {
         0

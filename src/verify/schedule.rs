@@ -20,9 +20,9 @@
 
 use std::collections::BTreeSet;
 
+use crate::arch::OpClass;
 use crate::arch::latency::fixed_latency;
 use crate::sass::Op;
-use crate::sass::OpClass;
 use crate::sass::ir::{Function, Instr, OperandKind, RZ};
 
 pub use super::schedule_error::{Hazard, ScheduleError};

@@ -4,10 +4,11 @@ use super::*;
 use crate::cubin::OffsetMap;
 use std::collections::BTreeMap;
 
+use crate::arch::Family;
 use crate::sass::control::Control;
 use crate::sass::ir::Instr;
 use crate::sass::ir::Pred;
-use crate::sass::operands::{self, Family};
+use crate::sass::operands;
 use semantics::{escapes, parse_imm32, shape, sp_adjust, words};
 
 /// `@P0 IADD3 R5, R2, R3, RZ` at `off`.

@@ -11,6 +11,7 @@ use std::process::Command;
 
 use nvcc_orion::audit::{self, AuditError, Difference, Job, Origin, Tools};
 use nvcc_orion::cubin::Cubin;
+use nvcc_orion::cubin::refusal::{Refusal, SpliceError};
 use nvcc_orion::cubin::splice::splice;
 
 const HUNGRY: &str = "_Z6hungryPKiPKfPfii";
@@ -90,10 +91,10 @@ fn builds_with(nvcc: &Path, sm: u32, hungry_first: bool, lineinfo: bool) -> Buil
 }
 
 /// The splice of the hungry kernel from its donor into ptxas's module.
-fn spliced(b: &Builds) -> Result<Vec<u8>, String> {
+fn spliced(b: &Builds) -> Result<Vec<u8>, SpliceError> {
     let base = Cubin::parse(&b.base).unwrap();
     let donor = Cubin::parse(&b.donor).unwrap();
-    splice(&base, &[(HUNGRY, &donor)]).map_err(|e| e.to_string())
+    splice(&base, &[(HUNGRY, &donor)])
 }
 
 fn job<'a>(shipped: &'a [u8], b: &'a Builds) -> Job<'a> {
@@ -128,7 +129,10 @@ fn a_module_laid_out_differently_is_not_spliced_and_its_code_is_caught() {
         let b = builds(&nvcc, sm, true);
         // Compiled alone, the kernel's bank 4 has other offsets: the splice refuses.
         let refused = spliced(&b).unwrap_err();
-        assert!(refused.contains(".nv.constant4"), "sm_{sm}: {refused}");
+        assert!(
+            matches!(&refused.what, Refusal::Bank { bank, .. } if bank == ".nv.constant4"),
+            "sm_{sm}: {refused}"
+        );
         // Its code placed into the whole module anyway (what the old splice did, here into
         // the whole-module build at the same budget, so only the bank differs): rejected.
         let mut wrong = b.whole32.clone();
@@ -688,7 +692,10 @@ fn line_tables_that_do_not_describe_the_code_are_refused_and_rejected() {
         spliced(&builds(&nvcc, sm, false)).unwrap();
         let b = builds_with(&nvcc, sm, false, true);
         let refused = spliced(&b).unwrap_err();
-        assert!(refused.contains("debug information"), "sm_{sm}: {refused}");
+        assert!(
+            matches!(refused.what, Refusal::DebugInfo { .. }),
+            "sm_{sm}: {refused}"
+        );
         let own = |shipped| Job {
             proved: Vec::new(),
             shipped,

@@ -9,7 +9,7 @@ use crate::common;
 
 use common::fixtures::{self, Fixtures};
 use nvcc_orion::cubin::Cubin;
-use nvcc_orion::predict::MemoryParams;
+use nvcc_orion::predict::Sm;
 use nvcc_orion::predict::memory::Placement;
 use nvcc_orion::predict::stalls::function_cost;
 use nvcc_orion::sass::access::bytes_per_thread;
@@ -102,7 +102,7 @@ fn predictor_prices_spills_above_registers() {
     let mut compared = 0;
     for name in ["_Z14spill_wide_f32PKfPfi", "_Z14spill_wide_f64PKdPdi"] {
         // Priced alike: local data in L1 (a frame that fits).
-        let m = MemoryParams::of(89);
+        let m = Sm::of(89).memory();
         let at = Placement::new(&m, 0, 0, 0).latencies(&m);
         let c = function_cost(89, &at, &capped, name).unwrap_or_else(|| panic!("{name} in capped"));
         let f = function_cost(89, &at, &free, name).unwrap_or_else(|| panic!("{name} in free"));

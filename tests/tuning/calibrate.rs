@@ -15,6 +15,7 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use nvcc_orion::predict::MemoryParams;
+use nvcc_orion::predict::Sm;
 use serde_json::Value;
 
 fn orion(nvcc: &Path) -> Command {
@@ -146,7 +147,7 @@ fn measurements_are_fitted_into_a_file_the_predictor_reads() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("calibration.json");
     // A slower device than the published sm_90 one: DRAM twice as far and half as wide.
-    let mut slow = MemoryParams::of(90);
+    let mut slow = Sm::of(90).memory();
     slow.dram_latency *= 2.0;
     slow.dram_bytes_per_clock /= 2.0;
     let fit = |name: &str, m: &MemoryParams| {
@@ -175,11 +176,11 @@ fn measurements_are_fitted_into_a_file_the_predictor_reads() {
         out.contains(&format!(
             "DRAM latency (cycles): {:.1} (published {:.1})",
             slow.dram_latency,
-            MemoryParams::of(90).dram_latency
+            Sm::of(90).memory().dram_latency
         )),
         "{out}"
     );
-    fit("Other GPU", &MemoryParams::of(90));
+    fit("Other GPU", &Sm::of(90).memory());
     let c: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert_eq!(c["format"], "nvcc-orion-calibration-1");
     let keys: Vec<&String> = c["devices"].as_object().unwrap().keys().collect();

@@ -12,7 +12,7 @@ use super::error::CubinError;
 use super::nvinfo::{EIFMT_SVAL, Record, encode_records, parse_records};
 use super::offset_map::OffsetMap;
 use super::symbols::{STB_LOCAL, STT_SECTION, Symbol, encode_relocs, parse_relocs};
-use crate::arch::ShaderModel;
+use crate::arch::Sm;
 
 /// The 16-byte NOP ptxas pads text sections with (`NOP` with no wait, no scoreboard).
 pub const NOP: [u8; 16] = {
@@ -177,7 +177,7 @@ impl Cubin {
             });
         }
         self.set_records(g, &recs)?;
-        if ShaderModel::of(self.arch()).text_sh_info_regs && self.owns_section(sym) {
+        if Sm::of(self.arch()).model().text_sh_info_regs && self.owns_section(sym) {
             let text = self.symbols[sym].st_shndx as usize;
             let s = &mut self.elf.sections[text];
             s.sh_info = (s.sh_info & 0x00ff_ffff) | (regs << 24);

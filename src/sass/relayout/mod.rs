@@ -31,7 +31,7 @@
 mod returns;
 
 use super::encode::{self, RelKind};
-use crate::arch::ShaderModel;
+use crate::arch::Sm;
 use crate::cubin::elf;
 use crate::cubin::symbols::parse_relocs;
 use crate::cubin::{Cubin, CubinError, OffsetMap};
@@ -69,8 +69,9 @@ fn invalid(kernel: &str, what: impl fmt::Display) -> RelayoutError {
 }
 
 /// The lowest architecture whose code this module rewrites (docs/DESIGN.md §Architectures: sm_100
-/// and sm_120 are out of scope for rewriting): the rows of [`ShaderModel`] with `relayout`,
-/// spelled as numbers for messages.
+/// and sm_120 are out of scope for rewriting): the rows of
+/// [`ShaderModel`](crate::arch::model::ShaderModel) with `relayout`, spelled as numbers for
+/// messages.
 pub(crate) const MIN_SM: u32 = 75;
 
 /// The outcome of [`insert`].
@@ -139,7 +140,7 @@ fn edit_with_heads(
     heads: &BTreeMap<u64, u64>,
 ) -> Result<Relayout, RelayoutError> {
     let sm = cubin.arch();
-    if !ShaderModel::of(sm).relayout {
+    if !Sm::of(sm).model().relayout {
         return Err(invalid(
             kernel,
             format_args!("sm_{sm} code is not rewritten (sm_{MIN_SM} to sm_90 only)"),
@@ -159,7 +160,7 @@ fn edit_with_heads(
     let (mut code, inserted) = assemble(&out, &deleted, &groups, insertions, &group_at);
     // ptxas pads sm_80+ text with at least 128 bytes of NOPs before rounding the section to
     // 128 (sm_75: rounding only), checked on every fixture; keep that margin.
-    for _ in 0..ShaderModel::of(sm).tail_nops {
+    for _ in 0..Sm::of(sm).model().tail_nops {
         code.extend_from_slice(&encode::NOP_PADDING.to_le_bytes());
     }
     cubin.replace_text(kernel, code, &map)?;

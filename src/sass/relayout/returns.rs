@@ -4,7 +4,7 @@
 //! (docs/sass.md §Branches and calls).
 
 use super::{RelayoutError, invalid};
-use crate::arch::ShaderModel;
+use crate::arch::Sm;
 use crate::cubin::Cubin;
 use crate::sass::encode;
 use std::collections::BTreeSet;
@@ -194,7 +194,7 @@ pub(super) fn lepc(
     let ret_new = new_pc(call as u64 * 16) + 16;
     let lepc_new = new_pc(pc);
     if encode::opcode(w) == encode::OP_LEPC {
-        if !ShaderModel::of(sm).lepc_label || encode::get_bits(w, 32, 32) != 0 {
+        if !Sm::of(sm).model().lepc_label || encode::get_bits(w, 32, 32) != 0 {
             return Err(LepcRefusal::UnknownForm { pc });
         }
         let d = encode::get_bits(w, 24, 8);

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use super::live::Effect;
 use super::{COUNT_EXTRA, calls, fields, sched, select};
-use crate::arch::ShaderModel;
+use crate::arch::Sm;
 use crate::cubin::Cubin;
 use crate::sass::Op;
 use crate::sass::ir::{Function, RZ};
@@ -33,7 +33,7 @@ impl Kernel {
         opts: &Options,
     ) -> Result<Kernel, TransformError> {
         let sm = cubin.arch();
-        if !ShaderModel::of(sm).rewrites {
+        if !Sm::of(sm).model().rewrites {
             return Err(not_applicable(format!("sm_{sm} code is not rewritten")));
         }
         let target = opts

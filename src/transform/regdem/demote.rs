@@ -10,7 +10,7 @@ use super::select::{Analysis, Group, Layout};
 use super::values::{assign_values, block_pools, hoist_loads};
 use super::{Choice, live, sched};
 use crate::analysis::Cfg;
-use crate::sass::OpClass;
+use crate::arch::OpClass;
 use crate::sass::ir::{Function, Instr, OperandKind, RZ};
 use crate::transform::{TransformError, not_applicable};
 

@@ -123,8 +123,9 @@ pub(crate) fn rename(raw: u128, fields: &RegFields, f: impl Fn(u8) -> u8) -> u12
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::arch::Family;
     use crate::sass::control::Control;
-    use crate::sass::operands::{self, Family};
+    use crate::sass::operands;
 
     /// An instruction from ptxas 13.5's words and nvdisasm's text of it.
     fn ins(lo: u64, hi: u64, opcode: &str, ops: &str, family: Family) -> Instr {

@@ -317,9 +317,10 @@ fn choose(a: &Analysis, highest_allowed: u8) -> Option<Choice> {
 mod tests {
     use super::values::block_pools;
     use super::*;
+    use crate::arch::Family;
     use crate::sass::control::Control;
     use crate::sass::ir::Instr;
-    use crate::sass::operands::{self, Family};
+    use crate::sass::operands;
 
     fn ins(k: usize, opcode: &str, ops: &str, write_sb: Option<u8>) -> Instr {
         let mut i = Instr {

@@ -28,9 +28,9 @@ use petgraph::Direction;
 
 use super::refusal::Refusal;
 use crate::analysis::Cfg;
+use crate::arch::OpClass;
 use crate::arch::latency::fixed_latency;
 use crate::sass::Op;
-use crate::sass::OpClass;
 use crate::sass::control::{Control, SCOREBOARDS};
 use crate::sass::ir::Function;
 

@@ -25,9 +25,9 @@ use super::groups::{self, named_by, regs_of};
 pub(crate) use super::groups::{Callees, Group};
 use super::refusal::Refusal;
 use crate::analysis::{Cfg, must_defined};
+use crate::arch::OpClass;
 use crate::arch::latency::fixed_latency;
 use crate::sass::Op;
-use crate::sass::OpClass;
 use crate::sass::ir::{Function, Instr};
 
 /// The stack pointer: never moved or demoted.

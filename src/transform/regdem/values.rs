@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::select::{Analysis, Group, Layout};
 use super::{live, sched, select};
+use crate::arch::OpClass;
 use crate::arch::latency::fixed_latency;
-use crate::sass::OpClass;
 use crate::sass::ir::{Function, RZ};
 
 /// The value registers each instruction may use: `pool` (free everywhere), and the numbers

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use super::{SP, Spill};
-use crate::arch::ShaderModel;
+use crate::arch::Sm;
 use crate::cubin::{Cubin, FunctionInfo};
 use crate::sass::Op;
 use crate::sass::ir::{Function, Instr, OperandKind};
@@ -32,7 +32,7 @@ pub(super) struct Spills<'a> {
 /// What the cubin says about `kernel`, refused where the rewrite does not apply.
 pub(super) fn kernel_info(cubin: &Cubin, kernel: &str) -> Result<FunctionInfo, TransformError> {
     let sm = cubin.arch();
-    if !ShaderModel::of(sm).rewrites {
+    if !Sm::of(sm).model().rewrites {
         return Err(not_applicable(format!("sm_{sm} code is not rewritten")));
     }
     let info = cubin

@@ -1,8 +1,9 @@
 //! Hand-written prologues: the proof accepts a right base and refuses each kind of wrong one.
 
 use super::*;
+use crate::arch::Family;
 use crate::sass::control::Control;
-use crate::sass::operands::{self, Family};
+use crate::sass::operands;
 
 /// An instruction from nvdisasm-like text, with its scoreboard (`w`: write scoreboard set,
 /// `wait`: mask waited for) and stall.
