@@ -1,7 +1,7 @@
 //! Differential testing with generated programs (`crates/nvcc-orion-gen`): a fixed set of
 //! seeds that together use every feature of the generator, each compiled by nvcc-orion for
 //! some of sm_75…sm_120 in every mode (default, adapt, forced lowest budget, forced
-//! spill → shared, forced register demotion), every shipped kernel compared with ptxas's own whole-module build of the
+//! spill2smem, forced regdem), every shipped kernel compared with ptxas's own whole-module build of the
 //! same PTX at that kernel's budget. A finding prints the seed and a reduced program.
 //!
 //! Each (program, architecture) result is cached under `CARGO_TARGET_TMPDIR` by the program's
@@ -26,7 +26,7 @@ use sha2::{Digest, Sha256};
 /// holds, whose `--entry` build was not the whole module's code. 1000000 (the first seed
 /// with helper subroutines, `nvcc_orion_gen::generate::HELPERS_FROM`): register-hungry
 /// kernels and `__noinline__` functions that divide and take square roots the IEEE way, so
-/// the forced rewrites (spill → shared, register demotion) meet the compiler's slow-path
+/// the forced rewrites (spill2smem, regdem) meet the compiler's slow-path
 /// subroutines in the kernels' sections (issue 46).
 const PLAN: &[(u64, &[u32])] = &[
     (895, &[75, 90, 120]),
