@@ -489,7 +489,7 @@ fn the_scheduling_check_catches_missing_waits() {
 /// object whose kernels carry the proved demotion (the report says so; cuobjdump shows the
 /// lower register counts and the grown shared sizes), the kernels with calls included.
 #[test]
-fn driver_forces_register_demotion() {
+fn driver_forces_regdem() {
     let Some(b) = built() else { return };
     let work = tempfile::tempdir().unwrap();
     let report = work.path().join("report.jsonl");
