@@ -1007,7 +1007,7 @@ fn unforced_report_shows_the_candidate_at_the_shipped_budget_sm_86() {
                 .map(|w| &w[usize::from(w.first() == Some(&"*"))..])
                 .find(|w| {
                     w.first() == Some(&shipped.to_string().as_str())
-                        && w.get(1..4) == Some(&["spill", "→", "shared"][..])
+                        && w.get(1) == Some(&"spill2smem")
                 });
             match (candidate, row) {
                 (Some(c), Some(w)) => {
