@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Spill → shared coverage under one user cap for every file: how many spilling kernels ship
+"""spill2smem coverage under one user cap for every file: how many spilling kernels ship
 with every spill moved to shared memory, partly moved, or not at all (issue 46).
 
 Each file (the spill corpus `tests/kernels/spill_corpus/*.cu` and
@@ -20,7 +20,7 @@ our own that call helper subroutines and device functions, standing in for the i
 held-out set.
 
     python3 scripts/spill2smem-caps.py --regdem ARCH [-- FILE ...]
-measures register demotion instead (issue 46: "lowered with no new local spills"): each file
+measures regdem instead (issue 46: "lowered with no new local spills"): each file
 built without a cap by plain nvcc and by nvcc-orion with
     --orion-transforms=regdem --orion-force=regdem --orion-block-size=128
 A kernel is *heavy* when plain nvcc gives it at least 64 registers; it is *lowered* when ours
@@ -66,7 +66,7 @@ REGDEM_FLAGS = ["--orion-transforms=regdem", "--orion-force=regdem", "--orion-bl
 
 
 def regdem(arch, files):
-    """Register demotion's coverage of the heavy kernels of `files` (see the docstring)."""
+    """regdem's coverage of the heavy kernels of `files` (see the docstring)."""
     nvcc = tool("nvcc")
     env = orion_env(nvcc)
     heavy = lowered = audit = 0
@@ -92,7 +92,7 @@ def regdem(arch, files):
                 what = "lowered" if down else "kept"
                 rows.append(f"| {name} | `{k}` | {pu[k][0]} → {ou[k][0]} | "
                             f"{pl.get(k, 0)} → {ol.get(k, 0)} | {what} |")
-    print(f"## sm_{arch}, register demotion forced\n")
+    print(f"## sm_{arch}, regdem forced\n")
     print(f"{heavy} heavy kernels (at least {HEAVY} registers): **{lowered} lowered with no new "
           f"local spills**; {audit} builds naming the assembly check.\n")
     print("| file | kernel | registers plain → ours | STL/LDL plain → ours | result |")

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Spill → shared on the spill corpus, per kernel: bench/results/spill2smem.md.
+"""spill2smem on the spill corpus, per kernel: bench/results/spill2smem.md.
 
 For every file of tests/kernels/spill_corpus/manifest.json and each arch asked for (default
 sm_86): plain `nvcc -cubin -arch=sm_XX <the file's limit flags>`, and the same command through
-nvcc-orion with spill → shared offered and forced:
+nvcc-orion with spill2smem offered and forced:
     --orion-transforms=spill2smem --orion-force=spill2smem --orion-block-size=128
 (the block size only applies to kernels without launch bounds). Per kernel: registers and
 static shared (`cuobjdump -res-usage`), local-memory instructions (STL/LDL in the kernel's
@@ -94,7 +94,7 @@ def main():
                                  what(rec)))
     moved = sum(r[12].startswith("moved") for r in rows)
     partly = sum(r[12].startswith("partly") for r in rows)
-    print("# Spill → shared on the spill corpus\n")
+    print("# spill2smem on the spill corpus\n")
     print("Produced by (repository root, after `eval \"$(scripts/setup.sh)\"` and "
           "`cargo build --release`):\n")
     print(f"```\npython3 scripts/spill2smem-corpus.py {' '.join(map(str, archs))} "
@@ -108,7 +108,7 @@ def main():
           "ours); *smem +* is the static shared memory the spill area adds per block; "
           "*cycles* are the predicted cycles per warp of ptxas's own code and of what ships, "
           "at block size *at* (the first the tuner considered). Forcing ships the lowest "
-          "proved spill → shared candidate, so cycles may rise where a lower budget was "
+          "proved spill2smem candidate, so cycles may rise where a lower budget was "
           "taken; unforced, the tuner keeps the candidate only past its margin.\n")
     print(f"{len(rows)} kernel builds: {moved} with every spill moved, {partly} partly moved "
           f"(the hottest words; the area for all of them would pass 48 KiB), "

@@ -40,10 +40,9 @@ pub struct Settings {
     pub(crate) transforms: Vec<String>,
     /// `--orion-force=KIND` (testing, and bench/gpu's exhaustive variants): `baseline`,
     /// `lowest` (the lowest budget that built), `budget:N` (the plain candidate at N
-    /// registers), `pragma` (ptxas's shared-memory spilling candidate), `spill2smem` (the
-    /// proved spill → shared candidate), `regdem` (the lowest proved register-demotion
-    /// candidate), or
-    /// `panic` (an internal error while tuning, to exercise the fallback).
+    /// registers), `pragma` (ptxas's shared-memory spilling candidate), `spill2smem` (its
+    /// proved candidate), `regdem` (its lowest proved candidate), or `panic` (an internal
+    /// error while tuning, to exercise the fallback).
     pub(crate) force: Option<Force>,
     /// `--orion-margin=PCT` / `NVCC_ORION_MARGIN`: the predicted gain a variant must clear to
     /// replace ptxas's own choice, in percent.

@@ -6,8 +6,8 @@
 #   budget-N    --orion-force=budget:N for every budget candidate of the program's kernels
 #               (from the default build's report, built and pruned alike)
 #   pragma      --orion-force=pragma (ptxas's enable_smem_spilling), where it was a candidate
-#   spill2smem  --orion-force=spill2smem (our spill → shared rewrite, where proved)
-#   regdem      --orion-force=regdem (register demotion to the lowest proved budget)
+#   spill2smem  --orion-force=spill2smem (our spill2smem rewrite, where proved)
+#   regdem      --orion-force=regdem (regdem to the lowest proved budget)
 #   adapt       NVCC_ORION=adapt: the ranked variants embedded (`<kernel>__orion_v<k>`) and the
 #               launch-time selector in the object (Orion's runtime adaptation)
 #   train       NVCC_ORION=train: the same variants, round-robin, a profile written at exit

@@ -58,7 +58,8 @@ def budgets(path):
                 continue
             if b.get("smem_spill"):
                 pragma = True
-            elif not b.get("spill_to_shared") and b.get("regdem_from") is None:
+            # The second field: the first's name in reports before issue 50.
+            elif not (b.get("spill2smem") or b.get("spill_to_shared")) and b.get("regdem_from") is None:
                 plain.add(b["regs"])
     out = [f"budget:{n}" for n in sorted(plain, reverse=True)]
     return out + (["pragma"] if pragma else [])

@@ -1,5 +1,5 @@
 //! Must-defined general registers: the registers written on every path to each
-//! instruction. Register demotion uses it to find registers read where they may hold their
+//! instruction. `regdem` uses it to find registers read where they may hold their
 //! entry value, and both it and the checker to know what a call always writes.
 
 use std::collections::{BTreeMap, BTreeSet};

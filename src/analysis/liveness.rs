@@ -31,7 +31,7 @@
 //!   nothing); everywhere else the shown live-out is the successors' tagged live-in.
 //!
 //! So this is nvdisasm's view, not a conservative one: guarded writes end liveness as above,
-//! and a call clobbers by the ABI whatever the callee really does. Register demotion uses its
+//! and a call clobbers by the ABI whatever the callee really does. `regdem` uses its
 //! own, conservative liveness (`transform::regdem::live`); the checker its own.
 //!
 //! Instructions the operand tables do not cover (textures, surfaces, ...) have no known

@@ -1,6 +1,6 @@
 //! Loop weights: how often each instruction is assumed to run per entry of its function,
 //! RegDem's weighting (docs/papers.md §RegDem, its §4) shared by the stall predictor and the
-//! register-demotion cost model. ptxas lays loops out contiguously, so a loop is the span from
+//! regdem cost model. ptxas lays loops out contiguously, so a loop is the span from
 //! a backward `BRA`'s target to the branch; this needs no CFG and gives the same answer on
 //! both decoders (`raw` resolves only `BRA` targets, `decode` also `BSSY` and `CALL` ones,
 //! which are not loops).

@@ -22,7 +22,7 @@ pub struct ShaderModel {
     pub(crate) family: Option<Family>,
     /// `sass::relayout` rewrites this code (docs/DESIGN.md §Architectures: sm_100 and sm_120 are out of scope).
     pub(crate) relayout: bool,
-    /// The rewrites (spill → shared, register demotion) run on this code: sm_75 to sm_90,
+    /// The rewrites (spill2smem, regdem) run on this code: sm_75 to sm_90,
     /// the architectures with operand tables and checked encodings.
     pub(crate) rewrites: bool,
     /// A shared-memory window address carries the CTA's rank in its cluster at bit 24

@@ -1,4 +1,4 @@
-//! A kernel whose text section a SASS rewrite changed (spill → shared, register demotion),
+//! A kernel whose text section a SASS rewrite changed (spill2smem, regdem),
 //! against the unrewritten section it was made from.
 //!
 //! The two checks compose: the translation checker proved the rewritten section (the kernel

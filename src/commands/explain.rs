@@ -214,7 +214,7 @@ fn view_of(decoder: Option<&mut Decoder>, r: &Record) -> Result<KernelView, Stri
     let after = decoder.function(&path_of(cubins.candidates.get(chosen))?, name)?;
     let budget = c.budget.unwrap_or_default();
     let rewritten =
-        budget.rewrite() == Some(Rewrite::SpillToShared) && cubins.before_rewrite.is_some();
+        budget.rewrite() == Some(Rewrite::Spill2Smem) && cubins.before_rewrite.is_some();
     let (before, before_label, after_label) = if rewritten {
         let b = decoder.function(&path_of(cubins.before_rewrite.as_ref())?, name)?;
         (
@@ -223,7 +223,7 @@ fn view_of(decoder: Option<&mut Decoder>, r: &Record) -> Result<KernelView, Stri
                 "before the rewrite (ptxas at {} registers, spills in local memory)",
                 budget.regs.saturating_sub(1)
             ),
-            format!("after spill → shared ({regs} registers)"),
+            format!("after spill2smem ({regs} registers)"),
         )
     } else if chosen != 0 {
         let b = decoder.function(&path_of(cubins.candidates.first())?, name)?;

@@ -2,7 +2,7 @@
 //! write it back. `--identity` changes nothing and checks that the result is byte-identical
 //! (the round trip every later rewrite stands on); `--set-regs`/`--set-shared` edit kernels'
 //! resource records, for debugging and for the tests of those edits; `--transform KEY=KERNELS`
-//! applies any rewrite of `transform::REGISTERED` (`--spill-to-shared`, `--regdem`: the same
+//! applies any rewrite of `transform::REGISTERED` (`--spill2smem`, `--regdem`: the same
 //! for the first two), each kept only where the checker proves it.
 
 use std::collections::BTreeSet;
@@ -21,7 +21,7 @@ use crate::tune::proven;
 #[command(about = "Read a CUDA object, cubin, fatbin, executable or archive and write it back")]
 pub struct Args {
     /// Change nothing; fail unless the output is byte-identical to the input.
-    #[arg(long, conflicts_with_all = ["set_regs", "set_shared", "spill_to_shared", "regdem", "transform"], required_unless_present_any = ["set_regs", "set_shared", "spill_to_shared", "regdem", "transform"])]
+    #[arg(long, conflicts_with_all = ["set_regs", "set_shared", "spill2smem", "regdem", "transform"], required_unless_present_any = ["set_regs", "set_shared", "spill2smem", "regdem", "transform"])]
     pub(crate) identity: bool,
     /// Apply the registered rewrite KEY (`spill2smem`, `regdem`, ...) to these kernels
     /// (mangled names; `all` for every kernel), each rewrite proved by the translation checker;
@@ -29,9 +29,16 @@ pub struct Args {
     #[arg(long, value_name = "KEY=KERNEL,...", value_parser = transform_kernels)]
     pub(crate) transform: Vec<(String, Vec<String>)>,
     /// Move the register spills of these kernels (mangled names; `all` for every kernel that
-    /// spills) into shared memory, each rewrite proved by the translation checker.
-    #[arg(long, value_name = "KERNEL", num_args = 1, value_delimiter = ',')]
-    pub(crate) spill_to_shared: Vec<String>,
+    /// spills) into shared memory, each rewrite proved by the translation checker (the alias:
+    /// the flag's former name, kept for existing command lines).
+    #[arg(
+        long,
+        visible_alias = "spill-to-shared",
+        value_name = "KERNEL",
+        num_args = 1,
+        value_delimiter = ','
+    )]
+    pub(crate) spill2smem: Vec<String>,
     /// Demote registers of these kernels (mangled names; `all` for every kernel) to shared
     /// memory until each needs at most `--target-registers`, each rewrite proved by the
     /// translation checker and the scheduling check.
@@ -41,10 +48,10 @@ pub struct Args {
         num_args = 1,
         value_delimiter = ',',
         requires = "target_registers",
-        conflicts_with = "spill_to_shared"
+        conflicts_with = "spill2smem"
     )]
     pub(crate) regdem: Vec<String>,
-    /// The register budget register demotion must reach (an occupancy cliff: 32, 40, 48, ...);
+    /// The register budget regdem must reach (an occupancy cliff: 32, 40, 48, ...);
     /// the same as `--max-registers` for `--transform`.
     #[arg(long, value_name = "N", conflicts_with = "max_registers")]
     pub(crate) target_registers: Option<u32>,
@@ -281,10 +288,8 @@ fn rewrite(args: &Args) -> Result<(), RewriteError> {
 /// flag) and the register count it may reach.
 fn asked(args: &Args) -> Vec<(&'static dyn Transform, Vec<String>, Option<u32>)> {
     // The flags that predate `--transform`, kept as aliases (tests and docs/usage.md use them).
-    let aliases: [(&str, &Vec<String>); 2] = [
-        (SPILL_TO_SHARED, &args.spill_to_shared),
-        (REGDEM, &args.regdem),
-    ];
+    let aliases: [(&str, &Vec<String>); 2] =
+        [(SPILL2SMEM, &args.spill2smem), (REGDEM, &args.regdem)];
     let max_registers = args.max_registers.or(args.target_registers);
     transform::REGISTERED
         .iter()
@@ -306,7 +311,7 @@ fn asked(args: &Args) -> Vec<(&'static dyn Transform, Vec<String>, Option<u32>)>
 }
 
 /// The keys the alias flags stand for.
-const SPILL_TO_SHARED: &str = "spill2smem";
+const SPILL2SMEM: &str = "spill2smem";
 const REGDEM: &str = "regdem";
 
 fn first_difference(a: &[u8], b: &[u8]) -> String {

@@ -133,7 +133,7 @@ fn table(s: &mut String, r: &Record) {
     if let Some((regs, why)) = rejected(r) {
         let _ = write!(
             s,
-            "<tr class=\"rejected\"><td></td><td class=\"l\">{regs}</td><td class=\"l\">spill → shared</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td class=\"l\">rejected: {}</td></tr>",
+            "<tr class=\"rejected\"><td></td><td class=\"l\">{regs}</td><td class=\"l\">spill2smem</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td class=\"l\">rejected: {}</td></tr>",
             esc(&why)
         );
     }

@@ -54,8 +54,7 @@ pub fn budget(record: &Record, b: Option<&Budget>) -> (String, &'static str) {
         };
     };
     let kind = match b.rewrite() {
-        Some(Rewrite::SpillToShared) => "spill → shared",
-        Some(Rewrite::RegisterDemotion { .. }) => "register demotion",
+        Some(r) => r.key(),
         None if b.smem_spill => ".maxnreg+smem spill",
         None => ".maxnreg",
     };
@@ -66,8 +65,8 @@ pub fn budget(record: &Record, b: Option<&Budget>) -> (String, &'static str) {
 /// spelling of `--orion-force` and the tuner's notes.
 pub fn budget_tag(b: &Budget) -> &'static str {
     match b.rewrite() {
-        Some(Rewrite::SpillToShared) => "+spill2smem",
-        Some(Rewrite::RegisterDemotion { .. }) => "+regdem",
+        Some(Rewrite::Spill2Smem) => "+spill2smem",
+        Some(Rewrite::Regdem { .. }) => "+regdem",
         None if b.smem_spill => "+smem",
         None => "",
     }
@@ -77,9 +76,9 @@ pub fn budget_tag(b: &Budget) -> &'static str {
 /// alone is `n/a`.
 pub fn checker(record: &Record, c: &Candidate) -> String {
     match c.budget.as_ref().and_then(Budget::rewrite) {
-        // A register-demotion candidate exists only once proved (and scheduling-checked).
-        Some(Rewrite::RegisterDemotion { .. }) => return "proved".to_string(),
-        Some(Rewrite::SpillToShared) => {}
+        // A regdem candidate exists only once proved (and scheduling-checked).
+        Some(Rewrite::Regdem { .. }) => return "proved".to_string(),
+        Some(Rewrite::Spill2Smem) => {}
         None => return "n/a".to_string(),
     }
     match (&record.verdict, record.transform.as_deref()) {
@@ -92,7 +91,7 @@ pub fn checker(record: &Record, c: &Candidate) -> String {
     }
 }
 
-/// The spill → shared candidate the checker refused: it never became a candidate, but the
+/// The spill2smem candidate the checker refused: it never became a candidate, but the
 /// table shows it with the reason. `(budget, reason)`.
 pub fn rejected(record: &Record) -> Option<(u32, String)> {
     let v = record.verdict.as_ref()?;

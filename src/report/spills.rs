@@ -1,4 +1,4 @@
-//! The spill → shared summary line under the tables (issue 23): per kernel that spills under
+//! The spill2smem summary line under the tables (issue 23): per kernel that spills under
 //! ptxas, whether its spills moved to shared memory, and if not, why, counted by kind of
 //! reason so a user sees at a glance what keeps spills in local memory.
 
@@ -30,15 +30,16 @@ pub fn refusal_kind(record: &Record) -> Option<&'static str> {
     })
 }
 
-/// `spill → shared: 12 moved, 2 partly moved, 3 refused (2 no shared memory, 1 proof)`,
+/// `spill2smem: 12 moved, 2 partly moved, 3 refused (2 no shared memory, 1 proof)`,
 /// over the records of kernels that spill under ptxas or had the rewrite tried; `None` when
 /// no record tried it. *Partly moved*: the chosen rewrite left spills in local memory (the
 /// area for all of them did not fit).
 pub fn summary(records: &[&Record]) -> Option<String> {
+    // The notes name the rewrite by its key (by its old name in older reports).
     let tried = |r: &Record| {
-        r.transform
-            .as_deref()
-            .is_some_and(|t| t.contains("spill → shared"))
+        r.transform.as_deref().is_some_and(|t| {
+            nvcc_orion_schema::note_names(Rewrite::Spill2Smem.key()).any(|n| t.contains(n))
+        })
     };
     if !records.iter().any(|r| tried(r)) {
         return None;
@@ -54,7 +55,7 @@ pub fn summary(records: &[&Record]) -> Option<String> {
         }
         let c = r.candidates.get(r.chosen);
         let chose_it = c.and_then(|c| c.budget.as_ref()).and_then(Budget::rewrite)
-            == Some(Rewrite::SpillToShared);
+            == Some(Rewrite::Spill2Smem);
         let left = c.map_or(0, |c| c.spill_instructions);
         match refusal_kind(r) {
             None if chose_it && left > 0 => partly += 1,
@@ -65,7 +66,7 @@ pub fn summary(records: &[&Record]) -> Option<String> {
     }
     let n: usize = refused.values().sum();
     let why: Vec<String> = refused.iter().map(|(k, c)| format!("{c} {k}")).collect();
-    let mut line = format!("spill → shared: {moved} moved");
+    let mut line = format!("spill2smem: {moved} moved");
     if partly > 0 {
         line.push_str(&format!(", {partly} partly moved"));
     }
@@ -90,10 +91,10 @@ mod tests {
     /// `left`: spill instructions the chosen rewrite left in local memory.
     fn rec_left(spills: u32, chosen_smem: bool, verdict: Value, left: u32) -> Record {
         super::super::record(serde_json::json!({
-            "transform": "spill → shared at 32: …",
+            "transform": "spill2smem at 32: …",
             "candidates": [
                 {"budget": null, "spill_instructions": spills},
-                {"budget": {"regs": 32, "smem_spill": false, "spill_to_shared": true},
+                {"budget": {"regs": 32, "smem_spill": false, "spill2smem": true},
                  "spill_instructions": left}
             ],
             "chosen": u64::from(chosen_smem),
@@ -125,12 +126,12 @@ mod tests {
         ];
         assert_eq!(
             summary(&records.iter().collect::<Vec<_>>()).unwrap(),
-            "spill → shared: 2 moved, 1 partly moved, 1 proved but slower than ptxas's, 5 refused \
+            "spill2smem: 2 moved, 1 partly moved, 1 proved but slower than ptxas's, 5 refused \
              (2 no shared memory, 2 not offered, 1 proof)"
         );
         // A kernel with no register left for the area's base is its own kind, not "other".
         let no_register = serde_json::json!({"budget": 32, "proved": false,
-            "detail": "spill → shared does not apply: no free register"});
+            "detail": "spill2smem does not apply: no free register"});
         assert_eq!(
             refusal_kind(&rec(10, false, no_register)),
             Some("no free register")

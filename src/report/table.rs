@@ -69,7 +69,7 @@ fn kernel(r: &Record, out: &mut impl Write) -> std::io::Result<()> {
         writeln!(
             out,
             "    {:<7} {:<20} {:>4} {:>6} {:>6} {:>7} {:>14} {:>20}  rejected: {why}",
-            regs, "spill → shared", "-", "-", "-", "-", "-", "-"
+            regs, "spill2smem", "-", "-", "-", "-", "-", "-"
         )?;
     }
     let pruned: Vec<String> = r
@@ -133,7 +133,7 @@ mod tests {
               {{"budget":null,"registers":64,"spill_instructions":0,"frame_bytes":0,"static_shared":0,"warps_per_sm":[32],"cycles_per_warp":[5828.4],"latency":1,"issue":1,"local_accesses":0}},
               {{"budget":{{"regs":32,"smem_spill":false}},"registers":32,"spill_instructions":9,"frame_bytes":40,"static_shared":0,"warps_per_sm":[64],"cycles_per_warp":[4033.0],"latency":1,"issue":1,"local_accesses":9}}],
             "pruned":[{{"budget":{{"regs":56,"smem_spill":false}},"bound_percent":2.5}},
-                      {{"budget":{{"regs":40,"smem_spill":false,"spill_to_shared":true}},"bound_percent":1.0}}],
+                      {{"budget":{{"regs":40,"smem_spill":false,"spill2smem":true}},"bound_percent":1.0}}],
             "chosen":1,"chosen_registers":32,"gain_percent":44.5,"reason":"predicted 44.5% faster"{extra}}}"#
         ))
         .unwrap()
@@ -162,7 +162,7 @@ mod tests {
     #[test]
     fn table_from_a_record() {
         let t = text(record(
-            r#","transform":"spill → shared at 40: not applied: no spills""#,
+            r#","transform":"spill2smem at 40: not applied: no spills""#,
         ));
         assert!(
             t.starts_with("sm_90 k  (block size 256, launch-bounds)\n"),
@@ -177,7 +177,7 @@ mod tests {
             "{t}"
         );
         assert!(
-            t.contains("\n    spill → shared at 40: not applied: no spills\n"),
+            t.contains("\n    spill2smem at 40: not applied: no spills\n"),
             "{t}"
         );
         assert!(
@@ -202,15 +202,15 @@ mod tests {
             r#","verdict":{"budget":40,"proved":false,"detail":"a frame address escapes"}"#,
         ));
         assert!(
-            t.contains("\n    40      spill → shared")
+            t.contains("\n    40      spill2smem")
                 && t.contains("-  rejected: a frame address escapes\n"),
             "{t}"
         );
         // A proved one is a candidate like the others.
         let mut r = record(r#","verdict":{"budget":32,"proved":true,"detail":"ok"}"#);
-        r["candidates"][1]["budget"]["spill_to_shared"] = true.into();
+        r["candidates"][1]["budget"]["spill2smem"] = true.into();
         let t = text(r);
-        assert!(t.contains("\n  * 32      spill → shared"), "{t}");
+        assert!(t.contains("\n  * 32      spill2smem"), "{t}");
         assert!(t.contains("4033  proved\n"), "{t}");
         assert!(!t.contains("rejected"), "{t}");
     }

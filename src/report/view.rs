@@ -1,9 +1,9 @@
 //! What the page shows of one kernel's code, computed from kept cubins: the SASS listing of
 //! the variant that ships, live general registers per instruction (before and after the
 //! change), local-memory accesses (spills, local arrays) and the shared accesses the
-//! spill → shared rewrite put in their place, basic blocks and natural loops.
+//! spill2smem rewrite put in their place, basic blocks and natural loops.
 //!
-//! "Before" is the spill → shared candidate as ptxas made it when the rewrite was chosen (so
+//! "Before" is the spill2smem candidate as ptxas made it when the rewrite was chosen (so
 //! the listing can highlight exactly what the rewrite changed), else ptxas's own choice (a
 //! different budget: the whole code differs, so nothing is highlighted).
 
@@ -72,7 +72,7 @@ pub struct KernelView {
     pub(crate) flags: Vec<u8>,
     pub(crate) after: Code,
     pub(crate) before: Option<Code>,
-    /// Whether `before` is the same code before the spill → shared rewrite.
+    /// Whether `before` is the same code before the spill2smem rewrite.
     pub(crate) rewritten: bool,
     pub(crate) blocks: Vec<Block>,
     pub(crate) loops: Vec<Loop>,
@@ -169,7 +169,7 @@ fn code(f: &Function, label: &str, demoted: Vec<usize>) -> Code {
 }
 
 /// The view of `after` (the code that ships), with `before` for comparison. With
-/// `rewritten`, `before` is the same variant before the spill → shared rewrite, and the
+/// `rewritten`, `before` is the same variant before the spill2smem rewrite, and the
 /// instructions that differ are flagged.
 pub fn kernel_view(
     after: &Function,

@@ -1,5 +1,5 @@
 //! The per-thread spill area in shared memory, shared by every transform that keeps values
-//! there (spill → shared, register demotion): its sizing and placement (docs/DESIGN.md §Spill
+//! there (spill2smem, regdem): its sizing and placement (docs/DESIGN.md §Spill
 //! area placement; RegDem's equation 1, docs/papers.md §RegDem). Slot `s` of the thread with linear index `t` is
 //! at `area + s × stride + 4t`, `stride` = threads per block × 4 (slot-major: a warp's access
 //! to one slot touches 32 consecutive words, one per bank); the area lies after the kernel's

@@ -2,12 +2,12 @@
 //! section and returns the rewritten cubin with what it claims about the rewrite. A claim is
 //! proved by `verify` before anything reaches a user; nothing here checks itself.
 //!
-//! * [`spill_to_shared`]: ptxas's register spills (`STL/LDL [R1+imm]`) into per-thread
+//! * [`spill2smem`]: ptxas's register spills (`STL/LDL [R1+imm]`) into per-thread
 //!   shared-memory slots (docs/papers.md §ICS'14), one shared frame per function of the call tree.
 //! * [`stack`]: where those frames sit: stacked, or Orion's compressible stack with the
 //!   fewest moves around calls (docs/papers.md §Orion).
-//! * [`regdem`]: register demotion (docs/papers.md §RegDem): registers of a kernel without spills moved
-//!   to the same kind of shared slots until the register count reaches a target budget.
+//! * [`regdem`]: registers of a kernel without spills demoted to the same kind of shared
+//!   slots until the register count reaches a target budget (docs/papers.md §RegDem).
 //! * [`area`]: the per-thread spill area both keep their slots in, and their options.
 //!
 //! Every rewrite is reached through one seam, [`Transform`] ([`seam`]), and registered in
@@ -18,15 +18,14 @@ pub(crate) mod prologue;
 pub mod regdem;
 pub(crate) mod seam;
 pub(crate) mod section;
-pub mod spill_to_shared;
+pub mod spill2smem;
 pub mod stack;
 
 pub use seam::{Checks, Claim, Rewritten, Transform};
 
 /// Every rewrite the tuner may offer and `nvcc-orion rewrite` may apply, one line each, in
 /// the order the tuner builds their variants and the final assembly applies them.
-pub(crate) const REGISTERED: &[&dyn Transform] =
-    &[&spill_to_shared::SpillToShared, &regdem::Regdem];
+pub(crate) const REGISTERED: &[&dyn Transform] = &[&spill2smem::Spill2Smem, &regdem::Regdem];
 
 /// The keys of [`REGISTERED`] in order: the names the settings accept (`--orion-transforms=`,
 /// `--orion-force=`; `settings` is a leaf and is handed them).

@@ -18,12 +18,10 @@ use crate::sass::ir::Function;
 
 /// A SASS rewrite of one kernel at a time, kept only where the checker proves it.
 pub trait Transform: Sync {
-    /// The rewrite's name on the command line and in the settings (`--orion-transforms=`,
-    /// `--orion-force=`), and a budget's suffix (`40+spill2smem`).
+    /// The rewrite's one name (docs/DESIGN.md §Rewrites): on the command line and in the
+    /// settings (`--orion-transforms=`, `--orion-force=`), in a budget's suffix
+    /// (`40+spill2smem`), in the report and in messages.
     fn key(&self) -> &'static str;
-
-    /// The rewrite's name in reports and messages (`spill → shared`).
-    fn report_name(&self) -> &'static str;
 
     /// The budgets this rewrite offers a kernel whose plain budgets (ptxas alone, in the
     /// tuner's order) are `plain` and whose own register count is `baseline`: `(registers

@@ -130,18 +130,18 @@ pub(crate) fn rewrite_proved(
         }
         let requests = requests(*t, &bytes, &of_t, block_sizes)?;
         let outcome = proven::prove(*t, &bytes, &requests).map_err(|e| TuneError::Transform {
-            rewrite: t.report_name(),
+            rewrite: t.key(),
             what: format!("{what}: {e}"),
         })?;
         for (k, r) in &outcome.kernels {
             if let Err(e) = r {
                 if must(k) {
                     return Err(TuneError::Transform {
-                        rewrite: t.report_name(),
+                        rewrite: t.key(),
                         what: format!("{what}, {k}: {e}"),
                     });
                 }
-                refused.insert(k.clone(), format!("{} not proved: {e}", t.report_name()));
+                refused.insert(k.clone(), format!("{} not proved: {e}", t.key()));
             }
         }
         bytes = outcome.bytes;

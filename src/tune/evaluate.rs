@@ -114,7 +114,7 @@ fn rewrite_round(
     block_sizes: &[(Option<String>, u32)],
     notes: &mut Notes,
 ) -> Result<Vec<u8>, TuneError> {
-    let name = t.report_name();
+    let name = t.key();
     let requests = requests(t, cubin, wanted, block_sizes)?;
     let outcome = match proven::prove(t, cubin, &requests) {
         Ok(outcome) => outcome,
@@ -169,7 +169,7 @@ pub fn requests(
     budgets: &Budgets,
     block_sizes: &[(Option<String>, u32)],
 ) -> Result<Vec<(String, Options)>, TuneError> {
-    let cubin = Cubin::parse(bytes).map_err(|e| TuneError::Cubin(t.report_name().into(), e))?;
+    let cubin = Cubin::parse(bytes).map_err(|e| TuneError::Cubin(t.key().into(), e))?;
     Ok(budgets
         .iter()
         .filter(|(_, b)| b.rewrite.is_some_and(|r| r.transform == t.key()))

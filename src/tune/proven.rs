@@ -14,7 +14,7 @@ use crate::sass::decode::{self, Decoded};
 use crate::sass::ir::Function;
 use crate::transform::area::Options;
 use crate::transform::regdem::{self, Regdem};
-use crate::transform::spill_to_shared::{Rewrite, SpillToShared};
+use crate::transform::spill2smem::{Rewrite, Spill2Smem};
 use crate::transform::{self, Checks, Rewritten, Transform, TransformError};
 use crate::verify::oracle::{self, Verdicts};
 use crate::verify::schedule::ScheduleError;
@@ -286,12 +286,12 @@ pub(crate) fn prove(
     }
 }
 
-/// Spill → shared on each `(kernel, options)` of the cubin `bytes` ([`prove`]).
-pub fn spill_to_shared(bytes: &[u8], requests: &[(String, Options)]) -> Result<Outcome, NotProved> {
-    prove(&SpillToShared, bytes, requests).map(Outcome::downcast)
+/// `spill2smem` on each `(kernel, options)` of the cubin `bytes` ([`prove`]).
+pub fn spill2smem(bytes: &[u8], requests: &[(String, Options)]) -> Result<Outcome, NotProved> {
+    prove(&Spill2Smem, bytes, requests).map(Outcome::downcast)
 }
 
-/// Register demotion on each `(kernel, options)` of the cubin `bytes` (`options.max_registers`
+/// `regdem` on each `(kernel, options)` of the cubin `bytes` (`options.max_registers`
 /// is the target) ([`prove`]).
 pub fn regdem(
     bytes: &[u8],
@@ -306,7 +306,7 @@ pub fn check(before: &Decoded, after: &Decoded, r: &Rewrite) -> Result<usize, ve
     check_claim(before, after, r.section, &to_checker(r.claim()))
 }
 
-/// What a register demotion claims, for the checker.
+/// What a `regdem` rewrite claims, for the checker.
 pub fn regdem_claim(r: &regdem::Rewrite) -> Claim {
     to_checker(r.claim())
 }
@@ -386,9 +386,13 @@ pub(crate) fn recheck(
     .map_err(NotProved::Rejected)
 }
 
-/// Would [`spill_to_shared`] ship `rewritten` for the claim `r`?
-pub fn recheck_spill(original: &[u8], rewritten: &[u8], r: &Rewrite) -> Result<usize, NotProved> {
-    recheck(&SpillToShared, original, rewritten, r)
+/// Would [`spill2smem`] ship `rewritten` for the claim `r`?
+pub fn recheck_spill2smem(
+    original: &[u8],
+    rewritten: &[u8],
+    r: &Rewrite,
+) -> Result<usize, NotProved> {
+    recheck(&Spill2Smem, original, rewritten, r)
 }
 
 /// Would [`regdem`] ship `rewritten` for the claim `r`?

@@ -140,10 +140,10 @@ pub(crate) struct Embedded {
     pub(crate) left_out: Option<Limit>,
 }
 
-/// What the checker said about the spill → shared rewrite of one kernel.
+/// What the checker said about the spill2smem rewrite of one kernel.
 #[derive(Debug, Clone)]
 pub(crate) struct Verdict {
-    /// The budget of the spill → shared candidate.
+    /// The budget of the spill2smem candidate.
     pub(crate) budget: u32,
     pub(crate) proved: bool,
     /// The proof's summary, or why the rewrite was refused.
@@ -155,7 +155,7 @@ pub(crate) struct Verdict {
 pub struct KeptCubins {
     /// One per candidate, in the record's order (the baseline first).
     pub(crate) candidates: Vec<String>,
-    /// The spill → shared candidate's variant as ptxas made it, before the rewrite.
+    /// The spill2smem candidate's variant as ptxas made it, before the rewrite.
     pub(crate) before_rewrite: Option<String>,
 }
 

@@ -231,14 +231,14 @@ mod tests {
 
     #[test]
     fn rewritten_budgets_keep_the_report_format() {
-        use crate::transform::{regdem::Regdem, spill_to_shared::SpillToShared};
+        use crate::transform::{regdem::Regdem, spill2smem::Spill2Smem};
         use crate::tune::ptx::Budget;
         let json = |b: Budget| serde_json::to_string(&budget(&b)).unwrap();
         assert_eq!(json(Budget::regs(40)), r#"{"regs":40,"smem_spill":false}"#);
-        let shared = Budget::rewritten_by(&SpillToShared, 40, 39);
+        let shared = Budget::rewritten_by(&Spill2Smem, 40, 39);
         assert_eq!(
             json(shared),
-            r#"{"regs":40,"smem_spill":false,"spill_to_shared":true}"#
+            r#"{"regs":40,"smem_spill":false,"spill2smem":true}"#
         );
         assert_eq!(
             (shared.to_string(), shared.ptxas_regs()),

@@ -10,7 +10,7 @@ use crate::predict::price::Term;
 use crate::predict::stalls::Traffic;
 use crate::settings::Force;
 use crate::transform::Transform;
-use crate::transform::spill_to_shared::SpillToShared;
+use crate::transform::spill2smem::Spill2Smem;
 
 /// One evaluated option for a kernel.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -127,8 +127,8 @@ pub fn worst_gain(base: &[Option<f64>], cycles: &[Option<f64>]) -> Option<f64> {
 
 /// Pick among `options` (the baseline first). `force`: `baseline`, `lowest` (the lowest
 /// budget that built), `budget:N` (the plain candidate at N registers), `pragma` (ptxas's
-/// shared-memory spilling candidate), `spill2smem` (our spill → shared candidate, when
-/// proved) or `regdem` (the lowest proved register-demotion candidate), for testing and
+/// shared-memory spilling candidate), `spill2smem` (its proved candidate) or `regdem` (its
+/// lowest proved candidate), for testing and
 /// bench/gpu's exhaustive variants. A forced kind the kernel has no candidate of keeps the
 /// baseline, and the reason says so.
 pub fn choose(options: &[Evaluated], margin_percent: f64, force: Option<&Force>) -> Choice {
@@ -248,15 +248,15 @@ pub fn choose(options: &[Evaluated], margin_percent: f64, force: Option<&Force>)
 }
 
 /// The lowest proved candidate of the rewrite `t` (the strongest test of it), else
-/// `baseline` with the reason. For spill → shared, one that moved every spill comes before
+/// `baseline` with the reason. For spill2smem, one that moved every spill comes before
 /// a partial move (spills left) at any budget.
 fn forced_rewrite(options: &[Evaluated], t: &dyn Transform, baseline: Choice) -> Choice {
-    let name = t.report_name();
+    let name = t.key();
     let of_t = |o: &Evaluated| {
         o.budget
             .is_some_and(|b| b.rewrite.is_some_and(|r| r.transform == t.key()))
     };
-    let partly = |o: &Evaluated| t.key() == SpillToShared.key() && o.spill_instructions > 0;
+    let partly = |o: &Evaluated| t.key() == Spill2Smem.key() && o.spill_instructions > 0;
     match options
         .iter()
         .enumerate()
@@ -356,7 +356,7 @@ pub(crate) mod tests {
 
     #[test]
     fn forcing_a_rewrite_takes_its_lowest_proved_candidate() {
-        use crate::transform::{regdem::Regdem, spill_to_shared::SpillToShared};
+        use crate::transform::{regdem::Regdem, spill2smem::Spill2Smem};
         use crate::tune::ptx::Budget;
         let base = ev(None, 64, &[Some(100.0)]);
         let plain = ev(Some(40), 40, &[Some(90.0)]);
@@ -368,24 +368,21 @@ pub(crate) mod tests {
         }
         let opts = [base.clone(), plain, demoted[0].clone(), demoted[1].clone()];
         let c = choose(&opts, 5.0, Some(&Force::Rewrite("regdem".into())));
-        assert_eq!(
-            (c.index, c.reason.as_str()),
-            (3, "forced: register demotion")
-        );
+        assert_eq!((c.index, c.reason.as_str()), (3, "forced: regdem"));
         let c = choose(&opts, 5.0, Some(&Force::Rewrite("spill2smem".into())));
         assert_eq!(c.index, 0);
-        assert_eq!(c.reason, "forced spill → shared, but no proved candidate");
+        assert_eq!(c.reason, "forced spill2smem, but no proved candidate");
         let mut shared = ev(Some(40), 40, &[Some(95.0)]);
-        shared.budget = Some(Budget::rewritten_by(&SpillToShared, 40, 39));
+        shared.budget = Some(Budget::rewritten_by(&Spill2Smem, 40, 39));
         let c = choose(
             &[base.clone(), shared.clone()],
             5.0,
             Some(&Force::Rewrite("spill2smem".into())),
         );
-        assert_eq!((c.index, c.reason.as_str()), (1, "forced: spill → shared"));
+        assert_eq!((c.index, c.reason.as_str()), (1, "forced: spill2smem"));
         // A partial move at a lower budget gives way to a full one.
         let mut partly = ev(Some(32), 32, &[Some(95.0)]);
-        partly.budget = Some(Budget::rewritten_by(&SpillToShared, 32, 31));
+        partly.budget = Some(Budget::rewritten_by(&Spill2Smem, 32, 31));
         partly.spill_instructions = 12;
         let c = choose(
             &[base.clone(), partly.clone(), shared],

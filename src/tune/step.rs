@@ -674,10 +674,10 @@ mod tests {
     /// `a` only: `b` ships its rewrite, and one warning and `a`'s record name `a`.
     #[test]
     fn a_refused_rewrite_rejects_only_its_kernel() {
-        use crate::transform::spill_to_shared::SpillToShared;
+        use crate::transform::spill2smem::Spill2Smem;
         use crate::tune::multi::tests::record;
         use crate::tune::select::tests::ev;
-        let rewritten = crate::tune::ptx::Budget::rewritten_by(&SpillToShared, 40, 40);
+        let rewritten = crate::tune::ptx::Budget::rewritten_by(&Spill2Smem, 40, 40);
         let mut selected = Selected::default();
         let mut result = Tuned::default();
         for k in ["a", "b"] {

@@ -113,7 +113,7 @@
 //!   original does not. So the base register should be at or above the register count
 //!   (where ptxas' callees never write), and inserted code should not leave registers
 //!   below it changed across an unresolved call.
-//! * *Renumbering* ([`Claim::renamed`], register demotion's compaction): one numbering
+//! * *Renumbering* ([`Claim::renamed`], regdem's compaction): one numbering
 //!   for the whole section. At a direct call the callee's live-in must hold its symbols
 //!   in their renumbered registers, and its writes get their symbols there; a
 //!   sub-function starts with its live-in there and must return its writes there; a
@@ -169,7 +169,7 @@
 //!   frame word the rewrite no longer keeps in local memory is never *read* through another
 //!   register (a local array element read through a pointer would see the stale word; the
 //!   checker does not model those loads). The transform must take its slots from the
-//!   annotations (docs/DESIGN.md §Spill to shared). *Enforced* by the transforms, not
+//!   annotations (docs/DESIGN.md §spill2smem). *Enforced* by the transforms, not
 //!   proved here.
 //! * *Stores* through other registers are handled soundly where the frame address can have
 //!   escaped: if the original function reads `R1` anywhere but as the base of a local

@@ -301,7 +301,7 @@ fn a_spilled_zero_moves_like_a_register() {
     assert_eq!(e.check, Check::Values, "{e}");
 }
 
-/// Register demotion's shape: R5 lives in a slot, R10/R11 are value registers; the branch
+/// `regdem`'s shape: R5 lives in a slot, R10/R11 are value registers; the branch
 /// to the original `FADD R6` enters the load inserted before it.
 fn demoted() -> (Vec<Function>, Vec<Function>, Claim) {
     let mut orig = func(&[

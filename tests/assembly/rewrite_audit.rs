@@ -3,7 +3,7 @@
 //! helper subroutines (the sqrt and double-division slow paths, which change with the
 //! rewritten kernel in its section).
 //!
-//! * Forced spill → shared under `-maxrregcount=40` ships on sm_90 and sm_86: the sqrt
+//! * Forced spill2smem under `-maxrregcount=40` ships on sm_90 and sm_86: the sqrt
 //!   kernel has no `STL`/`LDL` left, the division kernel its hottest spills in shared
 //!   memory, and no assembly-check warning (before, the check compared the helpers with an
 //!   `--entry` build that numbers them differently and kept ptxas's cubin for the whole
@@ -92,13 +92,13 @@ fn shared_bytes(nvcc: &Path, cubin: &Path, kernel: &str) -> u64 {
 }
 
 #[test]
-fn forced_spill_to_shared_ships_through_helper_subroutines_sm_90() {
+fn forced_spill2smem_ships_through_helper_subroutines_sm_90() {
     ships_through_helpers(90);
 }
 
 /// sm_75-89 keep the register count in the code section's header too (`sh_info`).
 #[test]
-fn forced_spill_to_shared_ships_through_helper_subroutines_sm_86() {
+fn forced_spill2smem_ships_through_helper_subroutines_sm_86() {
     ships_through_helpers(86);
 }
 
@@ -156,7 +156,7 @@ fn ships_through_helpers(sm: u32) {
     );
 }
 
-/// ptxas's whole-module cubin at 32 registers, and its proved spill → shared rewrite.
+/// ptxas's whole-module cubin at 32 registers, and its proved spill2smem rewrite.
 fn rewrite_pair(nvcc: &Path, dir: &Path) -> (Vec<u8>, Vec<u8>) {
     let (base, rewritten) = (dir.join("base.cubin"), dir.join("rewritten.cubin"));
     let o = Command::new(nvcc)
@@ -168,7 +168,7 @@ fn rewrite_pair(nvcc: &Path, dir: &Path) -> (Vec<u8>, Vec<u8>) {
         .unwrap();
     common::assert_ok(&o, "nvcc");
     let o = common::without_our_settings(common::orion(), nvcc)
-        .args(["rewrite", "--spill-to-shared", "all", "--block-size", "128"])
+        .args(["rewrite", "--spill2smem", "all", "--block-size", "128"])
         .args(["--max-registers", "40", "-o"])
         .arg(&rewritten)
         .arg(&base)

@@ -1,6 +1,6 @@
 //! The GPU harness (`bench/gpu`) without a GPU: `build.sh` builds every program through plain
 //! nvcc, nvcc-orion's default and each forced variant (every budget candidate, the pragma,
-//! spill → shared, register demotion) and packs the archive; the manifest's registers are
+//! spill2smem, regdem) and packs the archive; the manifest's registers are
 //! `cuobjdump -res-usage`'s, and a forced budget ships at that budget. Every program's CPU
 //! reference passes its self-check (`--cpu-only`), every program without a GPU says so in one
 //! line and exits 3, and so does `run.sh` given the archive. The summary printer is checked
@@ -446,7 +446,7 @@ fn budgets_from_a_report() {
     std::fs::write(
         &path,
         concat!(
-            r#"{"kernel":"a","reason":"forced: budget 48","candidates":[{"budget":null},{"budget":{"regs":48,"smem_spill":false}},{"budget":{"regs":40,"smem_spill":false,"spill_to_shared":true}}],"pruned":[{"budget":{"regs":32,"smem_spill":true}}]}"#,
+            r#"{"kernel":"a","reason":"forced: budget 48","candidates":[{"budget":null},{"budget":{"regs":48,"smem_spill":false}},{"budget":{"regs":40,"smem_spill":false,"spill2smem":true}}],"pruned":[{"budget":{"regs":32,"smem_spill":true}}]}"#,
             "\n",
             r#"{"kernel":"b","reason":"no lower budget raises occupancy","candidates":[{"budget":null},{"budget":{"regs":40,"smem_spill":false,"regdem_from":56}}],"pruned":[{"budget":{"regs":64,"smem_spill":false}}]}"#,
             "\n"
@@ -486,7 +486,7 @@ fn run_sh_collects_stand_in_programs_into_one_csv() {
          alpha,train,\"-O3 --orion-mode=train\",alpha_k,64,yes,\"v1=40\"\n\
          beta,nvcc,\"-O3\",beta_k,32,yes,\"\"\n\
          beta,default,\"-O3\",beta_k,32,yes,\"\"\n\
-         beta,regdem,\"-O3 --orion-force=regdem\",beta_k,32,no,\"forced register demotion, but no proved candidate\"\n",
+         beta,regdem,\"-O3 --orion-force=regdem\",beta_k,32,no,\"forced regdem, but no proved candidate\"\n",
     )
     .unwrap();
     let stand_in = |name: &str, body: &str| {

@@ -412,6 +412,37 @@ fn rewrite_refuses_unknown_kernel_and_bad_usage() {
     assert_eq!(out.status.code(), Some(2));
 }
 
+/// `--spill-to-shared`, `rewrite`'s flag before the rewrite had one spelling (issue 50), is still
+/// accepted as `--spill2smem`: the same answer for an input that does not exist (the file's
+/// error, not clap's), and `rewrite --help` lists it as the alias. Needs no toolkit.
+#[test]
+fn the_spill_flags_old_name_is_an_alias_of_spill2smem() {
+    let dir = scratch("alias");
+    let missing = dir.path().join("missing.o");
+    let out_path = dir.path().join("out.o");
+    let run = |flag: &str| {
+        let out = orion(&[
+            "rewrite".as_ref(),
+            flag.as_ref(),
+            "all".as_ref(),
+            missing.as_os_str(),
+            "-o".as_ref(),
+            out_path.as_os_str(),
+        ]);
+        (out.status.code(), text(&out.stderr))
+    };
+    let new = run("--spill2smem");
+    assert_eq!(new.0, Some(1), "{}", new.1);
+    assert!(new.1.contains("missing.o"), "{}", new.1);
+    assert_eq!(run("--spill-to-shared"), new);
+    // A name never accepted is clap's usage error.
+    assert_eq!(run("--spill-to-smem").0, Some(2));
+    let help = orion(&["rewrite".as_ref(), "--help".as_ref()]);
+    let help = text(&help.stdout);
+    assert!(help.contains("--spill2smem <KERNEL>"), "{help}");
+    assert!(help.contains("[alias: --spill-to-shared]"), "{help}");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Bad input: one line naming the file, never a panic
 // ---------------------------------------------------------------------------------------------

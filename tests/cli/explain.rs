@@ -71,6 +71,39 @@ fn explain_tables_of_the_examples() {
     }
 }
 
+/// A report written before issue 50 (`rewrite-before-issue50.jsonl`: the old binary's
+/// `nvcc-orion -c --orion-force=spill2smem --orion-block-size=128` of
+/// tests/kernels/explain/rewrite.cu on sm_90) explains under the rewrite's one name: its old
+/// budget field reads as `spill2smem` (the candidates' kind, `--json`'s field), and its notes,
+/// in the old words, still count in the summary line. Needs no toolkit.
+#[test]
+fn a_report_from_before_issue_50_explains_under_the_key() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let report = repo.join("tests/kernels/explain/rewrite-before-issue50.jsonl");
+    let report = report.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (ok, table, err) = explain(&[report], dir.path());
+    assert!(ok, "{err}");
+    // The recursive kernel's refused candidate, and the chain kernel's chosen one.
+    assert!(table.contains("\n    32      spill2smem  "), "{table}");
+    assert!(table.contains("\n  * 32      spill2smem  "), "{table}");
+    assert!(
+        table.contains("\nspill2smem: 1 moved, 1 refused (1 other)\n"),
+        "{table}"
+    );
+    let (ok, json, err) = explain(&["--json", report], dir.path());
+    assert!(ok, "{err}");
+    let budgets: Vec<Value> = json
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .flat_map(|r| r["candidates"].as_array().cloned().unwrap_or_default())
+        .map(|c| c["budget"].clone())
+        .filter(|b| b["spill2smem"] == true)
+        .collect();
+    assert_eq!(budgets.len(), 1, "{json}");
+    assert!(!json.contains("spill_to_shared"), "{json}");
+}
+
 #[test]
 fn explain_a_report_and_a_failed_compile() {
     let Some(_) = nvcc() else {
@@ -295,7 +328,7 @@ fn expected_cliffs(r: &Value) -> usize {
         .sum()
 }
 
-/// `explain --html` on a file with a rewritten kernel (s_chain_f32: spill → shared, proved)
+/// `explain --html` on a file with a rewritten kernel (s_chain_f32: spill2smem, proved)
 /// and a refused one: the table (snapshot), the page's charts counted against the report,
 /// then Chromium runs the page's script (no errors, listing rows drawn) and screenshots it.
 #[test]
@@ -412,7 +445,7 @@ fn explain_html_page_in_chromium() {
         let points: usize = attr(after, "data-points").unwrap().parse().unwrap();
         let coords = attr(after, "points").unwrap().split(' ').count();
         assert_eq!(points, coords);
-        let rewritten = r["candidates"][chosen]["budget"]["spill_to_shared"] == true;
+        let rewritten = r["candidates"][chosen]["budget"]["spill2smem"] == true;
         if rewritten {
             // Before has fewer instructions (no prologue): the after line spans them all.
             assert_eq!(points, n.min(1000), "{kernel}");

@@ -1,5 +1,5 @@
 //! House rules read from the repository: module layering, function length, every README and
-//! usage command block run, one registration per rewrite.
+//! usage command block run, one registration per rewrite, one spelling per rewrite.
 //!
 //! One test binary (issue 50): each module was a binary of its own, its file moved here whole.
 //! One module: `cargo nextest run --release --test house -E 'test(/^function_length::/)'`.
@@ -13,3 +13,4 @@ mod function_length;
 mod layers;
 mod one_registration;
 mod readme;
+mod spelling;

@@ -24,10 +24,12 @@ const FOLDERS: &[&str] = &["driver"];
 
 /// `nvcc-orion rewrite`'s flags that predate `--transform` (tests and docs/usage.md use them):
 /// the one place a key may stand, as the alias's constant or in a clap attribute naming the
-/// alias flag (`regdem` is also that flag's id).
+/// alias flag (each flag's id is its key), on the attribute's line or, where rustfmt splits
+/// it, on a `conflicts_with` line of its own.
 fn is_alias(file: &str, line: &str) -> bool {
     let l = line.trim_start();
-    file == "commands/rewrite.rs" && (l.starts_with("const ") || l.starts_with("#[arg("))
+    file == "commands/rewrite.rs"
+        && (l.starts_with("const ") || l.starts_with("#[arg(") || l.starts_with("conflicts_with"))
 }
 
 fn code(text: &str) -> String {
@@ -98,4 +100,12 @@ fn the_scan_sees_a_name() {
         "const REGDEM: &str = \"regdem\";"
     ));
     assert!(!is_alias("settings.rs", "const REGDEM: &str = \"regdem\";"));
+    assert!(is_alias(
+        "commands/rewrite.rs",
+        "        conflicts_with = \"spill2smem\""
+    ));
+    assert!(!is_alias(
+        "commands/rewrite.rs",
+        "    let k = \"spill2smem\";"
+    ));
 }

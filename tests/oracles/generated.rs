@@ -1,7 +1,7 @@
 //! Differential testing with generated programs (`crates/nvcc-orion-gen`): a fixed set of
 //! seeds that together use every feature of the generator, each compiled by nvcc-orion for
 //! some of sm_75…sm_120 in every mode (default, adapt, forced lowest budget, forced
-//! spill → shared; forced register demotion on one program or more per architecture it
+//! spill2smem; forced regdem on one program or more per architecture it
 //! applies to, [`REGDEM`]), every shipped kernel compared with ptxas's own whole-module build
 //! of the same PTX at that kernel's budget. A finding prints the seed and a reduced program.
 //!
@@ -28,7 +28,7 @@ use sha2::{Digest, Sha256};
 /// holds, whose `--entry` build was not the whole module's code. 1000000 (the first seed
 /// with helper subroutines, `nvcc_orion_gen::generate::HELPERS_FROM`): register-hungry
 /// kernels and `__noinline__` functions that divide and take square roots the IEEE way, so
-/// the forced rewrites (spill → shared, register demotion) meet the compiler's slow-path
+/// the forced rewrites (spill2smem, regdem) meet the compiler's slow-path
 /// subroutines in the kernels' sections (issue 46).
 const PLAN: &[(u64, &[u32])] = &[
     (895, &[75, 90, 120]),
@@ -39,7 +39,7 @@ const PLAN: &[(u64, &[u32])] = &[
     (1_000_000, &[80, 90]),
 ];
 
-/// Where forced register demotion runs: on every architecture it applies to (sm_75–90), with
+/// Where forced regdem runs: on every architecture it applies to (sm_75–90), with
 /// the helper-subroutine program on both of its architectures (issue 46's case), not on every
 /// (seed, architecture) of [`PLAN`]. Demotion is a whole tuning run per pair, and the rest of
 /// the plan's pairs add programs it has already met on that architecture (issue 50: it was
@@ -53,7 +53,7 @@ const REGDEM: &[(u64, u32)] = &[
     (1_000_000, 90),
 ];
 
-/// The modes [`PLAN`] runs `seed` on `arch` in: every mode, register demotion where [`REGDEM`]
+/// The modes [`PLAN`] runs `seed` on `arch` in: every mode, regdem where [`REGDEM`]
 /// says.
 fn modes(seed: u64, arch: u32) -> Vec<Mode> {
     Mode::ALL
@@ -243,7 +243,7 @@ fn generated_programs_ship_ptxas_own_code() {
     );
 }
 
-/// [`REGDEM`] keeps register demotion on every architecture it applies to, on the helper
+/// [`REGDEM`] keeps regdem on every architecture it applies to, on the helper
 /// program wherever the plan builds it, and only on pairs the plan has.
 fn plan_runs_every_mode_on_every_architecture() {
     for &(seed, arch) in REGDEM {
@@ -256,14 +256,14 @@ fn plan_runs_every_mode_on_every_architecture() {
     for a in ARCHS.iter().filter(|a| Mode::Regdem.applies(**a)) {
         assert!(
             REGDEM.iter().any(|(_, arch)| arch == a),
-            "register demotion never runs on sm_{a}"
+            "regdem never runs on sm_{a}"
         );
     }
     let helpers = PLAN.iter().find(|(s, _)| *s == 1_000_000).unwrap().1;
     for a in helpers.iter().filter(|a| Mode::Regdem.applies(**a)) {
         assert!(
             modes(1_000_000, *a).contains(&Mode::Regdem),
-            "the helper program without register demotion on sm_{a}"
+            "the helper program without regdem on sm_{a}"
         );
     }
 }
@@ -310,7 +310,7 @@ fn the_ptxas_path_checks_what_the_driver_path_checks() {
     }
     assert!(
         modes(5, 86).contains(&Mode::Regdem),
-        "the ptxas path runs register demotion"
+        "the ptxas path runs regdem"
     );
     let _ = std::fs::remove_dir_all(&root);
 }

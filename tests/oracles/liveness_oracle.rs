@@ -16,7 +16,7 @@
 //! * `analysis::Liveness` (nvdisasm's convention, docs/sass.md §`nvdisasm -plr` and the
 //!   oracle, its Liveness item): the count equals the GPR `#` column, and the registers the
 //!   marked cells, of `-plr`; likewise the PRED, UGPR and UPRED files, calls included;
-//! * register demotion's liveness (`transform::regdem`, its own conservative convention) has
+//! * regdem's liveness (`transform::regdem`, its own conservative convention) has
 //!   every register live into the instruction that `-plr` marks live into it (`v`, `x`, `:`)
 //!   except where the call models differ (see [`regdem_liveness_covers_nvdisasm`]);
 //! * on two cubins, the narrow layout equals `-c -plr`'s wide one row for row and its `#`
@@ -516,7 +516,7 @@ fn instr_text(ins: &nvcc_orion::sass::ir::Instr) -> String {
 /// Where `analysis::Liveness` is known to show fewer general registers than `-plr` (the
 /// unsafe direction for a rewrite that picks a free register): (job label, function, the
 /// offset of the block's last instruction, the registers only `-plr` has there). The
-/// rewrites do not read this liveness: register demotion's own covers `-plr` at these
+/// rewrites do not read this liveness: regdem's own covers `-plr` at these
 /// places too ([`regdem_liveness_covers_nvdisasm`]). Each is printed on every run and is
 /// not counted as a failure; a listed block that differs otherwise, or no longer differs,
 /// fails the check, and so does any new difference.
@@ -873,7 +873,7 @@ fn narrow_listing_is_plr_and_lrm_count() {
     assert!(rows > 5_000, "{rows}");
 }
 
-/// Register demotion's liveness (`transform::regdem::kernel_liveness`) in its own convention
+/// `regdem`'s liveness (`transform::regdem::kernel_liveness`) in its own convention
 /// against nvdisasm's: every register `-plr` has live into an instruction (`:`, `v`, `x`)
 /// is live before it for regdem too (regdem is conservative: a guarded write ends nothing),
 /// except where the call models differ (docs/sass.md §`nvdisasm -plr` and the oracle,

@@ -187,13 +187,13 @@ fn every_test_kernel_agrees_with_nvdisasm_plr_or_is_refused() {
                             kernel.name, ds[0]
                         ),
                     }
-                    let out = proven::spill_to_shared(&bytes, &req).unwrap();
+                    let out = proven::spill2smem(&bytes, &req).unwrap();
                     assert!(
                         matches!(
                             &out.kernels[0].1,
                             Err(NotProved::Oracle(_)) | Err(NotProved::Transform(_))
                         ),
-                        "sm_{arch} {stem} {}: spill → shared not refused: {:?}",
+                        "sm_{arch} {stem} {}: spill2smem not refused: {:?}",
                         kernel.name,
                         out.kernels[0].1
                     );
@@ -303,7 +303,7 @@ fn driver_keeps_ptxas_code_where_the_oracle_refuses() {
     );
 }
 
-/// Register demotion of the tensor-core kernels (ldmatrix .x1/.x2/.x4 and `.trans`, mma.sync
+/// `regdem` of the tensor-core kernels (ldmatrix .x1/.x2/.x4 and `.trans`, mma.sync
 /// f16/bf16/tf32/int8, DMMA, stmatrix on sm_90) to eight registers below ptxas' count: each
 /// is proved with every tuple aligned, the rewritten code agreeing with `nvdisasm -plr` and
 /// every tensor instruction still there, or refused with a reason; never a rewrite that only

@@ -1,4 +1,4 @@
-//! The SASS rewrites and their checker on real ptxas output: spill → shared, register
+//! The SASS rewrites and their checker on real ptxas output: spill2smem, register
 //! demotion, the spill area's thread shape, the spill corpus, the translation checker and mutation
 //! testing of both.
 //!

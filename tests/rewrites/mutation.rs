@@ -1,11 +1,11 @@
 //! Mutation testing of the transforms and the checker: proved rewrites of our own spilling
-//! kernels (spill → shared on `tests/kernels/spill2smem/spills.cu` and on the spill corpus's
+//! kernels (spill2smem on `tests/kernels/spill2smem/spills.cu` and on the spill corpus's
 //! `c32_devcall`, whose 128-bit spills split in four, at `.maxnreg 31`, register
 //! demotion on `tests/kernels/regdem/regdem.cu`, sm_80 and sm_90) are broken on purpose —
 //! in the rewritten cubin's instruction words (a wrong slot, width, scoreboard, wait mask,
 //! stall, base, stride, thread index, predicate, register...) or in what the transform claims
 //! (base register, slots, inserted instructions, offset map, renaming) — and every mutant must
-//! be rejected by `proven::recheck_spill` / `proven::recheck_regdem`, the very checks the
+//! be rejected by `proven::recheck_spill2smem` / `proven::recheck_regdem`, the very checks the
 //! rewrite loops run (oracle, checker, scheduling, base proof). The unmutated rewrites are
 //! accepted (control). Each mutation prints its rejection; the test fails listing survivors,
 //! and fails for a mutation that finds no place in any rewrite (it would test nothing).
@@ -31,14 +31,14 @@ use nvcc_orion::sass::encode::{self, RegField};
 use nvcc_orion::sass::ir::{Function, Instr};
 use nvcc_orion::transform::area::Options;
 use nvcc_orion::transform::regdem;
-use nvcc_orion::transform::spill_to_shared::Rewrite;
+use nvcc_orion::transform::spill2smem::Rewrite;
 use nvcc_orion::tune::proven::{self, NotProved, Refused};
 use nvcc_orion::tune::ptx::{Budget, entries, with_budgets};
 
 const ARCHS: &[u32] = &[80, 90];
 const THREADS: u32 = 128;
 
-/// Spill → shared kernels: a plain chain, 64-bit spills (each split in two 32-bit shared
+/// `spill2smem` kernels: a plain chain, 64-bit spills (each split in two 32-bit shared
 /// accesses), spills around calls, spilling callees, and 64-bit values passed to guarded
 /// callees, where the stack moves values around the calls (a load and a store each way, and
 /// the drain NOP ending each run of moves).
@@ -50,7 +50,7 @@ const SPILL_KERNELS: &[&str] = &[
     "_Z16s_guarded_calleePKdPdi",
 ];
 
-/// Register demotion kernels (to the first multiple of 8 below their count; the call kernel to
+/// `regdem` kernels (to the first multiple of 8 below their count; the call kernel to
 /// 32 registers, where its callees are renumbered).
 const REGDEM_KERNELS: &[&str] = &[
     "_Z11r_chain_f32PKfPfi",
@@ -110,7 +110,7 @@ struct Env<R> {
 /// What a mutation gives: the mutated bytes and claim, or `None` where the rewrite has no
 /// place for it.
 type Mutant<R> = Option<(Vec<u8>, R)>;
-/// `proven::recheck_spill` or `proven::recheck_regdem`.
+/// `proven::recheck_spill2smem` or `proven::recheck_regdem`.
 type Recheck<R> = fn(&[u8], &[u8], &R) -> Result<usize, NotProved>;
 type Mutation<R> = (&'static str, fn(&Env<R>) -> Mutant<R>);
 
@@ -701,7 +701,7 @@ struct Plan<'a> {
     only: Option<&'a [&'a str]>,
 }
 
-/// Spill → shared rewrites of `kernels`, each checked unmutated first.
+/// `spill2smem` rewrites of `kernels`, each checked unmutated first.
 fn spill_envs(
     nvcc: &Path,
     nvdisasm: &Path,
@@ -725,7 +725,7 @@ fn spill_envs(
         .iter()
         .map(|k| (k.to_string(), Options::for_kernel(&cubin, k, Some(THREADS))))
         .collect();
-    let outcome = proven::spill_to_shared(&original, &requests).unwrap();
+    let outcome = proven::spill2smem(&original, &requests).unwrap();
     let mut envs = Vec::new();
     for (k, res) in &outcome.kernels {
         let p = res
@@ -733,7 +733,7 @@ fn spill_envs(
             .unwrap_or_else(|e| panic!("sm_{arch} {k}: not proved: {e}"));
         let r = p.rewrite.clone();
         // Control: the unmutated rewrite is accepted.
-        proven::recheck_spill(&original, &outcome.bytes, &r)
+        proven::recheck_spill2smem(&original, &outcome.bytes, &r)
             .unwrap_or_else(|e| panic!("sm_{arch} {k}: control rejected: {e}"));
         envs.push(Env {
             arch,
@@ -748,7 +748,7 @@ fn spill_envs(
     envs
 }
 
-/// Register demotions of `kernels` (each alone, so each rewritten cubin holds one rewrite),
+/// `regdem` rewrites of `kernels` (each alone, so each rewritten cubin holds one rewrite),
 /// each checked unmutated first.
 fn regdem_envs(
     nvcc: &Path,
@@ -842,7 +842,7 @@ fn run_plan(test: &str, plan: &Plan) -> Option<Tally> {
         );
     }
     let mut t = Tally::default();
-    apply(&spill, &spill_muts, proven::recheck_spill, &mut t);
+    apply(&spill, &spill_muts, proven::recheck_spill2smem, &mut t);
     apply(&reg, &reg_muts, proven::recheck_regdem, &mut t);
     for l in &t.lines {
         eprintln!("{l}");
@@ -883,8 +883,8 @@ fn every_mutation_of_a_proved_rewrite_is_rejected() {
     }
 }
 
-/// The normal suite's share: one rewrite of each kind on sm_80 (spill → shared with moves
-/// around calls, register demotion with a renumbered callee), a handful of mutations.
+/// The normal suite's share: one rewrite of each kind on sm_80 (spill2smem with moves
+/// around calls, regdem with a renumbered callee), a handful of mutations.
 #[test]
 fn a_few_mutations_are_rejected() {
     let plan = Plan {

@@ -1,4 +1,4 @@
-//! Register demotion on real ptxas output: the kernels of `tests/kernels/regdem/regdem.cu`,
+//! `regdem` on real ptxas output: the kernels of `tests/kernels/regdem/regdem.cu`,
 //! compiled for sm_75, 80, 86, 89 and 90 at their natural register counts (no spills), are
 //! demoted to the occupancy cliffs below that count (128-thread blocks). Each result is
 //! proved by the translation checker and the scheduling check inside `proven::regdem`; here
@@ -489,7 +489,7 @@ fn the_scheduling_check_catches_missing_waits() {
 /// object whose kernels carry the proved demotion (the report says so; cuobjdump shows the
 /// lower register counts and the grown shared sizes), the kernels with calls included.
 #[test]
-fn driver_forces_register_demotion() {
+fn driver_forces_regdem() {
     let Some(b) = built() else { return };
     let work = tempfile::tempdir().unwrap();
     let report = work.path().join("report.jsonl");
@@ -527,12 +527,9 @@ fn driver_forces_register_demotion() {
             let reason = r["reason"].as_str().unwrap_or("");
             let kernel = r["kernel"].as_str().unwrap_or("").to_string();
             let arch = r["arch"].as_str().unwrap_or("").to_string();
-            if reason == "forced: register demotion" {
+            if reason == "forced: regdem" {
                 let t = r["transform"].as_str().unwrap_or("");
-                assert!(
-                    t.contains("register demotion at") && t.contains("proved"),
-                    "{r}"
-                );
+                assert!(t.contains("regdem at") && t.contains("proved"), "{r}");
                 forced.insert(
                     (arch, kernel),
                     r["chosen_registers"].as_u64().unwrap() as u32,
@@ -632,16 +629,16 @@ fn measure(arch: u32, bytes: &[u8], kernel: &str, base_instructions: usize) -> O
 }
 
 /// Per kernel and budget (the first and second budgets below ptxas's count): plain ptxas at the budget,
-/// ptxas with `enable_smem_spilling` at the budget, spill demotion (ptxas one below, spills
-/// moved to shared, our `spill_to_shared`), and register demotion (ours, from the efficient
+/// ptxas with `enable_smem_spilling` at the budget, `spill2smem` (ptxas one below, spills
+/// moved to shared), and `regdem` (from the efficient
 /// binary). Each cell: instructions added / local spill instructions / shared bytes /
 /// registers / predicted cycles per warp. Prints the table recorded in
-/// `bench/results/regdem.md`; asserts that every register-demotion cell was proved.
+/// `bench/results/regdem.md`; asserts that every regdem cell was proved.
 #[test]
-fn compared_with_ptxas_pragma_and_spill_demotion() {
+fn compared_with_ptxas_pragma_and_spill2smem() {
     let Some(b) = built() else { return };
     let mut table = String::from(
-        "| arch | kernel | budget | efficient binary (regs / cycles) | plain ptxas | ptxas + pragma | spill demotion | register demotion |\n|---|---|---|---|---|---|---|---|\n",
+        "| arch | kernel | budget | efficient binary (regs / cycles) | plain ptxas | ptxas + pragma | spill2smem | regdem |\n|---|---|---|---|---|---|---|---|\n",
     );
     for (arch, level) in ARCHS.iter().flat_map(|&a| [(a, 0), (a, 1)]) {
         let bytes = std::fs::read(&b.cubins[&arch]).unwrap();
@@ -686,7 +683,7 @@ fn compared_with_ptxas_pragma_and_spill_demotion() {
                 (k.clone(), o)
             })
             .collect();
-        let spilled = proven::spill_to_shared(&below_bytes, &spill_requests).unwrap();
+        let spilled = proven::spill2smem(&below_bytes, &spill_requests).unwrap();
         let regdem_requests: Vec<(String, Options)> = budget
             .iter()
             .map(|(k, &t)| (k.clone(), options(&cubin, k, t)))
@@ -719,10 +716,10 @@ fn compared_with_ptxas_pragma_and_spill_demotion() {
                 None => Err("not run".into()),
             };
             assert!(dem_ok.is_ok(), "sm_{arch} {k} at {t}: {dem_ok:?}");
-            // Spill demotion may not apply (no spills), but the checker rejects none.
+            // spill2smem may not apply (no spills), but the checker rejects none.
             assert!(
                 !spill_ok.as_ref().is_err_and(|e| e.contains("rejected")),
-                "sm_{arch} {k} at {t}: spill demotion {spill_ok:?}"
+                "sm_{arch} {k} at {t}: spill2smem {spill_ok:?}"
             );
             let pragma_cell = match &pragma_bytes {
                 Some(p) if Cubin::parse(p).unwrap().function_info(k).is_some() => {

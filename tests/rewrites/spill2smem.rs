@@ -1,4 +1,4 @@
-//! Spill → shared on real ptxas output: the kernels of `tests/kernels/spill2smem/spills.cu`,
+//! `spill2smem` on real ptxas output: the kernels of `tests/kernels/spill2smem/spills.cu`,
 //! compiled for sm_75, 80, 86, 89 and 90 at a budget that makes them spill (`.maxnreg 31`, as
 //! the tuner writes it; 63 for the launch-bounds kernel), are rewritten, proved by the
 //! checker, accepted by nvdisasm and cuobjdump, and show the intended code: the prologue at
@@ -7,7 +7,7 @@
 //! register count and the shared size grown as claimed; across calls the compressible stack
 //! needs fewer slots than stacked frames with the fewest moves; laid out for 1024 threads, the
 //! call kernels are partly moved (the hottest words), proved. A host object rewritten by
-//! `nvcc-orion rewrite --spill-to-shared` links.
+//! `nvcc-orion rewrite --spill2smem` links.
 //!
 //! Without nvcc the tests print a skip message and pass (with `CI` set they fail).
 
@@ -221,7 +221,7 @@ fn spilling_kernels_move_to_shared_on_every_arch() {
             .chain(REFUSED.iter().map(|(k, _)| k))
             .map(|k| (k.to_string(), options(&cubin, k)))
             .collect();
-        let outcome = proven::spill_to_shared(&bytes, &requests).unwrap();
+        let outcome = proven::spill2smem(&bytes, &requests).unwrap();
         let out_path = b.dir.join(format!("out_{arch}.cubin"));
         std::fs::write(&out_path, &outcome.bytes).unwrap();
         // nvdisasm accepts it; our decode of its text shows the intended code.
@@ -442,9 +442,9 @@ fn compressible_stack_beats_stacked_frames() {
                 })
                 .collect()
         };
-        let stacked = proven::spill_to_shared(&bytes, &requests(Mode::Stacked)).unwrap();
-        let compressed = proven::spill_to_shared(&bytes, &requests(Mode::Compressed)).unwrap();
-        let in_order = proven::spill_to_shared(&bytes, &requests(Mode::CompressedInOrder)).unwrap();
+        let stacked = proven::spill2smem(&bytes, &requests(Mode::Stacked)).unwrap();
+        let compressed = proven::spill2smem(&bytes, &requests(Mode::Compressed)).unwrap();
+        let in_order = proven::spill2smem(&bytes, &requests(Mode::CompressedInOrder)).unwrap();
         for kernel in STACKED {
             let get = |o: &proven::Outcome| {
                 o.kernels
@@ -502,8 +502,7 @@ fn a_passed_word_in_the_wrong_slot_is_rejected() {
         let bytes = std::fs::read(path).unwrap();
         let cubin = Cubin::parse(&bytes).unwrap();
         let outcome =
-            proven::spill_to_shared(&bytes, &[(kernel.to_string(), options(&cubin, kernel))])
-                .unwrap();
+            proven::spill2smem(&bytes, &[(kernel.to_string(), options(&cubin, kernel))]).unwrap();
         let r = outcome.kernels[0].1.as_ref().unwrap().rewrite.clone();
         assert!(!r.passed.is_empty(), "sm_{arch}");
         let good = b.dir.join(format!("passed_good_{arch}.cubin"));
@@ -586,7 +585,7 @@ fn compared_with_ptxas_smem_spilling() {
             .iter()
             .map(|k| (k.to_string(), options(&cubin, k)))
             .collect();
-        let outcome = proven::spill_to_shared(&bytes, &requests).unwrap();
+        let outcome = proven::spill2smem(&bytes, &requests).unwrap();
         let theirs = ptxas_v(&b.pragma_log[&arch]);
         let pragma = Cubin::parse(&std::fs::read(&b.pragma[&arch]).unwrap()).unwrap();
         for (kernel, result) in &outcome.kernels {
@@ -622,7 +621,7 @@ fn compared_with_ptxas_smem_spilling() {
 /// says so, cuobjdump shows no `STL/LDL` in them), and the object links with the toolkit's
 /// nvcc (`-rdc=false`, separate host file).
 #[test]
-fn driver_forces_spill_to_shared_and_the_object_links() {
+fn driver_forces_spill2smem_and_the_object_links() {
     let Some(b) = built() else { return };
     let work = tempfile::tempdir().unwrap();
     let report = work.path().join("report.jsonl");
@@ -722,7 +721,7 @@ fn partial_moves_across_calls_are_proved() {
             (k.to_string(), o)
         })
         .collect();
-    let outcome = proven::spill_to_shared(&bytes, &requests).unwrap();
+    let outcome = proven::spill2smem(&bytes, &requests).unwrap();
     let out_path = b.dir.join(format!("partial_calls_{arch}.cubin"));
     std::fs::write(&out_path, &outcome.bytes).unwrap();
     let after = decode::decode_file(&common::toolkit_tool(&b.nvcc, "nvdisasm"), &out_path).unwrap();
@@ -816,7 +815,7 @@ fn no_room_for_one_word_is_refused_naming_the_limit() {
     let at = |threads| {
         let mut o = Options::for_kernel(&cubin, kernel, Some(threads));
         o.max_registers = Some(32);
-        let out = proven::spill_to_shared(&bytes, &[(kernel.to_string(), o)]).unwrap();
+        let out = proven::spill2smem(&bytes, &[(kernel.to_string(), o)]).unwrap();
         out.kernels.into_iter().next().unwrap().1
     };
     let e = match at(1024) {

@@ -14,7 +14,7 @@
 //! memory); a partly moved one keeps local accesses only to the words its summary says were
 //! kept, and its hottest spill word moved ([`check_partly`]); a kernel left alone has plain
 //! nvcc's code byte for byte; and the corpus itself spills under plain nvcc.
-//! Beside it, `nvcc-orion rewrite --spill-to-shared` on plain nvcc's cubin at each kernel's
+//! Beside it, `nvcc-orion rewrite --spill2smem` on plain nvcc's cubin at each kernel's
 //! limit (ptxas's own code, the budget it ships with) must exit cleanly and stay within the
 //! limit; its verdicts are a column of the table. The tally (per class and per reason) is
 //! printed per arch (`--no-capture`); `bench/results/spill-corpus-orion.md` records it.
@@ -22,7 +22,7 @@
 //! Issue 23's "Done when" is asserted on every arch (sm_75, 80, 86, 89, 90): among the kernels whose spill area fits the
 //! free shared memory, at least 90 % have every spill moved and proved, and every other kernel
 //! is partly moved or kept by a reason naming a real limit ([`LIMITS`]; any other reason
-//! fails). Without forcing, the report and `explain` show the spill → shared candidate at
+//! fails). Without forcing, the report and `explain` show the spill2smem candidate at
 //! each spilling kernel's shipped budget with its predicted cycles beside ptxas's
 //! (`unforced_report_shows_the_candidate_at_the_shipped_budget_sm_86`, on the same builds'
 //! caches).
@@ -191,7 +191,7 @@ fn build_file(nvcc: &Path, orion: &Path, dir: &Path, arch: u32, f: &CorpusFile) 
 /// What happened to one kernel's spills.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 enum Class {
-    /// The spill → shared candidate was chosen, proved, and no spill `STL`/`LDL` is left.
+    /// The spill2smem candidate was chosen, proved, and no spill `STL`/`LDL` is left.
     Moved,
     /// Chosen and proved, but some spill accesses remain in local memory (the count, and
     /// what [`check_partly`] found).
@@ -307,7 +307,7 @@ fn text_section(c: &Cubin, kernel: &str) -> Vec<u8> {
     e.sections[i].data.clone()
 }
 
-/// `nvcc-orion rewrite --spill-to-shared` on plain nvcc's cubin of `f` (ptxas's own code at
+/// `nvcc-orion rewrite --spill2smem` on plain nvcc's cubin of `f` (ptxas's own code at
 /// the user's limit), each kernel allowed its limit + `extra` registers: kernel → `Ok(summary)`
 /// or `Err(reason left alone)`. With `extra` 0 the output must respect every limit.
 fn probe(b: &Built, f: &CorpusFile, extra: u32) -> BTreeMap<String, Result<String, String>> {
@@ -327,7 +327,7 @@ fn probe(b: &Built, f: &CorpusFile, extra: u32) -> BTreeMap<String, Result<Strin
         cmd.args(["rewrite", "--block-size", "128", "--max-registers"])
             .arg((limit + extra).to_string());
         for k in &kernels {
-            cmd.args(["--spill-to-shared", k]);
+            cmd.args(["--spill2smem", k]);
         }
         cmd.arg(b.dir.join(format!("plain_{s}.cubin")))
             .arg("-o")
@@ -655,18 +655,18 @@ fn corpus(arch: u32, floor: usize, proved_floor: usize) -> Option<DoneWhen> {
                     "{at}: no STL/LDL under plain nvcc: not a spill case"
                 ));
             }
-            // Issue 23: the spill → shared candidate at the budget the kernel ships with
+            // Issue 23: the spill2smem candidate at the budget the kernel ships with
             // (ptxas's own count, within the user's limit), or a refusal naming that budget.
             let shipped = r["candidates"][0]["registers"].as_u64().unwrap();
-            let at_shipped =
-                r["candidates"].as_array().unwrap().iter().any(|c| {
-                    c["budget"]["spill_to_shared"] == true && c["budget"]["regs"] == shipped
-                });
+            let at_shipped = r["candidates"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|c| c["budget"]["spill2smem"] == true && c["budget"]["regs"] == shipped);
             let note = r["transform"].as_str().unwrap_or("");
-            if !at_shipped && !note.contains(&format!("spill → shared at {shipped}: not applied"))
-            {
+            if !at_shipped && !note.contains(&format!("spill2smem at {shipped}: not applied")) {
                 failures.push(format!(
-                    "{at}: no spill → shared candidate at its shipped budget {shipped}: {r}"
+                    "{at}: no spill2smem candidate at its shipped budget {shipped}: {r}"
                 ));
             }
             let local = orion_local.get(kernel).copied().unwrap_or(0);
@@ -707,7 +707,7 @@ fn corpus(arch: u32, floor: usize, proved_floor: usize) -> Option<DoneWhen> {
                 }
             } else {
                 failures.push(format!(
-                    "{at}: forced spill → shared, yet candidate {chosen} was chosen without a \
+                    "{at}: forced spill2smem, yet candidate {chosen} was chosen without a \
                      proved rewrite: {r}"
                 ));
                 continue;
@@ -810,7 +810,7 @@ fn print_tally(arch: u32, rows: &[Row], build_s: f64, check_s: f64) {
     }
     let at_cap = tally(rows.iter().map(|r| r.at_cap.clone()));
     out.push_str(&format!(
-        "rewrite of plain nvcc's cubin at the limit (`nvcc-orion rewrite --spill-to-shared`), sm_{arch}:\n{at_cap}"
+        "rewrite of plain nvcc's cubin at the limit (`nvcc-orion rewrite --spill2smem`), sm_{arch}:\n{at_cap}"
     ));
     println!("{out}");
 }
@@ -963,7 +963,7 @@ fn explain_rows<'a>(explain: &'a str, kernel: &str) -> Vec<Vec<&'a str>> {
 }
 
 /// Without forcing, for every kernel of the corpus that spills at the budget it ships with
-/// (ptxas's own count, within its limit), the report and `explain` show the spill → shared
+/// (ptxas's own count, within its limit), the report and `explain` show the spill2smem
 /// candidate at that budget with its predicted cycles beside ptxas's, or its refusal at that
 /// budget naming a real limit ([`LIMITS`]). sm_86, reusing [`build`]'s compiles.
 #[test]
@@ -996,17 +996,18 @@ fn unforced_report_shows_the_candidate_at_the_shipped_budget_sm_86() {
             let baseline = rows
                 .iter()
                 .find(|w| w.starts_with(&["*", "ptxas"]) || w.starts_with(&["ptxas"]));
-            let candidate =
-                r["candidates"].as_array().unwrap().iter().find(|c| {
-                    c["budget"]["spill_to_shared"] == true && c["budget"]["regs"] == shipped
-                });
+            let candidate = r["candidates"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["budget"]["spill2smem"] == true && c["budget"]["regs"] == shipped);
             // The chosen row starts with `*`.
             let row = rows
                 .iter()
                 .map(|w| &w[usize::from(w.first() == Some(&"*"))..])
                 .find(|w| {
                     w.first() == Some(&shipped.to_string().as_str())
-                        && w.get(1..4) == Some(&["spill", "→", "shared"][..])
+                        && w.get(1) == Some(&"spill2smem")
                 });
             match (candidate, row) {
                 (Some(c), Some(w)) => {
@@ -1046,7 +1047,7 @@ fn unforced_report_shows_the_candidate_at_the_shipped_budget_sm_86() {
                     }
                 }
                 _ => failures.push(format!(
-                    "{at}: no spill → shared row at the shipped budget {shipped} in explain:\n{}",
+                    "{at}: no spill2smem row at the shipped budget {shipped} in explain:\n{}",
                     rows.iter()
                         .map(|w| w.join(" "))
                         .collect::<Vec<_>>()
@@ -1056,7 +1057,7 @@ fn unforced_report_shows_the_candidate_at_the_shipped_budget_sm_86() {
         }
     }
     println!(
-        "unforced, sm_86: {shown} spilling kernels show the spill → shared candidate at their \
+        "unforced, sm_86: {shown} spilling kernels show the spill2smem candidate at their \
          shipped budget with predicted cycles, {refused} its refusal there naming a real limit"
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -1131,7 +1132,7 @@ fn a_partial_move_keeps_the_coldest_words_and_is_proved_sm_86() {
     let cubin = Cubin::parse(&bytes).unwrap();
     let mut opts = Options::for_kernel(&cubin, kernel, Some(128));
     opts.max_registers = Some(48);
-    let outcome = proven::spill_to_shared(&bytes, &[(kernel.to_string(), opts)]).unwrap();
+    let outcome = proven::spill2smem(&bytes, &[(kernel.to_string(), opts)]).unwrap();
     let proved = outcome.kernels[0].1.as_ref().expect("proved");
     let r = &proved.rewrite;
     let part = r.partial.as_ref().expect("a partial move");
@@ -1215,7 +1216,7 @@ fn a_partial_move_keeps_the_coldest_words_and_is_proved_sm_86() {
         part.words_moved, part.words, hottest.0, hottest.1
     );
     // Control, then a kept reload pointed at a moved word: rejected.
-    proven::recheck_spill(&bytes, &outcome.bytes, r).expect("control");
+    proven::recheck_spill2smem(&bytes, &outcome.bytes, r).expect("control");
     let moved_word = before
         .keys()
         .filter_map(|k| k.ok())
@@ -1244,7 +1245,7 @@ fn a_partial_move_keeps_the_coldest_words_and_is_proved_sm_86() {
         .find(|i| i.offset == reload.offset)
         .unwrap();
     assert_eq!(r1_words(&patched), Some(moved_word), "{}", patched.opcode);
-    let e = proven::recheck_spill(&bytes, &mutant, r)
+    let e = proven::recheck_spill2smem(&bytes, &mutant, r)
         .expect_err("a kept reload of a moved word must be rejected");
     assert!(
         matches!(e, proven::NotProved::Rejected(_)),

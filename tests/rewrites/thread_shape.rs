@@ -104,7 +104,7 @@ fn built() -> Option<&'static Built> {
     .as_ref()
 }
 
-/// Spill → shared of `kernel` on `arch` with the block-size `setting`: the cubin before, the
+/// `spill2smem` of `kernel` on `arch` with the block-size `setting`: the cubin before, the
 /// outcome, and the path the result was written to.
 fn rewrite(b: &Built, arch: u32, kernel: &str, setting: Option<u32>) -> (Cubin, Outcome, PathBuf) {
     let bytes = std::fs::read(&b.cubins[&arch]).unwrap();
@@ -116,7 +116,7 @@ fn rewrite(b: &Built, arch: u32, kernel: &str, setting: Option<u32>) -> (Cubin, 
     );
     let mut o = Options::for_kernel(&cubin, kernel, setting);
     o.max_registers = Some(32);
-    let outcome = proven::spill_to_shared(&bytes, &[(kernel.to_string(), o)]).unwrap();
+    let outcome = proven::spill2smem(&bytes, &[(kernel.to_string(), o)]).unwrap();
     let path = b.dir.join(format!(
         "out_{arch}_{kernel}_{}.cubin",
         setting.unwrap_or(0)
@@ -283,7 +283,7 @@ fn prove_edited(
     b: &Built,
     original: &Cubin,
     bytes: &[u8],
-    r: &nvcc_orion::transform::spill_to_shared::Rewrite,
+    r: &nvcc_orion::transform::spill2smem::Rewrite,
     at: u64,
     edit: impl Fn(u128) -> u128,
 ) -> Result<usize, BaseError> {

@@ -194,7 +194,7 @@ fn inserted_nops_prove() {
 }
 
 // ---------------------------------------------------------------------------------------
-// A correct spill → shared rewrite, built here (not in src/), and its corruptions.
+// A correct spill2smem rewrite, built here (not in src/), and its corruptions.
 
 use nvcc_orion::cubin::{Cubin, OffsetMap};
 use nvcc_orion::sass::encode::{self, RegField};

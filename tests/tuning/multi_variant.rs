@@ -3,7 +3,7 @@
 //! functions `<kernel>__orion_v<k>` in the same cubin, per arch. The test compiles
 //! `examples/kernels/walk.cu` (sm_90 and sm_120, and `-rdc` on sm_90) and
 //! `tests/kernels/multi/two.cu` (two kernels, one under `__launch_bounds__`, with the
-//! spill → shared rewrite offered on sm_90) through `nvcc-orion -c`. It checks, with
+//! spill2smem rewrite offered on sm_90) through `nvcc-orion -c`. It checks, with
 //! cuobjdump, the following:
 //! - every variant the report lists is in the object, with exactly its registers;
 //! - the original holds the static winner, with the registers and SASS of a plain
@@ -394,10 +394,10 @@ fn a_proved_rewrite_ships_as_a_variant_with_its_launch_bounds() {
     let rewritten = variants
         .iter()
         .find(|v| {
-            r["candidates"][v["candidate"].as_u64().unwrap() as usize]["budget"]["spill_to_shared"]
+            r["candidates"][v["candidate"].as_u64().unwrap() as usize]["budget"]["spill2smem"]
                 == true
         })
-        .unwrap_or_else(|| panic!("no spill → shared variant: {r}"));
+        .unwrap_or_else(|| panic!("no spill2smem variant: {r}"));
     assert_eq!(rewritten["frame_bytes"], 0, "{r}");
     assert!(
         variants.iter().any(|v| v["candidate"] == 0),
@@ -492,7 +492,7 @@ fn a_taken_variant_name_leaves_plain_tune_with_one_warning() {
     );
 }
 
-/// With the spill → shared rewrite forced, the original name holds the rewritten kernel as
+/// With the spill2smem rewrite forced, the original name holds the rewritten kernel as
 /// plain tune ships it, its variants are ptxas's builds, and a kernel with six candidates
 /// embeds five.
 #[test]
@@ -504,7 +504,7 @@ fn a_rewritten_original_and_five_variants_at_most() {
     same_originals(&d.join("forced_tune.o"), &obj);
     let bounded = recs.iter().find(|r| r["kernel"] == BOUNDED).unwrap();
     let chosen = &bounded["candidates"][bounded["chosen"].as_u64().unwrap() as usize];
-    assert_eq!(chosen["budget"]["spill_to_shared"], true, "{bounded}");
+    assert_eq!(chosen["budget"]["spill2smem"], true, "{bounded}");
     assert_eq!(bounded["variants"][0]["frame_bytes"], 0, "{bounded}");
     let pressure = recs
         .iter()

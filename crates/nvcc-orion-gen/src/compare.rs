@@ -171,7 +171,7 @@ const NOT_COMPARED: &[&str] = &[
 /// either cubin): bank 4 and its relocations, bank 3, globals, shared functions' sections, the
 /// symbols and `.nv.info` records of non-kernel functions and objects. The records of the
 /// functions in a `rewritten` kernel's section (the compiler's helper subroutines it calls)
-/// are left out like the kernel's own: a proved spill → shared rewrite lowers their frame
+/// are left out like the kernel's own: a proved spill2smem rewrite lowers their frame
 /// sizes with the kernel's, and the checker's proof and the assembly check vouch for them.
 pub fn module_exact(ship: &Elf, refe: &Elf, kernels: &[String], rewritten: &[String]) -> Vec<Diff> {
     let outside = |s: &str| !NOT_COMPARED.contains(&s) && !kernels.iter().any(|k| section_of(s, k));

@@ -25,8 +25,8 @@ pub enum Mode {
     /// `--orion-force=lowest`.
     Lowest,
     /// `--orion-force=spill2smem`: proved or refused, sm_75–90 only.
-    Spill2smem,
-    /// `--orion-force=regdem`: register demotion, proved or refused, sm_75–90 only.
+    Spill2Smem,
+    /// `--orion-force=regdem`: regdem, proved or refused, sm_75–90 only.
     Regdem,
     /// `NVCC_ORION=adapt` with `--orion-force=lowest`: every tuned kernel has variants, so
     /// the way they are added (`cubin::entry`, or one more ptxas run) is compared on every
@@ -43,7 +43,7 @@ impl Mode {
         Mode::Default,
         Mode::Adapt,
         Mode::Lowest,
-        Mode::Spill2smem,
+        Mode::Spill2Smem,
         Mode::Regdem,
     ];
 
@@ -52,7 +52,7 @@ impl Mode {
             Mode::Default => "default",
             Mode::Adapt => "adapt",
             Mode::Lowest => "force=lowest",
-            Mode::Spill2smem => "force=spill2smem",
+            Mode::Spill2Smem => "force=spill2smem",
             Mode::Regdem => "force=regdem",
             Mode::AdaptLowest => "adapt+lowest",
             Mode::Train => "train",
@@ -70,7 +70,7 @@ impl Mode {
     fn args(self) -> &'static [&'static str] {
         match self {
             Mode::Lowest | Mode::AdaptLowest => &["--orion-force=lowest"],
-            Mode::Spill2smem => &["--orion-force=spill2smem"],
+            Mode::Spill2Smem => &["--orion-force=spill2smem"],
             Mode::Regdem => &["--orion-force=regdem"],
             _ => &[],
         }
@@ -91,7 +91,7 @@ impl Mode {
 
     /// The rewrites are for sm_75 to sm_90 (docs/DESIGN.md §Architectures).
     pub fn applies(self, arch: u32) -> bool {
-        !matches!(self, Mode::Spill2smem | Mode::Regdem) || arch <= 90
+        !matches!(self, Mode::Spill2Smem | Mode::Regdem) || arch <= 90
     }
 }
 
@@ -743,20 +743,22 @@ fn is_rewrite(b: Option<&schema::Budget>) -> bool {
 }
 
 /// Whether the report says the chosen rewrite (budget `cb`) was proved: its `verdict` where
-/// it has one (spill → shared, which `explain` shows), else the `transform` note at the
-/// chosen budget (register demotion records no verdict): `register demotion at <regs>: ...
-/// proved (...)`, not `... at <regs>: not applied: ...`.
+/// it has one (spill2smem, which `explain` shows), else the `transform` note at the
+/// chosen budget (regdem records no verdict): `regdem at <regs>: ... proved (...)`, not
+/// `... at <regs>: not applied: ...` (the rewrite's old name in older reports).
 fn proved(v: &schema::Record, cb: &schema::Budget) -> bool {
     if let Some(d) = &v.verdict {
         return d.proved;
     }
     let at = format!("{}: ", cb.regs);
-    v.transform
-        .as_deref()
-        .unwrap_or("")
-        .split("register demotion at ")
-        .filter_map(|note| note.strip_prefix(&at))
-        .any(|note| !note.starts_with("not applied") && note.contains("proved ("))
+    let text = v.transform.as_deref().unwrap_or("");
+    let key = cb.rewrite().map_or("", |r| r.key());
+    schema::note_names(key).any(|name| {
+        text.split(&format!("{name} at "))
+            .skip(1)
+            .filter_map(|note| note.strip_prefix(&at))
+            .any(|note| !note.starts_with("not applied") && note.contains("proved ("))
+    })
 }
 
 fn record(v: &schema::Record) -> Record {
@@ -878,10 +880,10 @@ impl Outcome {
 mod tests {
     use super::*;
 
-    /// Register demotion's proof is read from the report's note at the chosen budget (it
+    /// `regdem`'s proof is read from the report's note at the chosen budget (it
     /// records no verdict); a refusal there, or a proof at another budget, is no proof.
     #[test]
-    fn a_register_demotion_is_proved_by_its_note_at_the_chosen_budget() {
+    fn a_regdem_rewrite_is_proved_by_its_note_at_the_chosen_budget() {
         let line = |regs: u32, note: &str, verdict: &str| {
             let text = format!(
                 r#"{{"kernel":"k","chosen":1,"candidates":[{{"budget":null}},{{"budget":{{"regs":{regs},"smem_spill":false,"regdem_from":64}}}}],"transform":{note:?}{verdict}}}"#
@@ -892,12 +894,17 @@ mod tests {
                 .unwrap()
                 .clone()
         };
-        let note = "register demotion at 48: 64 → 48 registers: 11 register(s) demoted; \
+        let note = "regdem at 48: 64 → 48 registers: 11 register(s) demoted; \
                     proved (551 instructions checked); base proved for 4774 block shapes; \
-                    register demotion at 40: not applied: 21 slots need 86016 bytes";
+                    regdem at 40: not applied: 21 slots need 86016 bytes";
         assert_eq!(record(&line(48, note, "")).rewrite, Some(true));
         assert_eq!(record(&line(40, note, "")).rewrite, Some(false));
         assert_eq!(record(&line(32, note, "")).rewrite, Some(false));
+        // A report from before issue 50 named the rewrite by its old name.
+        let old_name = schema::note_names("regdem").nth(1).unwrap();
+        let old = note.replace("regdem at", &format!("{old_name} at"));
+        assert_eq!(record(&line(48, &old, "")).rewrite, Some(true));
+        assert_eq!(record(&line(40, &old, "")).rewrite, Some(false));
         // A verdict, where there is one, decides.
         let refused = r#","verdict":{"budget":48,"proved":false,"detail":"x"}"#;
         assert_eq!(record(&line(48, note, refused)).rewrite, Some(false));

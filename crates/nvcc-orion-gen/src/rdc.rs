@@ -35,7 +35,7 @@ pub fn check(h: &Harness, dir: &Path, p: &Program, arch: u32, out: &mut Outcome)
         let env: &[(&str, &str)] = match mode {
             Mode::Adapt => &[("NVCC_ORION", "adapt")],
             Mode::Lowest => &[("NVCC_ORION_FORCE", "lowest")],
-            Mode::Spill2smem => &[("NVCC_ORION_FORCE", "spill2smem")],
+            Mode::Spill2Smem => &[("NVCC_ORION_FORCE", "spill2smem")],
             Mode::Regdem => &[("NVCC_ORION_FORCE", "regdem")],
             Mode::AdaptLowest => &[("NVCC_ORION", "adapt"), ("NVCC_ORION_FORCE", "lowest")],
             Mode::Train => &[("NVCC_ORION", "train")],

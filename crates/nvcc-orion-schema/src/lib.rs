@@ -164,10 +164,11 @@ pub struct Budget {
     /// `.maxnreg`, or the registers a rewrite brings the kernel to.
     pub regs: u32,
     pub smem_spill: bool,
-    /// Made by the spill → shared rewrite.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub spill_to_shared: bool,
-    /// Made by register demotion, from ptxas's build at this many registers.
+    /// Made by the `spill2smem` rewrite (reports before issue 50 named the field by the
+    /// rewrite's old name: still read).
+    #[serde(skip_serializing_if = "std::ops::Not::not", alias = "spill_to_shared")]
+    pub spill2smem: bool,
+    /// Made by `regdem`, from ptxas's build at this many registers.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub regdem_from: Option<u32>,
 }
@@ -175,21 +176,47 @@ pub struct Budget {
 /// Which of our SASS rewrites made a budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rewrite {
-    SpillToShared,
-    /// Register demotion of ptxas's build at `from` registers.
-    RegisterDemotion {
+    Spill2Smem,
+    /// `regdem` of ptxas's build at `from` registers.
+    Regdem {
         from: u32,
     },
+}
+
+impl Rewrite {
+    /// The rewrite's one name (its key on the command line, in reports and in messages).
+    pub fn key(&self) -> &'static str {
+        match self {
+            Rewrite::Spill2Smem => "spill2smem",
+            Rewrite::Regdem { .. } => "regdem",
+        }
+    }
+}
+
+/// The name each rewrite's notes in [`Record::transform`] began with in reports written before
+/// issue 50 (`<name> at <regs>: ...`), by key: such reports still read.
+const OLD_NOTE_NAMES: &[(&str, &str)] = &[
+    ("spill2smem", "spill → shared"),
+    ("regdem", "register demotion"),
+];
+
+/// The names the notes of the rewrite `key` begin with in [`Record::transform`]: the key,
+/// then the name reports before issue 50 wrote.
+pub fn note_names(key: &str) -> impl Iterator<Item = &str> {
+    let old = OLD_NOTE_NAMES
+        .iter()
+        .filter(move |(k, _)| *k == key)
+        .map(|(_, old)| *old);
+    std::iter::once(key).chain(old)
 }
 
 impl Budget {
     /// The rewrite that made this budget, `None` for ptxas alone.
     pub fn rewrite(&self) -> Option<Rewrite> {
-        if self.spill_to_shared {
-            Some(Rewrite::SpillToShared)
+        if self.spill2smem {
+            Some(Rewrite::Spill2Smem)
         } else {
-            self.regdem_from
-                .map(|from| Rewrite::RegisterDemotion { from })
+            self.regdem_from.map(|from| Rewrite::Regdem { from })
         }
     }
 
@@ -239,7 +266,7 @@ pub struct Pruned {
     pub limit: Option<Limit>,
 }
 
-/// What the checker said about the spill → shared rewrite of one kernel.
+/// What the checker said about the spill2smem rewrite of one kernel.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Verdict {
@@ -254,7 +281,7 @@ pub struct Verdict {
 pub struct KeptCubins {
     /// One per candidate, in the record's order.
     pub candidates: Vec<String>,
-    /// The spill → shared candidate as ptxas made it, before the rewrite.
+    /// The spill2smem candidate as ptxas made it, before the rewrite.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub before_rewrite: Option<String>,
 }
@@ -460,7 +487,7 @@ named! {
 mod tests {
     use super::*;
 
-    const LINE: &str = r#"{"arch":"sm_90","kernel":"k","output":"a.cubin","block_sizes":[256],"block_from":"launch-bounds","candidates":[{"budget":null,"registers":64,"spill_instructions":0,"frame_bytes":0,"static_shared":0,"warps_per_sm":[32],"cycles_per_warp":[5828.4],"latency":1.5,"issue":1.0,"local_accesses":0.0,"bytes":{"global":4096.0,"local":0.0,"shared":0.0},"memory":[{"working_set":0,"l1_bytes":262144,"spills_hit":"l1","l1_hit":1.0,"l2_hit":1.0,"latency":180.0,"issue":40.0,"l1":128.0,"l2":346.0,"dram":1278.0,"l2_bytes":0.0,"dram_bytes":0.0,"bound_by":"dram","own_cycles":0.0}]},{"budget":{"regs":32,"smem_spill":false,"spill_to_shared":true},"registers":32,"spill_instructions":0,"frame_bytes":0,"static_shared":4096,"warps_per_sm":[64],"cycles_per_warp":[null],"latency":1.0,"issue":1.0,"local_accesses":0.0,"bytes":{"global":0.0,"local":0.0,"shared":0.0},"memory":[null],"bound_percent":12.5,"measured_only":true}],"pruned":[{"budget":{"regs":40,"smem_spill":false,"regdem_from":48},"bound_percent":1.0,"limit":"issue"}],"chosen":1,"chosen_registers":32,"gain_percent":44.5,"reason":"predicted 44.5% faster","verdict":{"budget":32,"proved":true,"detail":"ok"},"variants":[{"variant":0,"name":"k","candidate":1,"registers":32,"frame_bytes":0,"spill_instructions":0,"same_code":true}],"assembly":"spliced","dynamic_shared":"unknown","kept_by":"dram-without-reuse","train_would_measure":[{"regs":40,"smem_spill":false}],"unit":"a.cu"}"#;
+    const LINE: &str = r#"{"arch":"sm_90","kernel":"k","output":"a.cubin","block_sizes":[256],"block_from":"launch-bounds","candidates":[{"budget":null,"registers":64,"spill_instructions":0,"frame_bytes":0,"static_shared":0,"warps_per_sm":[32],"cycles_per_warp":[5828.4],"latency":1.5,"issue":1.0,"local_accesses":0.0,"bytes":{"global":4096.0,"local":0.0,"shared":0.0},"memory":[{"working_set":0,"l1_bytes":262144,"spills_hit":"l1","l1_hit":1.0,"l2_hit":1.0,"latency":180.0,"issue":40.0,"l1":128.0,"l2":346.0,"dram":1278.0,"l2_bytes":0.0,"dram_bytes":0.0,"bound_by":"dram","own_cycles":0.0}]},{"budget":{"regs":32,"smem_spill":false,"spill2smem":true},"registers":32,"spill_instructions":0,"frame_bytes":0,"static_shared":4096,"warps_per_sm":[64],"cycles_per_warp":[null],"latency":1.0,"issue":1.0,"local_accesses":0.0,"bytes":{"global":0.0,"local":0.0,"shared":0.0},"memory":[null],"bound_percent":12.5,"measured_only":true}],"pruned":[{"budget":{"regs":40,"smem_spill":false,"regdem_from":48},"bound_percent":1.0,"limit":"issue"}],"chosen":1,"chosen_registers":32,"gain_percent":44.5,"reason":"predicted 44.5% faster","verdict":{"budget":32,"proved":true,"detail":"ok"},"variants":[{"variant":0,"name":"k","candidate":1,"registers":32,"frame_bytes":0,"spill_instructions":0,"same_code":true}],"assembly":"spliced","dynamic_shared":"unknown","kept_by":"dram-without-reuse","train_would_measure":[{"regs":40,"smem_spill":false}],"unit":"a.cu"}"#;
 
     #[test]
     fn a_record_reads_and_writes_back_the_same_bytes() {
@@ -468,16 +495,48 @@ mod tests {
         let r = line.kernel().unwrap();
         assert_eq!(
             r.candidates[1].budget.unwrap().rewrite(),
-            Some(Rewrite::SpillToShared)
+            Some(Rewrite::Spill2Smem)
         );
         assert_eq!(
             r.pruned[0].budget.rewrite(),
-            Some(Rewrite::RegisterDemotion { from: 48 })
+            Some(Rewrite::Regdem { from: 48 })
         );
         assert_eq!(r.pruned[0].limit, Some(Limit::Issue));
         assert_eq!(r.assembly, Some(Assembly::Spliced));
         assert_eq!(r.dynamic_shared, Some(DynamicShared::Unknown));
         assert_eq!(serde_json::to_string(&line).unwrap(), LINE);
+    }
+
+    /// A report `nvcc-orion -c --orion-force=spill2smem` wrote before issue 50 (the
+    /// rewrite's old field and note names) of `tests/kernels/explain/rewrite.cu` on sm_90.
+    const BEFORE_ISSUE_50: &str =
+        include_str!("../../../tests/kernels/explain/rewrite-before-issue50.jsonl");
+
+    #[test]
+    fn a_report_from_before_one_spelling_per_rewrite_reads() {
+        let records: Vec<Line> = BEFORE_ISSUE_50
+            .lines()
+            .map(|l| Line::parse(l).unwrap())
+            .collect();
+        let chain = records
+            .iter()
+            .filter_map(Line::kernel)
+            .find(|r| r.kernel == "_Z11s_chain_f32PKfPfi")
+            .unwrap();
+        let chosen = chain.chosen_candidate().unwrap().budget.unwrap();
+        assert_eq!(chosen.rewrite(), Some(Rewrite::Spill2Smem));
+        assert_eq!(Rewrite::Spill2Smem.key(), "spill2smem");
+        // Written back under the one name.
+        let out = serde_json::to_string(&chosen).unwrap();
+        assert_eq!(out, r#"{"regs":32,"smem_spill":false,"spill2smem":true}"#);
+        // The old notes are found under the key.
+        let note = chain.transform.as_deref().unwrap();
+        let found: Vec<&str> = note_names("spill2smem")
+            .filter(|n| note.starts_with(&format!("{n} at 32: ")))
+            .collect();
+        assert_eq!(found.len(), 1, "{note}");
+        assert_eq!(note_names("regdem").count(), 2);
+        assert_eq!(note_names("unknown").collect::<Vec<_>>(), ["unknown"]);
     }
 
     #[test]

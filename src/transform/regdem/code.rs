@@ -1,4 +1,4 @@
-//! What register demotion starts from: the kernel and its budget, the functions of its text
+//! What regdem starts from: the kernel and its budget, the functions of its text
 //! section and what they refuse, and the sub-functions renumbered with the kernel (never
 //! demoted: nothing is inserted into them).
 

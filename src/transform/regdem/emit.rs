@@ -1,4 +1,4 @@
-//! The new code of register demotion: the prologue and the encoded accesses inserted, the
+//! The new code of regdem: the prologue and the encoded accesses inserted, the
 //! original instructions (and the sub-functions') renamed with their new control bits, and
 //! the kernel's register count and shared size.
 

@@ -1,4 +1,4 @@
-//! Register demotion (docs/papers.md §RegDem; docs/DESIGN.md §Register demotion): from a
+//! `regdem` (docs/papers.md §RegDem; docs/DESIGN.md §regdem): from a
 //! kernel's efficient binary (few or no spills), move registers to per-thread shared-memory
 //! slots until the register count reaches a target budget at an occupancy cliff.
 //!
@@ -21,7 +21,7 @@
 //!    block; after the greedy selection, demoted groups the target does not need are given
 //!    back. When compaction alone reaches the target nothing is demoted.
 //! 3. [`sched`]: control bits for the accesses and the instructions around them.
-//! 4. [`emit`]: the spill area, its prologue and the shared sizing are those of spill → shared
+//! 4. [`emit`]: the spill area, its prologue and the shared sizing are those of spill2smem
 //!    ([`super::area`], [`super::prologue`]); the register count becomes the highest
 //!    register + 3.
 //!
@@ -103,7 +103,7 @@ struct Choice {
     cost: f64,
 }
 
-/// The liveness register demotion picks value registers with, for one kernel
+/// The liveness regdem picks value registers with, for one kernel
 /// ([`kernel_liveness`]).
 #[derive(Debug, Clone)]
 pub struct KernelLiveness {
@@ -117,7 +117,7 @@ pub struct KernelLiveness {
     pub call_writes: BTreeSet<u8>,
 }
 
-/// The liveness register demotion picks value registers with ([`live`]: guarded writes end
+/// The liveness regdem picks value registers with ([`live`]: guarded writes end
 /// nothing, a call reads its callee's live-in and ends what the callee writes on every path),
 /// for `kernel` of a decoded cubin. tests/oracles/liveness_oracle.rs compares it with `nvdisasm -plr`.
 pub fn kernel_liveness(

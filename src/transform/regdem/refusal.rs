@@ -1,9 +1,9 @@
-//! Why register demotion does not apply to a kernel's code (a [`super::TransformError`]
+//! Why regdem does not apply to a kernel's code (a [`super::TransformError`]
 //! `NotApplicable` once it leaves the transform).
 
 use crate::sass::Opcode;
 
-/// What in the code register demotion cannot handle.
+/// What in the code regdem cannot handle.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum Refusal {
     #[error("`DEPBAR` at {0:#x} not understood")]

@@ -1,4 +1,4 @@
-//! Register demotion behind the rewrite seam ([`crate::transform::Transform`]): how the
+//! `regdem` behind the rewrite seam ([`crate::transform::Transform`]): how the
 //! tuner offers it, what it claims and how its report line reads.
 
 use super::{Rewrite, regdem};
@@ -8,16 +8,12 @@ use crate::transform::area::{Options, proof_note};
 use crate::transform::seam::{Claim, SpillBase};
 use crate::transform::{Rewritten, Transform, TransformError};
 
-/// Register demotion, as registered in [`crate::transform::REGISTERED`].
+/// `regdem`, as registered in [`crate::transform::REGISTERED`].
 pub(crate) struct Regdem;
 
 impl Transform for Regdem {
     fn key(&self) -> &'static str {
         "regdem"
-    }
-
-    fn report_name(&self) -> &'static str {
-        "register demotion"
     }
 
     /// At each plain budget below ptxas's own count: the efficient binary (compiled at that

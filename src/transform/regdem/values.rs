@@ -1,4 +1,4 @@
-//! Register demotion's value registers: which ones each block may use, which one a demoted
+//! `regdem`'s value registers: which ones each block may use, which one a demoted
 //! group gets at each instruction, and the loads hoisted up their block into them
 //! (docs/papers.md §RegDem, its §3.4; the rest of the rewrite is in [`super`]).
 

@@ -1,4 +1,4 @@
-//! Spill → shared (docs/papers.md §ICS'14; docs/DESIGN.md §Spill to shared): every register
+//! `spill2smem` (docs/papers.md §ICS'14; docs/DESIGN.md §spill2smem): every register
 //! spill ptxas left in local memory (`STL/LDL [R1+imm]` marked SpillRefill) gets a per-thread
 //! shared-memory slot and is rewritten in place (`STL→STS`, `LDL→LDS`, new base register and
 //! offset), and a prologue at the kernel's entry computes the base register.
@@ -47,7 +47,7 @@ mod place;
 mod scan;
 mod seam;
 mod words;
-pub(crate) use seam::SpillToShared;
+pub(crate) use seam::Spill2Smem;
 
 /// The stack pointer.
 const SP: u8 = 1;
@@ -123,7 +123,7 @@ pub struct Partial {
 
 /// Rewrite `kernel`'s spills in `cubin` (unchanged on error). `functions` are the decoded
 /// functions of the cubin as it is (any order; those of the kernel's section are used).
-pub(crate) fn spill_to_shared(
+pub(crate) fn spill2smem(
     cubin: &mut Cubin,
     functions: &[Function],
     kernel: &str,

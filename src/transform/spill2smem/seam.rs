@@ -1,27 +1,23 @@
-//! Spill → shared behind the rewrite seam ([`crate::transform::Transform`]): how the tuner
+//! `spill2smem` behind the rewrite seam ([`crate::transform::Transform`]): how the tuner
 //! offers it, what it claims and how its report line reads.
 
-use super::{Rewrite, spill_to_shared};
+use super::{Rewrite, spill2smem};
 use crate::cubin::Cubin;
 use crate::sass::ir::Function;
 use crate::transform::area::{Options, STATIC_SHARED_LIMIT, proof_note};
 use crate::transform::seam::{Claim, SpillBase};
 use crate::transform::{Rewritten, Transform, TransformError};
 
-/// Spill → shared, as registered in [`crate::transform::REGISTERED`].
-pub(crate) struct SpillToShared;
+/// `spill2smem`, as registered in [`crate::transform::REGISTERED`].
+pub(crate) struct Spill2Smem;
 
-impl Transform for SpillToShared {
+impl Transform for Spill2Smem {
     fn key(&self) -> &'static str {
         "spill2smem"
     }
 
-    fn report_name(&self) -> &'static str {
-        "spill → shared"
-    }
-
     /// At the lowest plain budget, compiled one register lower: the base register brings it
-    /// back (docs/DESIGN.md §Spill to shared).
+    /// back (docs/DESIGN.md §spill2smem).
     fn offer(&self, plain: &[u32], _baseline: u32) -> Vec<(u32, u32)> {
         plain
             .iter()
@@ -39,7 +35,7 @@ impl Transform for SpillToShared {
     }
 
     fn mark_budget(&self, _compiled_at: u32, budget: &mut nvcc_orion_schema::Budget) {
-        budget.spill_to_shared = true;
+        budget.spill2smem = true;
     }
 
     fn explained(&self) -> bool {
@@ -60,7 +56,7 @@ impl Transform for SpillToShared {
         kernel: &str,
         opts: Options,
     ) -> Result<Box<dyn Rewritten>, TransformError> {
-        Ok(Box::new(spill_to_shared(cubin, functions, kernel, opts)?))
+        Ok(Box::new(spill2smem(cubin, functions, kernel, opts)?))
     }
 }
 
@@ -139,8 +135,8 @@ mod tests {
     #[test]
     fn offered_at_the_shipped_budget_within_it() {
         // Compiled one lower; the base register brings it back to the limit, never above.
-        assert_eq!(SpillToShared.offer_at_limit(32), Some((32, 31)));
-        assert_eq!(SpillToShared.offer_at_limit(64), Some((64, 63)));
-        assert_eq!(SpillToShared.offer_at_limit(16), None);
+        assert_eq!(Spill2Smem.offer_at_limit(32), Some((32, 31)));
+        assert_eq!(Spill2Smem.offer_at_limit(64), Some((64, 63)));
+        assert_eq!(Spill2Smem.offer_at_limit(16), None);
     }
 }
