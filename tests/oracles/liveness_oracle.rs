@@ -23,8 +23,9 @@
 //!   column `-c -lrm count`'s; `nvcc-orion debug sass --liveness` prints `-plr`'s sets.
 //!
 //! Any instruction where the analysis shows fewer general registers than `-plr` fails the
-//! check; where it is known to show more (the safe side; [`KNOWN_OVER`], empty now) the
-//! difference is printed on every run, not hidden.
+//! check; where it is known to show more (the safe side; [`KNOWN_OVER`]: one block of one
+//! kernel on sm_80, 86 and 89, in the full check only) the difference is printed on every
+//! run, not hidden.
 //!
 //! A failure names the cubin, function, offset, instruction and the differing registers
 //! (`LIVENESS_ORACLE_ALL=1` prints every one). Without nvcc the tests print a skip line and
@@ -522,11 +523,43 @@ fn instr_text(ins: &nvcc_orion::sass::ir::Instr) -> String {
 /// difference. There is no such list for fewer registers: an instruction where the
 /// analysis misses a register `-plr` has live always fails.
 ///
-/// Empty: the analysis equals `-plr` everywhere. (Issue 46's last under-approximation,
-/// `lv_convert_mix` on sm_90, was nvdisasm keeping a register live over guarded writes
-/// under a predicate the block writes above them; `analysis::liveness`'s `Pending` now
-/// does the same.)
-const KNOWN_OVER: &[(&str, &str, u64, &[u8])] = &[];
+/// `oracle_vote_match` on sm_80, 86 and 89 (the full check only): the block
+/// `VOTE.ALL P0, !P0; @!P0 IMAD.MOV R9, ...` writes P0 above a guarded write of an R9 the
+/// next block reads unguarded. `analysis::liveness`'s `Pending` keeps R9 live into the block
+/// (the rule that makes issue 46's `lv_convert_mix` on sm_90 equal `-plr`, where `ISETP ...
+/// P0` precedes `@P0 FFMA R23` and `@!P0 MUFU.RCP R23`); nvdisasm ends it here, so the
+/// block above shows R9 at its last instruction and `-plr` does not. What tells the two
+/// apart for nvdisasm (the writer reading P0 itself, or R23 being read only by the `RET`'s
+/// calling convention) is not known yet.
+const KNOWN_OVER: &[(&str, &str, u64, &[u8])] = &[
+    (
+        "tests/kernels/oracle/warp.cu sm_80",
+        "_Z17oracle_vote_matchPKiPj",
+        0x180,
+        &[9],
+    ),
+    (
+        "tests/kernels/oracle/warp.cu sm_86",
+        "_Z17oracle_vote_matchPKiPj",
+        0x180,
+        &[9],
+    ),
+    (
+        "tests/kernels/oracle/warp.cu sm_89",
+        "_Z17oracle_vote_matchPKiPj",
+        0x180,
+        &[9],
+    ),
+];
+
+/// How many [`KNOWN_OVER`] entries the cubins `cs` hold (the default plan builds each
+/// source for one architecture only).
+fn known_over_in(cs: &[&Cubin]) -> usize {
+    KNOWN_OVER
+        .iter()
+        .filter(|(label, ..)| cs.iter().any(|c| c.job.label() == *label))
+        .count()
+}
 
 /// Failures of one check, with the totals, reported together.
 #[derive(Default)]
@@ -763,7 +796,7 @@ fn liveness_matches_nvdisasm() {
     );
     assert_eq!(
         all.known_met.len(),
-        KNOWN_OVER.len(),
+        known_over_in(&cs.iter().collect::<Vec<_>>()),
         "a KNOWN_OVER block no longer differs as listed: take it off the list"
     );
 }
@@ -824,7 +857,11 @@ fn variable_latency_instructions_are_compared() {
     );
     assert_eq!(
         t.known_met.len(),
-        KNOWN_OVER.len(),
+        known_over_in(
+            &cs.iter()
+                .filter(|c| c.job.rel == VARIABLE_LATENCY)
+                .collect::<Vec<_>>()
+        ),
         "a KNOWN_OVER block no longer differs as listed: take it off the list"
     );
 }
