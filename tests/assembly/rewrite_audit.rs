@@ -482,7 +482,7 @@ fn adapt_keeps_the_variants_of_a_kernel_with_helper_subroutines() {
         .filter(|v| v.get("dropped").is_none())
         .map(|v| (v["name"].as_str().unwrap(), budget(v)))
         .collect();
-    let rewritten = |b: &serde_json::Value| b["spill_to_shared"] == true;
+    let rewritten = |b: &serde_json::Value| b["spill2smem"] == true;
     assert!(
         embedded.iter().any(|(_, b)| b.is_null()) && embedded.iter().any(|(_, b)| rewritten(b)),
         "ptxas's own and a rewritten variant embedded: {embedded:?}"
