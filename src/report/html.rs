@@ -141,17 +141,7 @@ fn table(s: &mut String, r: &Record) {
     let pruned: Vec<String> = r
         .pruned
         .iter()
-        .map(|p| {
-            let limit = p
-                .limit
-                .as_ref()
-                .and_then(super::pruned::short)
-                .map_or(String::new(), |l| format!(", {l}"));
-            format!(
-                "{} (at best {:+.1}%{limit})",
-                p.budget.regs, p.bound_percent
-            )
-        })
+        .map(|p| format!("{} {}", p.budget.regs, super::pruned::at_best(p)))
         .collect();
     if !pruned.is_empty() {
         let _ = write!(

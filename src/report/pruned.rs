@@ -3,7 +3,7 @@
 //! decided (the model's DRAM floor without reuse, its issue bound, no occupancy to gain, ...)
 //! and what a training run would measure instead (issue 45).
 
-use nvcc_orion_schema::{Limit, Record};
+use nvcc_orion_schema::{Limit, Pruned, Record};
 
 /// A limit's words; `None` for a name this version does not know (a report from another
 /// version).
@@ -37,6 +37,17 @@ pub fn short(limit: &Limit) -> Option<&'static str> {
         Limit::ObjectSize => "object-size cap",
         Limit::BelowMargin | Limit::Other(_) => return None,
     })
+}
+
+/// What a pruned budget could have gained at best and why it was not built, as the tables
+/// and the page print it after the budget: `(at best +3.2%, DRAM without reuse)`.
+pub fn at_best(p: &Pruned) -> String {
+    let limit = p
+        .limit
+        .as_ref()
+        .and_then(short)
+        .map_or(String::new(), |l| format!(", {l}"));
+    format!("(at best {:+.1}%{limit})", p.bound_percent)
 }
 
 /// The line `explain` prints for a kernel that kept ptxas's budget: why, and the budgets a

@@ -77,15 +77,10 @@ fn kernel(r: &Record, out: &mut impl Write) -> std::io::Result<()> {
         .iter()
         .map(|p| {
             let (b, _) = budget(r, Some(&p.budget));
-            let limit = p
-                .limit
-                .as_ref()
-                .and_then(super::pruned::short)
-                .map_or(String::new(), |l| format!(", {l}"));
             format!(
-                "{b}{} (at best {:+.1}%{limit})",
+                "{b}{} {}",
                 super::budget_tag(&p.budget),
-                p.bound_percent
+                super::pruned::at_best(p)
             )
         })
         .collect();
