@@ -9,7 +9,8 @@
 //! * [`edit`]: register count, shared size, text replacement with an [`OffsetMap`]
 //!   ([`offset_map`]).
 //! * [`splice`] / [`entry`]: a kernel's code from another ptxas run of the module, in place of
-//!   its own / added under a new name.
+//!   its own / added under a new name; `frame_splice`: the splice's `.debug_frame`, re-laid
+//!   out around the donor's frame records.
 //! * [`refusal`]: why a splice or an entry copy was refused, one variant per reason.
 //! * [`debug_frame`]: the 64-bit DWARF CFI FDEs of `.debug_frame`.
 //!
@@ -59,6 +60,7 @@ pub mod eiattr;
 pub mod elf;
 pub mod entry;
 pub(crate) mod error;
+mod frame_splice;
 pub(crate) mod nvinfo;
 pub(crate) mod offset_map;
 pub(crate) mod query;

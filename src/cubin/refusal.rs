@@ -98,9 +98,6 @@ pub enum Refusal {
     /// A function of the kernel's code calls one compiled in a section of its own.
     #[error("{function} calls {callee}, which has a section of its own")]
     CallsOutside { function: String, callee: String },
-    /// Another number of FDEs for the kernel's code.
-    #[error("different FDEs")]
-    FdeCount,
     /// More than one FDE for the copied kernel's code.
     #[error("more than one FDE for the kernel's code")]
     ManyFdes,
@@ -110,9 +107,10 @@ pub enum Refusal {
     /// ptxas writes each FDE right after its CIE; this one is not.
     #[error("an FDE whose CIE is not right before it")]
     CieNotBeforeFde,
-    /// FDEs of other functions or lengths.
-    #[error("FDE shapes differ")]
-    FdeShapes,
+    /// A kernel's frame records are not one run of its own in `.debug_frame` (ptxas writes
+    /// them together, each FDE after its CIE).
+    #[error("the kernel's .debug_frame records are not one run of their own")]
+    FrameRun,
     /// An FDE too short or running past its section.
     #[error("an FDE of an unknown shape")]
     FdeUnknownShape,

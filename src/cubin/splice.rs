@@ -2,7 +2,7 @@
 //! budget, possibly with `--entry`) in place of their copies in a whole-module cubin: what a
 //! whole-module run at the mixed budgets would make, without compiling the other kernels
 //! again. A kernel's own parts are its text section, the symbols in it, its `.nv.info.<k>`,
-//! its relocations, its records in the global `.nv.info` and its `.debug_frame` FDEs; symbol
+//! its relocations, its records in the global `.nv.info` and its `.debug_frame` CIEs and FDEs; symbol
 //! indices are matched by name.
 //!
 //! The donor's code must mean in the module what it meant where ptxas compiled it, so a
@@ -20,7 +20,8 @@
 //!   program would put the donor's instructions at the old code's lines (issue 48), and only
 //!   ptxas writes one for the code it compiled;
 //! * anything else of the kernel that differs (parameter bank, shared size, a symbol one
-//!   side lacks, frame information of another length) agrees already.
+//!   side lacks) agrees already. Frame information of another length or count is not such a
+//!   part: [`super::frame_splice`] re-lays `.debug_frame` out around the donor's records.
 //!
 //! `tune::assemble` then has the result checked by `audit`, which reads both cubins with the
 //! toolkit and shares nothing with this module.
@@ -216,8 +217,8 @@ fn splice_one(out: &mut Cubin, kernel: &str, donor: &Cubin) -> Result<(), Refusa
     copy_kernel_info(out, tb, donor, td, &map_sym)?;
     copy_code_relocations(out, tb, donor, td, &map_sym)?;
     copy_global_records(out, tb, donor, td)?;
-    // `.debug_frame`: the FDEs of the kernel's functions, same length only.
-    splice_frames(out, tb, donor, td, &map_sym)
+    // `.debug_frame`: the CIEs and FDEs of the kernel's functions, of any length.
+    super::frame_splice::splice_frames(out, tb, donor, td, &map_sym)
 }
 
 /// Donor symbol index → base symbol index, by name (section symbols by section name).
@@ -519,78 +520,4 @@ pub(super) fn frames(c: &Cubin, text: usize) -> Option<(usize, Vec<Frame>)> {
         }
     }
     Some((df, out))
-}
-
-fn splice_frames(
-    out: &mut Cubin,
-    tb: usize,
-    donor: &Cubin,
-    td: usize,
-    map_sym: &dyn Fn(u32) -> Result<u32, Refusal>,
-) -> Result<(), Refusal> {
-    let (Some((db, fb)), Some((dd, fd))) = (frames(out, tb), frames(donor, td)) else {
-        return match (frames(out, tb), frames(donor, td)) {
-            (None, None) => Ok(()),
-            (Some((_, f)), None) | (None, Some((_, f))) if f.is_empty() => Ok(()),
-            _ => Err(Refusal::OneSided(".debug_frame")),
-        };
-    };
-    if fb.len() != fd.len() {
-        return Err(Refusal::FdeCount);
-    }
-    // ptxas writes a CIE right before each function's FDE. The donor's pair replaces the
-    // base's when both have the same lengths (nothing else moves); the FDE keeps the base's
-    // CIE pointer, and its location's relocation comes from the donor (a sub-function may
-    // have moved in the code). Pairs of other lengths are refused.
-    let donor_rel = donor
-        .elf
-        .sections
-        .iter()
-        .find(|s| (s.sh_type == SHT_REL || s.sh_type == SHT_RELA) && s.sh_info as usize == dd)
-        .ok_or(Refusal::DonorFrameRelocations)?;
-    let donor_relocs = parse_relocs(&donor_rel.data, donor_rel.sh_type == SHT_RELA)
-        .ok_or(Refusal::BadRelocations)?;
-    let pair = |x: &[u8], fde: usize| -> Result<usize, Refusal> {
-        let p = rd_u64(x, fde + 12).ok_or(Refusal::ShortDebugFrame)? as usize;
-        let len = rd_u64(x, p + 4).ok_or(Refusal::ShortDebugFrame)? as usize;
-        if p + 12 + len != fde || rd_u64(x, p + 12) != Some(u64::MAX) {
-            return Err(Refusal::CieNotBeforeFde);
-        }
-        Ok(p)
-    };
-    let rel = out
-        .elf
-        .sections
-        .iter()
-        .position(|s| (s.sh_type == SHT_REL || s.sh_type == SHT_RELA) && s.sh_info as usize == db)
-        .ok_or(Refusal::FrameRelocations)?;
-    let rela = out.elf.sections[rel].sh_type == SHT_RELA;
-    let mut relocs =
-        parse_relocs(&out.elf.sections[rel].data, rela).ok_or(Refusal::BadRelocations)?;
-    let dsrc = &donor.elf.sections[dd].data;
-    for (b, d) in fb.iter().zip(&fd) {
-        let bdata = &out.elf.sections[db].data;
-        let (pb, pd) = (pair(bdata, b.0)?, pair(dsrc, d.0)?);
-        if b.2 != d.2 || b.1 - b.0 != d.1 - d.0 || b.0 - pb != d.0 - pd || b.1 - b.0 < 28 {
-            return Err(Refusal::FdeShapes);
-        }
-        let dr = donor_relocs
-            .iter()
-            .find(|r| r.r_offset as usize == d.0 + 20)
-            .ok_or(Refusal::FdeLocation)?;
-        let br = relocs
-            .iter_mut()
-            .find(|r| r.r_offset as usize == b.0 + 20)
-            .ok_or(Refusal::FdeLocation)?;
-        if br.addend.is_some() != dr.addend.is_some() {
-            return Err(Refusal::RelocationKinds);
-        }
-        (br.sym, br.r_type, br.addend) = (map_sym(dr.sym)?, dr.r_type, dr.addend);
-        let mut bytes = dsrc[pd..d.1].to_vec();
-        let at = b.0 - pb + 12;
-        bytes[at..at + 8].copy_from_slice(&(pb as u64).to_le_bytes());
-        out.elf.sections[db].data[pb..b.1].copy_from_slice(&bytes);
-    }
-    out.elf.sections[rel].data = encode_relocs(&relocs);
-    Ok(())
 }

@@ -20,7 +20,6 @@ use std::process::Command;
 
 use nvcc_orion::cubin::Cubin;
 use nvcc_orion::cubin::eiattr::Attr;
-use nvcc_orion::cubin::refusal::Refusal;
 use nvcc_orion::tune::function_pointers;
 use nvcc_orion::tune::ptx::{self, Budget};
 use serde_json::Value;
@@ -64,11 +63,24 @@ fn ptxas(
     budgets: &BTreeMap<String, Budget>,
     only: &[&str],
 ) -> Cubin {
+    ptxas_with(&["-O3"], nvcc, stem, ptx_text, sm, budgets, only)
+}
+
+/// [`ptxas`] with `options` after `-arch=sm_<sm> -m64` instead of `-O3`.
+fn ptxas_with(
+    options: &[&str],
+    nvcc: &Path,
+    stem: &Path,
+    ptx_text: &str,
+    sm: u32,
+    budgets: &BTreeMap<String, Budget>,
+    only: &[&str],
+) -> Cubin {
     let p = stem.with_extension("ptx");
     let out = stem.with_extension("cubin");
     std::fs::write(&p, ptx::with_budgets(ptx_text, budgets).unwrap()).unwrap();
     let mut cmd = Command::new(common::toolkit_tool(nvcc, "ptxas"));
-    cmd.args([&format!("-arch=sm_{sm}"), "-m64", "-O3"]);
+    cmd.args([&format!("-arch=sm_{sm}"), "-m64"]).args(options);
     for e in only {
         cmd.args(["--entry", e]);
     }
@@ -299,8 +311,8 @@ fn function_values_are_found_exactly_in_programs_with_tables() {
 /// spliced in from `--entry` builds is byte-identical to a whole-module ptxas run at the
 /// chosen budgets (the benchmark's sm_90 choices for chem.cu, linalg.cu, particles.cu and
 /// stencil.cu, which tune at least three kernels each; sm_80 keeps ptxas's budgets), and a
-/// budget for every kernel of pressure.cu: device calls, local arrays, shared memory, where
-/// the splice may refuse).
+/// budget for every kernel of pressure.cu: device calls, local arrays, shared memory, and
+/// frame records of other lengths than the base's).
 #[test]
 fn splice_equals_whole_module_run() {
     let Some(nvcc) = nvcc() else { return };
@@ -352,21 +364,16 @@ fn splice_equals_whole_module_run() {
             })
             .collect();
         let parts: Vec<(&str, &Cubin)> = donors.iter().map(|(k, c)| (k.as_str(), c)).collect();
-        let spliced = match nvcc_orion::cubin::splice::splice(&base, &parts) {
-            Ok(s) => s,
-            // pressure.cu's spilling kernels get frame programs of other lengths, which the
-            // splice refuses (the tuner then compiles the module).
-            Err(e) if name == "pressure" => {
-                assert!(
-                    matches!(e.what, Refusal::FdeShapes | Refusal::FdeCount),
-                    "{e}"
-                );
-                continue;
-            }
-            Err(e) => panic!("{name} sm_{sm}: {e}"),
-        };
+        // pressure.cu's spilling kernels get frame programs of other lengths (issue 47): the
+        // splice re-lays `.debug_frame` out around them.
+        let spliced = nvcc_orion::cubin::splice::splice(&base, &parts)
+            .unwrap_or_else(|e| panic!("{name} sm_{sm}: {e}"));
         let full_stem = dir.path().join(format!("{name}{sm}-full"));
-        ptxas(&nvcc, &full_stem, &text, sm, &budgets, &[]);
+        let whole = ptxas(&nvcc, &full_stem, &text, sm, &budgets, &[]);
+        if name == "pressure" {
+            // The case the splice once refused: frame records of other lengths.
+            assert_ne!(debug_frame(&base).len(), debug_frame(&whole).len());
+        }
         let full = std::fs::read(full_stem.with_extension("cubin")).unwrap();
         if spliced != full {
             let kept = dir.keep();
@@ -378,6 +385,96 @@ fn splice_equals_whole_module_run() {
             );
         }
     }
+}
+
+/// Issue 47: kernels tuned below ptxas's budget whose `.debug_frame` records change length
+/// (tests/kernels/assembly/frames.cu: values live across calls to a `__noinline__` helper,
+/// whose frame program saves other registers at 32) are spliced into ptxas's cubin, with no
+/// whole-module ptxas run at the end, and what ships on sm_80 and sm_90 is byte for byte
+/// the cubin of a whole-module ptxas run at the chosen budgets. (Before, the splice refused
+/// frame records of another length and the report said "whole-module".)
+#[test]
+fn frames_of_other_lengths_are_spliced_exactly() {
+    let Some(nvcc) = nvcc() else { return };
+    let dir = scratch("frames");
+    let src = source("tests/kernels/assembly/frames.cu");
+    let report = dir.path().join("report.jsonl");
+    let obj = dir.path().join("frames.o");
+    let mut cmd = common::orion();
+    cmd.env("NVCC_ORION_NVCC", &nvcc)
+        .env("NVCC_ORION_CACHE", "off")
+        .env("NVCC_ORION_REPORT", &report)
+        // The model keeps ptxas's budgets here; a forced budget is a retuned kernel all the
+        // same (chosen, built with `--entry`, spliced, checked).
+        .args(["--orion-force=budget:32", "-c", "-O3"])
+        .args(["-gencode", "arch=compute_80,code=sm_80"])
+        .args(["-gencode", "arch=compute_90,code=sm_90"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&obj);
+    run(&mut cmd);
+    let lines: Vec<Value> = std::fs::read_to_string(&report)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let assemblies: Vec<&str> = lines
+        .iter()
+        .map(|r| r["assembly"].as_str().unwrap())
+        .collect();
+    assert!(
+        assemblies.iter().all(|a| *a == "spliced"),
+        "a whole-module run or another assembly: {assemblies:?}"
+    );
+    let got = choices(&report);
+    let cubins = common::fixtures::extract_elfs(&obj, &dir.path().join("elf")).unwrap();
+    assert_eq!(cubins.len(), 2, "{cubins:?}");
+    for path in cubins {
+        let shipped_bytes = std::fs::read(&path).unwrap();
+        let shipped = Cubin::parse(&shipped_bytes).unwrap();
+        let sm = shipped.arch();
+        let budgets: BTreeMap<String, Budget> = got[&format!("sm_{sm}")]
+            .iter()
+            .filter_map(|(k, b)| Some((k.clone(), Budget::regs((*b)?))))
+            .collect();
+        assert_eq!(
+            budgets.len(),
+            3,
+            "sm_{sm}: the three keep_live kernels at 32: {budgets:?}"
+        );
+        let text = ptx_of(&nvcc, &src, sm, &dir.path().join(format!("sm{sm}.ptx")));
+        let stem = |n: &str| dir.path().join(format!("{n}{sm}"));
+        let base = ptxas(&nvcc, &stem("base"), &text, sm, &BTreeMap::new(), &[]);
+        // As `nvcc -c -O3` runs ptxas (`nvcc -dryrun`), so the cubins' notes of the ptxas
+        // command line agree too.
+        let full = ptxas_with(&[], &nvcc, &stem("full"), &text, sm, &budgets, &[]);
+        // The case at hand: the chosen budgets' frame records have other lengths.
+        assert_ne!(
+            debug_frame(&base).len(),
+            debug_frame(&full).len(),
+            "sm_{sm}"
+        );
+        assert_eq!(
+            debug_frame(&shipped),
+            debug_frame(&full),
+            "sm_{sm}: .debug_frame"
+        );
+        let full_bytes = std::fs::read(stem("full").with_extension("cubin")).unwrap();
+        if shipped_bytes != full_bytes {
+            let kept = dir.keep();
+            panic!(
+                "sm_{sm}: {} differs from a whole-module run ({})",
+                path.display(),
+                kept.display()
+            );
+        }
+    }
+}
+
+/// The bytes of a cubin's `.debug_frame`.
+fn debug_frame(c: &Cubin) -> &[u8] {
+    let s = c.elf().sections.iter().find(|s| s.name == ".debug_frame");
+    &s.expect("a .debug_frame").data
 }
 
 /// A short file name for a kernel.
