@@ -42,19 +42,24 @@ struct Side<'a> {
 }
 
 impl<'a> Side<'a> {
-    /// The side's `.debug_frame` with its relocations; `None` when it has no `.debug_frame`.
+    /// The side's `.debug_frame` with its relocations (none without a relocation section:
+    /// then an FDE is refused for want of its location's); `None` when it has no
+    /// `.debug_frame`.
     fn of(c: &'a Cubin) -> Result<Option<Side<'a>>, Refusal> {
         let Some(section) = c.elf.sections.iter().position(|s| s.name == ".debug_frame") else {
             return Ok(None);
         };
-        let rel = c.elf.sections.iter().find(|s| {
-            (s.sh_type == SHT_REL || s.sh_type == SHT_RELA) && s.sh_info as usize == section
-        });
-        let Some(rel) = rel else {
-            return Err(Refusal::FrameRelocations);
+        let (relocs, rela) = match relocations_of(c, section) {
+            Some(rel) => {
+                let rela = c.elf.sections[rel].sh_type == SHT_RELA;
+                let data = &c.elf.sections[rel].data;
+                (
+                    parse_relocs(data, rela).ok_or(Refusal::BadRelocations)?,
+                    rela,
+                )
+            }
+            None => (Vec::new(), false),
         };
-        let rela = rel.sh_type == SHT_RELA;
-        let relocs = parse_relocs(&rel.data, rela).ok_or(Refusal::BadRelocations)?;
         let data = &c.elf.sections[section].data[..];
         Ok(Some(Side {
             section,
@@ -164,28 +169,29 @@ pub(super) fn splice_frames(
         (Some(b), None) => return none_of_kernel(&b, out, tb),
         (None, Some(d)) => return none_of_kernel(&d, donor, td),
     };
-    if base.rela != from.rela {
-        return Err(Refusal::RelocationKinds);
-    }
     let (old, new) = match (base.run_of(out, tb)?, from.run_of(donor, td)?) {
         (Some(o), Some(n)) => (o, n),
         (None, None) => return Ok(()),
         _ => return Err(Refusal::OneSided(".debug_frame records")),
     };
+    // Both runs hold FDEs with relocated locations: both sides have relocation sections.
+    if base.rela != from.rela {
+        return Err(Refusal::RelocationKinds);
+    }
     let data = relaid(base.data, &old, from.data, &new)?;
     let relocs = relaid_relocs(&base.relocs, &old, &from.relocs, &new, map_sym)?;
     let section = base.section;
-    let rel = out
-        .elf
-        .sections
-        .iter()
-        .position(|s| {
-            (s.sh_type == SHT_REL || s.sh_type == SHT_RELA) && s.sh_info as usize == section
-        })
-        .ok_or(Refusal::FrameRelocations)?;
+    let rel = relocations_of(out, section).ok_or(Refusal::FrameRelocations)?;
     out.elf.sections[section].data = data;
     out.elf.sections[rel].data = encode_relocs(&relocs);
     Ok(())
+}
+
+/// The relocation section that applies to section `target` of `c`.
+fn relocations_of(c: &Cubin, target: usize) -> Option<usize> {
+    c.elf.sections.iter().position(|s| {
+        (s.sh_type == SHT_REL || s.sh_type == SHT_RELA) && s.sh_info as usize == target
+    })
 }
 
 /// One side has no `.debug_frame`: fine only where the other has no records of the kernel.
