@@ -2,8 +2,8 @@
 //! budget, possibly with `--entry`) in place of their copies in a whole-module cubin: what a
 //! whole-module run at the mixed budgets would make, without compiling the other kernels
 //! again. A kernel's own parts are its text section, the symbols in it, its `.nv.info.<k>`,
-//! its relocations, its records in the global `.nv.info` and its `.debug_frame` CIEs and FDEs; symbol
-//! indices are matched by name.
+//! its relocations, its records in the global `.nv.info` and its `.debug_frame` CIEs and
+//! FDEs; symbol indices are matched by name.
 //!
 //! The donor's code must mean in the module what it meant where ptxas compiled it, so a
 //! splice is refused (and the caller compiles the module instead) unless:
@@ -21,7 +21,7 @@
 //!   ptxas writes one for the code it compiled;
 //! * anything else of the kernel that differs (parameter bank, shared size, a symbol one
 //!   side lacks) agrees already. Frame information of another length or count is not such a
-//!   part: [`super::frame_splice`] re-lays `.debug_frame` out around the donor's records.
+//!   part: `frame_splice` re-lays `.debug_frame` out around the donor's records.
 //!
 //! `tune::assemble` then has the result checked by `audit`, which reads both cubins with the
 //! toolkit and shares nothing with this module.
