@@ -267,6 +267,20 @@ fn selector_refused(plan: &dryrun::Plan) -> Option<&'static str> {
     lto.then_some(LTO_REFUSED)
 }
 
+/// Whom a chain compiles for, as its verbose line names it: ptxas's `-arch=sm_XX`, else the
+/// preprocessing's `-D__CUDA_ARCH__=XX0` (a chain of one preprocessing run, as `-MD` makes
+/// them), else the host side (the host preprocessing, without `__CUDA_ARCH__`).
+fn chain_target(steps: &[(usize, &[String])]) -> String {
+    let args = || steps.iter().flat_map(|(_, argv)| argv.iter());
+    if let Some(arch) = args().find_map(|a| a.strip_prefix("-arch=")) {
+        return arch.to_string();
+    }
+    args()
+        .find_map(|a| a.strip_prefix("-D__CUDA_ARCH__="))
+        .and_then(|n| n.parse::<u32>().ok())
+        .map_or_else(|| "host".to_string(), |n| format!("sm_{}", n / 10))
+}
+
 /// What one `Run` step left: its output, or a tuned ptxas step still to publish.
 enum Ran {
     Plain(Captured),
@@ -568,13 +582,9 @@ impl<'a> Replay<'a> {
 
     fn note_chain(&mut self, steps: &[(usize, &[String])]) {
         if self.tune.settings.verbose {
-            let arch = steps
-                .iter()
-                .flat_map(|(_, argv)| argv.iter())
-                .find_map(|a| a.strip_prefix("-arch="));
             self.aside.push(format!(
                 "nvcc-orion: {}: front end run beside the steps before it (an extra job slot)",
-                arch.unwrap_or("?")
+                chain_target(steps)
             ));
         }
     }

@@ -322,3 +322,36 @@ fn the_second_front_end_starts_beside_the_first() {
         "the objects differ"
     );
 }
+
+/// With `-MD`, nvcc preprocesses for sm_80, sm_90 and the host one after another before it
+/// writes the dependency file; with a spare token the driver runs sm_90's beside sm_80's, and
+/// the dependency file is nvcc's, byte for byte (the driver keeps the preprocessed files in
+/// plan order).
+#[test]
+fn dependency_files_of_side_by_side_preprocessing_match_nvcc() {
+    let Some(nvcc) = common::nvcc_or_skip(module_path!()) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    project(dir.path());
+    let real = common::command(&nvcc)
+        .current_dir(dir.path())
+        .args(["-c", "-O3", "-MD"])
+        .args(["-gencode", "arch=compute_80,code=sm_80"])
+        .args(["-gencode", "arch=compute_90,code=sm_90"])
+        .args(["k.cu", "-o", "k.o"])
+        .output()
+        .unwrap();
+    common::assert_ok(&real, "nvcc -MD");
+    let expected = std::fs::read(dir.path().join("k.d")).unwrap();
+    std::fs::remove_file(dir.path().join("k.d")).unwrap();
+    let o = two_arches(dir.path(), "k.cu", 1, true, &["-MD"]);
+    common::assert_ok(&o, "nvcc-orion -MD");
+    let said = String::from_utf8_lossy(&o.stderr);
+    // sm_90's preprocessing, then its cicc and ptxas, each beside sm_80's; the one token is
+    // taken when the host's preprocessing could start, so the driver runs that one itself.
+    let beside = "nvcc-orion: sm_90: front end run beside the steps before it";
+    assert_eq!(said.matches(beside).count(), 2, "{said}");
+    assert!(!said.contains("host: front end run beside"), "{said}");
+    assert!(std::fs::read(dir.path().join("k.d")).unwrap() == expected);
+}
