@@ -2,7 +2,7 @@
 # Whether two nvcc-orion binaries make the same outputs: a refactor must not change a byte.
 #   scripts/same-outputs.sh OLD_BIN NEW_BIN [WORK_DIR]
 # Compiles the example, test and bench kernels and every bench/build file in every mode: the
-# default (cubins for sm_80/90, objects for sm_89), adapt (a cubin, and an object with its
+# default (cubins for sm_80/90, objects for sm_89 and for sm_80 + sm_90 together), adapt (a cubin, and an object with its
 # launch-time glue), train, a profile-guided build (a profile naming walk.cu's variant 1 the
 # fastest) and each rewrite forced (spill2smem, regdem). For each compile it compares the
 # output, the report and the messages, then what `explain` makes of that report (the tables,
@@ -39,7 +39,8 @@ printf '{"format": "nvcc-orion-profile", "version": 1, "entries": [\n%s,\n%s\n]}
 configs=("tune:-cubin -arch=sm_80" "tune:-cubin -arch=sm_90" "tune:-c -arch=sm_89"
   "adapt:-cubin -arch=sm_90" "adapt:-c -arch=sm_80" "train:-c -arch=sm_90"
   "tune:-c -arch=sm_90 --orion-profile=$profile"
-  "tune:-cubin -arch=sm_90 --orion-force=spill2smem" "tune:-cubin -arch=sm_86 --orion-force=regdem")
+  "tune:-cubin -arch=sm_90 --orion-force=spill2smem" "tune:-cubin -arch=sm_86 --orion-force=regdem"
+  "tune:-c -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90")
 mask() { sed -i -E "s#$work/(old|new)#W#g; s#tmpxft_[0-9a-f_]+#tmpxft#g; s#/tmp/[^\" <]*#TMP#g" "$@"; }
 same=0 differ=0
 compare() {

@@ -4,6 +4,7 @@
 //! Nothing the steps print is shown until every step has succeeded. On any failure the caller
 //! runs the real nvcc instead, so the user sees exactly nvcc's own errors and exit code.
 
+mod chains;
 pub(crate) mod depfile;
 pub mod dryrun;
 pub mod dryrun_shim;
@@ -266,10 +267,33 @@ fn selector_refused(plan: &dryrun::Plan) -> Option<&'static str> {
     lto.then_some(LTO_REFUSED)
 }
 
+/// Whom a chain compiles for, as its verbose line names it: ptxas's `-arch=sm_XX`, else the
+/// preprocessing's `-D__CUDA_ARCH__=XX0` (a chain of one preprocessing run, as `-MD` makes
+/// them), else the host side (the host preprocessing, without `__CUDA_ARCH__`).
+fn chain_target(steps: &[(usize, &[String])]) -> String {
+    let args = || steps.iter().flat_map(|(_, argv)| argv.iter());
+    if let Some(arch) = args().find_map(|a| a.strip_prefix("-arch=")) {
+        return arch.to_string();
+    }
+    args()
+        .find_map(|a| a.strip_prefix("-D__CUDA_ARCH__="))
+        .and_then(|n| n.parse::<u32>().ok())
+        .map_or_else(|| "host".to_string(), |n| format!("sm_{}", n / 10))
+}
+
 /// What one `Run` step left: its output, or a tuned ptxas step still to publish.
 enum Ran {
     Plain(Captured),
     Tuned(Stepped),
+}
+
+impl Ran {
+    fn status(&self) -> std::process::ExitStatus {
+        match self {
+            Ran::Plain(c) => c.status,
+            Ran::Tuned(t) => t.captured.status,
+        }
+    }
 }
 
 /// A ptxas step tuned in the background, and the files it reads and writes (a later step
@@ -289,12 +313,15 @@ fn files_of(argv: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// Run the plan's steps in order. A tuned ptxas step runs in the background when an extra
-/// job slot is free ([`Slots`]): the next architecture's front end (`cicc`) does not need its
-/// output, so both proceed side by side, and each variant round draws on the same slots. A
-/// step that names a background step's files waits for it (`fatbinary` for the cubins), and
-/// so does every `rm` and dependency-file step. Output, notes and report records are taken
-/// in step order, so the replay prints and reports the same bytes either way. With `glue`
+/// Run the plan's steps in order. Under tune, each further architecture's front end and ptxas
+/// step (a [`chains::Chain`]) starts on an extra job slot ([`Slots`]) when one is free, as its
+/// stretch of the plan begins, and runs beside the driver's own steps; without a free slot the
+/// driver runs it in its place, as nvcc would. A tuned ptxas step runs in the background when
+/// an extra slot is free too, and each variant round draws on the same slots. A step that
+/// names a background step's files waits for it (`fatbinary` for the cubins), every step that
+/// may not overlap waits for the chains, and so does every `rm` and dependency-file step.
+/// Output, notes and report records are taken in step order, and a failure is the first in
+/// plan order, so the replay prints and reports the same bytes either way. With `glue`
 /// (`NVCC_ORION=adapt|train`), the host compilation of each `.cudafe1.cpp` goes through it.
 fn run_steps(
     plan: &dryrun::Plan,
@@ -304,12 +331,18 @@ fn run_steps(
     glue: Option<&glue::Glue>,
 ) -> Result<Replayed, DriverError> {
     let units = units::Units::of(plan);
+    let background = tune.settings.mode == Mode::Tune;
+    let chains = if background {
+        chains::side_chains(&plan.steps, &ctx.cwd)
+    } else {
+        Vec::new()
+    };
     let mut replay = Replay {
         ctx,
         tune,
         glue,
         units: &units,
-        background: tune.settings.mode == Mode::Tune,
+        background,
         slots: Slots::of_process(),
         done: Replayed::default(),
         ran: Vec::new(),
@@ -320,37 +353,88 @@ fn run_steps(
     std::thread::scope(|scope| -> Result<(), DriverError> {
         prefetch_glue(plan, ctx, glue, replay.slots, scope);
         let mut pending: Vec<Pending<'_>> = Vec::new();
-        for step in &plan.steps {
+        let mut running: Vec<Running<'_>> = Vec::new();
+        for (i, step) in plan.steps.iter().enumerate() {
             replay.done.steps += 1;
+            running.extend(replay.start_chains(i, plan, &chains, scope));
+            if replay.placed_aside(i, step, &mut running) {
+                continue;
+            }
+            if !chains::may_overlap(step) {
+                replay.join_chains(std::mem::take(&mut running))?;
+            }
             let (ready, later): (Vec<_>, Vec<_>) =
                 pending.into_iter().partition(|p| p.needed_by(step));
             pending = later;
             for p in ready {
                 replay.join(p)?;
             }
-            match step {
+            let result = match step {
                 Step::Run { argv, kind, .. } => {
-                    if let Some(p) = replay.run(argv, kind, scope)? {
-                        pending.push(p);
-                    }
+                    replay.run(argv, kind, scope).map(|p| pending.extend(p))
                 }
-                Step::Archive { query, args, .. } => {
-                    let archived = archive(query, args, ctx)?;
-                    replay.record("ar".to_string(), None, Ran::Plain(archived));
-                }
-                Step::FilterDeps { out } => {
-                    write_depfile(out, &replay.preprocessed, ctx, facts)?;
-                    replay.preprocessed.clear();
-                }
-                Step::Remove { paths } => remove(paths, ctx)?,
+                Step::Archive { query, args, .. } => archive(query, args, ctx)
+                    .map(|archived| replay.record("ar".to_string(), None, Ran::Plain(archived))),
+                Step::FilterDeps { out } => write_depfile(out, &replay.preprocessed, ctx, facts)
+                    .map(|()| replay.preprocessed.clear()),
+                Step::Remove { paths } => remove(paths, ctx),
+            };
+            if let Err(e) = result {
+                return Err(replay.first_failure(i, e, running));
             }
         }
+        replay.join_chains(running)?;
         for p in pending {
             replay.join(p)?;
         }
         Ok(())
     })?;
     Ok(replay.collect())
+}
+
+/// A chain running on a thread of its own: where its steps' results go in the replay.
+struct Running<'s> {
+    /// Its steps' plan indices, ascending.
+    steps: Vec<usize>,
+    /// For each step the driver has passed, its place in [`Replay::ran`].
+    places: Vec<usize>,
+    handle: std::thread::ScopedJoinHandle<'s, ChainRun>,
+}
+
+/// What a chain's thread left: its steps' results in order, up to the first that failed.
+struct ChainRun {
+    ran: Vec<Ran>,
+    /// The failed step's plan index and why.
+    failed: Option<(usize, DriverError)>,
+}
+
+/// Run a chain's steps in order on this thread, stopping at the first that fails.
+fn run_chain(steps: &[(usize, &[String])], ctx: &StepContext, tune: TuneContext<'_>) -> ChainRun {
+    let mut ran = Vec::new();
+    for &(index, argv) in steps {
+        let tool = dryrun::tool_of(argv).unwrap_or_default().to_string();
+        let result = if RunKind::of(argv) == RunKind::Ptxas {
+            crate::tune::ptxas_step(argv, ctx, tune).map(Ran::Tuned)
+        } else {
+            timings::timed(Phase::FrontEnd, || ctx.run(argv)).map(Ran::Plain)
+        };
+        let failed = match result {
+            Ok(r) if r.status().success() => {
+                ran.push(r);
+                continue;
+            }
+            Ok(r) => DriverError::StepFailed {
+                tool,
+                status: r.status(),
+            },
+            Err(source) => DriverError::Spawn { tool, source },
+        };
+        return ChainRun {
+            ran,
+            failed: Some((index, failed)),
+        };
+    }
+    ChainRun { ran, failed: None }
 }
 
 /// With the selector's glue, build its object for the plan's host compiler on an extra job
@@ -444,10 +528,7 @@ impl<'a> Replay<'a> {
         } else {
             Ran::Plain(timings::timed(Phase::FrontEnd, || ctx.run(argv)).map_err(spawn_err)?)
         };
-        let status = match &result {
-            Ran::Plain(c) => c.status,
-            Ran::Tuned(t) => t.captured.status,
-        };
+        let status = result.status();
         if !status.success() {
             return Err(DriverError::StepFailed { tool, status });
         }
@@ -461,6 +542,134 @@ impl<'a> Replay<'a> {
             self.preprocessed.push(ctx.cwd.join(out));
         }
         Ok(None)
+    }
+
+    /// Start on a thread of its own each chain whose stretch begins at step `at`, while an
+    /// extra job slot is free. A chain left without one is run by the driver in its place.
+    fn start_chains<'s>(
+        &mut self,
+        at: usize,
+        plan: &'a dryrun::Plan,
+        chains: &[chains::Chain],
+        scope: &'s std::thread::Scope<'s, 'a>,
+    ) -> Vec<Running<'s>> {
+        let mut started = Vec::new();
+        for chain in chains.iter().filter(|c| c.start_at == at) {
+            let Some(slot) = self.slots.try_extra() else {
+                break;
+            };
+            let steps: Vec<(usize, &'a [String])> = chain
+                .steps
+                .iter()
+                .filter_map(|&i| match &plan.steps[i] {
+                    Step::Run { argv, .. } => Some((i, argv.as_slice())),
+                    _ => None,
+                })
+                .collect();
+            self.note_chain(&steps);
+            let (ctx, tune) = (self.ctx, self.tune);
+            started.push(Running {
+                steps: chain.steps.clone(),
+                places: Vec::new(),
+                handle: scope.spawn(move || {
+                    let _slot = slot;
+                    run_chain(&steps, ctx, tune)
+                }),
+            });
+        }
+        started
+    }
+
+    fn note_chain(&mut self, steps: &[(usize, &[String])]) {
+        if self.tune.settings.verbose {
+            self.aside.push(format!(
+                "nvcc-orion: {}: front end run beside the steps before it (an extra job slot)",
+                chain_target(steps)
+            ));
+        }
+    }
+
+    /// If step `at` is a running chain's, keep its place in step order (its result comes when
+    /// the chain is joined) and count it as the driver would have.
+    fn placed_aside(&mut self, at: usize, step: &'a Step, running: &mut [Running<'_>]) -> bool {
+        let Some(chain) = running.iter_mut().find(|r| r.steps.contains(&at)) else {
+            return false;
+        };
+        let Step::Run { argv, kind, .. } = step else {
+            unreachable!("a chain holds only Run steps");
+        };
+        let mut unit = None;
+        match kind {
+            RunKind::Ptxas => {
+                self.done.ptxas_steps += 1;
+                unit = self.units.of_ptxas(argv);
+            }
+            RunKind::Preprocess { output: Some(out) } => {
+                self.preprocessed.push(self.ctx.cwd.join(out));
+            }
+            _ => {}
+        }
+        let tool = dryrun::tool_of(argv).unwrap_or_default().to_string();
+        self.ran.push((tool, None));
+        self.unit_of.push(unit);
+        chain.places.push(self.ran.len() - 1);
+        true
+    }
+
+    /// Wait for the running chains and take their results; a failure is the first in plan
+    /// order among theirs.
+    fn join_chains(&mut self, running: Vec<Running<'_>>) -> Result<(), DriverError> {
+        self.finish_chains(running).map_or(Ok(()), |(_, e)| Err(e))
+    }
+
+    /// [`Replay::join_chains`], with the plan index of the failed step.
+    fn finish_chains(&mut self, running: Vec<Running<'_>>) -> Option<(usize, DriverError)> {
+        if running.is_empty() {
+            return None;
+        }
+        // The driver only waits now: its slot serves the chains' variant rounds.
+        let lent = self.slots.lend();
+        let joined: Vec<_> = running
+            .into_iter()
+            .map(|r| (r.places, r.handle.join()))
+            .collect();
+        drop(lent);
+        let mut first: Option<(usize, DriverError)> = None;
+        for (places, run) in joined {
+            let run = run.unwrap_or_else(|_| ChainRun {
+                ran: Vec::new(),
+                failed: Some((
+                    usize::MAX,
+                    DriverError::Spawn {
+                        tool: "front end".into(),
+                        source: std::io::Error::other("a front-end thread panicked"),
+                    },
+                )),
+            });
+            for (place, result) in places.into_iter().zip(run.ran) {
+                self.ran[place].1 = Some(result);
+            }
+            if let Some((index, e)) = run.failed
+                && first.as_ref().is_none_or(|(f, _)| index < *f)
+            {
+                first = Some((index, e));
+            }
+        }
+        first
+    }
+
+    /// The failure to report when step `at` failed with `error`: a chain's step before it in
+    /// plan order failed first (nvcc, running in order, would have stopped there).
+    fn first_failure(
+        &mut self,
+        at: usize,
+        error: DriverError,
+        running: Vec<Running<'_>>,
+    ) -> DriverError {
+        match self.finish_chains(running) {
+            Some((index, e)) if index < at => e,
+            _ => error,
+        }
     }
 
     fn note_background(&mut self, argv: &[String]) {

@@ -5,7 +5,7 @@ use crate::common;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 
 use nvcc_orion::cli::Facts;
 use nvcc_orion::driver::{self, DriverError};
@@ -166,4 +166,192 @@ fn user_errors_surface_as_failed_steps_or_dry_runs() {
     };
     let err = driver::replay(&tk, &facts, &Settings::default(), &env(), dir.path()).unwrap_err();
     assert!(!err.is_internal(), "{err}");
+}
+
+/// Issue 47: each further architecture's front end runs beside the first's on a spare job slot.
+/// `nvcc-orion -c` of `src` (in `dir`) for sm_80 and sm_90 under a jobserver of `tokens` spare
+/// tokens, with `extra` arguments: what it printed and its exit code.
+fn two_arches(dir: &Path, src: &str, tokens: usize, verbose: bool, extra: &[&str]) -> Output {
+    let client = jobserver::Client::new(tokens).expect("a jobserver");
+    let mut cmd = common::orion();
+    cmd.current_dir(dir)
+        .args(["-c", "-O3"])
+        .args(["-gencode", "arch=compute_80,code=sm_80"])
+        .args(["-gencode", "arch=compute_90,code=sm_90"])
+        .args(extra)
+        .args([src, "-o", "k.o"])
+        .env("NVCC_ORION_CACHE", "off");
+    if verbose {
+        cmd.env("NVCC_ORION_VERBOSE", "1");
+    }
+    client.configure_make(&mut cmd);
+    cmd.output().unwrap()
+}
+
+/// The real nvcc's answer to [`two_arches`]' compile.
+fn nvcc_two_arches(nvcc: &Path, dir: &Path, src: &str) -> Output {
+    common::command(nvcc)
+        .current_dir(dir)
+        .args(["-c", "-O3"])
+        .args(["-gencode", "arch=compute_80,code=sm_80"])
+        .args(["-gencode", "arch=compute_90,code=sm_90"])
+        .args([src, "-o", "k.o"])
+        .output()
+        .unwrap()
+}
+
+const KERNEL_BODY: &str = "extern \"C\" __global__ void k(float* p) { p[threadIdx.x] *= 2.0f; }\n";
+
+/// A source valid for sm_80 whose sm_90 preprocessing fails: the user sees nvcc's own message
+/// and exit code, whether sm_90's front end ran beside sm_80's (one spare token) or after it
+/// (none), and the failure the driver saw is sm_90's preprocessing.
+#[test]
+fn a_failing_second_front_end_reports_as_nvcc() {
+    let Some(nvcc) = common::nvcc_or_skip(module_path!()) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let src = format!(
+        "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\n#error no sm_90 here\n#endif\n{KERNEL_BODY}"
+    );
+    std::fs::write(dir.path().join("k.cu"), src).unwrap();
+    let real = nvcc_two_arches(&nvcc, dir.path(), "k.cu");
+    assert!(!real.status.success(), "nvcc accepted the #error");
+    let message = String::from_utf8_lossy(&real.stderr).into_owned();
+    assert!(message.contains("no sm_90 here"), "{message}");
+    for tokens in [1, 0] {
+        let o = two_arches(dir.path(), "k.cu", tokens, false, &[]);
+        assert_eq!(o.status.code(), real.status.code(), "{tokens} spare tokens");
+        assert_eq!(
+            String::from_utf8_lossy(&o.stderr),
+            message,
+            "{tokens} spare tokens"
+        );
+        assert!(o.stdout == real.stdout);
+        let o = two_arches(dir.path(), "k.cu", tokens, true, &[]);
+        let said = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            said.starts_with("nvcc-orion: warning: step `gcc` exited with exit status: 1"),
+            "{tokens} spare tokens: {said}"
+        );
+    }
+}
+
+/// When both architectures fail, the failure reported is the first in nvcc's order: sm_80's
+/// `cicc` (an undefined name) comes before sm_90's preprocessing (`#error`) in the plan,
+/// although run side by side sm_90's fails sooner.
+#[test]
+fn the_first_failure_in_plan_order_is_reported() {
+    let Some(nvcc) = common::nvcc_or_skip(module_path!()) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let src = format!(
+        "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\n#error no sm_90 here\n#endif\n\
+         #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 800\n\
+         __device__ int f() {{ return not_declared_anywhere; }}\n#endif\n{KERNEL_BODY}"
+    );
+    std::fs::write(dir.path().join("k.cu"), src).unwrap();
+    let real = nvcc_two_arches(&nvcc, dir.path(), "k.cu");
+    let message = String::from_utf8_lossy(&real.stderr).into_owned();
+    assert!(message.contains("not_declared_anywhere"), "{message}");
+    assert!(!message.contains("no sm_90 here"), "{message}");
+    let o = two_arches(dir.path(), "k.cu", 1, true, &[]);
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        said.starts_with("nvcc-orion: warning: step `cicc` exited with exit status: 1"),
+        "{said}"
+    );
+    assert_eq!(o.status.code(), real.status.code());
+    let o = two_arches(dir.path(), "k.cu", 1, false, &[]);
+    assert_eq!(String::from_utf8_lossy(&o.stderr), message);
+}
+
+/// With one spare token, sm_90's front end starts while sm_80's runs. The host compiler is a
+/// wrapper whose sm_80 preprocessing waits (at most 20 s) for sm_90's to start, so only a
+/// driver that runs them side by side sees it start; timing plays no part, so load cannot
+/// make the test flaky. The object is the one a build without a spare token makes.
+#[test]
+fn the_second_front_end_starts_beside_the_first() {
+    let Some(_) = common::nvcc_or_skip(module_path!()) else {
+        return;
+    };
+    let Some(gcc) = std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join("gcc"))
+            .find(|g| g.is_file())
+    }) else {
+        common::skip(module_path!(), "no gcc on PATH");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display();
+    let wrapper = format!(
+        "#!/bin/sh\ncase \" $* \" in\n\
+         *\" -D__CUDA_ARCH__=900 \"*) : > \"{d}/sm90-started\" ;;\n\
+         *\" -D__CUDA_ARCH__=800 \"*\" -E \"*)\n\
+         n=0\n\
+         while [ ! -e \"{d}/sm90-started\" ] && [ $n -lt 200 ]; do sleep 0.1; n=$((n+1)); done\n\
+         if [ -e \"{d}/sm90-started\" ]; then echo beside; else echo after; fi >> \"{d}/order\" ;;\n\
+         esac\nexec \"{}\" \"$@\"\n",
+        gcc.display()
+    );
+    std::fs::create_dir(dir.path().join("cc")).unwrap();
+    let cc = dir.path().join("cc/gcc");
+    std::fs::write(&cc, wrapper).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&cc, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(dir.path().join("k.cu"), KERNEL_BODY).unwrap();
+    let ccbin = cc.to_str().unwrap();
+    let o = two_arches(dir.path(), "k.cu", 1, true, &["-ccbin", ccbin]);
+    common::assert_ok(&o, "nvcc-orion with a spare token");
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        said.contains("nvcc-orion: sm_90: front end run beside the steps before it"),
+        "{said}"
+    );
+    let order = std::fs::read_to_string(dir.path().join("order")).unwrap();
+    assert_eq!(order, "beside\n");
+    let side = std::fs::read(dir.path().join("k.o")).unwrap();
+    // The marker stays: the serial build's sm_80 preprocessing finds it and does not wait.
+    let o = two_arches(dir.path(), "k.cu", 0, false, &["-ccbin", ccbin]);
+    common::assert_ok(&o, "nvcc-orion without a spare token");
+    let serial = std::fs::read(dir.path().join("k.o")).unwrap();
+    assert!(
+        common::mask_tmpxft(&side) == common::mask_tmpxft(&serial),
+        "the objects differ"
+    );
+}
+
+/// With `-MD`, nvcc preprocesses for sm_80, sm_90 and the host one after another before it
+/// writes the dependency file; with a spare token the driver runs sm_90's beside sm_80's, and
+/// the dependency file is nvcc's, byte for byte (the driver keeps the preprocessed files in
+/// plan order).
+#[test]
+fn dependency_files_of_side_by_side_preprocessing_match_nvcc() {
+    let Some(nvcc) = common::nvcc_or_skip(module_path!()) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    project(dir.path());
+    let real = common::command(&nvcc)
+        .current_dir(dir.path())
+        .args(["-c", "-O3", "-MD"])
+        .args(["-gencode", "arch=compute_80,code=sm_80"])
+        .args(["-gencode", "arch=compute_90,code=sm_90"])
+        .args(["k.cu", "-o", "k.o"])
+        .output()
+        .unwrap();
+    common::assert_ok(&real, "nvcc -MD");
+    let expected = std::fs::read(dir.path().join("k.d")).unwrap();
+    std::fs::remove_file(dir.path().join("k.d")).unwrap();
+    let o = two_arches(dir.path(), "k.cu", 1, true, &["-MD"]);
+    common::assert_ok(&o, "nvcc-orion -MD");
+    let said = String::from_utf8_lossy(&o.stderr);
+    // sm_90's preprocessing, then its cicc and ptxas, each beside sm_80's; the one token is
+    // taken when the host's preprocessing could start, so the driver runs that one itself.
+    let beside = "nvcc-orion: sm_90: front end run beside the steps before it";
+    assert_eq!(said.matches(beside).count(), 2, "{said}");
+    assert!(!said.contains("host: front end run beside"), "{said}");
+    assert!(std::fs::read(dir.path().join("k.d")).unwrap() == expected);
 }
