@@ -45,13 +45,18 @@ pub(crate) struct Input<'a> {
     pub(crate) sources: &'a BTreeMap<String, Vec<Option<usize>>>,
     /// The first free variant number of the step (names the work files).
     pub(crate) index: usize,
+    /// `--orion-test-perturb-original` (testing only): originals whose copy in the
+    /// multi-variant cubin is changed before the checks ([`perturbed`]).
+    pub(crate) perturb: &'a [String],
 }
 
 /// What the emitter gives the step.
 #[derive(Debug)]
 pub(crate) enum Embedding {
-    /// The multi-variant cubin to ship, a verbose note on what it holds, and how it was made.
-    Cubin(Vec<u8>, String, Assembly),
+    /// The multi-variant cubin to ship, a verbose note on what it holds, how it was made,
+    /// and a warning line per original kernel it ships from plain tune's cubin
+    /// ([`settle_originals`]).
+    Cubin(Vec<u8>, String, Assembly, Vec<String>),
     /// Nothing to embed (no kernel has a second candidate): plain tune's cubin ships.
     None,
     /// Not attempted, for this reason (a verbose note); plain tune's cubin ships.
@@ -83,7 +88,7 @@ pub(crate) fn embed(input: &Input<'_>, records: &mut [KernelRecord]) -> Embeddin
     }
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| emit(input, records)));
     match r {
-        Ok(Ok(Some((bytes, how)))) => {
+        Ok(Ok(Some((bytes, how, from_plain)))) => {
             let all = || records.iter().flat_map(|r| r.variants.iter().skip(1));
             let capped = all().filter(|v| v.left_out.is_some()).count();
             // Named: a disagreement costs only the variants it concerns.
@@ -113,7 +118,17 @@ pub(crate) fn embed(input: &Input<'_>, records: &mut [KernelRecord]) -> Embeddin
                     String::new()
                 }
             );
-            Embedding::Cubin(bytes, note, how)
+            let warnings = from_plain
+                .iter()
+                .map(|(kernel, why)| {
+                    format!(
+                        "kernel {kernel} differs in the multi-variant build ({why}); it ships \
+                         plain tune's code, taken into the multi-variant cubin, and the other \
+                         kernels keep their variants"
+                    )
+                })
+                .collect();
+            Embedding::Cubin(bytes, note, how, warnings)
         }
         // Every variant dropped (the records say why), or none to embed.
         Ok(Ok(None)) if records.iter().any(|r| !r.variants.is_empty()) => Embedding::Note(
@@ -131,12 +146,14 @@ pub(crate) fn embed(input: &Input<'_>, records: &mut [KernelRecord]) -> Embeddin
     }
 }
 
-/// The multi-variant cubin and how it was made, or `None` when no kernel has a variant
-/// beyond its original.
-fn emit(
-    input: &Input<'_>,
-    records: &mut [KernelRecord],
-) -> Result<Option<(Vec<u8>, Assembly)>, TuneError> {
+/// The multi-variant cubin, how it was made and the originals it took from plain tune's
+/// cubin ([`settle_originals`]: each with why), or `None` when no kernel has a variant beyond
+/// its original.
+type Emitted = (Vec<u8>, Assembly, BTreeMap<String, String>);
+
+/// The multi-variant cubin ([`Emitted`]), or `None` when no kernel has a variant beyond its
+/// original.
+fn emit(input: &Input<'_>, records: &mut [KernelRecord]) -> Result<Option<Emitted>, TuneError> {
     let wants = wanted(input.sources, records);
     if wants.is_empty() {
         return Ok(None);
@@ -155,7 +172,7 @@ fn emit(
         reused(input, records, &wants, &capped)
     }));
     if let Ok(Some(bytes)) = copied {
-        return Ok(Some((bytes, Assembly::VariantsAdded)));
+        return Ok(Some((bytes, Assembly::VariantsAdded, BTreeMap::new())));
     }
     // What the cap left out is built no more than what differed.
     let mut dropped = capped.clone();
@@ -169,14 +186,9 @@ fn emit(
             return Ok(None);
         }
         let (bytes, raw, refused) = build(input, &live, attempt)?;
-        let multi =
-            Cubin::parse(&bytes).map_err(|e| TuneError::Cubin("multi-variant".to_string(), e))?;
         let mut differ = refused;
-        for (kernel, why) in check_originals(input, &multi)? {
-            if !blame_variants(&live, &kernel, &why, &mut differ) {
-                return Err(TuneError::Mismatch(kernel));
-            }
-        }
+        let bytes = perturbed(input.perturb, bytes);
+        let (bytes, multi, from_plain) = settle_originals(input, &live, bytes, &mut differ)?;
         let mut same_code = BTreeMap::new();
         for w in &live {
             if differ.contains_key(&w.name) {
@@ -200,7 +212,7 @@ fn emit(
                 &same_code,
                 Some(&multi),
             );
-            return Ok(Some((bytes, Assembly::MultiVariant)));
+            return Ok(Some((bytes, Assembly::MultiVariant, from_plain)));
         }
         if attempt == LAST_ATTEMPT {
             let (kernel, why) = differ.into_iter().next().unwrap_or_default();
@@ -305,8 +317,12 @@ fn reused(
             donor,
         })
         .collect();
-    let bytes = entry::add_copies(&plain, &copies).ok()?;
+    let bytes = perturbed(input.perturb, entry::add_copies(&plain, &copies).ok()?);
     let multi = Cubin::parse(&bytes).ok()?;
+    // The originals are plain tune's sections here: one that differs is a fault of the copy.
+    if !check_originals(input, &multi).ok()?.is_empty() {
+        return None;
+    }
     let live = wants;
     let mut same_code = BTreeMap::new();
     for w in &live {
@@ -503,10 +519,91 @@ fn audit_multi(
     Ok(())
 }
 
+/// The multi-variant cubin `bytes` (parsed too) with every original as plain tune ships it,
+/// and the originals taken from plain tune's cubin, with why. An original that differs
+/// ([`check_originals`]) drops the variants copied from it ([`blame_variants`]: the cubin is
+/// built again without them). One with no variant left to drop cannot be helped by building
+/// again, so plain tune's sections of it are spliced in ([`crate::cubin::splice`]) and it is
+/// checked once more: it costs at most itself, never the other kernels' variants. Only
+/// where the splice refuses (or its result still differs) does the embedding fail, naming
+/// the kernel. The assembly check ([`audit_multi`]) then compares the result with plain
+/// tune's cubin as it compares every original; it shares nothing with the splice.
+fn settle_originals(
+    input: &Input<'_>,
+    live: &[&Want],
+    bytes: Vec<u8>,
+    differ: &mut BTreeMap<String, String>,
+) -> Result<(Vec<u8>, Cubin, BTreeMap<String, String>), TuneError> {
+    let parse =
+        |b: &[u8]| Cubin::parse(b).map_err(|e| TuneError::Cubin("multi-variant".to_string(), e));
+    let multi = parse(&bytes)?;
+    let mut alone = BTreeMap::new();
+    for (kernel, why) in check_originals(input, &multi)? {
+        if !blame_variants(live, &kernel, &why, differ) {
+            alone.insert(kernel, why);
+        }
+    }
+    if alone.is_empty() {
+        return Ok((bytes, multi, alone));
+    }
+    let plain = Cubin::parse(input.plain).map_err(|e| TuneError::Cubin("tuned".to_string(), e))?;
+    let parts: Vec<(&str, &Cubin)> = alone.keys().map(|k| (k.as_str(), &plain)).collect();
+    let spliced = crate::cubin::splice::splice(&multi, &parts).map_err(|e| {
+        let kernel = if e.kernel.is_empty() {
+            alone.keys().next().cloned().unwrap_or_default()
+        } else {
+            e.kernel.clone()
+        };
+        let why = alone.get(&kernel).cloned().unwrap_or_default();
+        VariantsRefused::OriginalDiffers {
+            kernel,
+            why: format!("{why}; plain tune's copy could not be taken in: {}", e.what),
+        }
+    })?;
+    let multi = parse(&spliced)?;
+    let still = check_originals(input, &multi)?;
+    if let Some((kernel, why)) = still.into_iter().find(|(k, _)| alone.contains_key(k)) {
+        let why = format!("{why}, even with plain tune's copy taken in");
+        return Err(VariantsRefused::OriginalDiffers { kernel, why }.into());
+    }
+    Ok((spliced, multi, alone))
+}
+
+/// `--orion-test-perturb-original` (testing only): `bytes` with the first instruction of each
+/// named kernel changed in one bit (its third byte), as if this build had compiled that
+/// original apart from plain tune's. Only ever handed to the checks, which refuse it
+/// ([`check_originals`] compares the code bytes with plain tune's), so it never ships.
+/// Unchanged when nothing is named or the bytes do not parse.
+fn perturbed(names: &[String], mut bytes: Vec<u8>) -> Vec<u8> {
+    if names.is_empty() {
+        return bytes;
+    }
+    let Ok(cubin) = Cubin::parse(&bytes) else {
+        return bytes;
+    };
+    for f in cubin.functions() {
+        if !names.contains(&f.name) {
+            continue;
+        }
+        let at = cubin
+            .elf()
+            .sections
+            .get(f.text_section)
+            .map(|s| s.sh_offset.saturating_add(f.text_offset).saturating_add(2));
+        if let Some(b) = at
+            .and_then(|a| usize::try_from(a).ok())
+            .and_then(|a| bytes.get_mut(a))
+        {
+            *b ^= 1;
+        }
+    }
+    bytes
+}
+
 /// An original kernel `kernel` differs in the multi-variant cubin from what plain tune ships
 /// (`why`): the variants copied from it are dropped (each with why) and the cubin is built
 /// again without them, so the other kernels keep theirs. `false`: it has no variant left to
-/// drop, and the embedding fails as a whole (plain tune's cubin ships).
+/// drop; [`settle_originals`] takes plain tune's copy of it in instead.
 fn blame_variants(
     live: &[&Want],
     kernel: &str,
@@ -721,7 +818,8 @@ pub(crate) mod tests {
     }
 
     /// An original that differs in the multi-variant cubin drops its own variants only (the
-    /// cubin is built again without them); one with no variant left fails the embedding.
+    /// cubin is built again without them); one with no variant left to drop is not blamed on
+    /// any (`settle_originals` takes plain tune's copy of it in instead).
     #[test]
     fn an_original_that_differs_drops_only_its_variants() {
         let (a1, a2, b1) = (want("a", "a__v1"), want("a", "a__v2"), want("b", "b__v1"));

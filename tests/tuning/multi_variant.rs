@@ -13,6 +13,9 @@
 //! - a rewritten original stays as plain tune ships it, and five variants at most ship;
 //! - a step with `--entry` gets no variants, and a name the module already uses leaves
 //!   plain tune's cubin with one warning;
+//! - an original with no variant of its own that the multi-variant build compiled apart
+//!   (`--orion-test-perturb-original`, testing only) ships plain tune's code with one
+//!   warning, and the other kernel keeps its variants;
 //! - `-cubin` and `-fatbin` outputs under adapt and train, which no glue can reach, ship the
 //!   tuned winners alone, as a default build does.
 
@@ -105,6 +108,13 @@ fn built() -> Option<&'static PathBuf> {
                         .arg(two_cu());
                     run(c, out);
                 }
+                // mv_bounded, which has no variant of its own, differing in the
+                // multi-variant build (the testing-only hook).
+                let mut c = orion(&nvcc, d, "adapt", "perturbed.o", "cache_a");
+                c.args(["-arch=sm_90", "--orion-transforms=spill2smem"])
+                    .arg(format!("--orion-test-perturb-original={BOUNDED}"))
+                    .arg(two_cu());
+                run(c, "perturbed.o");
                 // The rewrite forced on the originals: every budget is built, none pruned.
                 for (mode, out) in [("tune", "forced_tune.o"), ("adapt", "forced_adapt.o")] {
                     let mut c = orion(&nvcc, d, mode, out, "cache_a");
@@ -490,6 +500,52 @@ fn a_taken_variant_name_leaves_plain_tune_with_one_warning() {
         u64::from(regs[&(90, "hops__orion_v1".to_string())]),
         users["chosen_registers"].as_u64().unwrap()
     );
+}
+
+/// An original kernel with no variant of its own whose copy in the multi-variant build differs
+/// from what plain tune ships (`--orion-test-perturb-original`, testing only: its first
+/// instruction changed before the checks) costs at most itself: the build succeeds with one
+/// warning naming it, the object ships its code exactly as the default (tune) build does
+/// (cuobjdump's SASS and registers of the object plain tune made), and the other kernel's
+/// variants are all embedded, as in the unperturbed adapt build. Before, the embedding failed
+/// as a whole and every variant of the architecture was lost.
+#[test]
+fn a_differing_original_without_variants_costs_only_itself() {
+    let Some(d) = built() else { return };
+    let obj = d.join("perturbed.o");
+    let stderr = std::fs::read_to_string(d.join("perturbed.o.stderr")).unwrap();
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("nvcc-orion: warning:"))
+        .collect();
+    assert_eq!(
+        warnings,
+        [format!(
+            "nvcc-orion: warning: sm_90: kernel {BOUNDED} differs in the multi-variant build \
+             (its code differs); it ships plain tune's code, taken into the multi-variant \
+             cubin, and the other kernels keep their variants"
+        )]
+    );
+    let recs = records(d, "perturbed.o");
+    let bounded = recs.iter().find(|r| r["kernel"] == BOUNDED).unwrap();
+    assert!(
+        bounded.get("variants").is_none(),
+        "no variant of its own: {bounded}"
+    );
+    // Its shipped code (and every other original's) is the default build's.
+    same_originals(&d.join("two_tune.o"), &obj);
+    // The other kernel keeps every variant, as where nothing differs.
+    let extra = check_listed(&obj, &recs);
+    let entries = |o: &Path| -> Vec<String> {
+        registers(o)
+            .into_keys()
+            .map(|(_, f)| f)
+            .filter(|f| f.contains("__orion_v"))
+            .collect()
+    };
+    assert!(extra >= 1, "{recs:?}");
+    assert_eq!(entries(&obj), entries(&d.join("two_adapt.o")));
+    assert!(entries(&obj).iter().all(|f| !f.starts_with(BOUNDED)));
 }
 
 /// With the spill2smem rewrite forced, the original name holds the rewritten kernel as
