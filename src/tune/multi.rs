@@ -18,6 +18,9 @@
 //! so a training profile's variant `k` is the same candidate in the build it guides.
 //! Before either, the object-size cap ([`super::cap`]) leaves out the variants the step's
 //! cubin has no room for, the same way (absent, never renumbered).
+//! An original that differs from what plain tune ships drops its variants the same way; one
+//! with no variant to drop gets plain tune's copy spliced in ([`settle_originals`]), with one
+//! warning line naming it, so that it costs at most itself.
 //! Anything else that goes wrong leaves what plain tune ships, with one warning line.
 
 use std::collections::BTreeMap;
@@ -519,6 +522,10 @@ fn audit_multi(
     Ok(())
 }
 
+/// What [`settle_originals`] gives: the bytes, the parsed cubin, and the originals taken from
+/// plain tune's cubin (each with why).
+type Settled = (Vec<u8>, Cubin, BTreeMap<String, String>);
+
 /// The multi-variant cubin `bytes` (parsed too) with every original as plain tune ships it,
 /// and the originals taken from plain tune's cubin, with why. An original that differs
 /// ([`check_originals`]) drops the variants copied from it ([`blame_variants`]: the cubin is
@@ -533,7 +540,7 @@ fn settle_originals(
     live: &[&Want],
     bytes: Vec<u8>,
     differ: &mut BTreeMap<String, String>,
-) -> Result<(Vec<u8>, Cubin, BTreeMap<String, String>), TuneError> {
+) -> Result<Settled, TuneError> {
     let parse =
         |b: &[u8]| Cubin::parse(b).map_err(|e| TuneError::Cubin("multi-variant".to_string(), e));
     let multi = parse(&bytes)?;
