@@ -15,7 +15,8 @@
 //!   plain tune's cubin with one warning;
 //! - an original with no variant of its own that the multi-variant build compiled apart
 //!   (`--orion-test-perturb-original`, testing only) ships plain tune's code with one
-//!   warning, and the other kernel keeps its variants;
+//!   warning, and the other kernel keeps its variants; where plain tune's copy cannot be
+//!   taken in (`-lineinfo`), plain tune's cubin ships with one warning naming the kernel;
 //! - `-cubin` and `-fatbin` outputs under adapt and train, which no glue can reach, ship the
 //!   tuned winners alone, as a default build does.
 
@@ -115,6 +116,12 @@ fn built() -> Option<&'static PathBuf> {
                     .arg(format!("--orion-test-perturb-original={BOUNDED}"))
                     .arg(two_cu());
                 run(c, "perturbed.o");
+                // The same where the splice refuses: -lineinfo's line program.
+                let mut c = orion(&nvcc, d, "adapt", "perturbed_lines.o", "cache_a");
+                c.args(["-arch=sm_90", "-lineinfo"])
+                    .arg(format!("--orion-test-perturb-original={BOUNDED}"))
+                    .arg(two_cu());
+                run(c, "perturbed_lines.o");
                 // The rewrite forced on the originals: every budget is built, none pruned.
                 for (mode, out) in [("tune", "forced_tune.o"), ("adapt", "forced_adapt.o")] {
                     let mut c = orion(&nvcc, d, mode, out, "cache_a");
@@ -546,6 +553,36 @@ fn a_differing_original_without_variants_costs_only_itself() {
     assert!(extra >= 1, "{recs:?}");
     assert_eq!(entries(&obj), entries(&d.join("two_adapt.o")));
     assert!(entries(&obj).iter().all(|f| !f.starts_with(BOUNDED)));
+}
+
+/// The same differing original where plain tune's copy cannot be spliced in (`-lineinfo`: the
+/// module's line program describes ptxas's code by address): the step ships plain tune's
+/// cubin, and its one warning about the variants names the kernel and why.
+#[test]
+fn a_differing_original_that_cannot_take_plain_tunes_copy_is_named() {
+    let Some(d) = built() else { return };
+    let stderr = std::fs::read_to_string(d.join("perturbed_lines.o.stderr")).unwrap();
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("nvcc-orion: warning: sm_90:"))
+        .collect();
+    assert_eq!(
+        warnings,
+        [format!(
+            "nvcc-orion: warning: sm_90: variants not embedded (original kernel {BOUNDED} \
+             differs from what plain tune ships: its code differs; plain tune's copy could not \
+             be taken in: .debug_line: debug information would not describe the new code); \
+             the tuned kernels ship alone"
+        )]
+    );
+    let regs = registers(&d.join("perturbed_lines.o"));
+    assert!(regs.contains_key(&(90, BOUNDED.to_string())), "{regs:?}");
+    assert!(
+        regs.keys().all(|(_, f)| !f.contains("__orion_v")),
+        "{regs:?}"
+    );
+    let recs = records(d, "perturbed_lines.o");
+    assert!(recs.iter().all(|r| r.get("variants").is_none()), "{recs:?}");
 }
 
 /// With the spill2smem rewrite forced, the original name holds the rewritten kernel as
