@@ -149,9 +149,8 @@ pub(crate) fn embed(input: &Input<'_>, records: &mut [KernelRecord]) -> Embeddin
     }
 }
 
-/// The multi-variant cubin, how it was made and the originals it took from plain tune's
-/// cubin ([`settle_originals`]: each with why), or `None` when no kernel has a variant beyond
-/// its original.
+/// What [`emit`] gives: the multi-variant cubin, how it was made, and the originals it took
+/// from plain tune's cubin ([`settle_originals`]: each with why).
 type Emitted = (Vec<u8>, Assembly, BTreeMap<String, String>);
 
 /// The multi-variant cubin ([`Emitted`]), or `None` when no kernel has a variant beyond its
@@ -529,8 +528,9 @@ type Settled = (Vec<u8>, Cubin, BTreeMap<String, String>);
 /// The multi-variant cubin `bytes` (parsed too) with every original as plain tune ships it,
 /// and the originals taken from plain tune's cubin, with why. An original that differs
 /// ([`check_originals`]) drops the variants copied from it ([`blame_variants`]: the cubin is
-/// built again without them). One with no variant left to drop cannot be helped by building
-/// again, so plain tune's sections of it are spliced in ([`crate::cubin::splice`]) and it is
+/// built again without them). For one with no variant left to drop, building again could
+/// only help by leaving out other kernels' variants, so plain tune's sections of it are
+/// spliced in ([`crate::cubin::splice`]) and it is
 /// checked once more: it costs at most itself, never the other kernels' variants. Only
 /// where the splice refuses (or its result still differs) does the embedding fail, naming
 /// the kernel. The assembly check ([`audit_multi`]) then compares the result with plain
