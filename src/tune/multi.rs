@@ -205,7 +205,15 @@ fn emit(input: &Input<'_>, records: &mut [KernelRecord]) -> Result<Option<Emitte
                 }
             }
         }
-        audit_multi(input, &bytes, &raw, &live, &mut differ)?;
+        let alone = audit_multi(input, &bytes, &raw, &live, &mut differ)?;
+        let (bytes, multi, from_plain) = settle_audit(
+            input,
+            (bytes, multi, from_plain),
+            &raw,
+            &live,
+            alone,
+            &mut differ,
+        )?;
         if differ.is_empty() {
             fill(
                 records,
@@ -336,7 +344,8 @@ fn reused(
         }
     }
     let mut differ = BTreeMap::new();
-    if audit_multi(input, &bytes, input.plain, &live, &mut differ).is_err() || !differ.is_empty() {
+    let alone = audit_multi(input, &bytes, input.plain, &live, &mut differ).ok()?;
+    if !alone.is_empty() || !differ.is_empty() {
         return None;
     }
     fill(records, all, (capped, capped), &same_code, Some(&multi));
@@ -452,14 +461,15 @@ fn whole_module(
 /// candidate is an `--entry` build, rewritten on its own: its helper subroutines' frames
 /// follow that build's rewrite, not this one's.) A variant that disagrees joins `differ` (it
 /// is dropped and the cubin built again), and so do the variants of an original that
-/// disagrees ([`blame_variants`]); any other disagreement fails the embedding.
+/// disagrees ([`blame_variants`]). An original with no variant left to blame is given back,
+/// with what differs, for [`settle_audit`]; any other disagreement fails the embedding.
 fn audit_multi(
     input: &Input<'_>,
     bytes: &[u8],
     raw: &[u8],
     live: &[&Want],
     differ: &mut BTreeMap<String, String>,
-) -> Result<(), TuneError> {
+) -> Result<BTreeMap<String, String>, TuneError> {
     let plain = Cubin::parse(input.plain).map_err(|e| TuneError::Cubin("tuned".to_string(), e))?;
     let checked = |w: &&&Want| !differ.contains_key(&w.name);
     let rewritten = |w: &&&Want| w.budget.is_some_and(|b| b.rewritten());
@@ -506,6 +516,7 @@ fn audit_multi(
     let (_, found) = crate::timings::timed(crate::timings::Phase::Check, || {
         crate::audit::check_each(input.step.tools, &job)
     })?;
+    let mut alone = BTreeMap::new();
     for e in found {
         match e {
             crate::audit::AuditError::Disagrees { kernel, what }
@@ -515,10 +526,42 @@ fn audit_multi(
             }
             crate::audit::AuditError::Disagrees { kernel, what }
                 if blame_variants(live, &kernel, &format!("assembly check: {what}"), differ) => {}
+            crate::audit::AuditError::Disagrees { kernel, what } if kernels.contains(&kernel) => {
+                alone.insert(kernel, format!("assembly check: {what}"));
+            }
             e => return Err(e.into()),
         }
     }
-    Ok(())
+    Ok(alone)
+}
+
+/// The multi-variant cubin after the assembly check found originals with no variant to
+/// blame that differ from plain tune's (`alone`, each with what differs; [`audit_multi`]):
+/// the same remedy as [`settle_originals`]'s, for a difference only the check sees (an
+/// attribute, a relocation, a symbol's flags). Plain tune's sections of each are spliced in
+/// and both checks run once more; the originals join those taken from plain tune's cubin.
+/// Where the splice refuses, or the check still disagrees, the embedding fails, naming the
+/// kernel. Unchanged when `alone` is empty.
+fn settle_audit(
+    input: &Input<'_>,
+    (bytes, multi, mut from_plain): Settled,
+    raw: &[u8],
+    live: &[&Want],
+    alone: BTreeMap<String, String>,
+    differ: &mut BTreeMap<String, String>,
+) -> Result<Settled, TuneError> {
+    if alone.is_empty() {
+        return Ok((bytes, multi, from_plain));
+    }
+    let (bytes, multi) = take_plain_copies(input, &multi, &alone)?;
+    let mut still = check_originals(input, &multi)?;
+    still.extend(audit_multi(input, &bytes, raw, live, differ)?);
+    if let Some((kernel, why)) = still.into_iter().next() {
+        let why = format!("{why}, even with plain tune's copy taken in");
+        return Err(VariantsRefused::OriginalDiffers { kernel, why }.into());
+    }
+    from_plain.extend(alone);
+    Ok((bytes, multi, from_plain))
 }
 
 /// What [`settle_originals`] gives: the bytes, the parsed cubin, and the originals taken from
@@ -541,9 +584,8 @@ fn settle_originals(
     bytes: Vec<u8>,
     differ: &mut BTreeMap<String, String>,
 ) -> Result<Settled, TuneError> {
-    let parse =
-        |b: &[u8]| Cubin::parse(b).map_err(|e| TuneError::Cubin("multi-variant".to_string(), e));
-    let multi = parse(&bytes)?;
+    let multi =
+        Cubin::parse(&bytes).map_err(|e| TuneError::Cubin("multi-variant".to_string(), e))?;
     let mut alone = BTreeMap::new();
     for (kernel, why) in check_originals(input, &multi)? {
         if !blame_variants(live, &kernel, &why, differ) {
@@ -553,9 +595,26 @@ fn settle_originals(
     if alone.is_empty() {
         return Ok((bytes, multi, alone));
     }
+    let (spliced, multi) = take_plain_copies(input, &multi, &alone)?;
+    let still = check_originals(input, &multi)?;
+    if let Some((kernel, why)) = still.into_iter().find(|(k, _)| alone.contains_key(k)) {
+        let why = format!("{why}, even with plain tune's copy taken in");
+        return Err(VariantsRefused::OriginalDiffers { kernel, why }.into());
+    }
+    Ok((spliced, multi, alone))
+}
+
+/// `multi` with plain tune's sections of each original in `alone` (each with why it differs)
+/// spliced in ([`crate::cubin::splice`]), written and parsed. Where the splice refuses, the
+/// embedding fails, naming the kernel, why it differed and why the splice refused.
+fn take_plain_copies(
+    input: &Input<'_>,
+    multi: &Cubin,
+    alone: &BTreeMap<String, String>,
+) -> Result<(Vec<u8>, Cubin), TuneError> {
     let plain = Cubin::parse(input.plain).map_err(|e| TuneError::Cubin("tuned".to_string(), e))?;
     let parts: Vec<(&str, &Cubin)> = alone.keys().map(|k| (k.as_str(), &plain)).collect();
-    let spliced = crate::cubin::splice::splice(&multi, &parts).map_err(|e| {
+    let spliced = crate::cubin::splice::splice(multi, &parts).map_err(|e| {
         let kernel = if e.kernel.is_empty() {
             alone.keys().next().cloned().unwrap_or_default()
         } else {
@@ -567,20 +626,18 @@ fn settle_originals(
             why: format!("{why}; plain tune's copy could not be taken in: {}", e.what),
         }
     })?;
-    let multi = parse(&spliced)?;
-    let still = check_originals(input, &multi)?;
-    if let Some((kernel, why)) = still.into_iter().find(|(k, _)| alone.contains_key(k)) {
-        let why = format!("{why}, even with plain tune's copy taken in");
-        return Err(VariantsRefused::OriginalDiffers { kernel, why }.into());
-    }
-    Ok((spliced, multi, alone))
+    let parsed =
+        Cubin::parse(&spliced).map_err(|e| TuneError::Cubin("multi-variant".to_string(), e))?;
+    Ok((spliced, parsed))
 }
 
-/// `--orion-test-perturb-original` (testing only): `bytes` with the first instruction of each
-/// named kernel changed in one bit (its third byte), as if this build had compiled that
-/// original apart from plain tune's. Only ever handed to the checks, which refuse it
-/// ([`check_originals`] compares the code bytes with plain tune's), so it never ships.
-/// Unchanged when nothing is named or the bytes do not parse.
+/// `--orion-test-perturb-original` (testing only): `bytes` as if this build had compiled
+/// each named original apart from plain tune's. `KERNEL` changes one bit (of its third
+/// byte) of the kernel's first instruction, which [`check_originals`] sees; `KERNEL:check`
+/// changes one bit of a value in the kernel's `.nv.info.<k>` that [`check_originals`] does
+/// not read but the assembly check compares ([`perturbed_attribute`]). Only ever handed to
+/// the checks, which refuse it, so it never ships. Unchanged when nothing is named or the
+/// bytes do not parse.
 fn perturbed(names: &[String], mut bytes: Vec<u8>) -> Vec<u8> {
     if names.is_empty() {
         return bytes;
@@ -589,14 +646,17 @@ fn perturbed(names: &[String], mut bytes: Vec<u8>) -> Vec<u8> {
         return bytes;
     };
     for f in cubin.functions() {
-        if !names.contains(&f.name) {
+        let at = if names.contains(&f.name) {
+            cubin
+                .elf()
+                .sections
+                .get(f.text_section)
+                .map(|s| s.sh_offset.saturating_add(f.text_offset).saturating_add(2))
+        } else if names.contains(&format!("{}:check", f.name)) {
+            perturbed_attribute(&cubin, f.text_section)
+        } else {
             continue;
-        }
-        let at = cubin
-            .elf()
-            .sections
-            .get(f.text_section)
-            .map(|s| s.sh_offset.saturating_add(f.text_offset).saturating_add(2));
+        };
         if let Some(b) = at
             .and_then(|a| usize::try_from(a).ok())
             .and_then(|a| bytes.get_mut(a))
@@ -605,6 +665,29 @@ fn perturbed(names: &[String], mut bytes: Vec<u8>) -> Vec<u8> {
         }
     }
     bytes
+}
+
+/// Where in the file the `KERNEL:check` perturbation flips a bit: the low byte of the value
+/// of the kernel's `EIATTR_MAXREG_COUNT` record (or else its `EIATTR_CBANK_PARAM_SIZE`) in
+/// the `.nv.info.<k>` of text section `text`. Neither is among the resources
+/// [`check_originals`] compares; the assembly check compares every record of the section.
+fn perturbed_attribute(cubin: &Cubin, text: usize) -> Option<u64> {
+    use crate::cubin::Attr;
+    let sections = &cubin.elf().sections;
+    let info = sections
+        .iter()
+        .position(|s| s.name.starts_with(".nv.info.") && s.sh_info as usize == text)?;
+    let records = crate::cubin::parse_records(&sections[info].data).ok()?;
+    let mut at = 0u64;
+    let mut found = Vec::new();
+    for r in &records {
+        if matches!(r.attr, Attr::MaxregCount | Attr::CbankParamSize) && r.data.is_empty() {
+            found.push((r.attr != Attr::MaxregCount, at + 2));
+        }
+        at += r.encoded_len() as u64;
+    }
+    let (_, offset) = found.into_iter().min()?;
+    Some(sections[info].sh_offset + offset)
 }
 
 /// An original kernel `kernel` differs in the multi-variant cubin from what plain tune ships
