@@ -74,7 +74,8 @@ pub struct Settings {
     /// adapt and train, the multi-variant cubin's copy of each named original kernel has one
     /// byte of its code changed before the checks, as if that build had compiled it apart
     /// from plain tune's (`tune::multi`), so that the per-kernel remedy can be tested on a
-    /// real build. Like the refusal hook, no environment variable sets it.
+    /// real build; `KERNEL:check` changes an attribute only the assembly check compares.
+    /// Like the refusal hook, no environment variable sets it.
     pub(crate) perturb_originals: Vec<String>,
 }
 

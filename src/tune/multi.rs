@@ -19,8 +19,11 @@
 //! Before either, the object-size cap ([`super::cap`]) leaves out the variants the step's
 //! cubin has no room for, the same way (absent, never renumbered).
 //! An original that differs from what plain tune ships drops its variants the same way; one
-//! with no variant to drop gets plain tune's copy spliced in ([`settle_originals`]), with one
-//! warning line naming it, so that it costs at most itself.
+//! with no variant to drop gets plain tune's copy spliced in ([`settle_originals`], and
+//! [`settle_audit`] where only the assembly check sees the difference), with one warning
+//! line naming it, so that it costs at most itself. Where the splice refuses (debug
+//! information) the step's variants are not embedded: no build with fewer copies is sure to
+//! give plain tune's original back, since any copy can change how ptxas compiles it.
 //! Anything else that goes wrong leaves what plain tune ships, with one warning line.
 
 use std::collections::BTreeMap;

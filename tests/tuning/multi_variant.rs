@@ -619,7 +619,11 @@ fn an_original_only_the_assembly_check_finds_different_costs_only_itself() {
         "{warnings:#?}"
     );
     // The check's finding is the perturbed attribute, not the code.
-    assert!(warnings[0].contains("EIATTR_MAXREG_COUNT"), "{}", warnings[0]);
+    assert!(
+        warnings[0].contains("EIATTR_MAXREG_COUNT"),
+        "{}",
+        warnings[0]
+    );
     let recs = records(d, "perturbed_check.o");
     let bounded = recs.iter().find(|r| r["kernel"] == BOUNDED).unwrap();
     assert!(bounded.get("variants").is_none(), "{bounded}");
