@@ -70,6 +70,13 @@ pub struct Settings {
     /// per-kernel refusal can be tested on a real build. It never changes a kernel no
     /// rewrite made, and no environment variable sets it.
     pub(crate) refuse_in_check: Vec<String>,
+    /// `--orion-test-perturb-original=KERNEL,...` (testing only, command line only): under
+    /// adapt and train, the multi-variant cubin's copy of each named original kernel has one
+    /// byte of its code changed before the checks, as if that build had compiled it apart
+    /// from plain tune's (`tune::multi`), so that the per-kernel remedy can be tested on a
+    /// real build; `KERNEL:check` changes an attribute only the assembly check compares.
+    /// Like the refusal hook, no environment variable sets it.
+    pub(crate) perturb_originals: Vec<String>,
 }
 
 /// What the selector compiled into an object does at launch time (docs/selector.md §Modes).
@@ -141,6 +148,7 @@ impl Default for Settings {
             selector: None,
             calibration: None,
             refuse_in_check: Vec::new(),
+            perturb_originals: Vec::new(),
         }
     }
 }
@@ -336,6 +344,9 @@ impl Settings {
                 ("test-refuse-rewrite", Some(v)) if origin == "command line" => s
                     .refuse_in_check
                     .extend(v.split(',').filter(|k| !k.is_empty()).map(str::to_string)),
+                ("test-perturb-original", Some(v)) if origin == "command line" => s
+                    .perturb_originals
+                    .extend(v.split(',').filter(|k| !k.is_empty()).map(str::to_string)),
                 ("margin", Some(v)) => match v.trim_end_matches('%').parse::<f64>() {
                     Ok(m) if (0.0..=1000.0).contains(&m) => s.margin_percent = m,
                     _ => warnings.push(bad(&format!("margin {v:?} (use a percentage, 0 to 1000)"))),
@@ -416,6 +427,12 @@ impl Settings {
             o.push(format!(
                 "--orion-test-refuse-rewrite={}",
                 self.refuse_in_check.join(",")
+            ));
+        }
+        if !self.perturb_originals.is_empty() {
+            o.push(format!(
+                "--orion-test-perturb-original={}",
+                self.perturb_originals.join(",")
             ));
         }
         if let Some(c) = &self.calibration {
@@ -523,21 +540,29 @@ mod tests {
         assert_eq!(back, Settings { report: None, ..s });
     }
 
-    /// The testing-only check hook is read from the command line alone (no variable names
-    /// it) and restated, so that `--dryrun`'s ptxas lines carry it.
+    /// The testing-only check hooks are read from the command line alone (no variable names
+    /// them) and restated, so that `--dryrun`'s ptxas lines carry them.
     #[test]
-    fn the_refusal_hook_comes_from_the_command_line_only() {
-        let args = [("test-refuse-rewrite".into(), Some("_Z1kv,_Z1jv".into()))];
+    fn the_testing_hooks_come_from_the_command_line_only() {
+        let args = [
+            ("test-refuse-rewrite".into(), Some("_Z1kv,_Z1jv".into())),
+            ("test-perturb-original".into(), Some("_Z1jv".into())),
+        ];
         let (s, w) = Settings::read_test(&|_| None, &args);
         assert!(w.is_empty(), "{w:?}");
         assert_eq!(s.refuse_in_check, ["_Z1kv", "_Z1jv"]);
+        assert_eq!(s.perturb_originals, ["_Z1jv"]);
         assert_eq!(
             s.output_options(),
-            ["--orion-test-refuse-rewrite=_Z1kv,_Z1jv"]
+            [
+                "--orion-test-refuse-rewrite=_Z1kv,_Z1jv",
+                "--orion-test-perturb-original=_Z1jv"
+            ]
         );
         let env = |k: &str| k.starts_with("NVCC_ORION").then(|| "_Z1kv".to_string());
         let (s, _) = Settings::read_test(&env, &[]);
         assert!(s.refuse_in_check.is_empty());
+        assert!(s.perturb_originals.is_empty());
     }
 
     #[test]

@@ -18,6 +18,12 @@
 //! so a training profile's variant `k` is the same candidate in the build it guides.
 //! Before either, the object-size cap ([`super::cap`]) leaves out the variants the step's
 //! cubin has no room for, the same way (absent, never renumbered).
+//! An original that differs from what plain tune ships drops its variants the same way; one
+//! with no variant to drop gets plain tune's copy spliced in ([`settle_originals`], and
+//! [`settle_audit`] where only the assembly check sees the difference), with one warning
+//! line naming it, so that it costs at most itself. Where the splice refuses (debug
+//! information) the step's variants are not embedded: no build with fewer copies is sure to
+//! give plain tune's original back, since any copy can change how ptxas compiles it.
 //! Anything else that goes wrong leaves what plain tune ships, with one warning line.
 
 use std::collections::BTreeMap;
@@ -45,13 +51,18 @@ pub(crate) struct Input<'a> {
     pub(crate) sources: &'a BTreeMap<String, Vec<Option<usize>>>,
     /// The first free variant number of the step (names the work files).
     pub(crate) index: usize,
+    /// `--orion-test-perturb-original` (testing only): originals whose copy in the
+    /// multi-variant cubin is changed before the checks ([`perturbed`]).
+    pub(crate) perturb: &'a [String],
 }
 
 /// What the emitter gives the step.
 #[derive(Debug)]
 pub(crate) enum Embedding {
-    /// The multi-variant cubin to ship, a verbose note on what it holds, and how it was made.
-    Cubin(Vec<u8>, String, Assembly),
+    /// The multi-variant cubin to ship, a verbose note on what it holds, how it was made,
+    /// and a warning line per original kernel it ships from plain tune's cubin
+    /// ([`settle_originals`]).
+    Cubin(Vec<u8>, String, Assembly, Vec<String>),
     /// Nothing to embed (no kernel has a second candidate): plain tune's cubin ships.
     None,
     /// Not attempted, for this reason (a verbose note); plain tune's cubin ships.
@@ -83,7 +94,7 @@ pub(crate) fn embed(input: &Input<'_>, records: &mut [KernelRecord]) -> Embeddin
     }
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| emit(input, records)));
     match r {
-        Ok(Ok(Some((bytes, how)))) => {
+        Ok(Ok(Some((bytes, how, from_plain)))) => {
             let all = || records.iter().flat_map(|r| r.variants.iter().skip(1));
             let capped = all().filter(|v| v.left_out.is_some()).count();
             // Named: a disagreement costs only the variants it concerns.
@@ -113,7 +124,17 @@ pub(crate) fn embed(input: &Input<'_>, records: &mut [KernelRecord]) -> Embeddin
                     String::new()
                 }
             );
-            Embedding::Cubin(bytes, note, how)
+            let warnings = from_plain
+                .iter()
+                .map(|(kernel, why)| {
+                    format!(
+                        "kernel {kernel} differs in the multi-variant build ({why}); it ships \
+                         plain tune's code, taken into the multi-variant cubin, and the other \
+                         kernels keep their variants"
+                    )
+                })
+                .collect();
+            Embedding::Cubin(bytes, note, how, warnings)
         }
         // Every variant dropped (the records say why), or none to embed.
         Ok(Ok(None)) if records.iter().any(|r| !r.variants.is_empty()) => Embedding::Note(
@@ -131,12 +152,13 @@ pub(crate) fn embed(input: &Input<'_>, records: &mut [KernelRecord]) -> Embeddin
     }
 }
 
-/// The multi-variant cubin and how it was made, or `None` when no kernel has a variant
-/// beyond its original.
-fn emit(
-    input: &Input<'_>,
-    records: &mut [KernelRecord],
-) -> Result<Option<(Vec<u8>, Assembly)>, TuneError> {
+/// What [`emit`] gives: the multi-variant cubin, how it was made, and the originals it took
+/// from plain tune's cubin ([`settle_originals`]: each with why).
+type Emitted = (Vec<u8>, Assembly, BTreeMap<String, String>);
+
+/// The multi-variant cubin ([`Emitted`]), or `None` when no kernel has a variant beyond its
+/// original.
+fn emit(input: &Input<'_>, records: &mut [KernelRecord]) -> Result<Option<Emitted>, TuneError> {
     let wants = wanted(input.sources, records);
     if wants.is_empty() {
         return Ok(None);
@@ -155,7 +177,7 @@ fn emit(
         reused(input, records, &wants, &capped)
     }));
     if let Ok(Some(bytes)) = copied {
-        return Ok(Some((bytes, Assembly::VariantsAdded)));
+        return Ok(Some((bytes, Assembly::VariantsAdded, BTreeMap::new())));
     }
     // What the cap left out is built no more than what differed.
     let mut dropped = capped.clone();
@@ -169,14 +191,9 @@ fn emit(
             return Ok(None);
         }
         let (bytes, raw, refused) = build(input, &live, attempt)?;
-        let multi =
-            Cubin::parse(&bytes).map_err(|e| TuneError::Cubin("multi-variant".to_string(), e))?;
         let mut differ = refused;
-        for (kernel, why) in check_originals(input, &multi)? {
-            if !blame_variants(&live, &kernel, &why, &mut differ) {
-                return Err(TuneError::Mismatch(kernel));
-            }
-        }
+        let bytes = perturbed(input.perturb, bytes);
+        let (bytes, multi, from_plain) = settle_originals(input, &live, bytes, &mut differ)?;
         let mut same_code = BTreeMap::new();
         for w in &live {
             if differ.contains_key(&w.name) {
@@ -191,7 +208,15 @@ fn emit(
                 }
             }
         }
-        audit_multi(input, &bytes, &raw, &live, &mut differ)?;
+        let alone = audit_multi(input, &bytes, &raw, &live, &mut differ)?;
+        let (bytes, multi, from_plain) = settle_audit(
+            input,
+            (bytes, multi, from_plain),
+            &raw,
+            &live,
+            alone,
+            &mut differ,
+        )?;
         if differ.is_empty() {
             fill(
                 records,
@@ -200,7 +225,7 @@ fn emit(
                 &same_code,
                 Some(&multi),
             );
-            return Ok(Some((bytes, Assembly::MultiVariant)));
+            return Ok(Some((bytes, Assembly::MultiVariant, from_plain)));
         }
         if attempt == LAST_ATTEMPT {
             let (kernel, why) = differ.into_iter().next().unwrap_or_default();
@@ -305,8 +330,12 @@ fn reused(
             donor,
         })
         .collect();
-    let bytes = entry::add_copies(&plain, &copies).ok()?;
+    let bytes = perturbed(input.perturb, entry::add_copies(&plain, &copies).ok()?);
     let multi = Cubin::parse(&bytes).ok()?;
+    // The originals are plain tune's sections here: one that differs is a fault of the copy.
+    if !check_originals(input, &multi).ok()?.is_empty() {
+        return None;
+    }
     let live = wants;
     let mut same_code = BTreeMap::new();
     for w in &live {
@@ -318,7 +347,8 @@ fn reused(
         }
     }
     let mut differ = BTreeMap::new();
-    if audit_multi(input, &bytes, input.plain, &live, &mut differ).is_err() || !differ.is_empty() {
+    let alone = audit_multi(input, &bytes, input.plain, &live, &mut differ).ok()?;
+    if !alone.is_empty() || !differ.is_empty() {
         return None;
     }
     fill(records, all, (capped, capped), &same_code, Some(&multi));
@@ -434,14 +464,15 @@ fn whole_module(
 /// candidate is an `--entry` build, rewritten on its own: its helper subroutines' frames
 /// follow that build's rewrite, not this one's.) A variant that disagrees joins `differ` (it
 /// is dropped and the cubin built again), and so do the variants of an original that
-/// disagrees ([`blame_variants`]); any other disagreement fails the embedding.
+/// disagrees ([`blame_variants`]). An original with no variant left to blame is given back,
+/// with what differs, for [`settle_audit`]; any other disagreement fails the embedding.
 fn audit_multi(
     input: &Input<'_>,
     bytes: &[u8],
     raw: &[u8],
     live: &[&Want],
     differ: &mut BTreeMap<String, String>,
-) -> Result<(), TuneError> {
+) -> Result<BTreeMap<String, String>, TuneError> {
     let plain = Cubin::parse(input.plain).map_err(|e| TuneError::Cubin("tuned".to_string(), e))?;
     let checked = |w: &&&Want| !differ.contains_key(&w.name);
     let rewritten = |w: &&&Want| w.budget.is_some_and(|b| b.rewritten());
@@ -488,6 +519,7 @@ fn audit_multi(
     let (_, found) = crate::timings::timed(crate::timings::Phase::Check, || {
         crate::audit::check_each(input.step.tools, &job)
     })?;
+    let mut alone = BTreeMap::new();
     for e in found {
         match e {
             crate::audit::AuditError::Disagrees { kernel, what }
@@ -497,16 +529,174 @@ fn audit_multi(
             }
             crate::audit::AuditError::Disagrees { kernel, what }
                 if blame_variants(live, &kernel, &format!("assembly check: {what}"), differ) => {}
+            crate::audit::AuditError::Disagrees { kernel, what } if kernels.contains(&kernel) => {
+                alone.insert(kernel, format!("assembly check: {what}"));
+            }
             e => return Err(e.into()),
         }
     }
-    Ok(())
+    Ok(alone)
+}
+
+/// The multi-variant cubin after the assembly check found originals with no variant to
+/// blame that differ from plain tune's (`alone`, each with what differs; [`audit_multi`]):
+/// the same remedy as [`settle_originals`]'s, for a difference only the check sees (an
+/// attribute, a relocation, a symbol's flags). Plain tune's sections of each are spliced in
+/// and both checks run once more; the originals join those taken from plain tune's cubin.
+/// Where the splice refuses, or the check still disagrees, the embedding fails, naming the
+/// kernel. Unchanged when `alone` is empty.
+fn settle_audit(
+    input: &Input<'_>,
+    (bytes, multi, mut from_plain): Settled,
+    raw: &[u8],
+    live: &[&Want],
+    alone: BTreeMap<String, String>,
+    differ: &mut BTreeMap<String, String>,
+) -> Result<Settled, TuneError> {
+    if alone.is_empty() {
+        return Ok((bytes, multi, from_plain));
+    }
+    let (bytes, multi) = take_plain_copies(input, &multi, &alone)?;
+    let mut still = check_originals(input, &multi)?;
+    still.extend(audit_multi(input, &bytes, raw, live, differ)?);
+    if let Some((kernel, why)) = still.into_iter().next() {
+        let why = format!("{why}, even with plain tune's copy taken in");
+        return Err(VariantsRefused::OriginalDiffers { kernel, why }.into());
+    }
+    from_plain.extend(alone);
+    Ok((bytes, multi, from_plain))
+}
+
+/// What [`settle_originals`] gives: the bytes, the parsed cubin, and the originals taken from
+/// plain tune's cubin (each with why).
+type Settled = (Vec<u8>, Cubin, BTreeMap<String, String>);
+
+/// The multi-variant cubin `bytes` (parsed too) with every original as plain tune ships it,
+/// and the originals taken from plain tune's cubin, with why. An original that differs
+/// ([`check_originals`]) drops the variants copied from it ([`blame_variants`]: the cubin is
+/// built again without them). For one with no variant left to drop, building again could
+/// only help by leaving out other kernels' variants, so plain tune's sections of it are
+/// spliced in ([`crate::cubin::splice`]) and it is
+/// checked once more: it costs at most itself, never the other kernels' variants. Only
+/// where the splice refuses (or its result still differs) does the embedding fail, naming
+/// the kernel. The assembly check ([`audit_multi`]) then compares the result with plain
+/// tune's cubin as it compares every original; it shares nothing with the splice.
+fn settle_originals(
+    input: &Input<'_>,
+    live: &[&Want],
+    bytes: Vec<u8>,
+    differ: &mut BTreeMap<String, String>,
+) -> Result<Settled, TuneError> {
+    let multi =
+        Cubin::parse(&bytes).map_err(|e| TuneError::Cubin("multi-variant".to_string(), e))?;
+    let mut alone = BTreeMap::new();
+    for (kernel, why) in check_originals(input, &multi)? {
+        if !blame_variants(live, &kernel, &why, differ) {
+            alone.insert(kernel, why);
+        }
+    }
+    if alone.is_empty() {
+        return Ok((bytes, multi, alone));
+    }
+    let (spliced, multi) = take_plain_copies(input, &multi, &alone)?;
+    let still = check_originals(input, &multi)?;
+    if let Some((kernel, why)) = still.into_iter().find(|(k, _)| alone.contains_key(k)) {
+        let why = format!("{why}, even with plain tune's copy taken in");
+        return Err(VariantsRefused::OriginalDiffers { kernel, why }.into());
+    }
+    Ok((spliced, multi, alone))
+}
+
+/// `multi` with plain tune's sections of each original in `alone` (each with why it differs)
+/// spliced in ([`crate::cubin::splice`]), written and parsed. Where the splice refuses, the
+/// embedding fails, naming the kernel, why it differed and why the splice refused.
+fn take_plain_copies(
+    input: &Input<'_>,
+    multi: &Cubin,
+    alone: &BTreeMap<String, String>,
+) -> Result<(Vec<u8>, Cubin), TuneError> {
+    let plain = Cubin::parse(input.plain).map_err(|e| TuneError::Cubin("tuned".to_string(), e))?;
+    let parts: Vec<(&str, &Cubin)> = alone.keys().map(|k| (k.as_str(), &plain)).collect();
+    let spliced = crate::cubin::splice::splice(multi, &parts).map_err(|e| {
+        let kernel = if e.kernel.is_empty() {
+            alone.keys().next().cloned().unwrap_or_default()
+        } else {
+            e.kernel.clone()
+        };
+        let why = alone.get(&kernel).cloned().unwrap_or_default();
+        VariantsRefused::OriginalDiffers {
+            kernel,
+            why: format!("{why}; plain tune's copy could not be taken in: {}", e.what),
+        }
+    })?;
+    let parsed =
+        Cubin::parse(&spliced).map_err(|e| TuneError::Cubin("multi-variant".to_string(), e))?;
+    Ok((spliced, parsed))
+}
+
+/// `--orion-test-perturb-original` (testing only): `bytes` as if this build had compiled
+/// each named original apart from plain tune's. `KERNEL` changes one bit (of its third
+/// byte) of the kernel's first instruction, which [`check_originals`] sees; `KERNEL:check`
+/// changes one bit of a value in the kernel's `.nv.info.<k>` that [`check_originals`] does
+/// not read but the assembly check compares ([`perturbed_attribute`]). Only ever handed to
+/// the checks, which refuse it, so it never ships. Unchanged when nothing is named or the
+/// bytes do not parse.
+fn perturbed(names: &[String], mut bytes: Vec<u8>) -> Vec<u8> {
+    if names.is_empty() {
+        return bytes;
+    }
+    let Ok(cubin) = Cubin::parse(&bytes) else {
+        return bytes;
+    };
+    for f in cubin.functions() {
+        let at = if names.contains(&f.name) {
+            cubin
+                .elf()
+                .sections
+                .get(f.text_section)
+                .map(|s| s.sh_offset.saturating_add(f.text_offset).saturating_add(2))
+        } else if names.contains(&format!("{}:check", f.name)) {
+            perturbed_attribute(&cubin, f.text_section)
+        } else {
+            continue;
+        };
+        if let Some(b) = at
+            .and_then(|a| usize::try_from(a).ok())
+            .and_then(|a| bytes.get_mut(a))
+        {
+            *b ^= 1;
+        }
+    }
+    bytes
+}
+
+/// Where in the file the `KERNEL:check` perturbation flips a bit: the low byte of the value
+/// of the kernel's `EIATTR_MAXREG_COUNT` record (or else its `EIATTR_CBANK_PARAM_SIZE`) in
+/// the `.nv.info.<k>` of text section `text`. Neither is among the resources
+/// [`check_originals`] compares; the assembly check compares every record of the section.
+fn perturbed_attribute(cubin: &Cubin, text: usize) -> Option<u64> {
+    use crate::cubin::Attr;
+    let sections = &cubin.elf().sections;
+    let info = sections
+        .iter()
+        .position(|s| s.name.starts_with(".nv.info.") && s.sh_info as usize == text)?;
+    let records = crate::cubin::parse_records(&sections[info].data).ok()?;
+    let mut at = 0u64;
+    let mut found = Vec::new();
+    for r in &records {
+        if matches!(r.attr, Attr::MaxregCount | Attr::CbankParamSize) && r.data.is_empty() {
+            found.push((r.attr != Attr::MaxregCount, at + 2));
+        }
+        at += r.encoded_len() as u64;
+    }
+    let (_, offset) = found.into_iter().min()?;
+    Some(sections[info].sh_offset + offset)
 }
 
 /// An original kernel `kernel` differs in the multi-variant cubin from what plain tune ships
 /// (`why`): the variants copied from it are dropped (each with why) and the cubin is built
 /// again without them, so the other kernels keep theirs. `false`: it has no variant left to
-/// drop, and the embedding fails as a whole (plain tune's cubin ships).
+/// drop; [`settle_originals`] takes plain tune's copy of it in instead.
 fn blame_variants(
     live: &[&Want],
     kernel: &str,
@@ -721,7 +911,8 @@ pub(crate) mod tests {
     }
 
     /// An original that differs in the multi-variant cubin drops its own variants only (the
-    /// cubin is built again without them); one with no variant left fails the embedding.
+    /// cubin is built again without them); one with no variant left to drop is not blamed on
+    /// any (`settle_originals` takes plain tune's copy of it in instead).
     #[test]
     fn an_original_that_differs_drops_only_its_variants() {
         let (a1, a2, b1) = (want("a", "a__v1"), want("a", "a__v2"), want("b", "b__v1"));

@@ -226,6 +226,10 @@ pub enum VariantsRefused {
     StillDiffers { kernel: String, why: String },
     #[error("no attempt left")]
     NoAttemptLeft,
+    /// An original kernel with no variant left to drop differs from what plain tune ships,
+    /// and plain tune's copy of it could not be put in its place.
+    #[error("original kernel {kernel} differs from what plain tune ships: {why}")]
+    OriginalDiffers { kernel: String, why: String },
 }
 
 /// Records for the kernels of an architecture the tuner has no occupancy table for: ptxas's

@@ -143,6 +143,7 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
             chosen: &selected.chosen,
             sources: &selected.sources,
             index: plan.rounds.len() + 1,
+            perturb: &settings.perturb_originals,
         };
         embed_selector(&input, &step.arch_name, &mut result, &mut ship);
     }
@@ -338,11 +339,13 @@ fn embed_selector(
     ship: &mut Option<(Vec<u8>, Assembly)>,
 ) {
     match multi::embed(input, &mut result.records) {
-        multi::Embedding::Cubin(bytes, note, how) => {
+        multi::Embedding::Cubin(bytes, note, how, warnings) => {
             *ship = Some((bytes, how));
             result
                 .notes
                 .push(format!("nvcc-orion: {arch_name}: {note}"));
+            let warnings = warnings.into_iter().map(|w| format!("{arch_name}: {w}"));
+            result.warnings.extend(warnings);
         }
         multi::Embedding::None => {}
         multi::Embedding::Note(n) => result.notes.push(format!("nvcc-orion: {arch_name}: {n}")),

@@ -13,6 +13,12 @@
 //! - a rewritten original stays as plain tune ships it, and five variants at most ship;
 //! - a step with `--entry` gets no variants, and a name the module already uses leaves
 //!   plain tune's cubin with one warning;
+//! - an original with no variant of its own that the multi-variant build compiled apart
+//!   (`--orion-test-perturb-original`, testing only) ships plain tune's code with one
+//!   warning, and the other kernel keeps its variants; where plain tune's copy cannot be
+//!   taken in (`-lineinfo`), plain tune's cubin ships with one warning naming the kernel;
+//!   likewise for an original that differs only where the assembly check looks (an
+//!   attribute: `--orion-test-perturb-original=KERNEL:check`);
 //! - `-cubin` and `-fatbin` outputs under adapt and train, which no glue can reach, ship the
 //!   tuned winners alone, as a default build does.
 
@@ -105,6 +111,26 @@ fn built() -> Option<&'static PathBuf> {
                         .arg(two_cu());
                     run(c, out);
                 }
+                // mv_bounded, which has no variant of its own, differing in the
+                // multi-variant build (the testing-only hook).
+                let mut c = orion(&nvcc, d, "adapt", "perturbed.o", "cache_a");
+                c.args(["-arch=sm_90", "--orion-transforms=spill2smem"])
+                    .arg(format!("--orion-test-perturb-original={BOUNDED}"))
+                    .arg(two_cu());
+                run(c, "perturbed.o");
+                // mv_bounded differing only where the assembly check looks (an attribute
+                // of its .nv.info section), not in its code or resources.
+                let mut c = orion(&nvcc, d, "adapt", "perturbed_check.o", "cache_a");
+                c.args(["-arch=sm_90", "--orion-transforms=spill2smem"])
+                    .arg(format!("--orion-test-perturb-original={BOUNDED}:check"))
+                    .arg(two_cu());
+                run(c, "perturbed_check.o");
+                // The same where the splice refuses: -lineinfo's line program.
+                let mut c = orion(&nvcc, d, "adapt", "perturbed_lines.o", "cache_a");
+                c.args(["-arch=sm_90", "-lineinfo"])
+                    .arg(format!("--orion-test-perturb-original={BOUNDED}"))
+                    .arg(two_cu());
+                run(c, "perturbed_lines.o");
                 // The rewrite forced on the originals: every budget is built, none pruned.
                 for (mode, out) in [("tune", "forced_tune.o"), ("adapt", "forced_adapt.o")] {
                     let mut c = orion(&nvcc, d, mode, out, "cache_a");
@@ -490,6 +516,164 @@ fn a_taken_variant_name_leaves_plain_tune_with_one_warning() {
         u64::from(regs[&(90, "hops__orion_v1".to_string())]),
         users["chosen_registers"].as_u64().unwrap()
     );
+}
+
+/// An original kernel with no variant of its own whose copy in the multi-variant build differs
+/// from what plain tune ships (`--orion-test-perturb-original`, testing only: its first
+/// instruction changed before the checks) costs at most itself: the build succeeds with one
+/// warning naming it, the object ships its code exactly as the default (tune) build does
+/// (cuobjdump's SASS and registers of the object plain tune made), and the other kernel's
+/// variants are all embedded, as in the unperturbed adapt build. Before, the embedding failed
+/// as a whole and every variant of the architecture was lost.
+#[test]
+fn a_differing_original_without_variants_costs_only_itself() {
+    let Some(d) = built() else { return };
+    let obj = d.join("perturbed.o");
+    let stderr = std::fs::read_to_string(d.join("perturbed.o.stderr")).unwrap();
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("nvcc-orion: warning:"))
+        .collect();
+    assert_eq!(
+        warnings,
+        [format!(
+            "nvcc-orion: warning: sm_90: kernel {BOUNDED} differs in the multi-variant build \
+             (its code differs); it ships plain tune's code, taken into the multi-variant \
+             cubin, and the other kernels keep their variants"
+        )]
+    );
+    let recs = records(d, "perturbed.o");
+    let bounded = recs.iter().find(|r| r["kernel"] == BOUNDED).unwrap();
+    assert!(
+        bounded.get("variants").is_none(),
+        "no variant of its own: {bounded}"
+    );
+    // Its shipped code (and every other original's) is the default build's.
+    same_originals(&d.join("two_tune.o"), &obj);
+    // The other kernel keeps every variant, as where nothing differs.
+    let extra = check_listed(&obj, &recs);
+    let entries = |o: &Path| -> Vec<String> {
+        registers(o)
+            .into_keys()
+            .map(|(_, f)| f)
+            .filter(|f| f.contains("__orion_v"))
+            .collect()
+    };
+    assert!(extra >= 1, "{recs:?}");
+    assert_eq!(entries(&obj), entries(&d.join("two_adapt.o")));
+    assert!(entries(&obj).iter().all(|f| !f.starts_with(BOUNDED)));
+}
+
+/// The `.nv.info.<kernel>` section of `obj`'s sm_90 cubin as `cuobjdump -elf` prints it: its
+/// attribute records, up to the next section, but for `EIATTR_PARAM_CBANK`'s first word: the
+/// index of the parameter bank's section symbol, which the variants' added symbols shift.
+fn info_section(obj: &Path, kernel: &str) -> String {
+    let elf = common::fixtures::cuobjdump(&["-elf"], obj).unwrap();
+    // At a line's start: the section table's rows end with the name too.
+    let head = format!("\n.nv.info.{kernel}\n");
+    let Some((_, rest)) = elf.split_once(&head) else {
+        panic!("no {head:?} in {elf}")
+    };
+    let mut bank = false;
+    let mut out = Vec::new();
+    for l in rest.lines().take_while(|l| !l.starts_with('.')) {
+        if l.contains("Attribute:") {
+            bank = l.contains("EIATTR_PARAM_CBANK");
+        }
+        match l.trim().strip_prefix("Value:") {
+            Some(v) if bank => {
+                let words: Vec<&str> = v.split_whitespace().skip(1).collect();
+                out.push(format!("\tValue:\t(symbol) {}", words.join(" ")));
+            }
+            _ => out.push(l.to_string()),
+        }
+    }
+    out.join("\n")
+}
+
+/// An original with no variant of its own that differs from plain tune's only where the
+/// assembly check looks (`--orion-test-perturb-original=KERNEL:check`, testing only: one
+/// bit of a `.nv.info.<kernel>` value that the emitter's own comparison of code and
+/// resources does not read) costs at most itself, as one whose code differs does: one
+/// warning names it and the check's finding, its code, registers and attributes are the
+/// default (tune) build's, and the other kernel keeps every variant. Before, the assembly
+/// check's disagreement failed the embedding as a whole ("variants not embedded
+/// (mv_bounded...: ...)") and every variant of the architecture was lost.
+#[test]
+fn an_original_only_the_assembly_check_finds_different_costs_only_itself() {
+    let Some(d) = built() else { return };
+    let obj = d.join("perturbed_check.o");
+    let stderr = std::fs::read_to_string(d.join("perturbed_check.o.stderr")).unwrap();
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("nvcc-orion: warning:"))
+        .collect();
+    let head = format!(
+        "nvcc-orion: warning: sm_90: kernel {BOUNDED} differs in the multi-variant build \
+         (assembly check: "
+    );
+    let tail = "); it ships plain tune's code, taken into the multi-variant cubin, and the \
+                other kernels keep their variants";
+    assert!(
+        warnings.len() == 1 && warnings[0].starts_with(&head) && warnings[0].ends_with(tail),
+        "{warnings:#?}"
+    );
+    // The check's finding is the perturbed attribute, not the code.
+    assert!(
+        warnings[0].contains("EIATTR_MAXREG_COUNT"),
+        "{}",
+        warnings[0]
+    );
+    let recs = records(d, "perturbed_check.o");
+    let bounded = recs.iter().find(|r| r["kernel"] == BOUNDED).unwrap();
+    assert!(bounded.get("variants").is_none(), "{bounded}");
+    // Its shipped code, registers and attributes are the default build's.
+    let tune = d.join("two_tune.o");
+    same_originals(&tune, &obj);
+    let info = info_section(&obj, BOUNDED);
+    assert!(info.contains("EIATTR_"), "{info}");
+    assert_eq!(info, info_section(&tune, BOUNDED));
+    // The other kernel keeps every variant, as where nothing differs.
+    let extra = check_listed(&obj, &recs);
+    let entries = |o: &Path| -> Vec<String> {
+        registers(o)
+            .into_keys()
+            .map(|(_, f)| f)
+            .filter(|f| f.contains("__orion_v"))
+            .collect()
+    };
+    assert!(extra >= 1, "{recs:?}");
+    assert_eq!(entries(&obj), entries(&d.join("two_adapt.o")));
+}
+
+/// The same differing original where plain tune's copy cannot be spliced in (`-lineinfo`: the
+/// module's line program describes ptxas's code by address): the step ships plain tune's
+/// cubin, and its one warning about the variants names the kernel and why.
+#[test]
+fn a_differing_original_that_cannot_take_plain_tunes_copy_is_named() {
+    let Some(d) = built() else { return };
+    let stderr = std::fs::read_to_string(d.join("perturbed_lines.o.stderr")).unwrap();
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("nvcc-orion: warning: sm_90:"))
+        .collect();
+    assert_eq!(
+        warnings,
+        [format!(
+            "nvcc-orion: warning: sm_90: variants not embedded (original kernel {BOUNDED} \
+             differs from what plain tune ships: its code differs; plain tune's copy could not \
+             be taken in: .debug_line: debug information would not describe the new code); \
+             the tuned kernels ship alone"
+        )]
+    );
+    let regs = registers(&d.join("perturbed_lines.o"));
+    assert!(regs.contains_key(&(90, BOUNDED.to_string())), "{regs:?}");
+    assert!(
+        regs.keys().all(|(_, f)| !f.contains("__orion_v")),
+        "{regs:?}"
+    );
+    let recs = records(d, "perturbed_lines.o");
+    assert!(recs.iter().all(|r| r.get("variants").is_none()), "{recs:?}");
 }
 
 /// With the spill2smem rewrite forced, the original name holds the rewritten kernel as
