@@ -216,7 +216,10 @@ fn next_stage(open: &mut [Descent]) -> Vec<Budgets> {
             smem.insert(d.name.clone(), s);
         }
     }
-    [plain, smem].into_iter().filter(|r| !r.is_empty()).collect()
+    [plain, smem]
+        .into_iter()
+        .filter(|r| !r.is_empty())
+        .collect()
 }
 
 /// The gain of each kernel's plain budget in one built round over ptxas's own code, into
