@@ -49,8 +49,8 @@ pub struct Settings {
     pub(crate) margin_percent: f64,
     /// `--orion-search=descent|full` / `NVCC_ORION_SEARCH`: how the default mode searches a
     /// kernel's lower budgets (docs/DESIGN.md §Budgets at occupancy cliffs): `descent` (the
-    /// default) builds them highest first and stops at the first that does not improve on the
-    /// best built; `full` builds every budget the model's bound keeps. adapt, train and a
+    /// default) builds them highest first and, once one beats ptxas's own code, stops at the
+    /// first that does not improve on the best built; `full` builds every budget the model's bound keeps. adapt, train and a
     /// profile-guided build always build the full set.
     pub(crate) search: Search,
     /// Where built variants are cached (`NVCC_ORION_CACHE`, `off` for none).

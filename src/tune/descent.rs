@@ -1,6 +1,7 @@
 //! The default mode's budget search (issue 47, docs/DESIGN.md §Budgets at occupancy cliffs):
-//! each kernel's lower budgets built highest first, one stage at a time, stopping at the
-//! first budget whose prediction does not improve on the best built so far.
+//! each kernel's lower budgets built highest first, one stage at a time, stopping, once one
+//! has beaten ptxas's own code, at the first budget whose prediction does not improve on the
+//! best built so far.
 //!
 //! On the bench files the winner is the highest budget built in two kernels of three and
 //! almost never the fourth (bench/results/build.md), while every budget costs a ptxas run of
@@ -11,10 +12,15 @@
 //!   best; those skipped on the way are left out as `outbid` (exact: a budget is never
 //!   predicted above its bound, `predict::coherence`, and a tie goes to the higher budget,
 //!   listed first);
-//! - it did not (or ptxas refused its round, or it cannot launch where ptxas's code can):
-//!   the descent stops, and every lower budget is left out as `stopped`. This is the
-//!   heuristic part: a lower budget past a worse one can still win (more warps may pay for
-//!   more spills), and the full search (`--orion-search=full`) would then choose it.
+//! - it did not (or ptxas refused its round, or it cannot launch where ptxas's code can),
+//!   while nothing built beats ptxas's own code yet: the descent goes on as above. The
+//!   nearest cliff often buys few warps for its spills where the next buys many (a kernel
+//!   calling a non-inlined function: -2.5 % at 64 registers, +37.8 % at 40, in
+//!   tests/kernels/tune/descent.cu), and stopping there lost every such kernel's gain;
+//! - it did not, after one has: the descent stops, and every lower budget is left out as
+//!   `stopped`. This is the heuristic part: a lower budget past a worse one can still win
+//!   (more warps may pay for more spills), and the full search (`--orion-search=full`)
+//!   would then choose it; on the bench files it never did (bench/results/build.md).
 //!
 //! The shared-memory spilling candidate at the lowest budget is built in the stage that
 //! builds the lowest plain budget, in a round of its own (ptxas refuses the pragma for a
@@ -116,7 +122,8 @@ struct Descent {
     /// The shared-memory spilling candidate at the lowest budget, if the plan has one: built
     /// beside the lowest plain budget.
     smem: Option<Budget>,
-    /// The best prediction built so far; ptxas's own code is 0 %.
+    /// The best prediction built so far; ptxas's own code is 0 % (so above 0: a budget
+    /// built beats ptxas's code).
     best: f64,
     /// Whether a budget of this kernel is in the stage being built.
     waiting: bool,
@@ -197,6 +204,8 @@ impl Descent {
         self.waiting = false;
         match gain {
             Some(g) if g > self.best => self.best = g,
+            // Nothing built beats ptxas's own code yet: a lower budget may still.
+            _ if self.best <= 0.0 => {}
             _ => self.going = false,
         }
     }
@@ -343,12 +352,31 @@ mod tests {
         d.take_next();
         d.priced(Some(12.0));
         assert_eq!(d.take_next(), (None, None));
-        // A first budget that cannot launch where ptxas's can, or gains nothing, stops it too.
+    }
+
+    /// Until a budget beats ptxas's own code, one that does not (slower, or unable to
+    /// launch where ptxas's code can) does not stop the descent: the next may.
+    #[test]
+    fn the_descent_goes_on_until_a_budget_beats_ptxas() {
         let mut d = descent([Some(30.0), Some(40.0), Some(90.0)]);
         d.take_next();
+        d.priced(Some(-2.5));
+        assert_eq!(d.take_next(), (Some(Budget::regs(48)), None));
         d.priced(None);
+        assert_eq!(d.take_next().0, Some(Budget::regs(32)));
+        d.priced(Some(0.0));
         assert_eq!(d.take_next(), (None, None));
-        assert_eq!(d.left_out.len(), 3);
+        assert!(d.left_out.is_empty());
+        // Once one has, the next that does not improve stops it.
+        let mut d = descent([Some(30.0), Some(40.0), Some(90.0)]);
+        d.take_next();
+        d.priced(Some(-2.5));
+        d.take_next();
+        d.priced(Some(20.0));
+        d.take_next();
+        d.priced(Some(10.0));
+        assert_eq!(d.take_next(), (None, None));
+        assert!(d.left_out.is_empty(), "32 was the lowest: nothing left");
     }
 
     /// A budget whose bound cannot beat the best built is skipped as `outbid`, and the
