@@ -169,7 +169,10 @@ impl Descent {
             let lowest = self.left.is_empty();
             let why = if !self.going {
                 Some(Limit::Stopped)
-            } else if bound.is_some_and(|b| b <= self.best) {
+            } else if self.best > 0.0 && bound.is_some_and(|b| b <= self.best) {
+                // Only against a built budget: ptxas's own code is no candidate, and under
+                // a 0 % margin a budget predicted exactly 0 % is chosen (the plan's bound
+                // already prunes what cannot clear the margin).
                 Some(Limit::Outbid)
             } else {
                 None
