@@ -47,6 +47,12 @@ pub struct Settings {
     /// `--orion-margin=PCT` / `NVCC_ORION_MARGIN`: the predicted gain a variant must clear to
     /// replace ptxas's own choice, in percent.
     pub(crate) margin_percent: f64,
+    /// `--orion-search=descent|full` / `NVCC_ORION_SEARCH`: how the default mode searches a
+    /// kernel's lower budgets (docs/DESIGN.md §Budgets at occupancy cliffs): `descent` (the
+    /// default) builds them highest first and, once one beats ptxas's own code, stops at the
+    /// first that does not improve on the best built; `full` builds every budget the model's bound keeps. adapt, train and a
+    /// profile-guided build always build the full set.
+    pub(crate) search: Search,
     /// Where built variants are cached (`NVCC_ORION_CACHE`, `off` for none).
     pub(crate) cache: Option<PathBuf>,
     /// `NVCC_ORION_KEEP_CUBINS=DIR` (set by `explain --html`): keep each kernel's candidate
@@ -142,6 +148,7 @@ impl Default for Settings {
             transforms: Vec::new(),
             force: None,
             margin_percent: DEFAULT_MARGIN_PERCENT,
+            search: Search::default(),
             cache: None,
             keep_cubins: None,
             profile: None,
@@ -149,6 +156,26 @@ impl Default for Settings {
             calibration: None,
             refuse_in_check: Vec::new(),
             perturb_originals: Vec::new(),
+        }
+    }
+}
+
+/// How the default mode searches a kernel's lower budgets ([`Settings::search`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Search {
+    /// Highest budget first, stopping at the first that does not improve on the best built.
+    #[default]
+    Descent,
+    /// Every budget the model's bound keeps.
+    Full,
+}
+
+impl Search {
+    /// The value `--orion-search` and `NVCC_ORION_SEARCH` take for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Search::Descent => "descent",
+            Search::Full => "full",
         }
     }
 }
@@ -251,6 +278,7 @@ impl Settings {
             ("NVCC_ORION_DYNAMIC_SHARED", "dynamic-shared"),
             ("NVCC_ORION_FORCE", "force"),
             ("NVCC_ORION_MARGIN", "margin"),
+            ("NVCC_ORION_SEARCH", "search"),
             ("NVCC_ORION_TRANSFORMS", "transforms"),
             ("NVCC_ORION_KEEP_CUBINS", "keep-cubins"),
             ("NVCC_ORION_PROFILE", "profile"),
@@ -351,6 +379,11 @@ impl Settings {
                     Ok(m) if (0.0..=1000.0).contains(&m) => s.margin_percent = m,
                     _ => warnings.push(bad(&format!("margin {v:?} (use a percentage, 0 to 1000)"))),
                 },
+                ("search", Some(v)) => match v {
+                    "descent" => s.search = Search::Descent,
+                    "full" => s.search = Search::Full,
+                    _ => warnings.push(bad(&format!("search {v:?} (use descent or full)"))),
+                },
                 _ => warnings.push(bad(&format!(
                     "unknown setting --orion-{key}{}",
                     value.map(|v| format!("={v}")).unwrap_or_default()
@@ -410,6 +443,9 @@ impl Settings {
         }
         if self.margin_percent != DEFAULT_MARGIN_PERCENT {
             o.push(format!("--orion-margin={}", self.margin_percent));
+        }
+        if self.search != Search::default() {
+            o.push(format!("--orion-search={}", self.search.name()));
         }
         if !self.transforms.is_empty() {
             o.push(format!("--orion-transforms={}", self.transforms.join(",")));
@@ -506,6 +542,7 @@ mod tests {
         assert!(Settings::default().output_options().is_empty());
         let env = |k: &str| match k {
             "NVCC_ORION_MARGIN" => Some("7.5".to_string()),
+            "NVCC_ORION_SEARCH" => Some("full".to_string()),
             "NVCC_ORION_BLOCK_SIZE" => Some("k:128,256".to_string()),
             "NVCC_ORION_DYNAMIC_SHARED" => Some("40960,k:0".to_string()),
             "NVCC_ORION_TRANSFORMS" => Some("regdem,spill2smem".to_string()),
@@ -523,6 +560,7 @@ mod tests {
                 "--orion-block-size=k:128,256",
                 "--orion-dynamic-shared=40960,k:0",
                 "--orion-margin=7.5",
+                "--orion-search=full",
                 "--orion-transforms=spill2smem,regdem",
                 "--orion-force=lowest"
             ]

@@ -87,6 +87,7 @@ mod tests {
         );
         for changed in [
             ("NVCC_ORION_MARGIN", "7"),
+            ("NVCC_ORION_SEARCH", "full"),
             ("NVCC_ORION_BLOCK_SIZE", "256"),
             ("NVCC_ORION", "off"),
             ("NVCC_ORION_FORCE", "lowest"),

@@ -19,6 +19,10 @@ pub fn words(limit: &Limit) -> Option<&'static str> {
         Limit::L2 => "L2-bound: more warps share the same L2 bandwidth",
         Limit::BelowMargin => "built, but no lower budget is predicted to clear the margin",
         Limit::BuildCost => "left out by the measured build's cost rule",
+        Limit::Stopped => {
+            "not built: the descent stopped, a higher budget did not improve on the best built"
+        }
+        Limit::Outbid => "not built: a built budget is predicted at least as fast as its bound",
         Limit::ObjectSize => "left out of the cubin by the object-size cap on variants",
         Limit::Other(_) => return None,
     })
@@ -34,6 +38,8 @@ pub fn short(limit: &Limit) -> Option<&'static str> {
         Limit::L1 => "L1 bound",
         Limit::L2 => "L2 bound",
         Limit::BuildCost => "build cost",
+        Limit::Stopped => "descent stopped",
+        Limit::Outbid => "outbid by a built budget",
         Limit::ObjectSize => "object-size cap",
         Limit::BelowMargin | Limit::Other(_) => return None,
     })

@@ -10,6 +10,7 @@ pub(crate) mod assemble;
 pub mod cache_entry;
 pub(crate) mod candidates;
 pub(crate) mod cap;
+pub(crate) mod descent;
 pub(crate) mod dynamic_shared;
 pub(crate) mod evaluate;
 pub mod function_pointers;

@@ -408,6 +408,31 @@ fn rounds(kernels: &[KernelPlan]) -> (Vec<Budgets>, Vec<Option<&'static dyn Tran
     (rounds, rewrite)
 }
 
+/// Where budget `b` of kernel `p` is listed among its candidates: in the order of the rounds
+/// that build them in the full search ([`rounds`]: plain budgets, then shared-memory
+/// spilling, then each registered rewrite's, each in the plan's order), so that the report
+/// lists them, and equal predictions go to the same candidate, whichever round built them
+/// (a descent builds them in another order, [`super::descent`]).
+pub(crate) fn listed_at(p: &KernelPlan, b: &Budget) -> (usize, usize) {
+    let kind = |x: &Budget| match x.rewrite {
+        Some(r) => {
+            2 + transform::REGISTERED
+                .iter()
+                .position(|t| t.key() == r.transform)
+                .unwrap_or(transform::REGISTERED.len())
+        }
+        None if x.smem_spill => 1,
+        None => 0,
+    };
+    let at = p
+        .budgets
+        .iter()
+        .filter(|x| kind(x) == kind(b))
+        .position(|x| x == b)
+        .unwrap_or(usize::MAX);
+    (kind(b), at)
+}
+
 /// Round i: the i-th budget of each kernel among those `keep` selects.
 fn by_position(kernels: &[KernelPlan], keep: impl Fn(&Budget) -> bool) -> Vec<Budgets> {
     let of =

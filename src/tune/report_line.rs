@@ -192,6 +192,8 @@ fn limit(l: Limit) -> schema::Limit {
         Limit::L2 => schema::Limit::L2,
         Limit::BelowMargin => schema::Limit::BelowMargin,
         Limit::BuildCost => schema::Limit::BuildCost,
+        Limit::Stopped => schema::Limit::Stopped,
+        Limit::Outbid => schema::Limit::Outbid,
         Limit::ObjectSize => schema::Limit::ObjectSize,
     }
 }

@@ -11,6 +11,7 @@ use std::path::Path;
 use super::TuneContext;
 use super::assemble::{self, write_atomically};
 use super::candidates::KernelPlan;
+use super::descent;
 use super::evaluate::{self, Kept, Notes, Variant};
 use super::guided::Guide;
 use super::keep::Keep;
@@ -74,7 +75,14 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
     );
     let work = variants::WorkDir::default();
     let builder = builder(argv, ctx, files, &step, settings, &work)?;
-    let (built, mut result) = build_variants(&builder, &plan)?;
+    let pricing = Pricing {
+        model,
+        arch,
+        relocatable: step.baseline.is_relocatable(),
+        baseline: &base_functions,
+    };
+    let (built, mut result) =
+        build_variants(&builder, &mut plan, &pricing, &step.baseline, settings)?;
     result.warnings.extend(model_warning);
     result.warnings.extend(plan.rewrites_off.take());
     let keep = Keep::new(settings.keep_cubins.as_deref(), &step.arch_name, &step.out);
@@ -90,12 +98,7 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         .as_ref()
         .and_then(|k| k.save("baseline", &step.baseline_bytes));
     let candidates = Candidates {
-        pricing: Pricing {
-            model,
-            arch,
-            relocatable: step.baseline.is_relocatable(),
-            baseline: &base_functions,
-        },
+        pricing,
         baseline: (&step.baseline, &base_functions[..]),
         parsed: &parsed,
         rounds: &plan.rounds,
@@ -233,28 +236,33 @@ fn builder<'a>(
 }
 
 /// Build the plan's variants: each one's cubin (`None`: ptxas refused it, so it is no
-/// candidate; any other failure is internal), and the counts the result starts with.
+/// candidate; any other failure is internal), and the counts the result starts with. In
+/// the default mode by descent ([`descent`]), which leaves `plan` naming what was built.
 fn build_variants(
     builder: &Builder<'_>,
-    plan: &plan::Plan,
+    plan: &mut plan::Plan,
+    pricing: &Pricing<'_>,
+    baseline: &Cubin,
+    settings: &Settings,
 ) -> Result<(Vec<Option<Built>>, Tuned), TuneError> {
-    let built = builder.build_all(&plan.rounds);
+    let built: Vec<Option<Built>> = if descent::applies(plan, settings, builder) {
+        descent::build(builder, plan, pricing, baseline)?
+    } else {
+        builder
+            .build_all(&plan.rounds)
+            .into_iter()
+            .map(|b| match b {
+                Ok(b) => Ok(Some(b)),
+                Err(VariantError::Refused { .. }) => Ok(None),
+                Err(e) => Err(e),
+            })
+            .collect::<Result<_, _>>()?
+    };
     let result = Tuned {
-        built: built.iter().filter(|b| b.is_ok()).count(),
-        cached: built
-            .iter()
-            .filter(|b| b.as_ref().is_ok_and(|b| b.cached))
-            .count(),
+        built: built.iter().flatten().count(),
+        cached: built.iter().flatten().filter(|b| b.cached).count(),
         ..Tuned::default()
     };
-    let built = built
-        .into_iter()
-        .map(|b| match b {
-            Ok(b) => Ok(Some(b)),
-            Err(VariantError::Refused { .. }) => Ok(None),
-            Err(e) => Err(e),
-        })
-        .collect::<Result<_, _>>()?;
     Ok((built, result))
 }
 
@@ -522,8 +530,14 @@ fn select_kernel(
         base_functions,
         None,
     ));
-    for (i, v) in c.parsed.iter().enumerate() {
-        if let (Some(budget), Some((cubin, funcs))) = (c.rounds[i].get(&p.name), v)
+    // In the order the plan lists the budgets (ties go to the first), whichever round built
+    // them: a descent builds the pragma's candidate before the lower plain budgets.
+    let mut built: Vec<usize> = (0..c.parsed.len())
+        .filter(|&i| c.rounds[i].contains_key(&p.name))
+        .collect();
+    built.sort_by_key(|&i| plan::listed_at(p, &c.rounds[i][&p.name]));
+    for i in built {
+        if let (Some(budget), Some((cubin, funcs))) = (c.rounds[i].get(&p.name), &c.parsed[i])
             && let Some(mut e) = evaluate::evaluate(p, &c.pricing, cubin, funcs, Some(*budget))
         {
             e.measured_only = c

@@ -179,6 +179,16 @@ const SLOT_POLL: std::time::Duration = std::time::Duration::from_millis(20);
 impl Builder<'_> {
     /// Build every variant of `all`, in parallel; results in the same order.
     pub fn build_all(&self, all: &[Budgets]) -> Vec<Result<Built, VariantError>> {
+        self.build_all_from(0, all)
+    }
+
+    /// [`Builder::build_all`] for variants numbered from `first` on (a descent's later
+    /// stages, [`super::descent`]: each variant has a folder of its own).
+    pub fn build_all_from(
+        &self,
+        first: usize,
+        all: &[Budgets],
+    ) -> Vec<Result<Built, VariantError>> {
         if all.is_empty() {
             // No worker thread to start and join for nothing: the usual JIT call.
             return Vec::new();
@@ -220,7 +230,7 @@ impl Builder<'_> {
                             eprint!("\r{}\x1b[K", progress_line(label, i, all.len(), budgets));
                         }
                         let r = crate::timings::timed(crate::timings::Phase::Variants, || {
-                            self.build_varying(i, budgets)
+                            self.build_varying(first + i, budgets)
                         });
                         *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
                     }

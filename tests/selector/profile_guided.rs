@@ -576,7 +576,13 @@ fn train_then_a_guided_build_ships_each_archs_winner() {
             .iter()
             .find(|m| m["arch"] == "sm_90" && m["kernel"] == kernel)
             .unwrap();
-        assert_eq!(r["chosen"], m["chosen"], "{r}");
+        // The same candidate by its budget: the guided build builds the full set of budgets,
+        // the default build descends (docs/DESIGN.md §Budgets at occupancy cliffs), so the
+        // chosen candidate's index in each record's list may differ.
+        let chosen = |x: &serde_json::Value| {
+            x["candidates"][x["chosen"].as_u64().unwrap() as usize]["budget"].clone()
+        };
+        assert_eq!(chosen(r), chosen(m), "{r}");
     }
 
     // 5. Kernel by kernel: on sm_90 the second kernel's variant 1 ran with other registers

@@ -605,7 +605,11 @@ fn pruned_kernels_are_never_built() {
     assert!(!built.is_empty());
     for r in &recs {
         for p in r["pruned"].as_array().unwrap() {
-            // The bound is below the 5% margin (or not a number: nothing to gain).
+            // The bound is below the 5% margin (or not a number: nothing to gain); the
+            // budgets the descent left out (`stopped`, `outbid`) are pruned for another reason.
+            if matches!(p["limit"].as_str(), Some("stopped" | "outbid")) {
+                continue;
+            }
             assert!(p["bound_percent"].as_f64().is_none_or(|b| b < 5.0), "{r}");
         }
     }
@@ -636,4 +640,213 @@ fn pruned_kernels_are_never_built() {
     let table = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{table}");
     assert!(table.contains("pruned: occupancy bound"), "{table}");
+}
+
+/// A report's records by (arch, kernel).
+fn records(report: &Path) -> BTreeMap<(String, String), Value> {
+    std::fs::read_to_string(report)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|r| {
+            let key = (
+                r["arch"].as_str().unwrap().to_string(),
+                r["kernel"].as_str().unwrap().to_string(),
+            );
+            (key, r)
+        })
+        .collect()
+}
+
+/// A candidate's predicted gain over ptxas's own code (`base`) in percent, worst case over
+/// the block sizes, as the tuner reads it (`None`: it cannot launch where `base` can).
+fn gain_over(base: &Value, c: &Value) -> Option<f64> {
+    let cycles = |v: &Value| -> Vec<Option<f64>> {
+        v["cycles_per_warp"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(Value::as_f64)
+            .collect()
+    };
+    let mut worst = f64::INFINITY;
+    for (b, v) in cycles(base).into_iter().zip(cycles(c)) {
+        let g = match (b, v) {
+            (None, _) => 0.0,
+            (Some(b), Some(v)) if v > 0.0 => 100.0 * (b / v - 1.0),
+            _ => return None,
+        };
+        worst = worst.min(g);
+    }
+    Some(if worst.is_finite() { worst } else { 0.0 })
+}
+
+/// `NVCC_ORION_SEARCH=full` or the default descent (`None`) of `src` for sm_90 (`-c -O3`):
+/// the report's records.
+fn search(
+    nvcc: &Path,
+    src: &Path,
+    mode: Option<&str>,
+    dir: &Path,
+) -> BTreeMap<(String, String), Value> {
+    let name = mode.unwrap_or("descent");
+    let report = dir.join(format!("{name}.jsonl"));
+    let mut cmd = common::orion();
+    cmd.env("NVCC_ORION_NVCC", nvcc)
+        .env("NVCC_ORION_CACHE", "off")
+        .env("NVCC_ORION_REPORT", &report)
+        .args(["-c", "-O3", "-arch=sm_90"])
+        .arg(src)
+        .arg("-o")
+        .arg(dir.join(format!("{name}.o")));
+    if let Some(m) = mode {
+        cmd.env("NVCC_ORION_SEARCH", m);
+    }
+    run(&mut cmd);
+    records(&report)
+}
+
+/// The default mode's descent (issue 47, docs/DESIGN.md §Budgets at occupancy cliffs) on a
+/// file where most kernels are retuned: it builds a subset of the full search's budgets,
+/// fewer in all; every budget it leaves out is in the report as `stopped` or `outbid`; the
+/// plain budgets it built descend from the highest, each one but the last improving on the
+/// best before it once one has beaten ptxas's own code, and the last not improving where the
+/// descent stopped (the rule, read back from the predictions); and where the full search's
+/// winner was built, both choose the same budget with the same gain.
+#[test]
+fn descent_builds_fewer_budgets_and_reports_the_rest() {
+    let Some(nvcc) = nvcc() else { return };
+    let dir = scratch("descent");
+    let src = source("bench/build/retuned_huge.cu");
+    let full = search(&nvcc, &src, Some("full"), dir.path());
+    let descent = search(&nvcc, &src, None, dir.path());
+    assert_eq!(
+        full.keys().collect::<Vec<_>>(),
+        descent.keys().collect::<Vec<_>>()
+    );
+    let budgets = |r: &Value| -> Vec<Value> {
+        r["candidates"].as_array().unwrap()[1..]
+            .iter()
+            .map(|c| c["budget"].clone())
+            .collect()
+    };
+    let (mut built_full, mut built_descent, mut stopped) = (0, 0, 0);
+    for (key, d) in &descent {
+        let f = &full[key];
+        let (bf, bd) = (budgets(f), budgets(d));
+        built_full += bf.len();
+        built_descent += bd.len();
+        assert!(
+            bd.iter().all(|b| bf.contains(b)),
+            "{key:?}: {bd:?} not in {bf:?}"
+        );
+        let left_out: Vec<&Value> = d["pruned"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| matches!(p["limit"].as_str(), Some("stopped" | "outbid")))
+            .collect();
+        for b in bf.iter().filter(|b| !bd.contains(b)) {
+            assert!(
+                left_out.iter().any(|p| &p["budget"] == b),
+                "{key:?}: {b} neither built nor reported left out: {d}"
+            );
+        }
+        stopped += left_out.iter().filter(|p| p["limit"] == "stopped").count();
+        // The rule, read back: once a budget has beaten ptxas's own code (0 %), each plain
+        // budget built improves on the best before it, but the last where the descent stopped.
+        let cands = d["candidates"].as_array().unwrap();
+        let gains: Vec<Option<f64>> = cands[1..]
+            .iter()
+            .filter(|c| c["budget"]["smem_spill"] == false)
+            .map(|c| gain_over(&cands[0], c))
+            .collect();
+        let mut best = 0.0_f64;
+        for (i, g) in gains.iter().enumerate() {
+            let improved = g.is_some_and(|g| g > best);
+            let last = i + 1 == gains.len();
+            assert!(
+                improved || last || best <= 0.0,
+                "{key:?}: built past a budget that did not improve: {gains:?}"
+            );
+            if last && left_out.iter().any(|p| p["limit"] == "stopped") {
+                assert!(
+                    !improved,
+                    "{key:?}: stopped after an improvement: {gains:?}"
+                );
+            }
+            best = best.max(g.unwrap_or(best));
+        }
+        let chosen =
+            |r: &Value| r["candidates"][r["chosen"].as_u64().unwrap() as usize]["budget"].clone();
+        if f["chosen"] == 0 || bd.contains(&chosen(f)) {
+            assert_eq!(chosen(d), chosen(f), "{key:?}");
+            assert_eq!(d["gain_percent"], f["gain_percent"], "{key:?}");
+        }
+    }
+    assert!(
+        built_descent < built_full && stopped > 0,
+        "descent built {built_descent} budgets, the full search {built_full} ({stopped} stopped)"
+    );
+}
+
+/// The descent's two cases on tests/kernels/tune/descent.cu (sm_90): `hop_sum<54, 12>`'s
+/// nearest cliff (64 registers) is predicted slower than ptxas's own code and the next (40)
+/// much faster, so a lower budget after one that did not improve wins: it is built, since
+/// nothing had beaten ptxas's code yet, and chosen as the full search chooses it.
+/// `chase_acc<80, 16>`'s 80 registers beat ptxas's code and 48 does not improve on 80: the
+/// descent stops there, and 32 and the pragma's candidate at 32 are reported `stopped`, not
+/// built (the full search builds them, and still chooses 80).
+#[test]
+fn descent_goes_on_until_a_budget_beats_ptxas_then_stops() {
+    let Some(nvcc) = nvcc() else { return };
+    let dir = scratch("descent-cases");
+    let src = source("tests/kernels/tune/descent.cu");
+    let full = search(&nvcc, &src, Some("full"), dir.path());
+    let descent = search(&nvcc, &src, None, dir.path());
+    let of = |records: &BTreeMap<(String, String), Value>, prefix: &str| -> Value {
+        records
+            .iter()
+            .find(|((_, k), _)| k.starts_with(prefix))
+            .map(|(_, r)| r.clone())
+            .unwrap_or_else(|| panic!("no record of {prefix}"))
+    };
+    let budget = |b: &Value| {
+        (
+            b["regs"].as_u64().unwrap(),
+            b["smem_spill"].as_bool().unwrap(),
+        )
+    };
+    let regs = |r: &Value| -> Vec<(u64, bool)> {
+        r["candidates"].as_array().unwrap()[1..]
+            .iter()
+            .map(|c| budget(&c["budget"]))
+            .collect()
+    };
+    let chosen = |r: &Value| r["chosen_registers"].as_u64().unwrap();
+    let gain = |r: &Value, i: usize| {
+        let c = r["candidates"].as_array().unwrap();
+        gain_over(&c[0], &c[i]).unwrap()
+    };
+    // hop_sum<54, 12>: 64 slower than ptxas's code, 40 built all the same and chosen.
+    let (h, hf) = (of(&descent, "_Z7hop_sum"), of(&full, "_Z7hop_sum"));
+    assert_eq!(regs(&h)[..2], [(64, false), (40, false)], "{h}");
+    assert!(gain(&h, 1) <= 0.0 && gain(&h, 2) > gain(&h, 1) + 5.0, "{h}");
+    assert_eq!(chosen(&h), 40, "{h}");
+    assert_eq!(chosen(&hf), 40, "{hf}");
+    assert_eq!(hf["gain_percent"], h["gain_percent"]);
+    // chase_acc<80, 16>: 80 beats ptxas's code, 48 does not improve on it: stopped there.
+    let (c, cf) = (of(&descent, "_Z9chase_acc"), of(&full, "_Z9chase_acc"));
+    assert_eq!(regs(&c), [(80, false), (48, false)], "{c}");
+    assert!(gain(&c, 1) > 5.0 && gain(&c, 2) <= gain(&c, 1), "{c}");
+    let stopped: Vec<(u64, bool)> = c["pruned"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["limit"] == "stopped")
+        .map(|p| budget(&p["budget"]))
+        .collect();
+    assert_eq!(stopped, [(32, false), (32, true)], "{c}");
+    assert_eq!(regs(&cf).len(), 4, "{cf}");
+    assert_eq!((chosen(&c), chosen(&cf)), (80, 80));
 }

@@ -436,6 +436,9 @@ fn walk_example_is_tuned_and_smem_spilling_is_a_candidate() {
         .args(["-o", "walk.o"])
         .env("NVCC_ORION_CACHE", dir.path().join("cache"))
         .env("NVCC_ORION_REPORT", &rep)
+        // The full search: the default descent leaves walk's 32 and 32+smem unbuilt (outbid
+        // by 40, whose prediction equals their bound), and the pragma's candidate is the point.
+        .env("NVCC_ORION_SEARCH", "full")
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -682,7 +685,10 @@ fn a_waiting_driver_lends_its_slot_to_the_variant_rounds() {
             .arg(&src)
             .args(["-o", out])
             .env("NVCC_ORION_CACHE", "off")
-            .env("NVCC_ORION_TIMINGS", &timings);
+            .env("NVCC_ORION_TIMINGS", &timings)
+            // The full search: the default descent builds walk's sm_90 budgets in one round
+            // (40; 32 and 32+smem are outbid), so only the full search has rounds to overlap.
+            .env("NVCC_ORION_SEARCH", "full");
         client.configure_make(&mut cmd);
         let o = cmd.output().unwrap();
         assert!(o.status.success(), "{}", text(&o.stderr));

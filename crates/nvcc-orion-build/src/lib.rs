@@ -398,6 +398,7 @@ impl Build {
             "CUDA_COMPUTE_CAP",
             "NVCC_ORION_BLOCK_SIZE",
             "NVCC_ORION_MARGIN",
+            "NVCC_ORION_SEARCH",
             "NVCC_ORION_REPORT",
         ] {
             println!("cargo:rerun-if-env-changed={v}");

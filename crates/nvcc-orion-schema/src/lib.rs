@@ -440,6 +440,12 @@ named! {
         BelowMargin = "below-margin",
         /// Under adapt/train: left out by the measured build's cost rule.
         BuildCost = "build-cost",
+        /// The default mode's descent: not built, the budget above it did not improve on the
+        /// best built prediction.
+        Stopped = "stopped",
+        /// The default mode's descent: not built, its bound does not beat the best built
+        /// prediction.
+        Outbid = "outbid",
         /// Under adapt/train: a built variant left out of the cubin by the object-size cap.
         ObjectSize = "object-size",
     }

@@ -1,0 +1,408 @@
+//! The default mode's budget search (issue 47, docs/DESIGN.md §Budgets at occupancy cliffs):
+//! each kernel's lower budgets built highest first, one stage at a time, stopping, once one
+//! has beaten ptxas's own code, at the first budget whose prediction does not improve on the
+//! best built so far.
+//!
+//! On the bench files the winner is the highest budget built in two kernels of three and
+//! almost never the fourth (bench/results/build.md), while every budget costs a ptxas run of
+//! its kernel: building them all made the variant rounds 3.7-5.6x the plain ptxas run. The
+//! rule, per kernel, after each stage:
+//! - the budget just built improved on the best prediction so far (ptxas's own code counts
+//!   as 0 %): the descent goes on to the next lower budget whose bound can still beat that
+//!   best; those skipped on the way are left out as `outbid` (exact: a budget is never
+//!   predicted above its bound, `predict::coherence`, and a tie goes to the higher budget,
+//!   listed first);
+//! - it did not (or ptxas refused its round, or it cannot launch where ptxas's code can),
+//!   while nothing built beats ptxas's own code yet: the descent goes on as above. The
+//!   nearest cliff often buys few warps for its spills where the next buys many (a kernel
+//!   calling a non-inlined function: -2.5 % at 64 registers, +37.8 % at 40, in
+//!   tests/kernels/tune/descent.cu), and stopping there lost every such kernel's gain;
+//! - it did not, after one has: the descent stops, and every lower budget is left out as
+//!   `stopped`. This is the heuristic part: a lower budget past a worse one can still win
+//!   (more warps may pay for more spills), and the full search (`--orion-search=full`)
+//!   would then choose it; on the bench files it never did (bench/results/build.md).
+//!
+//! The shared-memory spilling candidate at the lowest budget is built in the stage that
+//! builds the lowest plain budget, in a round of its own (ptxas refuses the pragma for a
+//! whole module when one kernel cannot have it, and a refusal must not cost the plain
+//! budgets), so it is left out exactly when the descent does not get there.
+//!
+//! Only where that holds by construction: the static choice alone (no forcing, no selector,
+//! no profile: those rank or measure the full set), no SASS rewrite offered (its candidates
+//! are proved round by round from the plain ones), and kernels compiled with `--entry` (a
+//! kernel's SASS does not depend on the entries built beside it, [`super::variants`]). Each
+//! stage is one `--entry` ptxas run of the kernels still descending (and one for the pragma
+//! when any reach their lowest budget); the stages of one step run one after another, but
+//! the steps of other architectures run beside them on the build's other job slots (the
+//! driver tunes a step in the background while the next one runs).
+
+use std::collections::BTreeMap;
+
+use super::candidates::KernelPlan;
+use super::evaluate;
+use super::plan::Plan;
+use super::pricing::Pricing;
+use super::ptx::Budget;
+use super::record::{Limit, Pruned, TuneError};
+use super::select::{Evaluated, gain_percent, worst_gain};
+use super::variants::{self, Budgets, Builder, Built, VariantError};
+use crate::cubin::Cubin;
+use crate::sass::raw;
+use crate::settings::{Search, Settings};
+
+/// Whether the step's budgets are searched by descent (see the module docs).
+pub(crate) fn applies(plan: &Plan, settings: &Settings, builder: &Builder<'_>) -> bool {
+    settings.search == Search::Descent
+        && settings.force.is_none()
+        && settings.selector.is_none()
+        && settings.profile.is_none()
+        && builder.entries.is_some()
+        && plan
+            .kernels
+            .iter()
+            .flat_map(|p| &p.budgets)
+            .all(|b| !b.rewritten())
+}
+
+/// Build `plan`'s budgets by descent: the variants built (`None`: ptxas refused one), in
+/// the order of the rounds `plan` is left naming; its kernels' budgets become those built,
+/// and every budget left out is added to `plan.pruned` as `stopped` or `outbid`.
+pub(crate) fn build(
+    builder: &Builder<'_>,
+    plan: &mut Plan,
+    pricing: &Pricing<'_>,
+    baseline: &Cubin,
+) -> Result<Vec<Option<Built>>, TuneError> {
+    let mut open: Vec<Descent> = plan
+        .kernels
+        .iter()
+        .filter(|p| !p.budgets.is_empty())
+        .map(|p| Descent::of(p, pricing, baseline))
+        .collect();
+    let mut built = Vec::new();
+    let mut rounds = Vec::new();
+    loop {
+        let stage = next_stage(&mut open);
+        if stage.is_empty() {
+            break;
+        }
+        let results = builder.build_all_from(rounds.len(), &stage);
+        let mut gains: BTreeMap<String, Option<f64>> = BTreeMap::new();
+        for (round, result) in stage.into_iter().zip(results) {
+            let made = match result {
+                Ok(b) => Some(b),
+                Err(VariantError::Refused { .. }) => None,
+                Err(e) => return Err(e.into()),
+            };
+            if let Some(b) = &made {
+                price_round(&open, plan, pricing, &round, b, &mut gains)?;
+            }
+            built.push(made);
+            rounds.push(round);
+        }
+        for d in &mut open {
+            if d.waiting {
+                d.priced(gains.get(&d.name).copied().flatten());
+            }
+        }
+    }
+    settle(plan, open, rounds);
+    Ok(built)
+}
+
+/// One kernel's descent.
+struct Descent {
+    name: String,
+    /// ptxas's own code as evaluated: gains and bounds are read against its cycles (`None`:
+    /// the baseline has no record of the kernel, so no budget has a bound).
+    base: Option<Evaluated>,
+    /// Plain budgets not built yet, highest first, each with its bound read against `base`
+    /// (`None`: none applies) and as the plan reports bounds.
+    left: Vec<(Budget, Option<f64>, f64)>,
+    /// The shared-memory spilling candidate at the lowest budget, if the plan has one: built
+    /// beside the lowest plain budget.
+    smem: Option<Budget>,
+    /// The best prediction built so far; ptxas's own code is 0 % (so above 0: a budget
+    /// built beats ptxas's code).
+    best: f64,
+    /// Whether a budget of this kernel is in the stage being built.
+    waiting: bool,
+    /// Whether the descent goes on: the last budget built improved on `best`.
+    going: bool,
+    /// Budgets left out, and why.
+    left_out: Vec<Pruned>,
+}
+
+impl Descent {
+    fn of(p: &KernelPlan, pricing: &Pricing<'_>, baseline: &Cubin) -> Descent {
+        let base = evaluate::evaluate(p, pricing, baseline, pricing.baseline, None);
+        let left = p
+            .budgets
+            .iter()
+            .filter(|b| !b.smem_spill)
+            .map(|b| {
+                // As `evaluate` floors a candidate: below ptxas's count, with its SASS.
+                let bounded = b.regs < p.baseline_regs && !pricing.baseline.is_empty();
+                let bound = base.as_ref().filter(|_| bounded).and_then(|base| {
+                    worst_gain(&base.cycles_per_warp, &pricing.bound_cycles(p, b.regs))
+                });
+                (*b, bound, pricing.bound_percent(p, b.regs))
+            })
+            .collect();
+        Descent {
+            name: p.name.clone(),
+            base,
+            left,
+            smem: p.budgets.iter().copied().find(|b| b.smem_spill),
+            best: 0.0,
+            waiting: false,
+            going: true,
+            left_out: Vec::new(),
+        }
+    }
+
+    /// The next budgets to build (a plain one, and the pragma's when the plain one is the
+    /// lowest), or none: the descent is over, and what is left is left out with its reason.
+    fn take_next(&mut self) -> (Option<Budget>, Option<Budget>) {
+        while !self.left.is_empty() {
+            let (budget, bound, reported) = self.left.remove(0);
+            let lowest = self.left.is_empty();
+            let why = if !self.going {
+                Some(Limit::Stopped)
+            } else if self.best > 0.0 && bound.is_some_and(|b| b <= self.best) {
+                // Only against a built budget: ptxas's own code is no candidate, and under
+                // a 0 % margin a budget predicted exactly 0 % is chosen (the plan's bound
+                // already prunes what cannot clear the margin).
+                Some(Limit::Outbid)
+            } else {
+                None
+            };
+            match why {
+                None => {
+                    self.waiting = true;
+                    return (Some(budget), self.smem.filter(|_| lowest));
+                }
+                Some(limit) => {
+                    self.leave_out(budget, reported, limit);
+                    if lowest && let Some(s) = self.smem {
+                        self.leave_out(s, reported, limit);
+                    }
+                }
+            }
+        }
+        (None, None)
+    }
+
+    fn leave_out(&mut self, budget: Budget, bound_percent: f64, limit: Limit) {
+        self.left_out.push(Pruned {
+            budget,
+            bound_percent,
+            limit,
+        });
+    }
+
+    /// The plain budget built in this stage predicted `gain` (`None`: refused, or it cannot
+    /// launch everywhere ptxas's code can).
+    fn priced(&mut self, gain: Option<f64>) {
+        self.waiting = false;
+        match gain {
+            Some(g) if g > self.best => self.best = g,
+            // Nothing built beats ptxas's own code yet: a lower budget may still.
+            _ if self.best <= 0.0 => {}
+            _ => self.going = false,
+        }
+    }
+}
+
+/// The next stage: a round of each open kernel's next plain budget, and a round of the
+/// pragma's candidates of those that reached their lowest budget (empty: all done).
+fn next_stage(open: &mut [Descent]) -> Vec<Budgets> {
+    let mut plain = Budgets::new();
+    let mut smem = Budgets::new();
+    for d in open.iter_mut() {
+        let (p, s) = d.take_next();
+        if let Some(p) = p {
+            plain.insert(d.name.clone(), p);
+        }
+        if let Some(s) = s {
+            smem.insert(d.name.clone(), s);
+        }
+    }
+    [plain, smem]
+        .into_iter()
+        .filter(|r| !r.is_empty())
+        .collect()
+}
+
+/// The gain of each kernel's plain budget in one built round over ptxas's own code, into
+/// `gains` (a pragma round prices nothing: it ends its kernel's descent).
+fn price_round(
+    open: &[Descent],
+    plan: &Plan,
+    pricing: &Pricing<'_>,
+    round: &Budgets,
+    built: &Built,
+    gains: &mut BTreeMap<String, Option<f64>>,
+) -> Result<(), TuneError> {
+    if round.values().all(|b| b.smem_spill) {
+        return Ok(());
+    }
+    let cubin = Cubin::parse(&built.cubin)
+        .map_err(|e| TuneError::Cubin(format!("variant {}", variants::describe(round)), e))?;
+    let functions = raw::functions(&cubin);
+    for d in open {
+        let (Some(budget), Some(p)) = (
+            round.get(&d.name),
+            plan.kernels.iter().find(|p| p.name == d.name),
+        ) else {
+            continue;
+        };
+        let gain = evaluate::evaluate(p, pricing, &cubin, &functions, Some(*budget))
+            .and_then(|e| gain_percent(d.base.as_ref()?, &e));
+        gains.insert(d.name.clone(), gain);
+    }
+    Ok(())
+}
+
+/// `plan` as built: its rounds those of the stages, each kernel's budgets those built (in
+/// the plan's order), and those left out among the pruned.
+fn settle(plan: &mut Plan, open: Vec<Descent>, rounds: Vec<Budgets>) {
+    let mut left_out: BTreeMap<String, Vec<Pruned>> = open
+        .into_iter()
+        .filter(|d| !d.left_out.is_empty())
+        .map(|d| (d.name, d.left_out))
+        .collect();
+    for p in &mut plan.kernels {
+        let Some(out) = left_out.remove(&p.name) else {
+            continue;
+        };
+        p.budgets.retain(|b| !out.iter().any(|x| x.budget == *b));
+        plan.pruned.entry(p.name.clone()).or_default().extend(out);
+    }
+    plan.rewrite = vec![None; rounds.len()];
+    plan.rounds = rounds;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A kernel with plain budgets 80, 48 and 32 (highest first) with these bounds, and the
+    /// pragma's candidate at 32.
+    fn descent(bounds: [Option<f64>; 3]) -> Descent {
+        Descent {
+            name: "k".into(),
+            base: None,
+            left: [80, 48, 32]
+                .map(Budget::regs)
+                .into_iter()
+                .zip(bounds)
+                .map(|(b, x)| (b, x, x.unwrap_or(f64::INFINITY)))
+                .collect(),
+            smem: Some(Budget {
+                smem_spill: true,
+                ..Budget::regs(32)
+            }),
+            best: 0.0,
+            waiting: false,
+            going: true,
+            left_out: Vec::new(),
+        }
+    }
+
+    fn left_out(d: &Descent) -> Vec<(u32, bool, Limit)> {
+        d.left_out
+            .iter()
+            .map(|x| (x.budget.regs, x.budget.smem_spill, x.limit))
+            .collect()
+    }
+
+    /// Each improvement builds the next lower budget, the pragma's beside the lowest.
+    #[test]
+    fn improving_budgets_descend_to_the_lowest() {
+        let mut d = descent([Some(30.0), Some(40.0), Some(50.0)]);
+        assert_eq!(d.take_next(), (Some(Budget::regs(80)), None));
+        d.priced(Some(10.0));
+        assert_eq!(d.take_next(), (Some(Budget::regs(48)), None));
+        d.priced(Some(20.0));
+        let (plain, smem) = d.take_next();
+        assert_eq!(plain, Some(Budget::regs(32)));
+        assert!(smem.is_some_and(|s| s.smem_spill && s.regs == 32));
+        d.priced(Some(25.0));
+        assert_eq!(d.take_next(), (None, None));
+        assert!(d.left_out.is_empty());
+    }
+
+    /// A budget that does not improve on the best stops the descent, even where a lower one
+    /// would have won: what is left is `stopped`, the pragma's candidate with it.
+    #[test]
+    fn a_budget_that_does_not_improve_stops_the_descent() {
+        let mut d = descent([Some(30.0), Some(40.0), Some(90.0)]);
+        d.take_next();
+        d.priced(Some(12.0));
+        d.take_next();
+        // 48 is predicted 8 %: worse than 80's 12 %. 32 (bound 90 %) is not built.
+        d.priced(Some(8.0));
+        assert_eq!(d.take_next(), (None, None));
+        assert_eq!(
+            left_out(&d),
+            [(32, false, Limit::Stopped), (32, true, Limit::Stopped)]
+        );
+        // Equal is not better: the higher budget, listed first, would win the tie.
+        let mut d = descent([Some(30.0), Some(40.0), Some(90.0)]);
+        d.take_next();
+        d.priced(Some(12.0));
+        d.take_next();
+        d.priced(Some(12.0));
+        assert_eq!(d.take_next(), (None, None));
+    }
+
+    /// Until a budget beats ptxas's own code, one that does not (slower, or unable to
+    /// launch where ptxas's code can) does not stop the descent: the next may.
+    #[test]
+    fn the_descent_goes_on_until_a_budget_beats_ptxas() {
+        let mut d = descent([Some(30.0), Some(40.0), Some(90.0)]);
+        d.take_next();
+        d.priced(Some(-2.5));
+        assert_eq!(d.take_next(), (Some(Budget::regs(48)), None));
+        d.priced(None);
+        assert_eq!(d.take_next().0, Some(Budget::regs(32)));
+        d.priced(Some(0.0));
+        assert_eq!(d.take_next(), (None, None));
+        assert!(d.left_out.is_empty());
+        // Once one has, the next that does not improve stops it.
+        let mut d = descent([Some(30.0), Some(40.0), Some(90.0)]);
+        d.take_next();
+        d.priced(Some(-2.5));
+        d.take_next();
+        d.priced(Some(20.0));
+        d.take_next();
+        d.priced(Some(10.0));
+        assert_eq!(d.take_next(), (None, None));
+        assert!(d.left_out.is_empty(), "32 was the lowest: nothing left");
+    }
+
+    /// A budget whose bound cannot beat the best built is skipped as `outbid`, and the
+    /// descent goes on below it; one with no bound is always built.
+    #[test]
+    fn outbid_budgets_are_skipped() {
+        let mut d = descent([None, Some(15.0), Some(60.0)]);
+        assert_eq!(d.take_next(), (Some(Budget::regs(80)), None));
+        d.priced(Some(20.0));
+        let (plain, smem) = d.take_next();
+        assert_eq!(plain, Some(Budget::regs(32)));
+        assert!(smem.is_some());
+        assert_eq!(left_out(&d), [(48, false, Limit::Outbid)]);
+        // The lowest outbid takes the pragma's candidate at its budget with it.
+        let mut d = descent([Some(30.0), Some(40.0), Some(35.0)]);
+        d.take_next();
+        d.priced(Some(38.0));
+        assert_eq!(d.take_next(), (Some(Budget::regs(48)), None));
+        d.priced(Some(39.0));
+        assert_eq!(d.take_next(), (None, None));
+        assert_eq!(
+            left_out(&d),
+            [(32, false, Limit::Outbid), (32, true, Limit::Outbid)]
+        );
+    }
+}
