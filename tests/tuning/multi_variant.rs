@@ -552,16 +552,25 @@ fn a_differing_original_without_variants_costs_only_itself() {
     same_originals(&d.join("two_tune.o"), &obj);
     // The other kernel keeps every variant, as where nothing differs.
     let extra = check_listed(&obj, &recs);
-    let entries = |o: &Path| -> Vec<String> {
-        registers(o)
-            .into_keys()
-            .map(|(_, f)| f)
-            .filter(|f| f.contains("__orion_v"))
-            .collect()
-    };
     assert!(extra >= 1, "{recs:?}");
-    assert_eq!(entries(&obj), entries(&d.join("two_adapt.o")));
-    assert!(entries(&obj).iter().all(|f| !f.starts_with(BOUNDED)));
+    assert_eq!(
+        variant_entries(&obj),
+        variant_entries(&d.join("two_adapt.o"))
+    );
+    assert!(
+        variant_entries(&obj)
+            .iter()
+            .all(|f| !f.starts_with(BOUNDED))
+    );
+}
+
+/// The variant entries (`<kernel>__orion_v<k>`) of `obj`'s cubins.
+fn variant_entries(obj: &Path) -> Vec<String> {
+    registers(obj)
+        .into_keys()
+        .map(|(_, f)| f)
+        .filter(|f| f.contains("__orion_v"))
+        .collect()
 }
 
 /// The `.nv.info.<kernel>` section of `obj`'s sm_90 cubin as `cuobjdump -elf` prints it: its
@@ -635,15 +644,11 @@ fn an_original_only_the_assembly_check_finds_different_costs_only_itself() {
     assert_eq!(info, info_section(&tune, BOUNDED));
     // The other kernel keeps every variant, as where nothing differs.
     let extra = check_listed(&obj, &recs);
-    let entries = |o: &Path| -> Vec<String> {
-        registers(o)
-            .into_keys()
-            .map(|(_, f)| f)
-            .filter(|f| f.contains("__orion_v"))
-            .collect()
-    };
     assert!(extra >= 1, "{recs:?}");
-    assert_eq!(entries(&obj), entries(&d.join("two_adapt.o")));
+    assert_eq!(
+        variant_entries(&obj),
+        variant_entries(&d.join("two_adapt.o"))
+    );
 }
 
 /// The same differing original where plain tune's copy cannot be spliced in (`-lineinfo`: the

@@ -413,11 +413,7 @@ fn frames_of_other_lengths_are_spliced_exactly() {
         .arg("-o")
         .arg(&obj);
     run(&mut cmd);
-    let lines: Vec<Value> = std::fs::read_to_string(&report)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = report_lines(&report);
     let assemblies: Vec<&str> = lines
         .iter()
         .map(|r| r["assembly"].as_str().unwrap())
@@ -585,11 +581,7 @@ fn pruned_kernels_are_never_built() {
         .arg("-o")
         .arg(dir.path().join("p.o"));
     run(&mut cmd);
-    let recs: Vec<Value> = std::fs::read_to_string(&report)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let recs = report_lines(&report);
     let pruned_only: Vec<&str> = recs
         .iter()
         .filter(|r| r["candidates"].as_array().unwrap().len() == 1)
@@ -642,12 +634,19 @@ fn pruned_kernels_are_never_built() {
     assert!(table.contains("pruned: occupancy bound"), "{table}");
 }
 
-/// A report's records by (arch, kernel).
-fn records(report: &Path) -> BTreeMap<(String, String), Value> {
+/// A report's records, one per line, in its order.
+fn report_lines(report: &Path) -> Vec<Value> {
     std::fs::read_to_string(report)
         .unwrap()
         .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// A report's records by (arch, kernel).
+fn records(report: &Path) -> BTreeMap<(String, String), Value> {
+    report_lines(report)
+        .into_iter()
         .map(|r| {
             let key = (
                 r["arch"].as_str().unwrap().to_string(),
