@@ -14,6 +14,7 @@
 #   NVCC_ORION_REPORT      file to append the per-kernel JSON report to.
 #   NVCC_ORION_MARGIN      predicted gain in percent a lower budget must show (default 5).
 #   NVCC_ORION_TRANSFORMS  rewrites the tuner may offer: spill2smem, regdem (see docs/usage.md §Transforms).
+#   NVCC_ORION_SEARCH      how the default mode searches budgets: descent (default) or full.
 # The options travel as --orion-* flags in CMAKE_CUDA_FLAGS / CUDA_NVCC_FLAGS; nvcc-orion
 # removes them before anything reaches nvcc. On the command line, a compiler cache used as
 # CMAKE_CUDA_COMPILER_LAUNCHER (ccache, sccache) hashes them: a changed option is a miss.
@@ -50,7 +51,7 @@ set(ENV{CUDA_NVCC_EXECUTABLE} "${NVCC_ORION_EXECUTABLE}")
 set(CUDA_NVCC_EXECUTABLE "${NVCC_ORION_EXECUTABLE}" CACHE FILEPATH "nvcc (nvcc-orion)")
 
 set(_nvcc_orion_flags "")
-foreach(_opt BLOCK_SIZE REPORT MARGIN TRANSFORMS)
+foreach(_opt BLOCK_SIZE REPORT MARGIN TRANSFORMS SEARCH)
   if(DEFINED NVCC_ORION_${_opt} AND NOT NVCC_ORION_${_opt} STREQUAL "")
     string(TOLOWER "${_opt}" _name)
     string(REPLACE "_" "-" _name "${_name}")

@@ -146,7 +146,7 @@ fn table(s: &mut String, r: &Record) {
     if !pruned.is_empty() {
         let _ = write!(
             s,
-            "<p class=\"note\">not built (pruned: occupancy bound): {}</p>",
+            "<p class=\"note\">not built: {}</p>",
             esc(&pruned.join(", "))
         );
     }

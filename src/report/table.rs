@@ -85,11 +85,7 @@ fn kernel(r: &Record, out: &mut impl Write) -> std::io::Result<()> {
         })
         .collect();
     if !pruned.is_empty() {
-        writeln!(
-            out,
-            "    not built (pruned: occupancy bound): {}",
-            pruned.join(", ")
-        )?;
+        writeln!(out, "    not built: {}", pruned.join(", "))?;
     }
     writeln!(
         out,
@@ -168,7 +164,7 @@ mod tests {
         assert!(t.contains("5828"), "{t}");
         assert!(t.contains("4033  n/a\n"), "{t}");
         assert!(
-            t.contains("not built (pruned: occupancy bound): 56 (at best +2.5%), 40+spill2smem (at best +1.0%)"),
+            t.contains("not built: 56 (at best +2.5%), 40+spill2smem (at best +1.0%)"),
             "{t}"
         );
         assert!(

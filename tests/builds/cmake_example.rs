@@ -224,6 +224,7 @@ fn build_with_module(findcuda: bool, archs: &str) -> Option<BTreeSet<String>> {
         .arg(format!("-DNVCC_ORION_EXECUTABLE={ORION}"))
         .arg(format!("-DNVCC_ORION_REPORT={}", report.display()))
         .arg("-DNVCC_ORION_BLOCK_SIZE=256")
+        .arg("-DNVCC_ORION_SEARCH=full")
         .arg(format!("-DCMAKE_CUDA_ARCHITECTURES={archs}"))
         .arg("-S")
         .arg(repo.join("examples/cmake"))
@@ -254,6 +255,12 @@ fn build_with_module(findcuda: bool, archs: &str) -> Option<BTreeSet<String>> {
     assert!(
         log.contains(ORION),
         "{label}: the build did not call nvcc-orion:\n{log}"
+    );
+    // Each cache option travels as its flag (the budget search's among them).
+    assert!(
+        log.lines()
+            .any(|l| l.contains(ORION) && l.contains("--orion-search=full")),
+        "{label}: NVCC_ORION_SEARCH did not reach nvcc-orion:\n{log}"
     );
     // The --orion-* options reach nvcc-orion only, never the host compiler or linker.
     let leaked: Vec<&str> = log
