@@ -483,11 +483,7 @@ fn a_step_that_selects_its_entries_gets_no_variants() {
 #[test]
 fn a_taken_variant_name_leaves_plain_tune_with_one_warning() {
     let Some(d) = built() else { return };
-    let stderr = std::fs::read_to_string(d.join("taken.o.stderr")).unwrap();
-    let warnings: Vec<&str> = stderr
-        .lines()
-        .filter(|l| l.starts_with("nvcc-orion: warning:"))
-        .collect();
+    let warnings = warnings_of(d, "taken.o");
     assert_eq!(
         warnings,
         [
@@ -529,11 +525,7 @@ fn a_taken_variant_name_leaves_plain_tune_with_one_warning() {
 fn a_differing_original_without_variants_costs_only_itself() {
     let Some(d) = built() else { return };
     let obj = d.join("perturbed.o");
-    let stderr = std::fs::read_to_string(d.join("perturbed.o.stderr")).unwrap();
-    let warnings: Vec<&str> = stderr
-        .lines()
-        .filter(|l| l.starts_with("nvcc-orion: warning:"))
-        .collect();
+    let warnings = warnings_of(d, "perturbed.o");
     assert_eq!(
         warnings,
         [format!(
@@ -562,6 +554,16 @@ fn a_differing_original_without_variants_costs_only_itself() {
             .iter()
             .all(|f| !f.starts_with(BOUNDED))
     );
+}
+
+/// The warning lines the build of `out` printed (its `.stderr` beside it in `dir`).
+fn warnings_of(dir: &Path, out: &str) -> Vec<String> {
+    std::fs::read_to_string(dir.join(format!("{out}.stderr")))
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("nvcc-orion: warning:"))
+        .map(str::to_string)
+        .collect()
 }
 
 /// The variant entries (`<kernel>__orion_v<k>`) of `obj`'s cubins.
@@ -612,11 +614,7 @@ fn info_section(obj: &Path, kernel: &str) -> String {
 fn an_original_only_the_assembly_check_finds_different_costs_only_itself() {
     let Some(d) = built() else { return };
     let obj = d.join("perturbed_check.o");
-    let stderr = std::fs::read_to_string(d.join("perturbed_check.o.stderr")).unwrap();
-    let warnings: Vec<&str> = stderr
-        .lines()
-        .filter(|l| l.starts_with("nvcc-orion: warning:"))
-        .collect();
+    let warnings = warnings_of(d, "perturbed_check.o");
     let head = format!(
         "nvcc-orion: warning: sm_90: kernel {BOUNDED} differs in the multi-variant build \
          (assembly check: "
