@@ -58,8 +58,10 @@ fn orion(nvcc: &Path, dir: &Path, mode: &str, out: &str) -> Command {
     cmd
 }
 
-/// Every source built by nvcc (`<stem>_nvcc.o`), the default mode (`<stem>_tune.o`) and
-/// adapt (`<stem>_adapt.o`), once per binary, nvcc and sources.
+/// Every source built by nvcc (`<stem>_nvcc.fatbin`), the default mode (`<stem>_tune.o`) and
+/// adapt (`<stem>_adapt.o`), once per binary, nvcc and sources. nvcc's build is read for its
+/// registers alone, so it is a `-fatbin`: the device code an object of it would embed, without
+/// cudafe++ and the host compile (issue 50).
 fn built() -> Option<&'static PathBuf> {
     static B: OnceLock<Option<PathBuf>> = OnceLock::new();
     B.get_or_init(|| {
@@ -77,7 +79,7 @@ fn built() -> Option<&'static PathBuf> {
                 let s = stem(&src);
                 let o = Command::new(&nvcc)
                     .current_dir(d)
-                    .args(["-c", "-O3", "-o", &format!("{s}_nvcc.o")])
+                    .args(["-fatbin", "-O3", "-o", &format!("{s}_nvcc.fatbin")])
                     .args(ARCHES)
                     .arg(&src)
                     .output()
@@ -146,7 +148,7 @@ fn adapt_measures_most_kernels_a_lower_budget_would_speed_up() {
     let mut with_variant = BTreeSet::new();
     for src in sources() {
         let s = stem(&src);
-        let nvcc = registers(&dir.join(format!("{s}_nvcc.o")));
+        let nvcc = registers(&dir.join(format!("{s}_nvcc.fatbin")));
         let adapt = registers(&dir.join(format!("{s}_adapt.o")));
         for ((sm, f), regs) in &nvcc {
             if !lower_budget_raises_occupancy(*regs) {
