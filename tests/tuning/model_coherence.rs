@@ -20,7 +20,7 @@
 //!
 //! Each compile is a `-fatbin` (the device side alone: no cudafe++, no host compile), since
 //! the records come from the ptxas steps, which a `-c` runs the same (issue 50: the host side
-//! was most of a warm rerun; bench/results/suite.md). Variants are cached under
+//! was half of a rerun's CPU time; bench/results/suite.md). Variants are cached under
 //! `CARGO_TARGET_TMPDIR` (a rerun costs the device front ends only).
 //! Without nvcc the test prints a skip line and passes (with `CI` set it fails).
 

@@ -498,7 +498,8 @@ fn choices(report: &Path) -> BTreeMap<String, BTreeMap<String, Option<u32>>> {
 /// The build benchmark: nvcc-orion's builds make today's choices, and every kernel shipped
 /// is the kernel of a whole-module ptxas run at the chosen budgets. Each build is a `-fatbin`:
 /// the choices and the shipped cubins are the device side's, which an object embeds as they
-/// are, and the host compile of these files (at -O3) was most of a build (issue 50).
+/// are, and the host side of these files (cudafe++, the host compile at -O3) was a third of
+/// each build's CPU time (issue 50, bench/results/suite.md).
 #[test]
 fn benchmark_objects_match_todays_choices() {
     let Some(nvcc) = nvcc() else { return };
