@@ -102,14 +102,16 @@ run_list "$list"
 # The manifest: one row per program, variant and kernel.
 manifest=$stage/manifest.csv
 echo "program,variant,flags,kernel,registers,applied,reason" >"$manifest"
+# Every report's forced outcomes in one Python run: a start per binary cost about 12 s of CPU
+# in all (issue 50, bench/results/suite.md). Each line: REPORT<TAB>KERNEL<TAB>yes|no<TAB>reason.
+applied=$out/obj/applied.tsv
+python3 "$here/harness.py" applied-each "$out"/obj/*.jsonl >"$applied"
 for exe in $(cd "$stage/bin" && ls | sort); do
   p=${exe%%.*} v=${exe#*.}
   o=$out/obj/$p.$v
   declare -A ok=() why=()
-  if [[ -f $o.jsonl ]]; then
-    while IFS=$'\t' read -r k yes reason; do ok[$k]=$yes why[$k]=$reason; done \
-      < <(python3 "$here/harness.py" applied "$o.jsonl")
-  fi
+  while IFS=$'\t' read -r k yes reason; do ok[$k]=$yes why[$k]=$reason; done \
+    < <(f="$o.jsonl" awk 'index($0, ENVIRON["f"] "\t") == 1 { print substr($0, length(ENVIRON["f"]) + 2) }' "$applied")
   "$cuobjdump" -res-usage "$stage/bin/$exe" |
     awk '$1 == "Function" { k = $2; sub(/:$/, "", k) }
          k != "" && match($0, /REG:[0-9]+/) { print k, substr($0, RSTART + 4, RLENGTH - 4); k = "" }' \

@@ -7,6 +7,10 @@
                                       shared-memory spilling was a candidate
   harness.py applied REPORT.jsonl     per kernel: KERNEL<TAB>yes|no<TAB>the tuner's reason
                                       (yes: the forced choice took effect)
+  harness.py applied-each REPORT.jsonl...
+                                      the same for every report, each line led by its
+                                      REPORT<TAB> (build.sh: one Python start, not one per
+                                      binary)
   harness.py summary RESULTS.csv [--color=auto|always|never]
                                       the summary of a run (run.sh's CSV): geomean speedup of
                                       the default choice over nvcc, the best variant per
@@ -303,6 +307,11 @@ def main(argv):
     if len(argv) >= 3 and argv[1] == "applied":
         for k, yes, why in applied(argv[2]):
             print(f"{k}\t{yes}\t{why}")
+        return 0
+    if len(argv) >= 2 and argv[1] == "applied-each":
+        for path in argv[2:]:
+            for k, yes, why in applied(path):
+                print(f"{path}\t{k}\t{yes}\t{why}")
         return 0
     if len(argv) >= 4 and argv[1] == "predictions":
         print("\n".join(predictions(argv[2], argv[3], sys.stdin)))
