@@ -463,6 +463,18 @@ fn budgets_from_a_report() {
         String::from_utf8_lossy(&o.stdout),
         "a\tyes\tforced: budget 48\nb\tno\tno lower budget raises occupancy\n"
     );
+    // build.sh's form: every report in one run, each line led by its report's path.
+    let other = dir.path().join("s.jsonl");
+    std::fs::write(&other, r#"{"kernel":"c","reason":"forced: spill2smem"}"#).unwrap();
+    let (p, q) = (path.to_str().unwrap(), other.to_str().unwrap());
+    let o = python(&["applied-each", p, q]);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        format!(
+            "{p}\ta\tyes\tforced: budget 48\n{p}\tb\tno\tno lower budget raises occupancy\n\
+             {q}\tc\tyes\tforced: spill2smem\n"
+        )
+    );
 }
 
 #[test]
