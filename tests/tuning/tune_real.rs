@@ -821,7 +821,10 @@ fn a_round_too_large_for_one_ptxas_run_is_built_in_parts() {
             .output()
             .unwrap();
         assert!(o.status.success(), "{}", text(&o.stderr));
-        (text(&o.stderr), std::fs::read(dir.path().join(out)).unwrap())
+        (
+            text(&o.stderr),
+            std::fs::read(dir.path().join(out)).unwrap(),
+        )
     };
     let (err, split) = build("descent.cubin", "descent");
     let parts: Vec<(usize, usize)> = err
@@ -835,7 +838,10 @@ fn a_round_too_large_for_one_ptxas_run_is_built_in_parts() {
         .collect();
     assert!(!parts.is_empty(), "no round was split:\n{err}");
     for (kernels, runs) in &parts {
-        assert!(*runs >= 2 && runs < kernels, "{kernels} kernels in {runs} runs");
+        assert!(
+            *runs >= 2 && runs < kernels,
+            "{kernels} kernels in {runs} runs"
+        );
     }
     let (_, whole) = build("full.cubin", "full");
     assert!(split == whole, "the split rounds changed the cubin");
