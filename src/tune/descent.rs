@@ -31,8 +31,9 @@
 //! no profile: those rank or measure the full set), no SASS rewrite offered (its candidates
 //! are proved round by round from the plain ones), and kernels compiled with `--entry` (a
 //! kernel's SASS does not depend on the entries built beside it, [`super::variants`]). Each
-//! stage is one `--entry` ptxas run of the kernels still descending (and one for the pragma
-//! when any reach their lowest budget); the stages of one step run one after another, but
+//! stage is one `--entry` ptxas run of the kernels still descending (in parts where that is
+//! too much for ptxas's memory, [`super::rounds`]; and one for the pragma when any reach
+//! their lowest budget); the stages of one step run one after another, but
 //! the steps of other architectures run beside them on the build's other job slots (the
 //! driver tunes a step in the background while the next one runs).
 
@@ -44,6 +45,7 @@ use super::plan::Plan;
 use super::pricing::Pricing;
 use super::ptx::Budget;
 use super::record::{Limit, Pruned, TuneError};
+use super::rounds;
 use super::select::{Evaluated, gain_percent, worst_gain};
 use super::variants::{self, Budgets, Builder, Built, VariantError};
 use crate::cubin::Cubin;
@@ -66,13 +68,17 @@ pub(crate) fn applies(plan: &Plan, settings: &Settings, builder: &Builder<'_>) -
 
 /// Build `plan`'s budgets by descent: the variants built (`None`: ptxas refused one), in
 /// the order of the rounds `plan` is left naming; its kernels' budgets become those built,
-/// and every budget left out is added to `plan.pruned` as `stopped` or `outbid`.
+/// and every budget left out is added to `plan.pruned` as `stopped` or `outbid`. A stage's
+/// plain round too large for one ptxas run's memory is built in parts ([`rounds`]), said in
+/// `notes`.
 pub(crate) fn build(
     builder: &Builder<'_>,
     plan: &mut Plan,
     pricing: &Pricing<'_>,
     baseline: &Cubin,
+    notes: &mut Vec<String>,
 ) -> Result<Vec<Option<Built>>, TuneError> {
+    let lengths = super::ptx::entry_lengths(builder.ptx).map_err(VariantError::from)?;
     let mut open: Vec<Descent> = plan
         .kernels
         .iter()
@@ -82,7 +88,7 @@ pub(crate) fn build(
     let mut built = Vec::new();
     let mut rounds = Vec::new();
     loop {
-        let stage = next_stage(&mut open);
+        let stage = rounds::split_by_memory(builder.ptx, &lengths, next_stage(&mut open), notes);
         if stage.is_empty() {
             break;
         }

@@ -26,6 +26,7 @@ pub(crate) mod ptxas_args;
 pub(crate) mod ranked;
 pub(crate) mod record;
 pub(crate) mod report_line;
+pub(crate) mod rounds;
 pub(crate) mod select;
 pub(crate) mod step;
 pub(crate) mod variants;

@@ -175,6 +175,18 @@ pub fn entries(ptx: &str) -> Result<Vec<EntryDecl>, PtxError> {
     Ok(out)
 }
 
+/// Each entry's length of PTX text: from its `.entry` to the next one's (or the module's end),
+/// so a `.func` defined between them counts with the entry before it.
+pub fn entry_lengths(ptx: &str) -> Result<BTreeMap<String, usize>, PtxError> {
+    let decls = entries(ptx)?;
+    let ends = decls.iter().skip(1).map(|d| d.start).chain([ptx.len()]);
+    Ok(decls
+        .iter()
+        .zip(ends)
+        .map(|(d, end)| (d.name.clone(), end.saturating_sub(d.start)))
+        .collect())
+}
+
 /// `ptx` with `.maxnreg` (and the spilling pragma) set for the kernels in `budgets`. A budget
 /// never raises one the module already has. Kernels not named are left as they are.
 pub fn with_budgets(ptx: &str, budgets: &BTreeMap<String, Budget>) -> Result<String, PtxError> {

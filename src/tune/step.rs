@@ -81,8 +81,7 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         relocatable: step.baseline.is_relocatable(),
         baseline: &base_functions,
     };
-    let (built, mut result) =
-        build_variants(&builder, &mut plan, &pricing, &step.baseline, settings)?;
+    let (built, mut result) = build_variants(&builder, &mut plan, &pricing, &step, settings)?;
     result.warnings.extend(model_warning);
     result.warnings.extend(plan.rewrites_off.take());
     let keep = Keep::new(settings.keep_cubins.as_deref(), &step.arch_name, &step.out);
@@ -242,11 +241,12 @@ fn build_variants(
     builder: &Builder<'_>,
     plan: &mut plan::Plan,
     pricing: &Pricing<'_>,
-    baseline: &Cubin,
+    step: &Step,
     settings: &Settings,
 ) -> Result<(Vec<Option<Built>>, Tuned), TuneError> {
+    let mut split = Vec::new();
     let built: Vec<Option<Built>> = if descent::applies(plan, settings, builder) {
-        descent::build(builder, plan, pricing, baseline)?
+        descent::build(builder, plan, pricing, &step.baseline, &mut split)?
     } else {
         builder
             .build_all(&plan.rounds)
@@ -261,6 +261,10 @@ fn build_variants(
     let result = Tuned {
         built: built.iter().flatten().count(),
         cached: built.iter().flatten().filter(|b| b.cached).count(),
+        notes: split
+            .into_iter()
+            .map(|n| format!("nvcc-orion: {}: {n}", step.arch_name))
+            .collect(),
         ..Tuned::default()
     };
     Ok((built, result))

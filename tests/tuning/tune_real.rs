@@ -796,3 +796,53 @@ fn user_maxrregcount_is_never_exceeded() {
         assert!(u64::from(got[&(arch, k.clone())]) <= bound, "{k} sm_{arch}");
     }
 }
+
+/// A descent stage's plain round too large for one ptxas run's memory is built in parts
+/// (issue 47, `src/tune/rounds.rs`): bench/build/retuned_instances.cu's 46 kernels lowered
+/// at once took 197 MB in one sm_90 ptxas run against plain ptxas's 67 MB. Verbose mode says
+/// which round was split and in how many runs (at least two, fewer than its kernels), and the
+/// cubin is the one the full search makes, whose rounds are not split.
+#[test]
+fn a_round_too_large_for_one_ptxas_run_is_built_in_parts() {
+    let Some(_) = fixtures::fixtures() else {
+        return;
+    };
+    let dir = scratch("split");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/build/retuned_instances.cu");
+    let build = |out: &str, search: &str| {
+        let o = common::orion()
+            .current_dir(dir.path())
+            .args(["-cubin", "-O3", "-arch=sm_90"])
+            .arg(&src)
+            .args(["-o", out])
+            .env("NVCC_ORION_CACHE", "off")
+            .env("NVCC_ORION_VERBOSE", "1")
+            .env("NVCC_ORION_SEARCH", search)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        (
+            text(&o.stderr),
+            std::fs::read(dir.path().join(out)).unwrap(),
+        )
+    };
+    let (err, split) = build("descent.cubin", "descent");
+    let parts: Vec<(usize, usize)> = err
+        .lines()
+        .filter_map(|l| l.strip_prefix("nvcc-orion: sm_90: a round of "))
+        .map(|rest| {
+            let words: Vec<&str> = rest.split(' ').collect();
+            assert_eq!(words[1..4], ["kernels", "built", "in"], "{rest}");
+            (words[0].parse().unwrap(), words[4].parse().unwrap())
+        })
+        .collect();
+    assert!(!parts.is_empty(), "no round was split:\n{err}");
+    for (kernels, runs) in &parts {
+        assert!(
+            *runs >= 2 && runs < kernels,
+            "{kernels} kernels in {runs} runs"
+        );
+    }
+    let (_, whole) = build("full.cubin", "full");
+    assert!(split == whole, "the split rounds changed the cubin");
+}
