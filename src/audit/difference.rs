@@ -13,6 +13,10 @@ pub enum Difference {
     /// A function's line table (`nvdisasm -g -gp`) is not its origin's (`super::lines`).
     #[error("{0}")]
     LineTable(String),
+    /// A function's call frame information (`.debug_frame`) is not its origin's
+    /// (`super::frames`), or cannot be read.
+    #[error("call frame information: {0}")]
+    Frame(String),
     #[error("not in the shipped cubin")]
     NotShipped,
     #[error("missing from the shipped cubin")]

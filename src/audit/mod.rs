@@ -5,8 +5,9 @@
 //!
 //! Like the translation checker, it imports nothing from the code it checks: not the cubin
 //! reader or writer, not the splice, not the SASS decoder. It reads only what `cuobjdump
-//! -elf` and `nvdisasm -json` print (`dump`, `listing`), so a bug in our ELF model cannot
-//! hide itself (`tests/house/layers.rs` keeps this module's imports to the leaves).
+//! -elf` and `nvdisasm -json` print (`dump`, `listing`), and `.debug_frame` through
+//! maintained crates (`frames`), so a bug in our ELF model cannot hide itself
+//! (`tests/house/layers.rs` keeps this module's imports to the leaves).
 //!
 //! # What "the same" means
 //! For each function that owns a code section in the shipped cubin, against its origin
@@ -37,19 +38,24 @@
 //! function's instructions must be annotated with the same source and PTX lines as in its
 //! origin (`lines`: `nvdisasm -g -gp`, a PTX line compared by its text).
 //!
+//! Each function's call frame information (`.debug_frame`: its FDEs and their CIEs) must
+//! be its origin's, read without the toolkit, which prints none of it (`frames`: the
+//! `object` crate's ELF reader, `gimli`'s DWARF encoding).
+//!
 //! Then the module as a whole (`module`): sections no function owns, objects and the
 //! attributes that name no function, against the module origin; and, for relocatable code,
 //! no kernel whose register limit differs from ptxas's own reaches a function another
 //! module defines (nvlink would refuse the limit).
 //!
 //! # What it trusts
-//! cuobjdump and nvdisasm themselves; that ptxas's output for the origin is right; that
-//! debug information other than the line tables (`.debug_info`, `.debug_frame`, ...) need
-//! not follow the code (it is not compared).
+//! cuobjdump and nvdisasm themselves, and the `object` and `gimli` crates; that ptxas's
+//! output for the origin is right; that debug information other than the line tables and
+//! `.debug_frame` (`.debug_info`, ...) need not follow the code (it is not compared).
 
 mod banks;
 mod difference;
 mod dump;
+mod frames;
 mod kernel;
 mod lines;
 mod listing;
@@ -238,6 +244,7 @@ pub fn check_each(tools: &Tools, job: &Job<'_>) -> Result<(Checked, Vec<AuditErr
         }
     }
     found.extend(compare_lines(&mut reader, job, &shipped, &module, &owners)?);
+    found.extend(compare_frames(job, &owners));
     if shipped.relocatable {
         let baseline = reader.dump(job.baseline)?;
         found.extend(link_limits(&shipped, &baseline).err());
@@ -281,6 +288,38 @@ fn compare_lines(
         }
     }
     Ok(found)
+}
+
+/// Each function's call frame information (`.debug_frame`, `frames`) against its origin's,
+/// the disagreements found. A kernel a rewrite changed is left out: the rewrite moves its
+/// code and FDE ranges with it, and the proof covers where its functions start.
+fn compare_frames(job: &Job<'_>, owners: &[String]) -> Vec<AuditError> {
+    let read = |bytes: &[u8]| frames::Frames::read(bytes);
+    let ours = match read(job.shipped) {
+        Ok(f) => f,
+        Err(why) => return vec![disagrees("the module", Difference::Frame(why))],
+    };
+    let mut origins: HashMap<(*const u8, usize), Result<frames::Frames, String>> = HashMap::new();
+    let mut found = Vec::new();
+    for f in owners.iter().filter(|f| !job.proved.contains(&f.as_str())) {
+        let (name, cubin) = job
+            .origins
+            .iter()
+            .find(|o| o.shipped == f.as_str())
+            .map_or((f.as_str(), job.module), |o| (o.name, o.cubin));
+        let theirs = origins
+            .entry((cubin.as_ptr(), cubin.len()))
+            .or_insert_with(|| read(cubin));
+        let result = match theirs {
+            Ok(t) if !t.present() && !ours.present() => Ok(()),
+            Ok(t) => frames::compare(&ours, f, t, name),
+            Err(why) => Err(format!("where the code was compiled: {why}")),
+        };
+        if let Err(why) = result {
+            found.push(disagrees(f, Difference::Frame(why)));
+        }
+    }
+    found
 }
 
 fn disagrees(kernel: &str, what: Difference) -> AuditError {

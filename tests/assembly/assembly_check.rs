@@ -408,7 +408,76 @@ const MUTATIONS: &[Mutation] = &[
         },
         "the module",
     ),
+    (
+        "FDE range one instruction short",
+        |b| {
+            let fde = fde_of(b, HUNGRY);
+            add_u32(b, fde + 28, 0xfffffff0); // its address range - 16
+        },
+        HUNGRY,
+    ),
+    (
+        "CFA offset of an FDE",
+        |b| {
+            // The program opens with DW_CFA_advance_loc4, then DW_CFA_def_cfa (a ULEB128
+            // register, then a ULEB128 offset): the offset grows by 8.
+            let program = fde_of(b, HUNGRY) + 36;
+            assert_eq!(
+                (b[program], b[program + 5]),
+                (0x04, 0x0c),
+                "advance, def_cfa"
+            );
+            let mut at = program + 6;
+            while b[at] & 0x80 != 0 {
+                at += 1;
+            }
+            // The offset's low seven bits (the hungry kernel's frame: 0xb0 0x01).
+            assert!(b[at + 1] & 0x7f < 0x78, "room in the first byte");
+            b[at + 1] += 8;
+        },
+        HUNGRY,
+    ),
+    (
+        "two kernels' FDEs swapped",
+        |b| {
+            let (x, y) = (frame_relocation(b, HUNGRY), frame_relocation(b, CHATTY));
+            let (sx, sy) = (b[x + 12..x + 16].to_vec(), b[y + 12..y + 16].to_vec());
+            b[x + 12..x + 16].copy_from_slice(&sy);
+            b[y + 12..y + 16].copy_from_slice(&sx);
+        },
+        HUNGRY,
+    ),
+    (
+        "FDE dropped",
+        |b| {
+            // Its CIE pointer becomes the CIE id: the record is no FDE any more.
+            let fde = fde_of(b, HUNGRY);
+            b[fde + 12..fde + 20].copy_from_slice(&u64::MAX.to_le_bytes());
+        },
+        HUNGRY,
+    ),
 ];
+
+/// The file offset of the `.rela.debug_frame` entry that relocates `kernel`'s FDE (sm_90:
+/// 24-byte entries, the symbol index in the high half of `r_info`). Read with our own few
+/// lines, not the crate's.
+fn frame_relocation(bytes: &[u8], kernel: &str) -> usize {
+    let (at, len) = section(bytes, ".rela.debug_frame");
+    let sym = symbol_index(bytes, kernel);
+    (at..at + len)
+        .step_by(24)
+        .find(|&e| u32::from_le_bytes(bytes[e + 12..e + 16].try_into().unwrap()) == sym)
+        .unwrap_or_else(|| panic!("no relocation of {kernel}'s FDE"))
+}
+
+/// The file offset of `kernel`'s FDE (the relocation's target is its location, 20 bytes
+/// into the 64-bit record).
+fn fde_of(bytes: &[u8], kernel: &str) -> usize {
+    let e = frame_relocation(bytes, kernel);
+    let offset = u64::from_le_bytes(bytes[e..e + 8].try_into().unwrap()) as usize;
+    let (at, _) = section(bytes, ".debug_frame");
+    at + offset - 20
+}
 
 #[test]
 fn every_kind_of_wrong_assembly_is_rejected() {

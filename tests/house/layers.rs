@@ -216,8 +216,9 @@ fn arrows_point_down_and_never_circle() {
 const INDEPENDENT: &[(&str, &[&str], &str)] = &[(
     "audit",
     &["toolkit", "process", "jobs", "atomic_file"],
-    "the assembly check reads cubins only through cuobjdump and nvdisasm (on the build's job \
-     slots; its verdicts are written whole)",
+    "the assembly check reads cubins only through cuobjdump and nvdisasm, and `.debug_frame` \
+     through the `object` and `gimli` crates (on the build's job slots; its verdicts are \
+     written whole)",
 )];
 
 #[test]

@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use nvcc_orion::audit;
 use nvcc_orion::cubin::Cubin;
 use nvcc_orion::cubin::eiattr::Attr;
 use nvcc_orion::tune::function_pointers;
@@ -465,6 +466,52 @@ fn frames_of_other_lengths_are_spliced_exactly() {
                 kept.display()
             );
         }
+        frames_pass_the_check(&nvcc, &dir, &text, sm, &budgets, &shipped_bytes);
+    }
+}
+
+/// The assembly check, which reads `.debug_frame` on its own (gimli's encoding, the
+/// `object` crate's ELF), passes `shipped`: each retuned kernel's frames are those of its
+/// `--entry` build at its budget, every other function's those of ptxas's module.
+fn frames_pass_the_check(
+    nvcc: &Path,
+    dir: &tempfile::TempDir,
+    text: &str,
+    sm: u32,
+    budgets: &BTreeMap<String, Budget>,
+    shipped: &[u8],
+) {
+    let build = |name: &str, budgets: &BTreeMap<String, Budget>, only: &[&str]| {
+        let stem = dir.path().join(format!("{name}{sm}"));
+        ptxas_with(&[], nvcc, &stem, text, sm, budgets, only);
+        std::fs::read(stem.with_extension("cubin")).unwrap()
+    };
+    let base = build("base-plain", &BTreeMap::new(), &[]);
+    let donors: Vec<(String, Vec<u8>)> = budgets
+        .iter()
+        .map(|(k, b)| {
+            let one = BTreeMap::from([(k.clone(), *b)]);
+            let name = format!("donor-{}-", donors_name(k));
+            (k.clone(), build(&name, &one, &[k.as_str()]))
+        })
+        .collect();
+    let job = audit::Job {
+        proved: Vec::new(),
+        shipped,
+        baseline: &base,
+        module: &base,
+        origins: donors
+            .iter()
+            .map(|(k, cubin)| audit::Origin {
+                shipped: k,
+                name: k,
+                cubin,
+            })
+            .collect(),
+    };
+    let tools = audit::Tools::in_dir(nvcc.parent().unwrap());
+    if let Err(e) = audit::check(&tools, &job) {
+        panic!("sm_{sm}: the assembly check rejects the splice: {e}");
     }
 }
 

@@ -1,0 +1,480 @@
+//! `.debug_frame`, read on its own (issue 47): each function's call frame information
+//! (its FDEs, each with its CIE) as a debugger unwinding through it reads it, compared with
+//! the same function's in the cubin its code came from.
+//!
+//! The splice re-lays `.debug_frame` out where a kernel's records change length, and
+//! cuobjdump prints no contents of `.debug_*`, so this reading shares nothing with the
+//! assembler's: the ELF through the `object` crate's reader (section bytes, symbols, the
+//! relocations into the section), the DWARF encoding through `gimli`'s (LEB128 numbers,
+//! the `DW_CFA_*` names). gimli's own CFI parser cannot be used: it holds a register number
+//! in 16 bits, and every CIE ptxas writes names return-address register 0xffffffff (and its
+//! programs registers such as 0x5000_0081), which that parser refuses as unsupported.
+//!
+//! An FDE belongs to the function whose symbol its initial location is relocated against
+//! (ptxas writes one for each function of a text section: the kernel's symbol plus the
+//! sub-function's offset). Every relocated address (a location, a `DW_CFA_set_loc`, an
+//! address inside an expression) is read as that symbol plus the addend, the function's own
+//! symbol written `self`, so records compare across cubins whatever their symbol numbers and
+//! wherever they sit in the section. The bytes under a RELA relocation are not read (ptxas
+//! leaves other values there); under a REL one they are the addend.
+
+use std::collections::BTreeMap;
+
+use gimli::constants::DwCfa;
+use gimli::{EndianSlice, LittleEndian, Reader as _};
+use object::LittleEndian as LE;
+use object::elf::{FileHeader64, SHT_REL, SHT_RELA, SHT_SYMTAB};
+use object::read::elf::{FileHeader as _, SectionHeader as _, Sym as _};
+
+/// ptxas's relocation type for a 64-bit address (`R_CUDA_64`): the only one it writes into
+/// `.debug_frame`.
+const R_CUDA_64: u32 = 2;
+
+/// The `.debug_frame` of one cubin, by function.
+#[derive(Debug, Default)]
+pub(super) struct Frames {
+    /// Each function's FDEs in section order (by the symbol their location is relocated
+    /// against; unrelocated ones under "").
+    by_function: BTreeMap<String, Vec<Fde>>,
+    /// Function symbols' sizes.
+    sizes: BTreeMap<String, u64>,
+    /// Whether the cubin has a `.debug_frame`.
+    present: bool,
+}
+
+/// One FDE as read, its CIE included; addresses rendered relative to the owner's symbol.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Fde {
+    /// Offset of the code it describes from its function's symbol.
+    start: u64,
+    range: u64,
+    cie: String,
+    program: Vec<String>,
+}
+
+/// A relocation into `.debug_frame`: the symbol's name and the addend.
+#[derive(Debug, Clone)]
+struct Target {
+    symbol: String,
+    addend: u64,
+}
+
+/// An address field as read: relocated, or a plain value.
+#[derive(Debug, Clone)]
+enum Address {
+    Relocated(Target),
+    Plain(u64),
+}
+
+impl Address {
+    /// As written in a rendered record, `self` for the owner's own symbol.
+    fn render(&self, owner: &str) -> String {
+        match self {
+            Address::Relocated(t) if t.symbol == owner => format!("self+{:#x}", t.addend),
+            Address::Relocated(t) => format!("{}+{:#x}", t.symbol, t.addend),
+            Address::Plain(v) => format!("{v:#x}"),
+        }
+    }
+}
+
+type R<'a> = EndianSlice<'a, LittleEndian>;
+
+/// `.debug_frame` with what is needed to read it: its bytes and the relocations into it, by
+/// offset.
+struct Section<'a> {
+    data: &'a [u8],
+    relocations: BTreeMap<u64, Target>,
+}
+
+impl Frames {
+    /// Read `bytes`' `.debug_frame` (an empty reading without one).
+    pub(super) fn read(bytes: &[u8]) -> Result<Frames, String> {
+        let (section, sizes) = elf(bytes)?;
+        let Some(section) = section else {
+            return Ok(Frames {
+                sizes,
+                ..Frames::default()
+            });
+        };
+        let mut by_function: BTreeMap<String, Vec<Fde>> = BTreeMap::new();
+        for (owner, fde) in records(&section)? {
+            by_function.entry(owner).or_default().push(fde);
+        }
+        Ok(Frames {
+            by_function,
+            sizes,
+            present: true,
+        })
+    }
+
+    /// Whether the cubin has a `.debug_frame`.
+    pub(super) fn present(&self) -> bool {
+        self.present
+    }
+}
+
+/// `.debug_frame` of the ELF `bytes` with its relocations (`None` without one), and every
+/// function symbol's size.
+fn elf(bytes: &[u8]) -> Result<(Option<Section<'_>>, BTreeMap<String, u64>), String> {
+    let e = LE;
+    let header = FileHeader64::<LE>::parse(bytes).map_err(|err| format!("ELF: {err}"))?;
+    let sections = header
+        .sections(e, bytes)
+        .map_err(|err| format!("ELF: {err}"))?;
+    let symbols = sections
+        .symbols(e, bytes, SHT_SYMTAB)
+        .map_err(|err| format!("symbols: {err}"))?;
+    let name = |i: usize| -> Result<String, String> {
+        let s = symbols
+            .symbol(object::SymbolIndex(i))
+            .map_err(|err| err.to_string())?;
+        let n = s
+            .name(e, symbols.strings())
+            .map_err(|err| err.to_string())?;
+        Ok(String::from_utf8_lossy(n).into_owned())
+    };
+    let mut sizes = BTreeMap::new();
+    for (i, s) in symbols.iter().enumerate() {
+        if s.st_type() == object::elf::STT_FUNC {
+            sizes.insert(name(i)?, s.st_size(e));
+        }
+    }
+    let Some((index, frame)) = sections.iter().enumerate().find(|(_, s)| {
+        sections
+            .section_name(e, s)
+            .is_ok_and(|n| n == b".debug_frame")
+    }) else {
+        return Ok((None, sizes));
+    };
+    let data = frame
+        .data(e, bytes)
+        .map_err(|err| format!(".debug_frame: {err}"))?;
+    let mut relocations = BTreeMap::new();
+    for s in sections.iter() {
+        if s.sh_info(e) as usize != index || !matches!(s.sh_type(e), SHT_REL | SHT_RELA) {
+            continue;
+        }
+        let what = |err: object::Error| format!("relocations of .debug_frame: {err}");
+        let entries: Vec<(u64, u32, usize, Option<i64>)> = match s.sh_type(e) {
+            SHT_RELA => s
+                .data_as_array::<object::elf::Rela64<LE>, _>(e, bytes)
+                .map_err(what)?
+                .iter()
+                .map(|r| {
+                    let (sym, ty) = (r.r_sym(e, false), r.r_type(e, false).0);
+                    (r.r_offset.get(e), ty, sym as usize, Some(r.r_addend.get(e)))
+                })
+                .collect(),
+            _ => s
+                .data_as_array::<object::elf::Rel64<LE>, _>(e, bytes)
+                .map_err(what)?
+                .iter()
+                .map(|r| {
+                    let (sym, ty) = (r.r_sym(e), r.r_type(e).0);
+                    (r.r_offset.get(e), ty, sym as usize, None)
+                })
+                .collect(),
+        };
+        for (offset, ty, sym, addend) in entries {
+            if ty != R_CUDA_64 {
+                return Err(format!(
+                    "relocation type {ty} at {offset:#x} of .debug_frame"
+                ));
+            }
+            let at = offset as usize;
+            let Some(field) = data.get(at..at + 8) else {
+                return Err(format!("a relocation at {offset:#x}, past .debug_frame"));
+            };
+            let addend = addend
+                .unwrap_or_else(|| i64::from_le_bytes(field.try_into().expect("eight bytes")));
+            let target = Target {
+                symbol: name(sym)?,
+                addend: addend as u64,
+            };
+            relocations.insert(offset, target);
+        }
+    }
+    Ok((Some(Section { data, relocations }), sizes))
+}
+
+/// Every FDE of `section` with its owner's name, in section order.
+fn records(section: &Section<'_>) -> Result<Vec<(String, Fde)>, String> {
+    let mut out = Vec::new();
+    let mut at = 0usize;
+    while at < section.data.len() {
+        let (body, next) = record_at(section, at)?;
+        let id = read_u64(section, body)?;
+        if id != u64::MAX {
+            out.push(fde(section, body, id as usize)?);
+        }
+        at = next;
+    }
+    Ok(out)
+}
+
+/// The record at `at`: where its body (after the length) starts and where the next record
+/// starts. 64-bit DWARF only (`ff ff ff ff`, then a u64 length), as ptxas writes it.
+fn record_at(section: &Section<'_>, at: usize) -> Result<(usize, usize), String> {
+    let mut r = reader(section, at)?;
+    let escape = r.read_u32().map_err(|e| short(at, e))?;
+    if escape != u32::MAX {
+        return Err(format!("a 32-bit record at {at:#x}"));
+    }
+    let length = r.read_u64().map_err(|e| short(at, e))? as usize;
+    let end = (at + 12)
+        .checked_add(length)
+        .filter(|&e| e <= section.data.len());
+    let end = end.ok_or(format!("the record at {at:#x} runs past the section"))?;
+    Ok((at + 12, end))
+}
+
+/// The FDE whose body starts at `body`, pointing to the CIE at `cie`: its owner and reading.
+fn fde(section: &Section<'_>, body: usize, cie: usize) -> Result<(String, Fde), String> {
+    let (_, end) = record_at(section, body - 12)?;
+    let location = address(section, body + 8)?;
+    let owner = match &location {
+        Address::Relocated(t) => t.symbol.clone(),
+        Address::Plain(_) => String::new(),
+    };
+    let start = match &location {
+        Address::Relocated(t) => t.addend,
+        Address::Plain(v) => *v,
+    };
+    let range = read_u64(section, body + 16)?;
+    let cie = cie_at(section, cie, &owner)?;
+    let program = program(section, body + 24..end, &owner)?;
+    let fde = Fde {
+        start,
+        range,
+        cie,
+        program,
+    };
+    Ok((owner, fde))
+}
+
+/// The CIE at `at` rendered for `owner`: its version, augmentation, alignment factors,
+/// return-address register and initial instructions.
+fn cie_at(section: &Section<'_>, at: usize, owner: &str) -> Result<String, String> {
+    let (body, end) = record_at(section, at)?;
+    if read_u64(section, body)? != u64::MAX {
+        return Err(format!("the CIE pointer {at:#x} names an FDE"));
+    }
+    let mut r = reader(section, body + 8)?;
+    let fail = |e| short(at, e);
+    let version = r.read_u8().map_err(fail)?;
+    let augmentation = r.read_null_terminated_slice().map_err(fail)?;
+    let code = r.read_uleb128().map_err(fail)?;
+    let data = r.read_sleb128().map_err(fail)?;
+    let ra = r.read_uleb128().map_err(fail)?;
+    let instructions = section.data.len() - r.len();
+    let program = program(section, instructions..end, owner)?;
+    let augmentation = augmentation.to_string_lossy();
+    Ok(format!(
+        "CIE v{version} {augmentation:?} code×{code} data×{data} ra {ra:#x}: {}",
+        program.join("; ")
+    ))
+}
+
+/// The call frame instructions in `span`, one rendered string each.
+fn program(
+    section: &Section<'_>,
+    span: std::ops::Range<usize>,
+    owner: &str,
+) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut at = span.start;
+    while at < span.end {
+        let (text, next) = instruction(section, at, span.end, owner)?;
+        out.push(text);
+        at = next;
+    }
+    Ok(out)
+}
+
+/// One call frame instruction at `at` (before `end`): its rendering and where the next
+/// starts. The primary opcodes carry an operand in their low six bits.
+fn instruction(
+    section: &Section<'_>,
+    at: usize,
+    end: usize,
+    owner: &str,
+) -> Result<(String, usize), String> {
+    let mut r = reader(section, at)?;
+    let fail = |e| short(at, e);
+    let op = r.read_u8().map_err(fail)?;
+    let low = u64::from(op & 0x3f);
+    let mut operands: Vec<String> = Vec::new();
+    let name = match op & 0xc0 {
+        0x40 => {
+            operands.push(format!("{low:#x}"));
+            DwCfa(0x40)
+        }
+        0x80 => {
+            operands.push(format!("{low:#x}"));
+            operands.push(format!("{:#x}", r.read_uleb128().map_err(fail)?));
+            DwCfa(0x80)
+        }
+        0xc0 => {
+            operands.push(format!("{low:#x}"));
+            DwCfa(0xc0)
+        }
+        _ => {
+            let name = DwCfa(op);
+            extended_operands(section, &mut r, name, owner, &mut operands).map_err(fail)?;
+            name
+        }
+    };
+    let next = section.data.len() - r.len();
+    if next > end {
+        return Err(format!("the instruction at {at:#x} runs past its record"));
+    }
+    let name = name
+        .static_string()
+        .map_or(format!("DW_CFA_{op:#x}"), str::to_string);
+    Ok((format!("{name} {}", operands.join(" ")), next))
+}
+
+/// The operands of extended opcode `op` (read from `r`), rendered into `out`.
+fn extended_operands(
+    section: &Section<'_>,
+    r: &mut R<'_>,
+    op: DwCfa,
+    owner: &str,
+    out: &mut Vec<String>,
+) -> gimli::Result<()> {
+    use gimli::constants as c;
+    let at = section.data.len() - r.len();
+    let uleb = |r: &mut R<'_>| r.read_uleb128().map(|v| format!("{v:#x}"));
+    let sleb = |r: &mut R<'_>| r.read_sleb128().map(|v| v.to_string());
+    match op {
+        c::DW_CFA_nop | c::DW_CFA_remember_state | c::DW_CFA_restore_state => {}
+        c::DW_CFA_set_loc => {
+            r.skip(8)?;
+            out.push(address(section, at).map_or_else(|e| e, |a| a.render(owner)));
+        }
+        c::DW_CFA_advance_loc1 => out.push(r.read_u8()?.to_string()),
+        c::DW_CFA_advance_loc2 => out.push(r.read_u16()?.to_string()),
+        c::DW_CFA_advance_loc4 => out.push(r.read_u32()?.to_string()),
+        c::DW_CFA_restore_extended
+        | c::DW_CFA_undefined
+        | c::DW_CFA_same_value
+        | c::DW_CFA_def_cfa_register
+        | c::DW_CFA_def_cfa_offset => out.push(uleb(r)?),
+        c::DW_CFA_offset_extended
+        | c::DW_CFA_register
+        | c::DW_CFA_def_cfa
+        | c::DW_CFA_val_offset => {
+            out.push(uleb(r)?);
+            out.push(uleb(r)?);
+        }
+        c::DW_CFA_offset_extended_sf | c::DW_CFA_def_cfa_sf | c::DW_CFA_val_offset_sf => {
+            out.push(uleb(r)?);
+            out.push(sleb(r)?);
+        }
+        c::DW_CFA_def_cfa_offset_sf => out.push(sleb(r)?),
+        c::DW_CFA_def_cfa_expression => out.push(block(section, r, owner)?),
+        c::DW_CFA_expression | c::DW_CFA_val_expression => {
+            out.push(uleb(r)?);
+            out.push(block(section, r, owner)?);
+        }
+        _ => return Err(gimli::Error::UnknownCallFrameInstruction(op)),
+    }
+    Ok(())
+}
+
+/// A ULEB128-sized block (a DWARF expression) rendered as its bytes, each relocated address
+/// in it as its symbol and addend.
+fn block(section: &Section<'_>, r: &mut R<'_>, owner: &str) -> gimli::Result<String> {
+    let length = r.read_uleb128()? as usize;
+    let start = section.data.len() - r.len();
+    r.skip(length)?;
+    let mut out = String::from("[");
+    let mut i = start;
+    while i < start + length {
+        match section.relocations.get(&(i as u64)) {
+            Some(t) => {
+                out.push_str(&format!(
+                    " <{}>",
+                    Address::Relocated(t.clone()).render(owner)
+                ));
+                i += 8;
+            }
+            None => {
+                out.push_str(&format!(" {:02x}", section.data[i]));
+                i += 1;
+            }
+        }
+    }
+    out.push_str(" ]");
+    Ok(out)
+}
+
+/// The 64-bit address field at `at`: its relocation, or its plain value.
+fn address(section: &Section<'_>, at: usize) -> Result<Address, String> {
+    match section.relocations.get(&(at as u64)) {
+        Some(t) => Ok(Address::Relocated(t.clone())),
+        None => read_u64(section, at).map(Address::Plain),
+    }
+}
+
+fn read_u64(section: &Section<'_>, at: usize) -> Result<u64, String> {
+    reader(section, at)?.read_u64().map_err(|e| short(at, e))
+}
+
+/// A reader of `section` from `at`.
+fn reader<'a>(section: &Section<'a>, at: usize) -> Result<R<'a>, String> {
+    let rest = section
+        .data
+        .get(at..)
+        .ok_or(format!("offset {at:#x} past the section"))?;
+    Ok(EndianSlice::new(rest, LittleEndian))
+}
+
+fn short(at: usize, e: gimli::Error) -> String {
+    format!("the record at {at:#x}: {e}")
+}
+
+/// Function `f` of `ours` against function `name` of `theirs` (where its code came from):
+/// the same FDEs in the same order, each with the same CIE, offset, range and program; and,
+/// in `ours`, the FDEs cover the function's symbol exactly, one after the other from its
+/// start (each sub-function's range ends where the next begins).
+pub(super) fn compare(ours: &Frames, f: &str, theirs: &Frames, name: &str) -> Result<(), String> {
+    let empty = Vec::new();
+    let a = ours.by_function.get(f).unwrap_or(&empty);
+    let b = theirs.by_function.get(name).unwrap_or(&empty);
+    for i in 0..a.len().max(b.len()) {
+        if a.get(i) != b.get(i) {
+            let show = |x: Option<&Fde>| x.map_or("no FDE".to_string(), |x| format!("{x:?}"));
+            return Err(format!(
+                "FDE {i} differs: {} where the code was compiled has {}",
+                show(a.get(i)),
+                show(b.get(i))
+            ));
+        }
+    }
+    covers(a, ours.sizes.get(f).copied())
+}
+
+/// `fdes` (section order) lay end to end from the function's start to its `size`.
+fn covers(fdes: &[Fde], size: Option<u64>) -> Result<(), String> {
+    let (Some(size), false) = (size, fdes.is_empty()) else {
+        return Ok(());
+    };
+    let mut spans: Vec<(u64, u64)> = fdes.iter().map(|f| (f.start, f.range)).collect();
+    spans.sort_unstable();
+    let mut end = 0;
+    for (start, range) in spans {
+        if start != end {
+            return Err(format!(
+                "no FDE covers {end:#x} (the next starts at {start:#x})"
+            ));
+        }
+        end = start.saturating_add(range);
+    }
+    match end == size {
+        true => Ok(()),
+        false => Err(format!(
+            "its FDEs end at {end:#x}, the function at {size:#x}"
+        )),
+    }
+}
