@@ -195,7 +195,9 @@ impl Choice {
         }
         let stdout = replace(&captured.stdout, input.as_bytes(), INPUT_MARK);
         let stderr = replace(&captured.stderr, input.as_bytes(), INPUT_MARK);
-        if stdout != self.stdout || stderr != self.stderr {
+        if without_times(&stdout) != without_times(&self.stdout)
+            || without_times(&stderr) != without_times(&self.stderr)
+        {
             return Err(Missed::OtherMessages);
         }
         captured.stdout = replace(&stdout, INPUT_MARK, step_input.as_bytes());
@@ -306,6 +308,27 @@ fn same_lines(records: &[schema::Record]) -> bool {
     })
 }
 
+/// What ptxas printed, less the times `-v` reports (`Compile time = 43.212 ms`), which
+/// differ from run to run: two runs that print the same thing otherwise printed the same.
+fn without_times(messages: &[u8]) -> Vec<u8> {
+    const TIME: &[u8] = b"Compile time = ";
+    let mut out = Vec::with_capacity(messages.len());
+    let mut i = 0;
+    while i < messages.len() {
+        if messages[i..].starts_with(TIME) {
+            out.extend_from_slice(TIME);
+            i += TIME.len();
+            while i < messages.len() && (messages[i].is_ascii_digit() || messages[i] == b'.') {
+                i += 1;
+            }
+        } else {
+            out.push(messages[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
 /// An entry's choice: [`cache_entry`]'s checks, then the JSON it holds in its first part.
 fn decode(key: &str, bytes: &[u8]) -> Result<Choice, String> {
     let entry = cache_entry::decode(key, bytes).map_err(|e| e.to_string())?;
@@ -367,6 +390,15 @@ mod tests {
         assert_eq!(budgets["k"], Budget::regs(40));
         assert!(budgets["j"].smem_spill && budgets["j"].regs == 32);
         assert_eq!(c.records("a.cubin")[0].output, "a.cubin");
+    }
+
+    #[test]
+    fn run_times_are_not_messages() {
+        let a = b"ptxas info    : Compile time = 43.212 ms\nptxas info    : Used 40 registers\n";
+        let b = b"ptxas info    : Compile time = 3.2 ms\nptxas info    : Used 40 registers\n";
+        let c = b"ptxas info    : Compile time = 3.2 ms\nptxas info    : Used 48 registers\n";
+        assert_eq!(without_times(a), without_times(b));
+        assert_ne!(without_times(a), without_times(c));
     }
 
     #[test]
