@@ -4,12 +4,14 @@
 //! next. In tune mode the step is then tuned ([`step::tune`]): register-budget variants from
 //! the same PTX, a prediction per kernel, and the chosen budgets assembled in place of the
 //! baseline. Any internal failure leaves the baseline (what plain nvcc makes) with one
-//! warning line.
+//! warning line. A step whose choice is cached ([`choice`]) runs ptxas once, at the chosen
+//! budgets, in place of all that.
 
 pub(crate) mod assemble;
 pub mod cache_entry;
 pub(crate) mod candidates;
 pub(crate) mod cap;
+pub(crate) mod choice;
 pub(crate) mod descent;
 pub(crate) mod dynamic_shared;
 pub(crate) mod evaluate;
@@ -57,7 +59,8 @@ pub struct TuneContext<'a> {
 pub struct Stepped {
     pub captured: Captured,
     notes: Vec<String>,
-    records: Vec<record::KernelRecord>,
+    /// The report's records, without `unit` (set when published).
+    records: Vec<nvcc_orion_schema::Record>,
 }
 
 impl Stepped {
@@ -96,12 +99,21 @@ impl Stepped {
     }
 }
 
-/// Run one ptxas step (`argv` exactly as nvcc's dry run printed it, expanded), then tune it.
+/// Run one ptxas step (`argv` exactly as nvcc's dry run printed it, expanded), then tune it;
+/// or, when the cache has the step's choice, run ptxas once at it ([`choice`]).
 pub fn ptxas_step(
     argv: &[String],
     ctx: &StepContext,
     tune: TuneContext<'_>,
 ) -> std::io::Result<Stepped> {
+    let lookup = choice::lookup(argv, ctx, tune.settings);
+    let mut missed = None;
+    if let Some(c) = lookup.as_ref().and_then(|l| l.found.as_ref()) {
+        match c.run(argv, ctx) {
+            Ok(captured) => return Ok(from_choice(captured, c, argv, ctx, tune)),
+            Err(why) => missed = Some(why),
+        }
+    }
     let mut captured = crate::timings::timed(crate::timings::Phase::Ptxas, || ctx.run(argv))?;
     // A failed ptxas is the user's error (nvcc reports it); a PTX-only target runs ptxas
     // without -o as a syntax check: nothing to tune.
@@ -116,7 +128,7 @@ pub fn ptxas_step(
     if !tunable_output(&ctx.cwd.join(files.output_path(argv))) {
         return Ok(Stepped::plain(captured));
     }
-    let arch = files.arch.unwrap_or_else(|| "?".to_string());
+    let arch = files.arch.clone().unwrap_or_else(|| "?".to_string());
     let mut notes = Vec::new();
     if tune.settings.mode != Mode::Tune {
         if tune.settings.verbose {
@@ -153,11 +165,34 @@ pub fn ptxas_step(
             if let Some(stderr) = t.stderr {
                 captured.stderr = stderr;
             }
-            for w in &t.warnings {
+            let lines: Vec<_> = t.records.iter().map(|r| r.to_schema(None)).collect();
+            let verbose: Vec<String> = t.records.iter().map(verbose_line).collect();
+            if let (Some(l), Some(budgets)) = (&lookup, &t.one_run) {
+                let out = ctx.cwd.join(files.output_path(argv));
+                if let Ok(cubin) = std::fs::read(&out) {
+                    l.store(
+                        argv,
+                        &choice::Shipped {
+                            budgets,
+                            cubin: &cubin,
+                            captured: &captured,
+                            warnings: &t.warnings,
+                            records: &lines,
+                            verbose: &verbose,
+                        },
+                    );
+                }
+            }
+            for w in t.warnings.iter().chain(&t.cache_warning) {
                 warn(&mut captured, w);
             }
             if tune.settings.verbose {
-                notes.extend(t.records.iter().map(verbose_line));
+                notes.extend(verbose);
+                notes.extend(missed.map(|why| {
+                    format!(
+                        "nvcc-orion: {arch}: the cached choice did not ship ({why}); tuned in full"
+                    )
+                }));
                 notes.extend(t.notes);
                 notes.push(format!(
                     "nvcc-orion: {arch}: {} variant(s) built ({} from the cache){}",
@@ -170,12 +205,18 @@ pub fn ptxas_step(
                     }
                 ));
             }
-            records = t.records;
+            records = lines;
         }
         Err(e) => warn(
             &mut captured,
             &format!("tuning {arch} failed ({e}); keeping ptxas's own cubin"),
         ),
+    }
+    if let Some(why) = lookup.and_then(|l| l.damaged) {
+        warn(
+            &mut captured,
+            &format!("a cached choice failed its check and {arch} was tuned in full ({why})"),
+        );
     }
     Ok(Stepped {
         captured,
@@ -184,11 +225,45 @@ pub fn ptxas_step(
     })
 }
 
+/// A step built by one ptxas run at its cached choice: what that run printed, the first
+/// build's warning lines, and its records naming this step's output.
+fn from_choice(
+    mut captured: Captured,
+    c: &choice::Choice,
+    argv: &[String],
+    ctx: &StepContext,
+    tune: TuneContext<'_>,
+) -> Stepped {
+    for w in c.warnings() {
+        warn(&mut captured, w);
+    }
+    let files = step::step_files(argv);
+    let arch = files
+        .as_ref()
+        .and_then(|f| f.arch.clone())
+        .unwrap_or_else(|| "?".to_string());
+    let mut notes = Vec::new();
+    if tune.settings.verbose {
+        notes.extend(c.verbose().iter().cloned());
+        notes.push(format!(
+            "nvcc-orion: {arch}: the cached choice, built in one ptxas run"
+        ));
+    }
+    let output = files.map_or_else(String::new, |f| {
+        step::report_path(&ctx.cwd, &ctx.cwd.join(f.output_path(argv)))
+    });
+    Stepped {
+        captured,
+        notes,
+        records: c.records(&output),
+    }
+}
+
 /// Whether ptxas's output `path` is a plain file that this process can read back and write
 /// over: not a device (`/dev/null`), FIFO or socket, and not reached through a link to a file
 /// descriptor (`/dev/stdout`, `/dev/fd/N`, `/proc/self/fd/N`), which named ptxas's own
 /// descriptor (its captured stdout), not the file this process would find there.
-fn tunable_output(path: &Path) -> bool {
+pub(crate) fn tunable_output(path: &Path) -> bool {
     let mut at = path.to_path_buf();
     // Follow the links one at a time (as the kernel does, up to its 40 hops).
     for _ in 0..40 {
@@ -293,7 +368,7 @@ fn verbose_line(r: &record::KernelRecord) -> String {
 /// under a lock so that parallel compiles (`make -j`, ninja) never interleave lines.
 pub(crate) fn append_report(
     path: &Path,
-    records: &[record::KernelRecord],
+    records: &[nvcc_orion_schema::Record],
     unit: Option<&str>,
 ) -> std::io::Result<()> {
     if records.is_empty() {
@@ -301,7 +376,11 @@ pub(crate) fn append_report(
     }
     let mut text = Vec::new();
     for r in records {
-        serde_json::to_writer(&mut text, &r.to_schema(unit))?;
+        let r = nvcc_orion_schema::Record {
+            unit: unit.map(str::to_string),
+            ..r.clone()
+        };
+        serde_json::to_writer(&mut text, &r)?;
         text.push(b'\n');
     }
     let mut f = std::fs::OpenOptions::new()

@@ -192,6 +192,12 @@ pub struct Tuned {
     pub(crate) warnings: Vec<String>,
     /// Lines for verbose mode (with their `nvcc-orion: ` prefix).
     pub(crate) notes: Vec<String>,
+    /// The one warning line about damaged variant cache entries, if any: shown, never kept
+    /// with a cached choice ([`super::choice`]).
+    pub(crate) cache_warning: Option<String>,
+    /// When what ships is exactly what one whole-module ptxas run makes at these budgets
+    /// (none: ptxas's own cubin), so that a cached choice can stand for this search.
+    pub(crate) one_run: Option<super::variants::Budgets>,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -121,7 +121,7 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         &mut result,
     );
     let built = from_ptxas(&builder, built, &selected, settings.selector.is_some())?;
-    result.warnings.extend(builder.cache_warning());
+    result.cache_warning = builder.cache_warning();
     let tools = crate::audit::Tools::in_dir(tune.toolkit.bin_dir());
     let inputs = assemble::Inputs {
         argv,
@@ -135,6 +135,9 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         refuse_in_check: &settings.refuse_in_check,
     };
     let plain = assemble_or_refuse(&inputs, &mut selected, &step.arch_name, &mut result)?;
+    result.one_run = (settings.selector.is_none() && tune.selector_refused.is_none())
+        .then(|| one_run(plain.as_ref().map(|a| a.how), &selected.chosen))
+        .flatten();
     let mut ship = plain.as_ref().map(|a| (a.bytes.clone(), a.how));
     if settings.selector.is_some() {
         let input = multi::Input {
@@ -304,6 +307,22 @@ fn from_ptxas(
         }
     }
     Ok(built)
+}
+
+/// The budgets at which one whole-module ptxas run makes exactly the cubin that ships, when
+/// it does: ptxas's own (`how` none: nothing chosen), a whole-module variant, or a splice of
+/// plain budgets (whole-module ptxas's code, `tests/oracles/generated.rs`); not when a
+/// rewrite of ours made a kernel's code.
+fn one_run(how: Option<Assembly>, chosen: &Budgets) -> Option<Budgets> {
+    match how {
+        None => Some(Budgets::new()),
+        Some(Assembly::Variant | Assembly::Spliced | Assembly::WholeModule)
+            if !chosen.values().any(|b| b.rewritten()) =>
+        {
+            Some(chosen.clone())
+        }
+        Some(_) => None,
+    }
 }
 
 /// Choose every kernel's static winner ([`select_kernel`]), its record into `result`.
@@ -655,7 +674,7 @@ fn kept_by(statics: usize, model_pruned: &[Pruned]) -> Option<Limit> {
 
 /// The cubin as the report names it: relative to where the step ran when inside it, else
 /// (one of nvcc's temporaries) its file name, so no record names a folder of the machine.
-fn report_path(cwd: &Path, out: &Path) -> String {
+pub(crate) fn report_path(cwd: &Path, out: &Path) -> String {
     match out.strip_prefix(cwd) {
         Ok(rel) => rel.display().to_string(),
         Err(_) => out.file_name().map_or_else(

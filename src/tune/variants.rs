@@ -77,7 +77,7 @@ pub fn variant_argv(argv: &[String], files: &PtxasArgs, ptx: &Path, out: &Path) 
 
 /// What makes a variant's output what it is: the PTX, the ptxas binary and its arguments (the
 /// input and output paths aside), and this tool's version.
-fn cache_key(argv: &[String], files: &PtxasArgs, ptxas_id: &str, ptx: &str) -> String {
+pub(crate) fn cache_key(argv: &[String], files: &PtxasArgs, ptxas_id: &str, ptx: &str) -> String {
     // `argv` is the variant's own command line: `--entry` options, when added, are part of it.
     let mut h = Sha256::new();
     h.update(env!("CARGO_PKG_VERSION").as_bytes());
@@ -458,10 +458,10 @@ fn names_files(argv: &[String]) -> bool {
         .any(|a| matches!(a.as_str(), "-g" | "--device-debug"))
 }
 /// Stands for the variant's PTX path in stored messages (no path contains it).
-const INPUT_MARK: &[u8] = b"\x01ptx-input\x01";
+pub(crate) const INPUT_MARK: &[u8] = b"\x01ptx-input\x01";
 
 /// `bytes` with every `from` replaced by `to`.
-fn replace(bytes: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+pub(crate) fn replace(bytes: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
     if from.is_empty() {
         return bytes.to_vec();
     }

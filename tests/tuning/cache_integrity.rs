@@ -6,7 +6,13 @@
 //! line. An entry rewritten whole with a valid checksum (a cache filled by another ptxas, or
 //! forged) is caught because what ships and what the assembly check compares it with are
 //! built by ptxas, never taken from the cache: the build ships the uncached bytes or
-//! ptxas's own, never the entry's code.
+//! ptxas's own, never the entry's code. These builds search again (the damaged caches are
+//! copies of the variant entries alone, no cached choice).
+//!
+//! A cached choice (issue 47, `tune/choice.rs`) supplies the budgets and the records; ptxas
+//! still builds what ships, in one run per architecture, and it must be the first build's
+//! bytes, which are whole-module ptxas's at those budgets (checked against the toolkit's
+//! ptxas run here); a damaged choice is a miss with one warning line.
 
 use crate::common;
 
@@ -195,4 +201,248 @@ fn entries_with_valid_checksums_never_ship_their_own_code() {
         "neither the uncached build's nor ptxas's own bytes shipped"
     );
     assert_eq!(warnings(&b.stderr).len(), 1, "{}", b.stderr);
+}
+
+/// A toolkit at `at` that is `nvcc`'s but for a `ptxas` that logs each run's arguments, one
+/// line each, to `at/ptxas.log` before running the real one: nvcc finds the tools beside
+/// itself (`nvcc.profile`'s `_HERE_`), so a copy of nvcc there runs the counting ptxas. The
+/// returned path is that nvcc.
+fn counting_toolkit(nvcc: &Path, at: &Path) -> PathBuf {
+    use std::os::unix::fs::{PermissionsExt, symlink};
+    let bin = nvcc.parent().unwrap();
+    let home = bin.parent().unwrap();
+    std::fs::create_dir_all(at.join("bin")).unwrap();
+    for e in std::fs::read_dir(home).unwrap() {
+        let p = e.unwrap().path();
+        if p != bin {
+            symlink(&p, at.join(p.file_name().unwrap())).unwrap();
+        }
+    }
+    for e in std::fs::read_dir(bin).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_str().unwrap().to_string();
+        let to = at.join("bin").join(&name);
+        match name.as_str() {
+            "ptxas" => {}
+            "nvcc" | "nvcc.profile" => {
+                if std::fs::hard_link(&p, &to).is_err() {
+                    std::fs::copy(&p, &to).unwrap();
+                }
+            }
+            _ => symlink(&p, &to).unwrap(),
+        }
+    }
+    let ptxas = at.join("bin").join("ptxas");
+    std::fs::write(
+        &ptxas,
+        format!(
+            "#!/bin/sh\necho \"$@\" >> '{}'\nexec '{}' \"$@\"\n",
+            at.join("ptxas.log").display(),
+            bin.join("ptxas").display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&ptxas, std::fs::Permissions::from_mode(0o755)).unwrap();
+    at.join("bin").join("nvcc")
+}
+
+/// One build through a counting toolkit: what [`build`] gives, the report, and the
+/// arguments of each ptxas run.
+struct Counted {
+    build: Build,
+    report: String,
+    ptxas: Vec<String>,
+}
+
+/// Build `tests/kernels/tune/pressure.cu` with `args`, into `out` in `dir`, through the
+/// counting toolkit `nvcc` (made by [`counting_toolkit`] at `tk`), with `cache` as the cache.
+fn counted(nvcc: &Path, tk: &Path, dir: &Path, cache: &Path, args: &[&str], out: &str) -> Counted {
+    let log = tk.join("ptxas.log");
+    let report = dir.join("report.jsonl");
+    let _ = std::fs::remove_file(&log);
+    let _ = std::fs::remove_file(&report);
+    let _ = std::fs::remove_file(dir.join(out));
+    let o = common::without_our_settings(common::orion(), nvcc)
+        .current_dir(dir)
+        .env("NVCC_ORION_CACHE", cache)
+        .env("NVCC_ORION_REPORT", &report)
+        .args(args)
+        .arg(common::kernels_dir().join("tune").join("pressure.cu"))
+        .args(["-o", out])
+        .output()
+        .unwrap();
+    Counted {
+        build: Build {
+            code: o.status.code(),
+            cubin: std::fs::read(dir.join(out)).unwrap_or_default(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        },
+        report: std::fs::read_to_string(&report).unwrap_or_default(),
+        ptxas: std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect(),
+    }
+}
+
+/// Issue 47: a build whose choice is cached (one earlier build of the same file) runs ptxas
+/// once per architecture, at the chosen budgets, and gives the earlier build's object, report
+/// and messages (`-Xptxas -v`: each kernel's resource lines, the times aside). Before, it ran
+/// the plain ptxas, then each chosen variant again, then the final assembly's run.
+#[test]
+fn a_cached_choice_builds_each_architecture_in_one_ptxas_run() {
+    let Some(nvcc) = common::nvcc_or_skip("cache_integrity") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let tk = counting_toolkit(&nvcc, &dir.path().join("tk"));
+    let cache = dir.path().join("cache");
+    let args = [
+        "-c",
+        "-O3",
+        "-gencode",
+        "arch=compute_80,code=sm_80",
+        "-gencode",
+        "arch=compute_90,code=sm_90",
+        "-Xptxas",
+        "-v",
+    ];
+    let run = |out| counted(&tk, &dir.path().join("tk"), dir.path(), &cache, &args, out);
+    let cold = run("a.o");
+    assert_eq!(cold.build.code, Some(0), "{}", cold.build.stderr);
+    assert!(
+        cold.ptxas.len() > 2,
+        "the first build tunes: {:?}",
+        cold.ptxas
+    );
+    assert!(cold.report.contains("\"chosen\":1"), "a kernel is retuned");
+    let cached = run("a.o");
+    assert_eq!(cached.build.code, Some(0), "{}", cached.build.stderr);
+    assert_eq!(
+        cached.ptxas.len(),
+        2,
+        "one run per architecture: {:?}",
+        cached.ptxas
+    );
+    for arch in ["sm_80", "sm_90"] {
+        let at = format!("-arch={arch}");
+        assert_eq!(cached.ptxas.iter().filter(|l| l.contains(&at)).count(), 1);
+    }
+    assert!(
+        common::mask_tmpxft(&cached.build.cubin) == common::mask_tmpxft(&cold.build.cubin),
+        "the object differs from the first build's"
+    );
+    let same = |s: &str| common::normalise_times(&common::normalise_tmpxft_text(s));
+    assert_eq!(same(&cached.report), same(&cold.report), "the report");
+    assert!(cold.build.stderr.contains("Used "), "{}", cold.build.stderr);
+    assert_eq!(same(&cached.build.stderr), same(&cold.build.stderr));
+}
+
+/// The one run of a cached build is whole-module ptxas at the chosen budgets: its cubin is
+/// the first build's byte for byte (which spliced the chosen kernels into ptxas's own cubin),
+/// the report is the same bytes, and both equal what the toolkit's ptxas makes of nvcc's PTX
+/// with the report's budgets written in, run here. A damaged choice entry is a miss with one
+/// warning line (the step is tuned in full, the same bytes ship) and is replaced.
+#[test]
+fn a_cached_choice_ships_whole_module_ptxas_at_the_choice() {
+    let Some(nvcc) = common::nvcc_or_skip("cache_integrity") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let tk_dir = dir.path().join("tk");
+    let tk = counting_toolkit(&nvcc, &tk_dir);
+    let cache = dir.path().join("cache");
+    let args = ["-arch=sm_90", "-cubin"];
+    let run = || counted(&tk, &tk_dir, dir.path(), &cache, &args, "out.cubin");
+    let cold = run();
+    assert_eq!(cold.build.code, Some(0), "{}", cold.build.stderr);
+    assert!(
+        cold.report.contains("\"assembly\":\"spliced\""),
+        "{}",
+        cold.report
+    );
+    let cached = run();
+    assert_eq!(cached.ptxas.len(), 1, "{:?}", cached.ptxas);
+    assert!(cached.build.cubin == cold.build.cubin, "the cubin differs");
+    assert_eq!(cached.report, cold.report);
+    assert_eq!(cached.build.stderr, cold.build.stderr);
+    assert!(
+        reference(&nvcc, dir.path(), &cold.report) == cached.build.cubin,
+        "not what whole-module ptxas makes at the chosen budgets"
+    );
+
+    let choices: Vec<PathBuf> = std::fs::read_dir(cache.join("variants").join("choices"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(choices.len(), 1, "{choices:?}");
+    let mut b = std::fs::read(&choices[0]).unwrap();
+    let at = b.len() / 2;
+    b[at] ^= 0x04;
+    std::fs::write(&choices[0], b).unwrap();
+    let damaged = run();
+    assert_eq!(damaged.build.code, Some(0), "{}", damaged.build.stderr);
+    assert!(
+        damaged.ptxas.len() > 1,
+        "tuned in full: {:?}",
+        damaged.ptxas
+    );
+    assert!(
+        damaged.build.cubin == cold.build.cubin,
+        "the same bytes ship"
+    );
+    assert_eq!(damaged.report, cold.report);
+    let w = warnings(&damaged.build.stderr);
+    assert_eq!(w.len(), 1, "one warning line: {}", damaged.build.stderr);
+    assert!(w[0].contains("cached choice failed its check"), "{}", w[0]);
+    let again = run();
+    assert_eq!(
+        again.ptxas.len(),
+        1,
+        "the entry was replaced: {:?}",
+        again.ptxas
+    );
+    assert!(again.build.cubin == cold.build.cubin);
+    assert_eq!(warnings(&again.build.stderr), Vec::<&str>::new());
+}
+
+/// The toolkit's own ptxas on nvcc's PTX of the test kernel for sm_90, each kernel's chosen
+/// budget (from `report`) written in as nvcc-orion's variants are: a cubin we did not make.
+fn reference(nvcc: &Path, dir: &Path, report: &str) -> Vec<u8> {
+    use nvcc_orion::tune::ptx::{Budget, with_budgets};
+    let ptx = dir.join("reference.ptx");
+    let o = common::command(nvcc)
+        .args(["-arch=sm_90", "-ptx"])
+        .arg(common::kernels_dir().join("tune").join("pressure.cu"))
+        .arg("-o")
+        .arg(&ptx)
+        .output()
+        .unwrap();
+    common::assert_ok(&o, "nvcc -ptx");
+    let mut budgets = std::collections::BTreeMap::new();
+    for line in report.lines() {
+        let r: serde_json::Value = serde_json::from_str(line).unwrap();
+        let chosen = &r["candidates"][r["chosen"].as_u64().unwrap() as usize]["budget"];
+        if let Some(regs) = chosen["regs"].as_u64() {
+            let budget = Budget {
+                smem_spill: chosen["smem_spill"].as_bool().unwrap(),
+                ..Budget::regs(regs as u32)
+            };
+            budgets.insert(r["kernel"].as_str().unwrap().to_string(), budget);
+        }
+    }
+    assert!(!budgets.is_empty(), "a kernel is retuned: {report}");
+    let text = with_budgets(&std::fs::read_to_string(&ptx).unwrap(), &budgets).unwrap();
+    std::fs::write(&ptx, text).unwrap();
+    let cubin = dir.join("reference.cubin");
+    let o = common::command(common::toolkit_tool(nvcc, "ptxas"))
+        .args(["-arch=sm_90", "-m64"])
+        .arg(&ptx)
+        .arg("-o")
+        .arg(&cubin)
+        .output()
+        .unwrap();
+    common::assert_ok(&o, "ptxas");
+    std::fs::read(&cubin).unwrap()
 }
