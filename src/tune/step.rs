@@ -246,7 +246,13 @@ fn build_variants(
     settings: &Settings,
 ) -> Result<(Vec<Option<Built>>, Tuned), TuneError> {
     let built: Vec<Option<Built>> = if descent::applies(plan, settings, builder) {
-        descent::build(builder, plan, pricing, baseline)?
+        descent::build(
+            builder,
+            plan,
+            pricing,
+            baseline,
+            descent::Rule::of(settings),
+        )?
     } else {
         builder
             .build_all(&plan.rounds)
