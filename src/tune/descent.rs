@@ -34,8 +34,8 @@
 //! neither the winner nor a variant), and once a budget clears the margin, the first budget
 //! predicted outside the band of the best stops the descent (`stopped`: the heuristic part,
 //! lower budgets spill more). Budgets built only to be measured are always built. On every
-//! bench/build, bench/heavy and examples file the embedded variants are those of the full
-//! search (bench/results/build.md).
+//! bench/build, bench/heavy and examples file it built 896 budgets where the full search
+//! built 1094, and the objects were the same bytes (bench/results/build.md).
 //!
 //! Only where that holds by construction: no forcing (it builds what it names), no SASS
 //! rewrite offered (its candidates are proved round by round from the plain ones), and
