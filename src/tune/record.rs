@@ -81,11 +81,13 @@ pub(crate) enum Limit {
     /// Under adapt/train: a budget the measured build's cost rule leaves out
     /// (docs/selector.md §Ranking).
     BuildCost,
-    /// The default mode's descent ([`super::descent`]): not built, because the budget built
-    /// above it did not improve on the best prediction built so far.
+    /// The descent ([`super::descent`]): not built, because the budget built above it did
+    /// not improve on the best prediction built so far (under adapt/train: was predicted
+    /// outside the variants' band of it).
     Stopped,
-    /// The default mode's descent ([`super::descent`]): not built, because its bound (the
-    /// most it can be predicted to gain) does not beat the best prediction built.
+    /// The descent ([`super::descent`]): not built, because its bound (the most it can be
+    /// predicted to gain) does not beat the best prediction built (under adapt/train: cannot
+    /// come within the variants' band of it).
     Outbid,
     /// Under adapt/train: a variant built and ranked, but left out of the cubin by the
     /// per-step object-size cap ([`super::cap`]; an [`Embedded`]'s `left_out`).

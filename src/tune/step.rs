@@ -249,7 +249,14 @@ fn build_variants(
 ) -> Result<(Vec<Option<Built>>, Tuned), TuneError> {
     let mut split = Vec::new();
     let built: Vec<Option<Built>> = if descent::applies(plan, settings, builder) {
-        descent::build(builder, plan, pricing, &step.baseline, &mut split)?
+        descent::build(
+            builder,
+            plan,
+            pricing,
+            &step.baseline,
+            descent::Rule::of(settings),
+            &mut split,
+        )?
     } else {
         builder
             .build_all(&plan.rounds)

@@ -783,3 +783,83 @@ fn device_only_outputs_ship_no_variants() {
         }
     }
 }
+
+/// Issue 47: adapt descends (`tune::descent`'s `Rule::Variants`, docs/selector.md §Ranking)
+/// where the full search (`NVCC_ORION_SEARCH=full`) built every budget, and embeds the same
+/// variants. bench/build/retuned_huge.cu (most kernels retuned) for sm_90, cold: the descent
+/// builds a subset of the full search's budgets, fewer in all; each one left out is in the
+/// report as `stopped` or `outbid`; every embedded entry, originals and `__orion_v<k>`, has the
+/// same registers (`cuobjdump -res-usage`) and the same SASS (`cuobjdump -sass`) in both
+/// objects, and the objects are the same bytes (so are the selector's tables in the glue).
+#[test]
+fn adapt_descends_yet_embeds_the_full_searchs_variants() {
+    let Some(nvcc) = common::nvcc_or_skip("multi_variant") else {
+        return;
+    };
+    let dir = tempfile::Builder::new()
+        .prefix("multi-variant-search-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let d = dir.path();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/build/retuned_huge.cu");
+    for search in ["descent", "full"] {
+        let out = format!("{search}.o");
+        let mut c = orion(&nvcc, d, "adapt", &out, "unused");
+        c.env("NVCC_ORION_CACHE", "off")
+            .env("NVCC_ORION_SEARCH", search)
+            .args(["-O3", "-arch=sm_90"])
+            .arg(&src);
+        common::assert_ok(&c.output().unwrap(), &out);
+    }
+    let (descent, full) = (records(d, "descent.o"), records(d, "full.o"));
+    let budgets = |r: &Value| -> Vec<Value> {
+        r["candidates"].as_array().unwrap()[1..]
+            .iter()
+            .map(|c| c["budget"].clone())
+            .collect()
+    };
+    let (mut built_descent, mut built_full) = (0, 0);
+    assert_eq!(descent.len(), full.len());
+    for (r, f) in descent.iter().zip(&full) {
+        assert_eq!(r["kernel"], f["kernel"]);
+        let (bd, bf) = (budgets(r), budgets(f));
+        built_descent += bd.len();
+        built_full += bf.len();
+        assert!(bd.iter().all(|b| bf.contains(b)), "{bd:?} not in {bf:?}");
+        // The same ranked variants, by budget (candidate indices differ).
+        let ranked = |r: &Value| -> Vec<Value> {
+            let cands = &r["candidates"];
+            r["variants"].as_array().map_or(Vec::new(), |vs| {
+                vs.iter()
+                    .map(|v| cands[v["candidate"].as_u64().unwrap() as usize]["budget"].clone())
+                    .collect()
+            })
+        };
+        assert_eq!(ranked(r), ranked(f), "{r}\n{f}");
+        for b in bf.iter().filter(|b| !bd.contains(b)) {
+            assert!(
+                r["pruned"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|p| &p["budget"] == b
+                        && matches!(p["limit"].as_str(), Some("stopped" | "outbid"))),
+                "{b} neither built nor reported left out: {r}"
+            );
+        }
+    }
+    assert!(
+        built_descent < built_full,
+        "adapt's descent built {built_descent} budgets, the full search {built_full}"
+    );
+    let (objd, objf) = (d.join("descent.o"), d.join("full.o"));
+    let regs = registers(&objd);
+    assert!(
+        regs.keys().filter(|(_, f)| f.contains("__orion_v")).count() >= 4,
+        "{regs:?}"
+    );
+    assert_eq!(regs, registers(&objf));
+    assert_eq!(sass(&objd), sass(&objf));
+    let bytes = |p: &Path| common::mask_tmpxft(&std::fs::read(p).unwrap());
+    assert!(bytes(&objd) == bytes(&objf), "the objects differ");
+}
