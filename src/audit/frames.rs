@@ -26,8 +26,10 @@ use object::LittleEndian as LE;
 use object::elf::{FileHeader64, SHT_REL, SHT_RELA, SHT_SYMTAB};
 use object::read::elf::{FileHeader as _, SectionHeader as _, Sym as _};
 
-/// ptxas's relocation type for a 64-bit address (`R_CUDA_64`): the only one it writes into
-/// `.debug_frame`.
+/// ptxas's relocation type for a 64-bit address (`R_CUDA_64`), the one it writes into
+/// `.debug_frame`'s address fields. A relocatable (`-rdc`) cubin also relocates each FDE's
+/// range against its function (type 73 on sm_90, the field holding the size as well): any
+/// other type is kept as read and compared, and allowed only on a range field.
 const R_CUDA_64: u32 = 2;
 
 /// The `.debug_frame` of one cubin, by function.
@@ -48,6 +50,9 @@ struct Fde {
     /// Offset of the code it describes from its function's symbol.
     start: u64,
     range: u64,
+    /// The range field's relocation, other than `R_CUDA_64` (`-rdc`): its type and target,
+    /// rendered relative to the owner.
+    range_relocation: Option<String>,
     cie: String,
     program: Vec<String>,
 }
@@ -84,6 +89,8 @@ type R<'a> = EndianSlice<'a, LittleEndian>;
 struct Section<'a> {
     data: &'a [u8],
     relocations: BTreeMap<u64, Target>,
+    /// Relocations of another type than `R_CUDA_64`, by offset: the type and target.
+    others: BTreeMap<u64, (u32, Target)>,
 }
 
 impl Frames {
@@ -150,6 +157,7 @@ fn elf(bytes: &[u8]) -> Result<(Option<Section<'_>>, BTreeMap<String, u64>), Str
         .data(e, bytes)
         .map_err(|err| format!(".debug_frame: {err}"))?;
     let mut relocations = BTreeMap::new();
+    let mut others = BTreeMap::new();
     for s in sections.iter() {
         if s.sh_info(e) as usize != index || !matches!(s.sh_type(e), SHT_REL | SHT_RELA) {
             continue;
@@ -176,11 +184,6 @@ fn elf(bytes: &[u8]) -> Result<(Option<Section<'_>>, BTreeMap<String, u64>), Str
                 .collect(),
         };
         for (offset, ty, sym, addend) in entries {
-            if ty != R_CUDA_64 {
-                return Err(format!(
-                    "relocation type {ty} at {offset:#x} of .debug_frame"
-                ));
-            }
             let at = offset as usize;
             let Some(field) = data.get(at..at + 8) else {
                 return Err(format!("a relocation at {offset:#x}, past .debug_frame"));
@@ -191,25 +194,38 @@ fn elf(bytes: &[u8]) -> Result<(Option<Section<'_>>, BTreeMap<String, u64>), Str
                 symbol: name(sym)?,
                 addend: addend as u64,
             };
-            relocations.insert(offset, target);
+            match ty {
+                R_CUDA_64 => relocations.insert(offset, target),
+                _ => others.insert(offset, (ty, target)).map(|(_, t)| t),
+            };
         }
     }
-    Ok((Some(Section { data, relocations }), sizes))
+    let section = Section {
+        data,
+        relocations,
+        others,
+    };
+    Ok((Some(section), sizes))
 }
 
 /// Every FDE of `section` with its owner's name, in section order.
 fn records(section: &Section<'_>) -> Result<Vec<(String, Fde)>, String> {
     let mut out = Vec::new();
+    let mut ranges = Vec::new();
     let mut at = 0usize;
     while at < section.data.len() {
         let (body, next) = record_at(section, at)?;
         let id = read_u64(section, body)?;
         if id != u64::MAX {
             out.push(fde(section, body, id as usize)?);
+            ranges.push(body as u64 + 16);
         }
         at = next;
     }
-    Ok(out)
+    match section.others.iter().find(|(at, _)| !ranges.contains(at)) {
+        Some((at, (ty, _))) => Err(format!("relocation type {ty} at {at:#x} of .debug_frame")),
+        None => Ok(out),
+    }
 }
 
 /// The record at `at`: where its body (after the length) starts and where the next record
@@ -241,11 +257,16 @@ fn fde(section: &Section<'_>, body: usize, cie: usize) -> Result<(String, Fde), 
         Address::Plain(v) => *v,
     };
     let range = read_u64(section, body + 16)?;
+    let range_relocation = section.others.get(&(body as u64 + 16)).map(|(ty, t)| {
+        let target = Address::Relocated(t.clone()).render(&owner);
+        format!("type {ty} {target}")
+    });
     let cie = cie_at(section, cie, &owner)?;
     let program = program(section, body + 24..end, &owner)?;
     let fde = Fde {
         start,
         range,
+        range_relocation,
         cie,
         program,
     };
