@@ -72,7 +72,8 @@ pub(crate) struct Lookup {
 const FOLDER: &str = "choices";
 const EXTENSION: &str = "choice";
 
-/// Whether a cached choice may stand for this build's search: the default mode, no selector,
+/// Whether a cached choice may stand for this build's search: the default mode, no selector
+/// (nor a refused one: [`super::ptxas_step`] asks only without),
 /// no profile, nothing forced, no cubins kept for `explain` (their records name files this
 /// build would not write), and a cache to keep it in.
 fn applies(settings: &Settings) -> bool {

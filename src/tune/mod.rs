@@ -106,7 +106,11 @@ pub fn ptxas_step(
     ctx: &StepContext,
     tune: TuneContext<'_>,
 ) -> std::io::Result<Stepped> {
-    let lookup = choice::lookup(argv, ctx, tune.settings);
+    // A refused selector's records say why (the default build's, cached, do not).
+    let lookup = match tune.selector_refused {
+        None => choice::lookup(argv, ctx, tune.settings),
+        Some(_) => None,
+    };
     let mut missed = None;
     if let Some(c) = lookup.as_ref().and_then(|l| l.found.as_ref()) {
         match c.run(argv, ctx) {
