@@ -156,7 +156,10 @@ impl Seen {
 /// of the same ptxas output (bench/results/suite.md, fifth pass), and nvdisasm's listing of
 /// the same bytes is the same listing, so the second proof reads the first's decode (the
 /// checks themselves all run again). Bounded: a build holds a few cubins at a time.
-static DECODED: Mutex<VecDeque<(PathBuf, Vec<u8>, Arc<Seen>)>> = Mutex::new(VecDeque::new());
+static DECODED: Mutex<VecDeque<Kept>> = Mutex::new(VecDeque::new());
+
+/// One decode [`DECODED`] keeps: the nvdisasm, the cubin's bytes, what was seen.
+type Kept = (PathBuf, Vec<u8>, Arc<Seen>);
 
 /// How many decodes [`DECODED`] keeps.
 const DECODED_KEPT: usize = 8;
@@ -164,7 +167,7 @@ const DECODED_KEPT: usize = 8;
 /// `bytes` decoded by `nv` (`-json`) and read by the oracle (`-c -plr`), once per process for
 /// the same bytes ([`DECODED`]). A failed decode is not kept.
 fn decode_bytes(nv: &Path, bytes: &[u8]) -> Result<Arc<Seen>, NotProved> {
-    let kept = |d: &VecDeque<(PathBuf, Vec<u8>, Arc<Seen>)>| {
+    let kept = |d: &VecDeque<Kept>| {
         d.iter()
             .find(|(p, b, _)| p == nv && b == bytes)
             .map(|(_, _, s)| Arc::clone(s))
