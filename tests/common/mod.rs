@@ -30,6 +30,7 @@
 
 pub mod fixtures;
 pub mod oracle_kernels;
+pub mod sass_kernels;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

@@ -17,74 +17,21 @@ use nvcc_orion::analysis::{Cfg, Liveness, RegFile};
 use nvcc_orion::sass::decode::{self, CubinInfo, Decoded};
 use nvcc_orion::verify::plr;
 
-const ARCHS: &[u32] = &[75, 80, 86, 89, 90];
-const SOURCES: &[&str] = &["calls.cu", "math.cu", "memory.cu", "tensor.cu"];
-
-fn src_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kernels/sass")
-}
-
 struct Kernels {
     nvdisasm: PathBuf,
     /// (arch, source) → cubin.
     cubins: Vec<(u32, String, PathBuf)>,
 }
 
-/// Build every source for every arch once (cross-process: a lock file, a completion stamp).
+/// Every source for every arch, built once per run ([`common::sass_kernels`], shared with
+/// the oracle's tests).
 fn kernels() -> Option<&'static Kernels> {
     static K: OnceLock<Option<Kernels>> = OnceLock::new();
     K.get_or_init(|| {
         let nvcc = common::nvcc_or_skip("sass_decode")?;
-        let mut inputs = Vec::new();
-        for s in SOURCES {
-            inputs.push(s.as_bytes().to_vec());
-            inputs.push(std::fs::read(src_dir().join(s)).expect("kernel source"));
-        }
-        let views: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
-        let lock = common::Locked::new("sass-kernels", &nvcc, &views);
-        let dir = lock.dir.clone();
-        let cubins: Vec<(u32, String, PathBuf)> = ARCHS
-            .iter()
-            .flat_map(|&a| {
-                let dir = &dir;
-                SOURCES.iter().map(move |s| {
-                    let stem = s.trim_end_matches(".cu");
-                    (a, stem.to_string(), dir.join(format!("{stem}_sm{a}.cubin")))
-                })
-            })
-            .collect();
-        if !lock.complete() {
-            // Two nvcc calls at a time (CI has two cores).
-            for pair in cubins.chunks(2) {
-                let children: Vec<_> = pair
-                    .iter()
-                    .map(|(a, stem, out)| {
-                        let child = Command::new(&nvcc)
-                            .arg("-cubin")
-                            .arg(format!("-arch=sm_{a}"))
-                            .arg("-o")
-                            .arg(out)
-                            .arg(src_dir().join(format!("{stem}.cu")))
-                            .output();
-                        (out.clone(), child)
-                    })
-                    .collect();
-                for (out, res) in children {
-                    let res = res.expect("run nvcc");
-                    assert!(
-                        res.status.success(),
-                        "nvcc for {} failed:\n{}",
-                        out.display(),
-                        String::from_utf8_lossy(&res.stderr)
-                    );
-                }
-            }
-            lock.finish();
-        }
-        drop(lock);
         Some(Kernels {
             nvdisasm: common::toolkit_tool(&nvcc, "nvdisasm"),
-            cubins,
+            cubins: common::sass_kernels::built(&nvcc),
         })
     })
     .as_ref()

@@ -28,43 +28,50 @@ fn cubins() -> Option<Cubins> {
     let k = common::oracle_kernels::oracle_kernels("oracle")?;
     let nvdisasm = common::toolkit_tool(&k.nvcc, "nvdisasm");
     let mut all: Vec<(String, String, PathBuf)> = k.cubins.clone();
+    // `tests/kernels/sass`: the decoder's tests build the same plain `-cubin` per arch; one
+    // build serves both (issue 50).
+    for (arch, stem, cubin) in common::sass_kernels::built(&k.nvcc) {
+        all.push((arch.to_string(), stem, cubin));
+    }
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("oracle-rewrite-kernels");
-    std::fs::create_dir_all(&dir).unwrap();
     let sources = [
-        "tests/kernels/sass/calls.cu",
-        "tests/kernels/sass/math.cu",
-        "tests/kernels/sass/memory.cu",
-        "tests/kernels/sass/tensor.cu",
         "tests/kernels/regdem/regdem.cu",
         "tests/kernels/spill2smem/spills.cu",
     ];
+    let texts: Vec<Vec<u8>> = sources
+        .iter()
+        .map(|s| std::fs::read(root.join(s)).unwrap())
+        .collect();
+    let views: Vec<&[u8]> = texts.iter().map(Vec::as_slice).collect();
     let mut jobs = Vec::new();
     for src in sources {
-        for arch in ["75", "80", "86", "89", "90"] {
+        for arch in common::sass_kernels::ARCHS.iter().map(u32::to_string) {
             let stem = Path::new(src).file_stem().unwrap().to_string_lossy();
-            let out = dir.join(format!("{stem}_sm{arch}.cubin"));
-            jobs.push((arch.to_string(), stem.to_string(), root.join(src), out));
+            jobs.push((arch, stem.to_string(), root.join(src)));
         }
     }
-    // Two compiles at a time (CI has two cores).
-    for chunk in jobs.chunks(2) {
-        std::thread::scope(|s| {
-            for (arch, _, src, out) in chunk {
-                let nvcc = &k.nvcc;
-                s.spawn(move || {
-                    let st = std::process::Command::new(nvcc)
-                        .args(["-cubin", &format!("-arch=sm_{arch}"), "-o"])
-                        .arg(out)
-                        .arg(src)
-                        .status()
-                        .unwrap();
-                    assert!(st.success(), "nvcc {}", src.display());
-                });
-            }
-        });
-    }
-    for (arch, stem, _, out) in jobs {
+    // Once per run for both tests of this file (a lock and a completion stamp).
+    let dir = common::build_once("oracle-rewrite-kernels", &k.nvcc, &views, |dir| {
+        // Two compiles at a time (CI has two cores).
+        for chunk in jobs.chunks(2) {
+            std::thread::scope(|s| {
+                for (arch, stem, src) in chunk {
+                    let (nvcc, out) = (&k.nvcc, dir.join(format!("{stem}_sm{arch}.cubin")));
+                    s.spawn(move || {
+                        let st = std::process::Command::new(nvcc)
+                            .args(["-cubin", &format!("-arch=sm_{arch}"), "-o"])
+                            .arg(out)
+                            .arg(src)
+                            .status()
+                            .unwrap();
+                        assert!(st.success(), "nvcc {}", src.display());
+                    });
+                }
+            });
+        }
+    });
+    for (arch, stem, _) in jobs {
+        let out = dir.join(format!("{stem}_sm{arch}.cubin"));
         all.push((arch, stem, out));
     }
     Some(Cubins { nvdisasm, all })
@@ -130,6 +137,58 @@ fn options(cubin: &Cubin, kernel: &str, target: Option<u32>) -> Options {
     o
 }
 
+/// Both rewrites refuse every kernel of `disagreeing` ((function, first disagreement, kernel)
+/// of the cubin at `path`): regdem by the oracle, naming the instruction; spill2smem by the
+/// oracle or the transform. One request per kernel, all of the cubin's in one call per rewrite:
+/// a request's oracle verdict is its own section's (`proven::prove` decodes the cubin once for
+/// all requests), so each kernel's answer is the one a call of its own gives, and a kernel
+/// with several disagreeing functions is asked once (issue 50: each call decodes the whole
+/// cubin twice).
+fn rewrites_refuse(path: &Path, disagreeing: &[(String, String, String)]) {
+    let mut kernels: Vec<&str> = disagreeing.iter().map(|(_, _, k)| k.as_str()).collect();
+    kernels.sort_unstable();
+    kernels.dedup();
+    if kernels.is_empty() {
+        return;
+    }
+    let bytes = std::fs::read(path).unwrap();
+    let cubin = Cubin::parse(&bytes).unwrap();
+    let req: Vec<(String, Options)> = kernels
+        .iter()
+        .map(|k| (k.to_string(), options(&cubin, k, None)))
+        .collect();
+    let first = |kernel: &str| {
+        let (f, first, _) = disagreeing.iter().find(|(_, _, k)| k == kernel).unwrap();
+        format!("{} {f}: {first}", path.display())
+    };
+    let regdem = proven::regdem(&bytes, &req).unwrap();
+    assert_eq!(regdem.kernels.len(), kernels.len());
+    for (kernel, r) in &regdem.kernels {
+        match r {
+            Err(NotProved::Oracle(why)) => {
+                // The first disagreement of the section, with its instruction.
+                assert!(
+                    why.contains("nvdisasm -plr disagrees") && why.contains('`'),
+                    "refusal names the instruction: {why}"
+                );
+            }
+            other => panic!(
+                "{}: disagrees but regdem of {kernel} gave {other:?}",
+                first(kernel)
+            ),
+        }
+    }
+    let spill = proven::spill2smem(&bytes, &req).unwrap();
+    assert_eq!(spill.kernels.len(), kernels.len());
+    for (kernel, r) in &spill.kernels {
+        assert!(
+            matches!(r, Err(NotProved::Oracle(_)) | Err(NotProved::Transform(_))),
+            "{}: spill2smem of {kernel} not refused: {r:?}",
+            first(kernel)
+        );
+    }
+}
+
 /// Every function of every test cubin agrees with `nvdisasm -plr` or is refused, by both
 /// rewrites, with the disagreeing instruction named; every listed family is seen and agrees
 /// on every architecture that has it; ptxas never names a misaligned tuple.
@@ -146,8 +205,8 @@ fn every_test_kernel_agrees_with_nvdisasm_plr_or_is_refused() {
         let v = oracle::check_cubin(&c.nvdisasm, path, &d.functions).unwrap();
         tuples::check(&d.functions)
             .unwrap_or_else(|e| panic!("{}: ptxas' own code: {e}", path.display()));
-        let bytes = std::fs::read(path).unwrap();
-        let cubin = Cubin::parse(&bytes).unwrap();
+        // Refused functions: (function, first disagreement, the kernel whose section holds it).
+        let mut disagreeing = Vec::new();
         for f in &d.functions {
             match v.of(&f.name).expect("every function has a verdict") {
                 Ok(a) => {
@@ -167,40 +226,19 @@ fn every_test_kernel_agrees_with_nvdisasm_plr_or_is_refused() {
                     else {
                         continue;
                     };
-                    if arch == "90a" {
-                        // The rewrites do not take sm_90a; the refusal is the oracle's alone.
-                        refused.push(format!("sm_{arch} {stem} {}: {}", f.name, ds[0]));
-                        continue;
-                    }
-                    let req = vec![(kernel.name.clone(), options(&cubin, &kernel.name, None))];
-                    let out = proven::regdem(&bytes, &req).unwrap();
-                    match &out.kernels[0].1 {
-                        Err(NotProved::Oracle(why)) => {
-                            // The first disagreement of the section, with its instruction.
-                            assert!(
-                                why.contains("nvdisasm -plr disagrees") && why.contains('`'),
-                                "refusal names the instruction: {why}"
-                            );
-                        }
-                        other => panic!(
-                            "sm_{arch} {stem} {}: disagrees ({}) but regdem gave {other:?}",
-                            kernel.name, ds[0]
-                        ),
-                    }
-                    let out = proven::spill2smem(&bytes, &req).unwrap();
-                    assert!(
-                        matches!(
-                            &out.kernels[0].1,
-                            Err(NotProved::Oracle(_)) | Err(NotProved::Transform(_))
-                        ),
-                        "sm_{arch} {stem} {}: spill2smem not refused: {:?}",
-                        kernel.name,
-                        out.kernels[0].1
-                    );
-                    refused.push(format!("sm_{arch} {stem} {}: {}", f.name, ds[0]));
+                    disagreeing.push((f.name.clone(), ds[0].to_string(), kernel.name.clone()));
                 }
             }
         }
+        if arch != "90a" {
+            // The rewrites do not take sm_90a; there the refusal is the oracle's alone.
+            rewrites_refuse(path, &disagreeing);
+        }
+        refused.extend(
+            disagreeing
+                .iter()
+                .map(|(f, first, _)| format!("sm_{arch} {stem} {f}: {first}")),
+        );
     }
     eprintln!("{compared} instructions agreed with nvdisasm -plr; refused functions:");
     for r in &refused {

@@ -833,3 +833,105 @@ fn no_room_for_one_word_is_refused_naming_the_limit() {
     assert_eq!(info.static_shared + r.shared_added, 48 * 1024);
     eprintln!("{e}\n{}", p.summary());
 }
+
+/// Issue 50: a forced build proves its cubin in the variant round and again in the final
+/// assembly of the same ptxas output; the proof decodes each cubin (`nvdisasm -json` and the
+/// oracle's `-c -plr`) once per build, not once per proof. nvdisasm is the toolkit's, run
+/// through a script beside nvcc that logs what it reads; the build must still prove its
+/// kernels (the report) and write the cubin a build through the plain toolkit writes.
+#[test]
+fn a_forced_build_decodes_each_cubin_once_for_its_proof() {
+    let Some(nvcc) = common::nvcc_or_skip("spill2smem") else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let bin = logging_toolkit(&nvcc, work.path());
+    let log = work.path().join("nvdisasm.log");
+    let real = nvcc_real(&nvcc);
+    let build = |toolkit_nvcc: &Path, out: &str| {
+        let o = common::orion()
+            .current_dir(work.path())
+            .args(["-cubin", "-arch=sm_90", "-maxrregcount=32"])
+            .args(["--orion-transforms=spill2smem", "--orion-force=spill2smem"])
+            .args([
+                "--orion-block-size=128",
+                &format!("--orion-report={out}.jsonl"),
+            ])
+            .arg(corpus_file("cap32.cu"))
+            .arg("-o")
+            .arg(out)
+            .env("NVCC_ORION_NVCC", toolkit_nvcc)
+            .env("NVCC_ORION_CACHE", work.path().join(format!("cache-{out}")))
+            .env("ORION_TEST_REAL_NVCC", &real)
+            .env("ORION_TEST_DISASM_LOG", &log)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success() && !err.contains("warning"), "{err}");
+        std::fs::read(work.path().join(out)).unwrap()
+    };
+    let logged = build(&bin.join("nvcc"), "logged.cubin");
+    let plain = build(&nvcc, "plain.cubin");
+    assert!(logged == plain, "the logged toolkit changed the output");
+    let report = std::fs::read_to_string(work.path().join("logged.cubin.jsonl")).unwrap();
+    let proved = report.matches("\"proved\":true").count();
+    assert!(proved >= 8, "{report}");
+    let log = std::fs::read_to_string(&log).unwrap();
+    let proof: Vec<&str> = log.lines().filter(|l| l.contains(" k.cubin")).collect();
+    assert!(proof.iter().any(|l| l.ends_with("-c -plr")), "{log}");
+    let distinct: BTreeSet<&&str> = proof.iter().collect();
+    assert_eq!(distinct.len(), proof.len(), "a cubin decoded twice:\n{log}");
+}
+
+/// A file of the spill corpus (cubins that spill at their limit on every architecture).
+fn corpus_file(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/kernels/spill_corpus")
+        .join(name)
+}
+
+/// The real nvcc, for the script in [`logging_toolkit`] to run.
+fn nvcc_real(nvcc: &Path) -> PathBuf {
+    std::fs::canonicalize(nvcc).unwrap_or_else(|_| nvcc.to_path_buf())
+}
+
+/// A toolkit folder in `dir`: links to the tools beside `nvcc`, but `nvcc` a script that
+/// runs the real one (nvcc finds its headers from its own path) and `nvdisasm` a script that
+/// logs the checksum, file name and options of each cubin it reads before running the real
+/// one.
+fn logging_toolkit(nvcc: &Path, dir: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = dir.join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let real = nvcc_real(nvcc);
+    for e in std::fs::read_dir(real.parent().unwrap()).unwrap() {
+        let p = e.unwrap().path();
+        std::os::unix::fs::symlink(&p, bin.join(p.file_name().unwrap())).unwrap();
+    }
+    let nvdisasm = real.with_file_name("nvdisasm");
+    let scripts = [
+        (
+            "nvcc",
+            "exec \"$ORION_TEST_REAL_NVCC\" \"$@\"\n".to_string(),
+        ),
+        (
+            "nvdisasm",
+            format!(
+                "for a; do last=$a; done\n\
+                 printf '%s %s' \"$(cksum < \"$last\" | cut -d' ' -f1)\" \"$(basename \"$last\")\" \
+                 >> \"$ORION_TEST_DISASM_LOG\"\n\
+                 for a; do [ \"$a\" = \"$last\" ] || printf ' %s' \"$a\" >> \"$ORION_TEST_DISASM_LOG\"; done\n\
+                 echo >> \"$ORION_TEST_DISASM_LOG\"\n\
+                 exec '{}' \"$@\"\n",
+                nvdisasm.display()
+            ),
+        ),
+    ];
+    for (name, body) in scripts {
+        let p = bin.join(name);
+        std::fs::remove_file(&p).unwrap();
+        std::fs::write(&p, format!("#!/bin/sh\n{body}")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    bin
+}

@@ -42,6 +42,7 @@ use std::process::Command;
 use common::fixtures;
 use nvcc_orion::cubin::Cubin;
 use nvcc_orion::sass::Op;
+use nvcc_orion::sass::decode::Decoded;
 use nvcc_orion::sass::ir::OperandKind;
 use nvcc_orion::transform::area::STATIC_SHARED_LIMIT;
 use serde_json::Value;
@@ -380,14 +381,19 @@ fn partly_numbers(detail: &str) -> Option<(usize, usize, usize)> {
     (n.len() == 3).then(|| (n[0], n[1], n[2]))
 }
 
+/// Every function of the cubin at `path`, decoded by our decoder over nvdisasm's listing.
+fn decode(path: &Path) -> Decoded {
+    nvcc_orion::sass::decode::decode_file(&fixtures::tool("nvdisasm"), path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
 /// Loop-weighted accesses of a kernel's spill words in its rewritten code (our decoder over
 /// nvdisasm's listing), by where they are now: `Ok(word)` for a word its remaining
 /// `STL/LDL [R1+imm]` touch (imm / 4), `Err(imm)` for a shared slot `[base+imm]` of the area.
 /// An access weighs 10 per backward `BRA` around it (up to 3), RegDem's weighting, computed
-/// here from the branches apart from the transform's own.
-fn spill_heat(path: &Path, kernel: &str) -> BTreeMap<Result<i64, i64>, f64> {
-    let decoded = nvcc_orion::sass::decode::decode_file(&fixtures::tool("nvdisasm"), path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+/// here from the branches apart from the transform's own. `decoded` is the whole cubin
+/// ([`decode`]: one nvdisasm run per cubin, however many of its kernels are looked at).
+fn spill_heat(decoded: &Decoded, kernel: &str) -> BTreeMap<Result<i64, i64>, f64> {
     let entry = decoded.functions.iter().find(|f| f.name == kernel).unwrap();
     // The base register: the prologue's `LEA Rb, R0, c[0x0][0x2c], 0x2` (none before the
     // rewrite).
@@ -448,10 +454,10 @@ fn spill_heat(path: &Path, kernel: &str) -> BTreeMap<Result<i64, i64>, f64> {
 /// remaining `STL/LDL` touch are exactly the words kept (their count is the summary's total
 /// less the words moved, so none is a moved word: every kept word keeps its accesses), 4
 /// bytes each; and the hottest spill location is a shared slot (the hottest word moved).
-fn check_partly(path: &Path, kernel: &str, detail: &str) -> Result<String, String> {
+fn check_partly(decoded: &Decoded, kernel: &str, detail: &str) -> Result<String, String> {
     let (moved, words, bytes) =
         partly_numbers(detail).ok_or_else(|| format!("no partial move in: {detail}"))?;
-    let heat = spill_heat(path, kernel);
+    let heat = spill_heat(decoded, kernel);
     let kept: Vec<(&i64, f64)> = heat
         .iter()
         .filter_map(|(k, &h)| k.as_ref().ok().map(|w| (w, h)))
@@ -619,6 +625,8 @@ fn corpus(arch: u32, floor: usize, proved_floor: usize) -> Option<DoneWhen> {
             .map(|r| (r.function, (r.reg, r.shared)))
             .collect();
         let at_cap = probe(&b, &f, 0);
+        // Decoded when a first kernel of the file is partly moved, then shared by the others.
+        let mut orion_decoded: Option<Decoded> = None;
         let report: Vec<Value> = std::fs::read_to_string(b.dir.join(format!("{s}.jsonl")))
             .unwrap()
             .lines()
@@ -697,7 +705,8 @@ fn corpus(arch: u32, floor: usize, proved_floor: usize) -> Option<DoneWhen> {
                     Class::Moved
                 } else {
                     let detail = verdict["detail"].as_str().unwrap_or("");
-                    match check_partly(&orion_path, kernel, detail) {
+                    let decoded = orion_decoded.get_or_insert_with(|| decode(&orion_path));
+                    match check_partly(decoded, kernel, detail) {
                         Ok(note) => Class::Partly(local, note),
                         Err(e) => {
                             failures.push(format!("{at}: partly moved: {e}"));
@@ -1153,15 +1162,14 @@ fn a_partial_move_keeps_the_coldest_words_and_is_proved_sm_86() {
     std::fs::write(&out, &outcome.bytes).unwrap();
     // Words: the rewritten code's local words are exactly the kept ones.
     let kept: BTreeSet<i64> = part.kept.iter().map(|k| k / 4).collect();
-    let after = spill_heat(&out, kernel);
+    let (plain_decoded, out_decoded) = (decode(&plain), decode(&out));
+    let after = spill_heat(&out_decoded, kernel);
     let local_after: BTreeSet<i64> = after.keys().filter_map(|k| k.ok()).collect();
     assert_eq!(local_after, kept);
     // Accesses: the original's spills of kept words are the local accesses left.
-    let before = spill_heat(&plain, kernel);
-    let decoded = |p: &Path| {
-        nvcc_orion::sass::decode::decode_file(&fixtures::tool("nvdisasm"), p)
-            .unwrap()
-            .functions
+    let before = spill_heat(&plain_decoded, kernel);
+    let instrs = |d: Decoded| {
+        d.functions
             .into_iter()
             .filter(|f| f.section == info.text_section)
             .flat_map(|f| f.instrs)
@@ -1177,12 +1185,12 @@ fn a_partial_move_keeps_the_coldest_words_and_is_proved_sm_86() {
         })
     };
     let spills: BTreeSet<u64> = cubin.spill_offsets(info.text_section).into_iter().collect();
-    let kept_before = decoded(&plain)
+    let kept_before = instrs(plain_decoded)
         .iter()
         .filter(|i| spills.contains(&i.offset))
         .filter(|i| r1_words(i).is_some_and(|w| kept.contains(&w)))
         .count();
-    let after_instrs = decoded(&out);
+    let after_instrs = instrs(out_decoded);
     let local_left = after_instrs
         .iter()
         .filter(|i| r1_words(i).is_some())
@@ -1240,7 +1248,7 @@ fn a_partial_move_keeps_the_coldest_words_and_is_proved_sm_86() {
     let mutant = mutant.write().unwrap();
     let mutant_path = scratch.path().join("mutant.cubin");
     std::fs::write(&mutant_path, &mutant).unwrap();
-    let patched = decoded(&mutant_path)
+    let patched = instrs(decode(&mutant_path))
         .into_iter()
         .find(|i| i.offset == reload.offset)
         .unwrap();
