@@ -446,3 +446,64 @@ fn reference(nvcc: &Path, dir: &Path, report: &str) -> Vec<u8> {
     common::assert_ok(&o, "ptxas");
     std::fs::read(&cubin).unwrap()
 }
+
+/// The safety net of a cached choice: its one ptxas run ships only when the cubin is the
+/// bytes the first build shipped. A toolkit whose ptxas adds a byte to the output of that
+/// one run (recognised by the run's work folder, `nvcc-orion-choice-*`) makes other bytes: the
+/// build still succeeds, tunes the step in full (more than one run per architecture) and ships
+/// the first build's object, never the altered cubin.
+#[test]
+fn a_cached_choice_whose_run_makes_other_bytes_is_not_shipped() {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(nvcc) = common::nvcc_or_skip("cache_integrity") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let tk = dir.path().join("tk");
+    let tk_nvcc = counting_toolkit(&nvcc, &tk);
+    let cache = dir.path().join("cache");
+    let args = ["-c", "-O3", "-arch=sm_90"];
+    // The logging ptxas, altered once `tk/tamper` exists: the choice's run then gets one more
+    // byte at the end of its cubin. (The same script for both builds: ptxas's identity is
+    // part of the cache's key.)
+    let ptxas = tk.join("bin").join("ptxas");
+    let real = nvcc.parent().unwrap().join("ptxas");
+    std::fs::write(
+        &ptxas,
+        format!(
+            "#!/bin/sh\necho \"$@\" >> '{log}'\n'{real}' \"$@\" || exit $?\n\
+             [ -e '{flag}' ] || exit 0\n\
+             case \"$*\" in *nvcc-orion-choice-*)\n\
+               out=; prev=; for a in \"$@\"; do [ \"$prev\" = -o ] && out=$a; prev=$a; done\n\
+               printf 'x' >> \"$out\" ;;\nesac\n",
+            log = tk.join("ptxas.log").display(),
+            real = real.display(),
+            flag = tk.join("tamper").display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&ptxas, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let cold = counted(&tk_nvcc, &tk, dir.path(), &cache, &args, "a.o");
+    assert_eq!(cold.build.code, Some(0), "{}", cold.build.stderr);
+    assert!(cold.report.contains("\"chosen\":1"), "a kernel is retuned");
+    std::fs::write(tk.join("tamper"), "").unwrap();
+    let cached = counted(&tk_nvcc, &tk, dir.path(), &cache, &args, "a.o");
+    assert_eq!(cached.build.code, Some(0), "{}", cached.build.stderr);
+    assert!(
+        cached
+            .ptxas
+            .iter()
+            .any(|l| l.contains("nvcc-orion-choice-")),
+        "the cached choice was tried: {:?}",
+        cached.ptxas
+    );
+    assert!(
+        cached.ptxas.len() > 2,
+        "tuned in full after the choice's run made other bytes: {:?}",
+        cached.ptxas
+    );
+    assert!(
+        common::mask_tmpxft(&cached.build.cubin) == common::mask_tmpxft(&cold.build.cubin),
+        "the object differs from the first build's"
+    );
+}
