@@ -61,19 +61,16 @@ mod lines;
 mod listing;
 mod module;
 mod proved;
+mod reader;
 mod verdict;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::{Arc, Mutex, OnceLock};
-
-use sha2::{Digest, Sha256};
 
 pub use difference::Difference;
 use dump::Dump;
 use kernel::{Code, Pair};
-use listing::Function;
+use reader::{Read, Reader};
 
 /// The toolkit programs the check reads cubins with.
 #[derive(Debug, Clone)]
@@ -175,11 +172,15 @@ pub fn check_cached(
 /// Check `job`, going on past disagreements: every function that disagrees (as
 /// [`AuditError::Disagrees`]), in the shipped cubin's order, the module's own first. An
 /// error is a tool that failed.
+///
+/// Each cubin is read once per process ([`reader`]), and the reads of one step are made side
+/// by side on the free job slots: every cubin's `cuobjdump -elf` first, then the listings of
+/// the functions whose code differs from their origin's.
 pub fn check_each(tools: &Tools, job: &Job<'_>) -> Result<(Checked, Vec<AuditError>), AuditError> {
-    let mut reader = Reader::new(tools)?;
+    let reader = Reader::new(tools)?;
     let mut all = vec![job.shipped, job.module];
     all.extend(job.origins.iter().map(|o| o.cubin));
-    reader.prefetch(&all);
+    reader.read_ahead(Read::Dump, &all);
     let shipped = match reader.dump(job.shipped) {
         Err(AuditError::Unreadable(why)) => {
             let why = Difference::Unreadable(why);
@@ -193,57 +194,10 @@ pub fn check_each(tools: &Tools, job: &Job<'_>) -> Result<(Checked, Vec<AuditErr
         found.push(disagrees("the module", what));
     }
     let owners = module::owners(&shipped);
-    for o in &job.origins {
-        if !owners.iter().any(|f| f == o.shipped) {
-            found.push(disagrees(o.shipped, Difference::NotShipped));
-        }
-    }
-    for f in module::owners(&module) {
-        let replaced = job.origins.iter().any(|o| o.shipped == f);
-        if !replaced && !owners.contains(&f) {
-            found.push(disagrees(&f, Difference::MissingFromShipped));
-        }
-    }
-    let mut checked = Checked::default();
-    for f in &owners {
-        let (name, cubin) = job
-            .origins
-            .iter()
-            .find(|o| o.shipped == f.as_str())
-            .map_or((f.as_str(), job.module), |o| (o.name, o.cubin));
-        let origin = reader.dump(cubin)?;
-        let pair = Pair::new(&shipped, &origin, f, name);
-        checked.functions += 1;
-        if job.proved.contains(&f.as_str()) {
-            checked.disassembled += 1;
-            match reader.listing(job.shipped) {
-                Err(AuditError::Unreadable(why)) => {
-                    found.push(disagrees(f, Difference::Unreadable(why)))
-                }
-                r => found.extend(proved::compare(&pair, &r?).err().map(|w| disagrees(f, w))),
-            }
-            continue;
-        }
-        match pair.compare() {
-            Ok(Code::Same) => {}
-            Ok(Code::Disassemble) => {
-                checked.disassembled += 1;
-                let a = match reader.listing(job.shipped) {
-                    Err(AuditError::Unreadable(why)) => {
-                        found.push(disagrees(f, Difference::Unreadable(why)));
-                        continue;
-                    }
-                    r => r?,
-                };
-                let b = reader.listing(cubin)?;
-                if let Err(what) = kernel::compare_listings(&pair, &a, &b) {
-                    found.push(disagrees(f, what));
-                }
-            }
-            Err(what) => found.push(disagrees(f, what)),
-        }
-    }
-    found.extend(compare_lines(&mut reader, job, &shipped, &module, &owners)?);
+    found.extend(unmatched(job, &owners, &module));
+    let (checked, functions) = compare_functions(&reader, job, &shipped, &owners)?;
+    found.extend(functions);
+    found.extend(compare_lines(&reader, job, &shipped, &module, &owners)?);
     found.extend(compare_frames(job, &owners));
     if shipped.relocatable {
         let baseline = reader.dump(job.baseline)?;
@@ -252,10 +206,107 @@ pub fn check_each(tools: &Tools, job: &Job<'_>) -> Result<(Checked, Vec<AuditErr
     Ok((checked, found))
 }
 
+/// Functions `job` names that the shipped cubin lacks, and the module's functions that
+/// neither ship nor are replaced.
+fn unmatched(job: &Job<'_>, owners: &[String], module: &Dump) -> Vec<AuditError> {
+    let mut found = Vec::new();
+    for o in &job.origins {
+        if !owners.iter().any(|f| f == o.shipped) {
+            found.push(disagrees(o.shipped, Difference::NotShipped));
+        }
+    }
+    for f in module::owners(module) {
+        let replaced = job.origins.iter().any(|o| o.shipped == f);
+        if !replaced && !owners.contains(&f) {
+            found.push(disagrees(&f, Difference::MissingFromShipped));
+        }
+    }
+    found
+}
+
+/// The name and cubin that shipped function `f` came from.
+fn origin_of<'j>(job: &'j Job<'_>, f: &'j str) -> (&'j str, &'j [u8]) {
+    job.origins
+        .iter()
+        .find(|o| o.shipped == f)
+        .map_or((f, job.module), |o| (o.name, o.cubin))
+}
+
+/// What the first look at one function found.
+enum Look<'a> {
+    /// Settled: the same, or the difference.
+    Done(Option<Difference>),
+    /// Rewritten and proved: compared with the shipped listing (`proved`).
+    Proved,
+    /// Its code bytes differ: both listings are compared, the origin's from this cubin.
+    Listings(&'a [u8]),
+}
+
+/// Every function the shipped cubin owns against its origin (see the module docs): first by
+/// what cuobjdump printed; then, for those whose code differs, both listings, every listing
+/// needed read side by side beforehand.
+fn compare_functions(
+    reader: &Reader<'_>,
+    job: &Job<'_>,
+    shipped: &Dump,
+    owners: &[String],
+) -> Result<(Checked, Vec<AuditError>), AuditError> {
+    let mut checked = Checked::default();
+    let mut looks = Vec::new();
+    for f in owners {
+        let (name, cubin) = origin_of(job, f);
+        let origin = reader.dump(cubin)?;
+        let pair = Pair::new(shipped, &origin, f, name);
+        checked.functions += 1;
+        let look = match job.proved.contains(&f.as_str()) {
+            true => Look::Proved,
+            false => match pair.compare() {
+                Ok(Code::Same) => Look::Done(None),
+                Ok(Code::Disassemble) => Look::Listings(cubin),
+                Err(what) => Look::Done(Some(what)),
+            },
+        };
+        if !matches!(look, Look::Done(_)) {
+            checked.disassembled += 1;
+        }
+        looks.push((f, origin, name, look));
+    }
+    let mut listed = Vec::new();
+    for (_, _, _, look) in &looks {
+        match look {
+            Look::Proved => listed.push(job.shipped),
+            Look::Listings(cubin) => listed.extend([job.shipped, *cubin]),
+            Look::Done(_) => {}
+        }
+    }
+    reader.read_ahead(Read::Listing, &listed);
+    let mut found = Vec::new();
+    for (f, origin, name, look) in looks {
+        let pair = || Pair::new(shipped, &origin, f, name);
+        let what = match look {
+            Look::Done(what) => what,
+            Look::Proved => match reader.listing(job.shipped) {
+                Err(AuditError::Unreadable(why)) => Some(Difference::Unreadable(why)),
+                r => proved::compare(&pair(), &r?).err(),
+            },
+            Look::Listings(cubin) => match reader.listing(job.shipped) {
+                Err(AuditError::Unreadable(why)) => Some(Difference::Unreadable(why)),
+                r => {
+                    let a = r?;
+                    let b = reader.listing(cubin)?;
+                    kernel::compare_listings(&pair(), &a, &b).err()
+                }
+            },
+        };
+        found.extend(what.map(|w| disagrees(f, w)));
+    }
+    Ok((checked, found))
+}
+
 /// Where any cubin of `job` has a line table: each function's against its origin's
 /// (`lines`), the disagreements found.
 fn compare_lines(
-    reader: &mut Reader<'_>,
+    reader: &Reader<'_>,
     job: &Job<'_>,
     shipped: &Dump,
     module: &Dump,
@@ -269,6 +320,9 @@ fn compare_lines(
     if !any {
         return Ok(Vec::new());
     }
+    let mut all = vec![job.shipped];
+    all.extend(owners.iter().map(|f| origin_of(job, f).1));
+    reader.read_ahead(Read::Lines, &all);
     let mut found = Vec::new();
     let ours = match reader.lines(job.shipped) {
         Err(AuditError::Unreadable(why)) => {
@@ -277,11 +331,7 @@ fn compare_lines(
         r => r?,
     };
     for f in owners {
-        let (name, cubin) = job
-            .origins
-            .iter()
-            .find(|o| o.shipped == f.as_str())
-            .map_or((f.as_str(), job.module), |o| (o.name, o.cubin));
+        let (name, cubin) = origin_of(job, f);
         let theirs = reader.lines(cubin)?;
         if let Err(what) = lines::compare(&ours, f, &theirs, name) {
             found.push(disagrees(f, Difference::LineTable(what)));
@@ -302,11 +352,7 @@ fn compare_frames(job: &Job<'_>, owners: &[String]) -> Vec<AuditError> {
     let mut origins: HashMap<(*const u8, usize), Result<frames::Frames, String>> = HashMap::new();
     let mut found = Vec::new();
     for f in owners.iter().filter(|f| !job.proved.contains(&f.as_str())) {
-        let (name, cubin) = job
-            .origins
-            .iter()
-            .find(|o| o.shipped == f.as_str())
-            .map_or((f.as_str(), job.module), |o| (o.name, o.cubin));
+        let (name, cubin) = origin_of(job, f);
         let theirs = origins
             .entry((cubin.as_ptr(), cubin.len()))
             .or_insert_with(|| read(cubin));
@@ -378,170 +424,4 @@ fn link_limits(shipped: &Dump, baseline: &Dump) -> Result<(), AuditError> {
         }
     }
     Ok(())
-}
-
-/// What the toolkit printed of each distinct cubin read so far in this process, by the
-/// SHA-256 of the tool's path and the cubin's bytes: a job names the same round's cubin for
-/// many variants, and under adapt the multi-variant cubin's check names the baseline, the
-/// plain tuned cubin and the variants the first check read.
-#[derive(Default)]
-struct Seen {
-    dumps: HashMap<[u8; 32], Arc<Dump>>,
-    listings: HashMap<[u8; 32], Arc<Vec<Function>>>,
-    lines: HashMap<[u8; 32], Arc<lines::Lines>>,
-}
-
-fn seen() -> std::sync::MutexGuard<'static, Seen> {
-    static SEEN: OnceLock<Mutex<Seen>> = OnceLock::new();
-    SEEN.get_or_init(Mutex::default)
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-}
-
-/// The key of `bytes` as read by `tool`.
-fn key(tool: &Path, bytes: &[u8]) -> [u8; 32] {
-    let mut h = Sha256::new();
-    h.update(tool.as_os_str().as_encoded_bytes());
-    h.update([0]);
-    h.update(bytes);
-    h.finalize().into()
-}
-
-/// Runs the toolkit on cubins, once per distinct content in the process ([`Seen`]).
-struct Reader<'t> {
-    tools: &'t Tools,
-    dir: tempfile::TempDir,
-    files: usize,
-}
-
-impl<'t> Reader<'t> {
-    fn new(tools: &'t Tools) -> Result<Reader<'t>, AuditError> {
-        let dir = tempfile::Builder::new()
-            .prefix("nvcc-orion-audit-")
-            .tempdir()
-            .map_err(|e| AuditError::Tool(format!("temporary folder: {e}")))?;
-        Ok(Reader {
-            tools,
-            dir,
-            files: 0,
-        })
-    }
-
-    fn dump(&mut self, bytes: &[u8]) -> Result<Arc<Dump>, AuditError> {
-        if let Some(d) = seen().dumps.get(&key(&self.tools.cuobjdump, bytes)) {
-            return Ok(d.clone());
-        }
-        let out = self.run(&self.tools.cuobjdump.clone(), &["-elf"], bytes)?;
-        self.keep_dump(bytes, &out)
-    }
-
-    fn keep_dump(&mut self, bytes: &[u8], out: &[u8]) -> Result<Arc<Dump>, AuditError> {
-        let text = String::from_utf8_lossy(out);
-        let d = Arc::new(Dump::parse(&text).map_err(|e| AuditError::Unreadable(e.to_string()))?);
-        seen()
-            .dumps
-            .insert(key(&self.tools.cuobjdump, bytes), d.clone());
-        Ok(d)
-    }
-
-    /// Dump the distinct cubins of `all` not read yet on two threads, when a job slot is free
-    /// for the second: the reads are independent, and the last architecture's step waits on
-    /// them. What fails here is left for [`Reader::dump`] to meet again, in the check's order.
-    fn prefetch(&mut self, all: &[&[u8]]) {
-        let mut todo: Vec<&[u8]> = Vec::new();
-        {
-            let seen = seen();
-            for b in all {
-                if !seen.dumps.contains_key(&key(&self.tools.cuobjdump, b)) && !todo.contains(b) {
-                    todo.push(b);
-                }
-            }
-        }
-        if todo.len() < 2 {
-            return;
-        }
-        let Some(_slot) = crate::jobs::Slots::of_process().try_extra() else {
-            return;
-        };
-        let mut paths = Vec::new();
-        for b in &todo {
-            let path = self.dir.path().join(format!("c{}.cubin", self.files));
-            self.files += 1;
-            if std::fs::write(&path, b).is_err() {
-                return;
-            }
-            paths.push(path);
-        }
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let outs: Vec<std::sync::Mutex<Option<Vec<u8>>>> =
-            paths.iter().map(|_| std::sync::Mutex::new(None)).collect();
-        let cuobjdump = &self.tools.cuobjdump;
-        std::thread::scope(|s| {
-            for _ in 0..2 {
-                s.spawn(|| {
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(p) = paths.get(i) else { break };
-                        if let Ok(o) = Command::new(cuobjdump).arg("-elf").arg(p).output()
-                            && o.status.success()
-                        {
-                            *outs[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(o.stdout);
-                        }
-                    }
-                });
-            }
-        });
-        for (b, out) in todo.iter().zip(outs) {
-            if let Some(o) = out.into_inner().unwrap_or_else(|e| e.into_inner()) {
-                let _ = self.keep_dump(b, &o);
-            }
-        }
-    }
-
-    fn listing(&mut self, bytes: &[u8]) -> Result<Arc<Vec<Function>>, AuditError> {
-        let k = key(&self.tools.nvdisasm, bytes);
-        if let Some(l) = seen().listings.get(&k) {
-            return Ok(l.clone());
-        }
-        let out = self.run(&self.tools.nvdisasm.clone(), &["-json"], bytes)?;
-        let l = Arc::new(listing::parse(&out).map_err(|e| AuditError::Tool(e.to_string()))?);
-        seen().listings.insert(k, l.clone());
-        Ok(l)
-    }
-
-    /// `nvdisasm -g -gp`'s line annotations ([`lines`]).
-    fn lines(&mut self, bytes: &[u8]) -> Result<Arc<lines::Lines>, AuditError> {
-        let k = key(&self.tools.nvdisasm, bytes);
-        if let Some(l) = seen().lines.get(&k) {
-            return Ok(l.clone());
-        }
-        let out = self.run(&self.tools.nvdisasm.clone(), &["-g", "-gp"], bytes)?;
-        let text = String::from_utf8_lossy(&out);
-        let l = Arc::new(lines::parse(&text).map_err(|e| AuditError::Tool(e.to_string()))?);
-        seen().lines.insert(k, l.clone());
-        Ok(l)
-    }
-
-    /// `tool ARGS FILE` on `bytes` written to a file: its standard output.
-    fn run(&mut self, tool: &Path, args: &[&str], bytes: &[u8]) -> Result<Vec<u8>, AuditError> {
-        let path = self.dir.path().join(format!("c{}.cubin", self.files));
-        self.files += 1;
-        std::fs::write(&path, bytes)
-            .map_err(|e| AuditError::Tool(format!("{}: {e}", path.display())))?;
-        let out = Command::new(tool)
-            .args(args)
-            .arg(&path)
-            .output()
-            .map_err(|e| AuditError::Tool(format!("{}: {e}", tool.display())))?;
-        if !out.status.success() {
-            let why = String::from_utf8_lossy(&out.stderr);
-            return Err(AuditError::Unreadable(format!(
-                "{} {} failed: {}",
-                tool.display(),
-                args.join(" "),
-                why.lines().next().unwrap_or("")
-            )));
-        }
-        Ok(out.stdout)
-    }
 }

@@ -1,0 +1,222 @@
+//! Reading cubins with the toolkit for the check: each distinct cubin once per process, by
+//! what the tool printed of its bytes ([`Seen`]), and the reads one comparison needs side by
+//! side on the build's free job slots ([`side_by_side`]).
+//!
+//! What a tool prints goes to a temporary file, read back once when it ends
+//! (`process::output_via_file`): cuobjdump writes unbuffered, so a pipe would wake this
+//! process for every few bytes of a listing.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use sha2::{Digest, Sha256};
+
+use super::dump::Dump;
+use super::listing::{self, Function};
+use super::{AuditError, Tools, lines};
+
+/// What the toolkit printed of each distinct cubin read so far in this process, by the
+/// SHA-256 of the tool's path and the cubin's bytes: a job names the same round's cubin for
+/// many variants, and under adapt the multi-variant cubin's check names the baseline, the
+/// plain tuned cubin and the variants the first check read.
+#[derive(Default)]
+struct Seen {
+    dumps: std::collections::HashMap<[u8; 32], Arc<Dump>>,
+    listings: std::collections::HashMap<[u8; 32], Arc<Vec<Function>>>,
+    lines: std::collections::HashMap<[u8; 32], Arc<lines::Lines>>,
+}
+
+fn seen() -> std::sync::MutexGuard<'static, Seen> {
+    static SEEN: OnceLock<Mutex<Seen>> = OnceLock::new();
+    SEEN.get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+}
+
+/// The key of `bytes` as read by `tool`.
+fn key(tool: &Path, bytes: &[u8]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(tool.as_os_str().as_encoded_bytes());
+    h.update([0]);
+    h.update(bytes);
+    h.finalize().into()
+}
+
+/// `f` of each item, on the calling thread (its own job slot) and on as many extra job slots
+/// as are free now, one thread each (tried, never waited for: `jobs`). The results come in
+/// the items' order, whichever thread made them (`None` only if a thread died).
+fn side_by_side<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<Option<R>> {
+    let slots = crate::jobs::Slots::of_process();
+    let extra: Vec<_> = (1..items.len()).map_while(|_| slots.try_extra()).collect();
+    let next = AtomicUsize::new(0);
+    let made: Vec<Mutex<Option<R>>> = items.iter().map(|_| Mutex::new(None)).collect();
+    let work = || {
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(item) = items.get(i) else { break };
+            let r = f(item);
+            *made[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+        }
+    };
+    std::thread::scope(|s| {
+        for slot in extra {
+            let work = &work;
+            s.spawn(move || {
+                let _slot = slot;
+                work();
+            });
+        }
+        work();
+    });
+    made.into_iter()
+        .map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner()))
+        .collect()
+}
+
+/// The three ways the check reads a cubin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Read {
+    /// `cuobjdump -elf`: sections, symbols, relocations, attributes ([`Dump`]).
+    Dump,
+    /// `nvdisasm -json`: the instructions of every function.
+    Listing,
+    /// `nvdisasm -g -gp`: the line annotations.
+    Lines,
+}
+
+/// Runs the toolkit on cubins, once per distinct content in the process ([`Seen`]).
+pub(super) struct Reader<'t> {
+    tools: &'t Tools,
+    dir: tempfile::TempDir,
+    files: AtomicUsize,
+}
+
+impl<'t> Reader<'t> {
+    pub(super) fn new(tools: &'t Tools) -> Result<Reader<'t>, AuditError> {
+        let dir = tempfile::Builder::new()
+            .prefix("nvcc-orion-audit-")
+            .tempdir()
+            .map_err(|e| AuditError::Tool(format!("temporary folder: {e}")))?;
+        Ok(Reader {
+            tools,
+            dir,
+            files: AtomicUsize::new(0),
+        })
+    }
+
+    pub(super) fn dump(&self, bytes: &[u8]) -> Result<Arc<Dump>, AuditError> {
+        let k = key(&self.tools.cuobjdump, bytes);
+        if let Some(d) = seen().dumps.get(&k) {
+            return Ok(d.clone());
+        }
+        let out = self.print(&self.tools.cuobjdump, &["-elf"], bytes)?;
+        let text = String::from_utf8_lossy(&out);
+        let d = Arc::new(Dump::parse(&text).map_err(|e| AuditError::Unreadable(e.to_string()))?);
+        seen().dumps.insert(k, d.clone());
+        Ok(d)
+    }
+
+    pub(super) fn listing(&self, bytes: &[u8]) -> Result<Arc<Vec<Function>>, AuditError> {
+        let k = key(&self.tools.nvdisasm, bytes);
+        if let Some(l) = seen().listings.get(&k) {
+            return Ok(l.clone());
+        }
+        let out = self.print(&self.tools.nvdisasm, &["-json"], bytes)?;
+        let l = Arc::new(listing::parse(&out).map_err(|e| AuditError::Tool(e.to_string()))?);
+        seen().listings.insert(k, l.clone());
+        Ok(l)
+    }
+
+    /// `nvdisasm -g -gp`'s line annotations ([`lines`]).
+    pub(super) fn lines(&self, bytes: &[u8]) -> Result<Arc<lines::Lines>, AuditError> {
+        let k = key(&self.tools.nvdisasm, bytes);
+        if let Some(l) = seen().lines.get(&k) {
+            return Ok(l.clone());
+        }
+        let out = self.print(&self.tools.nvdisasm, &["-g", "-gp"], bytes)?;
+        let text = String::from_utf8_lossy(&out);
+        let l = Arc::new(lines::parse(&text).map_err(|e| AuditError::Tool(e.to_string()))?);
+        seen().lines.insert(k, l.clone());
+        Ok(l)
+    }
+
+    /// Read each distinct cubin of `all` that this process has not read `how` yet, side by
+    /// side on the free job slots ([`side_by_side`]), so that the comparisons after find them
+    /// read. What fails here is left for the comparison's own read to meet again, in the
+    /// check's order: which error comes first never depends on the threads.
+    pub(super) fn read_ahead(&self, how: Read, all: &[&[u8]]) {
+        let tool = match how {
+            Read::Dump => &self.tools.cuobjdump,
+            Read::Listing | Read::Lines => &self.tools.nvdisasm,
+        };
+        let mut todo: Vec<&[u8]> = Vec::new();
+        {
+            let seen = seen();
+            let read = |k: &[u8; 32]| match how {
+                Read::Dump => seen.dumps.contains_key(k),
+                Read::Listing => seen.listings.contains_key(k),
+                Read::Lines => seen.lines.contains_key(k),
+            };
+            for b in all {
+                let k = key(tool, b);
+                if !read(&k) && !todo.contains(b) {
+                    todo.push(b);
+                }
+            }
+        }
+        if todo.len() < 2 {
+            return;
+        }
+        side_by_side(&todo, |b| match how {
+            Read::Dump => self.dump(b).map(drop),
+            Read::Listing => self.listing(b).map(drop),
+            Read::Lines => self.lines(b).map(drop),
+        });
+    }
+
+    /// `tool ARGS FILE` on `bytes` written to a file of the check's temporary folder (removed
+    /// once read): its standard output.
+    fn print(&self, tool: &Path, args: &[&str], bytes: &[u8]) -> Result<Vec<u8>, AuditError> {
+        let path = self.file(bytes)?;
+        let out = crate::process::output_via_file(Command::new(tool).args(args).arg(&path))
+            .map_err(|e| AuditError::Tool(format!("{}: {e}", tool.display())));
+        // The folder goes when the reader does; each file goes as soon as it is read, so a
+        // build's check never holds more than its reads under way.
+        let _ = std::fs::remove_file(&path);
+        let out = out?;
+        if !out.status.success() {
+            let why = String::from_utf8_lossy(&out.stderr);
+            return Err(AuditError::Unreadable(format!(
+                "{} {} failed: {}",
+                tool.display(),
+                args.join(" "),
+                why.lines().next().unwrap_or("")
+            )));
+        }
+        Ok(out.stdout)
+    }
+
+    /// `bytes` in a file of their own.
+    fn file(&self, bytes: &[u8]) -> Result<PathBuf, AuditError> {
+        let n = self.files.fetch_add(1, Ordering::Relaxed);
+        let path = self.dir.path().join(format!("c{n}.cubin"));
+        std::fs::write(&path, bytes)
+            .map_err(|e| AuditError::Tool(format!("{}: {e}", path.display())))?;
+        Ok(path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn side_by_side_gives_every_result_in_the_items_order() {
+        let items: Vec<u32> = (0..37).collect();
+        let made = side_by_side(&items, |x| x * 3);
+        let want: Vec<Option<u32>> = items.iter().map(|x| Some(x * 3)).collect();
+        assert_eq!(made, want);
+    }
+}
