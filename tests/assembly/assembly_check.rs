@@ -805,3 +805,183 @@ fn variants_job<'a>(
             .collect(),
     }
 }
+
+/// A toolkit at `at` that is `nvcc`'s but for a `cuobjdump` and an `nvdisasm` that log each
+/// run to `at/reads.log` (`start PID TOOL FIRST-ARG CUBIN-SHA STDOUT` then `end PID
+/// UNDER-WAY`), STDOUT `file` or `pipe` as the tool's standard output is one. Before running
+/// the real tool, a `cuobjdump` waits (at most `at/tries` times 0.05 s) until `at/want` runs
+/// are under way at once, or one run has seen that many (`at/met`): reads made side by side
+/// meet there, reads made one after another never do, whatever the machine's speed. nvcc
+/// finds its tools beside itself (`nvcc.profile`'s `_HERE_`), and so does the check.
+fn logging_toolkit(nvcc: &Path, at: &Path) -> PathBuf {
+    use std::os::unix::fs::{PermissionsExt, symlink};
+    let bin = nvcc.parent().unwrap();
+    let home = bin.parent().unwrap();
+    std::fs::create_dir_all(at.join("bin")).unwrap();
+    for e in std::fs::read_dir(home).unwrap() {
+        let p = e.unwrap().path();
+        if p != bin {
+            symlink(&p, at.join(p.file_name().unwrap())).unwrap();
+        }
+    }
+    for e in std::fs::read_dir(bin).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_str().unwrap().to_string();
+        let to = at.join("bin").join(&name);
+        match name.as_str() {
+            "cuobjdump" | "nvdisasm" => {
+                let wait = if name == "cuobjdump" {
+                    "want=$(cat \"$at/want\"); tries=$(cat \"$at/tries\"); i=0\n\
+                     while [ $i -lt $tries ] && [ ! -e \"$at/met\" ]; do\n\
+                     n=$(( $(grep -c '^start' \"$log\") - $(grep -c '^end' \"$log\") ))\n\
+                     if [ $n -ge $want ]; then : > \"$at/met\"; break; fi\n\
+                     sleep 0.05; i=$((i+1)); done\n"
+                } else {
+                    ""
+                };
+                let script = format!(
+                    "#!/bin/sh\nat='{at}'; log=\"$at/reads.log\"\n\
+                     for f; do :; done\n\
+                     sum=$(sha256sum < \"$f\" | cut -c1-16)\n\
+                     kind=other; [ -p /proc/self/fd/1 ] && kind=pipe; [ -f /proc/self/fd/1 ] && kind=file\n\
+                     echo \"start $$ {name} $1 $sum $kind\" >> \"$log\"\n\
+                     {wait}\
+                     n=$(( $(grep -c '^start' \"$log\") - $(grep -c '^end' \"$log\") ))\n\
+                     '{real}' \"$@\"; rc=$?\n\
+                     echo \"end $$ $n\" >> \"$log\"\nexit $rc\n",
+                    at = at.display(),
+                    real = p.display(),
+                );
+                std::fs::write(&to, script).unwrap();
+                std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o755)).unwrap();
+            }
+            "nvcc" | "nvcc.profile" => {
+                if std::fs::hard_link(&p, &to).is_err() {
+                    std::fs::copy(&p, &to).unwrap();
+                }
+            }
+            _ => symlink(&p, &to).unwrap(),
+        }
+    }
+    at.join("bin").join("nvcc")
+}
+
+/// What one build's check read, from the logging toolkit's log.
+struct Reads {
+    /// (tool, first argument, cubin) of each run, in the order they started.
+    runs: Vec<(String, String, String)>,
+    /// How each run's standard output was connected.
+    outputs: Vec<String>,
+    /// The most runs a run saw under way at once, itself included.
+    peak: usize,
+}
+
+fn reads(log: &Path) -> Reads {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let mut r = Reads {
+        runs: Vec::new(),
+        outputs: Vec::new(),
+        peak: 0,
+    };
+    for line in text.lines() {
+        let f: Vec<&str> = line.split(' ').collect();
+        match f[..] {
+            ["start", _, tool, arg, sum, kind] => {
+                r.runs.push((tool.into(), arg.into(), sum.into()));
+                r.outputs.push(kind.into());
+            }
+            ["end", _, n] => r.peak = r.peak.max(n.parse().unwrap()),
+            _ => panic!("a line the logging tools do not write: {line}"),
+        }
+    }
+    r
+}
+
+/// Issue 47: the check of a real build (`tests/kernels/tune/pressure.cu` for sm_90, its
+/// retuned kernels spliced in from the variants they were evaluated in) reads each distinct
+/// cubin once, and only the shipped cubin, its module and the cubins of the kernels that
+/// changed; every read goes to a file, not a pipe (cuobjdump writes unbuffered); and the
+/// reads run side by side on the build's free job slots: under a jobserver with three tokens
+/// to spare, three `cuobjdump` runs are under way at once, with none to spare never two, and
+/// the cubin is the same bytes either way. Before, the reads went through pipes, and at most
+/// two ran at once.
+#[test]
+fn the_check_reads_each_cubin_once_into_files_side_by_side() {
+    let Some(nvcc) = common::nvcc_or_skip("assembly_check") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let tk = dir.path().join("tk");
+    let tk_nvcc = logging_toolkit(&nvcc, &tk);
+    let build = |tokens: usize, want: usize, tries: usize, out: &str| {
+        std::fs::write(tk.join("want"), want.to_string()).unwrap();
+        std::fs::write(tk.join("tries"), tries.to_string()).unwrap();
+        let _ = std::fs::remove_file(tk.join("met"));
+        let _ = std::fs::remove_file(tk.join("reads.log"));
+        let report = dir.path().join(format!("{out}.jsonl"));
+        let client = jobserver::Client::new(tokens).expect("a jobserver");
+        let mut cmd = common::without_our_settings(common::orion(), &tk_nvcc);
+        cmd.current_dir(dir.path())
+            .env("NVCC_ORION_CACHE", "off")
+            .env("NVCC_ORION_REPORT", &report)
+            .args(["-arch=sm_90", "-cubin"])
+            .arg(common::kernels_dir().join("tune").join("pressure.cu"))
+            .args(["-o", out]);
+        client.configure_make(&mut cmd);
+        let o = cmd.output().unwrap();
+        common::assert_ok(&o, out);
+        let retuned = std::fs::read_to_string(&report)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|r| r["chosen"].as_u64().is_some_and(|c| c != 0))
+            .count();
+        let cubin = std::fs::read(dir.path().join(out)).unwrap();
+        (reads(&tk.join("reads.log")), retuned, cubin)
+    };
+
+    let (spare, retuned, cubin) = build(3, 3, 200, "spare.cubin");
+    let dumps: Vec<&String> = spare
+        .runs
+        .iter()
+        .filter(|(tool, _, _)| tool == "cuobjdump")
+        .map(|(_, _, sum)| sum)
+        .collect();
+    assert!(
+        retuned >= 1 && dumps.len() >= 3,
+        "the premise: kernels retuned ({retuned}) and at least three cubins read: {:?}",
+        spare.runs
+    );
+    let distinct: std::collections::BTreeSet<_> = spare.runs.iter().collect();
+    assert_eq!(
+        distinct.len(),
+        spare.runs.len(),
+        "each distinct cubin read once by each way of reading it: {:?}",
+        spare.runs
+    );
+    assert!(
+        dumps.len() <= 2 + retuned,
+        "only the shipped cubin, its module and one cubin per retuned kernel ({retuned}) \
+         are read: {:?}",
+        spare.runs
+    );
+    assert!(
+        spare.outputs.iter().all(|k| k == "file"),
+        "every tool prints to a file: {:?}",
+        spare.outputs
+    );
+    assert!(
+        spare.peak >= 3,
+        "three reads under way at once on the spare tokens, not {}",
+        spare.peak
+    );
+
+    let (none, _, alone) = build(0, 2, 10, "alone.cubin");
+    assert_eq!(
+        none.peak, 1,
+        "with no token to spare the reads run one after another: {:?}",
+        none.runs
+    );
+    assert_eq!(none.runs.len(), spare.runs.len(), "{:?}", none.runs);
+    assert_eq!(alone, cubin, "the same bytes, whatever ran side by side");
+}
