@@ -83,10 +83,12 @@ impl StepContext {
 /// (deleted by the system once closed, whatever happens here), read back once at the end;
 /// its error output is captured as by [`Command::output`]. For the toolkit's readers
 /// (`cuobjdump`, `nvdisasm`), which write unbuffered: through a pipe every small write
-/// wakes the reader, about 0.03 s of the reader's CPU per `cuobjdump -elf` of a module
-/// (bench/results/build.md), where a file costs it one read.
+/// wakes the reader, about 0.02-0.03 s of the reader's CPU per `cuobjdump -elf` of a module
+/// (bench/results/build.md), where a file costs it one read. The file is in memory
+/// (`/dev/shm`) where there is one: on a disk file system each small write also updates the
+/// file's times, which cost the tool as much as the pipe cost us.
 pub fn output_via_file(cmd: &mut Command) -> std::io::Result<Captured> {
-    let mut file = tempfile::tempfile()?;
+    let mut file = tempfile::tempfile_in("/dev/shm").or_else(|_| tempfile::tempfile())?;
     let out = cmd
         .stdin(Stdio::null())
         .stdout(file.try_clone()?)
