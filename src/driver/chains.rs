@@ -1,20 +1,26 @@
 //! Which steps of nvcc's plan may run side by side (issue 47). Each architecture's front end
 //! (its `gcc -E -D__CUDA_ARCH__=...` and `cicc`) and then its ptxas step read only what the
 //! steps before them wrote, so the chains of two architectures are independent, yet nvcc
-//! lists them one after another.
+//! lists them one after another; and `cudafe++` reads only the host preprocessing's output,
+//! while the device preprocessing needs nothing of it (only `cicc` reads its module-id file).
 //!
 //! The plan is cut into stretches of consecutive steps that may overlap at all
-//! ([`may_overlap`]: preprocessing to a file, `cicc`, ptxas); every other step (`cudafe++`,
-//! `fatbinary`, `rm`, the host compile, the dependency file) stays a fence that waits for
-//! everything before it. Within a stretch, the steps fall into groups by the files they name:
-//! a step joins the group of every earlier step that writes a file it names, or that names a
-//! file it writes. The group holding a stretch's first step stays on the driver's thread; each
-//! other group is a [`Chain`] that may run on a thread of its own.
+//! ([`may_overlap`]: preprocessing to a file, `cudafe++`, `cicc`, ptxas); every other step
+//! (`fatbinary`, `rm`, the host compile, the dependency file) stays a fence that waits for
+//! everything before it. Within a stretch, a step depends on every earlier step that writes a
+//! file it names, or that names a file it writes. The steps fall into groups, each run in plan
+//! order: a step extends the group whose last step so far is its latest such dependency, else
+//! it starts a group of its own; it waits for its dependencies in other groups
+//! ([`Sides::waits`]). The group holding a stretch's first step stays on the driver's thread;
+//! each other group is a [`Chain`] that may run on a thread of its own. Every wait names an
+//! earlier step, and each thread runs its steps in plan order, so the earliest unfinished step
+//! can always run: no set of threads waits on each other.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::{Condvar, Mutex};
 
-use super::dryrun::{RunKind, Step};
+use super::dryrun::{RunKind, Step, tool_of};
 
 /// Steps that run in plan order on a thread of their own, beside the driver's.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,19 +31,33 @@ pub(crate) struct Chain {
     pub(crate) steps: Vec<usize>,
 }
 
-/// The plan's chains, in plan order, for a replay that runs in `cwd`.
-pub(crate) fn side_chains(steps: &[Step], cwd: &Path) -> Vec<Chain> {
-    let mut chains = Vec::new();
+/// The plan's side chains and the waits between groups.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Sides {
+    /// The chains in the order they are offered a job slot: by stretch, and within one the
+    /// last first. Without a slot a chain is run by the driver in plan order, so the chain it
+    /// would reach last gains the most from starting at once (it is also the last
+    /// architecture's, whose tuning ends the build when the architectures' rounds are alike).
+    pub(crate) chains: Vec<Chain>,
+    /// For a step, the steps of other groups it waits for (plan indices).
+    pub(crate) waits: BTreeMap<usize, Vec<usize>>,
+}
+
+/// The plan's chains and waits, for a replay that runs in `cwd`.
+pub(crate) fn side_chains(steps: &[Step], cwd: &Path) -> Sides {
+    let mut sides = Sides::default();
     for stretch in stretches(steps) {
-        let mut groups = groups(steps, &stretch, cwd).into_iter();
+        let (groups, waits) = groups(steps, &stretch, cwd);
+        sides.waits.extend(waits);
         // The first group holds the stretch's first step: the driver runs it, as nvcc would.
-        groups.next();
-        chains.extend(groups.map(|steps| Chain {
-            start_at: stretch[0],
-            steps,
-        }));
+        sides
+            .chains
+            .extend(groups.into_iter().skip(1).rev().map(|steps| Chain {
+                start_at: stretch[0],
+                steps,
+            }));
     }
-    chains
+    sides
 }
 
 /// Whether a step may run beside others: one whose files are all known from its arguments.
@@ -47,6 +67,8 @@ pub(crate) fn may_overlap(step: &Step) -> bool {
         Step::Run { kind, argv, .. } => match kind {
             RunKind::Ptxas | RunKind::FrontEnd { .. } => true,
             RunKind::Preprocess { output: Some(_) } => !argv.iter().any(|a| a.starts_with("-M")),
+            // Its input, generated C, stub and module-id files are all named by its options.
+            RunKind::Other => tool_of(argv) == Some("cudafe++"),
             _ => false,
         },
         _ => false,
@@ -113,9 +135,13 @@ impl Files {
     }
 }
 
-/// The stretch's steps grouped by dependence, each group ascending, the groups in the order
-/// of their first steps.
-fn groups(steps: &[Step], stretch: &[usize], cwd: &Path) -> Vec<Vec<usize>> {
+/// The stretch's steps grouped as the module docs say, each group ascending, the groups in
+/// the order of their first steps; and each step's waits on other groups (plan indices).
+fn groups(
+    steps: &[Step],
+    stretch: &[usize],
+    cwd: &Path,
+) -> (Vec<Vec<usize>>, BTreeMap<usize, Vec<usize>>) {
     let files: Vec<Files> = stretch
         .iter()
         .map(|&i| match &steps[i] {
@@ -123,20 +149,28 @@ fn groups(steps: &[Step], stretch: &[usize], cwd: &Path) -> Vec<Vec<usize>> {
             _ => unreachable!("a stretch holds only Run steps"),
         })
         .collect();
-    // group[k]: the group of the stretch's k-th step, by the position of its first step.
+    // group[k]: the group of the stretch's k-th step, by the position of its first step;
+    // last[g]: the position of group g's last step so far.
     let mut group: Vec<usize> = Vec::with_capacity(stretch.len());
+    let mut last: BTreeMap<usize, usize> = BTreeMap::new();
+    let mut waits = BTreeMap::new();
     for (k, f) in files.iter().enumerate() {
-        let joined: BTreeSet<usize> = (0..k)
-            .filter(|&e| f.depends_on(&files[e]))
-            .map(|e| group[e])
+        let deps: Vec<usize> = (0..k).filter(|&e| f.depends_on(&files[e])).collect();
+        let into = deps
+            .iter()
+            .rev()
+            .find(|&&e| last.get(&group[e]) == Some(&e))
+            .map_or(k, |&e| group[e]);
+        let elsewhere: Vec<usize> = deps
+            .iter()
+            .filter(|&&e| group[e] != into)
+            .map(|&e| stretch[e])
             .collect();
-        let into = joined.first().copied().unwrap_or(k);
-        for g in group.iter_mut() {
-            if joined.contains(g) {
-                *g = into;
-            }
+        if !elsewhere.is_empty() {
+            waits.insert(stretch[k], elsewhere);
         }
         group.push(into);
+        last.insert(into, k);
     }
     let mut out: Vec<Vec<usize>> = Vec::new();
     let mut firsts: Vec<usize> = Vec::new();
@@ -149,7 +183,70 @@ fn groups(steps: &[Step], stretch: &[usize], cwd: &Path) -> Vec<Vec<usize>> {
             }
         }
     }
-    out
+    (out, waits)
+}
+
+/// Which steps of the replay have finished, shared by the driver and its chains' threads: a
+/// step with waits ([`Sides::waits`]) starts once they have.
+#[derive(Debug, Default)]
+pub(crate) struct Progress {
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    finished: BTreeSet<usize>,
+    /// A step failed (or the replay ended): nothing more starts.
+    stopped: bool,
+}
+
+impl Progress {
+    /// Step `step` has finished, its files written.
+    pub(crate) fn finish(&self, step: usize) {
+        self.lock().finished.insert(step);
+        self.changed.notify_all();
+    }
+
+    /// Nothing more is to start: a step failed, or the replay is over.
+    pub(crate) fn stop(&self) {
+        self.lock().stopped = true;
+        self.changed.notify_all();
+    }
+
+    /// Whether every step of `steps` has finished.
+    pub(crate) fn finished(&self, steps: &[usize]) -> bool {
+        let state = self.lock();
+        steps.iter().all(|s| state.finished.contains(s))
+    }
+
+    /// Wait until every step of `steps` has finished: false if the replay stopped first.
+    pub(crate) fn wait_for(&self, steps: &[usize]) -> bool {
+        let mut state = self.lock();
+        loop {
+            if steps.iter().all(|s| state.finished.contains(s)) {
+                return true;
+            }
+            if state.stopped {
+                return false;
+            }
+            state = self.changed.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Stops a [`Progress`] when dropped: a replay that returns early (an error) releases every
+/// chain waiting on a step it will not run, before the chains are joined.
+pub(crate) struct StopOnDrop<'a>(pub(crate) &'a Progress);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.stop();
+    }
 }
 
 #[cfg(test)]
@@ -192,29 +289,50 @@ mod tests {
         ]
     }
 
-    #[test]
-    fn each_further_architecture_is_a_chain_of_its_own() {
-        let steps = two_arches();
-        assert_eq!(
-            side_chains(&steps, Path::new("/w")),
-            vec![Chain {
-                start_at: 2,
-                steps: vec![5, 6, 7]
-            }]
-        );
+    fn chains(sides: &Sides) -> Vec<(usize, Vec<usize>)> {
+        sides
+            .chains
+            .iter()
+            .map(|c| (c.start_at, c.steps.clone()))
+            .collect()
     }
 
     #[test]
-    fn a_step_that_reads_what_another_writes_joins_its_chain() {
+    fn each_architecture_is_a_chain_that_starts_beside_cudafe() {
+        let sides = side_chains(&two_arches(), Path::new("/w"));
+        // The driver keeps the host preprocessing and cudafe++; sm_90's chain is offered a
+        // slot first (the driver would reach it last), then sm_80's; each cicc waits for
+        // cudafe++'s module-id file.
+        assert_eq!(chains(&sides), vec![(0, vec![5, 6, 7]), (0, vec![2, 3, 4])]);
+        assert_eq!(sides.waits, BTreeMap::from([(3, vec![1]), (6, vec![1])]));
+    }
+
+    #[test]
+    fn a_step_that_reads_what_another_writes_waits_for_it() {
         let mut steps = two_arches();
-        // sm_90's preprocessing now reads sm_80's PTX: one chain, on the driver's thread.
+        // sm_90's preprocessing now reads sm_80's PTX: it follows it on sm_80's chain.
         steps[5] =
             run("gcc -D__CUDA_ARCH__=900 -E /t/x-7.compute_80.ptx -o /t/x-10.compute_90.cpp1.ii");
-        assert!(side_chains(&steps, Path::new("/w")).is_empty());
+        // ptxas sm_80 is sm_80's last step so far: sm_90's chain is its own, and waits.
+        let sides = side_chains(&steps, Path::new("/w"));
+        assert_eq!(chains(&sides), vec![(0, vec![5, 6, 7]), (0, vec![2, 3, 4])]);
+        assert_eq!(sides.waits.get(&5), Some(&vec![3]));
+        // Right after cicc sm_80, it extends sm_80's chain instead.
+        let mut steps = two_arches();
+        steps[5] =
+            run("gcc -D__CUDA_ARCH__=900 -E /t/x-7.compute_80.ptx -o /t/x-10.compute_90.cpp1.ii");
+        steps.swap(4, 5);
+        let sides = side_chains(&steps, Path::new("/w"));
+        assert_eq!(
+            sides.waits.get(&4),
+            None,
+            "it extends the chain of cicc sm_80"
+        );
         // A step that overwrites what an earlier one reads waits for it too.
         let mut steps = two_arches();
         steps[7] = run("ptxas -arch=sm_90 /t/x-6.compute_90.ptx -o /t/x-8.compute_80.cpp1.ii");
-        assert!(side_chains(&steps, Path::new("/w")).is_empty());
+        let sides = side_chains(&steps, Path::new("/w"));
+        assert_eq!(sides.waits.get(&7), Some(&vec![2, 3]));
     }
 
     #[test]
@@ -222,18 +340,52 @@ mod tests {
         let mut steps = two_arches();
         steps[5] =
             run("gcc -D__CUDA_ARCH__=900 -E x-7.compute_80.ptx -o /t/x-10.compute_90.cpp1.ii");
-        assert!(side_chains(&steps, Path::new("/t")).is_empty());
-        assert_eq!(side_chains(&steps, Path::new("/w")).len(), 1);
+        let waits = |cwd: &str| side_chains(&steps, Path::new(cwd)).waits.get(&5).cloned();
+        assert_eq!(waits("/t"), Some(vec![3]));
+        assert_eq!(waits("/w"), None);
     }
 
     #[test]
-    fn one_architecture_and_dependency_output_make_no_chain() {
+    fn one_architecture_and_dependency_output_fence_as_before() {
         let steps = two_arches();
-        assert!(side_chains(&steps[..5], Path::new("/w")).is_empty());
+        // One architecture: its chain still starts beside cudafe++.
+        let sides = side_chains(&steps[..5], Path::new("/w"));
+        assert_eq!(chains(&sides), vec![(0, vec![2, 3, 4])]);
         let mut steps = two_arches();
         steps[5] = run("gcc -D__CUDA_ARCH__=900 -E -MD -MF d.d a.cu -o /t/x-10.compute_90.cpp1.ii");
-        // The fenced step cuts the stretch: sm_90's cicc and ptxas form a stretch of their own,
-        // which the driver runs.
-        assert!(side_chains(&steps, Path::new("/w")).is_empty());
+        // The fenced step cuts the plan: sm_90's cicc and ptxas form a stretch of their own,
+        // which the driver runs, with nothing to wait for across groups.
+        let sides = side_chains(&steps, Path::new("/w"));
+        assert_eq!(chains(&sides), vec![(0, vec![2, 3, 4])]);
+        assert_eq!(sides.waits, BTreeMap::from([(3, vec![1])]));
+    }
+
+    #[test]
+    fn chains_after_cudafe_wait_for_it_and_not_for_each_other() {
+        // `-MD`'s plan: the preprocessing runs come first, then cudafe++ and the two
+        // architectures' cicc and ptxas, each cicc reading only cudafe++'s module id.
+        let steps: Vec<Step> = [0, 1, 3, 4, 6, 7]
+            .iter()
+            .map(|&i| two_arches()[i].clone())
+            .collect();
+        let sides = side_chains(&steps, Path::new("/w"));
+        assert_eq!(chains(&sides), vec![(0, vec![4, 5])]);
+        assert_eq!(sides.waits, BTreeMap::from([(4, vec![1])]));
+    }
+
+    #[test]
+    fn progress_releases_waiters_when_their_steps_finish_or_the_replay_stops() {
+        let progress = Progress::default();
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| progress.wait_for(&[1, 2]));
+            progress.finish(1);
+            assert!(!progress.finished(&[1, 2]));
+            progress.finish(2);
+            assert!(waiter.join().unwrap());
+            let stopped = s.spawn(|| progress.wait_for(&[3]));
+            drop(StopOnDrop(&progress));
+            assert!(!stopped.join().unwrap());
+        });
+        assert!(progress.wait_for(&[]), "nothing to wait for");
     }
 }

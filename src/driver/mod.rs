@@ -300,6 +300,8 @@ impl Ran {
 /// that names one waits for it).
 struct Pending<'s> {
     index: usize,
+    /// Its plan index.
+    step: usize,
     files: Vec<String>,
     handle: std::thread::ScopedJoinHandle<'s, std::io::Result<Stepped>>,
 }
@@ -332,11 +334,12 @@ fn run_steps(
 ) -> Result<Replayed, DriverError> {
     let units = units::Units::of(plan);
     let background = tune.settings.mode == Mode::Tune;
-    let chains = if background {
+    let sides = if background {
         chains::side_chains(&plan.steps, &ctx.cwd)
     } else {
-        Vec::new()
+        chains::Sides::default()
     };
+    let progress = chains::Progress::default();
     let mut replay = Replay {
         ctx,
         tune,
@@ -349,19 +352,26 @@ fn run_steps(
         unit_of: Vec::new(),
         aside: Vec::new(),
         preprocessed: Vec::new(),
+        sides: &sides,
+        progress: &progress,
     };
     std::thread::scope(|scope| -> Result<(), DriverError> {
+        // Whatever way this returns, no chain is left waiting on a step that will not run.
+        let _stop = chains::StopOnDrop(&progress);
         prefetch_glue(plan, ctx, glue, replay.slots, scope);
         let mut pending: Vec<Pending<'_>> = Vec::new();
         let mut running: Vec<Running<'_>> = Vec::new();
         for (i, step) in plan.steps.iter().enumerate() {
             replay.done.steps += 1;
-            running.extend(replay.start_chains(i, plan, &chains, scope));
+            running.extend(replay.start_chains(i, plan, scope));
             if replay.placed_aside(i, step, &mut running) {
                 continue;
             }
             if !chains::may_overlap(step) {
                 replay.join_chains(std::mem::take(&mut running))?;
+            }
+            if !replay.wait_for_sides(i) {
+                return Err(replay.side_failure(running));
             }
             let (ready, later): (Vec<_>, Vec<_>) =
                 pending.into_iter().partition(|p| p.needed_by(step));
@@ -371,7 +381,7 @@ fn run_steps(
             }
             let result = match step {
                 Step::Run { argv, kind, .. } => {
-                    replay.run(argv, kind, scope).map(|p| pending.extend(p))
+                    replay.run(i, argv, kind, scope).map(|p| pending.extend(p))
                 }
                 Step::Archive { query, args, .. } => archive(query, args, ctx)
                     .map(|archived| replay.record("ar".to_string(), None, Ran::Plain(archived))),
@@ -381,6 +391,9 @@ fn run_steps(
             };
             if let Err(e) = result {
                 return Err(replay.first_failure(i, e, running));
+            }
+            if !pending.iter().any(|p| p.step == i) {
+                progress.finish(i);
             }
         }
         replay.join_chains(running)?;
@@ -408,10 +421,22 @@ struct ChainRun {
     failed: Option<(usize, DriverError)>,
 }
 
-/// Run a chain's steps in order on this thread, stopping at the first that fails.
-fn run_chain(steps: &[(usize, &[String])], ctx: &StepContext, tune: TuneContext<'_>) -> ChainRun {
+/// Run a chain's steps in order on this thread, each once its waits on other groups are over
+/// ([`chains::Sides::waits`]), stopping at the first that fails (or when the replay stops:
+/// another step failed, which the replay reports).
+fn run_chain(
+    steps: &[(usize, &[String])],
+    ctx: &StepContext,
+    tune: TuneContext<'_>,
+    sides: (&chains::Sides, &chains::Progress),
+) -> ChainRun {
+    let (plan, progress) = sides;
     let mut ran = Vec::new();
     for &(index, argv) in steps {
+        let waits = plan.waits.get(&index).map_or(&[][..], Vec::as_slice);
+        if !progress.wait_for(waits) {
+            return ChainRun { ran, failed: None };
+        }
         let tool = dryrun::tool_of(argv).unwrap_or_default().to_string();
         let result = if RunKind::of(argv) == RunKind::Ptxas {
             crate::tune::ptxas_step(argv, ctx, tune).map(Ran::Tuned)
@@ -421,6 +446,7 @@ fn run_chain(steps: &[(usize, &[String])], ctx: &StepContext, tune: TuneContext<
         let failed = match result {
             Ok(r) if r.status().success() => {
                 ran.push(r);
+                progress.finish(index);
                 continue;
             }
             Ok(r) => DriverError::StepFailed {
@@ -429,6 +455,7 @@ fn run_chain(steps: &[(usize, &[String])], ctx: &StepContext, tune: TuneContext<
             },
             Err(source) => DriverError::Spawn { tool, source },
         };
+        progress.stop();
         return ChainRun {
             ran,
             failed: Some((index, failed)),
@@ -483,6 +510,9 @@ struct Replay<'a> {
     aside: Vec<String>,
     /// Preprocessed outputs since the last dependency step: nvcc reads them to write the `.d`.
     preprocessed: Vec<PathBuf>,
+    /// The plan's side chains, and which steps have finished.
+    sides: &'a chains::Sides,
+    progress: &'a chains::Progress,
 }
 
 impl<'a> Replay<'a> {
@@ -490,6 +520,7 @@ impl<'a> Replay<'a> {
     /// then its pending result), a host compile through the selector's glue, or as it is.
     fn run<'s>(
         &mut self,
+        step: usize,
         argv: &'a [String],
         kind: &RunKind,
         scope: &'s std::thread::Scope<'s, 'a>,
@@ -506,12 +537,19 @@ impl<'a> Replay<'a> {
                 self.note_background(argv);
                 self.ran.push((tool, None));
                 self.unit_of.push(self.units.of_ptxas(argv));
+                let progress = self.progress;
                 return Ok(Some(Pending {
                     index: self.ran.len() - 1,
+                    step,
                     files: files_of(argv),
                     handle: scope.spawn(move || {
                         let _slot = slot;
-                        crate::tune::ptxas_step(argv, ctx, tune)
+                        let stepped = crate::tune::ptxas_step(argv, ctx, tune);
+                        match &stepped {
+                            Ok(s) if s.captured.status.success() => progress.finish(step),
+                            _ => progress.stop(),
+                        }
+                        stepped
                     }),
                 }));
             }
@@ -550,11 +588,11 @@ impl<'a> Replay<'a> {
         &mut self,
         at: usize,
         plan: &'a dryrun::Plan,
-        chains: &[chains::Chain],
         scope: &'s std::thread::Scope<'s, 'a>,
     ) -> Vec<Running<'s>> {
         let mut started = Vec::new();
-        for chain in chains.iter().filter(|c| c.start_at == at) {
+        let sides = (self.sides, self.progress);
+        for chain in self.sides.chains.iter().filter(|c| c.start_at == at) {
             let Some(slot) = self.slots.try_extra() else {
                 break;
             };
@@ -573,7 +611,7 @@ impl<'a> Replay<'a> {
                 places: Vec::new(),
                 handle: scope.spawn(move || {
                     let _slot = slot;
-                    run_chain(&steps, ctx, tune)
+                    run_chain(&steps, ctx, tune, sides)
                 }),
             });
         }
@@ -658,6 +696,29 @@ impl<'a> Replay<'a> {
         first
     }
 
+    /// Wait until the steps of other groups that step `at` waits for have finished, lending
+    /// the driver's slot meanwhile: false if a step failed first.
+    fn wait_for_sides(&self, at: usize) -> bool {
+        let waits = self.sides.waits.get(&at).map_or(&[][..], Vec::as_slice);
+        if self.progress.finished(waits) {
+            return true;
+        }
+        let _lent = self.slots.lend();
+        self.progress.wait_for(waits)
+    }
+
+    /// The failure to report when a step the driver waited for failed: the chains' first.
+    fn side_failure(&mut self, running: Vec<Running<'_>>) -> DriverError {
+        self.progress.stop();
+        self.finish_chains(running).map_or_else(
+            || DriverError::Spawn {
+                tool: "front end".into(),
+                source: std::io::Error::other("a step the driver waited for did not finish"),
+            },
+            |(_, e)| e,
+        )
+    }
+
     /// The failure to report when step `at` failed with `error`: a chain's step before it in
     /// plan order failed first (nvcc, running in order, would have stopped there).
     fn first_failure(
@@ -666,6 +727,8 @@ impl<'a> Replay<'a> {
         error: DriverError,
         running: Vec<Running<'_>>,
     ) -> DriverError {
+        // Chains waiting on a step the driver will not run now end without it.
+        self.progress.stop();
         match self.finish_chains(running) {
             Some((index, e)) if index < at => e,
             _ => error,

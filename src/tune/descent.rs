@@ -132,6 +132,8 @@ pub(crate) fn build(
     let mut rounds = Vec::new();
     loop {
         let stage = rounds::split_by_memory(builder.ptx, &lengths, next_stage(&mut open), notes);
+        let free = || free_slots(builder);
+        let stage = rounds::spread_over_free_slots(builder.ptx, &lengths, stage, free, notes);
         if stage.is_empty() {
             break;
         }
@@ -157,6 +159,15 @@ pub(crate) fn build(
     }
     settle(plan, open, rounds);
     Ok(built)
+}
+
+/// How many extra job slots are free now, at most one fewer than the builder's workers
+/// (taken to count, and given back at once: the batch's workers take them again).
+fn free_slots(builder: &Builder<'_>) -> usize {
+    let held: Vec<_> = (1..builder.jobs)
+        .map_while(|_| builder.slots.try_extra())
+        .collect();
+    held.len()
 }
 
 /// One kernel's descent.

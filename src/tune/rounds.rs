@@ -1,5 +1,5 @@
-//! A descent stage's plain round split by ptxas's predicted peak memory (issue 47,
-//! docs/DESIGN.md §Budgets at occupancy cliffs, bench/results/build.md).
+//! A descent stage's plain round split by ptxas's predicted peak memory, or over free job
+//! slots (issue 47, docs/DESIGN.md §Budgets at occupancy cliffs, bench/results/build.md).
 //!
 //! Measured with the toolkit's ptxas (CUDA 13.x, bench/results/build.md): a variant run's
 //! resident set is a fixed part, a part that grows with the whole module's PTX text (every
@@ -9,6 +9,10 @@
 //! against 67 MB for plain ptxas on the whole module). The fixed and module parts are paid
 //! again by every run, so a round is split only as far as needed: each part's predicted
 //! memory stays within [`PEAK_OVER_PLAIN`] times the plain ptxas run's.
+//!
+//! A stage left as one plain round while job slots are free (the other architectures' steps
+//! are done) is split too, across the free slots ([`spread_over_free_slots`]): the parts run
+//! side by side, so the stage's wall time falls, for one more parse of the module per part.
 //!
 //! Only a plain round is split: a kernel's SASS does not depend on the entries built beside
 //! it ([`super::variants`]), so its parts give the same code. A pragma round is not: ptxas
@@ -66,6 +70,54 @@ pub(crate) fn split_by_memory(
         }
         out.extend(parts);
     }
+    out
+}
+
+/// How much longer ptxas takes to compile a byte of a lowered kernel's PTX than to read a
+/// byte of the module (CUDA 13.5, bench/build/retuned_small.cu sm_90: a round of 30 of its
+/// 32 kernels, 0.5-0.6 s, against about 0.07 s to read its 560 KB of PTX).
+const COMPILE_OVER_READ: f64 = 8.0;
+
+/// `stage` with its plain round split over the job slots free now (`free` takes and counts
+/// them; the build's workers take them again), when that round is the whole stage. Of `k`
+/// parts each saves its share of the round's compile time `C` (wall: `C (1 - 1/k)`) and
+/// costs one more read of the module `R` (CPU: `(k - 1) R`); so at most
+/// `COMPILE_OVER_READ * lowered / module` parts. Parts of near-equal PTX, in name order:
+/// which kernels run beside which does not change their code ([`super::variants`]). `notes`
+/// says which rounds were spread (verbose mode: how many runs a stage takes depends on the
+/// slots free at the time, not what it builds).
+pub(crate) fn spread_over_free_slots(
+    ptx: &str,
+    lengths: &BTreeMap<String, usize>,
+    stage: Vec<Budgets>,
+    free: impl FnOnce() -> usize,
+    notes: &mut Vec<String>,
+) -> Vec<Budgets> {
+    let [round] = &stage[..] else {
+        return stage;
+    };
+    if round.len() < 2 || round.values().any(|b| b.smem_spill) {
+        return stage;
+    }
+    let lowered: usize = round.keys().filter_map(|k| lengths.get(k)).sum();
+    let worth = (COMPILE_OVER_READ * lowered as f64 / ptx.len().max(1) as f64) as usize;
+    if worth < 2 {
+        return stage;
+    }
+    let parts = (1 + free()).min(worth).min(round.len());
+    if parts < 2 {
+        return stage;
+    }
+    let cap = (lowered as f64 / parts as f64).ceil();
+    let Some(round) = stage.into_iter().next() else {
+        return Vec::new();
+    };
+    let kernels = round.len();
+    let out = split_one(round, lengths, cap.max(1.0));
+    notes.push(format!(
+        "a round of {kernels} kernels built in {} ptxas runs side by side on free job slots",
+        out.len()
+    ));
     out
 }
 
@@ -134,6 +186,55 @@ mod tests {
         let parts = split_one(round(&["big", "small"]), &lengths, 1000.0);
         assert_eq!(parts.len(), 2);
         assert!(parts[0].contains_key("big") && parts[1].contains_key("small"));
+    }
+
+    #[test]
+    fn a_lone_round_is_spread_over_the_free_slots_when_worth_it() {
+        let lengths: BTreeMap<String, usize> = ["a", "b", "c", "d"]
+            .iter()
+            .map(|n| (n.to_string(), 100))
+            .collect();
+        let names = |stage: &[Budgets]| -> Vec<Vec<String>> {
+            stage.iter().map(|r| r.keys().cloned().collect()).collect()
+        };
+        let module = "x".repeat(400);
+        let all = || vec![round(&["a", "b", "c", "d"])];
+        let mut notes = Vec::new();
+        // One slot free: two parts of equal PTX, in name order.
+        let out = spread_over_free_slots(&module, &lengths, all(), || 1, &mut notes);
+        assert_eq!(names(&out), [vec!["a", "b"], vec!["c", "d"]]);
+        // Three free: one part per slot as far as it is worth it (8 x 400 / 400: 8 parts).
+        let out = spread_over_free_slots(&module, &lengths, all(), || 3, &mut notes);
+        assert_eq!(out.len(), 4);
+        // No slot free, or kernels too small against the module: one run.
+        assert_eq!(
+            spread_over_free_slots(&module, &lengths, all(), || 0, &mut notes),
+            all()
+        );
+        let big = "x".repeat(400 * 8);
+        assert_eq!(
+            spread_over_free_slots(&big, &lengths, all(), || 3, &mut notes),
+            all()
+        );
+        // A stage of two rounds keeps both slots busy already; a pragma round stays whole.
+        let two = vec![round(&["a", "b"]), round(&["c", "d"])];
+        assert_eq!(
+            spread_over_free_slots(&module, &lengths, two.clone(), || 1, &mut notes),
+            two
+        );
+        let mut pragma = round(&["a", "b", "c", "d"]);
+        for b in pragma.values_mut() {
+            b.smem_spill = true;
+        }
+        let out = spread_over_free_slots(&module, &lengths, vec![pragma.clone()], || 1, &mut notes);
+        assert_eq!(out, [pragma]);
+        assert_eq!(
+            notes,
+            [
+                "a round of 4 kernels built in 2 ptxas runs side by side on free job slots",
+                "a round of 4 kernels built in 4 ptxas runs side by side on free job slots"
+            ]
+        );
     }
 
     #[test]

@@ -323,10 +323,72 @@ fn the_second_front_end_starts_beside_the_first() {
     );
 }
 
+/// With one spare token, sm_90's chain starts with the plan, beside the host preprocessing
+/// and `cudafe++` (issue 47): its preprocessing needs nothing of theirs, and only its `cicc`
+/// waits for `cudafe++`'s module-id file. The host compiler is a wrapper whose host
+/// preprocessing (to the `.cpp4.ii` that `cudafe++` reads) waits (at most 20 s) for sm_90's
+/// preprocessing to start. Before, `cudafe++` was a fence and the device preprocessing came
+/// after both: only a driver that starts it before `cudafe++` sees it; timing plays no part.
+/// The object is the one a build without a spare token makes.
+#[test]
+fn device_preprocessing_starts_beside_cudafe() {
+    let Some(_) = common::nvcc_or_skip(module_path!()) else {
+        return;
+    };
+    let Some(gcc) = std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join("gcc"))
+            .find(|g| g.is_file())
+    }) else {
+        common::skip(module_path!(), "no gcc on PATH");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display();
+    let wrapper = format!(
+        "#!/bin/sh\ncase \" $* \" in\n\
+         *\" -D__CUDA_ARCH__=900 \"*) : > \"{d}/sm90-started\" ;;\n\
+         *\" -D__CUDA_ARCH__=\"*) ;;\n\
+         *\" -E \"*\".cpp4.ii \"*)\n\
+         n=0\n\
+         while [ ! -e \"{d}/sm90-started\" ] && [ $n -lt 200 ]; do sleep 0.1; n=$((n+1)); done\n\
+         if [ -e \"{d}/sm90-started\" ]; then echo beside; else echo after; fi >> \"{d}/order\" ;;\n\
+         esac\nexec \"{}\" \"$@\"\n",
+        gcc.display()
+    );
+    std::fs::create_dir(dir.path().join("cc")).unwrap();
+    let cc = dir.path().join("cc/gcc");
+    std::fs::write(&cc, wrapper).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&cc, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(dir.path().join("k.cu"), KERNEL_BODY).unwrap();
+    let ccbin = cc.to_str().unwrap();
+    let o = two_arches(dir.path(), "k.cu", 1, true, &["-ccbin", ccbin]);
+    common::assert_ok(&o, "nvcc-orion with a spare token");
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        said.contains("nvcc-orion: sm_90: front end run beside the steps before it"),
+        "{said}"
+    );
+    let order = std::fs::read_to_string(dir.path().join("order")).unwrap();
+    assert_eq!(
+        order, "beside\n",
+        "the host preprocessing ran before sm_90's started"
+    );
+    let side = std::fs::read(dir.path().join("k.o")).unwrap();
+    let o = two_arches(dir.path(), "k.cu", 0, false, &["-ccbin", ccbin]);
+    common::assert_ok(&o, "nvcc-orion without a spare token");
+    let serial = std::fs::read(dir.path().join("k.o")).unwrap();
+    assert!(
+        common::mask_tmpxft(&side) == common::mask_tmpxft(&serial),
+        "the objects differ"
+    );
+}
+
 /// With `-MD`, nvcc preprocesses for sm_80, sm_90 and the host one after another before it
-/// writes the dependency file; with a spare token the driver runs sm_90's beside sm_80's, and
-/// the dependency file is nvcc's, byte for byte (the driver keeps the preprocessed files in
-/// plan order).
+/// writes the dependency file; with a spare token the driver runs the host's beside sm_80's
+/// (the chain it would reach last is offered the token first), and the dependency file is
+/// nvcc's, byte for byte (the driver keeps the preprocessed files in plan order).
 #[test]
 fn dependency_files_of_side_by_side_preprocessing_match_nvcc() {
     let Some(nvcc) = common::nvcc_or_skip(module_path!()) else {
@@ -348,10 +410,14 @@ fn dependency_files_of_side_by_side_preprocessing_match_nvcc() {
     let o = two_arches(dir.path(), "k.cu", 1, true, &["-MD"]);
     common::assert_ok(&o, "nvcc-orion -MD");
     let said = String::from_utf8_lossy(&o.stderr);
-    // sm_90's preprocessing, then its cicc and ptxas, each beside sm_80's; the one token is
-    // taken when the host's preprocessing could start, so the driver runs that one itself.
+    // The host's preprocessing beside sm_80's and sm_90's (the driver runs sm_90's itself:
+    // the one token is taken), then sm_90's cicc and ptxas beside cudafe++ and sm_80's.
     let beside = "nvcc-orion: sm_90: front end run beside the steps before it";
-    assert_eq!(said.matches(beside).count(), 2, "{said}");
-    assert!(!said.contains("host: front end run beside"), "{said}");
+    assert_eq!(said.matches(beside).count(), 1, "{said}");
+    assert_eq!(
+        said.matches("host: front end run beside").count(),
+        1,
+        "{said}"
+    );
     assert!(std::fs::read(dir.path().join("k.d")).unwrap() == expected);
 }

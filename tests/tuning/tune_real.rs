@@ -706,6 +706,57 @@ fn a_waiting_driver_lends_its_slot_to_the_variant_rounds() {
     assert!(lent_object == serial_object, "the objects differ");
 }
 
+/// One architecture, one spare jobserver token (issue 47): while the driver waits for the
+/// step tuned on the token it lends its own slot, so a descent stage that is one plain round
+/// of several kernels is built in two ptxas runs side by side (verbose mode says so) instead
+/// of one run with the other slot idle. Which kernels share a run does not change their code:
+/// the object and the report are the ones a build without a spare token makes, in one run
+/// per stage.
+#[test]
+fn a_lone_round_is_spread_over_a_free_slot() {
+    let Some(_) = fixtures::fixtures() else {
+        return;
+    };
+    let dir = scratch("spread");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kernels/tune/descent.cu");
+    let build = |tokens: usize, out: &str| {
+        let rep = dir.path().join(format!("{out}.jsonl"));
+        let client = jobserver::Client::new(tokens).expect("a jobserver");
+        let mut cmd = common::orion();
+        cmd.current_dir(dir.path())
+            .args(["-c", "-O3", "-arch=sm_90"])
+            .arg(&src)
+            .args(["-o", out])
+            .env("NVCC_ORION_CACHE", "off")
+            .env("NVCC_ORION_VERBOSE", "1")
+            .env("NVCC_ORION_REPORT", &rep);
+        client.configure_make(&mut cmd);
+        let o = cmd.output().unwrap();
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let mut records = report(&rep);
+        for r in &mut records {
+            r.as_object_mut().unwrap().remove("output");
+        }
+        let object = std::fs::read(dir.path().join(out)).unwrap();
+        (text(&o.stderr), records, common::mask_tmpxft(&object))
+    };
+    let spread = "ptxas runs side by side on free job slots";
+    let (lent, lent_records, lent_object) = build(1, "lent.o");
+    assert!(
+        lent.contains("nvcc-orion: sm_90: a round of ")
+            && lent.contains("kernels built in 2 ptxas runs side by side on free job slots"),
+        "{lent}"
+    );
+    let (serial, serial_records, serial_object) = build(0, "serial.o");
+    assert!(!serial.contains(spread), "{serial}");
+    assert!(
+        lent_records.iter().any(|r| r["chosen"] != 0),
+        "a kernel retuned"
+    );
+    assert_eq!(lent_records, serial_records, "the report, record by record");
+    assert!(lent_object == serial_object, "the objects differ");
+}
+
 /// An internal error while tuning (forced here) keeps what plain nvcc makes, with one warning
 /// line and a successful exit.
 #[test]
