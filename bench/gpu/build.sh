@@ -24,7 +24,8 @@
 #
 # Usage: bench/gpu/build.sh [PROGRAM...]   (default: every bench/gpu/*.cu)
 # Environment: NVCC_ORION_NVCC (the real nvcc; else $CUDA_HOME/bin/nvcc, else nvcc on PATH),
-# NVCC_ORION_BIN (default target/release/nvcc-orion), OUT, JOBS (parallel builds, default 2).
+# NVCC_ORION_BIN (default target/release/nvcc-orion), OUT, JOBS (parallel builds, default 2),
+# FORCED_PATH=driver (each forced variant through nvcc-orion -c, not on a shared front end).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -67,7 +68,61 @@ build() {
   "$nvcc" -arch=$arch -cudart static "$o.o" -o "$stage/bin/$p.$v" || return 1
   printf '%s\n' "${flags[*]} $*" >"$o.flags"
 }
-export -f build
+
+# The forced variants differ from the default build only in their ptxas step, so they share
+# one front end per program (host and device preprocessing, cudafe++, cicc: about 60 % of a
+# build's CPU; issue 50, bench/results/suite.md). frontend PROGRAM runs the steps of nvcc's
+# own dry-run listing up to cicc once, in obj/PROGRAM.fe; forced PROGRAM VARIANT FLAGS... runs
+# the rest of that listing on a copy of its files: the ptxas step as `nvcc-orion --ptxas`
+# with the variant's settings (the tuning hook the driver sends that step through), then
+# fatbinary and the host compile, as nvcc-orion -c replays them. The binary is the one
+# `build` makes but for the temporary files' names (nvcc's process number in `tmpxft_*`,
+# which differs from one nvcc-orion -c to the next as well); tests/builds/gpu_harness.rs
+# compares the two.
+frontend() {
+  local p=$1 d=$out/obj/$1.fe
+  rm -rf "$d" && mkdir -p "$d" || return 1
+  TMPDIR=$d "$nvcc" -dryrun -c "${flags[@]}" "$here/$p.cu" -o "$d/$p.o" 2>"$d/listing" || return 1
+  # nvcc's variable lines (NAME=the rest of the line, taken as is) become exports; its
+  # command lines are shell words.
+  local line
+  sed -n 's/^#\$ //p' "$d/listing" | while IFS= read -r line; do
+    if [[ $line =~ ^([A-Za-z_][A-Za-z0-9_]*)=(.*)$ ]]; then
+      printf 'export %s=%q\n' "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}"
+    else
+      printf '%s\n' "$line"
+    fi
+  done >"$d/steps"
+  # (nvcc's `rm` is its own pseudo-step: a file that is not there is no error.)
+  sed -i 's/^rm /rm -f /' "$d/steps"
+  # One ptxas step (one architecture): the listing splits there.
+  [[ $(grep -c '^ptxas ' "$d/steps") == 1 ]] || { echo "build.sh: $p: not one ptxas step" >&2; return 1; }
+  local at
+  at=$(grep -n '^ptxas ' "$d/steps" | cut -d: -f1)
+  head -n $((at - 1)) "$d/steps" >"$d/front.sh"
+  # The back end: the listing's variable lines (PATH, the toolkit's folders), then ptxas on.
+  { grep '^export ' "$d/front.sh"; tail -n +"$at" "$d/steps"; } >"$d/back.sh"
+  (cd "$d" && bash -e ./front.sh) || return 1
+}
+forced() {
+  local p=$1 v=$2
+  shift 2
+  local d=$out/obj/$p.fe o=$out/obj/$p.$v
+  local w=$o.d
+  rm -rf "$w" "$o.jsonl" && mkdir -p "$w" && cp -p "$d"/tmpxft_* "$w"/ || return 1
+  # The variant's copy of the back end: its own folder, its ptxas step nvcc-orion's.
+  {
+    printf 'orion_ptxas() { %q --ptxas' "$orion"
+    printf ' %q' "$@" "--orion-report=$o.jsonl"
+    printf ' "$@"; }\n'
+    sed -e "s|$d/|$w/|g" -e 's|^ptxas |orion_ptxas |' "$d/back.sh"
+  } >"$w/back.sh"
+  (cd "$w" && bash -e ./back.sh) || return 1
+  mv "$w/$p.o" "$o.o" && rm -rf "$w" || return 1
+  "$nvcc" -arch=$arch -cudart static "$o.o" -o "$stage/bin/$p.$v" || return 1
+  printf '%s\n' "${flags[*]} $*" >"$o.flags"
+}
+export -f build frontend forced
 export nvcc orion out here stage arch
 export flags_s="${flags[*]}"
 
@@ -83,21 +138,31 @@ done
 run_list() {
   # Each line: PROGRAM VARIANT [FLAGS...]; JOBS at a time; any failure fails the build.
   # (xargs -L joins a line ending in a blank with the next: none may end so.)
-  sed 's/ *$//' "$1" | xargs -P "$jobs" -L 1 bash -c 'flags=($flags_s); build "$@" || { echo "build.sh: $1 $2 failed" >&2; exit 255; }' _
+  # step: the function that builds a line (build, frontend, forced).
+  sed 's/ *$//' "$1" | step=${step:-build} xargs -P "$jobs" -L 1 bash -c 'flags=($flags_s); $step "$@" || { echo "build.sh: $1 $2 failed" >&2; exit 255; }' _
 }
 run_list "$list"
 
-# Step 2: the forced variants.
+# Step 2: the forced variants, on one front end per program (FORCED_PATH=driver: each
+# through nvcc-orion -c, as step 1 builds).
 : >"$list"
+fronts=$out/obj/fronts
+: >"$fronts"
 for p in "${programs[@]}"; do
   extra=$(sed -n 's|^// bench-orion-flags: ||p' "$here/$p.cu")
   forced=$(python3 "$here/harness.py" budgets "$out/obj/$p.default.jsonl")
   [[ -z $forced ]] && continue
+  printf '%s front\n' "$p" >>"$fronts"
   for f in $forced spill2smem regdem; do
     printf '%s %s %s --orion-force=%s\n' "$p" "${f/:/-}" "$extra" "$f" >>"$list"
   done
 done
-run_list "$list"
+if [[ ${FORCED_PATH:-shared} == driver ]]; then
+  run_list "$list"
+else
+  step=frontend run_list "$fronts"
+  step=forced run_list "$list"
+fi
 
 # The manifest: one row per program, variant and kernel.
 manifest=$stage/manifest.csv

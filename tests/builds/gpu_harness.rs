@@ -254,6 +254,76 @@ fn every_program_and_variant_builds_and_the_manifest_is_right() {
     assert!(size < 64 << 20, "{size} bytes");
 }
 
+/// build.sh builds the forced variants on one front end per program (nvcc's listing run to
+/// cicc once, then per variant `nvcc-orion --ptxas`, fatbinary and the host compile): each is
+/// the binary `nvcc-orion -c` with the manifest's flags and nvcc's link make, byte for byte
+/// but for nvcc's temporary files' names (its process number, which differs between any two
+/// runs of either path), and its report is the same but for the `unit` the driver adds (the
+/// source file, which a ptxas step does not see). Checked on a forced budget and on the
+/// spill2smem rewrite (the two ways a forced ptxas step ships: ptxas's output, a rewritten
+/// cubin).
+#[test]
+fn forced_variants_on_a_shared_front_end_are_the_driver_builds() {
+    let Some(out) = built() else { return };
+    let nvcc = common::find_nvcc().unwrap();
+    let rows = manifest(out);
+    let dir = tempfile::tempdir().unwrap();
+    let source = gpu_dir().join("stencil.cu");
+    let without_unit = |path: &Path| -> Vec<serde_json::Value> {
+        let text = std::fs::read_to_string(path).unwrap();
+        common::normalise_tmpxft_text(&text)
+            .lines()
+            .map(|l| {
+                let mut r: serde_json::Value = serde_json::from_str(l).unwrap();
+                r.as_object_mut().unwrap().remove("unit");
+                r
+            })
+            .collect()
+    };
+    for v in ["budget-32", "spill2smem"] {
+        let (_, (_, applied, flags)) = rows
+            .iter()
+            .find(|((p, rv, _), _)| p == "stencil" && rv == v)
+            .unwrap_or_else(|| panic!("stencil.{v} not in the manifest"));
+        assert!(*applied, "stencil.{v}: the forced setting must apply");
+        let (obj, exe, report) = (
+            dir.path().join(format!("{v}.o")),
+            dir.path().join(v),
+            dir.path().join(format!("{v}.jsonl")),
+        );
+        let o = common::orion()
+            .arg("-c")
+            .args(flags.split_whitespace())
+            .arg(format!("--orion-report={}", report.display()))
+            .arg(&source)
+            .arg("-o")
+            .arg(&obj)
+            .output()
+            .unwrap();
+        common::assert_ok(&o, &format!("nvcc-orion -c {flags}"));
+        let o = common::command(&nvcc)
+            .args(["-arch=sm_90", "-cudart", "static"])
+            .arg(&obj)
+            .arg("-o")
+            .arg(&exe)
+            .output()
+            .unwrap();
+        common::assert_ok(&o, "nvcc's link");
+        let shared = out.join(format!("nvcc-orion-gpu-bench/bin/stencil.{v}"));
+        assert!(
+            common::mask_tmpxft(&std::fs::read(&exe).unwrap())
+                == common::mask_tmpxft(&std::fs::read(&shared).unwrap()),
+            "stencil.{v}: build.sh's binary is not nvcc-orion -c's"
+        );
+        let built_report = out.join(format!("obj/stencil.{v}.jsonl"));
+        assert_eq!(
+            without_unit(&report),
+            without_unit(&built_report),
+            "stencil.{v}: the reports"
+        );
+    }
+}
+
 #[test]
 fn cpu_references_pass_and_no_gpu_exits_3() {
     let Some(out) = built() else { return };
