@@ -825,12 +825,15 @@ fn strip_shim(text: &str) -> (String, usize) {
     (lines.join("\n"), n)
 }
 
+/// `reference_code` keeps what `cuobjdump` saw in the reference's files, by name: the same
+/// files are compared with every other run of the case, so they are read once (issue 50).
 fn compare(
     case: &Case,
     reference: &RunResult,
     run: &RunResult,
     case_dir: &Path,
     cuobjdump: &Path,
+    reference_code: &mut BTreeMap<String, common::DeviceCode>,
     problems: &mut Vec<String>,
 ) {
     let who = format!("[{}] {} vs real nvcc", case.name, run.label);
@@ -952,12 +955,14 @@ fn compare(
             }
             Kind::Device => {
                 let before = problems.len();
-                let ld = common::device_code(
-                    cuobjdump,
-                    lpath,
-                    &case_dir.join(format!("x-{}/{idx}", reference.label)),
-                    reference,
-                );
+                let ld = reference_code.entry(name.clone()).or_insert_with(|| {
+                    common::device_code(
+                        cuobjdump,
+                        lpath,
+                        &case_dir.join(format!("x-{}/{idx}", reference.label)),
+                        reference,
+                    )
+                });
                 let rd = common::device_code(
                     cuobjdump,
                     rpath,
@@ -1083,8 +1088,17 @@ fn run_case(index: usize, case: &Case, root: &Path, nvcc: &Path, cuobjdump: &Pat
             ));
         }
     }
+    let mut reference_code = BTreeMap::new();
     for run in &runs[1..] {
-        compare(case, reference, run, &case_dir, cuobjdump, &mut problems);
+        compare(
+            case,
+            reference,
+            run,
+            &case_dir,
+            cuobjdump,
+            &mut reference_code,
+            &mut problems,
+        );
     }
     if let Some(must_replay) = case.replay_check {
         check_replayed(case, must_replay, &runs[2], &mut problems);

@@ -5,6 +5,12 @@
 //! applies to, [`REGDEM`]), every shipped kernel compared with ptxas's own whole-module build
 //! of the same PTX at that kernel's budget. A finding prints the seed and a reduced program.
 //!
+//! The driver's path (`nvcc-orion -cubin a.cu`, the front end again per mode) runs on the
+//! pairs of [`DRIVER`]: every architecture, every mode and both programs of the feature cover
+//! (895, 541); the plan's other pairs compile each mode with `nvcc-orion --ptxas` on nvcc's
+//! kept PTX (the same tuned step, where what ships is chosen and assembled, one front end per
+//! pair; issue 50), with the same comparisons.
+//!
 //! Each (program, architecture) result is computed once per run under a lock (the tests that
 //! need the same one wait for it) and kept under `CARGO_TARGET_TMPDIR` by the program's
 //! sources, the modes, and the bytes of nvcc-orion and of this test binary, so a rerun with
@@ -53,6 +59,36 @@ const REGDEM: &[(u64, u32)] = &[
     (1_000_000, 90),
 ];
 
+/// The pairs of [`PLAN`] compiled through the whole driver in every mode: one or more per
+/// architecture, every mode on every architecture it applies to, the helper program wherever
+/// it runs, seeds 895 and 541 (between them every feature) and the pairs the other tests of
+/// this file read ((5, 86) and (5, 90) against the ptxas path, (895, 90) the wrong-cubin
+/// test's honest control). The rest of the plan goes through `nvcc-orion --ptxas`
+/// ([`Through::Ptxas`]): the front end, the same for every mode of a pair, ran once per mode
+/// on the driver's path, 28-64 % of a moved pair's CPU time where measured (2 % on seed 1000,
+/// whose forced rewrites' proofs are most of it; bench/results/suite.md, issue 50);
+/// [`the_ptxas_path_checks_what_the_driver_path_checks`] shows both paths compare the same.
+const DRIVER: &[(u64, u32)] = &[
+    (895, 75),
+    (1_000_000, 80),
+    (5, 86),
+    (541, 89),
+    (5, 90),
+    (895, 90),
+    (1_000_000, 90),
+    (541, 100),
+    (895, 120),
+];
+
+/// How [`PLAN`] compiles `seed` on `arch`: the driver on [`DRIVER`]'s pairs, else ptxas's path.
+fn through(seed: u64, arch: u32) -> Through {
+    if DRIVER.contains(&(seed, arch)) {
+        Through::Nvcc
+    } else {
+        Through::Ptxas
+    }
+}
+
 /// The modes [`PLAN`] runs `seed` on `arch` in: every mode, regdem where [`REGDEM`]
 /// says.
 fn modes(seed: u64, arch: u32) -> Vec<Mode> {
@@ -63,21 +99,21 @@ fn modes(seed: u64, arch: u32) -> Vec<Mode> {
         .collect()
 }
 
-/// The driver path's harness for one (seed, architecture) of the plan: every listing read,
-/// nvcc-orion's variant cache shared under `root`.
+/// The harness for one (seed, architecture) of the plan: the path [`through`] gives, every
+/// listing read, nvcc-orion's variant cache shared under `root`.
 fn plan_harness(tools: &Tools, work: PathBuf, root: &Path, seed: u64, arch: u32) -> Harness {
     Harness {
         tools: tools.clone(),
         work,
         modes: modes(seed, arch),
         cache: Some(root.join("variants")),
-        through: Through::Nvcc,
+        through: through(seed, arch),
         every_listing: true,
         flags: Vec::new(),
     }
 }
 
-/// What checking `seed` on `arch` through the driver found, computed once per run for every
+/// What checking `seed` on `arch` (on [`through`]'s path) found, computed once per run for every
 /// test that asks (a lock across the test processes: one computes, the others wait and read
 /// it), and kept while nvcc-orion, this test binary, the program and the modes are the same.
 fn plan_outcome(nvcc: &Path, tools: &Tools, seed: u64, arch: u32) -> Outcome {
@@ -88,10 +124,11 @@ fn plan_outcome(nvcc: &Path, tools: &Tools, seed: u64, arch: u32) -> Outcome {
         .map(|(n, t)| format!("{n}\n{t}"))
         .collect();
     let identity = format!(
-        "{}{}{arch}{:?}{src}",
+        "{}{}{arch}{:?}{:?}{src}",
         sha(&tools.orion),
         sha(&std::env::current_exe().unwrap()),
-        modes(seed, arch)
+        modes(seed, arch),
+        through(seed, arch)
     );
     let lock = common::Locked::new(
         &format!("generated-{seed}-sm{arch}"),
@@ -163,6 +200,7 @@ fn generated_programs_ship_ptxas_own_code() {
         );
     }
     plan_runs_every_mode_on_every_architecture();
+    driver_runs_every_mode_architecture_and_feature();
 
     let work_items: Vec<(u64, u32)> = PLAN
         .iter()
@@ -179,7 +217,8 @@ fn generated_programs_ship_ptxas_own_code() {
                     let t = Instant::now();
                     let outcome = plan_outcome(&nvcc, &tools, seed, arch);
                     eprintln!(
-                        "seed {seed} sm_{arch}: {} modes, {} kernel comparisons, {} mismatches ({:.0?})",
+                        "seed {seed} sm_{arch} ({:?}): {} modes, {} kernel comparisons, {} mismatches ({:.0?})",
+                        through(seed, arch),
                         outcome.modes,
                         outcome.kernels,
                         outcome.mismatches.len(),
@@ -241,6 +280,44 @@ fn generated_programs_ship_ptxas_own_code() {
         first.arch,
         first.mode.trim_start_matches("force="),
     );
+}
+
+/// [`DRIVER`]'s pairs are the plan's and take the whole driver through every (architecture,
+/// mode) the plan runs and every feature of the generator: what moved to the ptxas path is
+/// only the driver's front end run again on programs and architectures it already covers.
+fn driver_runs_every_mode_architecture_and_feature() {
+    for &(seed, arch) in DRIVER {
+        assert!(
+            PLAN.iter()
+                .any(|(s, archs)| *s == seed && archs.contains(&arch)),
+            "DRIVER's seed {seed} sm_{arch} is not in the plan"
+        );
+    }
+    for (seed, archs) in PLAN {
+        for &arch in *archs {
+            for m in modes(*seed, arch).into_iter().filter(|m| m.applies(arch)) {
+                assert!(
+                    DRIVER
+                        .iter()
+                        .any(|&(s, a)| a == arch && modes(s, a).contains(&m)),
+                    "{} on sm_{arch} never runs through the driver",
+                    m.name()
+                );
+            }
+        }
+    }
+    let seeds: std::collections::BTreeSet<u64> = DRIVER.iter().map(|(s, _)| *s).collect();
+    let used: std::collections::BTreeSet<&str> = seeds
+        .iter()
+        .flat_map(|s| features(&nvcc_orion_gen::generate(*s)))
+        .collect();
+    let missing: Vec<&&str> = ALL.iter().filter(|f| !used.contains(*f)).collect();
+    assert!(missing.is_empty(), "no driver build uses {missing:?}");
+    for (seed, archs) in [(5, &[86, 90][..]), (895, &[90])] {
+        for a in archs {
+            assert_eq!(through(seed, *a), Through::Nvcc, "seed {seed} sm_{a}");
+        }
+    }
 }
 
 /// [`REGDEM`] keeps regdem on every architecture it applies to, on the helper

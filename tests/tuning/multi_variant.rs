@@ -77,75 +77,94 @@ fn built() -> Option<&'static PathBuf> {
                 include_bytes!("multi_variant.rs"),
             ],
             |d| {
-                let run = |mut c: Command, what: &str| {
-                    let o = c.output().unwrap();
-                    common::assert_ok(&o, what);
-                    std::fs::write(d.join(format!("{what}.stderr")), &o.stderr).unwrap();
-                };
-                let walk = common::example("walk.cu");
-                for (mode, out, cache) in [
-                    ("tune", "walk_tune.o", "cache_a"),
-                    ("adapt", "walk_adapt.o", "cache_a"),
-                    // Its own cache: the second build runs ptxas again.
-                    ("adapt", "walk_adapt2.o", "cache_b"),
-                ] {
-                    let mut c = orion(&nvcc, d, mode, out, cache);
-                    c.args(WALK_ARCHES).args(["-Xptxas", "-v"]).arg(&walk);
-                    run(c, out);
-                }
-                let mut c = orion(&nvcc, d, "train", "walk_rdc.o", "cache_a");
-                c.args(["-rdc=true", "-arch=sm_90"]).arg(&walk);
-                run(c, "walk_rdc.o");
-                let mut c = orion(&nvcc, d, "adapt", "walk_entry.o", "cache_a");
-                c.env("NVCC_ORION_VERBOSE", "1")
-                    .args(["-arch=sm_90", "-Xptxas", &format!("--entry={WALK}")])
-                    .arg(&walk);
-                run(c, "walk_entry.o");
-                let mut c = orion(&nvcc, d, "adapt", "taken.o", "cache_a");
-                c.arg("-arch=sm_90")
-                    .arg(common::kernels_dir().join("multi/taken.cu"));
-                run(c, "taken.o");
-                for (mode, out) in [("tune", "two_tune.o"), ("adapt", "two_adapt.o")] {
-                    let mut c = orion(&nvcc, d, mode, out, "cache_a");
-                    c.args(["-arch=sm_90", "--orion-transforms=spill2smem"])
-                        .arg(two_cu());
-                    run(c, out);
-                }
-                // mv_bounded, which has no variant of its own, differing in the
-                // multi-variant build (the testing-only hook).
-                let mut c = orion(&nvcc, d, "adapt", "perturbed.o", "cache_a");
-                c.args(["-arch=sm_90", "--orion-transforms=spill2smem"])
-                    .arg(format!("--orion-test-perturb-original={BOUNDED}"))
-                    .arg(two_cu());
-                run(c, "perturbed.o");
-                // mv_bounded differing only where the assembly check looks (an attribute
-                // of its .nv.info section), not in its code or resources.
-                let mut c = orion(&nvcc, d, "adapt", "perturbed_check.o", "cache_a");
-                c.args(["-arch=sm_90", "--orion-transforms=spill2smem"])
-                    .arg(format!("--orion-test-perturb-original={BOUNDED}:check"))
-                    .arg(two_cu());
-                run(c, "perturbed_check.o");
-                // The same where the splice refuses: -lineinfo's line program.
-                let mut c = orion(&nvcc, d, "adapt", "perturbed_lines.o", "cache_a");
-                c.args(["-arch=sm_90", "-lineinfo"])
-                    .arg(format!("--orion-test-perturb-original={BOUNDED}"))
-                    .arg(two_cu());
-                run(c, "perturbed_lines.o");
-                // The rewrite forced on the originals: every budget is built, none pruned.
-                for (mode, out) in [("tune", "forced_tune.o"), ("adapt", "forced_adapt.o")] {
-                    let mut c = orion(&nvcc, d, mode, out, "cache_a");
-                    c.args([
-                        "-arch=sm_90",
-                        "--orion-force=spill2smem",
-                        "--orion-block-size=256",
-                    ])
-                    .arg(two_cu());
-                    run(c, out);
-                }
+                // Two chains at a time (issue 50): every test of this file waits for these
+                // builds, so under nextest another of them holds the second core idle
+                // meanwhile. The chains share no source, so no cached variant of one is the
+                // other's; within a chain the order (and so each build's cache hits) is as
+                // before.
+                std::thread::scope(|s| {
+                    s.spawn(|| walk_builds(&nvcc, d));
+                    s.spawn(|| two_builds(&nvcc, d));
+                });
             },
         ))
     })
     .as_ref()
+}
+
+/// Runs `c` (the build of `what`), keeping its stderr as `<what>.stderr` in `d`.
+fn run_build(d: &Path, mut c: Command, what: &str) {
+    let o = c.output().unwrap();
+    common::assert_ok(&o, what);
+    std::fs::write(d.join(format!("{what}.stderr")), &o.stderr).unwrap();
+}
+
+/// The builds of `examples/kernels/walk.cu` and `tests/kernels/multi/taken.cu`, in order.
+fn walk_builds(nvcc: &Path, d: &Path) {
+    let walk = common::example("walk.cu");
+    for (mode, out, cache) in [
+        ("tune", "walk_tune.o", "cache_a"),
+        ("adapt", "walk_adapt.o", "cache_a"),
+        // Its own cache: the second build runs ptxas again.
+        ("adapt", "walk_adapt2.o", "cache_b"),
+    ] {
+        let mut c = orion(nvcc, d, mode, out, cache);
+        c.args(WALK_ARCHES).args(["-Xptxas", "-v"]).arg(&walk);
+        run_build(d, c, out);
+    }
+    let mut c = orion(nvcc, d, "train", "walk_rdc.o", "cache_a");
+    c.args(["-rdc=true", "-arch=sm_90"]).arg(&walk);
+    run_build(d, c, "walk_rdc.o");
+    let mut c = orion(nvcc, d, "adapt", "walk_entry.o", "cache_a");
+    c.env("NVCC_ORION_VERBOSE", "1")
+        .args(["-arch=sm_90", "-Xptxas", &format!("--entry={WALK}")])
+        .arg(&walk);
+    run_build(d, c, "walk_entry.o");
+    let mut c = orion(nvcc, d, "adapt", "taken.o", "cache_a");
+    c.arg("-arch=sm_90")
+        .arg(common::kernels_dir().join("multi/taken.cu"));
+    run_build(d, c, "taken.o");
+}
+
+/// The builds of `tests/kernels/multi/two.cu`, in order.
+fn two_builds(nvcc: &Path, d: &Path) {
+    for (mode, out) in [("tune", "two_tune.o"), ("adapt", "two_adapt.o")] {
+        let mut c = orion(nvcc, d, mode, out, "cache_a");
+        c.args(["-arch=sm_90", "--orion-transforms=spill2smem"])
+            .arg(two_cu());
+        run_build(d, c, out);
+    }
+    // mv_bounded, which has no variant of its own, differing in the multi-variant build (the
+    // testing-only hook).
+    let mut c = orion(nvcc, d, "adapt", "perturbed.o", "cache_a");
+    c.args(["-arch=sm_90", "--orion-transforms=spill2smem"])
+        .arg(format!("--orion-test-perturb-original={BOUNDED}"))
+        .arg(two_cu());
+    run_build(d, c, "perturbed.o");
+    // mv_bounded differing only where the assembly check looks (an attribute of its .nv.info
+    // section), not in its code or resources.
+    let mut c = orion(nvcc, d, "adapt", "perturbed_check.o", "cache_a");
+    c.args(["-arch=sm_90", "--orion-transforms=spill2smem"])
+        .arg(format!("--orion-test-perturb-original={BOUNDED}:check"))
+        .arg(two_cu());
+    run_build(d, c, "perturbed_check.o");
+    // The same where the splice refuses: -lineinfo's line program.
+    let mut c = orion(nvcc, d, "adapt", "perturbed_lines.o", "cache_a");
+    c.args(["-arch=sm_90", "-lineinfo"])
+        .arg(format!("--orion-test-perturb-original={BOUNDED}"))
+        .arg(two_cu());
+    run_build(d, c, "perturbed_lines.o");
+    // The rewrite forced on the originals: every budget is built, none pruned.
+    for (mode, out) in [("tune", "forced_tune.o"), ("adapt", "forced_adapt.o")] {
+        let mut c = orion(nvcc, d, mode, out, "cache_a");
+        c.args([
+            "-arch=sm_90",
+            "--orion-force=spill2smem",
+            "--orion-block-size=256",
+        ])
+        .arg(two_cu());
+        run_build(d, c, out);
+    }
 }
 
 /// The report's records of `out`.
