@@ -422,17 +422,24 @@ fn debug_sass_liveness_lines() {
 /// `-fun` ([`Sections`]) on the rewritten kernels' sections and the sections that set the
 /// `-plr` table's columns ([`decode::column_sections`]: the table is as wide as the widest
 /// section listed, so a listing of some sections alone can differ at calls). That is exact
-/// only if those sections list as in the whole listing: on every cubin, with every other
-/// kernel's section standing for the rewritten ones, the listed sections decode (`-json`,
-/// with the ABI registers) and read (`-c -plr`) as the whole listing's part for them,
-/// function for function and row for row, and nothing else is listed.
+/// only if those sections list as in the whole listing: on every cubin of sm_75 and sm_90
+/// (the two call models: `SHI_REGISTERS` on sm_75-89, registers from the code on sm_90;
+/// every architecture would double the test's ~80 nvdisasm runs), with every other kernel's
+/// section standing for the rewritten ones, the listed sections decode (`-json`, with the ABI
+/// registers) and read (`-c -plr`) as the whole listing's part for them, function for
+/// function and row for row, and nothing else is listed.
 #[test]
 fn a_listing_of_some_sections_is_their_part_of_the_whole() {
     use nvcc_orion::sass::listing::Sections;
     use object::{Object, ObjectSection, ObjectSymbol, SymbolKind};
     let Some(k) = kernels() else { return };
     let (mut compared, mut left_out) = (0, 0);
-    for (arch, stem, path) in &k.cubins {
+    let cubins: Vec<_> = k
+        .cubins
+        .iter()
+        .filter(|c| [75, 90].contains(&c.0))
+        .collect();
+    for (arch, stem, path) in cubins.iter().copied() {
         let at = format!("sm_{arch} {stem}");
         let bytes = std::fs::read(path).unwrap();
         let elf = object::File::parse(&*bytes).unwrap();
@@ -497,5 +504,5 @@ fn a_listing_of_some_sections_is_their_part_of_the_whole() {
         compared += part.functions.len();
     }
     eprintln!("{compared} functions compared, {left_out} sections left out");
-    assert!(compared >= k.cubins.len() && left_out >= k.cubins.len());
+    assert!(cubins.len() == 8 && compared >= 8 && left_out >= 8);
 }
