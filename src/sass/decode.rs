@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::listing::{JsonFunction, ListingError};
+use super::listing::{JsonFunction, ListingError, Sections};
 use crate::arch::Sm;
 use crate::cubin::eiattr::OffsetLayout;
 use crate::cubin::elf::SHT_CUDA_INFO;
@@ -38,7 +38,20 @@ pub struct Decoded {
 /// Decode every function of the cubin at `path` (one nvdisasm run). The decoder fails the way
 /// the listing does: both read nvdisasm's output and the cubin.
 pub fn decode_file(nvdisasm: &Path, path: &Path) -> Result<Decoded, ListingError> {
-    let json = run_nvdisasm(nvdisasm, &["-json"], path)?;
+    decode_sections(nvdisasm, path, &Sections::Every)
+}
+
+/// Decode the functions of the text sections `sections` of the cubin at `path` (one
+/// nvdisasm run): each as [`decode_file`] decodes it, the other sections left out.
+pub fn decode_sections(
+    nvdisasm: &Path,
+    path: &Path,
+    sections: &Sections,
+) -> Result<Decoded, ListingError> {
+    let mut args = sections.args();
+    args.push("-json".into());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let json = run_nvdisasm(nvdisasm, &args, path)?;
     let bytes = std::fs::read(path).map_err(|e| ListingError::Elf(e.to_string()))?;
     decode(&json, &bytes)
 }
@@ -366,32 +379,94 @@ fn decode_with(
         }
     }
     // The ABI registers of nvdisasm's liveness: those, but never beyond its `-plr` table,
-    // whose columns, the same for every section of the cubin, go up to the highest register
-    // an instruction names or a `RET` reads (the callee-saved ones below the count): a call
-    // clobbers only registers with a column (tests/oracles/liveness_oracle.rs).
-    let mut table = used.values().copied().max().unwrap_or(0);
-    for f in out
-        .iter()
-        .filter(|f| f.instrs.iter().any(|i| i.op() == Op::Ret))
-    {
-        let regs = f.regs.unwrap_or(0).min(255);
-        if let Some(r) = (2..regs).rev().find(|&r| callee_saved(r as u8)) {
-            table = table.max(r + 1);
-        }
-    }
-    // The other files' columns: every register an instruction names, a call's clobbers
-    // aside (tests/oracles/liveness_oracle.rs).
-    let mut files = [0u8; 3];
-    for ins in out.iter().flat_map(|f| &f.instrs).filter(|i| !i.is_call()) {
-        for (k, r) in other_files_named(ins) {
-            files[k] = files[k].max(r + 1);
-        }
-    }
+    // whose columns, the same for every section of the listing, go up to the highest
+    // register an instruction names or a `RET` reads (the callee-saved ones below the count):
+    // a call clobbers only registers with a column (tests/oracles/liveness_oracle.rs).
+    let table = section_columns(&out)
+        .into_values()
+        .fold(Columns::default(), Columns::max);
     for f in &mut out {
-        f.abi_regs = f.regs.map(|r| r.min(table));
-        f.abi_files = Some(files);
+        f.abi_regs = f.regs.map(|r| r.min(table.gprs));
+        f.abi_files = Some(table.files);
     }
     Ok(Decoded { sm, functions: out })
+}
+
+/// One section's share of nvdisasm's `-plr` table, whose columns are the same for every
+/// section it lists: the widest share of the sections listed sets them.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Columns {
+    /// GPR columns: the highest register an instruction names, or the highest callee-saved
+    /// register below the count of a function that returns.
+    gprs: u32,
+    /// The other files' columns: every predicate (0), uniform register (1) and uniform
+    /// predicate (2) an instruction names, a call's clobbers aside.
+    files: [u8; 3],
+}
+
+impl Columns {
+    fn max(self, o: Columns) -> Columns {
+        let mut files = self.files;
+        for (f, g) in files.iter_mut().zip(o.files) {
+            *f = (*f).max(g);
+        }
+        Columns {
+            gprs: self.gprs.max(o.gprs),
+            files,
+        }
+    }
+}
+
+/// Each section's [`Columns`] (`functions` with their register counts set).
+fn section_columns(functions: &[Function]) -> HashMap<usize, Columns> {
+    let mut out: HashMap<usize, Columns> = HashMap::new();
+    for f in functions {
+        let c = out.entry(f.section).or_default();
+        for ins in &f.instrs {
+            for r in ins.gpr_reads().into_iter().chain(ins.gpr_writes()) {
+                c.gprs = c.gprs.max(u32::from(r) + 1);
+            }
+            if !ins.is_call() {
+                for (k, r) in other_files_named(ins) {
+                    c.files[k] = c.files[k].max(r + 1);
+                }
+            }
+        }
+        if f.instrs.iter().any(|i| i.op() == Op::Ret) {
+            let regs = f.regs.unwrap_or(0).min(255);
+            if let Some(r) = (2..regs).rev().find(|&r| callee_saved(r as u8)) {
+                c.gprs = c.gprs.max(r + 1);
+            }
+        }
+    }
+    out
+}
+
+/// The sections of `decoded` not `left_out` that set the `-plr` table's columns among them:
+/// for each column count, the first section that reaches the widest. A listing of the
+/// `left_out` sections together with these, of this cubin or of one that differs from it
+/// only in the `left_out` sections (a rewrite of them), has the columns of the whole
+/// listing, so the same liveness at every call and the same ABI registers ([`Sections`]).
+pub fn column_sections(decoded: &Decoded, left_out: &dyn Fn(usize) -> bool) -> Vec<usize> {
+    let mut shares: Vec<(usize, Columns)> = section_columns(&decoded.functions)
+        .into_iter()
+        .filter(|(s, _)| !left_out(*s))
+        .collect();
+    shares.sort_unstable_by_key(|&(s, _)| s);
+    let widest = shares
+        .iter()
+        .map(|&(_, c)| c)
+        .fold(Columns::default(), Columns::max);
+    let reaches = |c: &Columns, i: usize| match i {
+        0 => c.gprs >= widest.gprs && widest.gprs > 0,
+        i => c.files[i - 1] >= widest.files[i - 1] && widest.files[i - 1] > 0,
+    };
+    let mut out: Vec<usize> = (0..4)
+        .filter_map(|i| shares.iter().find(|(_, c)| reaches(c, i)).map(|&(s, _)| s))
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
 /// The predicates (file 0), uniform registers (1) and uniform predicates (2) an instruction

@@ -84,6 +84,53 @@ pub enum ListingError {
     Arch(u32),
 }
 
+/// Which text sections an nvdisasm run lists: every one, or only those holding the given
+/// function symbols (`-fun`, nvdisasm's `--cuda-function-index`: "the CUDA function for a
+/// given symbol is the enclosing section"). A section's instructions list the same either
+/// way; the `-plr` table is as wide as the widest section listed, so liveness at a call can
+/// differ unless the sections that set its columns are listed too
+/// ([`super::decode::column_sections`]; tests/decode/sass_decode.rs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Sections {
+    Every,
+    /// The sections of these symbols (indices into `.symtab`), sorted, at least one.
+    Of(Vec<usize>),
+}
+
+impl Sections {
+    /// The sections of the function symbols `indices` (every section when there are none).
+    pub fn of_symbols(indices: impl IntoIterator<Item = usize>) -> Sections {
+        let mut v: Vec<usize> = indices.into_iter().collect();
+        v.sort_unstable();
+        v.dedup();
+        if v.is_empty() {
+            Sections::Every
+        } else {
+            Sections::Of(v)
+        }
+    }
+
+    /// Does a listing of `self` hold every section a listing of `other` holds?
+    pub fn covers(&self, other: &Sections) -> bool {
+        match (self, other) {
+            (Sections::Every, _) => true,
+            (Sections::Of(_), Sections::Every) => false,
+            (Sections::Of(a), Sections::Of(b)) => b.iter().all(|i| a.binary_search(i).is_ok()),
+        }
+    }
+
+    /// nvdisasm's options for it (none for every section).
+    pub fn args(&self) -> Vec<String> {
+        match self {
+            Sections::Every => Vec::new(),
+            Sections::Of(v) => {
+                let list: Vec<String> = v.iter().map(usize::to_string).collect();
+                vec!["-fun".to_string(), list.join(",")]
+            }
+        }
+    }
+}
+
 /// One function of `nvdisasm -json` (its second top-level element is a list of these).
 #[derive(Deserialize)]
 pub(crate) struct JsonFunction {

@@ -1,9 +1,10 @@
 //! SASS rewrites applied to kernels of a cubin and kept only where the translation checker
 //! proves them (docs/DESIGN.md §The translation checker: no rewrite ships unverified). One loop serves every
 //! registered rewrite ([`crate::transform::Transform`]): the cubin is decoded with the
-//! toolkit's nvdisasm once before and once after each round of rewrites; a kernel whose
-//! rewrite is not proved is rewritten no more (the others are redone without it, each
-//! kernel's rewrite being independent of the others').
+//! toolkit's nvdisasm once before and once after each round of rewrites (after: only the
+//! rewritten text sections, which every check reads, and those that set the `-plr` table's
+//! columns); a kernel whose rewrite is not proved is rewritten no more (the others are redone
+//! without it, each kernel's rewrite being independent of the others').
 
 use std::any::Any;
 use std::collections::VecDeque;
@@ -14,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use crate::cubin::Cubin;
 use crate::sass::decode::{self, Decoded};
 use crate::sass::ir::Function;
+use crate::sass::listing::Sections;
 use crate::transform::area::Options;
 use crate::transform::regdem::{self, Regdem};
 use crate::transform::spill2smem::{Rewrite, Spill2Smem};
@@ -151,47 +153,77 @@ impl Seen {
     }
 }
 
-/// The cubins this process decoded last, by their bytes and the nvdisasm that read them: a
-/// build proves the same cubin twice, in its variant round and again in the final assembly
-/// of the same ptxas output (bench/results/suite.md, fifth pass), and nvdisasm's listing of
-/// the same bytes is the same listing, so the second proof reads the first's decode (the
-/// checks themselves all run again). Bounded: a build holds a few cubins at a time.
+/// The cubins this process decoded last, by their bytes, the sections listed and the
+/// nvdisasm that read them: a build proves the same cubin twice, in its variant round and
+/// again in the final assembly of the same ptxas output (bench/results/suite.md, fifth pass),
+/// and nvdisasm's listing of the same bytes is the same listing, so the second proof reads
+/// the first's decode where it lists every section the second needs (the checks themselves
+/// all run again). Bounded: a build holds a few cubins at a time.
 static DECODED: Mutex<VecDeque<Kept>> = Mutex::new(VecDeque::new());
 
-/// One decode [`DECODED`] keeps: the nvdisasm, the cubin's bytes, what was seen.
-type Kept = (PathBuf, Vec<u8>, Arc<Seen>);
+/// One decode [`DECODED`] keeps: the nvdisasm, the cubin's bytes, the sections it lists,
+/// what was seen.
+type Kept = (PathBuf, Vec<u8>, Sections, Arc<Seen>);
 
 /// How many decodes [`DECODED`] keeps.
 const DECODED_KEPT: usize = 8;
 
-/// `bytes` decoded by `nv` (`-json`) and read by the oracle (`-c -plr`), once per process for
-/// the same bytes ([`DECODED`]). A failed decode is not kept.
-fn decode_bytes(nv: &Path, bytes: &[u8]) -> Result<Arc<Seen>, NotProved> {
+/// What to decode of `written`, a rewrite of the cubin `before` was decoded from in whole:
+/// the sections of the rewritten `kernels` and the sections of `before` that set the `-plr`
+/// table's columns among the others ([`decode::column_sections`]), so that every listed
+/// section reads as in a whole listing of `written` (tests/decode/sass_decode.rs). Every
+/// section when a symbol is missing.
+fn rewritten_sections(before: &Decoded, written: &Cubin, kernels: &[&str]) -> Sections {
+    let rewritten: Vec<usize> = kernels
+        .iter()
+        .filter_map(|k| before.functions.iter().find(|f| f.name == *k))
+        .map(|f| f.section)
+        .collect();
+    let columns = decode::column_sections(before, &|s| rewritten.contains(&s));
+    let witnesses = columns.iter().filter_map(|&s| {
+        let f = before.functions.iter().find(|f| f.section == s)?;
+        Some(f.name.as_str())
+    });
+    let symbols: Option<Vec<usize>> = kernels
+        .iter()
+        .copied()
+        .chain(witnesses)
+        .map(|k| written.function_symbol(k))
+        .collect();
+    symbols.map_or(Sections::Every, Sections::of_symbols)
+}
+
+/// The text sections `sections` of `bytes` decoded by `nv` (`-json`) and read by the oracle
+/// (`-c -plr`), once per process for the same bytes ([`DECODED`]). A failed decode is not
+/// kept.
+fn decode_bytes(nv: &Path, bytes: &[u8], sections: &Sections) -> Result<Arc<Seen>, NotProved> {
     let kept = |d: &VecDeque<Kept>| {
         d.iter()
-            .find(|(p, b, _)| p == nv && b == bytes)
-            .map(|(_, _, s)| Arc::clone(s))
+            .find(|(p, b, listed, _)| p == nv && b == bytes && listed.covers(sections))
+            .map(|(_, _, _, s)| Arc::clone(s))
     };
     if let Some(seen) = kept(&DECODED.lock().unwrap_or_else(|e| e.into_inner())) {
         return Ok(seen);
     }
-    let seen = Arc::new(decode_uncached(nv, bytes)?);
+    let seen = Arc::new(decode_uncached(nv, bytes, sections)?);
     let mut d = DECODED.lock().unwrap_or_else(|e| e.into_inner());
     if kept(&d).is_none() {
         if d.len() == DECODED_KEPT {
             d.pop_front();
         }
-        d.push_back((nv.to_path_buf(), bytes.to_vec(), Arc::clone(&seen)));
+        let listed = sections.clone();
+        d.push_back((nv.to_path_buf(), bytes.to_vec(), listed, Arc::clone(&seen)));
     }
     Ok(seen)
 }
 
-fn decode_uncached(nv: &Path, bytes: &[u8]) -> Result<Seen, NotProved> {
+fn decode_uncached(nv: &Path, bytes: &[u8], sections: &Sections) -> Result<Seen, NotProved> {
     let dir = tempfile::tempdir().map_err(|e| NotProved::Decode(e.to_string()))?;
     let path = dir.path().join("k.cubin");
     std::fs::write(&path, bytes).map_err(|e| NotProved::Decode(e.to_string()))?;
-    let decoded = decode::decode_file(nv, &path).map_err(|e| NotProved::Decode(e.to_string()))?;
-    let oracle = oracle::check_cubin(nv, &path, &decoded.functions)
+    let decoded = decode::decode_sections(nv, &path, sections)
+        .map_err(|e| NotProved::Decode(e.to_string()))?;
+    let oracle = oracle::check_sections(nv, &path, sections, &decoded.functions)
         .map_err(|e| NotProved::Decode(e.to_string()))?;
     Ok(Seen { decoded, oracle })
 }
@@ -261,7 +293,7 @@ pub(crate) fn prove(
         return Ok(finish(results, bytes.to_vec()));
     }
     let nv = crate::toolkit::find_tool("nvdisasm").ok_or(NotProved::NoDisassembler)?;
-    let seen = decode_bytes(&nv, bytes)?;
+    let seen = decode_bytes(&nv, bytes, &Sections::Every)?;
     let checks = t.checks();
     for (i, (kernel, _)) in requests.iter().enumerate() {
         if checks.oracle
@@ -291,8 +323,10 @@ pub(crate) fn prove(
         let out = cubin
             .write()
             .map_err(|e| NotProved::Decode(e.to_string()))?;
-        let seen_after = decode_bytes(&nv, &out)?;
         let written = Cubin::parse(&out).map_err(|e| NotProved::Decode(e.to_string()))?;
+        let kernels: Vec<&str> = done.iter().map(|(_, r)| r.kernel()).collect();
+        let listed = rewritten_sections(before, &written, &kernels);
+        let seen_after = decode_bytes(&nv, &out, &listed)?;
         let mut rejected = false;
         for (i, rewrite) in done {
             let proved = prove_kernel(
@@ -389,8 +423,8 @@ fn prove_kernel(
 }
 
 /// Would [`prove`] ship `rewritten` (made from `original` by `t`) for the claim `r`? The same
-/// checks on the two cubins, both decoded here with nvdisasm and both read by the oracle,
-/// for one kernel on its own (the mutation tests). Instructions checked, or why not: a
+/// checks on the two cubins, both decoded here with nvdisasm (the rewritten one as in
+/// [`prove`]) and both read by the oracle, for one kernel on its own (the mutation tests). Instructions checked, or why not: a
 /// refusal is [`NotProved::Rejected`], naming the check.
 pub(crate) fn recheck(
     t: &dyn Transform,
@@ -402,13 +436,14 @@ pub(crate) fn recheck(
     let written = Cubin::parse(rewritten).map_err(|e| NotProved::Decode(e.to_string()))?;
     let nv = crate::toolkit::find_tool("nvdisasm").ok_or(NotProved::NoDisassembler)?;
     let checks = t.checks();
-    let before = decode_bytes(&nv, original)?;
+    let before = decode_bytes(&nv, original, &Sections::Every)?;
     if checks.oracle
         && let Some(why) = before.refusal(r.kernel())
     {
         return Err(NotProved::Oracle(why));
     }
-    let after = decode_bytes(&nv, rewritten)?;
+    let listed = rewritten_sections(&before.decoded, &written, &[r.kernel()]);
+    let after = decode_bytes(&nv, rewritten, &listed)?;
     prove_kernel(
         checks,
         &parsed,

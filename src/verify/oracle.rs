@@ -25,6 +25,7 @@ use std::fmt;
 use super::plr::{File, Marks, Row, Rows};
 use crate::sass::Op;
 use crate::sass::ir::{Function, Instr, OperandKind, RZ};
+use crate::sass::listing::Sections;
 
 /// Registers our IR says an instruction touches, per file.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -299,7 +300,18 @@ pub fn check_cubin(
     path: &std::path::Path,
     functions: &[Function],
 ) -> Result<Verdicts, super::plr::ListingError> {
-    let listing = super::plr::Listing::of_cubin(nvdisasm, path)?;
+    check_sections(nvdisasm, path, &Sections::Every, functions)
+}
+
+/// [`check_cubin`] with the listing of the text sections `sections` only: `functions` must
+/// lie in them (a function outside has no rows and disagrees).
+pub fn check_sections(
+    nvdisasm: &std::path::Path,
+    path: &std::path::Path,
+    sections: &Sections,
+    functions: &[Function],
+) -> Result<Verdicts, super::plr::ListingError> {
+    let listing = super::plr::Listing::of_sections(nvdisasm, path, sections)?;
     let functions = functions
         .iter()
         .map(|f| {

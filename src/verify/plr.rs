@@ -13,6 +13,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use crate::sass::ir::Function;
+use crate::sass::listing::Sections;
 
 /// A register file of the `-plr` table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -133,6 +134,15 @@ impl Listing {
         nvdisasm: &std::path::Path,
         path: &std::path::Path,
     ) -> Result<Listing, ListingError> {
+        Listing::of_sections(nvdisasm, path, &Sections::Every)
+    }
+
+    /// [`Listing::of_cubin`] of the text sections `sections` only (the others have no rows).
+    pub fn of_sections(
+        nvdisasm: &std::path::Path,
+        path: &std::path::Path,
+        sections: &Sections,
+    ) -> Result<Listing, ListingError> {
         let io = |path: &std::path::Path| {
             let path = path.to_path_buf();
             move |source| ListingError::Io { path, source }
@@ -140,6 +150,7 @@ impl Listing {
         let bytes = std::fs::read(path).map_err(io(path))?;
         let cubin = crate::cubin::Cubin::parse(&bytes)?;
         let out = std::process::Command::new(nvdisasm)
+            .args(sections.args())
             .args(["-c", "-plr"])
             .arg(path)
             .output()

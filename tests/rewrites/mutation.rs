@@ -114,10 +114,22 @@ type Mutant<R> = Option<(Vec<u8>, R)>;
 type Recheck<R> = fn(&[u8], &[u8], &R) -> Result<usize, NotProved>;
 type Mutation<R> = (&'static str, fn(&Env<R>) -> Mutant<R>);
 
+/// The functions of text section `sec`, decoded from that section alone (nvdisasm's `-fun`),
+/// for placing mutations: their instructions are the whole listing's (only the ABI columns
+/// of a partial listing can differ, tests/decode/sass_decode.rs; no mutation reads them).
 fn section(nvdisasm: &Path, dir: &Path, bytes: &[u8], sec: usize) -> Vec<Function> {
+    use object::{Object, ObjectSymbol, SectionIndex, SymbolKind};
+    let elf = object::File::parse(bytes).unwrap();
+    let symbol = elf
+        .symbols()
+        .find(|s| s.kind() == SymbolKind::Text && s.section_index() == Some(SectionIndex(sec)))
+        .unwrap()
+        .index()
+        .0;
     let p = dir.join("decode.cubin");
     std::fs::write(&p, bytes).unwrap();
-    let mut fs: Vec<Function> = decode::decode_file(nvdisasm, &p)
+    let only = nvcc_orion::sass::listing::Sections::of_symbols([symbol]);
+    let mut fs: Vec<Function> = decode::decode_sections(nvdisasm, &p, &only)
         .unwrap()
         .functions
         .into_iter()

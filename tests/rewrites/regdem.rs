@@ -787,17 +787,16 @@ fn rewrite_command_demotes_registers() {
 #[test]
 fn other_kernels_are_proved_or_refused_never_rejected() {
     let Some(b) = built() else { return };
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kernels/sass");
-    for file in ["math.cu", "memory.cu", "calls.cu"] {
+    // Plain `nvcc -cubin -arch=sm_XX` of each file: the decoder's and the oracle's build,
+    // made once per run for all three.
+    let sass = common::sass_kernels::built(&b.nvcc);
+    for file in ["math", "memory", "calls"] {
         for arch in [75, 80, 90] {
-            let cubin_path = b.dir.join(format!("other_{file}_{arch}.cubin"));
-            if !cubin_path.exists() {
-                run(Command::new(&b.nvcc)
-                    .args(["-cubin", &format!("-arch=sm_{arch}"), "-o"])
-                    .arg(&cubin_path)
-                    .arg(dir.join(file)));
-            }
-            let bytes = std::fs::read(&cubin_path).unwrap();
+            let (_, _, cubin_path) = sass
+                .iter()
+                .find(|(a, stem, _)| *a == arch && stem == file)
+                .unwrap();
+            let bytes = std::fs::read(cubin_path).unwrap();
             let cubin = Cubin::parse(&bytes).unwrap();
             let mut proved = 0;
             for target in [24, 16] {

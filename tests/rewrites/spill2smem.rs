@@ -883,6 +883,69 @@ fn a_forced_build_decodes_each_cubin_once_for_its_proof() {
     assert_eq!(distinct.len(), proof.len(), "a cubin decoded twice:\n{log}");
 }
 
+/// Issue 50: a proof decodes the rewritten cubin only in part. `nvcc-orion rewrite` of one
+/// kernel of a module of many, through the logging toolkit: the cubin before is decoded
+/// whole (`-json` and the oracle's `-c -plr`), the rewritten one with `-fun`, naming the
+/// kernel's symbol and fewer symbols than the module has kernels (the others are the
+/// sections that set the `-plr` table's columns), and the kernel is proved.
+#[test]
+fn a_proof_of_one_kernel_decodes_only_its_section() {
+    use object::{Object, ObjectSymbol, SymbolKind};
+    let Some(b) = built() else { return };
+    let work = tempfile::tempdir().unwrap();
+    let bin = logging_toolkit(&b.nvcc, work.path());
+    let log = work.path().join("nvdisasm.log");
+    let kernel = CALLS[0];
+    let input = &b.cubins[&90];
+    let bytes = std::fs::read(input).unwrap();
+    let elf = object::File::parse(&*bytes).unwrap();
+    let symbol = elf.symbols().find(|s| s.name() == Ok(kernel)).unwrap();
+    let symbol = symbol.index().0.to_string();
+    let kernels = elf
+        .symbols()
+        .filter(|s| s.is_global() && s.kind() == SymbolKind::Text)
+        .count();
+    let out = common::orion()
+        .args(["rewrite", "--block-size", "128", "--max-registers", "32"])
+        .args(["--spill2smem", kernel])
+        .arg(input)
+        .arg("-o")
+        .arg(work.path().join("out.cubin"))
+        .env("NVCC_ORION_NVCC", bin.join("nvcc"))
+        .env("ORION_TEST_REAL_NVCC", nvcc_real(&b.nvcc))
+        .env("ORION_TEST_DISASM_LOG", &log)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("{kernel}: ")) && err.contains("proved"),
+        "{err}"
+    );
+    let log = std::fs::read_to_string(&log).unwrap();
+    for mode in ["-json", "-c -plr"] {
+        let runs: Vec<&str> = log
+            .lines()
+            .filter(|l| l.contains(" k.cubin") && l.ends_with(mode))
+            .collect();
+        assert_eq!(runs.len(), 2, "before and after, {mode}:\n{log}");
+        assert!(!runs[0].contains("-fun"), "{mode}, before:\n{log}");
+        let list = runs[1]
+            .split_once(" -fun ")
+            .and_then(|(_, l)| l.split(' ').next())
+            .unwrap_or_else(|| panic!("{mode}, after:\n{log}"));
+        let listed: Vec<&str> = list.split(',').collect();
+        assert!(
+            listed.contains(&symbol.as_str()),
+            "{mode}: {list}, not {symbol}"
+        );
+        assert!(
+            listed.len() < kernels,
+            "{mode}: {list} of {kernels} kernels"
+        );
+    }
+}
+
 /// A file of the spill corpus (cubins that spill at their limit on every architecture).
 fn corpus_file(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
