@@ -45,7 +45,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
-#include <thread>
 
 #define ORION_RT_API extern "C" __attribute__((weak, visibility("hidden")))
 

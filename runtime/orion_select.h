@@ -16,10 +16,13 @@
 #ifndef NVCC_ORION_SELECT_H
 #define NVCC_ORION_SELECT_H
 
+// <sched.h> (POSIX) for sched_yield: all the spinlock needs of <thread>, whose yield is that
+// call, without the parse of <thread> in every glue build (issue 47; same machine code).
+#include <sched.h>
+
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
-#include <thread>
 
 namespace orion_select_v1 {
 
@@ -256,7 +259,7 @@ struct Entry {
 class SpinLock {
  public:
   void lock() {
-    while (flag_.exchange(true, std::memory_order_acquire)) std::this_thread::yield();
+    while (flag_.exchange(true, std::memory_order_acquire)) sched_yield();
   }
   void unlock() { flag_.store(false, std::memory_order_release); }
 

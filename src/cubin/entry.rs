@@ -60,9 +60,20 @@ fn refuse_unknown(base: &Cubin, c: &Copy<'_>) -> Result<(), Refusal> {
         return Err(Refusal::NameTaken);
     }
     module_agrees(base, c.donor)?;
-    let td = text_of(c.donor, c.kernel)?;
-    calls_stay_inside(c.donor, td)?;
-    if names_in_text(c.donor, td) != [c.kernel] {
+    refused_by_donor(c.donor, c.kernel)
+}
+
+/// The refusals that depend on the donor alone, whatever cubin the copy would be added to:
+/// a relocatable donor, a kernel that is not there, that calls a function with a section of
+/// its own, or that shares its code section. `tune::multi` asks this before the cubin the
+/// copies go into exists, to know that the copy will be refused (issue 47).
+pub fn refused_by_donor(donor: &Cubin, kernel: &str) -> Result<(), Refusal> {
+    if donor.is_relocatable() {
+        return Err(Refusal::Relocatable);
+    }
+    let td = text_of(donor, kernel)?;
+    calls_stay_inside(donor, td)?;
+    if names_in_text(donor, td) != [kernel] {
         return Err(Refusal::SharedCode);
     }
     Ok(())

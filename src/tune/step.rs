@@ -134,7 +134,18 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
         tools: &tools,
         refuse_in_check: &settings.refuse_in_check,
     };
-    let plain = assemble_or_refuse(&inputs, &mut selected, &step.arch_name, &mut result)?;
+    let multi_index = plan.rounds.len() + 1;
+    let early = early_multi(
+        &inputs,
+        &selected,
+        multi_index,
+        settings,
+        &step,
+        &result.records,
+    );
+    let (plain, prebuilt) =
+        assemble_beside(&inputs, &mut selected, &step.arch_name, &mut result, early);
+    let plain = plain?;
     result.one_run = (settings.selector.is_none() && tune.selector_refused.is_none())
         .then(|| one_run(plain.as_ref().map(|a| a.how), &selected.chosen))
         .flatten();
@@ -147,8 +158,9 @@ pub fn tune(argv: &[String], ctx: &StepContext, tune: TuneContext<'_>) -> Result
                 .map_or(&step.baseline_bytes[..], |a| &a.bytes[..]),
             chosen: &selected.chosen,
             sources: &selected.sources,
-            index: plan.rounds.len() + 1,
+            index: multi_index,
             perturb: &settings.perturb_originals,
+            prebuilt: prebuilt.as_ref(),
         };
         embed_selector(&input, &step.arch_name, &mut result, &mut ship);
     }
@@ -422,6 +434,55 @@ struct Candidates<'a> {
     /// With `explain`'s cubins kept: the baseline's path, and each variant's (as evaluated,
     /// as ptxas made it).
     kept: Option<(Option<String>, &'a [Kept])>,
+}
+
+/// Under a selector, the multi-variant cubin's first ptxas run (variant `index`) when it is
+/// known before plain tune's cubin is assembled ([`multi::early`], which estimates that
+/// cubin's size; ptxas's own fills the unread `plain`). `None` on any failure: the run then
+/// waits for its turn.
+fn early_multi(
+    inputs: &assemble::Inputs<'_>,
+    selected: &Selected,
+    index: usize,
+    settings: &Settings,
+    step: &Step,
+    records: &[KernelRecord],
+) -> Option<(multi::Early, usize)> {
+    settings.selector.as_ref()?;
+    let input = multi::Input {
+        step: inputs,
+        plain: &step.baseline_bytes,
+        chosen: &selected.chosen,
+        sources: &selected.sources,
+        index,
+        perturb: &settings.perturb_originals,
+        prebuilt: None,
+    };
+    let early = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        multi::early(&input, records)
+    }));
+    Some((early.ok()??, index))
+}
+
+/// Plain tune's cubin ([`assemble_or_refuse`]), with `early`'s ptxas run beside it on a free
+/// job slot (issue 47: the two runs need nothing of each other, and one after the other they
+/// were the adapt build's serial tail): what that run made, for [`multi::embed`] to use where
+/// it asks for exactly that.
+fn assemble_beside(
+    inputs: &assemble::Inputs<'_>,
+    selected: &mut Selected,
+    arch_name: &str,
+    result: &mut Tuned,
+    early: Option<(multi::Early, usize)>,
+) -> (
+    Result<Option<assemble::Assembled>, TuneError>,
+    Option<multi::Prebuilt>,
+) {
+    std::thread::scope(|s| {
+        let running = early.and_then(|(e, index)| multi::start(s, inputs.builder, index, e));
+        let plain = assemble_or_refuse(inputs, selected, arch_name, result);
+        (plain, running.and_then(|h| h.join().ok()))
+    })
 }
 
 /// Assemble the chosen kernels. A kernel chosen with a rewrite that the assembly check

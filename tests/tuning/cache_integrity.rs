@@ -208,6 +208,19 @@ fn entries_with_valid_checksums_never_ship_their_own_code() {
 /// itself (`nvcc.profile`'s `_HERE_`), so a copy of nvcc there runs the counting ptxas. The
 /// returned path is that nvcc.
 fn counting_toolkit(nvcc: &Path, at: &Path) -> PathBuf {
+    let log = at.join("ptxas.log");
+    let ptxas = nvcc.with_file_name("ptxas");
+    let script = format!(
+        "#!/bin/sh\necho \"$@\" >> '{}'\nexec '{}' \"$@\"\n",
+        log.display(),
+        ptxas.display()
+    );
+    toolkit_with_ptxas(nvcc, at, &script)
+}
+
+/// A toolkit at `at` that is `nvcc`'s but for a `ptxas` that is the shell script `script`
+/// (which runs the real one as it likes); the returned path is that toolkit's nvcc.
+pub(crate) fn toolkit_with_ptxas(nvcc: &Path, at: &Path, script: &str) -> PathBuf {
     use std::os::unix::fs::{PermissionsExt, symlink};
     let bin = nvcc.parent().unwrap();
     let home = bin.parent().unwrap();
@@ -233,15 +246,7 @@ fn counting_toolkit(nvcc: &Path, at: &Path) -> PathBuf {
         }
     }
     let ptxas = at.join("bin").join("ptxas");
-    std::fs::write(
-        &ptxas,
-        format!(
-            "#!/bin/sh\necho \"$@\" >> '{}'\nexec '{}' \"$@\"\n",
-            at.join("ptxas.log").display(),
-            bin.join("ptxas").display()
-        ),
-    )
-    .unwrap();
+    std::fs::write(&ptxas, script).unwrap();
     std::fs::set_permissions(&ptxas, std::fs::Permissions::from_mode(0o755)).unwrap();
     at.join("bin").join("nvcc")
 }

@@ -882,3 +882,82 @@ fn adapt_descends_yet_embeds_the_full_searchs_variants() {
     let bytes = |p: &Path| common::mask_tmpxft(&std::fs::read(p).unwrap());
     assert!(bytes(&objd) == bytes(&objf), "the objects differ");
 }
+
+/// Issue 47: where adding the variants to plain tune's cubin is sure to be refused whatever
+/// that cubin turns out to be (`spills.cu`'s kernels call functions with sections of their
+/// own), the multi-variant cubin's whole-module ptxas run starts beside plain tune's final
+/// assembly, not after it. Each kernel is forced to its lowest budget (so plain tune
+/// assembles), and `-Xptxas -v` asks for ptxas's own messages, so the assembly is a
+/// whole-module run too; the object-size cap leaves variants out, so its estimate of plain
+/// tune's size matters. Through a toolkit whose ptxas logs each run's start and end: the
+/// multi-variant run (the one with `--split-compile`) runs once, and starts before the
+/// assembly's run ends. The object ships what the ranking lists, with the originals of a
+/// plain tune build. Before, the multi-variant run started only once the assembly (and its
+/// check) was done; with the cap estimated from ptxas's own cubin, it ran twice.
+#[test]
+fn the_multi_variant_run_starts_beside_the_final_assembly() {
+    let Some(nvcc) = common::nvcc_or_skip("multi_variant") else {
+        return;
+    };
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        common::skipped(
+            "the_multi_variant_run_starts_beside_the_final_assembly",
+            "one core: no job slot for a second ptxas run",
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let log = d.join("ptxas.log");
+    let script = format!(
+        "#!/bin/sh\necho \"start $*\" >> '{log}'\n'{ptxas}' \"$@\"\nrc=$?\n\
+         echo \"end $*\" >> '{log}'\nexit $rc\n",
+        log = log.display(),
+        ptxas = nvcc.with_file_name("ptxas").display()
+    );
+    let tk = super::cache_integrity::toolkit_with_ptxas(&nvcc, &d.join("tk"), &script);
+    let src = common::kernels_dir().join("spill2smem/spills.cu");
+    for (mode, out) in [("tune", "tune.o"), ("adapt", "adapt.o")] {
+        let mut c = orion(&tk, d, mode, out, "unused");
+        // Every extra job slot from the local pool, none from a caller's jobserver.
+        for v in ["MAKEFLAGS", "MFLAGS", "CARGO_MAKEFLAGS"] {
+            c.env_remove(v);
+        }
+        c.env("NVCC_ORION_CACHE", "off")
+            .args(["-arch=sm_90", "-Xptxas", "-v", "--orion-force=lowest"])
+            .arg(&src);
+        // The log is the adapt build's runs alone.
+        let _ = std::fs::remove_file(&log);
+        common::assert_ok(&c.output().unwrap(), out);
+    }
+    let recs = records(d, "adapt.o");
+    assert!(
+        recs.iter().all(|r| r["assembly"] == "multi-variant"),
+        "{recs:?}"
+    );
+    assert!(check_listed(&d.join("adapt.o"), &recs) >= 2, "{recs:?}");
+    same_originals(&d.join("tune.o"), &d.join("adapt.o"));
+    let text = std::fs::read_to_string(&log).unwrap();
+    let runs: Vec<&str> = text.lines().collect();
+    let whole = |l: &&str| !l.contains("--entry") && !l.contains("--split-compile");
+    let multi: Vec<usize> = (0..runs.len())
+        .filter(|&i| runs[i].starts_with("start ") && runs[i].contains("--split-compile"))
+        .collect();
+    assert_eq!(multi.len(), 1, "one multi-variant run: {runs:#?}");
+    // The final assembly: the last whole-module run without --split-compile (the first is
+    // nvcc's own).
+    let assembly = runs
+        .iter()
+        .rposition(|l| l.starts_with("start ") && whole(l))
+        .unwrap();
+    assert!(assembly > 0, "no final assembly run: {runs:#?}");
+    let args = &runs[assembly]["start ".len()..];
+    let assembly_end = runs
+        .iter()
+        .position(|l| l.strip_prefix("end ") == Some(args))
+        .unwrap();
+    assert!(
+        multi[0] < assembly_end,
+        "the multi-variant run started after the assembly's ended: {runs:#?}"
+    );
+}
