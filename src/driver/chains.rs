@@ -249,9 +249,35 @@ impl Drop for StopOnDrop<'_> {
     }
 }
 
+/// Stops a [`Progress`] when its thread panics: a step that will never finish must not leave
+/// the driver or a chain waiting for it (a hung build is worse than a failed one, which falls
+/// back to plain nvcc).
+pub(crate) struct StopOnPanic<'a>(pub(crate) &'a Progress);
+
+impl Drop for StopOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.stop();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_panicking_step_releases_whoever_waits_for_it() {
+        let progress = Progress::default();
+        std::thread::scope(|scope| {
+            let worker = scope.spawn(|| {
+                let _stop = StopOnPanic(&progress);
+                panic!("a step's thread panics before step 3 finishes");
+            });
+            assert!(!progress.wait_for(&[3]), "the wait ends, step 3 unfinished");
+            assert!(worker.join().is_err());
+        });
+    }
 
     fn run(line: &str) -> Step {
         let argv: Vec<String> = line.split_whitespace().map(String::from).collect();

@@ -431,6 +431,7 @@ fn run_chain(
     sides: (&chains::Sides, &chains::Progress),
 ) -> ChainRun {
     let (plan, progress) = sides;
+    let _stop = chains::StopOnPanic(progress);
     let mut ran = Vec::new();
     for &(index, argv) in steps {
         let waits = plan.waits.get(&index).map_or(&[][..], Vec::as_slice);
@@ -544,6 +545,7 @@ impl<'a> Replay<'a> {
                     files: files_of(argv),
                     handle: scope.spawn(move || {
                         let _slot = slot;
+                        let _stop = chains::StopOnPanic(progress);
                         let stepped = crate::tune::ptxas_step(argv, ctx, tune);
                         match &stepped {
                             Ok(s) if s.captured.status.success() => progress.finish(step),
