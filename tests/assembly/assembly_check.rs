@@ -814,33 +814,21 @@ fn variants_job<'a>(
 /// meet there, reads made one after another never do, whatever the machine's speed. nvcc
 /// finds its tools beside itself (`nvcc.profile`'s `_HERE_`), and so does the check.
 fn logging_toolkit(nvcc: &Path, at: &Path) -> PathBuf {
-    use std::os::unix::fs::{PermissionsExt, symlink};
-    let bin = nvcc.parent().unwrap();
-    let home = bin.parent().unwrap();
-    std::fs::create_dir_all(at.join("bin")).unwrap();
-    for e in std::fs::read_dir(home).unwrap() {
-        let p = e.unwrap().path();
-        if p != bin {
-            symlink(&p, at.join(p.file_name().unwrap())).unwrap();
+    common::toolkit_with(nvcc, at, &|name, real| {
+        if name != "cuobjdump" && name != "nvdisasm" {
+            return None;
         }
-    }
-    for e in std::fs::read_dir(bin).unwrap() {
-        let p = e.unwrap().path();
-        let name = p.file_name().unwrap().to_str().unwrap().to_string();
-        let to = at.join("bin").join(&name);
-        match name.as_str() {
-            "cuobjdump" | "nvdisasm" => {
-                let wait = if name == "cuobjdump" {
-                    "want=$(cat \"$at/want\"); tries=$(cat \"$at/tries\"); i=0\n\
+        let wait = if name == "cuobjdump" {
+            "want=$(cat \"$at/want\"); tries=$(cat \"$at/tries\"); i=0\n\
                      while [ $i -lt $tries ] && [ ! -e \"$at/met\" ]; do\n\
                      n=$(( $(grep -c '^start' \"$log\") - $(grep -c '^end' \"$log\") ))\n\
                      if [ $n -ge $want ]; then : > \"$at/met\"; break; fi\n\
                      sleep 0.05; i=$((i+1)); done\n"
-                } else {
-                    ""
-                };
-                let script = format!(
-                    "#!/bin/sh\nat='{at}'; log=\"$at/reads.log\"\n\
+        } else {
+            ""
+        };
+        let script = format!(
+            "#!/bin/sh\nat='{at}'; log=\"$at/reads.log\"\n\
                      for f; do :; done\n\
                      sum=$(sha256sum < \"$f\" | cut -c1-16)\n\
                      kind=other; [ -p /proc/self/fd/1 ] && kind=pipe; [ -f /proc/self/fd/1 ] && kind=file\n\
@@ -849,21 +837,11 @@ fn logging_toolkit(nvcc: &Path, at: &Path) -> PathBuf {
                      n=$(( $(grep -c '^start' \"$log\") - $(grep -c '^end' \"$log\") ))\n\
                      '{real}' \"$@\"; rc=$?\n\
                      echo \"end $$ $n\" >> \"$log\"\nexit $rc\n",
-                    at = at.display(),
-                    real = p.display(),
-                );
-                std::fs::write(&to, script).unwrap();
-                std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o755)).unwrap();
-            }
-            "nvcc" | "nvcc.profile" => {
-                if std::fs::hard_link(&p, &to).is_err() {
-                    std::fs::copy(&p, &to).unwrap();
-                }
-            }
-            _ => symlink(&p, &to).unwrap(),
-        }
-    }
-    at.join("bin").join("nvcc")
+            at = at.display(),
+            real = real.display(),
+        );
+        Some(script)
+    })
 }
 
 /// What one build's check read, from the logging toolkit's log.

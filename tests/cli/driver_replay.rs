@@ -276,31 +276,11 @@ fn the_second_front_end_starts_beside_the_first() {
     let Some(_) = common::nvcc_or_skip(module_path!()) else {
         return;
     };
-    let Some(gcc) = std::env::var_os("PATH").and_then(|p| {
-        std::env::split_paths(&p)
-            .map(|d| d.join("gcc"))
-            .find(|g| g.is_file())
-    }) else {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(cc) = gcc_waiting_for_sm90(dir.path(), "*\" -D__CUDA_ARCH__=800 \"*\" -E \"*)") else {
         common::skip(module_path!(), "no gcc on PATH");
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path().display();
-    let wrapper = format!(
-        "#!/bin/sh\ncase \" $* \" in\n\
-         *\" -D__CUDA_ARCH__=900 \"*) : > \"{d}/sm90-started\" ;;\n\
-         *\" -D__CUDA_ARCH__=800 \"*\" -E \"*)\n\
-         n=0\n\
-         while [ ! -e \"{d}/sm90-started\" ] && [ $n -lt 200 ]; do sleep 0.1; n=$((n+1)); done\n\
-         if [ -e \"{d}/sm90-started\" ]; then echo beside; else echo after; fi >> \"{d}/order\" ;;\n\
-         esac\nexec \"{}\" \"$@\"\n",
-        gcc.display()
-    );
-    std::fs::create_dir(dir.path().join("cc")).unwrap();
-    let cc = dir.path().join("cc/gcc");
-    std::fs::write(&cc, wrapper).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&cc, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::write(dir.path().join("k.cu"), KERNEL_BODY).unwrap();
     let ccbin = cc.to_str().unwrap();
     let o = two_arches(dir.path(), "k.cu", 1, true, &["-ccbin", ccbin]);
@@ -335,32 +315,14 @@ fn device_preprocessing_starts_beside_cudafe() {
     let Some(_) = common::nvcc_or_skip(module_path!()) else {
         return;
     };
-    let Some(gcc) = std::env::var_os("PATH").and_then(|p| {
-        std::env::split_paths(&p)
-            .map(|d| d.join("gcc"))
-            .find(|g| g.is_file())
-    }) else {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(cc) = gcc_waiting_for_sm90(
+        dir.path(),
+        "*\" -D__CUDA_ARCH__=\"*) ;;\n*\" -E \"*\".cpp4.ii \"*)",
+    ) else {
         common::skip(module_path!(), "no gcc on PATH");
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path().display();
-    let wrapper = format!(
-        "#!/bin/sh\ncase \" $* \" in\n\
-         *\" -D__CUDA_ARCH__=900 \"*) : > \"{d}/sm90-started\" ;;\n\
-         *\" -D__CUDA_ARCH__=\"*) ;;\n\
-         *\" -E \"*\".cpp4.ii \"*)\n\
-         n=0\n\
-         while [ ! -e \"{d}/sm90-started\" ] && [ $n -lt 200 ]; do sleep 0.1; n=$((n+1)); done\n\
-         if [ -e \"{d}/sm90-started\" ]; then echo beside; else echo after; fi >> \"{d}/order\" ;;\n\
-         esac\nexec \"{}\" \"$@\"\n",
-        gcc.display()
-    );
-    std::fs::create_dir(dir.path().join("cc")).unwrap();
-    let cc = dir.path().join("cc/gcc");
-    std::fs::write(&cc, wrapper).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&cc, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::write(dir.path().join("k.cu"), KERNEL_BODY).unwrap();
     let ccbin = cc.to_str().unwrap();
     let o = two_arches(dir.path(), "k.cu", 1, true, &["-ccbin", ccbin]);
@@ -420,4 +382,32 @@ fn dependency_files_of_side_by_side_preprocessing_match_nvcc() {
         "{said}"
     );
     assert!(std::fs::read(dir.path().join("k.d")).unwrap() == expected);
+}
+
+/// A host compiler at `dir/cc/gcc`: gcc, except that a run matching the shell `case` pattern
+/// `waiting` (with its `)`) first waits, at most 20 s, for sm_90's preprocessing to start, and
+/// appends to `dir/order` whether it did ("beside") or not ("after"). None: no gcc on PATH.
+fn gcc_waiting_for_sm90(dir: &std::path::Path, waiting: &str) -> Option<std::path::PathBuf> {
+    let gcc = std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join("gcc"))
+            .find(|g| g.is_file())
+    })?;
+    let d = dir.display();
+    let wrapper = format!(
+        "#!/bin/sh\ncase \" $* \" in\n\
+         *\" -D__CUDA_ARCH__=900 \"*) : > \"{d}/sm90-started\" ;;\n\
+         {waiting}\n\
+         n=0\n\
+         while [ ! -e \"{d}/sm90-started\" ] && [ $n -lt 200 ]; do sleep 0.1; n=$((n+1)); done\n\
+         if [ -e \"{d}/sm90-started\" ]; then echo beside; else echo after; fi >> \"{d}/order\" ;;\n\
+         esac\nexec \"{}\" \"$@\"\n",
+        gcc.display()
+    );
+    std::fs::create_dir(dir.join("cc")).unwrap();
+    let cc = dir.join("cc/gcc");
+    std::fs::write(&cc, wrapper).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&cc, std::fs::Permissions::from_mode(0o755)).unwrap();
+    Some(cc)
 }

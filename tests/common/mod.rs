@@ -936,3 +936,40 @@ pub fn cudart_dir(nvcc: &Path, scratch: &Path) -> PathBuf {
     }
     link
 }
+
+/// A copy of `nvcc`'s toolkit at `at` in which each tool that `script` names (it is given the
+/// tool's name and the real tool's path) is that shell script instead: the rest are links to
+/// the real ones, and nvcc itself is a copy, since it finds its tools beside itself
+/// (`nvcc.profile`'s `_HERE_`). The returned path is that toolkit's nvcc.
+pub fn toolkit_with(
+    nvcc: &Path,
+    at: &Path,
+    script: &dyn Fn(&str, &Path) -> Option<String>,
+) -> PathBuf {
+    use std::os::unix::fs::{PermissionsExt, symlink};
+    let bin = nvcc.parent().unwrap();
+    let home = bin.parent().unwrap();
+    std::fs::create_dir_all(at.join("bin")).unwrap();
+    for e in std::fs::read_dir(home).unwrap() {
+        let p = e.unwrap().path();
+        if p != bin {
+            symlink(&p, at.join(p.file_name().unwrap())).unwrap();
+        }
+    }
+    for e in std::fs::read_dir(bin).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_str().unwrap().to_string();
+        let to = at.join("bin").join(&name);
+        if let Some(text) = script(&name, &p) {
+            std::fs::write(&to, text).unwrap();
+            std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o755)).unwrap();
+        } else if name == "nvcc" || name == "nvcc.profile" {
+            if std::fs::hard_link(&p, &to).is_err() {
+                std::fs::copy(&p, &to).unwrap();
+            }
+        } else {
+            symlink(&p, &to).unwrap();
+        }
+    }
+    at.join("bin").join("nvcc")
+}

@@ -221,34 +221,9 @@ fn counting_toolkit(nvcc: &Path, at: &Path) -> PathBuf {
 /// A toolkit at `at` that is `nvcc`'s but for a `ptxas` that is the shell script `script`
 /// (which runs the real one as it likes); the returned path is that toolkit's nvcc.
 pub(crate) fn toolkit_with_ptxas(nvcc: &Path, at: &Path, script: &str) -> PathBuf {
-    use std::os::unix::fs::{PermissionsExt, symlink};
-    let bin = nvcc.parent().unwrap();
-    let home = bin.parent().unwrap();
-    std::fs::create_dir_all(at.join("bin")).unwrap();
-    for e in std::fs::read_dir(home).unwrap() {
-        let p = e.unwrap().path();
-        if p != bin {
-            symlink(&p, at.join(p.file_name().unwrap())).unwrap();
-        }
-    }
-    for e in std::fs::read_dir(bin).unwrap() {
-        let p = e.unwrap().path();
-        let name = p.file_name().unwrap().to_str().unwrap().to_string();
-        let to = at.join("bin").join(&name);
-        match name.as_str() {
-            "ptxas" => {}
-            "nvcc" | "nvcc.profile" => {
-                if std::fs::hard_link(&p, &to).is_err() {
-                    std::fs::copy(&p, &to).unwrap();
-                }
-            }
-            _ => symlink(&p, &to).unwrap(),
-        }
-    }
-    let ptxas = at.join("bin").join("ptxas");
-    std::fs::write(&ptxas, script).unwrap();
-    std::fs::set_permissions(&ptxas, std::fs::Permissions::from_mode(0o755)).unwrap();
-    at.join("bin").join("nvcc")
+    common::toolkit_with(nvcc, at, &|name, _| {
+        (name == "ptxas").then(|| script.to_string())
+    })
 }
 
 /// One build through a counting toolkit: what [`build`] gives, the report, and the
