@@ -273,33 +273,9 @@ fn the_first_failure_in_plan_order_is_reported() {
 /// make the test flaky. The object is the one a build without a spare token makes.
 #[test]
 fn the_second_front_end_starts_beside_the_first() {
-    let Some(_) = common::nvcc_or_skip(module_path!()) else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let Some(cc) = gcc_waiting_for_sm90(dir.path(), "*\" -D__CUDA_ARCH__=800 \"*\" -E \"*)") else {
-        common::skip(module_path!(), "no gcc on PATH");
-        return;
-    };
-    std::fs::write(dir.path().join("k.cu"), KERNEL_BODY).unwrap();
-    let ccbin = cc.to_str().unwrap();
-    let o = two_arches(dir.path(), "k.cu", 1, true, &["-ccbin", ccbin]);
-    common::assert_ok(&o, "nvcc-orion with a spare token");
-    let said = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        said.contains("nvcc-orion: sm_90: front end run beside the steps before it"),
-        "{said}"
-    );
-    let order = std::fs::read_to_string(dir.path().join("order")).unwrap();
-    assert_eq!(order, "beside\n");
-    let side = std::fs::read(dir.path().join("k.o")).unwrap();
-    // The marker stays: the serial build's sm_80 preprocessing finds it and does not wait.
-    let o = two_arches(dir.path(), "k.cu", 0, false, &["-ccbin", ccbin]);
-    common::assert_ok(&o, "nvcc-orion without a spare token");
-    let serial = std::fs::read(dir.path().join("k.o")).unwrap();
-    assert!(
-        common::mask_tmpxft(&side) == common::mask_tmpxft(&serial),
-        "the objects differ"
+    side_by_side_as_serial(
+        "*\" -D__CUDA_ARCH__=800 \"*\" -E \"*)",
+        "sm_80's preprocessing ran before sm_90's started",
     );
 }
 
@@ -312,38 +288,9 @@ fn the_second_front_end_starts_beside_the_first() {
 /// The object is the one a build without a spare token makes.
 #[test]
 fn device_preprocessing_starts_beside_cudafe() {
-    let Some(_) = common::nvcc_or_skip(module_path!()) else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let Some(cc) = gcc_waiting_for_sm90(
-        dir.path(),
+    side_by_side_as_serial(
         "*\" -D__CUDA_ARCH__=\"*) ;;\n*\" -E \"*\".cpp4.ii \"*)",
-    ) else {
-        common::skip(module_path!(), "no gcc on PATH");
-        return;
-    };
-    std::fs::write(dir.path().join("k.cu"), KERNEL_BODY).unwrap();
-    let ccbin = cc.to_str().unwrap();
-    let o = two_arches(dir.path(), "k.cu", 1, true, &["-ccbin", ccbin]);
-    common::assert_ok(&o, "nvcc-orion with a spare token");
-    let said = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        said.contains("nvcc-orion: sm_90: front end run beside the steps before it"),
-        "{said}"
-    );
-    let order = std::fs::read_to_string(dir.path().join("order")).unwrap();
-    assert_eq!(
-        order, "beside\n",
-        "the host preprocessing ran before sm_90's started"
-    );
-    let side = std::fs::read(dir.path().join("k.o")).unwrap();
-    let o = two_arches(dir.path(), "k.cu", 0, false, &["-ccbin", ccbin]);
-    common::assert_ok(&o, "nvcc-orion without a spare token");
-    let serial = std::fs::read(dir.path().join("k.o")).unwrap();
-    assert!(
-        common::mask_tmpxft(&side) == common::mask_tmpxft(&serial),
-        "the objects differ"
+        "the host preprocessing ran before sm_90's started",
     );
 }
 
@@ -382,6 +329,40 @@ fn dependency_files_of_side_by_side_preprocessing_match_nvcc() {
         "{said}"
     );
     assert!(std::fs::read(dir.path().join("k.d")).unwrap() == expected);
+}
+
+/// Build a two-architecture kernel with one spare token through [`gcc_waiting_for_sm90`]
+/// (`waiting` names the run that waits): the run must have seen sm_90's preprocessing start
+/// (`why` otherwise), and the object must be the one a build without a spare token makes.
+fn side_by_side_as_serial(waiting: &str, why: &str) {
+    let Some(_) = common::nvcc_or_skip(module_path!()) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let Some(cc) = gcc_waiting_for_sm90(dir.path(), waiting) else {
+        common::skip(module_path!(), "no gcc on PATH");
+        return;
+    };
+    std::fs::write(dir.path().join("k.cu"), KERNEL_BODY).unwrap();
+    let ccbin = cc.to_str().unwrap();
+    let o = two_arches(dir.path(), "k.cu", 1, true, &["-ccbin", ccbin]);
+    common::assert_ok(&o, "nvcc-orion with a spare token");
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        said.contains("nvcc-orion: sm_90: front end run beside the steps before it"),
+        "{said}"
+    );
+    let order = std::fs::read_to_string(dir.path().join("order")).unwrap();
+    assert_eq!(order, "beside\n", "{why}");
+    let side = std::fs::read(dir.path().join("k.o")).unwrap();
+    // The marker stays: the serial build's waiting run finds it and does not wait.
+    let o = two_arches(dir.path(), "k.cu", 0, false, &["-ccbin", ccbin]);
+    common::assert_ok(&o, "nvcc-orion without a spare token");
+    let serial = std::fs::read(dir.path().join("k.o")).unwrap();
+    assert!(
+        common::mask_tmpxft(&side) == common::mask_tmpxft(&serial),
+        "the objects differ"
+    );
 }
 
 /// A host compiler at `dir/cc/gcc`: gcc, except that a run matching the shell `case` pattern
