@@ -1,9 +1,7 @@
 //! SASS rewrites applied to kernels of a cubin and kept only where the translation checker
 //! proves them (docs/DESIGN.md §The translation checker: no rewrite ships unverified). One loop serves every
 //! registered rewrite ([`crate::transform::Transform`]): the cubin is decoded with the
-//! toolkit's nvdisasm once before and once after each round of rewrites (after: only the
-//! rewritten text sections, which every check reads, and those that set the `-plr` table's
-//! columns); a kernel whose rewrite is not proved is rewritten no more (the others are redone
+//! toolkit's nvdisasm once before and once after each round of rewrites, whole; a kernel whose rewrite is not proved is rewritten no more (the others are redone
 //! without it, each kernel's rewrite being independent of the others').
 
 use std::any::Any;
@@ -168,31 +166,6 @@ type Kept = (PathBuf, Vec<u8>, Sections, Arc<Seen>);
 /// How many decodes [`DECODED`] keeps.
 const DECODED_KEPT: usize = 8;
 
-/// What to decode of `written`, a rewrite of the cubin `before` was decoded from in whole:
-/// the sections of the rewritten `kernels` and the sections of `before` that set the `-plr`
-/// table's columns among the others ([`decode::column_sections`]), so that every listed
-/// section reads as in a whole listing of `written` (tests/decode/sass_decode.rs). Every
-/// section when a symbol is missing.
-fn rewritten_sections(before: &Decoded, written: &Cubin, kernels: &[&str]) -> Sections {
-    let rewritten: Vec<usize> = kernels
-        .iter()
-        .filter_map(|k| before.functions.iter().find(|f| f.name == *k))
-        .map(|f| f.section)
-        .collect();
-    let columns = decode::column_sections(before, &|s| rewritten.contains(&s));
-    let witnesses = columns.iter().filter_map(|&s| {
-        let f = before.functions.iter().find(|f| f.section == s)?;
-        Some(f.name.as_str())
-    });
-    let symbols: Option<Vec<usize>> = kernels
-        .iter()
-        .copied()
-        .chain(witnesses)
-        .map(|k| written.function_symbol(k))
-        .collect();
-    symbols.map_or(Sections::Every, Sections::of_symbols)
-}
-
 /// The text sections `sections` of `bytes` decoded by `nv` (`-json`) and read by the oracle
 /// (`-c -plr`), once per process for the same bytes ([`DECODED`]). A failed decode is not
 /// kept.
@@ -324,9 +297,10 @@ pub(crate) fn prove(
             .write()
             .map_err(|e| NotProved::Decode(e.to_string()))?;
         let written = Cubin::parse(&out).map_err(|e| NotProved::Decode(e.to_string()))?;
-        let kernels: Vec<&str> = done.iter().map(|(_, r)| r.kernel()).collect();
-        let listed = rewritten_sections(before, &written, &kernels);
-        let seen_after = decode_bytes(&nv, &out, &listed)?;
+        // Whole, not only the rewritten sections: a partial listing's `-plr` columns equal the
+        // whole one's only under an assumption about how nvdisasm sizes them, which the binary
+        // does not check, and a narrower table would hide registers live across a call.
+        let seen_after = decode_bytes(&nv, &out, &Sections::Every)?;
         let mut rejected = false;
         for (i, rewrite) in done {
             let proved = prove_kernel(
@@ -423,8 +397,7 @@ fn prove_kernel(
 }
 
 /// Would [`prove`] ship `rewritten` (made from `original` by `t`) for the claim `r`? The same
-/// checks on the two cubins, both decoded here with nvdisasm (the rewritten one as in
-/// [`prove`]) and both read by the oracle, for one kernel on its own (the mutation tests). Instructions checked, or why not: a
+/// checks on the two cubins, both decoded here with nvdisasm and both read by the oracle, for one kernel on its own (the mutation tests). Instructions checked, or why not: a
 /// refusal is [`NotProved::Rejected`], naming the check.
 pub(crate) fn recheck(
     t: &dyn Transform,
@@ -442,8 +415,7 @@ pub(crate) fn recheck(
     {
         return Err(NotProved::Oracle(why));
     }
-    let listed = rewritten_sections(&before.decoded, &written, &[r.kernel()]);
-    let after = decode_bytes(&nv, rewritten, &listed)?;
+    let after = decode_bytes(&nv, rewritten, &Sections::Every)?;
     prove_kernel(
         checks,
         &parsed,

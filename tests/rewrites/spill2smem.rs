@@ -883,28 +883,20 @@ fn a_forced_build_decodes_each_cubin_once_for_its_proof() {
     assert_eq!(distinct.len(), proof.len(), "a cubin decoded twice:\n{log}");
 }
 
-/// Issue 50: a proof decodes the rewritten cubin only in part. `nvcc-orion rewrite` of one
-/// kernel of a module of many, through the logging toolkit: the cubin before is decoded
-/// whole (`-json` and the oracle's `-c -plr`), the rewritten one with `-fun`, naming the
-/// kernel's symbol and fewer symbols than the module has kernels (the others are the
-/// sections that set the `-plr` table's columns), and the kernel is proved.
+/// A proof decodes the rewritten cubin whole, as the cubin before: a listing of only its
+/// rewritten sections (`-fun`) would read right only under an unchecked assumption about how
+/// nvdisasm sizes the `-plr` table's columns (docs/DESIGN.md §The translation checker).
+/// `nvcc-orion rewrite` of one kernel of a module of many, through the logging toolkit: two
+/// decodes of each kind (`-json`, the oracle's `-c -plr`), neither naming sections, and the
+/// kernel is proved.
 #[test]
-fn a_proof_of_one_kernel_decodes_only_its_section() {
-    use object::{Object, ObjectSymbol, SymbolKind};
+fn a_proof_of_one_kernel_decodes_the_rewritten_cubin_whole() {
     let Some(b) = built() else { return };
     let work = tempfile::tempdir().unwrap();
     let bin = logging_toolkit(&b.nvcc, work.path());
     let log = work.path().join("nvdisasm.log");
     let kernel = CALLS[0];
     let input = &b.cubins[&90];
-    let bytes = std::fs::read(input).unwrap();
-    let elf = object::File::parse(&*bytes).unwrap();
-    let symbol = elf.symbols().find(|s| s.name() == Ok(kernel)).unwrap();
-    let symbol = symbol.index().0.to_string();
-    let kernels = elf
-        .symbols()
-        .filter(|s| s.is_global() && s.kind() == SymbolKind::Text)
-        .count();
     let out = common::orion()
         .args(["rewrite", "--block-size", "128", "--max-registers", "32"])
         .args(["--spill2smem", kernel])
@@ -929,19 +921,9 @@ fn a_proof_of_one_kernel_decodes_only_its_section() {
             .filter(|l| l.contains(" k.cubin") && l.ends_with(mode))
             .collect();
         assert_eq!(runs.len(), 2, "before and after, {mode}:\n{log}");
-        assert!(!runs[0].contains("-fun"), "{mode}, before:\n{log}");
-        let list = runs[1]
-            .split_once(" -fun ")
-            .and_then(|(_, l)| l.split(' ').next())
-            .unwrap_or_else(|| panic!("{mode}, after:\n{log}"));
-        let listed: Vec<&str> = list.split(',').collect();
         assert!(
-            listed.contains(&symbol.as_str()),
-            "{mode}: {list}, not {symbol}"
-        );
-        assert!(
-            listed.len() < kernels,
-            "{mode}: {list} of {kernels} kernels"
+            runs.iter().all(|r| !r.contains("-fun")),
+            "{mode}: a cubin decoded in part:\n{log}"
         );
     }
 }
