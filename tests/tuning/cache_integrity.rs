@@ -390,11 +390,23 @@ fn a_cached_choice_ships_whole_module_ptxas_at_the_choice() {
 /// The toolkit's own ptxas on nvcc's PTX of the test kernel for sm_90, each kernel's chosen
 /// budget (from `report`) written in as nvcc-orion's variants are: a cubin we did not make.
 fn reference(nvcc: &Path, dir: &Path, report: &str) -> Vec<u8> {
+    let source = common::kernels_dir().join("tune").join("pressure.cu");
+    whole_module_at_report(nvcc, dir, &source, report)
+}
+
+/// [`reference`] for any `source`: one whole-module ptxas run (sm_90) at the budgets `report`
+/// chose, to compare what a build shipped with.
+pub(crate) fn whole_module_at_report(
+    nvcc: &Path,
+    dir: &Path,
+    source: &Path,
+    report: &str,
+) -> Vec<u8> {
     use nvcc_orion::tune::ptx::{Budget, with_budgets};
     let ptx = dir.join("reference.ptx");
     let o = common::command(nvcc)
         .args(["-arch=sm_90", "-ptx"])
-        .arg(common::kernels_dir().join("tune").join("pressure.cu"))
+        .arg(source)
         .arg("-o")
         .arg(&ptx)
         .output()

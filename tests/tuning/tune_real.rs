@@ -755,6 +755,30 @@ fn a_lone_round_is_spread_over_a_free_slot() {
     );
     assert_eq!(lent_records, serial_records, "the report, record by record");
     assert!(lent_object == serial_object, "the objects differ");
+    // And what ships is what one whole-module ptxas run makes at the report's budgets.
+    let Some(nvcc) = common::nvcc_or_skip("tune_real") else {
+        return;
+    };
+    let report = std::fs::read_to_string(dir.path().join("lent.o.jsonl")).unwrap();
+    let whole = super::cache_integrity::whole_module_at_report(&nvcc, dir.path(), &src, &report);
+    let cubins = dir.path().join("lent-cubins");
+    std::fs::create_dir_all(&cubins).unwrap();
+    let o = common::command(common::toolkit_tool(&nvcc, "cuobjdump"))
+        .current_dir(&cubins)
+        .args(["-xelf", "all"])
+        .arg(dir.path().join("lent.o"))
+        .output()
+        .unwrap();
+    common::assert_ok(&o, "cuobjdump -xelf");
+    let shipped: Vec<_> = std::fs::read_dir(&cubins)
+        .unwrap()
+        .map(|e| std::fs::read(e.unwrap().path()).unwrap())
+        .collect();
+    assert_eq!(shipped.len(), 1, "one cubin in the object");
+    assert!(
+        shipped[0] == whole,
+        "the shipped cubin is whole-module ptxas's at its budgets"
+    );
 }
 
 /// An internal error while tuning (forced here) keeps what plain nvcc makes, with one warning
