@@ -138,8 +138,10 @@ done
 run_list() {
   # Each line: PROGRAM VARIANT [FLAGS...]; JOBS at a time; any failure fails the build.
   # (xargs -L joins a line ending in a blank with the next: none may end so.)
-  # step: the function that builds a line (build, frontend, forced).
-  sed 's/ *$//' "$1" | step=${step:-build} xargs -P "$jobs" -L 1 bash -c 'flags=($flags_s); $step "$@" || { echo "build.sh: $1 $2 failed" >&2; exit 255; }' _
+  # step: the function that builds a line (build, frontend, forced). An empty list builds
+  # nothing (-r: GNU xargs would otherwise run the step once with no arguments, a front end
+  # of no program when none of those given has forced variants).
+  sed 's/ *$//' "$1" | step=${step:-build} xargs -r -P "$jobs" -L 1 bash -c 'flags=($flags_s); $step "$@" || { echo "build.sh: $1 $2 failed" >&2; exit 255; }' _
 }
 run_list "$list"
 

@@ -324,6 +324,116 @@ fn forced_variants_on_a_shared_front_end_are_the_driver_builds() {
     }
 }
 
+/// `build.sh PROGRAM...` where no program given has forced variants (`control`) builds its
+/// four binaries and runs no front end: an empty list of forced variants builds nothing (GNU
+/// xargs without `-r` ran the front end once with no program, and the build failed). The
+/// toolkit and nvcc-orion are stand-ins here (shell scripts that check their inputs, log each
+/// call and write their outputs), so the check costs no real build: what it tests is
+/// build.sh's own lists, which are the same with the real tools (the full run above covers
+/// those, with every program).
+#[test]
+fn programs_without_forced_variants_build_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = dir.path().join("tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    let log = dir.path().join("calls.log");
+    // Each stand-in fails on an input file that is not there, as the real tools do.
+    let inputs_exist = r#"out=; prev=
+for a in "$@"; do
+  [ "$prev" = -o ] && out=$a
+  case $prev:$a in -o:*) ;; *.cu|*.o) [ -f "$a" ] || { echo "$0: no input file $a" >&2; exit 1; } ;; esac
+  prev=$a
+done"#;
+    let script = |name: &str, body: &str| {
+        let path = tools.join(name);
+        std::fs::write(
+            &path,
+            format!("#!/bin/sh\necho \"{name} $*\" >>\"$STANDIN_LOG\"\n{body}\n"),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    };
+    let nvcc = script(
+        "nvcc",
+        &format!(
+            "[ \"$1\" = --version ] && {{ printf 'stand-in nvcc\\nrelease 13\\n'; exit 0; }}\n\
+             {inputs_exist}\necho \"$*\" >\"$out\""
+        ),
+    );
+    script(
+        "cuobjdump",
+        "printf ' Function control_k:\\n  REG:16 STACK:0 SHARED:0\\n'",
+    );
+    // nvcc-orion's report: one kernel with no budget below ptxas's (no forced variant).
+    let orion = script(
+        "nvcc-orion",
+        &format!(
+            "[ \"$1\" = calibrate ] && {{ mkdir -p \"$3\" && : >\"$3/orion-calibrate\"; exit 0; }}\n\
+             {inputs_exist}\nfor a in \"$@\"; do case $a in --orion-report=*) report=${{a#*=}} ;; esac; done\n\
+             echo '{{\"kernel\":\"control_k\",\"reason\":\"no lower budget\",\"candidates\":[{{\"registers\":16}}],\"pruned\":[]}}' >\"$report\"\n\
+             echo \"$*\" >\"$out\""
+        ),
+    );
+    let out = dir.path().join("out");
+    let o = common::command("bash")
+        .arg(gpu_dir().join("build.sh"))
+        .arg("control")
+        .env("NVCC_ORION_NVCC", &nvcc)
+        .env("NVCC_ORION_BIN", &orion)
+        .env("OUT", &out)
+        .env("STANDIN_LOG", &log)
+        .output()
+        .unwrap();
+    common::assert_ok(&o, "build.sh control (stand-in tools)");
+    let calls = std::fs::read_to_string(&log).unwrap();
+    // Four compiles of control.cu (nvcc, default, adapt, train), four links, no front end.
+    let compiles: Vec<&str> = calls.lines().filter(|l| l.contains(" -c ")).collect();
+    assert_eq!(compiles.len(), 4, "{calls}");
+    assert!(
+        compiles.iter().all(|l| l.contains("bench/gpu/control.cu")),
+        "{calls}"
+    );
+    assert!(
+        !calls.contains("-dryrun") && !calls.contains("--ptxas"),
+        "{calls}"
+    );
+    assert_eq!(
+        calls
+            .lines()
+            .filter(|l| l.contains("-cudart static"))
+            .count(),
+        4,
+        "{calls}"
+    );
+    let stage = out.join("nvcc-orion-gpu-bench");
+    let mut bins: Vec<String> = std::fs::read_dir(stage.join("bin"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    bins.sort();
+    assert_eq!(
+        bins,
+        [
+            "control.adapt",
+            "control.default",
+            "control.nvcc",
+            "control.train"
+        ]
+    );
+    let manifest = std::fs::read_to_string(stage.join("manifest.csv")).unwrap();
+    assert_eq!(
+        manifest,
+        "program,variant,flags,kernel,registers,applied,reason\n\
+         control,adapt,\"-O3 -arch=sm_90 --orion-mode=adapt\",control_k,16,no,\"\"\n\
+         control,default,\"-O3 -arch=sm_90 \",control_k,16,yes,\"no lower budget\"\n\
+         control,nvcc,\"-O3 -arch=sm_90 \",control_k,16,yes,\"\"\n\
+         control,train,\"-O3 -arch=sm_90 --orion-mode=train\",control_k,16,no,\"\"\n"
+    );
+    assert!(out.join("nvcc-orion-gpu-bench.tar.xz").is_file());
+}
+
 #[test]
 fn cpu_references_pass_and_no_gpu_exits_3() {
     let Some(out) = built() else { return };
