@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use sha2::{Digest, Sha256};
 
 use super::dryrun::HostCompile;
+use crate::jobs::Slots;
 use crate::process::{Captured, StepContext};
 use crate::settings::Selector;
 
@@ -200,14 +201,30 @@ impl Glue {
 
     /// Run the host compilation `argv` (see [`HostCompile::of`]) as nvcc printed it, then
     /// send its launches to the glue; on any failure of ours the plain object stands, with
-    /// one warning line on the step's stderr.
+    /// one warning line on the step's stderr. A glue object nobody has begun yet is built
+    /// beside the compilation on an extra slot of `slots` when one is free: on a build whose
+    /// front ends took every slot (two architectures on two cores), this is where a core is
+    /// idle, and the compilation takes about as long as the glue (issue 47).
     pub(crate) fn compile(
         &self,
         argv: &[String],
         host: &HostCompile,
         ctx: &StepContext,
+        slots: &Slots,
     ) -> std::io::Result<Compiled> {
-        let mut captured = ctx.run(argv)?;
+        let ran = std::thread::scope(|scope| {
+            if !self.begun(argv)
+                && let Some(slot) = slots.try_extra()
+            {
+                scope.spawn(move || {
+                    let _slot = slot;
+                    self.prefetch(argv, ctx);
+                });
+            }
+            // The scope waits for the glue at its end; `attach` below would wait anyway.
+            ctx.run(argv)
+        });
+        let mut captured = ran?;
         if !captured.status.success() {
             return Ok(Compiled {
                 captured,
@@ -240,6 +257,15 @@ impl Glue {
             captured,
             note: Some(note),
         })
+    }
+
+    /// Whether the glue object of `argv`'s toolchain has been asked for (built, being built,
+    /// or failed) in this replay.
+    fn begun(&self, argv: &[String]) -> bool {
+        let Some(memo) = toolchain(argv) else {
+            return false;
+        };
+        self.built.lock().is_ok_and(|b| b.contains_key(&memo))
     }
 
     /// Rename `object`'s references to the runtime's entry points the glue stands in for and
@@ -334,10 +360,7 @@ impl Glue {
         ctx: &StepContext,
         sources: &Path,
     ) -> Result<Built, GlueError> {
-        let cc = argv[0].clone();
-        let m = argv.iter().find(|a| *a == "-m64" || *a == "-m32").cloned();
-        let include = cuda_include(argv).ok_or(GlueError::NoCudaInclude)?;
-        let memo = (cc, m, include);
+        let memo = toolchain(argv).ok_or(GlueError::NoCudaInclude)?;
         let cell = match self.built.lock() {
             Ok(mut b) => b.entry(memo.clone()).or_default().clone(),
             Err(_) => Arc::default(),
@@ -411,6 +434,14 @@ impl Glue {
             objcopy,
         })
     }
+}
+
+/// What the glue object for the host compilation `argv` is built for: its compiler, its
+/// `-m64`/`-m32` and the CUDA include directory; none without that directory.
+fn toolchain(argv: &[String]) -> Option<Toolchain> {
+    let cc = argv[0].clone();
+    let m = argv.iter().find(|a| *a == "-m64" || *a == "-m32").cloned();
+    Some((cc, m, cuda_include(argv)?))
 }
 
 /// The binutils program `name` the host compiler `cc` uses (`-print-prog-name`), else `name`.

@@ -358,12 +358,17 @@ fn run_steps(
     std::thread::scope(|scope| -> Result<(), DriverError> {
         // Whatever way this returns, no chain is left waiting on a step that will not run.
         let _stop = chains::StopOnDrop(&progress);
-        prefetch_glue(plan, ctx, glue, replay.slots, scope);
+        // The glue is offered a slot only after the last chain was: it needs nothing of the
+        // front ends, but a chain left without a slot runs after the others (issue 47).
+        let glue_at = sides.chains.iter().map(|c| c.start_at).max().unwrap_or(0);
         let mut pending: Vec<Pending<'_>> = Vec::new();
         let mut running: Vec<Running<'_>> = Vec::new();
         for (i, step) in plan.steps.iter().enumerate() {
             replay.done.steps += 1;
             running.extend(replay.start_chains(i, plan, scope));
+            if i == glue_at {
+                prefetch_glue(plan, ctx, glue, replay.slots, scope);
+            }
             if replay.placed_aside(i, step, &mut running) {
                 continue;
             }
@@ -466,8 +471,9 @@ fn run_chain(
 }
 
 /// With the selector's glue, build its object for the plan's host compiler on an extra job
-/// slot, if one is free, while the front ends run (it needs nothing of theirs); the host
-/// compile waits for it. Without a free slot the host compile builds it, as before.
+/// slot, if one is still free once every chain was offered one, while the front ends run (it
+/// needs nothing of theirs); the host compile waits for it. Without a free slot the host
+/// compile builds it beside itself ([`glue::Glue::compile`]).
 fn prefetch_glue<'s, 'a: 's>(
     plan: &'a dryrun::Plan,
     ctx: &'a StepContext,
@@ -559,8 +565,10 @@ impl<'a> Replay<'a> {
         } else if let Some(glue) = self.glue
             && let RunKind::HostCompile(host) = kind
         {
-            let compiled = timings::timed(Phase::FrontEnd, || glue.compile(argv, host, ctx))
-                .map_err(spawn_err)?;
+            let compiled = timings::timed(Phase::FrontEnd, || {
+                glue.compile(argv, host, ctx, self.slots)
+            })
+            .map_err(spawn_err)?;
             if tune.settings.verbose {
                 self.aside.extend(compiled.note);
             }

@@ -1306,3 +1306,97 @@ fn driver_falls_back_to_the_plain_object() {
     assert_eq!(ours.status.code(), theirs.status.code());
     assert_eq!(ours.stderr, theirs.stderr);
 }
+
+/// A host compiler at `dir/cc/gcc` for [`the_glue_leaves_the_front_ends_their_slot`]: gcc,
+/// except that the host compilation of the `.cudafe1.cpp` first marks that it started, and
+/// the glue's compile (`orion_runtime.cpp`) first waits, at most 20 s, for that mark and
+/// appends to `dir/order` whether it saw it ("beside") or not ("before"). None: no gcc on PATH.
+fn gcc_marking_the_host_compile(dir: &Path) -> Option<PathBuf> {
+    let gcc = std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join("gcc"))
+            .find(|g| g.is_file())
+    })?;
+    let d = dir.display();
+    let wrapper = format!(
+        "#!/bin/sh\ncase \" $* \" in\n\
+         *\" -E \"*) ;;\n\
+         *.cudafe1.cpp\" \"*) : > \"{d}/host-started\" ;;\n\
+         *orion_runtime.cpp\" \"*)\n\
+         n=0\n\
+         while [ ! -e \"{d}/host-started\" ] && [ $n -lt 200 ]; do sleep 0.1; n=$((n+1)); done\n\
+         if [ -e \"{d}/host-started\" ]; then echo beside; else echo before; fi >> \"{d}/order\" ;;\n\
+         esac\nexec \"{}\" \"$@\"\n",
+        gcc.display()
+    );
+    std::fs::create_dir(dir.join("cc")).unwrap();
+    let cc = dir.join("cc/gcc");
+    std::fs::write(&cc, wrapper).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&cc, std::fs::Permissions::from_mode(0o755)).unwrap();
+    Some(cc)
+}
+
+/// Issue 47: under adapt, a two-architecture build with one spare jobserver token (two cores)
+/// gives the token to sm_90's front end, as a default build does, and compiles the selector's
+/// glue beside the host compilation at the end, where the token is free again. Before, the
+/// glue took the token at the plan's first step, so both front ends ran one after the other
+/// on the driver's slot while the glue's compile (about a second of CPU) used the other core
+/// for a fraction of their time. The object is the one a build without a spare token makes.
+#[test]
+fn the_glue_leaves_the_front_ends_their_slot() {
+    let Some(nvcc) = common::nvcc_or_skip("the_glue_leaves_the_front_ends_their_slot") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let Some(cc) = gcc_marking_the_host_compile(dir.path()) else {
+        common::skip(
+            "the_glue_leaves_the_front_ends_their_slot",
+            "no gcc on PATH",
+        );
+        return;
+    };
+    std::fs::write(
+        dir.path().join("k.cu"),
+        "__global__ void k(float* p) { p[threadIdx.x] *= 2.0f; }\n\
+         void launch(float* p) { k<<<1, 32>>>(p); }\n",
+    )
+    .unwrap();
+    let build = |tokens: usize| {
+        let client = jobserver::Client::new(tokens).expect("a jobserver");
+        let mut cmd = orion(&nvcc, "adapt", Path::new("off"));
+        cmd.current_dir(dir.path())
+            .args(["-c", "-O3", "-ccbin"])
+            .arg(&cc)
+            .args(["-gencode", "arch=compute_80,code=sm_80"])
+            .args(["-gencode", "arch=compute_90,code=sm_90"])
+            .args(["k.cu", "-o", "k.o"])
+            .env("NVCC_ORION_VERBOSE", "1");
+        client.configure_make(&mut cmd);
+        let o = run(&mut cmd);
+        assert_eq!(
+            client.available().unwrap(),
+            tokens,
+            "the jobserver's tokens after the build"
+        );
+        let said = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(
+            said.contains("launch-time selector (adapt) merged into k.o"),
+            "{said}"
+        );
+        let object = std::fs::read(dir.path().join("k.o")).unwrap();
+        (said, common::mask_tmpxft(&object))
+    };
+    let (said, side) = build(1);
+    assert!(
+        said.contains("nvcc-orion: sm_90: front end run beside the steps before it"),
+        "the glue took the front end's slot: {said}"
+    );
+    let order = std::fs::read_to_string(dir.path().join("order")).unwrap();
+    assert_eq!(
+        order, "beside\n",
+        "the glue was compiled before the host compilation began"
+    );
+    let (_, serial) = build(0);
+    assert!(side == serial, "the objects differ");
+}
