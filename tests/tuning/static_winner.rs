@@ -9,9 +9,11 @@
 //! arguments for a `-cubin`) on the PTX that build kept: a default build tunes only its ptxas
 //! step, and the front end before it does not depend on nvcc-orion's mode or the output kind,
 //! so this is the cubin and report a default `-cubin` gives (checked on all these files when
-//! the change was made, bench/results/suite.md "Seventh pass"; the driver's default path is
-//! the other tuning tests' subject). Issue 50: the front end again per file was about a fifth
-//! of the test, the host compile of a default object most of it before that.
+//! the change was made, bench/results/suite.md "Seventh pass"). The driver's default build
+//! against adapt's stays checked where it is built anyway: `multi_variant.rs`'s
+//! `same_originals` on `walk.cu`, `two.cu` and the builds beside them. Issue 50: the front end
+//! again per file was about a fifth of the test, the host compile of a default object most of
+//! it before that.
 //! The kernel code is compared as the cubins' bytes (each function's section and relocations,
 //! see [`code_of`]), which is what `cuobjdump -sass` listed, without its 54 runs.
 
