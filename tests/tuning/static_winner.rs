@@ -82,9 +82,15 @@ fn code_of(file: &Path, scratch: &Path) -> BTreeMap<String, Vec<u8>> {
         for s in &parsed.elf().sections {
             if let Some(name) = s.name.strip_prefix(".text.") {
                 let code = out.entry(name.to_string()).or_default();
-                code.extend_from_slice(&s.data);
-                code.extend(relocations(&parsed, &format!(".rela{}", s.name), 24));
-                code.extend(relocations(&parsed, &format!(".rel{}", s.name), 16));
+                // Each part led by its length, so that no two different functions read alike.
+                for part in [
+                    s.data.clone(),
+                    relocations(&parsed, &format!(".rela{}", s.name), 24),
+                    relocations(&parsed, &format!(".rel{}", s.name), 16),
+                ] {
+                    code.extend_from_slice(&(part.len() as u64).to_le_bytes());
+                    code.extend(part);
+                }
             }
         }
     }
