@@ -4,9 +4,18 @@
 //! build's candidates alone: on every test kernel, example and build benchmark the report's
 //! choice and the cubin's kernel code are the same in both builds.
 //!
-//! The default build is a `-cubin` (the device side alone) and the adapt build an object (its
-//! host side carries the selector): nvcc-orion's choice and ptxas's code do not depend on the
-//! host compile, which is most of an object build's time (issue 50: the test ran 168 s).
+//! The adapt build is an object (its host side carries the selector), built with `--keep`.
+//! The default build is nvcc-orion's ptxas step (`nvcc-orion --ptxas`, nvcc's own ptxas
+//! arguments for a `-cubin`) on the PTX that build kept: a default build tunes only its ptxas
+//! step, and the front end before it does not depend on nvcc-orion's mode or the output kind,
+//! so this is the cubin and report a default `-cubin` gives (checked on all these files when
+//! the change was made, bench/results/suite.md "Seventh pass"). The driver's default build
+//! against adapt's stays checked where it is built anyway: `multi_variant.rs`'s
+//! `same_originals` on `walk.cu`, `two.cu` and the builds beside them. Issue 50: the front end
+//! again per file was about a fifth of the test, the host compile of a default object most of
+//! it before that.
+//! The kernel code is compared as the cubins' bytes (each function's section and relocations,
+//! see [`code_of`]), which is what `cuobjdump -sass` listed, without its 54 runs.
 
 use crate::common;
 
@@ -55,25 +64,111 @@ fn choices(report: &Path) -> BTreeMap<String, (serde_json::Value, u64, String)> 
         .collect()
 }
 
-/// `cuobjdump -sass` of each function in `object`: its instruction lines (with encodings).
-fn sass_of(object: &Path) -> BTreeMap<String, String> {
-    let text = common::fixtures::cuobjdump(&["-sass"], object).unwrap();
-    let mut out = BTreeMap::new();
-    let mut current: Option<String> = None;
-    for line in text.lines() {
-        let t = line.trim();
-        if let Some(name) = t.strip_prefix("Function : ") {
-            current = Some(name.to_string());
-        } else if t.starts_with("....") {
-            current = None;
-        } else if let Some(k) = current.as_ref().filter(|_| t.starts_with("/*")) {
-            // cuobjdump pads columns to the widest line of the file.
-            let code: &mut String = out.entry(k.clone()).or_default();
-            code.push_str(&t.split_whitespace().collect::<Vec<_>>().join(" "));
-            code.push('\n');
+/// Each function's code in the cubins of `file` (a cubin, or an object whose cubins
+/// `cuobjdump -xelf all` extracts into `scratch`): the bytes of its `.text.<name>` section and
+/// its relocations, appended in image order for a name in several images.
+///
+/// This is what `cuobjdump -sass` prints of a function, read without the disassembler (issue
+/// 50: its ~0.6 s a run was 54 runs here): every listing line is one 16-byte instruction of the
+/// section with its encoding, and the only other input to the listing is the relocations, whose
+/// targets it names. Equal bytes and relocations give equal listings, and equal listings
+/// (encodings included) give equal bytes, so the comparison is the one the listing made.
+fn code_of(file: &Path, scratch: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    for cubin in cubins_in(file, scratch) {
+        let bytes = std::fs::read(&cubin).unwrap();
+        let parsed = nvcc_orion::cubin::Cubin::parse(&bytes)
+            .unwrap_or_else(|e| panic!("{}: {e}", cubin.display()));
+        for s in &parsed.elf().sections {
+            if let Some(name) = s.name.strip_prefix(".text.") {
+                let code = out.entry(name.to_string()).or_default();
+                // Each part led by its length, so that no two different functions read alike.
+                for part in [
+                    s.data.clone(),
+                    relocations(&parsed, &format!(".rela{}", s.name), 24),
+                    relocations(&parsed, &format!(".rel{}", s.name), 16),
+                ] {
+                    code.extend_from_slice(&(part.len() as u64).to_le_bytes());
+                    code.extend(part);
+                }
+            }
         }
     }
     out
+}
+
+/// The cubins of `file`: itself when it is one, else those `cuobjdump -xelf all` extracts.
+fn cubins_in(file: &Path, scratch: &Path) -> Vec<PathBuf> {
+    if file.extension().is_some_and(|e| e == "cubin") {
+        return vec![file.to_path_buf()];
+    }
+    std::fs::create_dir_all(scratch).unwrap();
+    let o = common::command(common::fixtures::tool("cuobjdump"))
+        .args(["-xelf", "all"])
+        .arg(file)
+        .current_dir(scratch)
+        .output()
+        .unwrap();
+    common::assert_ok(&o, &format!("cuobjdump -xelf all {}", file.display()));
+    let mut found: Vec<PathBuf> = std::fs::read_dir(scratch)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "cubin"))
+        .collect();
+    // Sorted by name (`<base>.<N>.sm_XX.cubin`) so that the order is the same every run.
+    found.sort();
+    assert!(!found.is_empty(), "{}: no cubin", file.display());
+    found
+}
+
+/// The relocation section `name` of `cubin` (entries of `size` bytes: 24 RELA, 16 REL) as
+/// bytes that compare across cubins: offset, type and addend as stored, the target by its
+/// symbol's name (symbol indices differ between an adapt and a default cubin).
+fn relocations(cubin: &nvcc_orion::cubin::Cubin, name: &str, size: usize) -> Vec<u8> {
+    let Some(section) = cubin.elf().sections.iter().find(|s| s.name == name) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for entry in section.data.chunks(size) {
+        assert_eq!(entry.len(), size, "{name}: a partial relocation entry");
+        let info = u64::from_le_bytes(entry[8..16].try_into().unwrap());
+        let target = &cubin.symbols()[(info >> 32) as usize].name;
+        out.extend_from_slice(&entry[..8]);
+        out.extend_from_slice(&(info as u32).to_le_bytes());
+        out.extend_from_slice(&entry[16..]);
+        out.extend_from_slice(target.as_bytes());
+        out.push(0);
+    }
+    out
+}
+
+/// nvcc's own ptxas arguments for a `-cubin` of `flags` (its `--dryrun`), without the PTX
+/// and the output.
+fn ptxas_args(nvcc: &Path, flags: &[&std::ffi::OsStr]) -> Vec<String> {
+    let o = common::command(nvcc)
+        .arg("-cubin")
+        .args(flags)
+        .args(["--dryrun", "-o", "dry.cubin"])
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&o.stderr).into_owned() + &String::from_utf8_lossy(&o.stdout);
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix("#$ ptxas "))
+        .unwrap_or_else(|| panic!("no ptxas step in nvcc --dryrun:\n{text}"));
+    let mut args = Vec::new();
+    let mut words = line.split_whitespace().map(|w| w.trim_matches('"'));
+    while let Some(w) = words.next() {
+        match w {
+            "-o" => {
+                words.next();
+            }
+            w if w.ends_with(".ptx") => {}
+            w => args.push(w.to_string()),
+        }
+    }
+    args
 }
 
 #[test]
@@ -86,36 +181,47 @@ fn adapt_originals_are_what_the_default_build_ships() {
     let mut compared = 0;
     for src in sources() {
         let name = src.file_stem().unwrap().to_string_lossy().into_owned();
+        let flags = [
+            "-arch=sm_90".as_ref(),
+            "-I".as_ref(),
+            src.parent().unwrap().as_os_str(),
+            src.as_os_str(),
+        ];
+        let keep = dir.path().join(format!("{name}.keep"));
+        std::fs::create_dir_all(&keep).unwrap();
         let build = |mode: &str| {
             let report = dir.path().join(format!("{name}.{mode}.jsonl"));
-            // Adapt builds an object, not a -cubin: a -cubin under adapt has no host object for
-            // the glue, so it gets no selector and is a default build (docs/selector.md). The
-            // default build needs no host side: its cubin is what its object would embed.
-            let (kind, ext) = if mode == "adapt" {
-                ("-c", "o")
-            } else {
-                ("-cubin", "cubin")
-            };
-            let object = dir.path().join(format!("{name}.{mode}.{ext}"));
             let mut c = common::without_our_settings(common::orion(), &nvcc);
-            if mode == "adapt" {
-                c.env("NVCC_ORION", "adapt");
-            }
-            let o = c
-                .env("NVCC_ORION_CACHE", &cache)
-                .env("NVCC_ORION_REPORT", &report)
-                .args([kind, "-arch=sm_90", "-I"])
-                .arg(src.parent().unwrap())
-                .arg(&src)
-                .arg("-o")
-                .arg(&object)
-                .output()
-                .unwrap();
+            c.env("NVCC_ORION_CACHE", &cache)
+                .env("NVCC_ORION_REPORT", &report);
+            let object = if mode == "adapt" {
+                // An object, not a -cubin: a -cubin under adapt has no host object for the
+                // glue, so it gets no selector and is a default build (docs/selector.md). Its
+                // front end's PTX is kept for the default build below.
+                c.env("NVCC_ORION", "adapt")
+                    .arg("-c")
+                    .args(flags)
+                    .arg("--keep")
+                    .arg("--keep-dir")
+                    .arg(&keep);
+                dir.path().join(format!("{name}.adapt.o"))
+            } else {
+                // The default build as nvcc-orion's ptxas step on that PTX, with nvcc's own
+                // ptxas arguments: what a default `-cubin` runs after the front end, which
+                // depends on neither the mode nor the output kind (issue 50: the front end
+                // again per file was about a fifth of the test).
+                c.arg("--ptxas")
+                    .args(ptxas_args(&nvcc, &flags))
+                    .arg(keep.join(format!("{name}.ptx")));
+                dir.path().join(format!("{name}.tune.cubin"))
+            };
+            let o = c.arg("-o").arg(&object).output().unwrap();
             common::assert_ok(&o, &format!("{name} ({mode})"));
-            (choices(&report), sass_of(&object))
+            let scratch = dir.path().join(format!("{name}.{mode}.cubins"));
+            (choices(&report), code_of(&object, &scratch))
         };
-        let (tune, tune_sass) = build("tune");
-        let (adapt, adapt_sass) = build("adapt");
+        let (adapt, adapt_code) = build("adapt");
+        let (tune, tune_code) = build("tune");
         assert_eq!(
             adapt, tune,
             "{name}: adapt's static winners are the default build's"
@@ -124,17 +230,18 @@ fn adapt_originals_are_what_the_default_build_ships() {
         // comparison below covers them all.
         let missing: Vec<&String> = tune
             .keys()
-            .filter(|k| !tune_sass.contains_key(*k))
+            .filter(|k| !tune_code.contains_key(*k))
             .collect();
         assert!(missing.is_empty(), "{name}: no SASS for {missing:?}");
-        for (k, code) in &tune_sass {
-            let got = adapt_sass.get(k).map(String::as_str).unwrap_or("");
-            let first = code.lines().zip(got.lines()).find(|(a, b)| a != b);
+        for (k, code) in &tune_code {
+            let got = adapt_code.get(k).map(Vec::as_slice).unwrap_or(&[]);
+            let first = code.iter().zip(got).position(|(a, b)| a != b);
             assert!(
-                got == code,
-                "{name}: {k} ships other code under adapt: {first:?} ({} / {} lines)",
-                code.lines().count(),
-                got.lines().count()
+                got == code.as_slice(),
+                "{name}: {k} ships other code under adapt: first differing byte {first:?} \
+                 ({} / {} bytes)",
+                code.len(),
+                got.len()
             );
         }
         compared += tune.len();
