@@ -31,6 +31,7 @@ pub(crate) mod report_line;
 pub(crate) mod rounds;
 pub(crate) mod select;
 pub(crate) mod step;
+pub(crate) mod trim;
 pub(crate) mod variants;
 
 use std::io::Write;

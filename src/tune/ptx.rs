@@ -102,6 +102,13 @@ pub struct EntryDecl {
     directive: Option<(usize, usize)>,
 }
 
+impl EntryDecl {
+    /// Byte offsets of its `.entry` keyword and of its body's `{`.
+    pub(super) fn at(&self) -> (usize, usize) {
+        (self.start, self.body)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PtxError {
     #[error("PTX: .entry at byte {0} has no parameter list or body")]
@@ -275,7 +282,7 @@ pub fn with_copies(ptx: &str, copies: &[(String, String)]) -> Result<String, Ptx
 
 /// The byte offset of the `}` that closes the `{` at `open` (`code`: comments and strings
 /// blanked).
-fn closing_brace(code: &str, open: usize) -> Option<usize> {
+pub(super) fn closing_brace(code: &str, open: usize) -> Option<usize> {
     let mut depth = 0usize;
     for (i, c) in code.bytes().enumerate().skip(open) {
         match c {

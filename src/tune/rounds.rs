@@ -2,17 +2,20 @@
 //! slots (issue 47, docs/DESIGN.md §Budgets at occupancy cliffs, bench/results/build.md).
 //!
 //! Measured with the toolkit's ptxas (CUDA 13.x, bench/results/build.md): a variant run's
-//! resident set is a fixed part, a part that grows with the whole module's PTX text (every
-//! `--entry` run reads all of it), and a part that grows with the PTX text of each kernel it
-//! compiles *below ptxas's own register choice*: those are additive within one run (16 double
-//! kernels at 48 registers 115 MB, 15 float ones 100 MB, the 46 of them in one run 197 MB,
-//! against 67 MB for plain ptxas on the whole module). The fixed and module parts are paid
-//! again by every run, so a round is split only as far as needed: each part's predicted
-//! memory stays within [`PEAK_OVER_PLAIN`] times the plain ptxas run's.
+//! resident set is a fixed part, a part that grows with the PTX text it reads, and a part that
+//! grows with the PTX text of each kernel it compiles *below ptxas's own register choice*:
+//! those are additive within one run (16 double kernels at 48 registers 115 MB, 15 float ones
+//! 100 MB, the 46 of them in one run 197 MB, against 67 MB for plain ptxas on the whole
+//! module; measured when every `--entry` run read the whole module). A plain round now reads
+//! only the module less the entries it does not build ([`super::trim`]); its memory is still
+//! predicted as if it read the whole module, an over-estimate, so the bound holds. The fixed
+//! and text parts are paid again by every run, so a round is split only as far as needed:
+//! each part's predicted memory stays within [`PEAK_OVER_PLAIN`] times the plain ptxas run's.
 //!
 //! A stage left as one plain round while job slots are free (the other architectures' steps
 //! are done) is split too, across the free slots ([`spread_over_free_slots`]): the parts run
-//! side by side, so the stage's wall time falls, for one more parse of the module per part.
+//! side by side, so the stage's wall time falls, for one more parse of the text every part
+//! reads (the module less its entries, [`super::trim::shared_len`]) per part.
 //!
 //! Only a plain round is split: a kernel's SASS does not depend on the entries built beside
 //! it ([`super::variants`]), so its parts give the same code. A pragma round is not: ptxas
@@ -81,8 +84,9 @@ const COMPILE_OVER_READ: f64 = 8.0;
 /// `stage` with its plain round split over the job slots free now (`free` takes and counts
 /// them; the build's workers take them again), when that round is the whole stage. Of `k`
 /// parts each saves its share of the round's compile time `C` (wall: `C (1 - 1/k)`) and
-/// costs one more read of the module `R` (CPU: `(k - 1) R`); so at most
-/// `COMPILE_OVER_READ * lowered / module` parts. Parts of near-equal PTX, in name order:
+/// costs one more read of the text every part reads `R` (CPU: `(k - 1) R`; the module less
+/// its entries, each part reading its own kernels besides); so at most
+/// `COMPILE_OVER_READ * lowered / shared` parts. Parts of near-equal PTX, in name order:
 /// which kernels run beside which does not change their code ([`super::variants`]). `notes`
 /// says which rounds were spread (verbose mode: how many runs a stage takes depends on the
 /// slots free at the time, not what it builds).
@@ -100,7 +104,8 @@ pub(crate) fn spread_over_free_slots(
         return stage;
     }
     let lowered: usize = round.keys().filter_map(|k| lengths.get(k)).sum();
-    let worth = (COMPILE_OVER_READ * lowered as f64 / ptx.len().max(1) as f64) as usize;
+    let shared = super::trim::shared_len(ptx);
+    let worth = (COMPILE_OVER_READ * lowered as f64 / shared.max(1) as f64) as usize;
     if worth < 2 {
         return stage;
     }

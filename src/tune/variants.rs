@@ -7,7 +7,9 @@
 //! kernel's SASS does not depend on the other entries of the module, nor on their limits
 //! (docs/DESIGN.md §Per-kernel budgets; guarded by a test on real ptxas output), so the kernels
 //! that do not vary need not be compiled again. Not in a module that uses functions as values
-//! ([`super::function_pointers`]): there it does.
+//! ([`super::function_pointers`]): there it does. A plain round is given only the entries it
+//! compiles, besides everything else the module holds ([`super::trim`]): an `--entry` run
+//! still parses every entry of the text it is given.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -274,7 +276,10 @@ impl Builder<'_> {
         self.build_with(i, budgets, &only)
     }
 
-    /// Build one variant, with `--entry` for each of `only` (none: the whole module).
+    /// Build one variant, with `--entry` for each of `only` (none: the whole module). A
+    /// plain round's PTX holds only the entries it builds ([`super::trim`]), so ptxas does
+    /// not parse the others; a pragma round's is the whole module, since ptxas refuses the
+    /// pragma by what the module holds (a refusal decides which candidates exist).
     fn build_with(
         &self,
         i: usize,
@@ -282,6 +287,11 @@ impl Builder<'_> {
         only: &[&str],
     ) -> Result<Built, VariantError> {
         let ptx = super::ptx::with_budgets(self.ptx, budgets)?;
+        let plain = budgets.values().all(|b| !b.smem_spill);
+        let ptx = match plain.then(|| super::trim::only_entries(&ptx, only)) {
+            Some(Some(trimmed)) => trimmed,
+            _ => ptx,
+        };
         self.build_text(i, budgets, &ptx, only, &[])
     }
 

@@ -389,6 +389,85 @@ fn splice_equals_whole_module_run() {
     }
 }
 
+/// Issue 47: a plain variant round is handed PTX that holds only the entries it builds (the
+/// module's header, globals and functions kept), so ptxas does not parse the other kernels;
+/// and each kernel it builds has the code and attributes of a whole-module ptxas run of the
+/// module nvcc makes, at the budgets the round gave (a reference this tool did not make).
+/// Read from a toolkit whose ptxas keeps every run's input and output: bench/build/chem.cu on
+/// sm_90, in the default mode, which retunes three of its kernels. Before, every round's
+/// input held all of the module's entries.
+#[test]
+fn a_round_is_given_only_the_entries_it_builds() {
+    let Some(nvcc) = nvcc() else { return };
+    let dir = scratch("trim");
+    let d = dir.path();
+    let log = d.join("runs");
+    std::fs::create_dir_all(&log).unwrap();
+    let script = format!(
+        "#!/bin/sh\nrun=$(mktemp -d '{log}/run.XXXXXX')\necho \"$@\" > \"$run/args\"\n\
+         for a in \"$@\"; do case \"$a\" in *.ptx) cp \"$a\" \"$run/in.ptx\";; esac; done\n\
+         '{ptxas}' \"$@\"\nrc=$?\nprev=\n\
+         for a in \"$@\"; do [ \"$prev\" = -o ] && cp \"$a\" \"$run/out.cubin\"; prev=\"$a\"; done\n\
+         exit $rc\n",
+        log = log.display(),
+        ptxas = common::toolkit_tool(&nvcc, "ptxas").display()
+    );
+    let tk = super::cache_integrity::toolkit_with_ptxas(&nvcc, &d.join("tk"), &script);
+    let src = source("bench/build/chem.cu");
+    let mut cmd = common::orion();
+    cmd.env("NVCC_ORION_NVCC", &tk)
+        .env("NVCC_ORION_CACHE", "off")
+        .args(["-c", "-O3", "-arch=sm_90"])
+        .arg(&src)
+        .arg("-o")
+        .arg(d.join("chem.o"));
+    run(&mut cmd);
+    let module = ptx_of(&nvcc, &src, 90, &d.join("module.ptx"));
+    let all = ptx::entries(&module).unwrap().len();
+    let mut rounds = 0;
+    for e in std::fs::read_dir(&log).unwrap() {
+        let run = e.unwrap().path();
+        let args = std::fs::read_to_string(run.join("args")).unwrap();
+        let words: Vec<&str> = args.split_whitespace().collect();
+        let mut only: Vec<&str> = words
+            .windows(2)
+            .filter(|w| w[0] == "--entry")
+            .map(|w| w[1])
+            .collect();
+        if only.is_empty() {
+            continue;
+        }
+        only.sort();
+        let text = std::fs::read_to_string(run.join("in.ptx")).unwrap();
+        let given = ptx::entries(&text).unwrap();
+        if text.contains("enable_smem_spilling") {
+            // A pragma round stays whole (ptxas refuses the pragma by what the module holds).
+            assert_eq!(given.len(), all, "{args}");
+            continue;
+        }
+        let mut names: Vec<&str> = given.iter().map(|g| g.name.as_str()).collect();
+        names.sort();
+        assert_eq!(names, only, "a round's PTX holds other entries: {args}");
+        assert!(given.len() < all, "{args}");
+        let budgets: BTreeMap<String, Budget> = given
+            .iter()
+            .filter_map(|g| Some((g.name.clone(), Budget::regs(g.maxnreg?))))
+            .collect();
+        assert_eq!(budgets.len(), only.len(), "{args}");
+        let stem = run.join("whole");
+        let whole = ptxas_with(&[], &nvcc, &stem, &module, 90, &budgets, &[]);
+        let round = Cubin::parse(&std::fs::read(run.join("out.cubin")).unwrap()).unwrap();
+        for k in &only {
+            assert!(
+                kernel_parts(&round, k) == kernel_parts(&whole, k),
+                "{k}: the round's code or attributes differ from a whole-module run ({args})"
+            );
+        }
+        rounds += 1;
+    }
+    assert!(rounds >= 1, "no plain --entry round was run");
+}
+
 /// Issue 47: kernels tuned below ptxas's budget whose `.debug_frame` records change length
 /// (tests/kernels/assembly/frames.cu: values live across calls to a `__noinline__` helper,
 /// whose frame program saves other registers at 32) are spliced into ptxas's cubin, with no
