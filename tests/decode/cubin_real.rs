@@ -264,9 +264,11 @@ fn one_per_arch() -> Vec<(u32, &'static Extracted)> {
     best.into_iter().map(|(a, (_, e))| (a, e)).collect()
 }
 
+/// nvdisasm lists the edited cubin whole without an error, and cuobjdump reads its ELF. One
+/// nvdisasm run, not also a `-c` one (issue 50: each costs about 0.4 s of CPU): the whole
+/// listing is the code sections `-c` lists (line for line, on the 20 cubins of
+/// `tests/kernels/sass`) plus the other sections, so it disassembles all that `-c` would.
 fn toolkit_accepts(path: &Path, label: &str) {
-    fixtures::run_tool("nvdisasm", &["-c"], path)
-        .unwrap_or_else(|e| panic!("{label}: nvdisasm -c rejects the edited cubin: {e}"));
     fixtures::nvdisasm_ok(path).unwrap_or_else(|e| panic!("{label}: {e}"));
     fixtures::elf_dump(path)
         .unwrap_or_else(|e| panic!("{label}: cuobjdump -elf rejects the edited cubin: {e}"));

@@ -137,13 +137,6 @@ fn built() -> Option<&'static Built> {
     .as_ref()
 }
 
-fn tool(b: &Built, name: &str, args: &[&str], path: &Path) -> String {
-    let out = run(Command::new(common::toolkit_tool(&b.nvcc, name))
-        .args(args)
-        .arg(path));
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 /// The register budgets below the kernel's count, highest first: the allocation units
 /// (multiples of 8) down to 32. Those that are occupancy cliffs for 128-thread blocks
 /// (the occupancy model's `register_cliffs`) are marked in the test output; the others are
@@ -195,8 +188,9 @@ fn demote_and_check(b: &Built, arch: u32, level: usize) -> Vec<(String, u32, Res
     let outcome = proven::regdem(&bytes, &requests).unwrap();
     let out_path = b.dir.join(format!("out_{arch}_{level}.cubin"));
     std::fs::write(&out_path, &outcome.bytes).unwrap();
-    // nvdisasm accepts the whole file.
-    assert!(!tool(b, "nvdisasm", &["-c"], &out_path).is_empty());
+    // nvdisasm accepts the whole file: its `-json` listing of every section, which `decode_file`
+    // reads (before issue 50 also a `-c` listing of the same bytes, 0.4 s of CPU for no
+    // further check: both list every section's code, and the proof lists `-c -plr` too).
     let after = decode::decode_file(&nvdisasm, &out_path).unwrap();
     let ru = common::fixtures::res_usage(&out_path).unwrap();
     let written = Cubin::parse(&outcome.bytes).unwrap();
@@ -308,8 +302,11 @@ fn kernels_reach_the_first_cliff_below_on_every_arch() {
 fn kernels_reach_lower_budgets_too() {
     let Some(b) = built() else { return };
     let mut tried = 0;
-    for level in [1, 2] {
-        for &arch in ARCHS {
+    // Both levels of one arch in a row: the proof keeps its decode of the original cubin for
+    // the second (`tune::proven` keeps the last few per process), where the levels one after
+    // the other had it listed again (issue 50: 8 nvdisasm runs of bytes already listed).
+    for &arch in ARCHS {
+        for level in [1, 2] {
             for (kernel, target, result) in demote_and_check(b, arch, level) {
                 tried += 1;
                 if let Err(e) = result {

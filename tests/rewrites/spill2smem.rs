@@ -224,9 +224,9 @@ fn spilling_kernels_move_to_shared_on_every_arch() {
         let outcome = proven::spill2smem(&bytes, &requests).unwrap();
         let out_path = b.dir.join(format!("out_{arch}.cubin"));
         std::fs::write(&out_path, &outcome.bytes).unwrap();
-        // nvdisasm accepts it; our decode of its text shows the intended code.
-        let text = tool(b, "nvdisasm", &["-c"], &out_path);
-        assert!(!text.is_empty());
+        // nvdisasm accepts it: its `-json` listing of every section, which `decode_file` reads
+        // (before issue 50 also a `-c` listing of the same bytes, 0.4 s of CPU for no further
+        // check: both list every section's code); our decode shows the intended code.
         let after = decode::decode_file(&nvdisasm, &out_path).unwrap();
         let ru = common::fixtures::res_usage(&out_path).unwrap();
         for (kernel, result) in &outcome.kernels {
