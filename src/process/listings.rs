@@ -9,7 +9,8 @@
 //! input, never by a path or a size, and the tool always reads this module's own copy of the
 //! bytes it hashed. What the tools print does not depend on the input file's name or folder
 //! (`-json`, `-c -plr`, `-g -gp`, `-c`, `cuobjdump -elf` of the same bytes at two paths are
-//! byte for byte the same, `tests/assembly/assembly_check.rs`), so the arguments are kept
+//! byte for byte the same: `tests/assembly/assembly_check.rs`,
+//! `a_listing_does_not_depend_on_the_input_path`), so the arguments are kept
 //! without the input path.
 
 use std::collections::{HashMap, VecDeque};

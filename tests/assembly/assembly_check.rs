@@ -1030,3 +1030,44 @@ fn a_rewrite_build_lists_each_distinct_cubin_once() {
         "a cubin listed twice the same way:\n{text}"
     );
 }
+
+/// `process::listings` keys a listing by the tool, its arguments and the input's bytes, not
+/// by the input's path: sound only if what the tools print of the same bytes does not depend
+/// on the file's name or folder. Each way the proof and the check list a cubin, on one cubin
+/// with a line table (so `-g -gp` prints lines) at two paths of different names and depths.
+#[test]
+fn a_listing_does_not_depend_on_the_input_path() {
+    let Some(nvcc) = common::nvcc_or_skip("assembly_check") else {
+        return;
+    };
+    let b = builds_with(&nvcc, 90, false, true);
+    let dir = tempfile::tempdir().unwrap();
+    let one = dir.path().join("a.cubin");
+    let other = dir.path().join("deeper").join("zz_other_name.bin");
+    std::fs::create_dir_all(other.parent().unwrap()).unwrap();
+    std::fs::write(&one, &b.whole32).unwrap();
+    std::fs::write(&other, &b.whole32).unwrap();
+    let nvdisasm = common::toolkit_tool(&nvcc, "nvdisasm");
+    let cuobjdump = common::toolkit_tool(&nvcc, "cuobjdump");
+    let ways: [(&PathBuf, &[&str]); 5] = [
+        (&nvdisasm, &["-json"]),
+        (&nvdisasm, &["-c", "-plr"]),
+        (&nvdisasm, &["-g", "-gp"]),
+        (&nvdisasm, &["-c"]),
+        (&cuobjdump, &["-elf"]),
+    ];
+    for (tool, args) in ways {
+        let list = |p: &Path| {
+            let o = Command::new(tool).args(args).arg(p).output().unwrap();
+            common::assert_ok(&o, &format!("{} {args:?}", tool.display()));
+            o.stdout
+        };
+        let at_one = list(&one);
+        assert!(at_one.len() > 1000, "{args:?}: a real listing");
+        assert!(
+            at_one == list(&other),
+            "{} {args:?} prints the same bytes differently at another path",
+            tool.display()
+        );
+    }
+}
