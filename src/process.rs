@@ -2,7 +2,11 @@
 //! step's PATH, argv[0] as printed, output captured so nothing is shown unless the whole
 //! replay succeeds. Below both the driver, which runs every step of a replay this way, and
 //! the tuner, which runs ptxas's variants the same way: the driver hands ptxas steps down to
-//! `tune::ptxas_step`, and nothing here knows either (docs/DESIGN.md).
+//! `tune::ptxas_step`, and nothing here knows either (docs/DESIGN.md). The toolkit readers'
+//! listings of a cubin, run once per process and shared by the proof and the assembly check,
+//! are [`listings`].
+
+pub mod listings;
 
 use std::ffi::OsString;
 use std::io::{Read, Seek};

@@ -177,7 +177,7 @@ pub fn check_cached(
 /// by side on the free job slots: every cubin's `cuobjdump -elf` first, then the listings of
 /// the functions whose code differs from their origin's.
 pub fn check_each(tools: &Tools, job: &Job<'_>) -> Result<(Checked, Vec<AuditError>), AuditError> {
-    let reader = Reader::new(tools)?;
+    let reader = Reader::new(tools);
     let mut all = vec![job.shipped, job.module];
     all.extend(job.origins.iter().map(|o| o.cubin));
     reader.read_ahead(Read::Dump, &all);

@@ -2,12 +2,12 @@
 //! what the tool printed of its bytes ([`Seen`]), and the reads one comparison needs side by
 //! side on the build's free job slots ([`side_by_side`]).
 //!
-//! What a tool prints goes to a temporary file, read back once when it ends
-//! (`process::output_via_file`): cuobjdump writes unbuffered, so a pipe would wake this
-//! process for every few bytes of a listing.
+//! The tools run through `process::listings`, once per process for each distinct (tool,
+//! arguments, bytes) whoever asks; what a tool prints goes to a temporary file, read back
+//! once when it ends (`process::output_via_file`): cuobjdump writes unbuffered, so a pipe
+//! would wake this process for every few bytes of a listing.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -89,21 +89,11 @@ pub(super) enum Read {
 /// Runs the toolkit on cubins, once per distinct content in the process ([`Seen`]).
 pub(super) struct Reader<'t> {
     tools: &'t Tools,
-    dir: tempfile::TempDir,
-    files: AtomicUsize,
 }
 
 impl<'t> Reader<'t> {
-    pub(super) fn new(tools: &'t Tools) -> Result<Reader<'t>, AuditError> {
-        let dir = tempfile::Builder::new()
-            .prefix("nvcc-orion-audit-")
-            .tempdir()
-            .map_err(|e| AuditError::Tool(format!("temporary folder: {e}")))?;
-        Ok(Reader {
-            tools,
-            dir,
-            files: AtomicUsize::new(0),
-        })
+    pub(super) fn new(tools: &'t Tools) -> Reader<'t> {
+        Reader { tools }
     }
 
     pub(super) fn dump(&self, bytes: &[u8]) -> Result<Arc<Dump>, AuditError> {
@@ -176,16 +166,12 @@ impl<'t> Reader<'t> {
         });
     }
 
-    /// `tool ARGS FILE` on `bytes` written to a file of the check's temporary folder (removed
-    /// once read): its standard output.
+    /// `tool ARGS FILE` on `bytes`: its standard output. Each distinct (tool, arguments,
+    /// bytes) runs once per process, shared with whoever else lists them (the proof of a
+    /// rewrite lists the very bytes the check reads: `process::listings`).
     fn print(&self, tool: &Path, args: &[&str], bytes: &[u8]) -> Result<Vec<u8>, AuditError> {
-        let path = self.file(bytes)?;
-        let out = crate::process::output_via_file(Command::new(tool).args(args).arg(&path))
-            .map_err(|e| AuditError::Tool(format!("{}: {e}", tool.display())));
-        // The folder goes when the reader does; each file goes as soon as it is read, so a
-        // build's check never holds more than its reads under way.
-        let _ = std::fs::remove_file(&path);
-        let out = out?;
+        let out = crate::process::listings::print(tool, args, bytes)
+            .map_err(|e| AuditError::Tool(format!("{}: {e}", tool.display())))?;
         if !out.status.success() {
             let why = String::from_utf8_lossy(&out.stderr);
             return Err(AuditError::Unreadable(format!(
@@ -195,16 +181,7 @@ impl<'t> Reader<'t> {
                 why.lines().next().unwrap_or("")
             )));
         }
-        Ok(out.stdout)
-    }
-
-    /// `bytes` in a file of their own.
-    fn file(&self, bytes: &[u8]) -> Result<PathBuf, AuditError> {
-        let n = self.files.fetch_add(1, Ordering::Relaxed);
-        let path = self.dir.path().join(format!("c{n}.cubin"));
-        std::fs::write(&path, bytes)
-            .map_err(|e| AuditError::Tool(format!("{}: {e}", path.display())))?;
-        Ok(path)
+        Ok(out.stdout.clone())
     }
 }
 

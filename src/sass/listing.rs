@@ -5,7 +5,6 @@
 //! section offsets.
 
 use std::path::Path;
-use std::process::Command;
 
 use object::{Object, ObjectSection, ObjectSymbol};
 use serde::Deserialize;
@@ -163,20 +162,21 @@ pub(crate) fn json(nvdisasm: &Path, path: &Path) -> Result<Vec<u8>, ListingError
     run_nvdisasm(nvdisasm, &["-json"], path)
 }
 
-/// `nvdisasm ARGS path`'s standard output; its error output when it fails.
+/// `nvdisasm ARGS path`'s standard output; its error output when it fails. Run once per
+/// process for the same bytes and arguments (`process::listings`).
 pub(crate) fn run_nvdisasm(
     nvdisasm: &Path,
     args: &[&str],
     path: &Path,
 ) -> Result<Vec<u8>, ListingError> {
-    let out = Command::new(nvdisasm)
-        .args(args)
-        .arg(path)
-        .output()
-        .map_err(|source| ListingError::Spawn {
+    let bytes =
+        std::fs::read(path).map_err(|e| ListingError::Elf(format!("{}: {e}", path.display())))?;
+    let out = crate::process::listings::print(nvdisasm, args, &bytes).map_err(|source| {
+        ListingError::Spawn {
             tool: nvdisasm.display().to_string(),
             source,
-        })?;
+        }
+    })?;
     if !out.status.success() {
         // nvdisasm 13.5 -json dies of SIGSEGV, silently, on -rdc code that addresses a
         // static __shared__ array: say how it ended when it says nothing.
@@ -187,7 +187,7 @@ pub(crate) fn run_nvdisasm(
             err
         }));
     }
-    Ok(out.stdout)
+    Ok(out.stdout.clone())
 }
 
 /// Combine `nvdisasm -json` output with the cubin's bytes.

@@ -19,6 +19,7 @@ use crate::transform::regdem::{self, Regdem};
 use crate::transform::spill2smem::{Rewrite, Spill2Smem};
 use crate::transform::{self, Checks, Rewritten, Transform, TransformError};
 use crate::verify::oracle::{self, Verdicts};
+use crate::verify::plr;
 use crate::verify::schedule::ScheduleError;
 use crate::verify::{self, Claim, SpillBase};
 
@@ -190,15 +191,31 @@ fn decode_bytes(nv: &Path, bytes: &[u8], sections: &Sections) -> Result<Arc<Seen
     Ok(seen)
 }
 
+/// `bytes` decoded (`nvdisasm -json`) and read by the oracle (`nvdisasm -c -plr`). The two
+/// listings are independent, so the oracle's is made on a job slot free now, if any, while
+/// this thread decodes (tried, never waited for: `jobs`): wall time for a user with cores to
+/// spare, the same runs and CPU either way. Each listing runs once whoever asks first
+/// (`process::listings`): the oracle's read below waits for the one under way.
 fn decode_uncached(nv: &Path, bytes: &[u8], sections: &Sections) -> Result<Seen, NotProved> {
     let dir = tempfile::tempdir().map_err(|e| NotProved::Decode(e.to_string()))?;
     let path = dir.path().join("k.cubin");
     std::fs::write(&path, bytes).map_err(|e| NotProved::Decode(e.to_string()))?;
-    let decoded = decode::decode_sections(nv, &path, sections)
-        .map_err(|e| NotProved::Decode(e.to_string()))?;
-    let oracle = oracle::check_sections(nv, &path, sections, &decoded.functions)
-        .map_err(|e| NotProved::Decode(e.to_string()))?;
-    Ok(Seen { decoded, oracle })
+    std::thread::scope(|s| {
+        if let Some(slot) = crate::jobs::Slots::of_process().try_extra() {
+            let args = plr::Listing::args(sections);
+            s.spawn(move || {
+                let _slot = slot;
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                // A failure here is met again, and reported, by the oracle's own read.
+                let _ = crate::process::listings::print(nv, &args, bytes);
+            });
+        }
+        let decoded = decode::decode_sections(nv, &path, sections)
+            .map_err(|e| NotProved::Decode(e.to_string()))?;
+        let oracle = oracle::check_sections(nv, &path, sections, &decoded.functions)
+            .map_err(|e| NotProved::Decode(e.to_string()))?;
+        Ok(Seen { decoded, oracle })
+    })
 }
 
 /// The outcome for a cubin: its final bytes and, per requested kernel, what happened.

@@ -149,12 +149,9 @@ impl Listing {
         };
         let bytes = std::fs::read(path).map_err(io(path))?;
         let cubin = crate::cubin::Cubin::parse(&bytes)?;
-        let out = std::process::Command::new(nvdisasm)
-            .args(sections.args())
-            .args(["-c", "-plr"])
-            .arg(path)
-            .output()
-            .map_err(io(nvdisasm))?;
+        let args = Listing::args(sections);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = crate::process::listings::print(nvdisasm, &args, &bytes).map_err(io(nvdisasm))?;
         if !out.status.success() {
             return Err(ListingError::Refused(
                 String::from_utf8_lossy(&out.stderr).trim().to_string(),
@@ -168,6 +165,13 @@ impl Listing {
             .map(|s| s.name.clone())
             .collect();
         Ok(Listing { rows, sections })
+    }
+
+    /// nvdisasm's arguments for the listing of `sections` (the input path last, not here).
+    pub fn args(sections: &Sections) -> Vec<String> {
+        let mut args = sections.args();
+        args.extend(["-c".to_string(), "-plr".to_string()]);
+        args
     }
 
     /// The name of section `index` (empty if there is none).

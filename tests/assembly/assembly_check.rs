@@ -963,3 +963,111 @@ fn the_check_reads_each_cubin_once_into_files_side_by_side() {
     assert_eq!(none.runs.len(), spare.runs.len(), "{:?}", none.runs);
     assert_eq!(alone, cubin, "the same bytes, whatever ran side by side");
 }
+
+/// Issue 47/50: in a forced spill2smem build (`tests/kernels/spill_corpus/cap32.cu` for
+/// sm_90), the toolkit lists each distinct cubin once per way of listing it, whoever asks:
+/// the proof decodes the rewritten cubin with `nvdisasm -json` and the assembly check reads
+/// the shipped cubin, the same bytes, with the same `-json`; one run serves both
+/// (`process::listings`). Before, the check ran `nvdisasm -json` on those bytes again, about
+/// 0.5 s of a 5 s build. The tools log (tool, arguments but the input, SHA-256 of the input);
+/// the shipped cubin must be among what the check read, so the premise (a rewrite shipped and
+/// was checked) holds.
+#[test]
+fn a_rewrite_build_lists_each_distinct_cubin_once() {
+    let Some(nvcc) = common::nvcc_or_skip("assembly_check") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let at = dir.path().join("tk");
+    let log = at.join("runs.log");
+    let tk_nvcc = common::toolkit_with(&nvcc, &at, &|name, real| {
+        if name != "cuobjdump" && name != "nvdisasm" {
+            return None;
+        }
+        Some(format!(
+            "#!/bin/sh\nfor f; do last=$f; done\n\
+             sum=$(sha256sum < \"$last\" | cut -d' ' -f1)\n\
+             line=\"{name} $sum\"\n\
+             for a; do [ \"$a\" = \"$last\" ] || line=\"$line $a\"; done\n\
+             echo \"$line\" >> '{log}'\n\
+             exec '{real}' \"$@\"\n",
+            log = log.display(),
+            real = real.display(),
+        ))
+    });
+    let mut cmd = common::without_our_settings(common::orion(), &tk_nvcc);
+    let o = cmd
+        .current_dir(dir.path())
+        .env("NVCC_ORION_CACHE", "off")
+        .args(["-cubin", "-arch=sm_90", "-maxrregcount=32"])
+        .args(["--orion-transforms=spill2smem", "--orion-force=spill2smem"])
+        .args(["--orion-block-size=128", "--orion-report=r.jsonl"])
+        .arg(common::kernels_dir().join("spill_corpus").join("cap32.cu"))
+        .args(["-o", "c.cubin"])
+        .output()
+        .unwrap();
+    common::assert_ok(&o, "the forced build");
+    let report = std::fs::read_to_string(dir.path().join("r.jsonl")).unwrap();
+    assert!(report.contains("\"proved\":true"), "{report}");
+    let shipped = std::fs::read(dir.path().join("c.cubin")).unwrap();
+    let sum: String = <sha2::Sha256 as sha2::Digest>::digest(&shipped)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let text = std::fs::read_to_string(&log).unwrap();
+    let runs: Vec<&str> = text.lines().collect();
+    for (tool, args) in [("cuobjdump", "-elf"), ("nvdisasm", "-json")] {
+        let want = format!("{tool} {sum} {args}");
+        assert!(
+            runs.contains(&want.as_str()),
+            "the premise: the shipped cubin was read ({want}):\n{text}"
+        );
+    }
+    let distinct: std::collections::BTreeSet<&&str> = runs.iter().collect();
+    assert_eq!(
+        distinct.len(),
+        runs.len(),
+        "a cubin listed twice the same way:\n{text}"
+    );
+}
+
+/// `process::listings` keys a listing by the tool, its arguments and the input's bytes, not
+/// by the input's path: sound only if what the tools print of the same bytes does not depend
+/// on the file's name or folder. Each way the proof and the check list a cubin, on one cubin
+/// with a line table (so `-g -gp` prints lines) at two paths of different names and depths.
+#[test]
+fn a_listing_does_not_depend_on_the_input_path() {
+    let Some(nvcc) = common::nvcc_or_skip("assembly_check") else {
+        return;
+    };
+    let b = builds_with(&nvcc, 90, false, true);
+    let dir = tempfile::tempdir().unwrap();
+    let one = dir.path().join("a.cubin");
+    let other = dir.path().join("deeper").join("zz_other_name.bin");
+    std::fs::create_dir_all(other.parent().unwrap()).unwrap();
+    std::fs::write(&one, &b.whole32).unwrap();
+    std::fs::write(&other, &b.whole32).unwrap();
+    let nvdisasm = common::toolkit_tool(&nvcc, "nvdisasm");
+    let cuobjdump = common::toolkit_tool(&nvcc, "cuobjdump");
+    let ways: [(&PathBuf, &[&str]); 5] = [
+        (&nvdisasm, &["-json"]),
+        (&nvdisasm, &["-c", "-plr"]),
+        (&nvdisasm, &["-g", "-gp"]),
+        (&nvdisasm, &["-c"]),
+        (&cuobjdump, &["-elf"]),
+    ];
+    for (tool, args) in ways {
+        let list = |p: &Path| {
+            let o = Command::new(tool).args(args).arg(p).output().unwrap();
+            common::assert_ok(&o, &format!("{} {args:?}", tool.display()));
+            o.stdout
+        };
+        let at_one = list(&one);
+        assert!(at_one.len() > 1000, "{args:?}: a real listing");
+        assert!(
+            at_one == list(&other),
+            "{} {args:?} prints the same bytes differently at another path",
+            tool.display()
+        );
+    }
+}
