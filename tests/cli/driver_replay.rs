@@ -369,26 +369,15 @@ fn side_by_side_as_serial(waiting: &str, why: &str) {
 /// `waiting` (with its `)`) first waits, at most 20 s, for sm_90's preprocessing to start, and
 /// appends to `dir/order` whether it did ("beside") or not ("after"). None: no gcc on PATH.
 fn gcc_waiting_for_sm90(dir: &std::path::Path, waiting: &str) -> Option<std::path::PathBuf> {
-    let gcc = std::env::var_os("PATH").and_then(|p| {
-        std::env::split_paths(&p)
-            .map(|d| d.join("gcc"))
-            .find(|g| g.is_file())
-    })?;
     let d = dir.display();
-    let wrapper = format!(
-        "#!/bin/sh\ncase \" $* \" in\n\
-         *\" -D__CUDA_ARCH__=900 \"*) : > \"{d}/sm90-started\" ;;\n\
-         {waiting}\n\
-         n=0\n\
-         while [ ! -e \"{d}/sm90-started\" ] && [ $n -lt 200 ]; do sleep 0.1; n=$((n+1)); done\n\
-         if [ -e \"{d}/sm90-started\" ]; then echo beside; else echo after; fi >> \"{d}/order\" ;;\n\
-         esac\nexec \"{}\" \"$@\"\n",
-        gcc.display()
-    );
-    std::fs::create_dir(dir.join("cc")).unwrap();
-    let cc = dir.join("cc/gcc");
-    std::fs::write(&cc, wrapper).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&cc, std::fs::Permissions::from_mode(0o755)).unwrap();
-    Some(cc)
+    common::gcc_with_cases(
+        dir,
+        &format!(
+            "*\" -D__CUDA_ARCH__=900 \"*) : > \"{d}/sm90-started\" ;;\n\
+             {waiting}\n\
+             n=0\n\
+             while [ ! -e \"{d}/sm90-started\" ] && [ $n -lt 200 ]; do sleep 0.1; n=$((n+1)); done\n\
+             if [ -e \"{d}/sm90-started\" ]; then echo beside; else echo after; fi >> \"{d}/order\" ;;"
+        ),
+    )
 }

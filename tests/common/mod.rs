@@ -973,3 +973,24 @@ pub fn toolkit_with(
     }
     at.join("bin").join("nvcc")
 }
+
+/// A host compiler at `dir/cc/gcc`: the gcc on PATH, run after the shell `case " $* " in`
+/// branches `cases` (each with its `;;`), which may mark or wait on files in `dir` to show
+/// the order of the build's host steps. None: no gcc on PATH.
+pub fn gcc_with_cases(dir: &Path, cases: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let gcc = std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join("gcc"))
+            .find(|g| g.is_file())
+    })?;
+    let wrapper = format!(
+        "#!/bin/sh\ncase \" $* \" in\n{cases}\nesac\nexec \"{}\" \"$@\"\n",
+        gcc.display()
+    );
+    std::fs::create_dir(dir.join("cc")).unwrap();
+    let cc = dir.join("cc/gcc");
+    std::fs::write(&cc, wrapper).unwrap();
+    std::fs::set_permissions(&cc, std::fs::Permissions::from_mode(0o755)).unwrap();
+    Some(cc)
+}

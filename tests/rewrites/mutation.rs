@@ -656,8 +656,24 @@ struct Tally {
     applied: usize,
 }
 
+impl Tally {
+    /// A mutant no check refused.
+    fn survived(&mut self, name: &str, at: &str, why: &NotProved) {
+        self.lines.push(format!(
+            "SURVIVED | {name} | {at} | not refused by a check: {why}"
+        ));
+        self.survivors.push(format!("{name} ({at}): {why}"));
+    }
+}
+
 /// Apply each mutation to every environment (a mutation with no place anywhere is noted).
-fn apply<R: Clone>(envs: &[Env<R>], muts: &[Mutation<R>], recheck: Recheck<R>, t: &mut Tally) {
+fn apply<R: Clone>(
+    envs: &[Env<R>],
+    muts: &[Mutation<R>],
+    recheck: Recheck<R>,
+    nvdisasm: &Path,
+    t: &mut Tally,
+) {
     for (name, m) in muts {
         t.mutations += 1;
         let mut placed = false;
@@ -672,26 +688,55 @@ fn apply<R: Clone>(envs: &[Env<R>], muts: &[Mutation<R>], recheck: Recheck<R>, t
                         .push(format!("SURVIVED | {name} | {at} | accepted ({n} checked)"));
                     t.survivors.push(format!("{name} ({at})"));
                 }
-                // Refused by one of the checks, which the line names; anything else (the
-                // mutant did not decode, no nvdisasm) tests nothing and counts as a survivor.
+                // Refused by one of the checks, which the line names; anything else (our
+                // decoder failed, no nvdisasm) tests nothing and counts as a survivor, but for
+                // words the toolkit's own nvdisasm refuses to read: the product decodes every
+                // rewritten cubin before it ships one, so such a mutant never ships.
                 Err(NotProved::Rejected(why)) => {
                     let check = check_of(&why);
                     let why = why.to_string().replace('\n', " ");
                     t.lines
                         .push(format!("rejected | {name} | {at} | {check} | {why}"));
                 }
-                Err(other) => {
-                    t.lines.push(format!(
-                        "SURVIVED | {name} | {at} | not refused by a check: {other}"
-                    ));
-                    t.survivors.push(format!("{name} ({at}): {other}"));
-                }
+                Err(NotProved::Decode(e)) => match toolkit_refuses(nvdisasm, &bytes) {
+                    Some(why) => t.lines.push(format!(
+                        "rejected | {name} | {at} | toolkit | nvdisasm refuses the words: {why}"
+                    )),
+                    None => t.survived(name, &at, &NotProved::Decode(e)),
+                },
+                Err(other) => t.survived(name, &at, &other),
             }
         }
         if !placed {
             t.unplaced.push(name);
         }
     }
+}
+
+/// What the toolkit's nvdisasm says when it refuses to list `bytes` the two ways the proof
+/// lists a cubin (`-json`, `-c -plr`), or `None` when it lists them both: a reference we did
+/// not produce, so a mutant counts as refused only where nvdisasm itself cannot read it.
+fn toolkit_refuses(nvdisasm: &Path, bytes: &[u8]) -> Option<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let cubin = dir.path().join("mutant.cubin");
+    std::fs::write(&cubin, bytes).unwrap();
+    [&["-json"][..], &["-c", "-plr"][..]]
+        .iter()
+        .find_map(|args| {
+            let out = Command::new(nvdisasm)
+                .args(*args)
+                .arg(&cubin)
+                .output()
+                .unwrap();
+            (!out.status.success()).then(|| {
+                let err = String::from_utf8_lossy(&out.stderr);
+                format!(
+                    "`nvdisasm {}`: {}",
+                    args.join(" "),
+                    err.trim().replace('\n', " ")
+                )
+            })
+        })
 }
 
 /// The check that refused a mutant, for the table.
@@ -854,8 +899,14 @@ fn run_plan(test: &str, plan: &Plan) -> Option<Tally> {
         );
     }
     let mut t = Tally::default();
-    apply(&spill, &spill_muts, proven::recheck_spill2smem, &mut t);
-    apply(&reg, &reg_muts, proven::recheck_regdem, &mut t);
+    apply(
+        &spill,
+        &spill_muts,
+        proven::recheck_spill2smem,
+        &nvdisasm,
+        &mut t,
+    );
+    apply(&reg, &reg_muts, proven::recheck_regdem, &nvdisasm, &mut t);
     for l in &t.lines {
         eprintln!("{l}");
     }

@@ -1312,29 +1312,18 @@ fn driver_falls_back_to_the_plain_object() {
 /// the glue's compile (`orion_runtime.cpp`) first waits, at most 20 s, for that mark and
 /// appends to `dir/order` whether it saw it ("beside") or not ("before"). None: no gcc on PATH.
 fn gcc_marking_the_host_compile(dir: &Path) -> Option<PathBuf> {
-    let gcc = std::env::var_os("PATH").and_then(|p| {
-        std::env::split_paths(&p)
-            .map(|d| d.join("gcc"))
-            .find(|g| g.is_file())
-    })?;
     let d = dir.display();
-    let wrapper = format!(
-        "#!/bin/sh\ncase \" $* \" in\n\
-         *\" -E \"*) ;;\n\
-         *.cudafe1.cpp\" \"*) : > \"{d}/host-started\" ;;\n\
-         *orion_runtime.cpp\" \"*)\n\
-         n=0\n\
-         while [ ! -e \"{d}/host-started\" ] && [ $n -lt 200 ]; do sleep 0.1; n=$((n+1)); done\n\
-         if [ -e \"{d}/host-started\" ]; then echo beside; else echo before; fi >> \"{d}/order\" ;;\n\
-         esac\nexec \"{}\" \"$@\"\n",
-        gcc.display()
-    );
-    std::fs::create_dir(dir.join("cc")).unwrap();
-    let cc = dir.join("cc/gcc");
-    std::fs::write(&cc, wrapper).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&cc, std::fs::Permissions::from_mode(0o755)).unwrap();
-    Some(cc)
+    common::gcc_with_cases(
+        dir,
+        &format!(
+            "*\" -E \"*) ;;\n\
+             *.cudafe1.cpp\" \"*) : > \"{d}/host-started\" ;;\n\
+             *orion_runtime.cpp\" \"*)\n\
+             n=0\n\
+             while [ ! -e \"{d}/host-started\" ] && [ $n -lt 200 ]; do sleep 0.1; n=$((n+1)); done\n\
+             if [ -e \"{d}/host-started\" ]; then echo beside; else echo before; fi >> \"{d}/order\" ;;"
+        ),
+    )
 }
 
 /// Issue 47: under adapt, a two-architecture build with one spare jobserver token (two cores)
