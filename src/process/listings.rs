@@ -40,9 +40,12 @@ pub fn key(tool: &Path, args: &[&str], bytes: &[u8]) -> [u8; 32] {
     h.finalize().into()
 }
 
-/// How much printed output the memo holds at most: beyond it the oldest listings go (a
-/// `rewrite` of a large archive reads many cubins; one build holds a few).
-const KEPT_BYTES: usize = 512 << 20;
+/// How much printed output the memo holds at most: beyond it the oldest listings go. What it
+/// saves is a listing asked for again soon (the check reading the cubin the proof just
+/// listed), while everything it holds stays resident for the process: a few MiB for one
+/// build's rewrites, but a `rewrite` of a large archive reads many cubins, and the build's
+/// peak memory is held to 1.2x nvcc's (issue 24), so the cap is small.
+const KEPT_BYTES: usize = 64 << 20;
 
 /// One listing: empty until its first asker has run the tool; a later asker waits on it.
 type Entry = Arc<Mutex<Option<Arc<Captured>>>>;
@@ -187,5 +190,13 @@ mod tests {
         );
         let runs = std::fs::read_to_string(&log).unwrap().lines().count();
         assert_eq!(runs, 3);
+
+        // Past the cap the oldest listings go, and are made again when asked for.
+        keep([0xAB; 32], KEPT_BYTES);
+        let after = print(&tool, &["-x"], b"one").unwrap();
+        assert!(!Arc::ptr_eq(&a, &after), "the oldest listing was let go");
+        assert_eq!(after.stdout, a.stdout);
+        let runs = std::fs::read_to_string(&log).unwrap().lines().count();
+        assert_eq!(runs, 4, "listed again after it went");
     }
 }
