@@ -951,7 +951,8 @@ fn nvcc_real(nvcc: &Path) -> PathBuf {
 /// A toolkit folder in `dir`: links to the tools beside `nvcc`, but `nvcc` a script that
 /// runs the real one (nvcc finds its headers from its own path) and `nvdisasm` a script that
 /// logs the checksum, file name and options of each cubin it reads before running the real
-/// one.
+/// one. Each line goes out in one write: the proof runs its listings side by side, and
+/// lines written piecewise interleave.
 fn logging_toolkit(nvcc: &Path, dir: &Path) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
     let bin = dir.join("bin");
@@ -971,10 +972,9 @@ fn logging_toolkit(nvcc: &Path, dir: &Path) -> PathBuf {
             "nvdisasm",
             format!(
                 "for a; do last=$a; done\n\
-                 printf '%s %s' \"$(cksum < \"$last\" | cut -d' ' -f1)\" \"$(basename \"$last\")\" \
-                 >> \"$ORION_TEST_DISASM_LOG\"\n\
-                 for a; do [ \"$a\" = \"$last\" ] || printf ' %s' \"$a\" >> \"$ORION_TEST_DISASM_LOG\"; done\n\
-                 echo >> \"$ORION_TEST_DISASM_LOG\"\n\
+                 line=\"$(cksum < \"$last\" | cut -d' ' -f1) $(basename \"$last\")\"\n\
+                 for a; do [ \"$a\" = \"$last\" ] || line=\"$line $a\"; done\n\
+                 printf '%s\\n' \"$line\" >> \"$ORION_TEST_DISASM_LOG\"\n\
                  exec '{}' \"$@\"\n",
                 nvdisasm.display()
             ),
