@@ -19,7 +19,7 @@ if [[ -z ${CUDA_HOME:-} ]]; then eval "$(scripts/setup.sh)"; fi
 
 "$CXX" -std=c++11 -O2 -pthread -Iruntime bench/selector/bench.cpp -o "$BIN"
 # The glue object with nvcc-orion's flags (src/driver/glue.rs), adapt by default.
-"$CXX" -std=c++11 -O2 -fPIC -fno-exceptions -fno-rtti -DORION_RT_DEFAULT_MODE=1 \
+"$CXX" -std=c++11 -O1 -fPIC -fno-exceptions -fno-rtti -DORION_RT_DEFAULT_MODE=1 \
   -I"$CUDA_HOME/include" -Iruntime -c runtime/orion_runtime.cpp -o "$BIN-glue.o"
 "$CXX" -std=c++11 -O2 -I"$CUDA_HOME/include" -Iruntime tests/runtime/glue_fake.cpp \
   "$BIN-glue.o" -o "$BIN-glue"
@@ -35,7 +35,7 @@ cat >"$RESULT" <<MD
 
 - date: $(date -u '+%Y-%m-%d %H:%M UTC')
 - machine: ${cpu}, $(nproc) cores, $(uname -sr) $(uname -m)
-- compiler: $("$CXX" --version | head -1), \`-std=c++11 -O2\`
+- compiler: $("$CXX" --version | head -1), \`-std=c++11 -O2\` (the glue \`-O1\`, as nvcc-orion builds it)
 - nvcc-orion: $(git rev-parse --short HEAD)$(git diff --quiet -- runtime bench/selector tests/runtime || echo ', runtime/, bench/selector/ or tests/runtime/ modified')
 - what: \`Selector::begin\` + \`Selector::end\` around a launch that is not made (the selector's
   own cost; no CUDA call happens once a key is locked), ${LAUNCHES} launches per row (a tenth for

@@ -44,8 +44,12 @@ const SOURCES: [(&str, &str); 3] = [
 
 /// How the glue is compiled, besides the compiler, the mode, `-m64` and the include paths:
 /// C++11 and no C++ runtime (any final link works, `gcc` included), position-independent (the
-/// object may end up in a shared library).
-const GLUE_FLAGS: [&str; 5] = ["-std=c++11", "-O2", "-fPIC", "-fno-exceptions", "-fno-rtti"];
+/// object may end up in a shared library). `-O1`, not `-O2` (issue 47): without a cache the
+/// glue is compiled for every file, at the end beside the host compilation, and g++ -O2 took
+/// 1.1 s of CPU where -O1 takes 0.7 s (-O0 0.3 s), while its launch path costs about 3 ns more
+/// per launch at -O1 (of ~50 ns; a real launch costs microseconds) and 2-5x more at -O0
+/// (bench/results/selector.md).
+const GLUE_FLAGS: [&str; 5] = ["-std=c++11", "-O1", "-fPIC", "-fno-exceptions", "-fno-rtti"];
 
 /// The CUDA runtime's entry points the glue stands in for. The launches: the `<<<>>>` stubs
 /// (`__cudaGetKernel`, `__cudaLaunchKernel`), `cudaLaunchKernel` and the C++ wrappers built on

@@ -44,7 +44,7 @@ fn compile_glue(cxx: &str, nvcc: &Path, out: &Path) {
     run(Command::new(cxx)
         .args([
             "-std=c++11",
-            "-O2",
+            "-O1",
             "-fPIC",
             "-fno-exceptions",
             "-fno-rtti",
@@ -1388,4 +1388,51 @@ fn the_glue_leaves_the_front_ends_their_slot() {
     );
     let (_, serial) = build(0);
     assert!(side == serial, "the objects differ");
+}
+
+/// Issue 47: the selector's glue is compiled at `-O1`. Without a cache it is compiled for
+/// every file, at the end beside the host compilation, where g++ `-O2` (1.1 s of CPU) outlasted
+/// the host compilation by about 0.4 s on two cores; `-O1` takes 0.7 s and costs its launch
+/// path about 3 ns per launch (bench/results/selector.md). A host compiler that records the
+/// glue's command line shows the level it ran at, once per build; the glue is merged.
+#[test]
+fn the_glue_is_compiled_at_o1() {
+    let Some(nvcc) = common::nvcc_or_skip("the_glue_is_compiled_at_o1") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display();
+    let Some(cc) = common::gcc_with_cases(
+        dir.path(),
+        &format!("*orion_runtime.cpp\" \"*) echo \"$*\" >> \"{d}/glue-line\" ;;"),
+    ) else {
+        common::skip("the_glue_is_compiled_at_o1", "no gcc on PATH");
+        return;
+    };
+    std::fs::write(
+        dir.path().join("k.cu"),
+        "__global__ void k(float* p) { p[threadIdx.x] *= 2.0f; }\n\
+         void launch(float* p) { k<<<1, 32>>>(p); }\n",
+    )
+    .unwrap();
+    let mut cmd = orion(&nvcc, "adapt", Path::new("off"));
+    cmd.current_dir(dir.path())
+        .args(["-c", "-O3", "-ccbin"])
+        .arg(&cc)
+        .args(["-arch=sm_80", "k.cu", "-o", "k.o"])
+        .env("NVCC_ORION_VERBOSE", "1");
+    let said = String::from_utf8_lossy(&run(&mut cmd).stderr).into_owned();
+    assert!(
+        said.contains("launch-time selector (adapt) merged into k.o"),
+        "{said}"
+    );
+    let lines = std::fs::read_to_string(dir.path().join("glue-line")).unwrap();
+    let lines: Vec<&str> = lines.lines().collect();
+    assert_eq!(lines.len(), 1, "the glue compiled once: {lines:?}");
+    let args: Vec<&str> = lines[0].split_whitespace().collect();
+    assert!(
+        args.contains(&"-O1") && !args.iter().any(|a| a.starts_with("-O") && *a != "-O1"),
+        "the glue's compile: {}",
+        lines[0]
+    );
 }
