@@ -711,7 +711,7 @@ fn a_waiting_driver_lends_its_slot_to_the_variant_rounds() {
 /// of several kernels is built in two ptxas runs side by side (verbose mode says so) instead
 /// of one run with the other slot idle. Which kernels share a run does not change their code:
 /// the object and the report are the ones a build without a spare token makes, in one run
-/// per stage.
+/// per stage. Under adapt too: its descent spreads a lone round on the free slot alike.
 #[test]
 fn a_lone_round_is_spread_over_a_free_slot() {
     let Some(_) = fixtures::fixtures() else {
@@ -719,7 +719,7 @@ fn a_lone_round_is_spread_over_a_free_slot() {
     };
     let dir = scratch("spread");
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kernels/tune/descent.cu");
-    let build = |tokens: usize, out: &str| {
+    let build_in = |mode: &str, tokens: usize, out: &str| {
         let rep = dir.path().join(format!("{out}.jsonl"));
         let client = jobserver::Client::new(tokens).expect("a jobserver");
         let mut cmd = common::orion();
@@ -727,6 +727,7 @@ fn a_lone_round_is_spread_over_a_free_slot() {
             .args(["-c", "-O3", "-arch=sm_90"])
             .arg(&src)
             .args(["-o", out])
+            .env("NVCC_ORION", mode)
             .env("NVCC_ORION_CACHE", "off")
             .env("NVCC_ORION_VERBOSE", "1")
             .env("NVCC_ORION_REPORT", &rep);
@@ -740,6 +741,7 @@ fn a_lone_round_is_spread_over_a_free_slot() {
         let object = std::fs::read(dir.path().join(out)).unwrap();
         (text(&o.stderr), records, common::mask_tmpxft(&object))
     };
+    let build = |tokens: usize, out: &str| build_in("tune", tokens, out);
     let spread = "ptxas runs side by side on free job slots";
     let (lent, lent_records, lent_object) = build(1, "lent.o");
     assert!(
@@ -749,6 +751,13 @@ fn a_lone_round_is_spread_over_a_free_slot() {
     );
     let (serial, serial_records, serial_object) = build(0, "serial.o");
     assert!(!serial.contains(spread), "{serial}");
+    // Adapt's descent (`Rule::Variants`) spreads its lone rounds the same way (issue 47).
+    let (adapt, _, _) = build_in("adapt", 1, "adapt.o");
+    assert!(
+        adapt.contains("nvcc-orion: sm_90: a round of ")
+            && adapt.contains("kernels built in 2 ptxas runs side by side on free job slots"),
+        "{adapt}"
+    );
     assert!(
         lent_records.iter().any(|r| r["chosen"] != 0),
         "a kernel retuned"
