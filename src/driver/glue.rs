@@ -48,7 +48,7 @@ const SOURCES: [(&str, &str); 3] = [
 /// glue is compiled for every file, at the end beside the host compilation, and g++ -O2 took
 /// 1.1 s of CPU where -O1 takes 0.7 s (-O0 0.3 s), while its launch path costs about 3 ns more
 /// per launch at -O1 (of ~50 ns; a real launch costs microseconds) and 2-5x more at -O0
-/// (bench/results/selector.md).
+/// (bench/results/build.md).
 const GLUE_FLAGS: [&str; 5] = ["-std=c++11", "-O1", "-fPIC", "-fno-exceptions", "-fno-rtti"];
 
 /// The CUDA runtime's entry points the glue stands in for. The launches: the `<<<>>>` stubs

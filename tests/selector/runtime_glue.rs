@@ -1393,7 +1393,7 @@ fn the_glue_leaves_the_front_ends_their_slot() {
 /// Issue 47: the selector's glue is compiled at `-O1`. Without a cache it is compiled for
 /// every file, at the end beside the host compilation, where g++ `-O2` (1.1 s of CPU) outlasted
 /// the host compilation by about 0.4 s on two cores; `-O1` takes 0.7 s and costs its launch
-/// path about 3 ns per launch (bench/results/selector.md). A host compiler that records the
+/// path about 3 ns per launch (bench/results/build.md). A host compiler that records the
 /// glue's command line shows the level it ran at, once per build; the glue is merged.
 #[test]
 fn the_glue_is_compiled_at_o1() {
