@@ -218,7 +218,9 @@ impl Harness {
     /// Check `p` on `arch` in every mode of the harness ([`Harness::check`] adds the `-rdc`
     /// steps): the findings, and the folder the program was written to. `Err`: the program
     /// itself (nvcc refused it) or the harness could not run, not a finding about nvcc-orion.
-    pub(crate) fn check_modes(&self, p: &Program, arch: u32) -> Result<(Outcome, PathBuf), String> {
+    /// Public for a check that is about the modes' cubins alone (a stand-in's wrong cubin):
+    /// the `-rdc` chain compiles every unit again per mode through the driver.
+    pub fn check_modes(&self, p: &Program, arch: u32) -> Result<(Outcome, PathBuf), String> {
         let dir = self.work.join(format!("s{}-sm{arch}", p.seed));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
