@@ -197,6 +197,8 @@ struct Step {
     refs: BTreeMap<Vec<(String, RefBudget)>, (PathBuf, Elf)>,
     /// What ptxas printed for each reference build, by budgets.
     ref_messages: BTreeMap<Vec<(String, RefBudget)>, String>,
+    /// The line-table listings read so far (`-lineinfo`), by the cubins' bytes.
+    lines: flagged::LineListings,
 }
 
 /// A report record, reduced to what the harness needs.
@@ -287,7 +289,14 @@ impl Harness {
                 out.mismatches.push(mis(None, d));
             }
             if flagged::line_tables(&self.flags) {
-                for (k, d) in flagged::lines(&self.tools, &cubin, &reference.0, &kernels, &skip) {
+                for (k, d) in flagged::lines(
+                    &self.tools,
+                    &mut step.lines,
+                    &cubin,
+                    &reference.0,
+                    &kernels,
+                    &skip,
+                ) {
                     out.mismatches.push(mis(k.as_deref(), d));
                 }
             }
@@ -387,6 +396,7 @@ impl Harness {
             compile,
             refs: BTreeMap::new(),
             ref_messages: BTreeMap::new(),
+            lines: flagged::LineListings::default(),
         };
         let plain = self.reference(&mut step, &BTreeMap::new())?.0;
         if std::fs::read(&plain).ok() != std::fs::read(dir.join("plain.cubin")).ok() {
