@@ -473,7 +473,7 @@ fn script(path: &Path, body: &str) -> PathBuf {
 /// the real nvcc-orion's chain is checked in the honest outcome below and the chain's own
 /// check in [`a_failing_separable_step_is_found_where_plain_nvcc_links`]. The stand-ins'
 /// builds share one variant cache (each mode's tuning is the same real nvcc-orion's on the
-/// same PTX; what ships is then the stand-in's). Issue 50: about half the test's CPU.
+/// same PTX; what ships is then the stand-in's). Issue 50: three quarters of the test's CPU.
 #[test]
 fn a_cubin_that_is_not_what_the_report_says_is_found() {
     let Some(nvcc) = common::nvcc_or_skip("generated (a wrong cubin)") else {
