@@ -79,6 +79,27 @@ fn rows(listing: &str) -> BTreeMap<String, Vec<String>> {
     out
 }
 
+/// `nvdisasm -c -g` listings of one program on one architecture, kept by the cubin's bytes: a
+/// mode that ships ptxas's own build ships the reference's bytes, and the references of the
+/// modes are often one build, so the same bytes were listed up to four times (issue 50). The
+/// listing does not depend on the file's path (nvcc-orion's `process::listings` relies on the
+/// same), so the same bytes list the same lines.
+#[derive(Debug, Default)]
+pub struct LineListings(BTreeMap<Vec<u8>, String>);
+
+impl LineListings {
+    /// The listing of `cubin`: nvdisasm's once per distinct content.
+    fn of(&mut self, tools: &Tools, cubin: &Path) -> Result<String, String> {
+        let bytes = std::fs::read(cubin).map_err(|e| format!("{}: {e}", cubin.display()))?;
+        if let Some(l) = self.0.get(&bytes) {
+            return Ok(l.clone());
+        }
+        let l = listing(tools, cubin)?;
+        self.0.insert(bytes, l.clone());
+        Ok(l)
+    }
+}
+
 fn listing(tools: &Tools, cubin: &Path) -> Result<String, String> {
     let dir = cubin.parent().unwrap_or(Path::new("."));
     let arg = cubin.to_string_lossy();
@@ -91,8 +112,10 @@ fn listing(tools: &Tools, cubin: &Path) -> Result<String, String> {
 
 /// Each kernel of `kernels` not in `skip`: its rows in the shipped cubin against the
 /// reference's. A kernel that differs is named; an unreadable cubin is the module's finding.
+/// Listings come from `listings` (the program's, on this architecture).
 pub fn lines(
     tools: &Tools,
+    listings: &mut LineListings,
     shipped: &Path,
     reference: &Path,
     kernels: &[String],
@@ -107,7 +130,7 @@ pub fn lines(
             },
         )]
     };
-    let (a, b) = match (listing(tools, shipped), listing(tools, reference)) {
+    let (a, b) = match (listings.of(tools, shipped), listings.of(tools, reference)) {
         (Ok(a), Ok(b)) => (rows(&a), rows(&b)),
         (Err(e), _) | (_, Err(e)) => return unreadable(e),
     };
@@ -159,6 +182,51 @@ mod tests {
         assert!(messages(s, s).is_none());
         let d = messages(s, "ptxas info    : Function properties for k\n").unwrap();
         assert!(d.detail.starts_with("line 2:"), "{}", d.detail);
+    }
+
+    /// A stand-in nvdisasm that appends each input's name to `log` and prints its content.
+    fn counting_tools(dir: &Path) -> Tools {
+        let nvdisasm = dir.join("nvdisasm");
+        let log = dir.join("log");
+        std::fs::write(
+            &nvdisasm,
+            format!("#!/bin/sh\necho \"$3\" >>'{}'\ncat \"$3\"\n", log.display()),
+        )
+        .unwrap();
+        let mut perm = std::fs::metadata(&nvdisasm).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+        std::fs::set_permissions(&nvdisasm, perm).unwrap();
+        let none = dir.join("none");
+        Tools {
+            nvcc: none.clone(),
+            ptxas: none.clone(),
+            cuobjdump: none.clone(),
+            nvdisasm,
+            orion: none,
+        }
+    }
+
+    #[test]
+    fn the_same_bytes_are_listed_once_whatever_their_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let tools = counting_tools(dir.path());
+        let (a, b, c) = (
+            dir.path().join("a.cubin"),
+            dir.path().join("b.cubin"),
+            dir.path().join("c.cubin"),
+        );
+        std::fs::write(&a, "one\n").unwrap();
+        std::fs::write(&b, "one\n").unwrap();
+        std::fs::write(&c, "two\n").unwrap();
+        let mut listings = LineListings::default();
+        assert_eq!(listings.of(&tools, &a).unwrap(), "one\n");
+        assert_eq!(listings.of(&tools, &b).unwrap(), "one\n");
+        assert_eq!(listings.of(&tools, &c).unwrap(), "two\n");
+        assert_eq!(listings.of(&tools, &a).unwrap(), "one\n");
+        let log = std::fs::read_to_string(dir.path().join("log")).unwrap();
+        assert_eq!(log.lines().count(), 2, "{log}");
+        // A file that is not there is the reader's error, not a listing.
+        assert!(listings.of(&tools, &dir.path().join("gone")).is_err());
     }
 
     #[test]

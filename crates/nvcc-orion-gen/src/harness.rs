@@ -197,6 +197,8 @@ struct Step {
     refs: BTreeMap<Vec<(String, RefBudget)>, (PathBuf, Elf)>,
     /// What ptxas printed for each reference build, by budgets.
     ref_messages: BTreeMap<Vec<(String, RefBudget)>, String>,
+    /// The line-table listings read so far (`-lineinfo`), by the cubins' bytes.
+    lines: flagged::LineListings,
 }
 
 /// A report record, reduced to what the harness needs.
@@ -218,7 +220,9 @@ impl Harness {
     /// Check `p` on `arch` in every mode of the harness ([`Harness::check`] adds the `-rdc`
     /// steps): the findings, and the folder the program was written to. `Err`: the program
     /// itself (nvcc refused it) or the harness could not run, not a finding about nvcc-orion.
-    pub(crate) fn check_modes(&self, p: &Program, arch: u32) -> Result<(Outcome, PathBuf), String> {
+    /// Public for a check that is about the modes' cubins alone (a stand-in's wrong cubin):
+    /// the `-rdc` chain compiles every unit again per mode through the driver.
+    pub fn check_modes(&self, p: &Program, arch: u32) -> Result<(Outcome, PathBuf), String> {
         let dir = self.work.join(format!("s{}-sm{arch}", p.seed));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -285,7 +289,14 @@ impl Harness {
                 out.mismatches.push(mis(None, d));
             }
             if flagged::line_tables(&self.flags) {
-                for (k, d) in flagged::lines(&self.tools, &cubin, &reference.0, &kernels, &skip) {
+                for (k, d) in flagged::lines(
+                    &self.tools,
+                    &mut step.lines,
+                    &cubin,
+                    &reference.0,
+                    &kernels,
+                    &skip,
+                ) {
                     out.mismatches.push(mis(k.as_deref(), d));
                 }
             }
@@ -385,6 +396,7 @@ impl Harness {
             compile,
             refs: BTreeMap::new(),
             ref_messages: BTreeMap::new(),
+            lines: flagged::LineListings::default(),
         };
         let plain = self.reference(&mut step, &BTreeMap::new())?.0;
         if std::fs::read(&plain).ok() != std::fs::read(dir.join("plain.cubin")).ok() {
