@@ -190,8 +190,9 @@ pub(crate) fn run_nvdisasm(
     Ok(out.stdout.clone())
 }
 
-/// Combine `nvdisasm -json` output with the cubin's bytes.
-pub(crate) fn from_json(json: &[u8], cubin: &[u8]) -> Result<Vec<Listing>, ListingError> {
+/// Combine `nvdisasm -json` output with the cubin's bytes: [`list`]'s reading of a listing
+/// already made (public so that tests list a cubin they read again once per run).
+pub fn from_json(json: &[u8], cubin: &[u8]) -> Result<Vec<Listing>, ListingError> {
     // [header, [function, ...]]
     let (_, funcs): (serde_json::Value, Vec<JsonFunction>) =
         serde_json::from_slice(json).map_err(|e| ListingError::Json(e.to_string()))?;

@@ -13,7 +13,7 @@ use nvcc_orion::predict::Sm;
 use nvcc_orion::predict::memory::Placement;
 use nvcc_orion::predict::stalls::function_cost;
 use nvcc_orion::sass::access::bytes_per_thread;
-use nvcc_orion::sass::{listing, raw};
+use nvcc_orion::sass::raw;
 use std::process::Command;
 
 fn fx() -> Option<&'static Fixtures> {
@@ -52,9 +52,8 @@ fn control_fields_match_nvdisasm_on_every_arch() {
     let dir = scratch("listing");
     let cubins = fixtures::extract_elfs(&fx.get("calls_all.o").path, dir.path()).unwrap();
     assert_eq!(cubins.len(), 7);
-    let nvdisasm = fixtures::tool("nvdisasm");
     for c in &cubins {
-        let fs = listing::list(&nvdisasm, c).unwrap_or_else(|e| panic!("{}: {e}", c.display()));
+        let fs = super::sass_relayout::listed(c);
         assert!(fs.len() >= 5, "{}: {} functions", c.display(), fs.len());
         // nvdisasm -hex prints sections in the same order as -json prints functions.
         let ours: Vec<u64> = fs
@@ -153,11 +152,10 @@ fn raw_decoding_agrees_with_nvdisasm() {
     let mut cubins = fixtures::extract_elfs(&fx.get("calls_all.o").path, dir.path()).unwrap();
     cubins.push(fx.get("spill_sm89_r24.cubin").path.clone());
     cubins.push(fx.get("memory_sm86.cubin").path.clone());
-    let nvdisasm = fixtures::tool("nvdisasm");
     let (mut known, mut total, mut branches, mut calls) = (0, 0, 0, 0);
     let mut sizes = std::collections::BTreeSet::new();
     for c in &cubins {
-        let theirs = listing::list(&nvdisasm, c).unwrap();
+        let theirs = super::sass_relayout::listed(c);
         let cubin = Cubin::parse(&std::fs::read(c).unwrap()).unwrap();
         let ours = raw::functions(&cubin);
         // nvdisasm lists a sub-function reached only through a function pointer inside its

@@ -94,6 +94,34 @@ fn nvdisasm() -> PathBuf {
     fixtures::tool("nvdisasm")
 }
 
+/// [`listing::list`] of a cubin these tests start from (a fixture, or a compile whose bytes are
+/// the same every run), its `nvdisasm -json` listed once per run (issue 50: five tests of this
+/// file and `sass_predict` list the fixture cubins, `calls_all.o`'s seven up to four times, at
+/// about 0.4 s of CPU a run). Kept under `CARGO_TARGET_TMPDIR` keyed by the arguments, the
+/// cubin's bytes and nvdisasm's path ([`common::build_once`], as `sass_decode`'s listings): what
+/// a test reads is nvdisasm's own output for exactly these bytes, whichever test listed them
+/// first; the listing's output does not depend on the cubin's path.
+pub(super) fn listed(path: &Path) -> Vec<Function> {
+    let bytes = std::fs::read(path).unwrap();
+    let nvdisasm = nvdisasm();
+    let dir = common::build_once("nvdisasm-listing", &nvdisasm, &[b"-json", &bytes], |dir| {
+        let out = Command::new(&nvdisasm)
+            .arg("-json")
+            .arg(path)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "nvdisasm -json {}: {}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::fs::write(dir.join("stdout"), &out.stdout).unwrap();
+    });
+    let json = std::fs::read(dir.join("stdout")).unwrap();
+    listing::from_json(&json, &bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
 /// Numbers in an operand token: `0x1a0`, `-0x120`.
 fn number(tok: &str) -> Option<i64> {
     let tok = tok.trim_end_matches(')');
@@ -293,7 +321,7 @@ fn compare_control(label: &str, old: &Cubin, new: &Cubin, ap: &Applied, counts: 
 fn check_cubin(label: &str, path: &Path, dir: &Path, per_function: usize, seeds: &[u64]) -> Counts {
     let bytes = std::fs::read(path).unwrap();
     let old = Cubin::parse(&bytes).unwrap();
-    let old_list = listing::list(&nvdisasm(), path).unwrap();
+    let old_list = listed(path);
     let old_attrs = offset_attrs(&fixtures::elf_dump(path).unwrap());
     let old_res = fixtures::res_usage(path).unwrap();
     let mut counts = Counts::default();
@@ -548,7 +576,7 @@ fn renaming_a_register_changes_only_its_name() {
     let dir = scratch("rename");
     let path = fx.get("math_sm75.cubin").path.clone();
     let mut c = Cubin::parse(&std::fs::read(&path).unwrap()).unwrap();
-    let old_list = listing::list(&nvdisasm(), &path).unwrap();
+    let old_list = listed(&path);
     // A kernel with simple ALU/memory code; rename R0 → an unused register in every field.
     let k = old_list
         .iter()
@@ -642,7 +670,7 @@ fn branch_fields_decode_and_encode_back_on_real_code() {
     for path in &paths {
         let sm = fixtures::elf_arch(path).unwrap();
         let c = Cubin::parse(&std::fs::read(path).unwrap()).unwrap();
-        for f in listing::list(&nvdisasm(), path).unwrap() {
+        for f in listed(path) {
             let info = c.function_info(&f.name).unwrap();
             let data = &c.elf().sections[info.text_section].data;
             for i in &f.instrs {
@@ -871,7 +899,7 @@ fn local_to_shared_swap_keeps_operands() {
     let mut swapped = 0;
     for path in &paths {
         let mut c = Cubin::parse(&std::fs::read(path).unwrap()).unwrap();
-        let old_list = listing::list(&nvdisasm(), path).unwrap();
+        let old_list = listed(path);
         for k in c.kernels() {
             let mut text = c.elf().sections[k.text_section].data.clone();
             for chunk in text.chunks_exact_mut(16) {

@@ -58,6 +58,9 @@ const REGDEM_KERNELS: &[&str] = &[
     "_Z11r_with_callPKfPfi",
 ];
 
+/// The spill kernels' file (`tests/kernels/`).
+const SPILLS: &str = "spill2smem/spills.cu";
+
 /// A kernel of the spill corpus whose 128-bit spills (`STL.128`, beside a local array passed
 /// to a device function) are each moved as four 32-bit shared accesses: the three inserted
 /// pieces after each image run under the original's schedule (`tests/kernels/spill_corpus/`).
@@ -604,45 +607,32 @@ fn regdem_mutations() -> Vec<Mutation<regdem::Rewrite>> {
     ]
 }
 
-/// Compile `src` to cubins for `arch` at the given per-kernel budgets (none: as nvcc does).
-fn compile(
-    nvcc: &Path,
-    dir: &Path,
-    src: &Path,
-    arch: u32,
-    budget: Option<fn(&str) -> u32>,
-) -> Vec<u8> {
+/// Compile `src` to a cubin for `arch` at the given per-kernel budgets: nvcc's PTX, the
+/// budgets written in, ptxas.
+fn compile(nvcc: &Path, dir: &Path, src: &Path, arch: u32, budget: fn(&str) -> u32) -> Vec<u8> {
     let stem = src.file_stem().unwrap().to_string_lossy().into_owned();
     let out = dir.join(format!("{stem}_{arch}.cubin"));
-    match budget {
-        None => run(Command::new(nvcc)
-            .args(["-cubin", &format!("-arch=sm_{arch}"), "-o"])
-            .arg(&out)
-            .arg(src)),
-        Some(b) => {
-            let raw = dir.join(format!("{stem}_{arch}.ptx"));
-            run(Command::new(nvcc)
-                .args(["-ptx", &format!("-arch=compute_{arch}"), "-o"])
-                .arg(&raw)
-                .arg(src));
-            let text = std::fs::read_to_string(&raw).unwrap();
-            let budgets: BTreeMap<String, Budget> = entries(&text)
-                .unwrap()
-                .into_iter()
-                .map(|e| {
-                    let n = b(&e.name);
-                    (e.name, Budget::regs(n))
-                })
-                .collect();
-            let ptx = dir.join(format!("{stem}_{arch}_b.ptx"));
-            std::fs::write(&ptx, with_budgets(&text, &budgets).unwrap()).unwrap();
-            run(Command::new(common::toolkit_tool(nvcc, "ptxas"))
-                .arg(format!("-arch=sm_{arch}"))
-                .arg(&ptx)
-                .arg("-o")
-                .arg(&out));
-        }
-    }
+    let raw = dir.join(format!("{stem}_{arch}.ptx"));
+    run(Command::new(nvcc)
+        .args(["-ptx", &format!("-arch=compute_{arch}"), "-o"])
+        .arg(&raw)
+        .arg(src));
+    let text = std::fs::read_to_string(&raw).unwrap();
+    let budgets: BTreeMap<String, Budget> = entries(&text)
+        .unwrap()
+        .into_iter()
+        .map(|e| {
+            let n = budget(&e.name);
+            (e.name, Budget::regs(n))
+        })
+        .collect();
+    let ptx = dir.join(format!("{stem}_{arch}_b.ptx"));
+    std::fs::write(&ptx, with_budgets(&text, &budgets).unwrap()).unwrap();
+    run(Command::new(common::toolkit_tool(nvcc, "ptxas"))
+        .arg(format!("-arch=sm_{arch}"))
+        .arg(&ptx)
+        .arg("-o")
+        .arg(&out));
     std::fs::read(&out).unwrap()
 }
 
@@ -770,13 +760,15 @@ fn spill_envs(
     if kernels.is_empty() {
         return Vec::new();
     }
-    let original = compile(
-        nvcc,
-        dir,
-        &kernels_dir().join(src),
-        arch,
-        Some(|k| if k.contains("s_bounds_128") { 63 } else { 31 }),
-    );
+    // `spills.cu` at 31 registers a kernel (63 for `s_bounds_128`) is the spill2smem tests'
+    // shared build, made by these same commands once per run (issue 50).
+    let original = if src == SPILLS {
+        super::spill2smem::spills_cubin(arch).expect("the spill2smem build")
+    } else {
+        compile(nvcc, dir, &kernels_dir().join(src), arch, |k| {
+            if k.contains("s_bounds_128") { 63 } else { 31 }
+        })
+    };
     let cubin = Cubin::parse(&original).unwrap();
     let requests: Vec<(String, Options)> = kernels
         .iter()
@@ -808,19 +800,14 @@ fn spill_envs(
 /// `regdem` rewrites of `kernels` (each alone, so each rewritten cubin holds one rewrite),
 /// each checked unmutated first.
 fn regdem_envs(
-    nvcc: &Path,
     nvdisasm: &Path,
     dir: &Path,
     arch: u32,
     kernels: &[&str],
 ) -> Vec<Env<regdem::Rewrite>> {
-    let original = compile(
-        nvcc,
-        dir,
-        &kernels_dir().join("regdem/regdem.cu"),
-        arch,
-        None,
-    );
+    // Plain `nvcc -cubin -arch=sm_<arch>` of `regdem.cu`: the regdem tests' shared build, the
+    // same command, made once per run (issue 50).
+    let original = super::regdem::plain_cubin(arch).expect("the regdem build");
     let cubin = Cubin::parse(&original).unwrap();
     let mut envs = Vec::new();
     for k in kernels {
@@ -864,14 +851,7 @@ fn run_plan(test: &str, plan: &Plan) -> Option<Tally> {
     let mut spill = Vec::new();
     let mut reg = Vec::new();
     for &arch in plan.archs {
-        spill.extend(spill_envs(
-            &nvcc,
-            &nvdisasm,
-            dir,
-            arch,
-            "spill2smem/spills.cu",
-            plan.spill,
-        ));
+        spill.extend(spill_envs(&nvcc, &nvdisasm, dir, arch, SPILLS, plan.spill));
         spill.extend(spill_envs(
             &nvcc,
             &nvdisasm,
@@ -880,7 +860,7 @@ fn run_plan(test: &str, plan: &Plan) -> Option<Tally> {
             WIDE_SPILL.0,
             &[WIDE_SPILL.1],
         ));
-        reg.extend(regdem_envs(&nvcc, &nvdisasm, dir, arch, plan.regdem));
+        reg.extend(regdem_envs(&nvdisasm, dir, arch, plan.regdem));
     }
     let chosen = |n: &str| plan.only.is_none_or(|o| o.contains(&n));
     let spill_muts: Vec<Mutation<Rewrite>> = spill_mutations()

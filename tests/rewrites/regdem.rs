@@ -80,6 +80,13 @@ fn run(cmd: &mut Command) -> std::process::Output {
     out
 }
 
+/// Plain `nvcc -cubin -arch=sm_<arch>` of `regdem.cu` (one of [`ARCHS`]), from the build this
+/// file's tests share: `mutation`'s compile of the same file, the same command (issue 50: one
+/// compile fewer per run). `None` without nvcc.
+pub(super) fn plain_cubin(arch: u32) -> Option<Vec<u8>> {
+    Some(std::fs::read(&built()?.cubins[&arch]).unwrap())
+}
+
 /// Build once per source hash (cross-process: a lock file and a completion stamp).
 fn built() -> Option<&'static Built> {
     static B: OnceLock<Option<Built>> = OnceLock::new();

@@ -107,6 +107,13 @@ fn budgets(ptx: &str) -> BTreeMap<String, Budget> {
         .collect()
 }
 
+/// The spilling cubin of `spills.cu` for `arch` (one of [`ARCHS`]), from the build this
+/// file's tests share: `mutation`'s compile of the same file at the same budgets, the same
+/// commands (issue 50: one compile fewer per run). `None` without nvcc.
+pub(super) fn spills_cubin(arch: u32) -> Option<Vec<u8>> {
+    Some(std::fs::read(&built()?.cubins[&arch]).unwrap())
+}
+
 /// Build once per source hash (cross-process: a lock file and a completion stamp).
 fn built() -> Option<&'static Built> {
     static B: OnceLock<Option<Built>> = OnceLock::new();

@@ -6,7 +6,7 @@
 //! spill2smem rewrite offered on sm_90) through `nvcc-orion -c`. It checks, with
 //! cuobjdump, the following:
 //! - every variant the report lists is in the object, with exactly its registers;
-//! - the original holds the static winner, with the registers and SASS of a plain
+//! - the original holds the static winner, with the registers and code of a plain
 //!   `NVCC_ORION=tune` build, which has no `__orion_v` entry;
 //! - two adapt builds are byte-identical;
 //! - a rewrite-made variant is embedded, proved, and keeps its kernel's launch bounds;
@@ -29,6 +29,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+use nvcc_orion::cubin::Cubin;
 use serde_json::Value;
 
 const WALK: &str = "_Z13walk_featuresPKiPKfPfii";
@@ -207,6 +208,83 @@ fn sass(obj: &Path) -> BTreeMap<(u32, String), Vec<String>> {
     out
 }
 
+/// Each function's code per (sm, function) in the cubins of `obj` (a cubin, or an object or
+/// fatbin whose cubins `cuobjdump -xelf all` extracts): the bytes of its `.text.<name>`
+/// section, then its relocations, each part led by its length.
+///
+/// What `cuobjdump -sass` lists of a function, read without the disassembler (issue 50: 22
+/// `-sass` runs here, about 14 s of CPU): every listing line is one 16-byte instruction of the
+/// section, its encoding printed beside it, and the only other input to the listing is the
+/// relocations, whose targets it names. Equal bytes and relocations give equal listings; the
+/// bytes also hold each instruction's control half, which the listing's first line leaves out.
+fn code(obj: &Path) -> BTreeMap<(u32, String), Vec<u8>> {
+    let scratch = tempfile::tempdir().unwrap();
+    let mut out: BTreeMap<(u32, String), Vec<u8>> = BTreeMap::new();
+    for cubin in cubins_in(obj, scratch.path()) {
+        let bytes = std::fs::read(&cubin).unwrap();
+        let parsed = Cubin::parse(&bytes).unwrap_or_else(|e| panic!("{}: {e}", cubin.display()));
+        for s in &parsed.elf().sections {
+            let Some(name) = s.name.strip_prefix(".text.") else {
+                continue;
+            };
+            let code = out.entry((parsed.arch(), name.to_string())).or_default();
+            for part in [
+                s.data.clone(),
+                relocations(&parsed, &format!(".rela{}", s.name), 24),
+                relocations(&parsed, &format!(".rel{}", s.name), 16),
+            ] {
+                code.extend_from_slice(&(part.len() as u64).to_le_bytes());
+                code.extend(part);
+            }
+        }
+    }
+    out
+}
+
+/// The cubins of `file`: itself when it is one, else those `cuobjdump -xelf all` extracts
+/// into `scratch`, sorted by name so that the order is the same every run.
+fn cubins_in(file: &Path, scratch: &Path) -> Vec<PathBuf> {
+    if file.extension().is_some_and(|e| e == "cubin") {
+        return vec![file.to_path_buf()];
+    }
+    let file = std::path::absolute(file).unwrap();
+    let o = common::command(common::fixtures::tool("cuobjdump"))
+        .args(["-xelf", "all"])
+        .arg(&file)
+        .current_dir(scratch)
+        .output()
+        .unwrap();
+    common::assert_ok(&o, &format!("cuobjdump -xelf all {}", file.display()));
+    let mut found: Vec<PathBuf> = std::fs::read_dir(scratch)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "cubin"))
+        .collect();
+    found.sort();
+    assert!(!found.is_empty(), "{}: no cubin", file.display());
+    found
+}
+
+/// The relocation section `name` of `cubin` (entries of `size` bytes: 24 RELA, 16 REL) in a
+/// form that compares across cubins: offset, type and addend as stored, the target by its
+/// symbol's name (a multi-variant cubin numbers its symbols differently).
+fn relocations(cubin: &Cubin, name: &str, size: usize) -> Vec<u8> {
+    let Some(section) = cubin.elf().sections.iter().find(|s| s.name == name) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for entry in section.data.chunks(size) {
+        assert_eq!(entry.len(), size, "{name}: a partial relocation entry");
+        let info = u64::from_le_bytes(entry[8..16].try_into().unwrap());
+        out.extend_from_slice(&entry[..8]);
+        out.extend_from_slice(&(info as u32).to_le_bytes());
+        out.extend_from_slice(&entry[16..]);
+        out.extend_from_slice(cubin.symbols()[(info >> 32) as usize].name.as_bytes());
+        out.push(0);
+    }
+    out
+}
+
 /// The arch number of a record (`sm_90` → 90).
 fn sm(record: &Value) -> u32 {
     record["arch"].as_str().unwrap()[3..].parse().unwrap()
@@ -273,22 +351,25 @@ fn check_listed(obj: &Path, recs: &[Value]) -> usize {
     extra
 }
 
-/// The originals of `adapt` are those of `tune`: the same registers and the same SASS.
+/// The originals of `adapt` are those of `tune`: the same registers and the same code (the
+/// bytes `cuobjdump -sass` lists, [`code`]).
 fn same_originals(tune: &Path, adapt: &Path) {
     let (rt, ra) = (registers(tune), registers(adapt));
-    let (st, sa) = (sass(tune), sass(adapt));
-    assert!(!rt.is_empty() && !st.is_empty());
+    let (ct, ca) = (code(tune), code(adapt));
+    assert!(!rt.is_empty() && !ct.is_empty());
     for (key, n) in &rt {
         assert_eq!(ra.get(key), Some(n), "{key:?}");
     }
-    for (key, code) in &st {
-        let got = sa.get(key).unwrap_or_else(|| panic!("{key:?} missing"));
-        let first = code.iter().zip(got).find(|(a, b)| a != b);
+    for (key, want) in &ct {
+        let got = ca.get(key).unwrap_or_else(|| panic!("{key:?} missing"));
+        let first = want.iter().zip(got).position(|(a, b)| a != b);
         assert!(
-            first.is_none() && code.len() == got.len(),
-            "{key:?}: the SASS differs ({} vs {} instructions), first at {first:?}",
-            code.len(),
-            got.len()
+            first.is_none() && want.len() == got.len(),
+            "{key:?}: the code differs ({} vs {} bytes with the relocations), first at byte \
+             {first:?} (instruction {:?})",
+            want.len(),
+            got.len(),
+            first.map(|b| b.saturating_sub(8) / 16)
         );
     }
     assert!(
@@ -537,9 +618,9 @@ fn a_taken_variant_name_leaves_plain_tune_with_one_warning() {
 /// from what plain tune ships (`--orion-test-perturb-original`, testing only: its first
 /// instruction changed before the checks) costs at most itself: the build succeeds with one
 /// warning naming it, the object ships its code exactly as the default (tune) build does
-/// (cuobjdump's SASS and registers of the object plain tune made), and the other kernel's
-/// variants are all embedded, as in the unperturbed adapt build. Before, the embedding failed
-/// as a whole and every variant of the architecture was lost.
+/// (the code and `cuobjdump -res-usage` registers of the object plain tune made), and the
+/// other kernel's variants are all embedded, as in the unperturbed adapt build. Before, the
+/// embedding failed as a whole and every variant of the architecture was lost.
 #[test]
 fn a_differing_original_without_variants_costs_only_itself() {
     let Some(d) = built() else { return };
@@ -730,7 +811,7 @@ fn a_rewritten_original_and_five_variants_at_most() {
 /// Under adapt and train, a `-cubin` or `-fatbin` output has no host object for the selector's
 /// glue, so nothing could ever launch a variant (docs/selector.md §How the driver wires it
 /// in): it ships the tuned winners alone, as a default build does. cuobjdump shows the same
-/// kernels with the same registers and SASS as the default build's, no `__orion_v` entry,
+/// kernels with the same registers and code as the default build's, no `__orion_v` entry,
 /// and the tuned budget (not ptxas's); each record says why there is no selector, and nothing
 /// is printed.
 #[test]
@@ -808,8 +889,9 @@ fn device_only_outputs_ship_no_variants() {
 /// variants. bench/build/retuned_huge.cu (most kernels retuned) for sm_90, cold: the descent
 /// builds a subset of the full search's budgets, fewer in all; each one left out is in the
 /// report as `stopped` or `outbid`; every embedded entry, originals and `__orion_v<k>`, has the
-/// same registers (`cuobjdump -res-usage`) and the same SASS (`cuobjdump -sass`) in both
-/// objects, and the objects are the same bytes (so are the selector's tables in the glue).
+/// same registers (`cuobjdump -res-usage`) and the same code (the bytes `cuobjdump -sass`
+/// lists) in both objects, and the objects are the same bytes (so are the selector's tables in
+/// the glue).
 #[test]
 fn adapt_descends_yet_embeds_the_full_searchs_variants() {
     let Some(nvcc) = common::nvcc_or_skip("multi_variant") else {
@@ -878,7 +960,7 @@ fn adapt_descends_yet_embeds_the_full_searchs_variants() {
         "{regs:?}"
     );
     assert_eq!(regs, registers(&objf));
-    assert_eq!(sass(&objd), sass(&objf));
+    assert_eq!(code(&objd), code(&objf));
     let bytes = |p: &Path| common::mask_tmpxft(&std::fs::read(p).unwrap());
     assert!(bytes(&objd) == bytes(&objf), "the objects differ");
 }
