@@ -20,7 +20,8 @@
 //!   program would put the donor's instructions at the old code's lines (issue 48), and only
 //!   ptxas writes one for the code it compiled;
 //! * anything else of the kernel that differs (parameter bank, shared size, a symbol one
-//!   side lacks) agrees already. Frame information of another length or count is not such a
+//!   side lacks) agrees already, but for a shared memory section only the donor has
+//!   (`shared_splice`: ptxas's shared-memory spilling), which is added. Frame information of another length or count is not such a
 //!   part: `frame_splice` re-lays `.debug_frame` out around the donor's records.
 //!
 //! `tune::assemble` then has the result checked by `audit`, which reads both cubins with the
@@ -209,6 +210,9 @@ fn splice_one(out: &mut Cubin, kernel: &str, donor: &Cubin) -> Result<(), Refusa
     let td = text_of(donor, kernel)?;
     calls_stay_inside(donor, td)?;
     same_symbols_in_text(out, tb, donor, td)?;
+    if let Some(d) = super::shared_splice::missing_shared(out, donor, kernel) {
+        super::shared_splice::add_shared(out, tb, donor, d)?;
+    }
     same_kernel_sections(out, donor, kernel)?;
     let map = SymbolMap::new(out, donor);
     let map_sym = |i: u32| map.get(i);

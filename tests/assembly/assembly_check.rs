@@ -1071,3 +1071,142 @@ fn a_listing_does_not_depend_on_the_input_path() {
         );
     }
 }
+
+/// A kernel of tests/kernels/assembly/smem_spill.cu that ptxas's shared-memory spilling at
+/// 32 registers gives a `.nv.shared.<kernel>` of its own.
+const SPILLER: &str = "_Z8hop_foldIfLi60ELi16EEvPKiPKT_PS2_ii";
+
+/// ptxas's cubins of smem_spill.cu for sm_90: the whole module, [`SPILLER`] alone at 32
+/// registers with `enable_smem_spilling` (`--entry`), and the whole module with it so.
+fn spill_builds(nvcc: &Path) -> Builds {
+    let src = common::kernels_dir().join("assembly/smem_spill.cu");
+    let source = std::fs::read(&src).unwrap();
+    let dir = common::build_once("assembly-smem-spill-90", nvcc, &[&source], |dir| {
+        let ptx = dir.join("m.ptx");
+        let mut c = Command::new(nvcc);
+        c.args(["-ptx", "-O3", "-arch=sm_90"]);
+        run(c.arg(&src).arg("-o").arg(&ptx), "nvcc -ptx");
+        let text = with_maxnreg(&std::fs::read_to_string(&ptx).unwrap(), SPILLER, 32);
+        // The pragma opens the entry's body, as the tuner writes it.
+        let at = text.find(&format!(".entry {SPILLER}(")).unwrap();
+        let open = at + text[at..].find('{').unwrap() + 1;
+        let pragma = "\n.pragma \"enable_smem_spilling\";";
+        let spilled = format!("{}{pragma}{}", &text[..open], &text[open..]);
+        std::fs::write(dir.join("m32.ptx"), spilled).unwrap();
+        let ptxas = common::toolkit_tool(nvcc, "ptxas");
+        for (input, out, extra) in [
+            ("m.ptx", "base.cubin", vec![]),
+            ("m32.ptx", "donor.cubin", vec!["--entry", SPILLER]),
+            ("m32.ptx", "whole32.cubin", vec![]),
+        ] {
+            let mut c = Command::new(&ptxas);
+            c.args(["-arch=sm_90", "-m64"]).args(&extra);
+            run(c.arg(dir.join(input)).arg("-o").arg(dir.join(out)), "ptxas");
+        }
+    });
+    let read = |f: &str| std::fs::read(dir.join(f)).unwrap();
+    Builds {
+        base: read("base.cubin"),
+        donor: read("donor.cubin"),
+        whole32: read("whole32.cubin"),
+    }
+}
+
+/// The file offset of section `name`'s header (ELF64: `e_shoff` at 0x28, 64-byte headers).
+/// Read with our own few lines, not the crate's.
+fn section_header(bytes: &[u8], name: &str) -> usize {
+    let index = Cubin::parse(bytes)
+        .unwrap()
+        .elf()
+        .section_index_by_name(name)
+        .unwrap_or_else(|| panic!("no section {name}"));
+    let shoff = u64::from_le_bytes(bytes[0x28..0x30].try_into().unwrap()) as usize;
+    shoff + 64 * index
+}
+
+fn shared_k() -> String {
+    format!(".nv.shared.{SPILLER}")
+}
+
+/// Wrong assemblies of the part the splice adds (`cubin::shared_splice`).
+const SHARED_MUTATIONS: &[Mutation] = &[
+    (
+        "shared section of another size",
+        |b| {
+            let h = section_header(b, &shared_k());
+            b[h + 32] = b[h + 32].wrapping_add(16);
+        },
+        SPILLER,
+    ),
+    (
+        "shared section of another name (the kernel's missing)",
+        |b| {
+            // `.nv.shared.<k>` becomes `.nv.shared.<k>` with its last letter changed.
+            let h = section_header(b, &shared_k());
+            let sh_name = u32::from_le_bytes(b[h..h + 4].try_into().unwrap()) as usize;
+            let (table, _) = section(b, ".shstrtab");
+            let last = table + sh_name + shared_k().len() - 1;
+            b[last] = b'j';
+        },
+        // A section of no kernel's name: the module's, which ptxas's module has not.
+        "the module",
+    ),
+    (
+        "shared section not allocated",
+        |b| {
+            let h = section_header(b, &shared_k());
+            b[h + 8] &= !0x2;
+        },
+        SPILLER,
+    ),
+];
+
+/// The check of a splice of [`SPILLER`] into ptxas's module.
+fn spill_job<'a>(shipped: &'a [u8], b: &'a Builds) -> Job<'a> {
+    Job {
+        proved: Vec::new(),
+        shipped,
+        baseline: &b.base,
+        module: &b.base,
+        origins: vec![Origin {
+            shipped: SPILLER,
+            name: SPILLER,
+            cubin: &b.donor,
+        }],
+    }
+}
+
+/// Issue 47: the splice adds a kernel's `.nv.shared.<k>` that ptxas's own build has not (the
+/// shared-memory spilling candidate), exactly as a whole-module ptxas run writes it, the
+/// assembly check passes it, and rejects each wrong edit of the added part.
+#[test]
+fn an_added_shared_section_is_exact_and_its_mutants_are_rejected() {
+    let Some(nvcc) = common::nvcc_or_skip("assembly_check") else {
+        return;
+    };
+    let tk = tools(&nvcc);
+    let b = spill_builds(&nvcc);
+    let base = Cubin::parse(&b.base).unwrap();
+    assert!(base.elf().section_index_by_name(&shared_k()).is_none());
+    let donor = Cubin::parse(&b.donor).unwrap();
+    let good = splice(&base, &[(SPILLER, &donor)]).expect("the splice adds the section");
+    assert!(
+        good == b.whole32,
+        "the splice differs from a whole-module run at the same budgets"
+    );
+    named(audit::check(&tk, &spill_job(&good, &b))).expect("the correct splice passes");
+    let mut failures = Vec::new();
+    for (what, mutate, blamed) in SHARED_MUTATIONS {
+        let mut bad = good.clone();
+        mutate(&mut bad);
+        assert_ne!(bad, good, "{what}: the mutation changed nothing");
+        match named(audit::check(&tk, &spill_job(&bad, &b))) {
+            Ok(_) => failures.push(format!("{what}: accepted")),
+            Err(why) if !why.starts_with(blamed) => {
+                failures.push(format!("{what}: blamed the wrong part ({why})"))
+            }
+            Err(_) => {}
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

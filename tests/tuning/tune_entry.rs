@@ -984,3 +984,103 @@ fn descent_goes_on_until_a_budget_beats_ptxas_then_stops() {
     assert_eq!(regs(&cf).len(), 4, "{cf}");
     assert_eq!((chosen(&c), chosen(&cf)), (80, 80));
 }
+
+/// (arch, kernel) → the chosen candidate's budget, ptxas's shared-memory spilling flag
+/// included, from a report; kernels at ptxas's own budget are left out.
+fn chosen_budgets(report: &Path) -> BTreeMap<String, BTreeMap<String, Budget>> {
+    let mut out: BTreeMap<String, BTreeMap<String, Budget>> = BTreeMap::new();
+    for r in report_lines(report) {
+        let b = &r["candidates"][r["chosen"].as_u64().unwrap() as usize]["budget"];
+        let Some(regs) = b["regs"].as_u64() else {
+            continue;
+        };
+        let mut budget = Budget::regs(regs as u32);
+        budget.smem_spill = b["smem_spill"].as_bool().unwrap();
+        out.entry(r["arch"].as_str().unwrap().to_string())
+            .or_default()
+            .insert(r["kernel"].as_str().unwrap().to_string(), budget);
+    }
+    out
+}
+
+/// Issue 47: a kernel tuned to ptxas's shared-memory spilling candidate (32 registers and
+/// `enable_smem_spilling`) has a `.nv.shared.<kernel>` that ptxas's own build has not
+/// (tests/kernels/assembly/smem_spill.cu, the held-out file's shape: values live across a
+/// `__noinline__` helper). It is spliced beside the other retuned kernels, with no
+/// whole-module ptxas run at the end, and what ships on sm_80 and sm_90 is byte for byte
+/// the cubin of a whole-module ptxas run at the chosen budgets. (Before, the splice refused
+/// the section and the report said "whole-module" for that architecture.)
+#[test]
+fn shared_spill_sections_are_spliced_exactly() {
+    let Some(nvcc) = nvcc() else { return };
+    let dir = scratch("smem");
+    let src = source("tests/kernels/assembly/smem_spill.cu");
+    let report = dir.path().join("report.jsonl");
+    let obj = dir.path().join("smem.o");
+    let mut cmd = common::orion();
+    cmd.env("NVCC_ORION_NVCC", &nvcc)
+        .env("NVCC_ORION_CACHE", "off")
+        .env("NVCC_ORION_REPORT", &report)
+        .args(["-c", "-O3"])
+        .args(["-gencode", "arch=compute_80,code=sm_80"])
+        .args(["-gencode", "arch=compute_90,code=sm_90"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&obj);
+    run(&mut cmd);
+    let lines = report_lines(&report);
+    let assemblies: Vec<(&str, &str)> = lines
+        .iter()
+        .map(|r| (r["arch"].as_str().unwrap(), r["assembly"].as_str().unwrap()))
+        .collect();
+    assert!(
+        assemblies.iter().all(|(_, a)| *a == "spliced"),
+        "a whole-module run or another assembly: {assemblies:?}"
+    );
+    let chosen = chosen_budgets(&report);
+    let smem: Vec<(&String, &String)> = chosen
+        .iter()
+        .flat_map(|(arch, ks)| {
+            ks.iter()
+                .filter(|(_, b)| b.smem_spill)
+                .map(move |(k, _)| (arch, k))
+        })
+        .collect();
+    assert!(
+        !smem.is_empty(),
+        "no kernel took the shared-memory spilling candidate, so this tests nothing: {chosen:?}"
+    );
+    let cubins = common::fixtures::extract_elfs(&obj, &dir.path().join("elf")).unwrap();
+    assert_eq!(cubins.len(), 2, "{cubins:?}");
+    for path in cubins {
+        let shipped_bytes = std::fs::read(&path).unwrap();
+        let sm = Cubin::parse(&shipped_bytes).unwrap().arch();
+        let arch = format!("sm_{sm}");
+        let budgets = chosen.get(&arch).cloned().unwrap_or_default();
+        let text = ptx_of(&nvcc, &src, sm, &dir.path().join(format!("sm{sm}.ptx")));
+        let stem = |n: &str| dir.path().join(format!("{n}{sm}"));
+        let base = ptxas(&nvcc, &stem("base"), &text, sm, &BTreeMap::new(), &[]);
+        let full = ptxas_with(&[], &nvcc, &stem("full"), &text, sm, &budgets, &[]);
+        // The case at hand: a shared section only the chosen budgets' build has.
+        for (_, k) in smem.iter().filter(|(a, _)| **a == arch) {
+            let name = format!(".nv.shared.{k}");
+            assert!(
+                base.elf().section_index_by_name(&name).is_none(),
+                "{arch}: {name}"
+            );
+            assert!(
+                full.elf().section_index_by_name(&name).is_some(),
+                "{arch}: {name}"
+            );
+        }
+        let full_bytes = std::fs::read(stem("full").with_extension("cubin")).unwrap();
+        if shipped_bytes != full_bytes {
+            let kept = dir.keep();
+            panic!(
+                "{arch}: {} differs from a whole-module run ({})",
+                path.display(),
+                kept.display()
+            );
+        }
+    }
+}
