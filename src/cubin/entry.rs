@@ -7,21 +7,24 @@
 //! its relocations, its parameter bank `.nv.constant0.N` and shared memory `.nv.shared.N`,
 //! each after the last section of its kind (so the segments that cover code and banks grow
 //! to cover it); their section symbols and the entry symbol; the kernel's records in the
-//! global `.nv.info` and `.nv.callgraph`; its `.debug_frame` CIE and FDE.
+//! global `.nv.info` and `.nv.callgraph`; its `.debug_frame` CIEs and FDEs. The local
+//! functions ptxas puts in the kernel's code (`$K$<helper>`, [`super::entry_locals`]) come
+//! along renamed `$<name>$<helper>`, with their global records and frame records.
 //!
 //! Refused (the caller runs ptxas instead) under the splice's module rules
 //! ([`super::splice`]: the donor's module banks must read the same in the module, no
 //! sm_100+ "merc" copy), and wherever the donor's kernel has a part this does not know:
-//! another function in its code, a call to a function with a section of its own, a section
+//! another function in its code than its own local helpers, a call to a function with a section of its own, a section
 //! of a kind the module has none of to place it after. `tune::multi` has the result checked
 //! by `audit`, which shares nothing with this module.
 
 use super::Cubin;
 use super::callgraph::CallGraph;
 use super::elf::{SHT_CUDA_CALLGRAPH, SHT_CUDA_INFO, SHT_REL, SHT_RELA, Section, rd_u64};
+use super::entry_locals::{Local, locals};
 use super::nvinfo::{EIFMT_SVAL, encode_records, parse_records};
 use super::refusal::{Refusal, SpliceError};
-use super::splice::{SymbolMap, calls_stay_inside, frames, module_agrees, names_in_text, text_of};
+use super::splice::{SymbolMap, calls_stay_inside, frames, module_agrees, text_of};
 use super::symbols::{STB_LOCAL, STT_SECTION, Symbol, encode_relocs, parse_relocs};
 
 /// One kernel to add: `kernel` of `donor`, as `name`.
@@ -65,7 +68,7 @@ fn refuse_unknown(base: &Cubin, c: &Copy<'_>) -> Result<(), Refusal> {
 
 /// The refusals that depend on the donor alone, whatever cubin the copy would be added to:
 /// a relocatable donor, a kernel that is not there, that calls a function with a section of
-/// its own, or that shares its code section. `tune::multi` asks this before the cubin the
+/// its own, or that shares its code section with anything but its local helpers. `tune::multi` asks this before the cubin the
 /// copies go into exists, to know that the copy will be refused (issue 47).
 pub fn refused_by_donor(donor: &Cubin, kernel: &str) -> Result<(), Refusal> {
     if donor.is_relocatable() {
@@ -73,10 +76,7 @@ pub fn refused_by_donor(donor: &Cubin, kernel: &str) -> Result<(), Refusal> {
     }
     let td = text_of(donor, kernel)?;
     calls_stay_inside(donor, td)?;
-    if names_in_text(donor, td) != [kernel] {
-        return Err(Refusal::SharedCode);
-    }
-    Ok(())
+    locals(donor, td, kernel, kernel).map(|_| ())
 }
 
 /// The kinds of section a kernel owns, by name prefix: each new one goes after the module's
@@ -95,9 +95,10 @@ const KINDS: [&str; 6] = [
 fn add_one(out: &mut Cubin, c: &Copy<'_>) -> Result<(), Refusal> {
     let td = text_of(c.donor, c.kernel)?;
     let owned = owned_sections(c.donor, td, c.kernel)?;
+    let helpers = locals(c.donor, td, c.kernel, c.name)?;
     let placed = place_sections(out, c, &owned)?;
-    add_symbols(out, c, td, &owned, &placed)?;
-    let map = CopyMap::new(out, c, td, &owned, &placed)?;
+    add_symbols(out, c, td, &owned, &placed, &helpers)?;
+    let map = CopyMap::new(out, c, td, &owned, &placed, &helpers)?;
     fill_sections(out, c.donor, &owned, &placed, &map)?;
     add_global_records(out, c.donor, td, &map)?;
     add_callgraph(out, c.donor, td, &map)?;
@@ -170,14 +171,15 @@ fn place_sections(out: &mut Cubin, c: &Copy<'_>, owned: &[usize]) -> Result<Vec<
     Ok(placed)
 }
 
-/// The donor's section symbols of the owned sections, and the kernel's own symbol under the
-/// new name.
+/// The donor's section symbols of the owned sections (the code's followed by its local
+/// functions', renamed, as ptxas orders them), and the kernel's own symbol under the new name.
 fn add_symbols(
     out: &mut Cubin,
     c: &Copy<'_>,
     td: usize,
     owned: &[usize],
     placed: &[usize],
+    helpers: &[Local],
 ) -> Result<(), Refusal> {
     let interleaved = {
         let st = &out.elf.sections[out.symtab];
@@ -204,6 +206,9 @@ fn add_symbols(
             st_shndx: p as u16,
             ..s.clone()
         })?;
+        if d == td {
+            add_local_functions(out, c.donor, placed[0], helpers)?;
+        }
     }
     let k = c
         .donor
@@ -226,6 +231,25 @@ fn add_symbols(
     Ok(())
 }
 
+/// The donor's local functions of the kernel's code, renamed, in the added code section.
+fn add_local_functions(
+    out: &mut Cubin,
+    donor: &Cubin,
+    text: usize,
+    helpers: &[Local],
+) -> Result<(), Refusal> {
+    for h in helpers {
+        let st_name = add_symbol_name(out, &h.name)?;
+        out.insert_local_symbol(Symbol {
+            name: h.name.clone(),
+            st_name,
+            st_shndx: text as u16,
+            ..donor.symbols[h.index].clone()
+        })?;
+    }
+    Ok(())
+}
+
 /// Add `name` to the symbol name table, returning its offset.
 fn add_symbol_name(out: &mut Cubin, name: &str) -> Result<u32, Refusal> {
     let strtab = out.elf.sections[out.symtab].sh_link as usize;
@@ -241,8 +265,8 @@ fn add_symbol_name(out: &mut Cubin, name: &str) -> Result<u32, Refusal> {
     Ok(off)
 }
 
-/// Donor symbol index → module symbol index: the kernel and its sections' symbols to the
-/// added ones, everything else by name ([`SymbolMap`]).
+/// Donor symbol index → module symbol index: the kernel, its local functions and its
+/// sections' symbols to the added ones, everything else by name ([`SymbolMap`]).
 struct CopyMap<'a> {
     by_name: SymbolMap<'a>,
     own: Vec<(u32, u32)>,
@@ -255,6 +279,7 @@ impl<'a> CopyMap<'a> {
         td: usize,
         owned: &[usize],
         placed: &[usize],
+        helpers: &[Local],
     ) -> Result<CopyMap<'a>, Refusal> {
         let find = |cubin: &Cubin, pred: &dyn Fn(&Symbol) -> bool| {
             cubin.symbols.iter().position(pred).map(|i| i as u32)
@@ -269,6 +294,11 @@ impl<'a> CopyMap<'a> {
                 own.push((from, to));
             }
         }
+        for h in helpers {
+            let to = find(out, &|s| s.name == h.name).ok_or(Refusal::EntrySymbolMissing)?;
+            own.push((h.index as u32, to));
+        }
+        // The kernel last: [`CopyMap::entry`].
         let from = find(c.donor, &|s| {
             s.name == c.kernel && s.st_shndx as usize == td
         })
@@ -382,8 +412,9 @@ fn add_global_records(
     Ok(())
 }
 
-/// The donor's `.nv.callgraph` rows of the kernel, for the added entry, each in its list
-/// ([`super::callgraph`]): symbols mapped, prototypes kept.
+/// The donor's `.nv.callgraph` rows of the kernel's functions (the kernel and its local
+/// helpers), for the added entry, each in its list ([`super::callgraph`]): symbols mapped,
+/// prototypes kept.
 fn add_callgraph(
     out: &mut Cubin,
     donor: &Cubin,
@@ -399,14 +430,14 @@ fn add_callgraph(
     let (Some(gb), Some(gd)) = (graph(out), graph(donor)) else {
         return Ok(());
     };
-    let Some(caller) = donor
-        .symbols
-        .iter()
-        .position(|s| s.st_shndx as usize == td && s.kind() != STT_SECTION)
-        .and_then(|i| i32::try_from(i).ok())
-        .filter(|&i| i > 0)
-    else {
-        return Ok(());
+    let ours = |v: i32| {
+        usize::try_from(v).is_ok_and(|i| {
+            i > 0
+                && donor
+                    .symbols
+                    .get(i)
+                    .is_some_and(|s| s.st_shndx as usize == td && s.kind() != STT_SECTION)
+        })
     };
     let read = |c: &Cubin, i: usize| {
         CallGraph::parse(&c.elf.sections[i].data).map_err(|error| Refusal::CallGraph {
@@ -421,45 +452,38 @@ fn add_callgraph(
             _ => Ok(v),
         }
     };
-    for (a, b) in from.calls.iter().filter(|p| p.0 == caller) {
+    for (a, b) in from.calls.iter().filter(|p| ours(p.0)) {
         into.calls.push((sym(*a)?, sym(*b)?));
     }
-    for (a, b) in from.references.iter().filter(|p| p.0 == caller) {
+    for (a, b) in from.references.iter().filter(|p| ours(p.0)) {
         into.references.push((sym(*a)?, sym(*b)?));
     }
-    for (a, proto) in from.targets.iter().filter(|p| p.0 == caller) {
+    for (a, proto) in from.targets.iter().filter(|p| ours(p.0)) {
         into.targets.push((sym(*a)?, *proto));
     }
-    for (a, proto) in from.indirect.iter().filter(|p| p.0 == caller) {
+    for (a, proto) in from.indirect.iter().filter(|p| ours(p.0)) {
         into.indirect.push((sym(*a)?, *proto));
     }
     out.elf.sections[gb].data = into.encode();
     Ok(())
 }
 
-/// The donor's CIE and FDE of the kernel appended to `.debug_frame`, the FDE pointing to
-/// its CIE and its location relocated against the added entry.
+/// The donor's frame records of the kernel's code (a CIE and FDE for the kernel and for each
+/// local function, one run in `.debug_frame`) appended to `.debug_frame`, each FDE pointing
+/// to its CIE and the run's relocations moved with it, their symbols mapped.
 fn add_frame(out: &mut Cubin, donor: &Cubin, td: usize, map: &CopyMap<'_>) -> Result<(), Refusal> {
     let Some((dd, fd)) = frames(donor, td) else {
         return Ok(());
     };
-    let [(fde, end, _)] = fd[..] else {
-        return match fd.len() {
-            0 => Ok(()),
-            _ => Err(Refusal::ManyFdes),
-        };
-    };
+    if fd.is_empty() {
+        return Ok(());
+    }
     let src = &donor.elf.sections[dd].data;
-    let cie = rd_u64(src, fde + 12).ok_or(Refusal::ShortDebugFrame)? as usize;
-    let cie_len = rd_u64(src, cie + 4).ok_or(Refusal::ShortDebugFrame)? as usize;
-    if cie.checked_add(12).and_then(|x| x.checked_add(cie_len)) != Some(fde)
-        || rd_u64(src, cie + 12) != Some(u64::MAX)
-    {
-        return Err(Refusal::CieNotBeforeFde);
-    }
-    if end > src.len() || end < fde + 28 {
-        return Err(Refusal::FdeUnknownShape);
-    }
+    let Run {
+        start,
+        end,
+        pointers,
+    } = frame_run(src, &fd)?;
     let rel_of = |c: &Cubin, df: usize| {
         c.elf.sections.iter().position(|s| {
             (s.sh_type == SHT_REL || s.sh_type == SHT_RELA) && s.sh_info as usize == df
@@ -467,11 +491,16 @@ fn add_frame(out: &mut Cubin, donor: &Cubin, td: usize, map: &CopyMap<'_>) -> Re
     };
     let d_rel = rel_of(donor, dd).ok_or(Refusal::DonorFrameRelocations)?;
     let d_rela = donor.elf.sections[d_rel].sh_type == SHT_RELA;
-    let location = parse_relocs(&donor.elf.sections[d_rel].data, d_rela)
+    let run_relocs: Vec<_> = parse_relocs(&donor.elf.sections[d_rel].data, d_rela)
         .ok_or(Refusal::BadRelocations)?
         .into_iter()
-        .find(|r| r.r_offset as usize == fde + 20)
-        .ok_or(Refusal::FdeLocation)?;
+        .filter(|r| (start..end).contains(&(r.r_offset as usize)))
+        .collect();
+    for &(fde, _) in &pointers {
+        if !run_relocs.iter().any(|r| r.r_offset as usize == fde + 20) {
+            return Err(Refusal::FdeLocation);
+        }
+    }
     let df = out
         .elf
         .section_index_by_name(".debug_frame")
@@ -481,17 +510,62 @@ fn add_frame(out: &mut Cubin, donor: &Cubin, td: usize, map: &CopyMap<'_>) -> Re
         return Err(Refusal::RelocationKinds);
     }
     let at = out.elf.sections[df].data.len();
-    let mut bytes = src[cie..end].to_vec();
-    let pointer = fde - cie + 12;
-    bytes[pointer..pointer + 8].copy_from_slice(&(at as u64).to_le_bytes());
+    let mut bytes = src[start..end].to_vec();
+    for &(fde, cie) in &pointers {
+        let pointer = fde - start + 12;
+        bytes[pointer..pointer + 8].copy_from_slice(&((at + cie - start) as u64).to_le_bytes());
+    }
     out.elf.sections[df].data.extend_from_slice(&bytes);
     let mut rel =
         parse_relocs(&out.elf.sections[b_rel].data, d_rela).ok_or(Refusal::BadRelocations)?;
-    rel.push(super::symbols::Reloc {
-        r_offset: (at + fde - cie + 20) as u64,
-        sym: map.get(location.sym)?,
-        ..location
-    });
+    for r in run_relocs {
+        let sym = map.get(r.sym).map_err(|_| Refusal::FrameRelocation)?;
+        rel.push(super::symbols::Reloc {
+            r_offset: (at + r.r_offset as usize - start) as u64,
+            sym,
+            ..r
+        });
+    }
     out.elf.sections[b_rel].data = encode_relocs(&rel);
     Ok(())
+}
+
+/// The `.debug_frame` bytes of one kernel's frame records.
+struct Run {
+    start: usize,
+    end: usize,
+    /// Each FDE's offset with its CIE's.
+    pointers: Vec<(usize, usize)>,
+}
+
+/// The run of `.debug_frame` bytes that holds the kernel's FDEs, each right after its own
+/// CIE and each pair right after the last (as ptxas writes them).
+fn frame_run(src: &[u8], fd: &[super::splice::Frame]) -> Result<Run, Refusal> {
+    let mut pointers = Vec::new();
+    let mut run: Option<(usize, usize)> = None;
+    for (fde, end, _) in fd {
+        let (fde, end) = (*fde, *end);
+        let cie = rd_u64(src, fde + 12).ok_or(Refusal::ShortDebugFrame)? as usize;
+        let cie_len = rd_u64(src, cie + 4).ok_or(Refusal::ShortDebugFrame)? as usize;
+        if cie.checked_add(12).and_then(|x| x.checked_add(cie_len)) != Some(fde)
+            || rd_u64(src, cie + 12) != Some(u64::MAX)
+        {
+            return Err(Refusal::CieNotBeforeFde);
+        }
+        if end > src.len() || end < fde + 28 {
+            return Err(Refusal::FdeUnknownShape);
+        }
+        run = match run {
+            None => Some((cie, end)),
+            Some((start, last)) if last == cie => Some((start, end)),
+            Some(_) => return Err(Refusal::FrameRun),
+        };
+        pointers.push((fde, cie));
+    }
+    let (start, end) = run.ok_or(Refusal::FdeLocation)?;
+    Ok(Run {
+        start,
+        end,
+        pointers,
+    })
 }

@@ -59,6 +59,7 @@ pub mod edit;
 pub mod eiattr;
 pub mod elf;
 pub mod entry;
+mod entry_locals;
 pub(crate) mod error;
 mod frame_splice;
 pub(crate) mod nvinfo;

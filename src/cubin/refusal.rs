@@ -98,9 +98,10 @@ pub enum Refusal {
     /// A function of the kernel's code calls one compiled in a section of its own.
     #[error("{function} calls {callee}, which has a section of its own")]
     CallsOutside { function: String, callee: String },
-    /// More than one FDE for the copied kernel's code.
-    #[error("more than one FDE for the kernel's code")]
-    ManyFdes,
+    /// A relocation of the kernel's frame records that lies outside them or names a
+    /// symbol not of the kernel's code.
+    #[error("a relocation of the kernel's frame records this cannot copy")]
+    FrameRelocation,
     /// A pointer or length runs past `.debug_frame`.
     #[error("short .debug_frame")]
     ShortDebugFrame,
@@ -132,9 +133,11 @@ pub enum Refusal {
     /// The new kernel's name is taken.
     #[error("the module already has a symbol of that name")]
     NameTaken,
-    /// The kernel's code section holds other functions too.
-    #[error("other functions share the kernel's code section")]
-    SharedCode,
+    /// The kernel's code section holds a function other than the kernel and its local
+    /// helpers `$<kernel>$<helper>` (e.g. a slow path `$__internal_<n>_$...`, numbered over
+    /// the whole module).
+    #[error("`{0}` shares the kernel's code section")]
+    SharedCode(String),
     /// A section of the kernel of a kind the copy does not know.
     #[error("{0} is a part this cannot copy")]
     UnknownPart(String),
