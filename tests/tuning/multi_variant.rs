@@ -966,8 +966,9 @@ fn adapt_descends_yet_embeds_the_full_searchs_variants() {
 }
 
 /// Issue 47: where adding the variants to plain tune's cubin is sure to be refused whatever
-/// that cubin turns out to be (`spills.cu`'s kernels call functions with sections of their
-/// own), the multi-variant cubin's whole-module ptxas run starts beside plain tune's final
+/// that cubin turns out to be (`matrix/math.cu`'s kernels hold the division and square root
+/// slow paths, `$__internal_<n>_$...`, numbered across the module: the copy refuses them),
+/// the multi-variant cubin's whole-module ptxas run starts beside plain tune's final
 /// assembly, not after it. Each kernel is forced to its lowest budget (so plain tune
 /// assembles), and `-Xptxas -v` asks for ptxas's own messages, so the assembly is a
 /// whole-module run too; the object-size cap leaves variants out, so its estimate of plain
@@ -998,7 +999,7 @@ fn the_multi_variant_run_starts_beside_the_final_assembly() {
         ptxas = nvcc.with_file_name("ptxas").display()
     );
     let tk = super::cache_integrity::toolkit_with_ptxas(&nvcc, &d.join("tk"), &script);
-    let src = common::kernels_dir().join("spill2smem/spills.cu");
+    let src = common::kernels_dir().join("matrix/math.cu");
     for (mode, out) in [("tune", "tune.o"), ("adapt", "adapt.o")] {
         let mut c = orion(&tk, d, mode, out, "unused");
         // Every extra job slot from the local pool, none from a caller's jobserver.
