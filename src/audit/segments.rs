@@ -31,6 +31,10 @@ struct Segment {
     other: (u64, u64),
 }
 
+/// What is compared of a program header: type, flags, alignment, the writable segment's
+/// offset and sizes (zeros for the others), the addresses.
+type Shape = (u32, u32, u64, [u64; 3], (u64, u64));
+
 /// A section header's offset, size and alignment, for the NOBITS sections in memory.
 struct Nobits {
     offset: u64,
@@ -65,7 +69,7 @@ pub(crate) fn compare(shipped: &[u8], module: &[u8]) -> Result<(), Difference> {
         return Ok(());
     };
     // Only the writable segment's place and sizes: the others move with the sections.
-    let shape = |v: &[Segment]| -> Vec<(u32, u32, u64, [u64; 3], (u64, u64))> {
+    let shape = |v: &[Segment]| -> Vec<Shape> {
         v.iter()
             .map(|s| {
                 let writable = s.kind == PT_LOAD && s.flags & PF_W != 0;
