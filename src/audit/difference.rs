@@ -34,6 +34,9 @@ pub enum Difference {
     Object(String),
     #[error("module attributes differ")]
     ModuleAttributes,
+    /// The writable segment is not what ptxas writes for the shipped sections (`segments`).
+    #[error("program headers: {0}")]
+    ProgramHeaders(String),
     // A function's section and what belongs to it.
     #[error("no code section .text.{0}")]
     NoCodeSection(String),

@@ -675,6 +675,31 @@ impl Elf {
         Ok(())
     }
 
+    /// Insert program header `p` at index `at` for a writable segment of NOBITS sections only
+    /// (the module's first shared memory): its memory size follows them at each relayout, and
+    /// the program header table grows by one entry.
+    pub(crate) fn insert_nobits_segment(
+        &mut self,
+        at: usize,
+        p: ProgramHeader,
+    ) -> Result<(), CubinError> {
+        if at > self.phdrs.len() || p.p_filesz != 0 || p.p_flags & PF_W == 0 {
+            return Err(hdr_err("not a segment of NOBITS sections"));
+        }
+        self.phdrs.insert(at, p);
+        self.coverage.insert(
+            at,
+            Coverage {
+                phdr_table: false,
+                sections: None,
+                nobits_tracked: true,
+            },
+        );
+        self.header.e_phnum =
+            u16::try_from(self.phdrs.len()).map_err(|_| hdr_err("too many program headers"))?;
+        Ok(())
+    }
+
     /// Add `name` to `.shstrtab`, returning its offset.
     pub(crate) fn add_section_name(&mut self, name: &str) -> Result<u32, CubinError> {
         let idx = self.header.e_shstrndx as usize;

@@ -66,6 +66,7 @@ pub(crate) mod nvinfo;
 pub(crate) mod offset_map;
 pub(crate) mod query;
 pub mod refusal;
+mod shared_segment;
 mod shared_splice;
 pub mod splice;
 pub(crate) mod symbols;

@@ -8,7 +8,8 @@
 //! compares the bytes): the section after the module's other shared sections, among the
 //! kernels' own in their code's order; its section symbol right after the kernel's code
 //! section symbol; each name at its place in `.shstrtab` and `.strtab`, which ptxas writes in
-//! section and symbol order, every later name's offset moved by it.
+//! section and symbol order, every later name's offset moved by it. A module with no shared
+//! memory at all (before sm_90) also gets a program header for it: `shared_segment`.
 
 use super::Cubin;
 use super::elf::Section;
@@ -32,9 +33,19 @@ pub(super) fn add_shared(
     donor: &Cubin,
     d: usize,
 ) -> Result<(), Refusal> {
-    let at = place(out, tb)?;
+    let first = super::shared_segment::is_first(out);
+    let at = if first {
+        super::shared_segment::place(out)?
+    } else {
+        place(out, tb)?
+    };
     let from = &donor.elf.sections[d];
-    let sh_name = insert_section_name(out, at, &from.name)?;
+    let sh_name = if first {
+        let table = out.elf.header.e_shstrndx as usize;
+        super::shared_segment::existing_name(out, table, &from.name)?
+    } else {
+        insert_section_name(out, at, &from.name)?
+    };
     out.insert_section(
         at,
         Section {
@@ -52,12 +63,17 @@ pub(super) fn add_shared(
         .iter()
         .find(|s| s.kind() == STT_SECTION && s.st_shndx as usize == d)
         .ok_or(Refusal::SectionSymbolMissing)?;
-    insert_section_symbol(out, tb, at, symbol)
+    insert_section_symbol(out, tb, at, symbol, first)?;
+    if first {
+        super::shared_segment::add_segment(out, at)?;
+    }
+    Ok(())
 }
 
 /// Where ptxas puts a kernel's shared section: before the first kernel's shared section
 /// whose code comes after this kernel's, else after the module's last shared section. A
-/// module with none, or a place before the code, is not a layout this knows.
+/// module with none is `shared_segment`'s; a place before the code is not a layout this
+/// knows.
 fn place(out: &Cubin, tb: usize) -> Result<usize, Refusal> {
     let sections = &out.elf.sections;
     let shared = |s: &Section| s.name.starts_with(".nv.shared.") && s.is_nobits();
@@ -96,12 +112,14 @@ fn insert_section_name(out: &mut Cubin, at: usize, name: &str) -> Result<u32, Re
 }
 
 /// Insert the donor's section `symbol` for section `at` right after the section symbol of
-/// the kernel's code `tb`, its name at its place in `.strtab`, every later symbol renumbered.
+/// the kernel's code `tb`, every later symbol renumbered; its name at its place in
+/// `.strtab`, or, for the module's `first` shared section, the name already there.
 fn insert_section_symbol(
     out: &mut Cubin,
     tb: usize,
     at: usize,
     symbol: &Symbol,
+    first: bool,
 ) -> Result<(), Refusal> {
     let p = 1 + out
         .symbols
@@ -115,6 +133,10 @@ fn insert_section_symbol(
     let name = out.elf.sections[at].name.clone();
     let st_name = match symbol.st_name {
         0 => 0,
+        _ if first => {
+            let table = out.elf.sections[out.symtab].sh_link as usize;
+            super::shared_segment::existing_name(out, table, &name)?
+        }
         _ => {
             let table = out.elf.sections[out.symtab].sh_link as usize;
             let end = table_len(out, table)?;

@@ -1210,3 +1210,156 @@ fn an_added_shared_section_is_exact_and_its_mutants_are_rejected() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// A kernel of tests/kernels/assembly/smem_first.cu, a module with no shared memory, that
+/// ptxas's shared-memory spilling at 32 registers gives the module's first `.nv.shared.<k>`.
+const FIRST: &str = "_Z9row_scoreI6__halfLi64EEvPKT_S3_PKiPfii";
+
+/// ptxas's cubins of smem_first.cu for sm_80 (no NOBITS section, no writable segment): the
+/// whole module, [`FIRST`] alone at 32 registers with `enable_smem_spilling` (`--entry`), and
+/// the whole module with it so.
+fn first_shared_builds(nvcc: &Path) -> Builds {
+    let src = common::kernels_dir().join("assembly/smem_first.cu");
+    let source = std::fs::read(&src).unwrap();
+    let dir = common::build_once("assembly-smem-first-80", nvcc, &[&source], |dir| {
+        let ptx = dir.join("m.ptx");
+        let mut c = Command::new(nvcc);
+        c.args(["-ptx", "-O3", "-arch=sm_80"]);
+        run(c.arg(&src).arg("-o").arg(&ptx), "nvcc -ptx");
+        let text = with_maxnreg(&std::fs::read_to_string(&ptx).unwrap(), FIRST, 32);
+        let at = text.find(&format!(".entry {FIRST}(")).unwrap();
+        let open = at + text[at..].find('{').unwrap() + 1;
+        let pragma = "\n.pragma \"enable_smem_spilling\";";
+        let spilled = format!("{}{pragma}{}", &text[..open], &text[open..]);
+        std::fs::write(dir.join("m32.ptx"), spilled).unwrap();
+        let ptxas = common::toolkit_tool(nvcc, "ptxas");
+        for (input, out, extra) in [
+            ("m.ptx", "base.cubin", vec![]),
+            ("m32.ptx", "donor.cubin", vec!["--entry", FIRST]),
+            ("m32.ptx", "whole32.cubin", vec![]),
+        ] {
+            let mut c = Command::new(&ptxas);
+            c.args(["-arch=sm_80", "-m64"]).args(&extra);
+            run(c.arg(dir.join(input)).arg("-o").arg(dir.join(out)), "ptxas");
+        }
+    });
+    let read = |f: &str| std::fs::read(dir.join(f)).unwrap();
+    Builds {
+        base: read("base.cubin"),
+        donor: read("donor.cubin"),
+        whole32: read("whole32.cubin"),
+    }
+}
+
+/// The file offsets of the program headers (ELF64: `e_phoff` at 0x20, `e_phnum` at 0x38,
+/// 56-byte headers) and the index of the writable `LOAD` (flags at +4 with `PF_W`). Read
+/// with our own few lines, not the crate's.
+fn program_headers(b: &[u8]) -> (Vec<usize>, usize) {
+    let phoff = u64::from_le_bytes(b[0x20..0x28].try_into().unwrap()) as usize;
+    let phnum = u16::from_le_bytes(b[0x38..0x3a].try_into().unwrap()) as usize;
+    let at: Vec<usize> = (0..phnum).map(|i| phoff + 56 * i).collect();
+    let writable = at
+        .iter()
+        .position(|&p| b[p] == 1 && b[p + 4] & 2 != 0)
+        .expect("a writable LOAD");
+    (at, writable)
+}
+
+/// Wrong assemblies of the program header the splice adds (`cubin::shared_segment`).
+const SEGMENT_MUTATIONS: &[Mutation] = &[
+    (
+        "shared memory segment of another size",
+        |b| {
+            let (at, w) = program_headers(b);
+            b[at[w] + 40] = b[at[w] + 40].wrapping_add(0x10);
+        },
+        "the module",
+    ),
+    (
+        "shared memory segment with the code's flags (R E)",
+        |b| {
+            let (at, w) = program_headers(b);
+            b[at[w] + 4] = 5;
+        },
+        "the module",
+    ),
+    (
+        "shared memory segment missing (the table one header shorter)",
+        |b| {
+            let (at, w) = program_headers(b);
+            let end = at[at.len() - 1] + 56;
+            b.copy_within(at[w] + 56..end, at[w]);
+            b[end - 56..end].fill(0);
+            b[0x38] -= 1;
+            // The two headers that describe the table itself: sizes one entry smaller.
+            for &p in &at[..at.len() - 1] {
+                let table = u64::from_le_bytes(b[p + 8..p + 16].try_into().unwrap())
+                    == u64::from_le_bytes(b[0x20..0x28].try_into().unwrap());
+                if table {
+                    for f in [p + 32, p + 40] {
+                        let v = u64::from_le_bytes(b[f..f + 8].try_into().unwrap()) - 56;
+                        b[f..f + 8].copy_from_slice(&v.to_le_bytes());
+                    }
+                }
+            }
+        },
+        "the module",
+    ),
+];
+
+/// The check of a splice of [`FIRST`] into ptxas's module.
+fn first_job<'a>(shipped: &'a [u8], b: &'a Builds) -> Job<'a> {
+    Job {
+        proved: Vec::new(),
+        shipped,
+        baseline: &b.base,
+        module: &b.base,
+        origins: vec![Origin {
+            shipped: FIRST,
+            name: FIRST,
+            cubin: &b.donor,
+        }],
+    }
+}
+
+/// Issue 47: in a module with no shared memory (sm_80) the splice adds [`FIRST`]'s
+/// `.nv.shared.<k>` and the writable program header ptxas writes for it, exactly as a
+/// whole-module ptxas run does; the assembly check passes it and rejects each wrong edit of
+/// the added header (another size, other flags, none).
+#[test]
+fn a_first_shared_segment_is_exact_and_its_mutants_are_rejected() {
+    let Some(nvcc) = common::nvcc_or_skip("assembly_check") else {
+        return;
+    };
+    let tk = tools(&nvcc);
+    let b = first_shared_builds(&nvcc);
+    let base = Cubin::parse(&b.base).unwrap();
+    let shared = |c: &Cubin| {
+        c.elf()
+            .sections
+            .iter()
+            .any(|s| s.name.starts_with(".nv.shared."))
+    };
+    assert!(!shared(&base), "ptxas's own build has shared memory");
+    let donor = Cubin::parse(&b.donor).unwrap();
+    let good = splice(&base, &[(FIRST, &donor)]).expect("the splice adds section and segment");
+    assert!(
+        good == b.whole32,
+        "the splice differs from a whole-module run at the same budgets"
+    );
+    named(audit::check(&tk, &first_job(&good, &b))).expect("the correct splice passes");
+    let mut failures = Vec::new();
+    for (what, mutate, blamed) in SEGMENT_MUTATIONS {
+        let mut bad = good.clone();
+        mutate(&mut bad);
+        assert_ne!(bad, good, "{what}: the mutation changed nothing");
+        match named(audit::check(&tk, &first_job(&bad, &b))) {
+            Ok(_) => failures.push(format!("{what}: accepted")),
+            Err(why) if !why.starts_with(blamed) => {
+                failures.push(format!("{what}: blamed the wrong part ({why})"))
+            }
+            Err(_) => {}
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -1084,3 +1084,84 @@ fn shared_spill_sections_are_spliced_exactly() {
         }
     }
 }
+
+/// Issue 47: a module with no shared memory at all (tests/kernels/assembly/smem_first.cu)
+/// whose half-precision kernel wins at 32 registers and `enable_smem_spilling` on sm_80.
+/// Before sm_90 ptxas's own build then has no NOBITS section and no writable segment; a
+/// whole-module run at the chosen budgets writes the module's first `.nv.shared.<k>` and
+/// one more program header for it (a writable `LOAD`). The splice adds both, so no
+/// architecture is assembled by a whole-module run, and what ships is byte for byte that
+/// run's cubin. (Before, the splice refused with `NoPlaceFor` and the report said
+/// "whole-module" for sm_80; bench/build/instances.cu's `attn_tile<__half, 64>` likewise.)
+#[test]
+fn a_first_shared_section_and_its_segment_are_spliced_exactly() {
+    let Some(nvcc) = nvcc() else { return };
+    let dir = scratch("smem-first");
+    let src = source("tests/kernels/assembly/smem_first.cu");
+    let report = dir.path().join("report.jsonl");
+    let obj = dir.path().join("first.o");
+    let mut cmd = common::orion();
+    cmd.env("NVCC_ORION_NVCC", &nvcc)
+        .env("NVCC_ORION_CACHE", "off")
+        .env("NVCC_ORION_REPORT", &report)
+        .args(["-c", "-O3"])
+        .args(["-gencode", "arch=compute_80,code=sm_80"])
+        .args(["-gencode", "arch=compute_86,code=sm_86"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&obj);
+    run(&mut cmd);
+    let assemblies: Vec<(String, String)> = report_lines(&report)
+        .iter()
+        .map(|r| (r["arch"].to_string(), r["assembly"].to_string()))
+        .collect();
+    assert!(
+        assemblies.iter().all(|(_, a)| a == "\"spliced\""),
+        "a whole-module run or another assembly: {assemblies:?}"
+    );
+    let chosen = chosen_budgets(&report);
+    let smem_80: Vec<&String> = chosen["sm_80"]
+        .iter()
+        .filter(|(_, b)| b.smem_spill)
+        .map(|(k, _)| k)
+        .collect();
+    assert!(
+        !smem_80.is_empty(),
+        "no sm_80 kernel took the shared-memory spilling candidate, so this tests nothing: {chosen:?}"
+    );
+    let cubins = common::fixtures::extract_elfs(&obj, &dir.path().join("elf")).unwrap();
+    assert_eq!(cubins.len(), 2, "{cubins:?}");
+    for path in cubins {
+        let shipped_bytes = std::fs::read(&path).unwrap();
+        let sm = Cubin::parse(&shipped_bytes).unwrap().arch();
+        let arch = format!("sm_{sm}");
+        let budgets = chosen.get(&arch).cloned().unwrap_or_default();
+        let text = ptx_of(&nvcc, &src, sm, &dir.path().join(format!("sm{sm}.ptx")));
+        let stem = |n: &str| dir.path().join(format!("{n}{sm}"));
+        let base = ptxas(&nvcc, &stem("base"), &text, sm, &BTreeMap::new(), &[]);
+        let full = ptxas_with(&[], &nvcc, &stem("full"), &text, sm, &budgets, &[]);
+        let shared = |c: &Cubin| {
+            let e = c.elf();
+            let n = e
+                .sections
+                .iter()
+                .filter(|s| s.name.starts_with(".nv.shared."));
+            (n.count(), e.phdrs.len())
+        };
+        if sm == 80 {
+            // The case at hand: no shared memory before, one section and segment more after.
+            let (sections, segments) = shared(&base);
+            assert_eq!(sections, 0, "{arch}: ptxas's own build has shared memory");
+            assert_eq!(shared(&full), (smem_80.len(), segments + 1), "{arch}");
+        }
+        let full_bytes = std::fs::read(stem("full").with_extension("cubin")).unwrap();
+        if shipped_bytes != full_bytes {
+            let kept = dir.keep();
+            panic!(
+                "{arch}: {} differs from a whole-module run ({})",
+                path.display(),
+                kept.display()
+            );
+        }
+    }
+}

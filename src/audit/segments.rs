@@ -1,0 +1,203 @@
+//! The shipped cubin's writable segment, the one program header an assembly changes beyond
+//! moving offsets (issue 47): ptxas writes a `PT_LOAD` of the module's NOBITS sections
+//! (shared memory), and adds one, flags `RW`, alignment 8, just before the program header
+//! table's own `LOAD`, when a module that had none gets its first `.nv.shared.<k>` (before
+//! sm_90; tests/tuning/tune_entry.rs compares such a splice with ptxas's bytes).
+//!
+//! `cuobjdump -elf` prints no program headers, so they are read here with a few lines of our
+//! own from the ELF64 headers, as the rest of the check imports nothing from `crate::cubin`.
+//! Where the module's own writable segment is not of that shape (file bytes in it, another
+//! start or size than its NOBITS sections give) the rule is not known and nothing is said.
+
+use super::Difference;
+
+const PT_LOAD: u32 = 1;
+const PF_W: u32 = 2;
+/// `PF_R | PF_W`, as ptxas writes the segment it adds.
+const PF_RW: u32 = 6;
+const SHT_NOBITS: u32 = 8;
+const SHF_ALLOC: u64 = 2;
+
+/// One program header: type, flags, offset, file size, memory size, alignment (the
+/// addresses are 0 in every cubin and are compared with the rest through `other`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Segment {
+    kind: u32,
+    flags: u32,
+    offset: u64,
+    filesz: u64,
+    memsz: u64,
+    align: u64,
+    other: (u64, u64),
+}
+
+/// What is compared of a program header: type, flags, alignment, the writable segment's
+/// offset and sizes (zeros for the others), the addresses.
+type Shape = (u32, u32, u64, [u64; 3], (u64, u64));
+
+/// A section header's offset, size and alignment, for the NOBITS sections in memory.
+struct Nobits {
+    offset: u64,
+    size: u64,
+    align: u64,
+}
+
+/// What ptxas would write as the shipped cubin's writable segment, against what it holds.
+pub(crate) fn compare(shipped: &[u8], module: &[u8]) -> Result<(), Difference> {
+    let bad = |why: &str| Difference::ProgramHeaders(why.to_string());
+    let (Some(ours), Some(theirs)) = (segments(shipped), segments(module)) else {
+        return Err(bad("unreadable"));
+    };
+    let (Some(our_nobits), Some(their_nobits)) = (nobits(shipped), nobits(module)) else {
+        return Err(bad("unreadable section headers"));
+    };
+    let writable = |v: &[Segment]| -> Vec<usize> {
+        (0..v.len())
+            .filter(|&i| v[i].kind == PT_LOAD && v[i].flags & PF_W != 0)
+            .collect()
+    };
+    let expected = match writable(&theirs)[..] {
+        [] if their_nobits.is_empty() => added(&theirs, &our_nobits),
+        [i] if Some(theirs[i]) == expected_at(&theirs[i], &their_nobits) => {
+            let mut v = theirs.clone();
+            v[i] = expected_at(&theirs[i], &our_nobits).ok_or_else(|| bad("no NOBITS section"))?;
+            Some(v)
+        }
+        _ => None,
+    };
+    let Some(expected) = expected else {
+        return Ok(());
+    };
+    // Only the writable segment's place and sizes: the others move with the sections.
+    let shape = |v: &[Segment]| -> Vec<Shape> {
+        v.iter()
+            .map(|s| {
+                let writable = s.kind == PT_LOAD && s.flags & PF_W != 0;
+                let place = if writable {
+                    [s.offset, s.filesz, s.memsz]
+                } else {
+                    [0; 3]
+                };
+                (s.kind, s.flags, s.align, place, s.other)
+            })
+            .collect()
+    };
+    if shape(&ours) != shape(&expected) {
+        return Err(bad(&format!(
+            "{} where ptxas writes {}",
+            describe(&ours),
+            describe(&expected)
+        )));
+    }
+    Ok(())
+}
+
+/// The module's program headers with the segment ptxas adds for a first NOBITS section
+/// (none where the shipped cubin has none either).
+fn added(theirs: &[Segment], our_nobits: &[Nobits]) -> Option<Vec<Segment>> {
+    let mut v = theirs.to_vec();
+    if our_nobits.is_empty() || v.is_empty() {
+        return Some(v);
+    }
+    let at = v.len() - 1;
+    let template = Segment {
+        kind: PT_LOAD,
+        flags: PF_RW,
+        offset: 0,
+        filesz: 0,
+        memsz: 0,
+        align: 8,
+        other: (0, 0),
+    };
+    v.insert(at, expected_at(&template, our_nobits)?);
+    Some(v)
+}
+
+/// Segment `s` as it covers `nobits`: from the first, its memory size theirs laid out in
+/// section order with their alignments; `None` for a segment with file bytes or no sections.
+fn expected_at(s: &Segment, nobits: &[Nobits]) -> Option<Segment> {
+    let first = nobits.first()?;
+    if s.filesz != 0 {
+        return None;
+    }
+    let mut end: u64 = 0;
+    for n in nobits {
+        end = end
+            .checked_next_multiple_of(n.align.max(1))?
+            .checked_add(n.size)?;
+    }
+    Some(Segment {
+        offset: first.offset,
+        memsz: end,
+        ..*s
+    })
+}
+
+/// The program headers as the file holds them.
+fn segments(b: &[u8]) -> Option<Vec<Segment>> {
+    let phoff = u64_at(b, 0x20)? as usize;
+    let phnum = u16_at(b, 0x38)? as usize;
+    (0..phnum)
+        .map(|i| {
+            let p = phoff.checked_add(56 * i)?;
+            Some(Segment {
+                kind: u32_at(b, p)?,
+                flags: u32_at(b, p + 4)?,
+                offset: u64_at(b, p + 8)?,
+                other: (u64_at(b, p + 16)?, u64_at(b, p + 24)?),
+                filesz: u64_at(b, p + 32)?,
+                memsz: u64_at(b, p + 40)?,
+                align: u64_at(b, p + 48)?,
+            })
+        })
+        .collect()
+}
+
+/// The allocated NOBITS sections, in section order.
+fn nobits(b: &[u8]) -> Option<Vec<Nobits>> {
+    let shoff = u64_at(b, 0x28)? as usize;
+    let shnum = u16_at(b, 0x3c)? as usize;
+    let mut out = Vec::new();
+    for i in 0..shnum {
+        let h = shoff.checked_add(64 * i)?;
+        if u32_at(b, h + 4)? == SHT_NOBITS && u64_at(b, h + 8)? & SHF_ALLOC != 0 {
+            out.push(Nobits {
+                offset: u64_at(b, h + 24)?,
+                size: u64_at(b, h + 32)?,
+                align: u64_at(b, h + 48)?,
+            });
+        }
+    }
+    Some(out)
+}
+
+/// The headers in a line: type, flags, and where a writable one starts and how large.
+fn describe(v: &[Segment]) -> String {
+    let one = |s: &Segment| {
+        if s.kind == PT_LOAD && s.flags & PF_W != 0 {
+            format!("{}/{:#x}@{:#x}+{:#x}", s.kind, s.flags, s.offset, s.memsz)
+        } else {
+            format!("{}/{:#x}", s.kind, s.flags)
+        }
+    };
+    let all: Vec<String> = v.iter().map(one).collect();
+    format!("[{}]", all.join(" "))
+}
+
+fn u16_at(b: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_le_bytes(
+        b.get(at..at.checked_add(2)?)?.try_into().ok()?,
+    ))
+}
+
+fn u32_at(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(
+        b.get(at..at.checked_add(4)?)?.try_into().ok()?,
+    ))
+}
+
+fn u64_at(b: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(
+        b.get(at..at.checked_add(8)?)?.try_into().ok()?,
+    ))
+}
