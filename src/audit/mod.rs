@@ -256,9 +256,9 @@ enum Look<'a> {
 /// Every function the shipped cubin owns against its origin (see the module docs): first by
 /// what cuobjdump printed; then, for those whose code differs, both listings, every listing
 /// needed read side by side beforehand.
-fn compare_functions(
-    reader: &Reader<'_>,
-    job: &Job<'_>,
+fn compare_functions<'j>(
+    reader: &Reader<'_, 'j>,
+    job: &'j Job<'_>,
     shipped: &Dump,
     owners: &[String],
 ) -> Result<(Checked, Vec<AuditError>), AuditError> {
@@ -316,9 +316,9 @@ fn compare_functions(
 
 /// Where any cubin of `job` has a line table: each function's against its origin's
 /// (`lines`), the disagreements found.
-fn compare_lines(
-    reader: &Reader<'_>,
-    job: &Job<'_>,
+fn compare_lines<'j>(
+    reader: &Reader<'_, 'j>,
+    job: &'j Job<'_>,
     shipped: &Dump,
     module: &Dump,
     owners: &[String],

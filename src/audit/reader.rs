@@ -7,6 +7,8 @@
 //! once when it ends (`process::output_via_file`): cuobjdump writes unbuffered, so a pipe
 //! would wake this process for every few bytes of a listing.
 
+use std::collections::HashMap;
+use std::marker::PhantomData;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -18,14 +20,14 @@ use super::listing::{self, Function};
 use super::{AuditError, Tools, lines};
 
 /// What the toolkit printed of each distinct cubin read so far in this process, by the
-/// SHA-256 of the tool's path and the cubin's bytes: a job names the same round's cubin for
-/// many variants, and under adapt the multi-variant cubin's check names the baseline, the
-/// plain tuned cubin and the variants the first check read.
+/// SHA-256 of the tool's path and the cubin's digest ([`key`]): a job names the same round's
+/// cubin for many variants, and under adapt the multi-variant cubin's check names the
+/// baseline, the plain tuned cubin and the variants the first check read.
 #[derive(Default)]
 struct Seen {
-    dumps: std::collections::HashMap<[u8; 32], Arc<Dump>>,
-    listings: std::collections::HashMap<[u8; 32], Arc<Vec<Function>>>,
-    lines: std::collections::HashMap<[u8; 32], Arc<lines::Lines>>,
+    dumps: HashMap<[u8; 32], Arc<Dump>>,
+    listings: HashMap<[u8; 32], Arc<Vec<Function>>>,
+    lines: HashMap<[u8; 32], Arc<lines::Lines>>,
 }
 
 fn seen() -> std::sync::MutexGuard<'static, Seen> {
@@ -35,12 +37,12 @@ fn seen() -> std::sync::MutexGuard<'static, Seen> {
         .unwrap_or_else(|e| e.into_inner())
 }
 
-/// The key of `bytes` as read by `tool`.
-fn key(tool: &Path, bytes: &[u8]) -> [u8; 32] {
+/// The key of a cubin whose bytes have SHA-256 `digest`, as read by `tool`.
+fn key(tool: &Path, digest: &[u8; 32]) -> [u8; 32] {
     let mut h = Sha256::new();
     h.update(tool.as_os_str().as_encoded_bytes());
     h.update([0]);
-    h.update(bytes);
+    h.update(digest);
     h.finalize().into()
 }
 
@@ -86,18 +88,57 @@ pub(super) enum Read {
     Lines,
 }
 
-/// Runs the toolkit on cubins, once per distinct content in the process ([`Seen`]).
-pub(super) struct Reader<'t> {
+/// Runs the toolkit on cubins, once per distinct content in the process ([`Seen`]), for one
+/// check, whose cubins are all borrowed for `'j`.
+pub(super) struct Reader<'t, 'j> {
     tools: &'t Tools,
+    /// The SHA-256 of each cubin this check has named, by its address and length, so that
+    /// each is hashed once per check: a job names one cubin as the origin of many functions
+    /// (under adapt plain tune's cubin for every original), and the check asks for its dump
+    /// once per function; hashing it anew each time was about 40 % of the check's own CPU
+    /// time on an adapt build (issue 47, bench/results/build.md). Sound because every cubin
+    /// named is borrowed for `'j`, the reader's whole life: while it lives, the bytes at an
+    /// address cannot change or go, so the same address and length are the same bytes.
+    digests: Mutex<HashMap<(usize, usize), [u8; 32]>>,
+    /// How many times a cubin's bytes were hashed (the digests made).
+    hashed: AtomicUsize,
+    job: PhantomData<&'j [u8]>,
 }
 
-impl<'t> Reader<'t> {
-    pub(super) fn new(tools: &'t Tools) -> Reader<'t> {
-        Reader { tools }
+impl<'t, 'j> Reader<'t, 'j> {
+    pub(super) fn new(tools: &'t Tools) -> Reader<'t, 'j> {
+        Reader {
+            tools,
+            digests: Mutex::default(),
+            hashed: AtomicUsize::new(0),
+            job: PhantomData,
+        }
     }
 
-    pub(super) fn dump(&self, bytes: &[u8]) -> Result<Arc<Dump>, AuditError> {
-        let k = key(&self.tools.cuobjdump, bytes);
+    /// The SHA-256 of `bytes`, made once per cubin named in this check.
+    fn digest(&self, bytes: &'j [u8]) -> [u8; 32] {
+        let at = (bytes.as_ptr() as usize, bytes.len());
+        let known = |d: &HashMap<_, _>| d.get(&at).copied();
+        if let Some(d) = known(&self.digests.lock().unwrap_or_else(|e| e.into_inner())) {
+            return d;
+        }
+        let d: [u8; 32] = Sha256::digest(bytes).into();
+        self.hashed.fetch_add(1, Ordering::Relaxed);
+        self.digests
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(at, d);
+        d
+    }
+
+    /// How many times this reader hashed a cubin's bytes.
+    #[cfg(test)]
+    fn hashed(&self) -> usize {
+        self.hashed.load(Ordering::Relaxed)
+    }
+
+    pub(super) fn dump(&self, bytes: &'j [u8]) -> Result<Arc<Dump>, AuditError> {
+        let k = key(&self.tools.cuobjdump, &self.digest(bytes));
         if let Some(d) = seen().dumps.get(&k) {
             return Ok(d.clone());
         }
@@ -108,8 +149,8 @@ impl<'t> Reader<'t> {
         Ok(d)
     }
 
-    pub(super) fn listing(&self, bytes: &[u8]) -> Result<Arc<Vec<Function>>, AuditError> {
-        let k = key(&self.tools.nvdisasm, bytes);
+    pub(super) fn listing(&self, bytes: &'j [u8]) -> Result<Arc<Vec<Function>>, AuditError> {
+        let k = key(&self.tools.nvdisasm, &self.digest(bytes));
         if let Some(l) = seen().listings.get(&k) {
             return Ok(l.clone());
         }
@@ -120,8 +161,8 @@ impl<'t> Reader<'t> {
     }
 
     /// `nvdisasm -g -gp`'s line annotations ([`lines`]).
-    pub(super) fn lines(&self, bytes: &[u8]) -> Result<Arc<lines::Lines>, AuditError> {
-        let k = key(&self.tools.nvdisasm, bytes);
+    pub(super) fn lines(&self, bytes: &'j [u8]) -> Result<Arc<lines::Lines>, AuditError> {
+        let k = key(&self.tools.nvdisasm, &self.digest(bytes));
         if let Some(l) = seen().lines.get(&k) {
             return Ok(l.clone());
         }
@@ -136,12 +177,13 @@ impl<'t> Reader<'t> {
     /// side on the free job slots ([`side_by_side`]), so that the comparisons after find them
     /// read. What fails here is left for the comparison's own read to meet again, in the
     /// check's order: which error comes first never depends on the threads.
-    pub(super) fn read_ahead(&self, how: Read, all: &[&[u8]]) {
+    pub(super) fn read_ahead(&self, how: Read, all: &[&'j [u8]]) {
         let tool = match how {
             Read::Dump => &self.tools.cuobjdump,
             Read::Listing | Read::Lines => &self.tools.nvdisasm,
         };
-        let mut todo: Vec<&[u8]> = Vec::new();
+        let keys: Vec<[u8; 32]> = all.iter().map(|b| key(tool, &self.digest(b))).collect();
+        let mut todo: Vec<&'j [u8]> = Vec::new();
         {
             let seen = seen();
             let read = |k: &[u8; 32]| match how {
@@ -149,9 +191,9 @@ impl<'t> Reader<'t> {
                 Read::Listing => seen.listings.contains_key(k),
                 Read::Lines => seen.lines.contains_key(k),
             };
-            for b in all {
-                let k = key(tool, b);
-                if !read(&k) && !todo.contains(b) {
+            let mut named = std::collections::HashSet::new();
+            for (b, k) in all.iter().zip(&keys) {
+                if !read(k) && named.insert(*k) {
                     todo.push(b);
                 }
             }
@@ -195,5 +237,46 @@ mod tests {
         let made = side_by_side(&items, |x| x * 3);
         let want: Vec<Option<u32>> = items.iter().map(|x| Some(x * 3)).collect();
         assert_eq!(made, want);
+    }
+
+    /// Issue 47: a check asks for one cubin's dump once per function it is the origin of (under
+    /// adapt, plain tune's cubin for every original), and used to hash all its bytes each time.
+    /// Now each cubin named is hashed once per check, and the tool still runs once per distinct
+    /// content: a copy of the same bytes at another address is read from what the first
+    /// printed.
+    #[test]
+    fn each_cubin_is_hashed_once_per_check_and_read_once_per_content() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("runs");
+        let tool = dir.path().join("cuobjdump");
+        std::fs::write(
+            &tool,
+            format!("#!/bin/sh\necho run >> '{}'\necho x\n", log.display()),
+        )
+        .unwrap();
+        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let tools = Tools {
+            cuobjdump: tool,
+            nvdisasm: dir.path().join("nvdisasm"),
+        };
+        // Content no other test of this process reads (the listings are memoised per process).
+        let origin: Vec<u8> = dir.path().as_os_str().as_encoded_bytes().repeat(4096);
+        let copy = origin.clone();
+        let mut other = origin.clone();
+        other.push(1);
+        let reader = Reader::new(&tools);
+        reader.read_ahead(Read::Dump, &[&origin, &copy, &other, &origin]);
+        for _ in 0..50 {
+            let _ = reader.dump(&origin);
+        }
+        let _ = reader.dump(&copy);
+        assert_eq!(
+            reader.hashed(),
+            3,
+            "each cubin named hashed once, whatever it was asked for"
+        );
+        let runs = std::fs::read_to_string(&log).unwrap().lines().count();
+        assert_eq!(runs, 2, "the tool runs once per distinct content");
     }
 }
