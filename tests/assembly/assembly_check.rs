@@ -1079,16 +1079,25 @@ const SPILLER: &str = "_Z8hop_foldIfLi60ELi16EEvPKiPKT_PS2_ii";
 /// ptxas's cubins of smem_spill.cu for sm_90: the whole module, [`SPILLER`] alone at 32
 /// registers with `enable_smem_spilling` (`--entry`), and the whole module with it so.
 fn spill_builds(nvcc: &Path) -> Builds {
-    let src = common::kernels_dir().join("assembly/smem_spill.cu");
+    smem_spilled_builds(nvcc, "smem_spill", SPILLER, 90)
+}
+
+/// ptxas's cubins of tests/kernels/assembly/`<stem>`.cu for `sm_<arch>`: the whole module,
+/// `kernel` alone at 32 registers with `enable_smem_spilling` (`--entry`), and the whole
+/// module with it so.
+fn smem_spilled_builds(nvcc: &Path, stem: &str, kernel: &str, arch: u32) -> Builds {
+    let src = common::kernels_dir().join(format!("assembly/{stem}.cu"));
     let source = std::fs::read(&src).unwrap();
-    let dir = common::build_once("assembly-smem-spill-90", nvcc, &[&source], |dir| {
+    let key = format!("assembly-{}-{arch}", stem.replace('_', "-"));
+    let sm = format!("-arch=sm_{arch}");
+    let dir = common::build_once(&key, nvcc, &[&source], |dir| {
         let ptx = dir.join("m.ptx");
         let mut c = Command::new(nvcc);
-        c.args(["-ptx", "-O3", "-arch=sm_90"]);
+        c.args(["-ptx", "-O3", &sm]);
         run(c.arg(&src).arg("-o").arg(&ptx), "nvcc -ptx");
-        let text = with_maxnreg(&std::fs::read_to_string(&ptx).unwrap(), SPILLER, 32);
+        let text = with_maxnreg(&std::fs::read_to_string(&ptx).unwrap(), kernel, 32);
         // The pragma opens the entry's body, as the tuner writes it.
-        let at = text.find(&format!(".entry {SPILLER}(")).unwrap();
+        let at = text.find(&format!(".entry {kernel}(")).unwrap();
         let open = at + text[at..].find('{').unwrap() + 1;
         let pragma = "\n.pragma \"enable_smem_spilling\";";
         let spilled = format!("{}{pragma}{}", &text[..open], &text[open..]);
@@ -1096,11 +1105,11 @@ fn spill_builds(nvcc: &Path) -> Builds {
         let ptxas = common::toolkit_tool(nvcc, "ptxas");
         for (input, out, extra) in [
             ("m.ptx", "base.cubin", vec![]),
-            ("m32.ptx", "donor.cubin", vec!["--entry", SPILLER]),
+            ("m32.ptx", "donor.cubin", vec!["--entry", kernel]),
             ("m32.ptx", "whole32.cubin", vec![]),
         ] {
             let mut c = Command::new(&ptxas);
-            c.args(["-arch=sm_90", "-m64"]).args(&extra);
+            c.args([sm.as_str(), "-m64"]).args(&extra);
             run(c.arg(dir.join(input)).arg("-o").arg(dir.join(out)), "ptxas");
         }
     });
@@ -1215,40 +1224,10 @@ fn an_added_shared_section_is_exact_and_its_mutants_are_rejected() {
 /// ptxas's shared-memory spilling at 32 registers gives the module's first `.nv.shared.<k>`.
 const FIRST: &str = "_Z9row_scoreI6__halfLi64EEvPKT_S3_PKiPfii";
 
-/// ptxas's cubins of smem_first.cu for sm_80 (no NOBITS section, no writable segment): the
-/// whole module, [`FIRST`] alone at 32 registers with `enable_smem_spilling` (`--entry`), and
-/// the whole module with it so.
+/// ptxas's cubins of smem_first.cu for sm_80 (no NOBITS section, no writable segment), as
+/// [`smem_spilled_builds`] makes them for [`FIRST`].
 fn first_shared_builds(nvcc: &Path) -> Builds {
-    let src = common::kernels_dir().join("assembly/smem_first.cu");
-    let source = std::fs::read(&src).unwrap();
-    let dir = common::build_once("assembly-smem-first-80", nvcc, &[&source], |dir| {
-        let ptx = dir.join("m.ptx");
-        let mut c = Command::new(nvcc);
-        c.args(["-ptx", "-O3", "-arch=sm_80"]);
-        run(c.arg(&src).arg("-o").arg(&ptx), "nvcc -ptx");
-        let text = with_maxnreg(&std::fs::read_to_string(&ptx).unwrap(), FIRST, 32);
-        let at = text.find(&format!(".entry {FIRST}(")).unwrap();
-        let open = at + text[at..].find('{').unwrap() + 1;
-        let pragma = "\n.pragma \"enable_smem_spilling\";";
-        let spilled = format!("{}{pragma}{}", &text[..open], &text[open..]);
-        std::fs::write(dir.join("m32.ptx"), spilled).unwrap();
-        let ptxas = common::toolkit_tool(nvcc, "ptxas");
-        for (input, out, extra) in [
-            ("m.ptx", "base.cubin", vec![]),
-            ("m32.ptx", "donor.cubin", vec!["--entry", FIRST]),
-            ("m32.ptx", "whole32.cubin", vec![]),
-        ] {
-            let mut c = Command::new(&ptxas);
-            c.args(["-arch=sm_80", "-m64"]).args(&extra);
-            run(c.arg(dir.join(input)).arg("-o").arg(dir.join(out)), "ptxas");
-        }
-    });
-    let read = |f: &str| std::fs::read(dir.join(f)).unwrap();
-    Builds {
-        base: read("base.cubin"),
-        donor: read("donor.cubin"),
-        whole32: read("whole32.cubin"),
-    }
+    smem_spilled_builds(nvcc, "smem_first", FIRST, 80)
 }
 
 /// The file offsets of the program headers (ELF64: `e_phoff` at 0x20, `e_phnum` at 0x38,
