@@ -1013,31 +1013,9 @@ fn chosen_budgets(report: &Path) -> BTreeMap<String, BTreeMap<String, Budget>> {
 #[test]
 fn shared_spill_sections_are_spliced_exactly() {
     let Some(nvcc) = nvcc() else { return };
-    let dir = scratch("smem");
     let src = source("tests/kernels/assembly/smem_spill.cu");
-    let report = dir.path().join("report.jsonl");
-    let obj = dir.path().join("smem.o");
-    let mut cmd = common::orion();
-    cmd.env("NVCC_ORION_NVCC", &nvcc)
-        .env("NVCC_ORION_CACHE", "off")
-        .env("NVCC_ORION_REPORT", &report)
-        .args(["-c", "-O3"])
-        .args(["-gencode", "arch=compute_80,code=sm_80"])
-        .args(["-gencode", "arch=compute_90,code=sm_90"])
-        .arg(&src)
-        .arg("-o")
-        .arg(&obj);
-    run(&mut cmd);
-    let lines = report_lines(&report);
-    let assemblies: Vec<(&str, &str)> = lines
-        .iter()
-        .map(|r| (r["arch"].as_str().unwrap(), r["assembly"].as_str().unwrap()))
-        .collect();
-    assert!(
-        assemblies.iter().all(|(_, a)| *a == "spliced"),
-        "a whole-module run or another assembly: {assemblies:?}"
-    );
-    let chosen = chosen_budgets(&report);
+    let built = SplicedBuild::cold(&nvcc, "smem", &src, &[80, 90]);
+    let chosen = built.chosen.clone();
     let smem: Vec<(&String, &String)> = chosen
         .iter()
         .flat_map(|(arch, ks)| {
@@ -1050,19 +1028,9 @@ fn shared_spill_sections_are_spliced_exactly() {
         !smem.is_empty(),
         "no kernel took the shared-memory spilling candidate, so this tests nothing: {chosen:?}"
     );
-    let cubins = common::fixtures::extract_elfs(&obj, &dir.path().join("elf")).unwrap();
-    assert_eq!(cubins.len(), 2, "{cubins:?}");
-    for path in cubins {
-        let shipped_bytes = std::fs::read(&path).unwrap();
-        let sm = Cubin::parse(&shipped_bytes).unwrap().arch();
-        let arch = format!("sm_{sm}");
-        let budgets = chosen.get(&arch).cloned().unwrap_or_default();
-        let text = ptx_of(&nvcc, &src, sm, &dir.path().join(format!("sm{sm}.ptx")));
-        let stem = |n: &str| dir.path().join(format!("{n}{sm}"));
-        let base = ptxas(&nvcc, &stem("base"), &text, sm, &BTreeMap::new(), &[]);
-        let full = ptxas_with(&[], &nvcc, &stem("full"), &text, sm, &budgets, &[]);
+    built.each_is_the_whole_module_run(&nvcc, &src, |arch, _, base, full| {
         // The case at hand: a shared section only the chosen budgets' build has.
-        for (_, k) in smem.iter().filter(|(a, _)| **a == arch) {
+        for (_, k) in smem.iter().filter(|(a, _)| *a == arch) {
             let name = format!(".nv.shared.{k}");
             assert!(
                 base.elf().section_index_by_name(&name).is_none(),
@@ -1073,16 +1041,7 @@ fn shared_spill_sections_are_spliced_exactly() {
                 "{arch}: {name}"
             );
         }
-        let full_bytes = std::fs::read(stem("full").with_extension("cubin")).unwrap();
-        if shipped_bytes != full_bytes {
-            let kept = dir.keep();
-            panic!(
-                "{arch}: {} differs from a whole-module run ({})",
-                path.display(),
-                kept.display()
-            );
-        }
-    }
+    });
 }
 
 /// Issue 47: a module with no shared memory at all (tests/kernels/assembly/smem_first.cu)
@@ -1096,30 +1055,9 @@ fn shared_spill_sections_are_spliced_exactly() {
 #[test]
 fn a_first_shared_section_and_its_segment_are_spliced_exactly() {
     let Some(nvcc) = nvcc() else { return };
-    let dir = scratch("smem-first");
     let src = source("tests/kernels/assembly/smem_first.cu");
-    let report = dir.path().join("report.jsonl");
-    let obj = dir.path().join("first.o");
-    let mut cmd = common::orion();
-    cmd.env("NVCC_ORION_NVCC", &nvcc)
-        .env("NVCC_ORION_CACHE", "off")
-        .env("NVCC_ORION_REPORT", &report)
-        .args(["-c", "-O3"])
-        .args(["-gencode", "arch=compute_80,code=sm_80"])
-        .args(["-gencode", "arch=compute_86,code=sm_86"])
-        .arg(&src)
-        .arg("-o")
-        .arg(&obj);
-    run(&mut cmd);
-    let assemblies: Vec<(String, String)> = report_lines(&report)
-        .iter()
-        .map(|r| (r["arch"].to_string(), r["assembly"].to_string()))
-        .collect();
-    assert!(
-        assemblies.iter().all(|(_, a)| a == "\"spliced\""),
-        "a whole-module run or another assembly: {assemblies:?}"
-    );
-    let chosen = chosen_budgets(&report);
+    let built = SplicedBuild::cold(&nvcc, "smem-first", &src, &[80, 86]);
+    let chosen = built.chosen.clone();
     let smem_80: Vec<&String> = chosen["sm_80"]
         .iter()
         .filter(|(_, b)| b.smem_spill)
@@ -1129,39 +1067,88 @@ fn a_first_shared_section_and_its_segment_are_spliced_exactly() {
         !smem_80.is_empty(),
         "no sm_80 kernel took the shared-memory spilling candidate, so this tests nothing: {chosen:?}"
     );
-    let cubins = common::fixtures::extract_elfs(&obj, &dir.path().join("elf")).unwrap();
-    assert_eq!(cubins.len(), 2, "{cubins:?}");
-    for path in cubins {
-        let shipped_bytes = std::fs::read(&path).unwrap();
-        let sm = Cubin::parse(&shipped_bytes).unwrap().arch();
-        let arch = format!("sm_{sm}");
-        let budgets = chosen.get(&arch).cloned().unwrap_or_default();
-        let text = ptx_of(&nvcc, &src, sm, &dir.path().join(format!("sm{sm}.ptx")));
-        let stem = |n: &str| dir.path().join(format!("{n}{sm}"));
-        let base = ptxas(&nvcc, &stem("base"), &text, sm, &BTreeMap::new(), &[]);
-        let full = ptxas_with(&[], &nvcc, &stem("full"), &text, sm, &budgets, &[]);
-        let shared = |c: &Cubin| {
-            let e = c.elf();
-            let n = e
-                .sections
-                .iter()
-                .filter(|s| s.name.starts_with(".nv.shared."));
-            (n.count(), e.phdrs.len())
-        };
+    let shared = |c: &Cubin| {
+        let e = c.elf();
+        let n = e
+            .sections
+            .iter()
+            .filter(|s| s.name.starts_with(".nv.shared."));
+        (n.count(), e.phdrs.len())
+    };
+    built.each_is_the_whole_module_run(&nvcc, &src, |arch, sm, base, full| {
         if sm == 80 {
             // The case at hand: no shared memory before, one section and segment more after.
-            let (sections, segments) = shared(&base);
+            let (sections, segments) = shared(base);
             assert_eq!(sections, 0, "{arch}: ptxas's own build has shared memory");
-            assert_eq!(shared(&full), (smem_80.len(), segments + 1), "{arch}");
+            assert_eq!(shared(full), (smem_80.len(), segments + 1), "{arch}");
         }
-        let full_bytes = std::fs::read(stem("full").with_extension("cubin")).unwrap();
-        if shipped_bytes != full_bytes {
-            let kept = dir.keep();
-            panic!(
-                "{arch}: {} differs from a whole-module run ({})",
-                path.display(),
-                kept.display()
-            );
+    });
+}
+
+/// A cold default-mode build of `src` for `archs` whose every architecture was spliced (no
+/// whole-module ptxas run at the end), with the budgets its report chose.
+struct SplicedBuild {
+    dir: tempfile::TempDir,
+    obj: PathBuf,
+    chosen: BTreeMap<String, BTreeMap<String, Budget>>,
+}
+
+impl SplicedBuild {
+    fn cold(nvcc: &Path, tag: &str, src: &Path, archs: &[u32]) -> SplicedBuild {
+        let dir = scratch(tag);
+        let report = dir.path().join("report.jsonl");
+        let obj = dir.path().join(format!("{tag}.o"));
+        let mut cmd = common::orion();
+        cmd.env("NVCC_ORION_NVCC", nvcc)
+            .env("NVCC_ORION_CACHE", "off")
+            .env("NVCC_ORION_REPORT", &report)
+            .args(["-c", "-O3"]);
+        for a in archs {
+            cmd.args(["-gencode", &format!("arch=compute_{a},code=sm_{a}")]);
+        }
+        run(cmd.arg(src).arg("-o").arg(&obj));
+        let assemblies: Vec<(String, String)> = report_lines(&report)
+            .iter()
+            .map(|r| (r["arch"].to_string(), r["assembly"].to_string()))
+            .collect();
+        assert!(
+            assemblies.iter().all(|(_, a)| a == "\"spliced\""),
+            "a whole-module run or another assembly: {assemblies:?}"
+        );
+        let chosen = chosen_budgets(&report);
+        SplicedBuild { dir, obj, chosen }
+    }
+
+    /// Each shipped cubin is byte for byte what a whole-module ptxas run at the chosen budgets
+    /// writes; `also(arch, sm, ptxas's own build, that run)` looks at the case at hand first.
+    fn each_is_the_whole_module_run(
+        self,
+        nvcc: &Path,
+        src: &Path,
+        also: impl Fn(&str, u32, &Cubin, &Cubin),
+    ) {
+        let dir = self.dir;
+        let cubins = common::fixtures::extract_elfs(&self.obj, &dir.path().join("elf")).unwrap();
+        assert_eq!(cubins.len(), 2, "{cubins:?}");
+        for path in cubins {
+            let shipped_bytes = std::fs::read(&path).unwrap();
+            let sm = Cubin::parse(&shipped_bytes).unwrap().arch();
+            let arch = format!("sm_{sm}");
+            let budgets = self.chosen.get(&arch).cloned().unwrap_or_default();
+            let text = ptx_of(nvcc, src, sm, &dir.path().join(format!("sm{sm}.ptx")));
+            let stem = |n: &str| dir.path().join(format!("{n}{sm}"));
+            let base = ptxas(nvcc, &stem("base"), &text, sm, &BTreeMap::new(), &[]);
+            let full = ptxas_with(&[], nvcc, &stem("full"), &text, sm, &budgets, &[]);
+            also(&arch, sm, &base, &full);
+            let full_bytes = std::fs::read(stem("full").with_extension("cubin")).unwrap();
+            if shipped_bytes != full_bytes {
+                let kept = dir.keep();
+                panic!(
+                    "{arch}: {} differs from a whole-module run ({})",
+                    path.display(),
+                    kept.display()
+                );
+            }
         }
     }
 }
