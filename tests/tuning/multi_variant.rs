@@ -29,7 +29,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use nvcc_orion::cubin::Cubin;
 use serde_json::Value;
 
 const WALK: &str = "_Z13walk_featuresPKiPKfPfii";
@@ -219,70 +218,7 @@ fn sass(obj: &Path) -> BTreeMap<(u32, String), Vec<String>> {
 /// bytes also hold each instruction's control half, which the listing's first line leaves out.
 fn code(obj: &Path) -> BTreeMap<(u32, String), Vec<u8>> {
     let scratch = tempfile::tempdir().unwrap();
-    let mut out: BTreeMap<(u32, String), Vec<u8>> = BTreeMap::new();
-    for cubin in cubins_in(obj, scratch.path()) {
-        let bytes = std::fs::read(&cubin).unwrap();
-        let parsed = Cubin::parse(&bytes).unwrap_or_else(|e| panic!("{}: {e}", cubin.display()));
-        for s in &parsed.elf().sections {
-            let Some(name) = s.name.strip_prefix(".text.") else {
-                continue;
-            };
-            let code = out.entry((parsed.arch(), name.to_string())).or_default();
-            for part in [
-                s.data.clone(),
-                relocations(&parsed, &format!(".rela{}", s.name), 24),
-                relocations(&parsed, &format!(".rel{}", s.name), 16),
-            ] {
-                code.extend_from_slice(&(part.len() as u64).to_le_bytes());
-                code.extend(part);
-            }
-        }
-    }
-    out
-}
-
-/// The cubins of `file`: itself when it is one, else those `cuobjdump -xelf all` extracts
-/// into `scratch`, sorted by name so that the order is the same every run.
-fn cubins_in(file: &Path, scratch: &Path) -> Vec<PathBuf> {
-    if file.extension().is_some_and(|e| e == "cubin") {
-        return vec![file.to_path_buf()];
-    }
-    let file = std::path::absolute(file).unwrap();
-    let o = common::command(common::fixtures::tool("cuobjdump"))
-        .args(["-xelf", "all"])
-        .arg(&file)
-        .current_dir(scratch)
-        .output()
-        .unwrap();
-    common::assert_ok(&o, &format!("cuobjdump -xelf all {}", file.display()));
-    let mut found: Vec<PathBuf> = std::fs::read_dir(scratch)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "cubin"))
-        .collect();
-    found.sort();
-    assert!(!found.is_empty(), "{}: no cubin", file.display());
-    found
-}
-
-/// The relocation section `name` of `cubin` (entries of `size` bytes: 24 RELA, 16 REL) in a
-/// form that compares across cubins: offset, type and addend as stored, the target by its
-/// symbol's name (a multi-variant cubin numbers its symbols differently).
-fn relocations(cubin: &Cubin, name: &str, size: usize) -> Vec<u8> {
-    let Some(section) = cubin.elf().sections.iter().find(|s| s.name == name) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for entry in section.data.chunks(size) {
-        assert_eq!(entry.len(), size, "{name}: a partial relocation entry");
-        let info = u64::from_le_bytes(entry[8..16].try_into().unwrap());
-        out.extend_from_slice(&entry[..8]);
-        out.extend_from_slice(&(info as u32).to_le_bytes());
-        out.extend_from_slice(&entry[16..]);
-        out.extend_from_slice(cubin.symbols()[(info >> 32) as usize].name.as_bytes());
-        out.push(0);
-    }
-    out
+    common::fixtures::code::code_by_function(obj, scratch.path())
 }
 
 /// The arch number of a record (`sm_90` → 90).

@@ -66,7 +66,7 @@ fn choices(report: &Path) -> BTreeMap<String, (serde_json::Value, u64, String)> 
 
 /// Each function's code in the cubins of `file` (a cubin, or an object whose cubins
 /// `cuobjdump -xelf all` extracts into `scratch`): the bytes of its `.text.<name>` section and
-/// its relocations, appended in image order for a name in several images.
+/// its relocations, appended in architecture order for a name in several images.
 ///
 /// This is what `cuobjdump -sass` prints of a function, read without the disassembler (issue
 /// 50: its ~0.6 s a run was 54 runs here): every listing line is one 16-byte instruction of the
@@ -75,69 +75,8 @@ fn choices(report: &Path) -> BTreeMap<String, (serde_json::Value, u64, String)> 
 /// (encodings included) give equal bytes, so the comparison is the one the listing made.
 fn code_of(file: &Path, scratch: &Path) -> BTreeMap<String, Vec<u8>> {
     let mut out: BTreeMap<String, Vec<u8>> = BTreeMap::new();
-    for cubin in cubins_in(file, scratch) {
-        let bytes = std::fs::read(&cubin).unwrap();
-        let parsed = nvcc_orion::cubin::Cubin::parse(&bytes)
-            .unwrap_or_else(|e| panic!("{}: {e}", cubin.display()));
-        for s in &parsed.elf().sections {
-            if let Some(name) = s.name.strip_prefix(".text.") {
-                let code = out.entry(name.to_string()).or_default();
-                // Each part led by its length, so that no two different functions read alike.
-                for part in [
-                    s.data.clone(),
-                    relocations(&parsed, &format!(".rela{}", s.name), 24),
-                    relocations(&parsed, &format!(".rel{}", s.name), 16),
-                ] {
-                    code.extend_from_slice(&(part.len() as u64).to_le_bytes());
-                    code.extend(part);
-                }
-            }
-        }
-    }
-    out
-}
-
-/// The cubins of `file`: itself when it is one, else those `cuobjdump -xelf all` extracts.
-fn cubins_in(file: &Path, scratch: &Path) -> Vec<PathBuf> {
-    if file.extension().is_some_and(|e| e == "cubin") {
-        return vec![file.to_path_buf()];
-    }
-    std::fs::create_dir_all(scratch).unwrap();
-    let o = common::command(common::fixtures::tool("cuobjdump"))
-        .args(["-xelf", "all"])
-        .arg(file)
-        .current_dir(scratch)
-        .output()
-        .unwrap();
-    common::assert_ok(&o, &format!("cuobjdump -xelf all {}", file.display()));
-    let mut found: Vec<PathBuf> = std::fs::read_dir(scratch)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "cubin"))
-        .collect();
-    // Sorted by name (`<base>.<N>.sm_XX.cubin`) so that the order is the same every run.
-    found.sort();
-    assert!(!found.is_empty(), "{}: no cubin", file.display());
-    found
-}
-
-/// The relocation section `name` of `cubin` (entries of `size` bytes: 24 RELA, 16 REL) as
-/// bytes that compare across cubins: offset, type and addend as stored, the target by its
-/// symbol's name (symbol indices differ between an adapt and a default cubin).
-fn relocations(cubin: &nvcc_orion::cubin::Cubin, name: &str, size: usize) -> Vec<u8> {
-    let Some(section) = cubin.elf().sections.iter().find(|s| s.name == name) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for entry in section.data.chunks(size) {
-        assert_eq!(entry.len(), size, "{name}: a partial relocation entry");
-        let info = u64::from_le_bytes(entry[8..16].try_into().unwrap());
-        let target = &cubin.symbols()[(info >> 32) as usize].name;
-        out.extend_from_slice(&entry[..8]);
-        out.extend_from_slice(&(info as u32).to_le_bytes());
-        out.extend_from_slice(&entry[16..]);
-        out.extend_from_slice(target.as_bytes());
-        out.push(0);
+    for ((_, name), code) in common::fixtures::code::code_by_function(file, scratch) {
+        out.entry(name).or_default().extend(code);
     }
     out
 }
