@@ -29,6 +29,7 @@
 #![allow(dead_code)]
 
 pub mod fixtures;
+pub mod listing_memo;
 pub mod oracle_kernels;
 pub mod sass_kernels;
 
@@ -105,9 +106,12 @@ pub fn find_nvcc() -> Option<PathBuf> {
 }
 
 /// A toolkit tool next to nvcc (`cuobjdump`, ...), else the name (looked up on `PATH`).
+/// nvdisasm comes behind the suite's memo of its listings ([`listing_memo`]).
 pub fn toolkit_tool(nvcc: &Path, name: &str) -> PathBuf {
     let sibling = nvcc.with_file_name(name);
-    if sibling.is_file() {
+    if sibling.is_file() && name == "nvdisasm" {
+        listing_memo::nvdisasm(&sibling)
+    } else if sibling.is_file() {
         sibling
     } else {
         PathBuf::from(name)

@@ -38,30 +38,17 @@ fn kernels() -> Option<&'static Kernels> {
     .as_ref()
 }
 
-/// `nvdisasm ARGS path`'s output, listed once per run (issue 50): these tests read the same
-/// 20 cubins' `-json` five times and their `-c -plr` three times, and each nvdisasm run costs
-/// about 0.4 s of CPU whatever the cubin. Kept under `CARGO_TARGET_TMPDIR`, keyed by the
-/// arguments, the cubin's bytes and nvdisasm's path ([`common::build_once`]): what a test
-/// reads is nvdisasm's own output for exactly these bytes, whichever test listed them first.
+/// `nvdisasm ARGS path`'s output. These tests read the same 20 cubins' `-json` five times and
+/// their `-c -plr` three times; the suite's nvdisasm lists each once per run
+/// ([`common::listing_memo`]).
 fn nvdisasm(k: &Kernels, args: &[&str], path: &Path) -> String {
-    let bytes = std::fs::read(path).unwrap();
-    let key = args.join(" ");
-    let dir = common::build_once(
-        "nvdisasm-listing",
-        &k.nvdisasm,
-        &[key.as_bytes(), &bytes],
-        |dir| {
-            let out = Command::new(&k.nvdisasm)
-                .args(args)
-                .arg(path)
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "nvdisasm {args:?} {}", path.display());
-            std::fs::write(dir.join("stdout"), &out.stdout).unwrap();
-        },
-    );
-    let out = std::fs::read(dir.join("stdout")).unwrap();
-    String::from_utf8_lossy(&out).into_owned()
+    let out = Command::new(&k.nvdisasm)
+        .args(args)
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "nvdisasm {args:?} {}", path.display());
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// [`decode::decode_file`]'s decode (`nvdisasm -json` and the cubin's bytes), on the listing
@@ -524,4 +511,41 @@ fn a_listing_of_some_sections_is_their_part_of_the_whole() {
     }
     eprintln!("{compared} functions compared, {left_out} sections left out");
     assert!(cubins.len() == 8 && compared >= 8 && left_out >= 8);
+}
+
+/// The suite's nvdisasm ([`common::listing_memo`]) is the real tool's output, byte for byte:
+/// for a cubin it lists, the same bytes under another path (a memo hit), and a file nvdisasm
+/// refuses, whose message names the path it was given each time (a refusal is never kept).
+#[test]
+fn the_suites_nvdisasm_prints_what_nvdisasm_prints() {
+    let Some(k) = kernels() else { return };
+    let real = common::find_nvcc().unwrap().with_file_name("nvdisasm");
+    assert_ne!(k.nvdisasm, real, "the tests list through the memo");
+    let run = |exe: &Path, path: &Path| Command::new(exe).arg("-c").arg(path).output().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (_, _, cubin) = &k.cubins[0];
+    let copy = dir.path().join("other name.cubin");
+    std::fs::copy(cubin, &copy).unwrap();
+    let want = run(&real, cubin);
+    assert!(want.status.success() && !want.stdout.is_empty());
+    for path in [cubin.as_path(), &copy, &copy] {
+        let got = run(&k.nvdisasm, path);
+        assert_eq!(got.status.code(), Some(0), "{}", path.display());
+        assert!(
+            got.stdout == want.stdout,
+            "{}: another listing",
+            path.display()
+        );
+        assert!(got.stderr.is_empty());
+    }
+    let bad = [dir.path().join("a.cubin"), dir.path().join("b.cubin")];
+    for path in &bad {
+        std::fs::write(path, "not a cubin\n").unwrap();
+        let (want, got) = (run(&real, path), run(&k.nvdisasm, path));
+        assert_ne!(got.status.code(), Some(0));
+        assert_eq!(got.status.code(), want.status.code());
+        assert_eq!(got.stdout, want.stdout);
+        assert_eq!(got.stderr, want.stderr);
+        assert!(String::from_utf8_lossy(&got.stderr).contains(&path.display().to_string()));
+    }
 }

@@ -95,31 +95,23 @@ fn nvdisasm() -> PathBuf {
 }
 
 /// [`listing::list`] of a cubin these tests start from (a fixture, or a compile whose bytes are
-/// the same every run), its `nvdisasm -json` listed once per run (issue 50: five tests of this
-/// file and `sass_predict` list the fixture cubins, `calls_all.o`'s seven up to four times, at
-/// about 0.4 s of CPU a run). Kept under `CARGO_TARGET_TMPDIR` keyed by the arguments, the
-/// cubin's bytes and nvdisasm's path ([`common::build_once`], as `sass_decode`'s listings): what
-/// a test reads is nvdisasm's own output for exactly these bytes, whichever test listed them
-/// first; the listing's output does not depend on the cubin's path.
+/// the same every run). Five tests of this file and `sass_predict` list the fixture cubins,
+/// `calls_all.o`'s seven up to four times; the suite's nvdisasm lists each once per run
+/// ([`common::listing_memo`]).
 pub(super) fn listed(path: &Path) -> Vec<Function> {
     let bytes = std::fs::read(path).unwrap();
-    let nvdisasm = nvdisasm();
-    let dir = common::build_once("nvdisasm-listing", &nvdisasm, &[b"-json", &bytes], |dir| {
-        let out = Command::new(&nvdisasm)
-            .arg("-json")
-            .arg(path)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "nvdisasm -json {}: {}",
-            path.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        std::fs::write(dir.join("stdout"), &out.stdout).unwrap();
-    });
-    let json = std::fs::read(dir.join("stdout")).unwrap();
-    listing::from_json(&json, &bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    let out = Command::new(nvdisasm())
+        .arg("-json")
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "nvdisasm -json {}: {}",
+        path.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    listing::from_json(&out.stdout, &bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// Numbers in an operand token: `0x1a0`, `-0x120`.
