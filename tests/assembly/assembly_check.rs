@@ -1170,19 +1170,46 @@ const SHARED_MUTATIONS: &[Mutation] = &[
     ),
 ];
 
-/// The check of a splice of [`SPILLER`] into ptxas's module.
-fn spill_job<'a>(shipped: &'a [u8], b: &'a Builds) -> Job<'a> {
+/// The assembly check's job for `shipped`: ptxas's module with `kernel` spliced in from the
+/// donor build.
+fn one_kernel_job<'a>(shipped: &'a [u8], b: &'a Builds, kernel: &'a str) -> Job<'a> {
     Job {
         proved: Vec::new(),
         shipped,
         baseline: &b.base,
         module: &b.base,
         origins: vec![Origin {
-            shipped: SPILLER,
-            name: SPILLER,
+            shipped: kernel,
+            name: kernel,
             cubin: &b.donor,
         }],
     }
+}
+
+/// `good` (a splice of `kernel`) passes the assembly check, and each of `mutations` of it is
+/// rejected with the blame it names.
+fn passes_and_rejects_mutants(
+    tk: &Tools,
+    b: &Builds,
+    kernel: &str,
+    good: &[u8],
+    mutations: &[Mutation],
+) {
+    named(audit::check(tk, &one_kernel_job(good, b, kernel))).expect("the correct splice passes");
+    let mut failures = Vec::new();
+    for (what, mutate, blamed) in mutations {
+        let mut bad = good.to_vec();
+        mutate(&mut bad);
+        assert_ne!(bad, good, "{what}: the mutation changed nothing");
+        match named(audit::check(tk, &one_kernel_job(&bad, b, kernel))) {
+            Ok(_) => failures.push(format!("{what}: accepted")),
+            Err(why) if !why.starts_with(blamed) => {
+                failures.push(format!("{what}: blamed the wrong part ({why})"))
+            }
+            Err(_) => {}
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 /// Issue 47: the splice adds a kernel's `.nv.shared.<k>` that ptxas's own build has not (the
@@ -1203,21 +1230,7 @@ fn an_added_shared_section_is_exact_and_its_mutants_are_rejected() {
         good == b.whole32,
         "the splice differs from a whole-module run at the same budgets"
     );
-    named(audit::check(&tk, &spill_job(&good, &b))).expect("the correct splice passes");
-    let mut failures = Vec::new();
-    for (what, mutate, blamed) in SHARED_MUTATIONS {
-        let mut bad = good.clone();
-        mutate(&mut bad);
-        assert_ne!(bad, good, "{what}: the mutation changed nothing");
-        match named(audit::check(&tk, &spill_job(&bad, &b))) {
-            Ok(_) => failures.push(format!("{what}: accepted")),
-            Err(why) if !why.starts_with(blamed) => {
-                failures.push(format!("{what}: blamed the wrong part ({why})"))
-            }
-            Err(_) => {}
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    passes_and_rejects_mutants(&tk, &b, SPILLER, &good, SHARED_MUTATIONS);
 }
 
 /// A kernel of tests/kernels/assembly/smem_first.cu, a module with no shared memory, that
@@ -1286,21 +1299,6 @@ const SEGMENT_MUTATIONS: &[Mutation] = &[
     ),
 ];
 
-/// The check of a splice of [`FIRST`] into ptxas's module.
-fn first_job<'a>(shipped: &'a [u8], b: &'a Builds) -> Job<'a> {
-    Job {
-        proved: Vec::new(),
-        shipped,
-        baseline: &b.base,
-        module: &b.base,
-        origins: vec![Origin {
-            shipped: FIRST,
-            name: FIRST,
-            cubin: &b.donor,
-        }],
-    }
-}
-
 /// Issue 47: in a module with no shared memory (sm_80) the splice adds [`FIRST`]'s
 /// `.nv.shared.<k>` and the writable program header ptxas writes for it, exactly as a
 /// whole-module ptxas run does; the assembly check passes it and rejects each wrong edit of
@@ -1326,19 +1324,5 @@ fn a_first_shared_segment_is_exact_and_its_mutants_are_rejected() {
         good == b.whole32,
         "the splice differs from a whole-module run at the same budgets"
     );
-    named(audit::check(&tk, &first_job(&good, &b))).expect("the correct splice passes");
-    let mut failures = Vec::new();
-    for (what, mutate, blamed) in SEGMENT_MUTATIONS {
-        let mut bad = good.clone();
-        mutate(&mut bad);
-        assert_ne!(bad, good, "{what}: the mutation changed nothing");
-        match named(audit::check(&tk, &first_job(&bad, &b))) {
-            Ok(_) => failures.push(format!("{what}: accepted")),
-            Err(why) if !why.starts_with(blamed) => {
-                failures.push(format!("{what}: blamed the wrong part ({why})"))
-            }
-            Err(_) => {}
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    passes_and_rejects_mutants(&tk, &b, FIRST, &good, SEGMENT_MUTATIONS);
 }
