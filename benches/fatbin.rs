@@ -71,7 +71,8 @@ fn synthetic_container(seed: u64) -> Vec<u8> {
     let ptx: Vec<u8> = (0..64 * 1024)
         .map(|i| b"add.f32 %f1, %f2;\n"[i % 18])
         .collect();
-    let z = zstd::bulk::compress(&ptx, 3).unwrap();
+    let z =
+        ruzstd::encoding::compress_to_vec(&ptx[..], ruzstd::encoding::CompressionLevel::Fastest);
     let mut payload = z.clone();
     payload.resize(z.len().div_ceil(8) * 8, 0);
     let mut h = vec![0u8; 0x50];

@@ -50,8 +50,17 @@ cargo clippy --workspace --all-targets -- -D warnings
 
 TESTS_RAN=1
 if cargo nextest --version >/dev/null 2>&1; then
-    step "cargo nextest run --workspace --release"
-    cargo nextest run --workspace --release --no-fail-fast
+    # The libraries' unit tests first, nvcc-orion's at opt-level 0: at 3 its test harness is a
+    # second full optimised compile of the crate (about 105 s of CPU cold, 19 s at 0) for 360
+    # tests that run in about 3 s either way; the binary and every integration test still use
+    # the crate at the release profile's level (bench/results/suite.md, tenth pass).
+    failed=0
+    step "cargo nextest run --workspace --release --lib (nvcc-orion's at opt-level 0)"
+    cargo nextest run --workspace --release --lib --no-fail-fast \
+        --config 'profile.release.package.nvcc-orion.opt-level=0' || failed=1
+    step "cargo nextest run --workspace --release --bins --test '*'"
+    cargo nextest run --workspace --release --bins --test '*' --no-fail-fast || failed=1
+    [[ $failed == 0 ]]
     # nextest does not run doctests.
     step "cargo test --workspace --release --doc"
     cargo test --workspace --release --doc

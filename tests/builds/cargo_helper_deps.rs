@@ -1,6 +1,6 @@
 //! The build.rs helper stays small: every user's build script compiles `nvcc-orion-build`
 //! and what it depends on, so that is `cc` (with its own small dependencies) and `jobserver`,
-//! never nvcc-orion's library or its heavy dependencies (object, petgraph, zstd, clap, serde).
+//! never nvcc-orion's library or its heavy dependencies (object, petgraph, ruzstd, clap, serde).
 //! Read from `cargo tree`, offline (the lock file pins everything), for the host platform.
 
 use std::path::Path;
@@ -45,7 +45,7 @@ fn helper_crate_depends_on_cc_and_little_else() {
         "nvcc-orion",
         "object",
         "petgraph",
-        "zstd",
+        "ruzstd",
         "clap",
         "serde",
         "thiserror",
