@@ -43,9 +43,10 @@
 //! `object` crate's ELF reader, `gimli`'s DWARF encoding).
 //!
 //! Then the module as a whole (`module`): sections no function owns, objects and the
-//! attributes that name no function, against the module origin; and, for relocatable code,
-//! no kernel whose register limit differs from ptxas's own reaches a function another
-//! module defines (nvlink would refuse the limit).
+//! attributes that name no function, against the module origin; its writable segment, the
+//! one program header an assembly or a rewrite changes beyond offsets (`segments`); and, for
+//! relocatable code, no kernel whose register limit differs from ptxas's own reaches a
+//! function another module defines (nvlink would refuse the limit).
 //!
 //! # What it trusts
 //! cuobjdump and nvdisasm themselves, and the `object` and `gimli` crates; that ptxas's
@@ -201,15 +202,13 @@ pub fn check_each(tools: &Tools, job: &Job<'_>) -> Result<(Checked, Vec<AuditErr
     found.extend(compare_lines(&reader, job, &shipped, &module, &owners)?);
     found.extend(compare_frames(job, &owners));
     // After the functions': a kernel's part of another size is blamed on the kernel first.
-    // Not for SASS rewrites: spill2smem adds its shared section without a program header
-    // (issue 47, left as it was), and the proof judges what it changed.
-    if job.proved.is_empty() {
-        found.extend(
-            segments::compare(job.shipped, job.module)
-                .err()
-                .map(|what| disagrees("the module", what)),
-        );
-    }
+    // SASS rewrites too: one that gives a module its first shared memory adds the segment
+    // ptxas would (`cubin::shared_segment`).
+    found.extend(
+        segments::compare(job.shipped, job.module)
+            .err()
+            .map(|what| disagrees("the module", what)),
+    );
     if shipped.relocatable {
         let baseline = reader.dump(job.baseline)?;
         found.extend(link_limits(&shipped, &baseline).err());

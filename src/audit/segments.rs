@@ -1,13 +1,18 @@
 //! The shipped cubin's writable segment, the one program header an assembly changes beyond
-//! moving offsets (issue 47): ptxas writes a `PT_LOAD` of the module's NOBITS sections
-//! (shared memory), and adds one, flags `RW`, alignment 8, just before the program header
-//! table's own `LOAD`, when a module that had none gets its first `.nv.shared.<k>` (before
-//! sm_90; tests/tuning/tune_entry.rs compares such a splice with ptxas's bytes).
+//! moving offsets (issue 47): ptxas writes a `PT_LOAD` over the module's `__device__` data
+//! with initial values (`.nv.global.init`, file bytes) and its NOBITS sections (shared
+//! memory, `.nv.global`), its memory size the file bytes and then those sections laid out in
+//! section order; and it adds one, flags `RW`, alignment 8, file size 0, just before the
+//! program header table's own `LOAD`, when a module that had none gets its first
+//! `.nv.shared.<k>` (before sm_90; tests/tuning/tune_entry.rs compares such a splice with
+//! ptxas's bytes, tests/assembly/rewrite_segments.rs such a SASS rewrite's headers).
 //!
 //! `cuobjdump -elf` prints no program headers, so they are read here with a few lines of our
 //! own from the ELF64 headers, as the rest of the check imports nothing from `crate::cubin`.
-//! Where the module's own writable segment is not of that shape (file bytes in it, another
-//! start or size than its NOBITS sections give) the rule is not known and nothing is said.
+//! Where the module's own writable segment is not of that shape (another start, where it has
+//! no file bytes, or size than its sections give) the rule is not known and nothing is said.
+//! A segment with file bytes starts where they do, which move with the code: its start is
+//! not compared (the bytes are, as a section).
 
 use super::Difference;
 
@@ -68,13 +73,15 @@ pub(crate) fn compare(shipped: &[u8], module: &[u8]) -> Result<(), Difference> {
     let Some(expected) = expected else {
         return Ok(());
     };
-    // Only the writable segment's place and sizes: the others move with the sections.
+    // Only the writable segment's place and sizes: the others move with the sections, and
+    // so does its start where it has file bytes.
     let shape = |v: &[Segment]| -> Vec<Shape> {
         v.iter()
             .map(|s| {
                 let writable = s.kind == PT_LOAD && s.flags & PF_W != 0;
+                let start = if s.filesz == 0 { s.offset } else { 0 };
                 let place = if writable {
-                    [s.offset, s.filesz, s.memsz]
+                    [start, s.filesz, s.memsz]
                 } else {
                     [0; 3]
                 };
@@ -113,21 +120,22 @@ fn added(theirs: &[Segment], our_nobits: &[Nobits]) -> Option<Vec<Segment>> {
     Some(v)
 }
 
-/// Segment `s` as it covers `nobits`: from the first, its memory size theirs laid out in
-/// section order with their alignments; `None` for a segment with file bytes or no sections.
+/// Segment `s` as it covers `nobits`: its file bytes, then theirs laid out in section order
+/// with their alignments; from the first of them where it has no file bytes (`None` where it
+/// has neither).
 fn expected_at(s: &Segment, nobits: &[Nobits]) -> Option<Segment> {
-    let first = nobits.first()?;
-    if s.filesz != 0 {
-        return None;
-    }
-    let mut end: u64 = 0;
+    let offset = match s.filesz {
+        0 => nobits.first()?.offset,
+        _ => s.offset,
+    };
+    let mut end = s.filesz;
     for n in nobits {
         end = end
             .checked_next_multiple_of(n.align.max(1))?
             .checked_add(n.size)?;
     }
     Some(Segment {
-        offset: first.offset,
+        offset,
         memsz: end,
         ..*s
     })

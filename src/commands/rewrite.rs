@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use clap::Parser;
 
 use crate::container::{self, ContainerError};
-use crate::cubin::Cubin;
+use crate::cubin::{Cubin, CubinError};
 use crate::transform::area::Options;
 use crate::transform::{self, Transform};
 use crate::tune::proven;
@@ -230,11 +230,18 @@ fn rewrite(args: &Args) -> Result<(), RewriteError> {
             }
             for (kernel, bytes) in &args.set_shared {
                 if names.contains(kernel) {
-                    cubin
-                        .set_shared_size(kernel, *bytes)
-                        .map_err(|e| fail(&e))?;
+                    // A section ptxas's layout of which is not known here (sm_100+) is not
+                    // added: this image's kernel keeps its shared memory, as a rewrite would.
+                    match cubin.set_shared_size(kernel, *bytes) {
+                        Err(e @ CubinError::SharedLayout { .. }) => {
+                            eprintln!("nvcc-orion: {loc}: {kernel}: shared memory left alone: {e}")
+                        }
+                        r => {
+                            r.map_err(|e| fail(&e))?;
+                            changed = true;
+                        }
+                    }
                     found.insert(kernel.clone());
-                    changed = true;
                 }
             }
             let out = cubin.write().map_err(|e| fail(&e))?;

@@ -18,6 +18,8 @@ pub(crate) const SHT_REL: u32 = 9;
 pub(crate) const SHT_RELA: u32 = 4;
 pub(crate) const SHT_CUDA_INFO: u32 = 0x7000_0000;
 pub(crate) const SHT_CUDA_CALLGRAPH: u32 = 0x7000_0001;
+/// The type of a relocatable cubin's shared memory sections (`.nv.shared.*`).
+pub(crate) const SHT_CUDA_SHARED: u32 = 0x7000_000a;
 pub(crate) const SHF_WRITE: u64 = 0x1;
 pub(crate) const SHF_ALLOC: u64 = 0x2;
 pub(crate) const SHF_INFO_LINK: u64 = 0x40;
@@ -110,6 +112,9 @@ struct Coverage {
     sections: Option<(usize, usize, u64, u64)>,
     /// Whether `p_memsz - p_filesz` is exactly the NOBITS layout of [`nobits_extent`].
     nobits_tracked: bool,
+    /// A segment of NOBITS sections only that starts where the first of them does (ptxas's
+    /// shared memory, placed after the code): it moves with them.
+    nobits_start: bool,
 }
 
 /// A parsed ELF64 little-endian file.
@@ -310,11 +315,24 @@ impl Elf {
         let nobits_tracked = p.p_type == PT_LOAD
             && p.p_flags & PF_W != 0
             && self.nobits_extent(p.p_filesz) == Some(p.p_memsz);
+        let nobits_start = p.p_type == PT_LOAD
+            && p.p_filesz == 0
+            && !phdr_table
+            && self.first_nobits_offset() == Some(p.p_offset);
         Coverage {
             phdr_table,
             sections,
             nobits_tracked,
+            nobits_start,
         }
+    }
+
+    /// The offset of the first allocated NOBITS section, in section order.
+    fn first_nobits_offset(&self) -> Option<u64> {
+        self.sections
+            .iter()
+            .find(|s| s.is_nobits() && s.sh_flags & SHF_ALLOC != 0)
+            .map(|s| s.sh_offset)
     }
 
     /// The memory size of a writable segment of file size `filesz` followed by every
@@ -616,26 +634,20 @@ impl Elf {
                     .nobits_extent(p.p_filesz)
                     .ok_or_else(|| hdr_err("segment size overflows"))?;
             }
+            if cov.nobits_start
+                && let Some(at) = self.first_nobits_offset()
+            {
+                p.p_offset = at;
+            }
             self.phdrs[idx] = p;
         }
-        // Segments that covered nothing but started where a section did keep following it:
-        // nothing else to do. Gap bytes are padding once things moved.
+        // Gap bytes are padding once things moved.
         let _ = old_offsets;
         self.gaps.clear();
         self.orig_shoff = self.header.e_shoff;
         self.orig_phoff = self.header.e_phoff;
         self.coverage = self.phdrs.iter().map(|p| self.coverage_of(p)).collect();
         Ok(())
-    }
-
-    /// Append a section header (index returned); `relayout` gives it an offset.
-    pub(crate) fn push_section(&mut self, s: Section) -> Result<usize, CubinError> {
-        if self.sections.len() >= 0xff00 {
-            return Err(hdr_err("too many sections"));
-        }
-        self.sections.push(s);
-        self.header.e_shnum = self.sections.len() as u16;
-        Ok(self.sections.len() - 1)
     }
 
     /// Insert section `s` at index `at`, renumbering every section index the file holds
@@ -675,9 +687,27 @@ impl Elf {
         Ok(())
     }
 
+    /// Whether the module's writable `LOAD` (`None`: there is none) has for its memory size
+    /// the NOBITS layout of [`Elf::nobits_extent`], so that a NOBITS section added joins it at
+    /// the next relayout; `Some(false)` also where there is more than one.
+    pub(crate) fn writable_tracks_nobits(&self) -> Option<bool> {
+        let writable: Vec<bool> = self
+            .phdrs
+            .iter()
+            .zip(&self.coverage)
+            .filter(|(p, _)| p.p_type == PT_LOAD && p.p_flags & PF_W != 0)
+            .map(|(_, c)| c.nobits_tracked)
+            .collect();
+        match writable[..] {
+            [] => None,
+            [tracked] => Some(tracked),
+            _ => Some(false),
+        }
+    }
+
     /// Insert program header `p` at index `at` for a writable segment of NOBITS sections only
-    /// (the module's first shared memory): its memory size follows them at each relayout, and
-    /// the program header table grows by one entry.
+    /// (the module's first shared memory): its start and memory size follow them at each
+    /// relayout, and the program header table grows by one entry.
     pub(crate) fn insert_nobits_segment(
         &mut self,
         at: usize,
@@ -693,6 +723,7 @@ impl Elf {
                 phdr_table: false,
                 sections: None,
                 nobits_tracked: true,
+                nobits_start: true,
             },
         );
         self.header.e_phnum =

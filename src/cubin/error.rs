@@ -45,6 +45,13 @@ pub enum CubinError {
     /// A value does not fit the field it must be written to.
     #[error("{0}: value out of range")]
     Range(String),
+    /// A kernel's static shared memory cannot be added as ptxas lays it out (the section's
+    /// place, its names, the module's first shared memory segment).
+    #[error("function `{name}`: no shared memory section can be added as ptxas would: {why}")]
+    SharedLayout {
+        name: String,
+        why: Box<super::refusal::Refusal>,
+    },
 }
 
 impl CubinError {

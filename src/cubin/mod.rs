@@ -28,7 +28,8 @@
 //! * Symbols: sm_75-89 keep locals first (`.symtab` `sh_info` = first global); sm_90+ ET_EXEC
 //!   interleave globals and locals and set `sh_info` to the symbol count. A new local goes
 //!   before the first global in the first case (renumbering every reference through
-//!   `renumber_symbols`) and at the end in the second.
+//!   `renumber_symbols`) and at the end in the second; a kernel's new shared section's
+//!   symbol goes right after its code section's, where ptxas puts it (`shared_splice`).
 //! * Registers: kernels' `EIATTR_REGCOUNT` is what `cuobjdump -res-usage` prints. For device
 //!   functions in their own section it prints the `.text` `sh_info[31:24]` (0 on sm_90+, even
 //!   where `.nv.info` has a REGCOUNT for them, e.g. 38 for `__internal_trig_reduction_slowpathd`
@@ -42,7 +43,11 @@
 //!   the code, bank and shared memory; its records in the global `.nv.info` and
 //!   `.nv.callgraph`; a CIE and FDE in `.debug_frame`. One writable LOAD segment covers all
 //!   shared memory (`p_memsz` only), one the code, one the parameter banks, so an entry added
-//!   after the last section of each kind needs no new segment ([`entry`]).
+//!   after the last section of each kind needs no new segment ([`entry`]). Before sm_90 a
+//!   module with no shared memory or `__device__` data has no writable segment: a kernel's
+//!   first `.nv.shared.K` brings one (`shared_segment`). The NOBITS sections are one run
+//!   after the code: the kernels' own in code order, the module's (`.nv.global`,
+//!   `.nv.shared.reserved.0`) right after the first kernel's (`shared_splice`).
 //! * Bank 4 of an `--entry` run has a slot for every string of the module, not only the
 //!   entry's, laid out in another order than the whole module's when other kernels call
 //!   `printf` or `assert`; with only globals the layouts agree.

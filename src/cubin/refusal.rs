@@ -147,7 +147,7 @@ pub enum Refusal {
     /// The module has no section of the kind to place the copy's after.
     #[error("the module has no {0}* section to place one after")]
     NoPlaceFor(&'static str),
-    /// A module's first shared section in a layout whose program headers this cannot extend
+    /// A kernel's new shared section in a layout whose program headers this cannot extend
     /// as ptxas would (`shared_segment`).
     #[error("no shared memory segment can be added here: {0}")]
     NoSharedSegment(&'static str),

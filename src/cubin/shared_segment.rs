@@ -1,9 +1,11 @@
-//! A module's first shared memory (issue 47): what [`super::shared_splice`] adds where the
-//! module has no NOBITS section at all, the layout ptxas writes before sm_90 for a module
-//! without `__shared__` data (sm_90+ always has `.nv.shared.reserved.0` and its segment).
+//! The writable segment over a module's shared memory (issue 47), for a kernel's
+//! `.nv.shared.<k>` that [`super::shared_splice`] adds (a splice, or a SASS rewrite through
+//! [`super::edit`]'s `set_shared_size`).
 //!
-//! When one kernel of such a module is compiled with shared-memory spilling, a whole-module
-//! ptxas run (13.5, sm_80 and sm_86 read with `readelf -lS`) writes:
+//! Before sm_90 a module without `__shared__` data or `__device__` variables has no NOBITS
+//! section and no writable segment at all (sm_90+ always has `.nv.shared.reserved.0` and its
+//! segment). When one kernel of such a module is compiled with shared-memory spilling, a
+//! whole-module ptxas run (13.5, sm_75, sm_80 and sm_86 read with `readelf -lS`) writes:
 //! * the kernel's `.nv.shared.<k>` as the last section, after the last code section;
 //! * a fourth program header, `PT_LOAD` with flags `RW` (6), alignment 8, file size 0, at the
 //!   section's offset, its memory size the shared sections' sizes laid out in section order,
@@ -11,29 +13,22 @@
 //! * no new names: ptxas puts `.nv.shared.<k>` for every kernel in `.shstrtab` and `.strtab`
 //!   whether or not the section exists, so the section and its symbol name the string there.
 //!
-//! Any other layout (a NOBITS section already, a writable segment already, the table's
-//! `LOAD` not last, a name missing) is refused: the caller compiles the module instead.
+//! A module with a writable segment already (shared memory, `.nv.global.init`, `.nv.global`)
+//! gets no other: ptxas's segment covers the new section too, its memory size the NOBITS
+//! sections laid out after its file bytes, which the cubin model keeps so at each relayout.
+//! A relocatable cubin (`-rdc`, `ET_REL`) has no program headers at all (nvlink writes them),
+//! so there the section is all that is added, as ptxas does for `__shared__` data.
+//!
+//! Any other layout (NOBITS sections without a writable segment, more than one, one whose
+//! size is not that layout, the table's `LOAD` not last) is refused: the splice compiles the
+//! module instead, and a SASS rewrite leaves the kernel as it was.
 
 use super::Cubin;
-use super::elf::{PF_W, PHDR_SIZE, PT_LOAD, ProgramHeader, Section};
+use super::elf::{ET_REL, PF_W, PHDR_SIZE, PT_LOAD, ProgramHeader};
 use super::refusal::Refusal;
 
 /// `PF_R | PF_W`: the flags ptxas gives the shared memory segment.
 const PF_RW: u32 = 0x4 | PF_W;
-
-/// Whether `out` has no shared memory (nor any other NOBITS section) yet.
-pub(super) fn is_first(out: &Cubin) -> bool {
-    !out.elf.sections.iter().any(Section::is_nobits)
-}
-
-/// Where the first shared section goes: after the last section, which must be code.
-pub(super) fn place(out: &Cubin) -> Result<usize, Refusal> {
-    let last = out.elf.sections.last().map(|s| s.name.as_str());
-    if !last.is_some_and(|n| n.starts_with(".text.")) {
-        return Err(Refusal::NoSharedSegment("the last section is not code"));
-    }
-    Ok(out.elf.sections.len())
-}
 
 /// The offset of `name` as a whole string in string table section `table` of `out`.
 pub(super) fn existing_name(out: &Cubin, table: usize, name: &str) -> Result<u32, Refusal> {
@@ -56,16 +51,35 @@ pub(super) fn existing_name(out: &Cubin, table: usize, name: &str) -> Result<u32
     ))
 }
 
-/// Add the writable segment for the shared section now at index `at`, just before the
-/// program header table's own `LOAD`, the last header.
-pub(super) fn add_segment(out: &mut Cubin, at: usize) -> Result<(), Refusal> {
+/// Make the program headers cover the shared section just added at index `at` as ptxas
+/// does: the module's writable segment grows with it, or, where there is none, the segment
+/// ptxas adds for a module's first shared memory.
+pub(super) fn cover(out: &mut Cubin, at: usize) -> Result<(), Refusal> {
     let elf = &out.elf;
-    if elf
-        .phdrs
-        .iter()
-        .any(|p| p.p_type == PT_LOAD && p.p_flags & PF_W != 0)
-    {
-        return Err(Refusal::NoSharedSegment("a writable segment exists"));
+    if elf.phdrs.is_empty() {
+        return match elf.header.e_type {
+            ET_REL => Ok(()),
+            _ => Err(Refusal::NoSharedSegment("no program headers")),
+        };
+    }
+    match elf.writable_tracks_nobits() {
+        Some(true) => Ok(()),
+        Some(false) => Err(Refusal::NoSharedSegment(
+            "the writable segment is not the NOBITS sections' layout",
+        )),
+        None => add_segment(out, at),
+    }
+}
+
+/// Add the writable segment for the shared section at index `at`, the module's only NOBITS
+/// section, just before the program header table's own `LOAD`, the last header.
+fn add_segment(out: &mut Cubin, at: usize) -> Result<(), Refusal> {
+    let elf = &out.elf;
+    let nobits = elf.sections.iter().filter(|s| s.is_nobits()).count();
+    if nobits != 1 {
+        return Err(Refusal::NoSharedSegment(
+            "NOBITS sections without a writable segment",
+        ));
     }
     let table_size = elf.phdrs.len() as u64 * PHDR_SIZE as u64;
     let last_is_table = elf.phdrs.last().is_some_and(|p| {

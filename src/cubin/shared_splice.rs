@@ -2,17 +2,29 @@
 //! kernel's static shared memory `.nv.shared.<k>` where the donor has one and the module's
 //! copy of the kernel has none. ptxas's shared-memory spilling (the `enable_smem_spilling`
 //! candidate) gives the spilled registers such a section, so the held-out file's kernels
-//! tuned that way were assembled by a whole-module ptxas run.
+//! tuned that way were assembled by a whole-module ptxas run. A SASS rewrite that gives a
+//! kernel its first shared memory (spill2smem, regdem: the cubin edit `set_shared_size`)
+//! adds its section the same way, through [`add_section`].
 //!
 //! Added where a whole-module run at those budgets puts it (`tests/tuning/tune_entry.rs`
-//! compares the bytes): the section after the module's other shared sections, among the
-//! kernels' own in their code's order; its section symbol right after the kernel's code
-//! section symbol; each name at its place in `.shstrtab` and `.strtab`, which ptxas writes in
-//! section and symbol order, every later name's offset moved by it. A module with no shared
-//! memory at all (before sm_90) also gets a program header for it: `shared_segment`.
+//! compares the bytes; `tests/assembly/rewrite_segments.rs` a rewrite's layout):
+//! * the section among the NOBITS sections, which ptxas writes in one run after the code
+//!   (and `.nv.global.init`): the kernels' own in their code's order, the module's
+//!   (`.nv.shared.reserved.0`, `.nv.global`) right after the first code section's slot (read
+//!   with `readelf -S` from ptxas 13.5 on sm_75, 80, 86 and 90, modules with and without
+//!   `__shared__` and `__device__` data, first and later kernels spilled);
+//! * its section symbol right after the kernel's code section symbol;
+//! * each name at its place in `.shstrtab` and `.strtab`, which ptxas writes in section and
+//!   symbol order, every later name's offset moved by it, unless it is there already (before
+//!   sm_90 ptxas lists `.nv.shared.<k>` for every kernel whether or not the section exists);
+//! * the writable segment over it: `shared_segment`.
+//!
+//! A cubin with the sm_100+ copy of the code (`.nv.merc.*`) is refused: that copy keeps
+//! section indices of its own (`.nv.merc.symtab`), which a section inserted before them would
+//! leave stale.
 
 use super::Cubin;
-use super::elf::Section;
+use super::elf::{SHF_ALLOC, Section};
 use super::refusal::Refusal;
 use super::symbols::{STT_SECTION, Symbol};
 
@@ -33,66 +45,113 @@ pub(super) fn add_shared(
     donor: &Cubin,
     d: usize,
 ) -> Result<(), Refusal> {
-    let first = super::shared_segment::is_first(out);
-    let at = if first {
-        super::shared_segment::place(out)?
-    } else {
-        place(out, tb)?
-    };
-    let from = &donor.elf.sections[d];
-    let sh_name = if first {
-        let table = out.elf.header.e_shstrndx as usize;
-        super::shared_segment::existing_name(out, table, &from.name)?
-    } else {
-        insert_section_name(out, at, &from.name)?
-    };
-    out.insert_section(
-        at,
-        Section {
-            name: from.name.clone(),
-            sh_name,
-            sh_link: 0,
-            sh_info: tb as u32,
-            sh_offset: 0,
-            data: Vec::new(),
-            ..from.clone()
-        },
-    )?;
     let symbol = donor
         .symbols
         .iter()
         .find(|s| s.kind() == STT_SECTION && s.st_shndx as usize == d)
         .ok_or(Refusal::SectionSymbolMissing)?;
-    insert_section_symbol(out, tb, at, symbol, first)?;
-    if first {
-        super::shared_segment::add_segment(out, at)?;
-    }
-    Ok(())
+    let named = symbol.st_name != 0;
+    add_section(out, tb, donor.elf.sections[d].clone(), symbol, named).map(|_| ())
 }
 
-/// Where ptxas puts a kernel's shared section: before the first kernel's shared section
-/// whose code comes after this kernel's, else after the module's last shared section. A
-/// module with none is `shared_segment`'s; a place before the code is not a layout this
-/// knows.
+/// Add shared section `section` (its name, type, flags, size and alignment are kept) for the
+/// kernel whose code is section `tb` of `out`, with section symbol `symbol` (its name in
+/// `.strtab` where `named`), where ptxas puts them, the writable segment over it
+/// (`shared_segment`). The index it got. Also what a SASS rewrite adds for a kernel with no
+/// shared memory yet ([`super::edit`]), so its cubin is laid out as ptxas's would be.
+pub(super) fn add_section(
+    out: &mut Cubin,
+    tb: usize,
+    section: Section,
+    symbol: &Symbol,
+    named: bool,
+) -> Result<usize, Refusal> {
+    if let Some(s) = out
+        .elf
+        .sections
+        .iter()
+        .find(|s| s.name.starts_with(".nv.merc.") || s.name.starts_with(".nv.capmerc."))
+    {
+        return Err(Refusal::Merc {
+            section: s.name.clone(),
+        });
+    }
+    let at = place(out, tb)?;
+    let table = out.elf.header.e_shstrndx as usize;
+    let sh_name = name_in(out, table, &section.name, |out| {
+        insert_section_name(out, at, &section.name)
+    })?;
+    out.insert_section(
+        at,
+        Section {
+            sh_name,
+            sh_link: 0,
+            sh_info: tb as u32,
+            sh_offset: 0,
+            data: Vec::new(),
+            ..section
+        },
+    )?;
+    insert_section_symbol(out, tb, at, symbol, named)?;
+    super::shared_segment::cover(out, at)?;
+    Ok(at)
+}
+
+/// The offset of `name` in string table `table`: the one already there, else where
+/// `insert` puts it.
+fn name_in(
+    out: &mut Cubin,
+    table: usize,
+    name: &str,
+    insert: impl FnOnce(&mut Cubin) -> Result<u32, Refusal>,
+) -> Result<u32, Refusal> {
+    match super::shared_segment::existing_name(out, table, name) {
+        Ok(off) => Ok(off),
+        Err(_) => insert(out),
+    }
+}
+
+/// Where ptxas puts the shared section of the kernel whose code is section `tb` (see the
+/// module docs): the first code section's before the module's NOBITS sections; another's
+/// before the first kernel's own whose code comes after it, else after every NOBITS section;
+/// in a module with none, last, after the code and `.nv.global.init`. NOBITS sections
+/// elsewhere than in one run are not a layout this knows.
 fn place(out: &Cubin, tb: usize) -> Result<usize, Refusal> {
     let sections = &out.elf.sections;
-    let shared = |s: &Section| s.name.starts_with(".nv.shared.") && s.is_nobits();
-    let own = |s: &Section| shared(s) && !s.name.starts_with(".nv.shared.reserved");
-    let at = match sections
+    let refuse = || Refusal::NoPlaceFor(".nv.shared.");
+    let nobits = |s: &Section| s.is_nobits() && s.sh_flags & SHF_ALLOC != 0;
+    let own = |s: &Section| {
+        nobits(s) && s.name.starts_with(".nv.shared.") && !s.name.starts_with(".nv.shared.reserved")
+    };
+    let first_code = sections
         .iter()
-        .position(|s| own(s) && s.sh_info as usize > tb)
-    {
-        Some(i) => i,
+        .position(|s| s.name.starts_with(".text."))
+        .ok_or_else(refuse)?;
+    let at = match sections.iter().position(nobits) {
         None => {
-            sections
+            let last = sections.last().map_or("", |s| s.name.as_str());
+            if !(last.starts_with(".text.") || last == ".nv.global.init") {
+                return Err(refuse());
+            }
+            sections.len()
+        }
+        Some(start) => {
+            let end = start + sections[start..].iter().take_while(|s| nobits(s)).count();
+            if sections[end..].iter().any(nobits) {
+                return Err(refuse());
+            }
+            match sections[start..end]
                 .iter()
-                .rposition(shared)
-                .ok_or(Refusal::NoPlaceFor(".nv.shared."))?
-                + 1
+                .position(|s| own(s) && s.sh_info as usize > tb)
+            {
+                _ if tb == first_code => start,
+                Some(i) => start + i,
+                None => end,
+            }
         }
     };
     if at <= tb {
-        return Err(Refusal::NoPlaceFor(".nv.shared."));
+        return Err(refuse());
     }
     Ok(at)
 }
@@ -111,15 +170,15 @@ fn insert_section_name(out: &mut Cubin, at: usize, name: &str) -> Result<u32, Re
     Ok(off)
 }
 
-/// Insert the donor's section `symbol` for section `at` right after the section symbol of
-/// the kernel's code `tb`, every later symbol renumbered; its name at its place in
-/// `.strtab`, or, for the module's `first` shared section, the name already there.
+/// Insert section symbol `symbol` for section `at` right after the section symbol of the
+/// kernel's code `tb`, every later symbol renumbered; where `named`, its name from `.strtab`
+/// ([`name_in`]), inserted at its place (the table is in symbol order) where missing.
 fn insert_section_symbol(
     out: &mut Cubin,
     tb: usize,
     at: usize,
     symbol: &Symbol,
-    first: bool,
+    named: bool,
 ) -> Result<(), Refusal> {
     let p = 1 + out
         .symbols
@@ -131,14 +190,10 @@ fn insert_section_symbol(
         return Err(Refusal::SectionSymbolMissing);
     }
     let name = out.elf.sections[at].name.clone();
-    let st_name = match symbol.st_name {
-        0 => 0,
-        _ if first => {
-            let table = out.elf.sections[out.symtab].sh_link as usize;
-            super::shared_segment::existing_name(out, table, &name)?
-        }
-        _ => {
-            let table = out.elf.sections[out.symtab].sh_link as usize;
+    let table = out.elf.sections[out.symtab].sh_link as usize;
+    let st_name = match named {
+        false => 0,
+        true => name_in(out, table, &name, |out| {
             let end = table_len(out, table)?;
             let off = out.symbols[p..]
                 .iter()
@@ -149,8 +204,8 @@ fn insert_section_symbol(
             for s in out.symbols.iter_mut().filter(|s| s.st_name >= off) {
                 s.st_name += moved;
             }
-            off
-        }
+            Ok(off)
+        })?,
     };
     let p32 = p as u32;
     out.renumber_symbols(&|old| if old >= p32 { old + 1 } else { old })?;

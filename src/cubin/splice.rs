@@ -61,29 +61,10 @@ pub fn splice(base: &Cubin, parts: &[(&str, &Cubin)]) -> Result<Vec<u8>, SpliceE
 }
 
 /// Lay a cubin assembled from parts of several ptxas outputs out as ptxas would: each
-/// section right after the one before it.
+/// section right after the one before it (a segment of NOBITS sections only moves with
+/// them, [`super::elf::Elf::relayout_packed`]).
 pub(super) fn relayout_packed(out: &mut Cubin) -> Result<(), Refusal> {
-    // A segment of NOBITS sections only (shared memory, even empty) starts where its first
-    // section does; ptxas places those after the code, so it moves with them.
-    let nobits_segments: Vec<(usize, usize)> = out
-        .elf
-        .phdrs
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| p.p_type == super::elf::PT_LOAD && p.p_filesz == 0)
-        .filter_map(|(i, p)| {
-            let s = out
-                .elf
-                .sections
-                .iter()
-                .position(|s| s.is_nobits() && s.sh_offset == p.p_offset)?;
-            Some((i, s))
-        })
-        .collect();
     out.elf.relayout_packed()?;
-    for (p, s) in nobits_segments {
-        out.elf.phdrs[p].p_offset = out.elf.sections[s].sh_offset;
-    }
     Ok(())
 }
 

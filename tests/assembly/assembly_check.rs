@@ -20,13 +20,13 @@ const CHATTY: &str = "_Z6chattyi";
 /// ptxas's cubins of `tests/kernels/assembly/banks.cu` for one architecture and kernel order:
 /// the whole module, the hungry kernel alone at 32 registers (`--entry`), and the whole
 /// module with the hungry kernel at 32.
-struct Builds {
-    base: Vec<u8>,
-    donor: Vec<u8>,
-    whole32: Vec<u8>,
+pub(super) struct Builds {
+    pub(super) base: Vec<u8>,
+    pub(super) donor: Vec<u8>,
+    pub(super) whole32: Vec<u8>,
 }
 
-fn tools(nvcc: &Path) -> Tools {
+pub(super) fn tools(nvcc: &Path) -> Tools {
     Tools::in_dir(nvcc.parent().unwrap())
 }
 
@@ -240,7 +240,7 @@ fn reads_bank4(w: u128) -> bool {
 }
 
 /// A correct splice, and one wrong edit of it per kind of assembly mistake.
-type Mutation = (&'static str, fn(&mut Vec<u8>), &'static str);
+pub(super) type Mutation = (&'static str, fn(&mut Vec<u8>), &'static str);
 
 const EIATTR_REGCOUNT: u8 = 0x2f;
 const EIATTR_FRAME_SIZE: u8 = 0x11;
@@ -1085,7 +1085,7 @@ fn spill_builds(nvcc: &Path) -> Builds {
 /// ptxas's cubins of tests/kernels/assembly/`<stem>`.cu for `sm_<arch>`: the whole module,
 /// `kernel` alone at 32 registers with `enable_smem_spilling` (`--entry`), and the whole
 /// module with it so.
-fn smem_spilled_builds(nvcc: &Path, stem: &str, kernel: &str, arch: u32) -> Builds {
+pub(super) fn smem_spilled_builds(nvcc: &Path, stem: &str, kernel: &str, arch: u32) -> Builds {
     let src = common::kernels_dir().join(format!("assembly/{stem}.cu"));
     let source = std::fs::read(&src).unwrap();
     let key = format!("assembly-{}-{arch}", stem.replace('_', "-"));
@@ -1258,7 +1258,7 @@ fn program_headers(b: &[u8]) -> (Vec<usize>, usize) {
 }
 
 /// Wrong assemblies of the program header the splice adds (`cubin::shared_segment`).
-const SEGMENT_MUTATIONS: &[Mutation] = &[
+pub(super) const SEGMENT_MUTATIONS: &[Mutation] = &[
     (
         "shared memory segment of another size",
         |b| {

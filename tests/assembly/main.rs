@@ -10,3 +10,4 @@ mod common;
 mod assembly_check;
 mod entry_copy;
 mod rewrite_audit;
+mod rewrite_segments;

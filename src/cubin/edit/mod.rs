@@ -7,10 +7,14 @@ mod text_relocs;
 
 use super::Cubin;
 use super::eiattr::{Attr, OffsetLayout};
-use super::elf::{SHF_ALLOC, SHF_WRITE, SHT_NOBITS, SHT_REL, SHT_RELA, Section, rd_u32, wr_u32};
+use super::elf::{
+    SHF_ALLOC, SHF_INFO_LINK, SHF_WRITE, SHT_CUDA_SHARED, SHT_NOBITS, SHT_REL, SHT_RELA, Section,
+    rd_u32, wr_u32,
+};
 use super::error::CubinError;
 use super::nvinfo::{EIFMT_SVAL, Record, encode_records, parse_records};
 use super::offset_map::OffsetMap;
+use super::refusal::Refusal;
 use super::symbols::{STB_LOCAL, STT_SECTION, Symbol, encode_relocs, parse_relocs};
 use crate::arch::Sm;
 
@@ -305,8 +309,9 @@ impl Cubin {
     }
 
     /// Set the static shared memory of `kernel` (the `sh_size` of `.nv.shared.<k>`, which on
-    /// sm_90+ includes the 1 KiB reserved area). Creates the section (and its section symbol)
-    /// when the kernel has none.
+    /// sm_90+ includes the 1 KiB reserved area). Creates the section (and its section symbol,
+    /// and the module's first shared memory segment) as ptxas would when the kernel has none,
+    /// or refuses.
     pub fn set_shared_size(&mut self, kernel: &str, bytes: u64) -> Result<(), CubinError> {
         let sym = self.function_or_err(kernel)?;
         if !self.owns_section(sym) {
@@ -323,65 +328,63 @@ impl Cubin {
         self.finish()
     }
 
+    /// Give the kernel whose code is section `text` a `.nv.shared.<k>` of `bytes`, with its
+    /// section symbol, laid out as ptxas lays out a kernel's static shared memory
+    /// (`shared_splice::add_section`): among the NOBITS sections in its code's order, the
+    /// writable segment grown over it or, for a module's first shared memory, added. A
+    /// layout it cannot reproduce is refused (`CubinError::SharedLayout`), `self` unchanged.
     fn create_shared_section(&mut self, text: usize, bytes: u64) -> Result<(), CubinError> {
         let tname = self.elf.sections[text].name.clone();
-        let base = tname.strip_prefix(".text.").unwrap_or(&tname);
+        let base = tname.strip_prefix(".text.").unwrap_or(&tname).to_string();
         let name = format!(".nv.shared.{base}");
-        // Same type as the other shared sections of this file (ET_REL uses a CUDA type).
+        // The type of the module's other shared sections; ptxas gives a relocatable cubin's
+        // a CUDA type of its own.
         let sh_type = self
             .elf
             .sections
             .iter()
             .find(|s| s.name.starts_with(".nv.shared.") && s.name != ".nv.shared.reserved.0")
             .map(|s| s.sh_type)
-            .unwrap_or(SHT_NOBITS);
-        let offset = self
-            .elf
-            .sections
-            .iter()
-            .filter(|s| s.is_nobits() && s.sh_flags & SHF_ALLOC != 0)
-            .map(|s| s.sh_offset)
-            .max()
-            .unwrap_or(self.elf.header.e_shoff);
-        let sh_name = self.elf.add_section_name(&name)?;
-        let index = self.elf.push_section(Section {
+            .unwrap_or(if self.is_relocatable() {
+                SHT_CUDA_SHARED
+            } else {
+                SHT_NOBITS
+            });
+        let section = Section {
             name: name.clone(),
-            sh_name,
+            sh_name: 0,
             sh_type,
-            sh_flags: SHF_WRITE | SHF_ALLOC | 0x40,
+            sh_flags: SHF_WRITE | SHF_ALLOC | SHF_INFO_LINK,
             sh_addr: 0,
-            sh_offset: offset,
+            sh_offset: 0,
             sh_size: bytes,
             sh_link: 0,
             sh_info: text as u32,
             sh_addralign: 16,
             sh_entsize: 0,
             data: Vec::new(),
-        })?;
-        if self.symtab != 0 {
-            let strtab = self.elf.sections[self.symtab].sh_link as usize;
-            let st_name = match self.elf.sections.get_mut(strtab).filter(|_| strtab != 0) {
-                Some(s) => {
-                    let off = u32::try_from(s.data.len())
-                        .map_err(|_| CubinError::Range(".strtab size".to_string()))?;
-                    s.data.extend_from_slice(name.as_bytes());
-                    s.data.push(0);
-                    off
-                }
-                None => 0,
-            };
-            let symbol = Symbol {
-                name,
-                st_name,
-                st_info: (STB_LOCAL << 4) | STT_SECTION,
-                st_other: 0,
-                st_shndx: u16::try_from(index)
-                    .map_err(|_| CubinError::Range("section index".to_string()))?,
-                st_value: 0,
-                st_size: 0,
-            };
-            self.insert_local_symbol(symbol)?;
-        }
+        };
+        let symbol = Symbol {
+            name,
+            st_name: 0,
+            st_info: (STB_LOCAL << 4) | STT_SECTION,
+            st_other: 0,
+            st_shndx: 0,
+            st_value: 0,
+            st_size: 0,
+        };
+        // On a copy: a refusal half way leaves `self` as it was.
+        let mut out = self.clone();
+        super::shared_splice::add_section(&mut out, text, section, &symbol, true).map_err(
+            |why| match why {
+                Refusal::Cubin(e) => e,
+                why => CubinError::SharedLayout {
+                    name: base,
+                    why: Box::new(why),
+                },
+            },
+        )?;
+        *self = out;
         Ok(())
     }
 
