@@ -46,12 +46,11 @@ pub enum CubinError {
     #[error("{0}: value out of range")]
     Range(String),
     /// A kernel's static shared memory cannot be added as ptxas lays it out (the section's
-    /// place, its names, the module's first shared memory segment).
+    /// place, its names, the module's first shared memory segment): the refusal's message
+    /// (a `Refusal` would make this file and `refusal.rs`, which wraps a `CubinError`, a
+    /// circle).
     #[error("function `{name}`: no shared memory section can be added as ptxas would: {why}")]
-    SharedLayout {
-        name: String,
-        why: Box<super::refusal::Refusal>,
-    },
+    SharedLayout { name: String, why: String },
 }
 
 impl CubinError {

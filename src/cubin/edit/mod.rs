@@ -380,7 +380,7 @@ impl Cubin {
                 Refusal::Cubin(e) => e,
                 why => CubinError::SharedLayout {
                     name: base,
-                    why: Box::new(why),
+                    why: why.to_string(),
                 },
             },
         )?;
