@@ -1088,9 +1088,11 @@ fn spill_builds(nvcc: &Path) -> Builds {
 pub(super) fn smem_spilled_builds(nvcc: &Path, stem: &str, kernel: &str, arch: u32) -> Builds {
     let src = common::kernels_dir().join(format!("assembly/{stem}.cu"));
     let source = std::fs::read(&src).unwrap();
+    // The header the `smem_rewrite_*` modules share: an edit of it must rebuild them too.
+    let header = std::fs::read(common::kernels_dir().join("assembly/chain_dot.cuh")).unwrap();
     let key = format!("assembly-{}-{arch}", stem.replace('_', "-"));
     let sm = format!("-arch=sm_{arch}");
-    let dir = common::build_once(&key, nvcc, &[&source], |dir| {
+    let dir = common::build_once(&key, nvcc, &[&source, &header], |dir| {
         let ptx = dir.join("m.ptx");
         let mut c = Command::new(nvcc);
         c.args(["-ptx", "-O3", &sm]);

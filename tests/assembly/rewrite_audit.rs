@@ -167,15 +167,7 @@ fn rewrite_pair(nvcc: &Path, dir: &Path) -> (Vec<u8>, Vec<u8>) {
         .output()
         .unwrap();
     common::assert_ok(&o, "nvcc");
-    let o = common::without_our_settings(common::orion(), nvcc)
-        .args(["rewrite", "--spill2smem", "all", "--block-size", "128"])
-        .args(["--max-registers", "40", "-o"])
-        .arg(&rewritten)
-        .arg(&base)
-        .output()
-        .unwrap();
-    common::assert_ok(&o, "nvcc-orion rewrite");
-    let stderr = String::from_utf8_lossy(&o.stderr);
+    let stderr = spill2smem_rewrite(nvcc, "all", &base, &rewritten);
     for k in [K_SQRT, K_DDIV] {
         assert!(
             stderr
@@ -600,4 +592,23 @@ fn a_rewrite_the_check_refuses_costs_only_its_kernel() {
             .contains("the assembly check refused its rewrite"),
         "{sqrt}"
     );
+}
+
+/// `nvcc-orion rewrite --spill2smem KERNELS` of `input` into `output` (block size 128, at most
+/// 40 registers), which must succeed: what it printed on stderr.
+pub(super) fn spill2smem_rewrite(
+    nvcc: &Path,
+    kernels: &str,
+    input: &Path,
+    output: &Path,
+) -> String {
+    let o = common::without_our_settings(common::orion(), nvcc)
+        .args(["rewrite", "--spill2smem", kernels, "--block-size", "128"])
+        .args(["--max-registers", "40", "-o"])
+        .arg(output)
+        .arg(input)
+        .output()
+        .unwrap();
+    common::assert_ok(&o, "nvcc-orion rewrite");
+    String::from_utf8_lossy(&o.stderr).into_owned()
 }

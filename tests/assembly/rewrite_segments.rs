@@ -27,6 +27,7 @@
 
 use crate::assembly_check::{Mutation, SEGMENT_MUTATIONS, smem_spilled_builds, tools};
 use crate::common;
+use crate::rewrite_audit::spill2smem_rewrite;
 
 use std::path::Path;
 use std::process::Command;
@@ -103,15 +104,7 @@ fn a_layout_it_cannot_extend_leaves_the_kernel_alone() {
     bytes.copy_within(a..a + 56, b);
     bytes[a..a + 56].copy_from_slice(&last);
     std::fs::write(&input, &bytes).unwrap();
-    let o = common::without_our_settings(common::orion(), &nvcc)
-        .args(["rewrite", "--spill2smem", KERNEL, "--block-size", "128"])
-        .args(["--max-registers", "40", "-o"])
-        .arg(&output)
-        .arg(&input)
-        .output()
-        .unwrap();
-    common::assert_ok(&o, "nvcc-orion rewrite");
-    let stderr = String::from_utf8_lossy(&o.stderr);
+    let stderr = spill2smem_rewrite(&nvcc, KERNEL, &input, &output);
     assert!(
         stderr.lines().any(|l| l.contains(KERNEL)
             && l.contains("left alone")
@@ -200,15 +193,7 @@ fn rewrite(nvcc: &Path, dir: &Path, stem: &str, arch: u32) -> (Vec<u8>, Vec<u8>)
         .output()
         .unwrap();
     common::assert_ok(&o, "nvcc");
-    let o = common::without_our_settings(common::orion(), nvcc)
-        .args(["rewrite", "--spill2smem", KERNEL, "--block-size", "128"])
-        .args(["--max-registers", "40", "-o"])
-        .arg(&ours)
-        .arg(&base)
-        .output()
-        .unwrap();
-    common::assert_ok(&o, "nvcc-orion rewrite");
-    let stderr = String::from_utf8_lossy(&o.stderr);
+    let stderr = spill2smem_rewrite(nvcc, KERNEL, &base, &ours);
     assert!(
         stderr
             .lines()

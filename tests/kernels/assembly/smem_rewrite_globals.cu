@@ -8,24 +8,8 @@
 __device__ float bias = 0.5f;
 __device__ float seen[5];
 
-template <int W>
-__global__ void chain_dot(const float *__restrict__ x, const int *__restrict__ next,
-                          float *__restrict__ out, int n, int hops) {
-    int t = blockIdx.x * blockDim.x + threadIdx.x;
-    float r[W];
-#pragma unroll
-    for (int i = 0; i < W; ++i) r[i] = x[(size_t)(t % n) * W + i];
-    float acc = 0.0f;
-    int k = next[t % n];
-    for (int h = 0; h < hops; ++h) {
-        float d = 0.0f;
-#pragma unroll
-        for (int i = 0; i < W; ++i) d = fmaf(r[i], x[(size_t)k * W + i], d);
-        acc += d;
-        k = next[k];
-    }
-    out[t] = acc + bias;
-}
+#define CHAIN_DOT_TAIL(acc) ((acc) + bias)
+#include "chain_dot.cuh"
 
 __global__ void tile_sum(float *__restrict__ y, const float *__restrict__ x, int n) {
     __shared__ float tile[99];
