@@ -738,6 +738,32 @@ mod tests {
     }
 
     #[test]
+    fn damaged_zstd_is_an_error_never_a_panic_nor_more_than_the_cap() {
+        let image: Vec<u8> = (0..3000u32).map(|i| (i % 13) as u8).collect();
+        let z = ruzstd::encoding::compress_to_vec(
+            &image[..],
+            ruzstd::encoding::CompressionLevel::Fastest,
+        );
+        assert_eq!(unzstd(&z, image.len()).unwrap(), image);
+        assert!(
+            unzstd(&z, image.len() - 1).is_err(),
+            "a cap below the content"
+        );
+        for cut in 0..z.len() {
+            let _ = unzstd(&z[..cut], image.len());
+        }
+        for at in 0..z.len() {
+            for bit in [0x01u8, 0x80] {
+                let mut bad = z.clone();
+                bad[at] ^= bit;
+                if let Ok(out) = unzstd(&bad, image.len()) {
+                    assert!(out.len() <= image.len());
+                }
+            }
+        }
+    }
+
+    #[test]
     fn concat_parts_come_from_the_extra_header() {
         let blob: Vec<u8> = (0..48u8).collect();
         let z = ruzstd::encoding::compress_to_vec(
