@@ -14,6 +14,9 @@
 //! - `STREAM,<L1|L2|DRAM>,<warps per SM>,<bytes per clock per SM>`: every SM loading from a
 //!   footprint that one level holds, at a growing number of warps: Resios' saturation curve,
 //!   linear in the warps until the level's bandwidth, flat after.
+//!
+//! Every time, rate, footprint and count is above zero and finite: a line that is not is
+//! refused with its number, never fitted.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -78,22 +81,38 @@ impl Measurements {
         for (n, line) in text.lines().enumerate() {
             let f: Vec<&str> = line.trim().split(',').collect();
             let bad = || CalibrationError::BadLine(n + 1, line.to_string());
-            let num = |s: &str| s.trim().parse::<f64>().map_err(|_| bad());
+            // A time or a rate of zero, below it, infinite or not a number is no measurement:
+            // the model would price with it (the `calibration` fuzz target).
+            let num = |s: &str| {
+                let v = s.trim().parse::<f64>().map_err(|_| bad())?;
+                if v.is_finite() && v > 0.0 {
+                    Ok(v)
+                } else {
+                    Err(bad())
+                }
+            };
             let int = |s: &str| s.trim().parse::<u64>().map_err(|_| bad());
+            let count = |s: &str| match s.trim().parse::<u32>() {
+                Ok(n) if n > 0 => Ok(n),
+                _ => Err(bad()),
+            };
             match f.as_slice() {
                 ["DEVICE", name @ .., sm, sms, l2, driver] => {
                     m.device = name.join(",");
-                    m.sm = int(sm)? as u32;
-                    m.sms = int(sms)? as u32;
+                    m.sm = count(sm)?;
+                    m.sms = count(sms)?;
                     m.l2_bytes = int(l2)?;
                     m.driver = driver.to_string();
                     device = true;
                 }
-                ["CHASE", bytes, cycles] => m.chase.push((int(bytes)?, num(cycles)?)),
+                ["CHASE", bytes, cycles] => {
+                    let bytes = int(bytes).and_then(|b| if b > 0 { Ok(b) } else { Err(bad()) })?;
+                    m.chase.push((bytes, num(cycles)?))
+                }
                 ["SHARED", cycles] => m.shared = Some(num(cycles)?),
                 ["STREAM", level, warps, per_clock] => {
                     m.stream
-                        .push((level.to_string(), int(warps)? as u32, num(per_clock)?))
+                        .push((level.to_string(), count(warps)?, num(per_clock)?))
                 }
                 [tag, ..] if ["CHASE", "SHARED", "STREAM"].contains(tag) => return Err(bad()),
                 _ => {}
@@ -408,6 +427,38 @@ pub(crate) mod tests {
         assert_eq!(
             Measurements::parse("nothing"),
             Err(CalibrationError::NoDevice)
+        );
+    }
+
+    /// What no microbenchmark measures is refused with its line, never fitted: a time or a
+    /// rate of zero, below zero, infinite or not a number, no bytes or no warps, an SM
+    /// number past `u32` (found by the `calibration` fuzz target: `CHASE` lines of 0 cycles
+    /// fitted an L1 latency of 0).
+    #[test]
+    fn a_value_no_measurement_gives_names_its_line() {
+        let device = "DEVICE,G,90,132,52428800,580\n";
+        for bad in [
+            "CHASE,4096,0",
+            "CHASE,4096,-3",
+            "CHASE,4096,NaN",
+            "CHASE,4096,inf",
+            "CHASE,0,33",
+            "SHARED,0",
+            "SHARED,nan",
+            "STREAM,L1,0,4",
+            "STREAM,L1,4,0",
+            "STREAM,DRAM,4,-inf",
+            "DEVICE,G,4294967386,132,1,580",
+            "DEVICE,G,90,0,1,580",
+        ] {
+            assert_eq!(
+                Measurements::parse(&format!("{device}{bad}\n")),
+                Err(CalibrationError::BadLine(2, bad.to_string())),
+                "{bad}"
+            );
+        }
+        assert!(
+            Measurements::parse(&format!("{device}CHASE,4096,33.5\nSTREAM,L2,4,12.25\n")).is_ok()
         );
     }
 }

@@ -406,14 +406,17 @@ fn narrow_columns(cell: &str, a: usize, hash: usize, upper: &[String]) -> Vec<(u
         if !c.is_ascii_digit() {
             continue;
         }
-        // The digits above this column, blank meaning none.
+        // The digits above this column, blank meaning none. A number past a register's (more
+        // digit rows than nvdisasm prints) names no register, as in the wide layout; counted
+        // without overflow (the `nvdisasm_listing` fuzz target).
         let mut n = 0u32;
         for row in upper {
             if let Some(d) = row.as_bytes().get(a + i).filter(|d| d.is_ascii_digit()) {
-                n = n * 10 + u32::from(d - b'0');
+                n = n.saturating_mul(10).saturating_add(u32::from(d - b'0'));
             }
         }
-        if let Ok(r) = u8::try_from(n * 10 + u32::from(c - b'0')) {
+        let n = n.saturating_mul(10).saturating_add(u32::from(c - b'0'));
+        if let Ok(r) = u8::try_from(n) {
             cols.push((a + i, r));
         }
     }
@@ -528,6 +531,15 @@ mod tests {
         assert_eq!(m.reads, BTreeSet::from([100]));
         assert_eq!(m.writes, BTreeSet::from([127]));
         assert_eq!(m.occupied, BTreeSet::from([1, 100, 127]));
+        // Twelve digit rows above a column number past any register: those columns name none,
+        // so the row marks nothing, as the wide layout does with a number past 255; before,
+        // the count overflowed (the `nvdisasm_listing` fuzz target).
+        let nines = format!("// |     {}  |\n", "9".repeat(128));
+        let deep = text.replacen("// |   # ", &format!("{}// |   # ", nines.repeat(12)), 1);
+        assert_ne!(deep, text);
+        let rows = parse(&deep).unwrap();
+        let m = rows[&(".text.k".to_string(), 0x10)].marks(File::Gpr);
+        assert!(m.reads.is_empty() && m.writes.is_empty() && m.occupied.is_empty());
     }
 
     #[test]
