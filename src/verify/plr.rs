@@ -311,12 +311,14 @@ impl Header {
             self.groups = spans
                 .iter()
                 .zip(&self.names)
-                .map(|(&span, &file)| Group {
-                    file,
-                    span,
-                    cols: columns(part, span, &self.upper),
+                .map(|(&span, &file)| {
+                    Ok(Group {
+                        file,
+                        span,
+                        cols: columns(part, span, &self.upper)?,
+                    })
                 })
-                .collect();
+                .collect::<Result<_, PlrError>>()?;
             self.upper.clear();
             return Ok(true);
         }
@@ -383,8 +385,14 @@ fn instruction_offset(t: &str) -> Option<u64> {
     u64::from_str_radix(hex.trim(), 16).ok()
 }
 
-/// The (column, register) of each register of the `#` row's cell `span` of `part`.
-fn columns(part: &str, (a, b): (usize, usize), upper: &[String]) -> Vec<(usize, u8)> {
+/// The (column, register) of each register of the `#` row's cell `span` of `part`. A column
+/// whose number names no register (past 255) makes the table unreadable: dropping it would
+/// read that register as never live, which the proofs would trust.
+fn columns(
+    part: &str,
+    (a, b): (usize, usize),
+    upper: &[String],
+) -> Result<Vec<(usize, u8)>, PlrError> {
     let cell = &part[a..b];
     let hash = cell.find('#').unwrap_or(0);
     // Wide numbers its first column `0` alone; narrow runs the units together.
@@ -392,39 +400,46 @@ fn columns(part: &str, (a, b): (usize, usize), upper: &[String]) -> Vec<(usize, 
         .split_whitespace()
         .next()
         .is_some_and(|w| w.len() > 1);
-    if narrow {
+    let numbered = if narrow {
         narrow_columns(cell, a, hash, upper)
     } else {
         wide_columns(cell, a, hash)
-    }
+    };
+    numbered
+        .into_iter()
+        .map(|(col, n)| {
+            u8::try_from(n)
+                .map(|r| (col, r))
+                .map_err(|_| PlrError(format!("register column {n}: no register has that number")))
+        })
+        .collect()
 }
 
-/// `-lrm narrow`: one digit per column, the tens and hundreds in the rows above.
-fn narrow_columns(cell: &str, a: usize, hash: usize, upper: &[String]) -> Vec<(usize, u8)> {
+/// `-lrm narrow`: one digit per column, the tens and hundreds in the rows above. Counted
+/// without overflow (the `nvdisasm_listing` fuzz target found a panic under many rows).
+fn narrow_columns(cell: &str, a: usize, hash: usize, upper: &[String]) -> Vec<(usize, u32)> {
     let mut cols = Vec::new();
     for (i, &c) in cell.as_bytes().iter().enumerate().skip(hash + 1) {
         if !c.is_ascii_digit() {
             continue;
         }
-        // The digits above this column, blank meaning none. A number past a register's (more
-        // digit rows than nvdisasm prints) names no register, as in the wide layout; counted
-        // without overflow (the `nvdisasm_listing` fuzz target).
+        // The digits above this column, blank meaning none.
         let mut n = 0u32;
         for row in upper {
             if let Some(d) = row.as_bytes().get(a + i).filter(|d| d.is_ascii_digit()) {
                 n = n.saturating_mul(10).saturating_add(u32::from(d - b'0'));
             }
         }
-        let n = n.saturating_mul(10).saturating_add(u32::from(c - b'0'));
-        if let Ok(r) = u8::try_from(n) {
-            cols.push((a + i, r));
-        }
+        cols.push((
+            a + i,
+            n.saturating_mul(10).saturating_add(u32::from(c - b'0')),
+        ));
     }
     cols
 }
 
 /// `-plr`'s wide layout: whole numbers, the marker under each number's last digit.
-fn wide_columns(cell: &str, a: usize, hash: usize) -> Vec<(usize, u8)> {
+fn wide_columns(cell: &str, a: usize, hash: usize) -> Vec<(usize, u32)> {
     let bytes = cell.as_bytes();
     let mut cols = Vec::new();
     let mut i = hash + 1;
@@ -434,9 +449,7 @@ fn wide_columns(cell: &str, a: usize, hash: usize) -> Vec<(usize, u8)> {
             while i < bytes.len() && bytes[i].is_ascii_digit() {
                 i += 1;
             }
-            if let Ok(r) = cell[s..i].parse::<u8>() {
-                cols.push((a + i - 1, r));
-            }
+            cols.push((a + i - 1, cell[s..i].parse::<u32>().unwrap_or(u32::MAX)));
         } else {
             i += 1;
         }
@@ -531,15 +544,21 @@ mod tests {
         assert_eq!(m.reads, BTreeSet::from([100]));
         assert_eq!(m.writes, BTreeSet::from([127]));
         assert_eq!(m.occupied, BTreeSet::from([1, 100, 127]));
-        // Twelve digit rows above a column number past any register: those columns name none,
-        // so the row marks nothing, as the wide layout does with a number past 255; before,
-        // the count overflowed (the `nvdisasm_listing` fuzz target).
+        // A column number past any register (twelve digit rows above it, or a wide number
+        // past 255) makes the table unreadable, never a register read as not live; before,
+        // the narrow count overflowed (the `nvdisasm_listing` fuzz target).
         let nines = format!("// |     {}  |\n", "9".repeat(128));
         let deep = text.replacen("// |   # ", &format!("{}// |   # ", nines.repeat(12)), 1);
         assert_ne!(deep, text);
-        let rows = parse(&deep).unwrap();
-        let m = rows[&(".text.k".to_string(), 0x10)].marks(File::Gpr);
-        assert!(m.reads.is_empty() && m.writes.is_empty() && m.occupied.is_empty());
+        assert!(
+            parse(&deep)
+                .unwrap_err()
+                .0
+                .contains("no register has that number")
+        );
+        let past = LISTING.replacen(" 10 11  |", " 10 256  |", 1);
+        assert_ne!(past, LISTING);
+        assert!(parse(&past).unwrap_err().0.contains("register column 256"));
     }
 
     #[test]
