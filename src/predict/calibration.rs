@@ -130,6 +130,28 @@ impl Measurements {
     }
 }
 
+/// The first parameter of `m` no device measures (zero, below zero, not finite), if any.
+fn unmeasurable(m: &MemoryParams) -> Option<&'static str> {
+    let times_and_rates = [
+        ("l1_latency", m.l1_latency),
+        ("l2_latency", m.l2_latency),
+        ("dram_latency", m.dram_latency),
+        ("shared_latency", m.shared_latency),
+        ("l1_bytes_per_clock", m.l1_bytes_per_clock),
+        ("l2_bytes_per_clock", m.l2_bytes_per_clock),
+        ("dram_bytes_per_clock", m.dram_bytes_per_clock),
+    ];
+    let sizes = [
+        ("l1_shared_bytes", m.l1_shared_bytes),
+        ("l2_bytes_per_sm", m.l2_bytes_per_sm),
+    ];
+    times_and_rates
+        .iter()
+        .find(|(_, v)| !(v.is_finite() && *v > 0.0))
+        .map(|(name, _)| *name)
+        .or_else(|| sizes.iter().find(|(_, v)| *v == 0).map(|(name, _)| *name))
+}
+
 /// Three plateaus of a latency curve (cycles) and the footprints where the first two end.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Plateaus {
@@ -259,6 +281,13 @@ impl Calibration {
         let c: Calibration = serde_json::from_str(&text).map_err(|e| file(&e))?;
         if c.format != FORMAT {
             return Err(file(&format!("format {:?}, not {FORMAT:?}", c.format)));
+        }
+        // The file may have been edited by hand: what no device measures is refused here, so
+        // a build prices with the published parameters and says why (`tune::model`).
+        for (key, d) in &c.devices {
+            if let Some(field) = unmeasurable(&d.memory) {
+                return Err(file(&format!("{key}: {field} is not above zero")));
+            }
         }
         Ok(c)
     }
@@ -460,5 +489,39 @@ pub(crate) mod tests {
         assert!(
             Measurements::parse(&format!("{device}CHASE,4096,33.5\nSTREAM,L2,4,12.25\n")).is_ok()
         );
+    }
+
+    /// A calibration file edited to hold what no device measures is refused as a whole (the
+    /// build then prices with the published parameters and warns, `tune::model`).
+    #[test]
+    fn a_file_with_a_parameter_no_device_measures_is_refused() {
+        let m = Measurements::parse(&synthetic(&Sm::of(90).memory(), 132, 0, 0.0)).unwrap();
+        let memory = fit(&m, &Sm::of(90).memory(), 0).unwrap();
+        let d = Device {
+            device: m.device.clone(),
+            driver: m.driver.clone(),
+            sm: 90,
+            memory,
+            measured: m,
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.json");
+        let good = Calibration::default().with(d.clone());
+        std::fs::write(&path, good.to_json()).unwrap();
+        assert_eq!(Calibration::read(&path).unwrap(), good);
+        for (field, edit) in [
+            (
+                "l1_latency",
+                (|p| p.l1_latency = 0.0) as fn(&mut MemoryParams),
+            ),
+            ("dram_bytes_per_clock", |p| p.dram_bytes_per_clock = -1.0),
+            ("l2_bytes_per_sm", |p| p.l2_bytes_per_sm = 0),
+        ] {
+            let mut bad = d.clone();
+            edit(&mut bad.memory);
+            std::fs::write(&path, Calibration::default().with(bad).to_json()).unwrap();
+            let e = Calibration::read(&path).unwrap_err().to_string();
+            assert!(e.contains(&format!("{field} is not above zero")), "{e}");
+        }
     }
 }
