@@ -71,6 +71,9 @@ pub enum CalibrationError {
     TooFew(&'static str, usize, usize),
     #[error("{0}: {1}")]
     File(String, String),
+    /// The fit gives a parameter no device has (an L2 of fewer bytes than SMs).
+    #[error("the fit gives {0} of zero")]
+    Unmeasurable(&'static str),
 }
 
 impl Measurements {
@@ -258,7 +261,7 @@ pub fn fit(
     } else {
         p.knees[1]
     };
-    Ok(MemoryParams {
+    let fitted = MemoryParams {
         l1_shared_bytes: u32::try_from(p.knees[0]).unwrap_or(u32::MAX) + min_carveout,
         l2_bytes_per_sm: u32::try_from(l2_total / sms).unwrap_or(u32::MAX),
         l1_latency: p.latency[0],
@@ -268,7 +271,12 @@ pub fn fit(
         l1_bytes_per_clock: l1_bw,
         l2_bytes_per_clock: l2_bw,
         dram_bytes_per_clock: dram_bw,
-    })
+    };
+    // What a calibration file may not hold (`Calibration::read`), `calibrate` does not write.
+    match unmeasurable(&fitted) {
+        Some(field) => Err(CalibrationError::Unmeasurable(field)),
+        None => Ok(fitted),
+    }
 }
 
 impl Calibration {
@@ -523,5 +531,26 @@ pub(crate) mod tests {
             let e = Calibration::read(&path).unwrap_err().to_string();
             assert!(e.contains(&format!("{field} is not above zero")), "{e}");
         }
+        // Nor does calibrate write one: an L2 of fewer bytes than SMs fits to no L2 per SM
+        // (found by the `calibration` fuzz target, which reads back what calibrate wrote).
+        let tiny_l2 = synthetic(&Sm::of(90).memory(), 132, 0, 0.0)
+            .lines()
+            .map(|l| match l.strip_prefix("DEVICE,") {
+                Some(_) => {
+                    let mut f: Vec<&str> = l.split(',').collect();
+                    let n = f.len();
+                    f[n - 2] = "100";
+                    f.join(",")
+                }
+                None => l.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let m = Measurements::parse(&tiny_l2).unwrap();
+        assert_eq!(m.l2_bytes, 100);
+        assert_eq!(
+            fit(&m, &Sm::of(90).memory(), 0),
+            Err(CalibrationError::Unmeasurable("l2_bytes_per_sm"))
+        );
     }
 }
