@@ -13,7 +13,11 @@ const OTHER: &str = "fedcba9876543210fedcba9876543210fedcba9876543210fedcba98765
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     if let Ok(entry) = decode(KEY, data) {
-        assert_eq!(encode(KEY, &entry), data, "an entry decodes from other bytes");
+        assert_eq!(
+            encode(KEY, &entry),
+            data,
+            "an entry decodes from other bytes"
+        );
     }
     let [op, a, b, split, rest @ ..] = data else {
         return;
@@ -32,7 +36,10 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
             (KEY, bad)
         }
         1 => (KEY, good[..at].to_vec()),
-        2 => (KEY, [&good[..], &rest[..1.min(rest.len())], &[*op]].concat()),
+        2 => (
+            KEY,
+            [&good[..], &rest[..1.min(rest.len())], &[*op]].concat(),
+        ),
         3 => (OTHER, good.clone()),
         _ => {
             // Another key's entry renamed to this one.
@@ -44,5 +51,8 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
         }
     };
     assert_eq!(decode(KEY, &good).as_ref(), Ok(&entry), "round trip");
-    assert!(decode(key, &bad).is_err(), "damage {op} at {at} went unseen");
+    assert!(
+        decode(key, &bad).is_err(),
+        "damage {op} at {at} went unseen"
+    );
 });

@@ -27,7 +27,9 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
         }
         let mut e = c.clone();
         let code = vec![0u8; (f.text_size as usize).min(1 << 16) / 16 * 16 + 128];
-        if e.replace_text(&f.name, code, &OffsetMap::shift_from(16, 128)).is_ok() {
+        if e.replace_text(&f.name, code, &OffsetMap::shift_from(16, 128))
+            .is_ok()
+        {
             if let Ok(b) = e.write() {
                 let _ = Cubin::parse(&b);
             }
