@@ -149,18 +149,23 @@ fn sccache_steps_miss_when_a_setting_changes() {
     };
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let port = (20_000 + (std::process::id() + 7) % 20_000).to_string();
-    let sc = |force: Option<&str>, args: &[&std::ffi::OsStr]| -> Output {
+    let port = common::sccache::free_port();
+    let with_env = |args: &[&std::ffi::OsStr]| {
         let mut cmd = common::command(&sccache);
         cmd.args(args)
             .current_dir(d)
             .env("SCCACHE_DIR", d.join("sccache"))
-            .env("SCCACHE_SERVER_PORT", &port)
+            .env("SCCACHE_SERVER_PORT", port.to_string())
             .env("SCCACHE_IDLE_TIMEOUT", "120")
             .env("SCCACHE_CONF", d.join("no-config.toml"))
             .env("NVCC_ORION_NVCC", &nvcc)
             .env("NVCC_ORION_CACHE", d.join("orion-cache"))
             .env_remove("RUSTC_WRAPPER");
+        cmd
+    };
+    let _server = common::sccache::Server::start(with_env(&[]), port, label);
+    let sc = |force: Option<&str>, args: &[&std::ffi::OsStr]| -> Output {
+        let mut cmd = with_env(args);
         match force {
             Some(f) => cmd.env("NVCC_ORION_FORCE", f),
             None => cmd.env_remove("NVCC_ORION_FORCE"),
@@ -189,13 +194,7 @@ fn sccache_steps_miss_when_a_setting_changes() {
         common::assert_ok(&o, &format!("{label} {force}"));
         misses(())
     };
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        three_compiles(label, d, &launch)
-    }));
-    let _ = sc(None, &["--stop-server".as_ref()]);
-    if let Err(e) = result {
-        std::panic::resume_unwind(e);
-    }
+    three_compiles(label, d, &launch);
 }
 
 /// ccache with `compiler_check = %compiler% cache-key`: a setting given only through the

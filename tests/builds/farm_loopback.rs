@@ -16,12 +16,13 @@
 use crate::common;
 
 use std::io::Read;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 const ORION: &str = env!("CARGO_BIN_EXE_nvcc-orion");
+/// The setting that names a client's sccache server.
+const PORT: &str = "SCCACHE_SERVER_PORT";
 
 /// sccache and sccache-dist (0.19, dist features), where `scripts/setup.sh` builds them.
 fn sccache_dist_bins() -> Option<(PathBuf, PathBuf)> {
@@ -174,14 +175,6 @@ impl Drop for Procs {
     }
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn is_root() -> bool {
     Command::new("id")
         .arg("-u")
@@ -216,7 +209,7 @@ fn cmake_through_sccache_dist_on_loopback() {
     let orion_cache = d.join("orion-cache");
     let config = pack(&nvcc, &d.join("orion.tar.gz"), &orion_cache);
 
-    let (sp, bp) = (free_port(), free_port());
+    let (sp, bp) = (common::sccache::free_port(), common::sccache::free_port());
     std::fs::write(
         d.join("scheduler.toml"),
         format!(
@@ -300,7 +293,7 @@ fn cmake_through_sccache_dist_on_loopback() {
                 "SCCACHE_DIR",
                 d.join(format!("sccache-{name}")).display().to_string(),
             ),
-            ("SCCACHE_SERVER_PORT", free_port().to_string()),
+            (PORT, common::sccache::free_port().to_string()),
             ("SCCACHE_IDLE_TIMEOUT", "60".to_string()),
             (
                 "SCCACHE_ERROR_LOG",
@@ -319,8 +312,22 @@ fn cmake_through_sccache_dist_on_loopback() {
             "sccache",
         )
     };
+    // The client server, started before its first client (see common::sccache).
+    let serve = |env: &[(&str, String)]| -> common::sccache::Server {
+        let port = env
+            .iter()
+            .find(|(k, _)| *k == PORT)
+            .unwrap()
+            .1
+            .parse()
+            .unwrap();
+        let mut cmd = common::command(&sccache);
+        cmd.envs(env.iter().map(|(k, v)| (*k, v.as_str())));
+        common::sccache::Server::start(cmd, port, label)
+    };
     // Wait for the build server to join the scheduler.
     let probe = client("probe", true);
+    let server = serve(&probe);
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let s = sc(&probe, &["--dist-status"]);
@@ -335,7 +342,7 @@ fn cmake_through_sccache_dist_on_loopback() {
         );
         std::thread::sleep(Duration::from_millis(500));
     }
-    let _ = sc(&probe, &["--stop-server"]);
+    drop(server);
 
     // One configure for the five builds. Configuring runs no sccache (CMake's compiler checks
     // take no launcher) and reads only the settings every build shares (nvcc-orion, the real
@@ -409,14 +416,18 @@ fn cmake_through_sccache_dist_on_loopback() {
 
     // 1. Through sccache, no farm: the reference.
     let env = client("local", false);
+    let server = serve(&env);
     let local = build("local", &env);
     let s = stats(&env);
+    drop(server);
     assert_eq!(dist_compiles(&s), 0, "{s}");
 
     // 2. Through the farm: the ptxas steps run on the build server, same objects.
     let env = client("dist", true);
+    let server = serve(&env);
     let dist = build("dist", &env);
     let s = stats(&env);
+    drop(server);
     assert!(
         dist_compiles(&s) > 0,
         "{label}: nothing ran on the build server:\n{s}\n{}",
@@ -445,10 +456,12 @@ fn cmake_through_sccache_dist_on_loopback() {
     let before = remote_ptxas();
     let mut changed = env.clone();
     changed.push(("NVCC_ORION_MARGIN", "50".to_string()));
+    let server = serve(&changed);
     build("dist-margin", &changed);
     let after_change = remote_ptxas();
     build("dist-margin-again", &changed);
     let _ = stats(&env);
+    drop(server);
     assert!(
         after_change > before,
         "{label}: a changed setting was served from the cache\n{}",
@@ -463,8 +476,10 @@ fn cmake_through_sccache_dist_on_loopback() {
     // 3. The build server dies: sccache compiles locally, the same objects.
     procs.kill("server");
     let env = client("dead", true);
+    let server = serve(&env);
     let dead = build("dead", &env);
     let s = stats(&env);
+    drop(server);
     assert_eq!(dist_compiles(&s), 0, "{s}");
     assert!(
         local == dead,

@@ -125,20 +125,21 @@ fn sccache_as_a_launcher_caches_tuned_objects() {
     let walk = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/kernels/walk.cu");
     let report = d.join("report.jsonl");
     // A server of our own (its port), so another sccache user's server and cache stay apart.
-    let port = (20_000 + std::process::id() % 20_000).to_string();
-    let sc = |args: &[&std::ffi::OsStr]| {
-        common::command(&sccache)
-            .args(args)
+    let port = common::sccache::free_port();
+    let with_env = |args: &[&std::ffi::OsStr]| {
+        let mut cmd = common::command(&sccache);
+        cmd.args(args)
             .current_dir(d)
             .env("SCCACHE_DIR", d.join("sccache"))
-            .env("SCCACHE_SERVER_PORT", &port)
+            .env("SCCACHE_SERVER_PORT", port.to_string())
             .env("SCCACHE_IDLE_TIMEOUT", "120")
             .env("NVCC_ORION_NVCC", &nvcc)
             .env("NVCC_ORION_CACHE", d.join("orion-cache"))
-            .env_remove("RUSTC_WRAPPER")
-            .output()
-            .unwrap()
+            .env_remove("RUSTC_WRAPPER");
+        cmd
     };
+    let server = common::sccache::Server::start(with_env(&[]), port, label);
+    let sc = |args: &[&std::ffi::OsStr]| with_env(args).output().unwrap();
     let report_flag = format!("--orion-report={}", report.display());
     let compile = |out: &str| {
         sc(&[
@@ -153,8 +154,7 @@ fn sccache_as_a_launcher_caches_tuned_objects() {
     };
     let runs = [compile("first.o"), compile("second.o")];
     let stats = sc(&["--show-stats".as_ref()]);
-    // The server goes before anything can fail.
-    let _ = sc(&["--stop-server".as_ref()]);
+    drop(server);
     for o in &runs {
         assert!(
             o.status.success(),

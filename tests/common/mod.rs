@@ -32,6 +32,7 @@ pub mod fixtures;
 pub mod listing_memo;
 pub mod oracle_kernels;
 pub mod sass_kernels;
+pub mod sccache;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
