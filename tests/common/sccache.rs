@@ -1,9 +1,10 @@
 //! An sccache server of a test's own.
 //!
-//! A client that finds no server starts one and waits for it 10 seconds, a limit no setting
-//! changes (sccache 0.4 and 0.19). A loaded 2-core CI machine can take longer than that to start
-//! one (stop 60: "Timed out waiting for server startup"), which failed the compile. A server
-//! that already listens on `SCCACHE_SERVER_PORT` is simply used, so a test starts its server
+//! A client that finds no server starts one and waits for it 10 seconds (fixed in the
+//! distribution's 0.4; 0.19 reads `server_startup_timeout_ms` from its configuration file).
+//! A loaded 2-core CI machine can take longer than that (stop 60: "Timed out waiting for
+//! server startup"), which failed the compile. A server that already listens on
+//! `SCCACHE_SERVER_PORT` is simply used, for both versions alike, so a test starts its server
 //! in the foreground, waits for its port without a limit that tight, and stops it when
 //! dropped.
 
