@@ -59,6 +59,9 @@ pub enum Refusal {
     /// A relocation section does not parse.
     #[error("bad relocations")]
     BadRelocations,
+    /// A symbol or section name offset past its string table (a damaged file).
+    #[error("a name at {0:#x}, past its string table")]
+    NameOutOfRange(u32),
     /// A relocation names a symbol index past the table.
     #[error("relocation symbol out of range")]
     RelocationSymbol,

@@ -163,10 +163,8 @@ fn insert_section_name(out: &mut Cubin, at: usize, name: &str) -> Result<u32, Re
     let end = table_len(out, table)?;
     let off = out.elf.sections.get(at).map_or(end, |s| s.sh_name);
     insert_name(out, table, off, name)?;
-    let moved = name.len() as u32 + 1;
-    for s in out.elf.sections.iter_mut().filter(|s| s.sh_name >= off) {
-        s.sh_name += moved;
-    }
+    let names = out.elf.sections.iter_mut().map(|s| &mut s.sh_name);
+    shift_names(names, off, end, name)?;
     Ok(off)
 }
 
@@ -200,15 +198,20 @@ fn insert_section_symbol(
                 .find(|s| s.st_name != 0)
                 .map_or(end, |s| s.st_name);
             insert_name(out, table, off, &name)?;
-            let moved = name.len() as u32 + 1;
-            for s in out.symbols.iter_mut().filter(|s| s.st_name >= off) {
-                s.st_name += moved;
-            }
+            let names = out.symbols.iter_mut().map(|s| &mut s.st_name);
+            shift_names(names, off, end, &name)?;
             Ok(off)
         })?,
     };
     let p32 = p as u32;
-    out.renumber_symbols(&|old| if old >= p32 { old + 1 } else { old })?;
+    // (An index past the table stays past it: nothing checked reads it as a symbol.)
+    out.renumber_symbols(&|old| {
+        if old >= p32 {
+            old.saturating_add(1)
+        } else {
+            old
+        }
+    })?;
     out.symbols.insert(
         p,
         Symbol {
@@ -237,13 +240,37 @@ fn table_len(out: &Cubin, table: usize) -> Result<u32, Refusal> {
     u32::try_from(sec.data.len()).map_err(|_| Refusal::StrtabTooLarge)
 }
 
-/// `name` and its terminator inserted into string table `table` at byte `off`.
+/// `name` and its terminator inserted into string table `table` at byte `off`, which is in
+/// the table or its end (an offset past it, taken from a name no table holds, is refused).
 fn insert_name(out: &mut Cubin, table: usize, off: u32, name: &str) -> Result<(), Refusal> {
     let data = &mut out.elf.sections[table].data;
-    let at = (off as usize).min(data.len());
+    let at = off as usize;
+    if at > data.len() {
+        return Err(Refusal::NameOutOfRange(off));
+    }
     let mut bytes = name.as_bytes().to_vec();
     bytes.push(0);
     data.splice(at..at, bytes);
     u32::try_from(data.len()).map_err(|_| Refusal::StrtabTooLarge)?;
+    Ok(())
+}
+
+/// The name offsets `names` after `name` went in at `off` of a table that ended at `end`:
+/// those at or past `off` move past it. One at or past `end` names nothing in the table
+/// (a damaged file) and is refused, so every moved offset stays inside the grown table,
+/// whose length [`insert_name`] checked fits a `u32`.
+fn shift_names<'a>(
+    names: impl Iterator<Item = &'a mut u32>,
+    off: u32,
+    end: u32,
+    name: &str,
+) -> Result<(), Refusal> {
+    let moved = name.len() as u32 + 1;
+    for n in names.filter(|n| **n >= off) {
+        if *n >= end {
+            return Err(Refusal::NameOutOfRange(*n));
+        }
+        *n += moved;
+    }
     Ok(())
 }

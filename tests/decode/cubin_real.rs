@@ -773,6 +773,93 @@ fn truncated_and_corrupted_cubins_never_panic() {
     assert!(ok > 0 && err > 0);
 }
 
+/// A damaged file whose symbol name points past `.strtab`: giving a kernel its first shared
+/// memory (a section name and a section symbol name inserted, every later name moved) is
+/// refused with the name's offset, the cubin unchanged, and never panics (the `cubin` fuzz
+/// target found an overflow there: a panic with overflow checks, a wrapped name without).
+/// Both places: the name the new one goes before, and a later one.
+#[test]
+fn a_symbol_name_past_the_string_table_refuses_a_new_shared_section() {
+    if fx().is_none() {
+        return;
+    }
+    let mut checked = BTreeSet::new();
+    for (label, _, bytes) in all_cubins() {
+        let c = Cubin::parse(bytes).unwrap();
+        if c.is_relocatable() || checked.contains(&c.arch()) {
+            continue;
+        }
+        // A kernel with no shared memory whose section's name `.strtab` does not hold
+        // already (ptxas leaves it there before sm_90, see the end), so that it is inserted.
+        let strtab = &c.elf().sections[c.elf().section_index_by_name(".strtab").unwrap()].data;
+        let Some(fresh) = c.kernels().into_iter().find(|k| {
+            let name = format!(".nv.shared.{}", k.name);
+            c.elf().section_index_by_name(&name).is_none()
+                && !strtab.split(|&b| b == 0).any(|n| n == name.as_bytes())
+        }) else {
+            continue;
+        };
+        // Where the undamaged file takes the edit.
+        if c.clone().set_shared_size(&fresh.name, 2048).is_err() {
+            continue;
+        }
+        // The new section symbol goes right after the kernel's code section symbol; the
+        // named symbols after that place are the ones whose names move. (Entries read from
+        // the table's bytes: `st_name` at 0, `st_info` at 4, `st_shndx` at 6.)
+        let code = c
+            .elf()
+            .section_index_by_name(&format!(".text.{}", fresh.name))
+            .unwrap();
+        let symtab = c.elf().section_index_by_name(".symtab").unwrap();
+        let table = &c.elf().sections[symtab];
+        let entries: Vec<(u32, u8, usize)> = table
+            .data
+            .chunks_exact(24)
+            .map(|e| {
+                let name = u32::from_le_bytes(e[0..4].try_into().unwrap());
+                let shndx = u16::from_le_bytes(e[6..8].try_into().unwrap());
+                (name, e[4] & 0xf, usize::from(shndx))
+            })
+            .collect();
+        const STT_SECTION: u8 = 3;
+        let after = 1 + entries
+            .iter()
+            .position(|&(_, kind, shndx)| kind == STT_SECTION && shndx == code)
+            .unwrap();
+        let kernel = c
+            .symbols()
+            .iter()
+            .position(|s| s.name == fresh.name)
+            .unwrap();
+        let named: Vec<usize> = (after..entries.len())
+            .filter(|&i| entries[i].0 != 0 && i != kernel)
+            .collect();
+        let at = table.sh_offset as usize;
+        for i in [named.first(), named.last()].into_iter().flatten() {
+            let mut m = bytes.clone();
+            m[at + i * 24..at + i * 24 + 4].copy_from_slice(&0xffff_ff00u32.to_le_bytes());
+            let damaged = Cubin::parse(&m).unwrap();
+            let mut e = damaged.clone();
+            let err = e.set_shared_size(&fresh.name, 2048).expect_err(&format!(
+                "{label}: symbol {i} damaged, yet the edit was made"
+            ));
+            assert!(
+                err.to_string()
+                    .contains("a name at 0xffffff00, past its string table"),
+                "{label}: symbol {i}: {err}"
+            );
+            assert!(e == damaged, "{label}: a refused edit changed the cubin");
+        }
+        checked.insert(c.arch());
+    }
+    // Before sm_90 ptxas leaves every `.nv.shared.<kernel>` name in `.strtab` whether the
+    // section is there or not, so no name is inserted; sm_90's are where it happens.
+    assert!(
+        checked.contains(&90),
+        "damaged cubins checked on {checked:?}"
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // Indirect branches (no fixture has BRX jump tables, so this test compiles a dense switch)
 // ---------------------------------------------------------------------------------------------
