@@ -366,21 +366,24 @@ pub(crate) fn elf_extent(b: &[u8]) -> Option<u64> {
     let phnum = u64::from(u16_le(b, 0x38)?);
     let shentsize = u64::from(u16_le(b, 0x3a)?);
     let shnum = u64::from(u16_le(b, 0x3c)?);
+    // Every sum checked: a damaged header's offsets may lie anywhere in u64 (the fatbin
+    // fuzz target found a field offset past it).
     let end = |off: u64, size: u64| off.checked_add(size);
+    let u64_at = |h: u64, field: u64| u64_le(b, h.checked_add(field)?);
     let mut extent = 64u64;
     if phoff != 0 {
         extent = extent.max(end(phoff, phentsize.checked_mul(phnum)?)?);
         for i in 0..phnum {
             let h = phoff + i * phentsize;
-            extent = extent.max(end(u64_le(b, h + 8)?, u64_le(b, h + 0x20)?)?);
+            extent = extent.max(end(u64_at(h, 8)?, u64_at(h, 0x20)?)?);
         }
     }
     if shoff != 0 {
         extent = extent.max(end(shoff, shentsize.checked_mul(shnum)?)?);
         for i in 0..shnum {
             let h = shoff + i * shentsize;
-            if u32_le(b, h + 4)? != 8 {
-                extent = extent.max(end(u64_le(b, h + 0x18)?, u64_le(b, h + 0x20)?)?);
+            if u32_le(b, h.checked_add(4)?)? != 8 {
+                extent = extent.max(end(u64_at(h, 0x18)?, u64_at(h, 0x20)?)?);
             }
         }
     }
@@ -825,6 +828,15 @@ mod tests {
         assert_eq!(elf_extent(&elf), Some(0x180));
         // Truncated tables are None, not a panic.
         assert_eq!(elf_extent(&elf[..0x120]), None);
+        // Tables whose fields lie past u64 (entries of size 0 at its very end) are None, not
+        // an overflow (the fatbin fuzz target).
+        put(&mut elf, 0x3a, &0u16.to_le_bytes());
+        for (table, entries) in [(0x28, 0x3c), (0x20, 0x38)] {
+            let mut e = elf.clone();
+            put(&mut e, table, &(u64::MAX - 2).to_le_bytes());
+            put(&mut e, entries, &1u16.to_le_bytes());
+            assert_eq!(elf_extent(&e), None);
+        }
     }
 
     #[test]
