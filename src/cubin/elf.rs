@@ -660,14 +660,23 @@ impl Elf {
         if at == 0 || at > self.sections.len() || self.sections.len() >= 0xff00 {
             return Err(hdr_err("no room for a section there"));
         }
-        let shift = |i: u32| if i as usize >= at { i + 1 } else { i };
+        // An index past the table (a damaged file) stays past it, never wrapping to a valid one.
+        let shift = |i: u32| {
+            if i as usize >= at {
+                i.saturating_add(1)
+            } else {
+                i
+            }
+        };
+        let shstrndx = u16::try_from(shift(u32::from(self.header.e_shstrndx)))
+            .map_err(|_| hdr_err("section name table index past 16 bits"))?;
         for t in &mut self.sections {
             t.sh_link = shift(t.sh_link);
             if names_section(t) {
                 t.sh_info = shift(t.sh_info);
             }
         }
-        self.header.e_shstrndx = shift(self.header.e_shstrndx as u32) as u16;
+        self.header.e_shstrndx = shstrndx;
         let before = &self.sections[at - 1];
         s.sh_offset = before.sh_offset.saturating_add(before.file_size());
         let joins = s.sh_flags & SHF_ALLOC != 0 && s.file_size() > 0;

@@ -860,6 +860,53 @@ fn a_symbol_name_past_the_string_table_refuses_a_new_shared_section() {
     );
 }
 
+/// A damaged file whose section header links past the section table: a kernel's first shared
+/// section, inserted among the sections, moves every later index up by one, and the damaged
+/// link stays past the table (it wrapped, or panicked under overflow checks: the `cubin`
+/// fuzz target) whether the edit is made or refused.
+#[test]
+fn a_section_link_past_the_table_stays_past_it_when_a_section_is_added() {
+    if fx().is_none() {
+        return;
+    }
+    let mut checked = 0;
+    for (label, _, bytes) in all_cubins() {
+        let c = Cubin::parse(bytes).unwrap();
+        let Some(fresh) = c.kernels().into_iter().find(|k| {
+            c.elf()
+                .section_index_by_name(&format!(".nv.shared.{}", k.name))
+                .is_none()
+        }) else {
+            continue;
+        };
+        let mut edited = c.clone();
+        if c.is_relocatable() || edited.set_shared_size(&fresh.name, 2048).is_err() {
+            continue;
+        }
+        // The last section header's `sh_link` (at 0x28 of its 64 bytes).
+        let shoff = c.elf().header.e_shoff as usize;
+        let link = shoff + (c.elf().sections.len() - 1) * 64 + 0x28;
+        let mut m = bytes.clone();
+        m[link..link + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+        let mut damaged = Cubin::parse(&m).unwrap();
+        if damaged.set_shared_size(&fresh.name, 2048).is_err() {
+            continue;
+        }
+        let out = damaged.write().unwrap();
+        let back = Cubin::parse(&out).unwrap();
+        let name = &c.elf().sections[c.elf().sections.len() - 1].name;
+        let moved = back.elf().section_index_by_name(name).unwrap();
+        let at = back.elf().header.e_shoff as usize + moved * 64 + 0x28;
+        assert_eq!(
+            out[at..at + 4],
+            u32::MAX.to_le_bytes(),
+            "{label}: the damaged link moved"
+        );
+        checked += 1;
+    }
+    assert!(checked > 0, "no cubin took the edit");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Indirect branches (no fixture has BRX jump tables, so this test compiles a dense switch)
 // ---------------------------------------------------------------------------------------------
