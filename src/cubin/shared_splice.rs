@@ -203,15 +203,7 @@ fn insert_section_symbol(
             Ok(off)
         })?,
     };
-    let p32 = p as u32;
-    // (An index past the table stays past it: nothing checked reads it as a symbol.)
-    out.renumber_symbols(&|old| {
-        if old >= p32 {
-            old.saturating_add(1)
-        } else {
-            old
-        }
-    })?;
+    out.make_room_for_symbol(p as u32)?;
     out.symbols.insert(
         p,
         Symbol {

@@ -402,17 +402,23 @@ impl Cubin {
             return Ok(n - 1);
         }
         let at = first_global as u32;
+        self.make_room_for_symbol(at)?;
+        self.symbols.insert(first_global, symbol);
+        self.elf.sections[self.symtab].sh_info = at + 1;
+        self.store_symbols();
+        Ok(at)
+    }
+
+    /// Every symbol reference at or past index `at` moved up one, for a symbol the caller
+    /// inserts there. An index past the table (a damaged file) stays past it, never wrapping.
+    pub(crate) fn make_room_for_symbol(&mut self, at: u32) -> Result<(), CubinError> {
         self.renumber_symbols(&|old| {
             if old >= at {
                 old.saturating_add(1)
             } else {
                 old
             }
-        })?;
-        self.symbols.insert(first_global, symbol);
-        self.elf.sections[self.symtab].sh_info = at + 1;
-        self.store_symbols();
-        Ok(at)
+        })
     }
 
     /// The one place that renumbers symbol references: `.nv.info` symbol fields
