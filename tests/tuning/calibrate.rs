@@ -219,6 +219,34 @@ fn measurements_are_fitted_into_a_file_the_predictor_reads() {
         "{calibrated:?} vs {published:?}"
     );
     assert_eq!(build(false, "sm_80"), build(true, "sm_80"));
+    // A file edited by hand to hold what no device measures (a DRAM latency of 0) is not
+    // used: the build succeeds, says so in one line, and prices with the published values.
+    let good = std::fs::read_to_string(&file).unwrap();
+    let mut edited: Value = serde_json::from_str(&good).unwrap();
+    edited["devices"]["Slow GPU / driver 13000"]["memory"]["dram_latency"] = 0.0.into();
+    std::fs::write(&file, edited.to_string()).unwrap();
+    let report = dir.path().join("edited.jsonl");
+    let o = orion(&nvcc)
+        .env("NVCC_ORION_CACHE", "off")
+        .env("NVCC_ORION_REPORT", &report)
+        .env("NVCC_ORION_CALIBRATION", &file)
+        .args(["-c", "-O3", "-arch=sm_90"])
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/kernels/walk.cu"))
+        .arg("-o")
+        .arg(dir.path().join("walk.o"))
+        .output()
+        .unwrap();
+    let (_, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let warnings: Vec<&str> = err.lines().filter(|l| l.contains("calibration")).collect();
+    assert_eq!(warnings.len(), 1, "{err}");
+    assert!(
+        warnings[0].contains("dram_latency is not above zero")
+            && warnings[0].contains("priced with the published parameters"),
+        "{err}"
+    );
+    assert_eq!(cycles_of(&report), published);
+    std::fs::write(&file, good).unwrap();
     let key = |calibrated: bool| {
         let mut cmd = orion(&nvcc);
         if calibrated {
