@@ -312,7 +312,18 @@ fn cmake_through_sccache_dist_on_loopback() {
             "sccache",
         )
     };
-    // The client server, started before its first client (see common::sccache).
+    // What every build's commands run with: its client's settings, the toolkit and the cache.
+    let with_env = |cmd: &mut Command, env: &[(&str, String)]| {
+        cmd.envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+            .env("NVCC_ORION_NVCC", &nvcc)
+            .env("NVCC_ORION_CACHE", &orion_cache)
+            .env("LC_ALL", "C")
+            .env_remove("CUDAARCHS")
+            .env_remove("CUDACXX")
+            .env_remove("RUSTC_WRAPPER");
+    };
+    // The client server, started before its first client (see common::sccache), with the
+    // settings its builds' clients have.
     let serve = |env: &[(&str, String)]| -> common::sccache::Server {
         let port = env
             .iter()
@@ -322,7 +333,7 @@ fn cmake_through_sccache_dist_on_loopback() {
             .parse()
             .unwrap();
         let mut cmd = common::command(&sccache);
-        cmd.envs(env.iter().map(|(k, v)| (*k, v.as_str())));
+        with_env(&mut cmd, env);
         common::sccache::Server::start(cmd, port, label)
     };
     // Wait for the build server to join the scheduler.
@@ -352,15 +363,6 @@ fn cmake_through_sccache_dist_on_loopback() {
     // all anew under its own sccache client, as in a folder of its own.
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/cmake");
     let dir = d.join("build");
-    let with_env = |cmd: &mut Command, env: &[(&str, String)]| {
-        cmd.envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-            .env("NVCC_ORION_NVCC", &nvcc)
-            .env("NVCC_ORION_CACHE", &orion_cache)
-            .env("LC_ALL", "C")
-            .env_remove("CUDAARCHS")
-            .env_remove("CUDACXX")
-            .env_remove("RUSTC_WRAPPER");
-    };
     let mut configure = common::command(&cmake);
     configure
         .args(["-G", "Ninja"])
