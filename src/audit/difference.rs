@@ -12,11 +12,11 @@ pub enum Difference {
     Unreadable(String),
     /// A function's line table (`nvdisasm -g -gp`) is not its origin's (`super::lines`).
     #[error("{0}")]
-    LineTable(String),
+    LineTable(super::LineTableDifference),
     /// A function's call frame information (`.debug_frame`) is not its origin's
     /// (`super::frames`), or cannot be read.
     #[error("call frame information: {0}")]
-    Frame(String),
+    Frame(super::FrameError),
     #[error("not in the shipped cubin")]
     NotShipped,
     #[error("missing from the shipped cubin")]

@@ -26,6 +26,55 @@ use object::LittleEndian as LE;
 use object::elf::{FileHeader64, SHT_REL, SHT_RELA, SHT_SYMTAB};
 use object::read::elf::{FileHeader as _, SectionHeader as _, Sym as _};
 
+/// Why a cubin's `.debug_frame` cannot be read, or how a function's call frame information
+/// differs from its origin's. Each is one line, as the assembly check's warnings show it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FrameError {
+    #[error("ELF: {0}")]
+    Elf(object::Error),
+    #[error("symbols: {0}")]
+    Symbols(object::Error),
+    /// A symbol (or its name) a relocation or the symbol table names.
+    #[error("{0}")]
+    Symbol(object::Error),
+    #[error(".debug_frame: {0}")]
+    Section(object::Error),
+    #[error("relocations of .debug_frame: {0}")]
+    Relocations(object::Error),
+    #[error("a relocation at {offset:#x}, past .debug_frame")]
+    RelocationPastSection { offset: u64 },
+    /// A relocation of another type than `R_CUDA_64` outside an FDE's range field.
+    #[error("relocation type {kind} at {at:#x} of .debug_frame")]
+    RelocationType { kind: u32, at: u64 },
+    #[error("a 32-bit record at {at:#x}")]
+    Record32 { at: usize },
+    #[error("the record at {at:#x} runs past the section")]
+    RecordPastSection { at: usize },
+    #[error("the CIE pointer {at:#x} names an FDE")]
+    CiePointsToFde { at: usize },
+    #[error("the instruction at {at:#x} runs past its record")]
+    InstructionPastRecord { at: usize },
+    #[error("offset {at:#x} past the section")]
+    OffsetPastSection { at: usize },
+    /// The record at `at` ends inside a field, or holds what DWARF does not define.
+    #[error("the record at {at:#x}: {error}")]
+    Record { at: usize, error: gimli::Error },
+    /// FDE `index` of the function differs (each side as printed for debugging).
+    #[error("FDE {index} differs: {shipped} where the code was compiled has {origin}")]
+    FdeDiffers {
+        index: usize,
+        shipped: String,
+        origin: String,
+    },
+    #[error("no FDE covers {end:#x} (the next starts at {next:#x})")]
+    Uncovered { end: u64, next: u64 },
+    #[error("its FDEs end at {end:#x}, the function at {size:#x}")]
+    EndsBeforeFunction { end: u64, size: u64 },
+    /// The origin's `.debug_frame` could not be read.
+    #[error("where the code was compiled: {0}")]
+    Origin(Box<FrameError>),
+}
+
 /// ptxas's relocation type for a 64-bit address (`R_CUDA_64`), the one it writes into
 /// `.debug_frame`'s address fields. A relocatable (`-rdc`) cubin also relocates each FDE's
 /// range against its function (type 73 on sm_90, the field holding the size as well): any
@@ -95,7 +144,7 @@ struct Section<'a> {
 
 impl Frames {
     /// Read `bytes`' `.debug_frame` (an empty reading without one).
-    pub(super) fn read(bytes: &[u8]) -> Result<Frames, String> {
+    pub(super) fn read(bytes: &[u8]) -> Result<Frames, FrameError> {
         let (section, sizes) = elf(bytes)?;
         let Some(section) = section else {
             return Ok(Frames {
@@ -122,22 +171,18 @@ impl Frames {
 
 /// `.debug_frame` of the ELF `bytes` with its relocations (`None` without one), and every
 /// function symbol's size.
-fn elf(bytes: &[u8]) -> Result<(Option<Section<'_>>, BTreeMap<String, u64>), String> {
+fn elf(bytes: &[u8]) -> Result<(Option<Section<'_>>, BTreeMap<String, u64>), FrameError> {
     let e = LE;
-    let header = FileHeader64::<LE>::parse(bytes).map_err(|err| format!("ELF: {err}"))?;
-    let sections = header
-        .sections(e, bytes)
-        .map_err(|err| format!("ELF: {err}"))?;
+    let header = FileHeader64::<LE>::parse(bytes).map_err(FrameError::Elf)?;
+    let sections = header.sections(e, bytes).map_err(FrameError::Elf)?;
     let symbols = sections
         .symbols(e, bytes, SHT_SYMTAB)
-        .map_err(|err| format!("symbols: {err}"))?;
-    let name = |i: usize| -> Result<String, String> {
+        .map_err(FrameError::Symbols)?;
+    let name = |i: usize| -> Result<String, FrameError> {
         let s = symbols
             .symbol(object::SymbolIndex(i))
-            .map_err(|err| err.to_string())?;
-        let n = s
-            .name(e, symbols.strings())
-            .map_err(|err| err.to_string())?;
+            .map_err(FrameError::Symbol)?;
+        let n = s.name(e, symbols.strings()).map_err(FrameError::Symbol)?;
         Ok(String::from_utf8_lossy(n).into_owned())
     };
     let mut sizes = BTreeMap::new();
@@ -153,20 +198,17 @@ fn elf(bytes: &[u8]) -> Result<(Option<Section<'_>>, BTreeMap<String, u64>), Str
     }) else {
         return Ok((None, sizes));
     };
-    let data = frame
-        .data(e, bytes)
-        .map_err(|err| format!(".debug_frame: {err}"))?;
+    let data = frame.data(e, bytes).map_err(FrameError::Section)?;
     let mut relocations = BTreeMap::new();
     let mut others = BTreeMap::new();
     for s in sections.iter() {
         if s.sh_info(e) as usize != index || !matches!(s.sh_type(e), SHT_REL | SHT_RELA) {
             continue;
         }
-        let what = |err: object::Error| format!("relocations of .debug_frame: {err}");
         let entries: Vec<(u64, u32, usize, Option<i64>)> = match s.sh_type(e) {
             SHT_RELA => s
                 .data_as_array::<object::elf::Rela64<LE>, _>(e, bytes)
-                .map_err(what)?
+                .map_err(FrameError::Relocations)?
                 .iter()
                 .map(|r| {
                     let (sym, ty) = (r.r_sym(e, false), r.r_type(e, false).0);
@@ -175,7 +217,7 @@ fn elf(bytes: &[u8]) -> Result<(Option<Section<'_>>, BTreeMap<String, u64>), Str
                 .collect(),
             _ => s
                 .data_as_array::<object::elf::Rel64<LE>, _>(e, bytes)
-                .map_err(what)?
+                .map_err(FrameError::Relocations)?
                 .iter()
                 .map(|r| {
                     let (sym, ty) = (r.r_sym(e), r.r_type(e).0);
@@ -186,7 +228,7 @@ fn elf(bytes: &[u8]) -> Result<(Option<Section<'_>>, BTreeMap<String, u64>), Str
         for (offset, ty, sym, addend) in entries {
             let at = offset as usize;
             let Some(field) = data.get(at..at + 8) else {
-                return Err(format!("a relocation at {offset:#x}, past .debug_frame"));
+                return Err(FrameError::RelocationPastSection { offset });
             };
             let addend = addend
                 .unwrap_or_else(|| i64::from_le_bytes(field.try_into().expect("eight bytes")));
@@ -209,7 +251,7 @@ fn elf(bytes: &[u8]) -> Result<(Option<Section<'_>>, BTreeMap<String, u64>), Str
 }
 
 /// Every FDE of `section` with its owner's name, in section order.
-fn records(section: &Section<'_>) -> Result<Vec<(String, Fde)>, String> {
+fn records(section: &Section<'_>) -> Result<Vec<(String, Fde)>, FrameError> {
     let mut out = Vec::new();
     let mut ranges = Vec::new();
     let mut at = 0usize;
@@ -223,29 +265,29 @@ fn records(section: &Section<'_>) -> Result<Vec<(String, Fde)>, String> {
         at = next;
     }
     match section.others.iter().find(|(at, _)| !ranges.contains(at)) {
-        Some((at, (ty, _))) => Err(format!("relocation type {ty} at {at:#x} of .debug_frame")),
+        Some((&at, &(kind, _))) => Err(FrameError::RelocationType { kind, at }),
         None => Ok(out),
     }
 }
 
 /// The record at `at`: where its body (after the length) starts and where the next record
 /// starts. 64-bit DWARF only (`ff ff ff ff`, then a u64 length), as ptxas writes it.
-fn record_at(section: &Section<'_>, at: usize) -> Result<(usize, usize), String> {
+fn record_at(section: &Section<'_>, at: usize) -> Result<(usize, usize), FrameError> {
     let mut r = reader(section, at)?;
     let escape = r.read_u32().map_err(|e| short(at, e))?;
     if escape != u32::MAX {
-        return Err(format!("a 32-bit record at {at:#x}"));
+        return Err(FrameError::Record32 { at });
     }
     let length = r.read_u64().map_err(|e| short(at, e))? as usize;
     let end = (at + 12)
         .checked_add(length)
         .filter(|&e| e <= section.data.len());
-    let end = end.ok_or(format!("the record at {at:#x} runs past the section"))?;
+    let end = end.ok_or(FrameError::RecordPastSection { at })?;
     Ok((at + 12, end))
 }
 
 /// The FDE whose body starts at `body`, pointing to the CIE at `cie`: its owner and reading.
-fn fde(section: &Section<'_>, body: usize, cie: usize) -> Result<(String, Fde), String> {
+fn fde(section: &Section<'_>, body: usize, cie: usize) -> Result<(String, Fde), FrameError> {
     let (_, end) = record_at(section, body - 12)?;
     let location = address(section, body + 8)?;
     let owner = match &location {
@@ -275,10 +317,10 @@ fn fde(section: &Section<'_>, body: usize, cie: usize) -> Result<(String, Fde), 
 
 /// The CIE at `at` rendered for `owner`: its version, augmentation, alignment factors,
 /// return-address register and initial instructions.
-fn cie_at(section: &Section<'_>, at: usize, owner: &str) -> Result<String, String> {
+fn cie_at(section: &Section<'_>, at: usize, owner: &str) -> Result<String, FrameError> {
     let (body, end) = record_at(section, at)?;
     if read_u64(section, body)? != u64::MAX {
-        return Err(format!("the CIE pointer {at:#x} names an FDE"));
+        return Err(FrameError::CiePointsToFde { at });
     }
     let mut r = reader(section, body + 8)?;
     let fail = |e| short(at, e);
@@ -301,7 +343,7 @@ fn program(
     section: &Section<'_>,
     span: std::ops::Range<usize>,
     owner: &str,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, FrameError> {
     let mut out = Vec::new();
     let mut at = span.start;
     while at < span.end {
@@ -319,7 +361,7 @@ fn instruction(
     at: usize,
     end: usize,
     owner: &str,
-) -> Result<(String, usize), String> {
+) -> Result<(String, usize), FrameError> {
     let mut r = reader(section, at)?;
     let fail = |e| short(at, e);
     let op = r.read_u8().map_err(fail)?;
@@ -347,7 +389,7 @@ fn instruction(
     };
     let next = section.data.len() - r.len();
     if next > end {
-        return Err(format!("the instruction at {at:#x} runs past its record"));
+        return Err(FrameError::InstructionPastRecord { at });
     }
     let name = name
         .static_string()
@@ -371,7 +413,8 @@ fn extended_operands(
         c::DW_CFA_nop | c::DW_CFA_remember_state | c::DW_CFA_restore_state => {}
         c::DW_CFA_set_loc => {
             r.skip(8)?;
-            out.push(address(section, at).map_or_else(|e| e, |a| a.render(owner)));
+            let field = address(section, at);
+            out.push(field.map_or_else(|e| e.to_string(), |a| a.render(owner)));
         }
         c::DW_CFA_advance_loc1 => out.push(r.read_u8()?.to_string()),
         c::DW_CFA_advance_loc2 => out.push(r.read_u16()?.to_string()),
@@ -431,46 +474,51 @@ fn block(section: &Section<'_>, r: &mut R<'_>, owner: &str) -> gimli::Result<Str
 }
 
 /// The 64-bit address field at `at`: its relocation, or its plain value.
-fn address(section: &Section<'_>, at: usize) -> Result<Address, String> {
+fn address(section: &Section<'_>, at: usize) -> Result<Address, FrameError> {
     match section.relocations.get(&(at as u64)) {
         Some(t) => Ok(Address::Relocated(t.clone())),
         None => read_u64(section, at).map(Address::Plain),
     }
 }
 
-fn read_u64(section: &Section<'_>, at: usize) -> Result<u64, String> {
+fn read_u64(section: &Section<'_>, at: usize) -> Result<u64, FrameError> {
     reader(section, at)?.read_u64().map_err(|e| short(at, e))
 }
 
 /// A reader of `section` from `at`.
-fn reader<'a>(section: &Section<'a>, at: usize) -> Result<R<'a>, String> {
+fn reader<'a>(section: &Section<'a>, at: usize) -> Result<R<'a>, FrameError> {
     let rest = section
         .data
         .get(at..)
-        .ok_or(format!("offset {at:#x} past the section"))?;
+        .ok_or(FrameError::OffsetPastSection { at })?;
     Ok(EndianSlice::new(rest, LittleEndian))
 }
 
-fn short(at: usize, e: gimli::Error) -> String {
-    format!("the record at {at:#x}: {e}")
+fn short(at: usize, error: gimli::Error) -> FrameError {
+    FrameError::Record { at, error }
 }
 
 /// Function `f` of `ours` against function `name` of `theirs` (where its code came from):
 /// the same FDEs in the same order, each with the same CIE, offset, range and program; and,
 /// in `ours`, the FDEs cover the function's symbol exactly, one after the other from its
 /// start (each sub-function's range ends where the next begins), wherever the origin's do.
-pub(super) fn compare(ours: &Frames, f: &str, theirs: &Frames, name: &str) -> Result<(), String> {
+pub(super) fn compare(
+    ours: &Frames,
+    f: &str,
+    theirs: &Frames,
+    name: &str,
+) -> Result<(), FrameError> {
     let empty = Vec::new();
     let a = ours.by_function.get(f).unwrap_or(&empty);
     let b = theirs.by_function.get(name).unwrap_or(&empty);
     for i in 0..a.len().max(b.len()) {
         if a.get(i) != b.get(i) {
             let show = |x: Option<&Fde>| x.map_or("no FDE".to_string(), |x| format!("{x:?}"));
-            return Err(format!(
-                "FDE {i} differs: {} where the code was compiled has {}",
-                show(a.get(i)),
-                show(b.get(i))
-            ));
+            return Err(FrameError::FdeDiffers {
+                index: i,
+                shipped: show(a.get(i)),
+                origin: show(b.get(i)),
+            });
         }
     }
     // Where the origin's own FDEs leave part of its function uncovered (a SASS rewrite's
@@ -483,7 +531,7 @@ pub(super) fn compare(ours: &Frames, f: &str, theirs: &Frames, name: &str) -> Re
 }
 
 /// `fdes` (section order) lay end to end from the function's start to its `size`.
-fn covers(fdes: &[Fde], size: Option<u64>) -> Result<(), String> {
+fn covers(fdes: &[Fde], size: Option<u64>) -> Result<(), FrameError> {
     let (Some(size), false) = (size, fdes.is_empty()) else {
         return Ok(());
     };
@@ -492,16 +540,12 @@ fn covers(fdes: &[Fde], size: Option<u64>) -> Result<(), String> {
     let mut end = 0;
     for (start, range) in spans {
         if start != end {
-            return Err(format!(
-                "no FDE covers {end:#x} (the next starts at {start:#x})"
-            ));
+            return Err(FrameError::Uncovered { end, next: start });
         }
         end = start.saturating_add(range);
     }
     match end == size {
         true => Ok(()),
-        false => Err(format!(
-            "its FDEs end at {end:#x}, the function at {size:#x}"
-        )),
+        false => Err(FrameError::EndsBeforeFunction { end, size }),
     }
 }

@@ -39,7 +39,37 @@ pub(crate) struct Lines {
 #[error("nvdisasm -g -gp, line {line}: {what}")]
 pub(crate) struct LinesError {
     line: usize,
-    what: String,
+    what: Unreadable,
+}
+
+/// What in a listing's line could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum Unreadable {
+    /// A `-gp` row names a PTX line the embedded PTX text does not have.
+    #[error("PTX line {0} is not in {PTX_TEXT}", PTX_TEXT = PTX_TEXT)]
+    NoPtxLine(usize),
+    /// A `.byte` row of the PTX text holds what is not a hexadecimal byte.
+    #[error("byte `{0}`")]
+    Byte(String),
+}
+
+/// How a shipped function's line table differs from its origin's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LineTableDifference {
+    /// The first row that differs, after the instruction `after` (`/*0040*/`; `None`: before
+    /// the first).
+    #[error(
+        "its line table differs from its origin's after {}: `{shipped}` where the origin has `{origin}`",
+        after.as_deref().unwrap_or("the start")
+    )]
+    Row {
+        after: Option<String>,
+        shipped: String,
+        origin: String,
+    },
+    /// One table is the other's start: the counts of their line rows.
+    #[error("its line table has {shipped} line rows where its origin's has {origin}")]
+    RowCount { shipped: usize, origin: usize },
 }
 
 /// Read `nvdisasm -g -gp`'s full listing (code and data sections).
@@ -117,12 +147,12 @@ impl Row {
     }
 
     /// As compared: a PTX line by its text.
-    fn text(self, ptx: &[&str]) -> Result<String, String> {
+    fn text(self, ptx: &[&str]) -> Result<String, Unreadable> {
         match self {
             Row::Offset(o) => Ok(o),
             Row::Line { file, number, rest } if file == PTX_TEXT => {
                 let at = number.checked_sub(1).and_then(|i| ptx.get(i));
-                let at = at.ok_or_else(|| format!("PTX line {number} is not in {PTX_TEXT}"))?;
+                let at = at.ok_or(Unreadable::NoPtxLine(number))?;
                 Ok(format!("PTX: {} {rest}", at.trim()).trim_end().to_string())
             }
             Row::Line { file, number, rest } => {
@@ -135,21 +165,28 @@ impl Row {
 }
 
 /// The bytes of a `.byte 0x2e, 0x76, ...` row, appended to `out` (other rows: none).
-fn bytes_row(t: &str, out: &mut Vec<u8>) -> Result<(), String> {
+fn bytes_row(t: &str, out: &mut Vec<u8>) -> Result<(), Unreadable> {
     let Some(list) = t.split_once(".byte").map(|(_, l)| l) else {
         return Ok(());
     };
     for b in list.split(',') {
         let b = b.trim();
-        let hex = b.strip_prefix("0x").ok_or_else(|| format!("byte `{b}`"))?;
-        out.push(u8::from_str_radix(hex, 16).map_err(|_| format!("byte `{b}`"))?);
+        let byte = b
+            .strip_prefix("0x")
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        out.push(byte.ok_or_else(|| Unreadable::Byte(b.to_string()))?);
     }
     Ok(())
 }
 
 /// The code section of `shipped` function `ks` against that of `origin`'s `kr`: the same
 /// rows, or the first that differs.
-pub(crate) fn compare(shipped: &Lines, ks: &str, origin: &Lines, kr: &str) -> Result<(), String> {
+pub(crate) fn compare(
+    shipped: &Lines,
+    ks: &str,
+    origin: &Lines,
+    kr: &str,
+) -> Result<(), LineTableDifference> {
     let empty = Vec::new();
     let a = shipped
         .sections
@@ -163,18 +200,18 @@ pub(crate) fn compare(shipped: &Lines, ks: &str, origin: &Lines, kr: &str) -> Re
     for (i, (x, y)) in a.iter().zip(b).enumerate() {
         if x != y {
             let at = a[..i].iter().rev().find(|r| r.starts_with("/*"));
-            return Err(format!(
-                "its line table differs from its origin's after {}: `{x}` where the origin has `{y}`",
-                at.map_or("the start", String::as_str)
-            ));
+            return Err(LineTableDifference::Row {
+                after: at.cloned(),
+                shipped: x.clone(),
+                origin: y.clone(),
+            });
         }
     }
     if a.len() != b.len() {
-        return Err(format!(
-            "its line table has {} line rows where its origin's has {}",
-            lines(a),
-            lines(b)
-        ));
+        return Err(LineTableDifference::RowCount {
+            shipped: lines(a),
+            origin: lines(b),
+        });
     }
     Ok(())
 }
@@ -217,13 +254,30 @@ _Z1kPf:
         let b = parse(&LISTING.replace("line 7", "line 9")).unwrap();
         assert_eq!(compare(&a, "_Z1kPf", &a, "_Z1kPf"), Ok(()));
         let e = compare(&a, "_Z1kPf", &b, "_Z1kPf").unwrap_err();
-        assert!(e.contains("after the start") && e.contains("line 9"), "{e}");
+        assert!(
+            matches!(&e, LineTableDifference::Row { after: None, origin, .. } if origin.contains("line 9")),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("after the start"), "{e}");
         let none = Lines::default();
-        assert!(compare(&a, "_Z1kPf", &none, "_Z1kPf").is_err());
+        assert_eq!(
+            compare(&a, "_Z1kPf", &none, "_Z1kPf"),
+            Err(LineTableDifference::RowCount {
+                shipped: 2,
+                origin: 0
+            })
+        );
     }
 
     #[test]
     fn a_ptx_line_outside_the_text_is_an_error() {
-        assert!(parse(&LISTING.replace("line 2", "line 40")).is_err());
+        let e = parse(&LISTING.replace("line 2", "line 40")).unwrap_err();
+        assert_eq!(e.what, Unreadable::NoPtxLine(40));
+        assert_eq!(
+            e.to_string(),
+            "nvdisasm -g -gp, line 5: PTX line 40 is not in .nv_debug_ptx_txt"
+        );
+        let e = parse(&LISTING.replace("0x6d,", "6d,")).unwrap_err();
+        assert_eq!(e.what, Unreadable::Byte("6d".to_string()));
     }
 }

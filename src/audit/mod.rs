@@ -71,7 +71,9 @@ use std::path::{Path, PathBuf};
 
 pub use difference::Difference;
 use dump::Dump;
+pub use frames::FrameError;
 use kernel::{Code, Pair};
+pub use lines::LineTableDifference;
 use reader::{Read, Reader};
 
 /// The toolkit programs the check reads cubins with.
@@ -359,7 +361,8 @@ fn compare_frames(job: &Job<'_>, owners: &[String]) -> Vec<AuditError> {
         Ok(f) => f,
         Err(why) => return vec![disagrees("the module", Difference::Frame(why))],
     };
-    let mut origins: HashMap<(*const u8, usize), Result<frames::Frames, String>> = HashMap::new();
+    let mut origins: HashMap<(*const u8, usize), Result<frames::Frames, FrameError>> =
+        HashMap::new();
     let mut found = Vec::new();
     for f in owners.iter().filter(|f| !job.proved.contains(&f.as_str())) {
         let (name, cubin) = origin_of(job, f);
@@ -369,7 +372,7 @@ fn compare_frames(job: &Job<'_>, owners: &[String]) -> Vec<AuditError> {
         let result = match theirs {
             Ok(t) if !t.present() && !ours.present() => Ok(()),
             Ok(t) => frames::compare(&ours, f, t, name),
-            Err(why) => Err(format!("where the code was compiled: {why}")),
+            Err(why) => Err(FrameError::Origin(Box::new(why.clone()))),
         };
         if let Err(why) = result {
             found.push(disagrees(f, Difference::Frame(why)));

@@ -330,13 +330,23 @@ fn without_times(messages: &[u8]) -> Vec<u8> {
     out
 }
 
+/// Why a file where a choice should be cannot be used (it is then rebuilt, with one line).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum Damaged {
+    #[error("{0}")]
+    Entry(#[from] cache_entry::EntryError),
+    /// A good entry that holds no choice (a variant's cubin, or other JSON).
+    #[error("not a choice entry")]
+    NotAChoice,
+}
+
 /// An entry's choice: [`cache_entry`]'s checks, then the JSON it holds in its first part.
-fn decode(key: &str, bytes: &[u8]) -> Result<Choice, String> {
-    let entry = cache_entry::decode(key, bytes).map_err(|e| e.to_string())?;
+fn decode(key: &str, bytes: &[u8]) -> Result<Choice, Damaged> {
+    let entry = cache_entry::decode(key, bytes)?;
     if !entry.stderr.is_empty() {
-        return Err("not a choice entry".to_string());
+        return Err(Damaged::NotAChoice);
     }
-    decode_json(&entry.cubin).ok_or_else(|| "not a choice entry".to_string())
+    decode_json(&entry.cubin).ok_or(Damaged::NotAChoice)
 }
 
 fn decode_json(json: &[u8]) -> Option<Choice> {
@@ -382,11 +392,21 @@ mod tests {
             },
         );
         assert_eq!(decode("key", &bytes), Ok(c.clone()));
-        assert!(decode("other", &bytes).is_err());
+        let other_key = Err(Damaged::Entry(cache_entry::EntryError::OtherKey));
+        assert_eq!(decode("other", &bytes), other_key);
         let mut bad = bytes.clone();
         let at = bad.len() - 3;
         bad[at] ^= 1;
-        assert!(decode("key", &bad).unwrap_err().contains("checksum"));
+        let checksum = Err(Damaged::Entry(cache_entry::EntryError::Checksum));
+        assert_eq!(decode("key", &bad), checksum);
+        let foreign = cache_entry::encode(
+            "key",
+            &Entry {
+                cubin: b"\x7fELF".to_vec(),
+                stderr: Vec::new(),
+            },
+        );
+        assert_eq!(decode("key", &foreign), Err(Damaged::NotAChoice));
         let budgets = c.budgets();
         assert_eq!(budgets["k"], Budget::regs(40));
         assert!(budgets["j"].smem_spill && budgets["j"].regs == 32);

@@ -114,7 +114,7 @@ pub fn ptxas_id(ptxas: &Path) -> String {
 /// folder made and removed.
 #[derive(Debug, Default)]
 pub struct WorkDir {
-    dir: std::sync::OnceLock<Result<tempfile::TempDir, String>>,
+    dir: std::sync::OnceLock<std::io::Result<tempfile::TempDir>>,
 }
 
 impl WorkDir {
@@ -124,13 +124,13 @@ impl WorkDir {
             tempfile::Builder::new()
                 .prefix("nvcc-orion-variants-")
                 .tempdir()
-                .map_err(|e| e.to_string())
         });
         match made {
             Ok(d) => Ok(d.path()),
             Err(e) => Err(VariantError::Io {
                 what: "temporary folder".to_string(),
-                source: std::io::Error::other(e.clone()),
+                // The first caller's error again: `io::Error` is not `Clone`.
+                source: std::io::Error::new(e.kind(), e.to_string()),
             }),
         }
     }

@@ -9,7 +9,7 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use nvcc_orion::audit::{self, AuditError, Difference, Job, Origin, Tools};
+use nvcc_orion::audit::{self, AuditError, Difference, FrameError, Job, Origin, Tools};
 use nvcc_orion::cubin::Cubin;
 use nvcc_orion::cubin::refusal::{Refusal, SpliceError};
 use nvcc_orion::cubin::splice::splice;
@@ -493,7 +493,19 @@ fn every_kind_of_wrong_assembly_is_rejected() {
         let mut bad = good.clone();
         mutate(&mut bad);
         assert_ne!(bad, good, "{what}: the mutation changed nothing");
-        match named(audit::check(&tk, &job(&bad, &b))) {
+        let checked = audit::check(&tk, &job(&bad, &b));
+        // An FDE's damage is found by the call frame reading (`audit::frames`), by kind.
+        let fde_found = matches!(
+            &checked,
+            Err(AuditError::Disagrees {
+                what: Difference::Frame(FrameError::FdeDiffers { .. }),
+                ..
+            })
+        );
+        if what.contains("FDE") && !fde_found {
+            failures.push(format!("{what}: not an FDE difference ({checked:?})"));
+        }
+        match named(checked) {
             Ok(_) => failures.push(format!("{what}: accepted")),
             Err(why) if !why.starts_with(blamed) => {
                 failures.push(format!("{what}: blamed the wrong part ({why})"))
