@@ -167,6 +167,12 @@ impl Frames {
     pub(super) fn present(&self) -> bool {
         self.present
     }
+
+    /// The functions that own FDEs.
+    #[cfg(fuzzing)]
+    pub(super) fn functions(&self) -> impl Iterator<Item = &str> {
+        self.by_function.keys().map(String::as_str)
+    }
 }
 
 /// `.debug_frame` of the ELF `bytes` with its relocations (`None` without one), and every

@@ -381,6 +381,23 @@ fn compare_frames(job: &Job<'_>, owners: &[String]) -> Vec<AuditError> {
     found
 }
 
+/// The check's own readers on any bytes, for the fuzzer (`fuzz/fuzz_targets/audit.rs`;
+/// cargo-fuzz builds with `--cfg fuzzing`, so no other build has this): `.debug_frame` read
+/// and compared with itself, and the input as cuobjdump's `-elf` listing, as nvdisasm's
+/// `-g -gp` listing and as its `-json` listing. Each gives a reading or a typed error.
+#[cfg(fuzzing)]
+pub fn fuzz_readers(data: &[u8]) {
+    if let Ok(f) = frames::Frames::read(data) {
+        for name in f.functions() {
+            let _ = frames::compare(&f, name, &f, name);
+        }
+    }
+    let text = String::from_utf8_lossy(data);
+    let _ = dump::Dump::parse(&text);
+    let _ = lines::parse(&text);
+    let _ = listing::parse(data);
+}
+
 fn disagrees(kernel: &str, what: Difference) -> AuditError {
     AuditError::Disagrees {
         kernel: kernel.to_string(),
