@@ -76,26 +76,30 @@ fn the_counter_counts() {
 
 #[test]
 fn at_most_15_string_errors_in_src() {
-    let mut files = Vec::new();
-    walk(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
-        &mut files,
-    );
-    files.sort();
-    let mut found = Vec::new();
-    for f in &files {
-        let text = std::fs::read_to_string(f).unwrap();
-        for line in string_errors(&text) {
-            found.push(format!("{}:{line}", f.display()));
-        }
-    }
-    assert!(files.len() > 50, "{} files", files.len());
+    let found = places("src", 50, string_errors);
     assert!(
         found.len() <= MAX,
         "{} `Result<_, String>` in src/, at most {MAX}: type the errors of\n{}",
         found.len(),
         found.join("\n")
     );
+}
+
+/// `file:line` of each place `scan` finds in the `.rs` files below `dir` (of the
+/// repository), which holds more than `at_least` of them.
+fn places(dir: &str, at_least: usize, scan: fn(&str) -> Vec<usize>) -> Vec<String> {
+    let mut files = Vec::new();
+    walk(&Path::new(env!("CARGO_MANIFEST_DIR")).join(dir), &mut files);
+    files.sort();
+    assert!(files.len() > at_least, "{dir}: {} files", files.len());
+    let mut found = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        for line in scan(&text) {
+            found.push(format!("{}:{line}", f.display()));
+        }
+    }
+    found
 }
 
 /// The string-keyed lookups into a JSON value in `text` (`["key"]`, `.get("key")`), by line,
@@ -120,20 +124,7 @@ fn the_lookup_counter_counts() {
 
 #[test]
 fn at_most_15_keyed_lookups_in_src_report() {
-    let mut files = Vec::new();
-    walk(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src/report"),
-        &mut files,
-    );
-    files.sort();
-    let mut found = Vec::new();
-    for f in &files {
-        let text = std::fs::read_to_string(f).unwrap();
-        for line in keyed_lookups(&text) {
-            found.push(format!("{}:{line}", f.display()));
-        }
-    }
-    assert!(files.len() > 10, "{} files", files.len());
+    let found = places("src/report", 10, keyed_lookups);
     assert!(
         found.len() <= MAX,
         "{} string-keyed lookups in src/report, at most {MAX}: read the schema's types at\n{}",
