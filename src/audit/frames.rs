@@ -232,8 +232,10 @@ fn elf(bytes: &[u8]) -> Result<(Option<Section<'_>>, BTreeMap<String, u64>), Fra
                 .collect(),
         };
         for (offset, ty, sym, addend) in entries {
-            let at = offset as usize;
-            let Some(field) = data.get(at..at + 8) else {
+            let field = usize::try_from(offset)
+                .ok()
+                .and_then(|at| data.get(at..at.checked_add(8)?));
+            let Some(field) = field else {
                 return Err(FrameError::RelocationPastSection { offset });
             };
             let addend = addend
@@ -553,5 +555,64 @@ fn covers(fdes: &[Fde], size: Option<u64>) -> Result<(), FrameError> {
     match end == size {
         true => Ok(()),
         false => Err(FrameError::EndsBeforeFunction { end, size }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use object::write::{Object, Relocation, Symbol, SymbolSection};
+    use object::{
+        Architecture, BinaryFormat, Endianness, RelocationFlags, SectionKind, SymbolFlags,
+        SymbolKind, SymbolScope,
+    };
+
+    /// An ELF with function `k` and a `.debug_frame` of 64 zero bytes, relocated
+    /// (`R_CUDA_64`'s number) against `k` at `offset`.
+    fn relocated_at(offset: u64) -> Vec<u8> {
+        let mut obj = Object::new(BinaryFormat::Elf, Architecture::X86_64, Endianness::Little);
+        let text = obj.add_section(Vec::new(), b".text.k".to_vec(), SectionKind::Text);
+        obj.append_section_data(text, &[0; 16], 16);
+        let k = obj.add_symbol(Symbol {
+            name: b"k".to_vec(),
+            value: 0,
+            size: 16,
+            kind: SymbolKind::Text,
+            scope: SymbolScope::Linkage,
+            weak: false,
+            section: SymbolSection::Section(text),
+            flags: SymbolFlags::None,
+        });
+        let frame = obj.add_section(Vec::new(), b".debug_frame".to_vec(), SectionKind::Debug);
+        obj.append_section_data(frame, &[0; 64], 8);
+        let r_type = object::elf::RelocationType(R_CUDA_64);
+        let flags = RelocationFlags::Elf { r_type };
+        let relocation = Relocation {
+            offset,
+            symbol: k,
+            addend: 0,
+            flags,
+        };
+        obj.add_relocation(frame, relocation).unwrap();
+        obj.write().unwrap()
+    }
+
+    /// A relocation's offset at the end of `u64` (found by the `audit` fuzz target: the end
+    /// of its field overflowed) is past the section, as one just past it is.
+    #[test]
+    fn a_relocation_past_the_section_is_an_error() {
+        for offset in [57, u64::MAX - 7, u64::MAX] {
+            let e = Frames::read(&relocated_at(offset)).unwrap_err();
+            assert_eq!(
+                e,
+                FrameError::RelocationPastSection { offset },
+                "{offset:#x}"
+            );
+        }
+        let inside = Frames::read(&relocated_at(56));
+        assert!(
+            !matches!(inside, Err(FrameError::RelocationPastSection { .. })),
+            "{inside:?}"
+        );
     }
 }
