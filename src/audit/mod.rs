@@ -383,10 +383,12 @@ fn compare_frames(job: &Job<'_>, owners: &[String]) -> Vec<AuditError> {
 
 /// The check's own readers on any bytes, for the fuzzer (`fuzz/fuzz_targets/audit.rs`;
 /// cargo-fuzz builds with `--cfg fuzzing`, so no other build has this): `.debug_frame` read
-/// and compared with itself, and the input as cuobjdump's `-elf` listing, as nvdisasm's
-/// `-g -gp` listing and as its `-json` listing. Each gives a reading or a typed error.
+/// and compared with itself, the input as cuobjdump's `-elf` listing, as nvdisasm's
+/// `-g -gp` listing and as its `-json` listing, and its program headers against themselves
+/// (`segments`). Each gives a reading, a typed error or a difference.
 #[cfg(fuzzing)]
 pub fn fuzz_readers(data: &[u8]) {
+    let _ = segments::compare(data, data);
     if let Ok(f) = frames::Frames::read(data) {
         for name in f.functions() {
             let _ = frames::compare(&f, name, &f, name);

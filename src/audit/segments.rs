@@ -147,15 +147,15 @@ fn segments(b: &[u8]) -> Option<Vec<Segment>> {
     let phnum = u16_at(b, 0x38)? as usize;
     (0..phnum)
         .map(|i| {
-            let p = phoff.checked_add(56 * i)?;
+            let p = header(b, phoff, 56, i)?;
             Some(Segment {
-                kind: u32_at(b, p)?,
-                flags: u32_at(b, p + 4)?,
-                offset: u64_at(b, p + 8)?,
-                other: (u64_at(b, p + 16)?, u64_at(b, p + 24)?),
-                filesz: u64_at(b, p + 32)?,
-                memsz: u64_at(b, p + 40)?,
-                align: u64_at(b, p + 48)?,
+                kind: u32_at(p, 0)?,
+                flags: u32_at(p, 4)?,
+                offset: u64_at(p, 8)?,
+                other: (u64_at(p, 16)?, u64_at(p, 24)?),
+                filesz: u64_at(p, 32)?,
+                memsz: u64_at(p, 40)?,
+                align: u64_at(p, 48)?,
             })
         })
         .collect()
@@ -167,12 +167,12 @@ fn nobits(b: &[u8]) -> Option<Vec<Nobits>> {
     let shnum = u16_at(b, 0x3c)? as usize;
     let mut out = Vec::new();
     for i in 0..shnum {
-        let h = shoff.checked_add(64 * i)?;
-        if u32_at(b, h + 4)? == SHT_NOBITS && u64_at(b, h + 8)? & SHF_ALLOC != 0 {
+        let h = header(b, shoff, 64, i)?;
+        if u32_at(h, 4)? == SHT_NOBITS && u64_at(h, 8)? & SHF_ALLOC != 0 {
             out.push(Nobits {
-                offset: u64_at(b, h + 24)?,
-                size: u64_at(b, h + 32)?,
-                align: u64_at(b, h + 48)?,
+                offset: u64_at(h, 24)?,
+                size: u64_at(h, 32)?,
+                align: u64_at(h, 48)?,
             });
         }
     }
@@ -192,6 +192,12 @@ fn describe(v: &[Segment]) -> String {
     format!("[{}]", all.join(" "))
 }
 
+/// Entry `i` of the table of `size`-byte entries at `table` (`None` past the file).
+fn header(b: &[u8], table: usize, size: usize, i: usize) -> Option<&[u8]> {
+    let at = table.checked_add(size.checked_mul(i)?)?;
+    b.get(at..at.checked_add(size)?)
+}
+
 fn u16_at(b: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_le_bytes(
         b.get(at..at.checked_add(2)?)?.try_into().ok()?,
@@ -208,4 +214,33 @@ fn u64_at(b: &[u8], at: usize) -> Option<u64> {
     Some(u64::from_le_bytes(
         b.get(at..at.checked_add(8)?)?.try_into().ok()?,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An ELF64 header alone, with the given section header table (offset, count) and no
+    /// program headers.
+    fn header_with_sections(shoff: u64, shnum: u16) -> Vec<u8> {
+        let mut b = vec![0u8; 64];
+        b[0x28..0x30].copy_from_slice(&shoff.to_le_bytes());
+        b[0x3c..0x3e].copy_from_slice(&shnum.to_le_bytes());
+        b
+    }
+
+    /// A section header table at the end of `u64` (a field's offset overflowed, a panic with
+    /// overflow checks) or past the file cannot be read, and says so.
+    #[test]
+    fn a_table_past_the_file_is_unreadable() {
+        let unreadable = Err(Difference::ProgramHeaders(
+            "unreadable section headers".to_string(),
+        ));
+        for shoff in [64, u64::MAX - 1, u64::MAX - 63] {
+            let b = header_with_sections(shoff, 1);
+            assert_eq!(compare(&b, &b), unreadable, "{shoff:#x}");
+        }
+        let none = header_with_sections(0, 0);
+        assert_eq!(compare(&none, &none), Ok(()));
+    }
 }
