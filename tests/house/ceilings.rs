@@ -25,7 +25,7 @@ fn string_errors(text: &str) -> Vec<usize> {
     for (at, _) in code.match_indices("Result<") {
         let before = code[..at].chars().next_back();
         if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
-            continue; // `TuneResult<`, `io::Result<` is a path and is still `Result<`.
+            continue; // Another type ending in `Result` (`TuneResult<`); `io::Result<` still counts.
         }
         if error_type(&code[at + "Result<".len()..]) == Some("String") {
             found.push(code[..at].matches('\n').count() + 1);
