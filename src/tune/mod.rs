@@ -396,3 +396,11 @@ pub(crate) fn append_report(
     f.write_all(&text)?;
     f.unlock()
 }
+
+/// The PTX cut of a trimmed round ([`trim::only_entries`]) and the bytes every round parses
+/// ([`trim::shared_len`]), for the `ptx` fuzz target (built only under cargo-fuzz's
+/// `--cfg fuzzing`: the cut is not public API).
+#[cfg(fuzzing)]
+pub fn fuzz_trim(ptx: &str, keep: &[&str]) -> (Option<String>, usize) {
+    (trim::only_entries(ptx, keep), trim::shared_len(ptx))
+}

@@ -96,28 +96,37 @@ pub struct EntryDecl {
     pub maxnreg: Option<u32>,
     /// Byte offset just past the parameter list's `)`.
     after_params: usize,
-    /// Byte offset of the body's `{`.
+    /// Byte offset of the body's `{`, and just past the `}` that closes it.
     body: usize,
+    end: usize,
     /// Byte range of an existing `.maxnreg N` directive.
     directive: Option<(usize, usize)>,
 }
 
 impl EntryDecl {
-    /// Byte offsets of its `.entry` keyword and of its body's `{`.
-    pub(super) fn at(&self) -> (usize, usize) {
-        (self.start, self.body)
+    /// The byte range of its definition in `ptx`: from the start of the line of its `.entry`
+    /// keyword, so that its linkage (`.visible`, `.weak`) comes along, through its body's
+    /// closing `}`. `None` where anything else is on that line before the keyword, a comment's
+    /// end included: a copy or a cut from there would split it.
+    pub(super) fn definition(&self, ptx: &str) -> Option<(usize, usize)> {
+        let start = ptx[..self.start].rfind('\n').map_or(0, |p| p + 1);
+        ptx[start..self.start]
+            .split_ascii_whitespace()
+            .all(|w| matches!(w, ".visible" | ".weak" | ".extern"))
+            .then_some((start, self.end))
     }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PtxError {
-    #[error("PTX: .entry at byte {0} has no parameter list or body")]
+    #[error("PTX: the .entry at byte {0} is not a header and a closed body")]
     Malformed(usize),
     #[error("PTX: no .entry named {0}")]
     NoSuchEntry(String),
 }
 
-/// Every `.entry` with a body, in order. Comments are skipped.
+/// Every `.entry` with a body, in order. Comments are skipped. A body that does not close is
+/// malformed; the search goes on after each body, so entries never overlap.
 pub fn entries(ptx: &str) -> Result<Vec<EntryDecl>, PtxError> {
     let code = blank_comments(ptx);
     let b = code.as_bytes();
@@ -125,16 +134,18 @@ pub fn entries(ptx: &str) -> Result<Vec<EntryDecl>, PtxError> {
     let mut from = 0;
     while let Some(pos) = code[from..].find(".entry").map(|p| p + from) {
         from = pos + ".entry".len();
-        let before_ok = pos == 0 || b[pos - 1].is_ascii_whitespace();
+        // `}.entry` is the keyword too (two tokens), as a cut before it would make it.
+        let before_ok = pos == 0 || !ident_byte(b[pos - 1]);
         let after_ok = b.get(from).is_some_and(|c| c.is_ascii_whitespace());
         if !before_ok || !after_ok {
             continue;
         }
         let name_start = from + count_while(&b[from..], |c| c.is_ascii_whitespace());
-        let name_len = count_while(&b[name_start..], |c| {
-            c.is_ascii_alphanumeric() || matches!(c, b'_' | b'$' | b'%' | b'.')
-        });
-        if name_len == 0 {
+        let name_len = count_while(&b[name_start..], ident_byte);
+        // A name starts with a letter, `_`, `$` or `%` (PTX ISA, "Identifiers"); a directive
+        // (`.entry .entry k(`) is not one.
+        let starts_a_name = |c: &u8| c.is_ascii_alphabetic() || matches!(c, b'_' | b'$' | b'%');
+        if !b.get(name_start).is_some_and(starts_a_name) {
             return Err(PtxError::Malformed(pos));
         }
         let name = code[name_start..name_start + name_len].to_string();
@@ -145,15 +156,19 @@ pub fn entries(ptx: &str) -> Result<Vec<EntryDecl>, PtxError> {
         } else {
             i
         };
-        // A declaration without a body (`;` before `{`) has nothing to tune.
         let rest = &code[after_params..];
-        let (Some(body_rel), semi) = (rest.find('{'), rest.find(';')) else {
+        let Some(stop) = rest.find(['{', ';']) else {
             return Err(PtxError::Malformed(pos));
         };
-        if semi.is_some_and(|s| s < body_rel) {
+        if !only_directives(&rest[..stop]) {
+            return Err(PtxError::Malformed(pos));
+        }
+        // A declaration (`;`, not a body) has nothing to tune.
+        if rest.as_bytes()[stop] == b';' {
             continue;
         }
-        let body = after_params + body_rel;
+        let body = after_params + stop;
+        let end = closing_brace(&code, body).ok_or(PtxError::Malformed(pos))? + 1;
         let directives = &code[after_params..body];
         let (maxnreg, directive) = match directives.find(".maxnreg") {
             Some(d) => {
@@ -175,11 +190,31 @@ pub fn entries(ptx: &str) -> Result<Vec<EntryDecl>, PtxError> {
             maxnreg,
             after_params,
             body,
+            end,
             directive,
         });
-        from = body;
+        from = end;
     }
     Ok(out)
+}
+
+/// Whether `text`, between an entry's parameter list and its body or `;`, holds only
+/// performance directives and their numbers (`.maxntid 128, 1, 1`): never a name, a bracket or
+/// another header, so that what follows a malformed header is never read as its body.
+fn only_directives(text: &str) -> bool {
+    text.split(|c: char| c.is_ascii_whitespace() || c == ',')
+        .filter(|t| !t.is_empty())
+        .all(|t| match t.strip_prefix('.') {
+            Some(d) => {
+                !d.is_empty()
+                    && d.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_')
+                    && !matches!(d, "entry" | "func")
+            }
+            None => {
+                t.starts_with(|c: char| c.is_ascii_digit())
+                    && t.bytes().all(|c| c.is_ascii_alphanumeric())
+            }
+        })
 }
 
 /// Each entry's length of PTX text: from its `.entry` to the next one's (or the module's end),
@@ -219,6 +254,10 @@ pub fn with_budgets(ptx: &str, budgets: &BTreeMap<String, Budget>) -> Result<Str
             None => {
                 out.push_str(&ptx[copied..d.after_params]);
                 out.push_str(&format!("\n.maxnreg {n}"));
+                // What follows must not run on into the number (`.entry k 4{`).
+                if !ptx[d.after_params..].starts_with(|c: char| c.is_ascii_whitespace()) {
+                    out.push('\n');
+                }
                 copied = d.after_params;
             }
         }
@@ -245,7 +284,6 @@ pub fn with_copies(ptx: &str, copies: &[(String, String)]) -> Result<String, Ptx
             return Err(PtxError::NoSuchEntry(name.clone()));
         }
     }
-    let code = blank_comments(ptx);
     let mut out = String::with_capacity(ptx.len() * 2);
     let mut copied = 0;
     for d in &decls {
@@ -257,16 +295,7 @@ pub fn with_copies(ptx: &str, copies: &[(String, String)]) -> Result<String, Ptx
         if mine.is_empty() {
             continue;
         }
-        // The copy starts at the line of `.entry`, so its linkage (`.visible`, `.weak`) comes
-        // along; anything else before it on that line is not ours to copy.
-        let start = code[..d.start].rfind('\n').map_or(0, |p| p + 1);
-        let linkage_only = code[start..d.start]
-            .split_ascii_whitespace()
-            .all(|w| matches!(w, ".visible" | ".weak" | ".extern"));
-        if !linkage_only {
-            return Err(PtxError::Malformed(d.start));
-        }
-        let end = closing_brace(&code, d.body).ok_or(PtxError::Malformed(d.start))? + 1;
+        let (start, end) = d.definition(ptx).ok_or(PtxError::Malformed(d.start))?;
         out.push_str(&ptx[copied..end]);
         copied = end;
         for copy in mine {
@@ -282,7 +311,7 @@ pub fn with_copies(ptx: &str, copies: &[(String, String)]) -> Result<String, Ptx
 
 /// The byte offset of the `}` that closes the `{` at `open` (`code`: comments and strings
 /// blanked).
-pub(super) fn closing_brace(code: &str, open: usize) -> Option<usize> {
+fn closing_brace(code: &str, open: usize) -> Option<usize> {
     let mut depth = 0usize;
     for (i, c) in code.bytes().enumerate().skip(open) {
         match c {
@@ -518,6 +547,50 @@ mod tests {
         );
         assert!(entries(".entry k(").is_err());
         assert!(entries(".entry \n").is_err());
+        // Found by the `ptx` fuzz target: a header that runs on into the next entry's.
+        assert_eq!(
+            entries(".entry el\n.entry k(\n\tret;)\n{\n}\n"),
+            Err(PtxError::Malformed(0))
+        );
+        assert_eq!(
+            entries(".entry el\n.entry k{}"),
+            Err(PtxError::Malformed(0))
+        );
+        // Found by the `ptx` fuzz target: a keyword right after a `}`.
+        assert_eq!(
+            entries(".entry a{}\n.entry b{}.entry "),
+            Err(PtxError::Malformed(21))
+        );
+        // Found by the `ptx` fuzz target: a directive read as the name.
+        assert_eq!(
+            entries(".entry m{} .entry\n.entry a(;){}"),
+            Err(PtxError::Malformed(11))
+        );
+        // A body that does not close; an entry inside another's body is part of that body.
+        assert_eq!(
+            entries(".entry k()\n{\n{ ret;\n}\n"),
+            Err(PtxError::Malformed(0))
+        );
+        let nested = ".entry k()\n{\n{\n.entry j()\n{\n}\n}\n}\n.entry l()\n{\n}\n";
+        let names: Vec<String> = entries(nested)
+            .unwrap()
+            .into_iter()
+            .map(|d| d.name)
+            .collect();
+        assert_eq!(names, ["k", "l"]);
+        // A declaration is not an entry to tune, last in the module too (found by the `ptx`
+        // fuzz target: a trimmed round's last entry was a declaration).
+        assert_eq!(entries(".extern .entry k();\n").unwrap(), vec![]);
+        let names: Vec<String> = entries(".entry j() {}\n.extern .entry k();")
+            .unwrap()
+            .into_iter()
+            .map(|d| d.name)
+            .collect();
+        assert_eq!(names, ["j"]);
+        // Found by the `ptx` fuzz target: a budget written where no space follows.
+        let b = BTreeMap::from([("k".to_string(), Budget::regs(16))]);
+        let set = with_budgets(".entry k 4{}", &b).unwrap();
+        assert_eq!(entries(&set).unwrap()[0].maxnreg, Some(16), "{set}");
         assert_eq!(entries("").unwrap(), vec![]);
     }
 
@@ -684,6 +757,8 @@ $L__BB0_2:
         assert!(with_copies(".entry k()\n{\n\tret;\n", &k).is_err());
         // Something besides linkage before `.entry` on its line.
         assert!(with_copies("} .entry k()\n{\n\tret;\n}\n", &k).is_err());
+        // A comment's end: the copy would hold `*/` without its start.
+        assert!(with_copies("/* a\n */ .entry k()\n{\n\tret;\n}\n", &k).is_err());
         let weak = with_copies("\t.weak .entry k()\n{\n\tret;\n}\n", &k).unwrap();
         assert!(
             weak.ends_with("}\n\t.weak .entry k__orion_v1()\n{\n\tret;\n}\n"),

@@ -12,7 +12,8 @@
 //! - kept text names a removed entry (a device-side launch takes a kernel's address, an
 //!   `.alias`, a declaration): the name would be undefined;
 //! - the module has a `.section` (`-G`'s DWARF, which points at labels inside bodies);
-//! - an `.entry` line holds anything besides linkage, or a body does not close.
+//! - an `.entry` line holds anything besides linkage before the keyword, a comment's end
+//!   included (a body that does not close is not PTX [`entries`] reads at all).
 //!
 //! Modules whose code depends on the entries compiled (functions used as values,
 //! [`super::function_pointers`]) and relocatable ones never get `--entry` rounds at all
@@ -20,7 +21,7 @@
 
 use std::collections::HashSet;
 
-use super::ptx::{blank_comments, closing_brace, entries};
+use super::ptx::{blank_comments, entries};
 
 /// `ptx` with only the entries `keep` names (and everything that is not an entry), or
 /// `None` where the module must stay whole (see the module docs), or where `keep` names
@@ -40,7 +41,7 @@ pub(crate) fn only_entries(ptx: &str, keep: &[&str]) -> Option<String> {
     let mut cuts = Vec::new();
     let mut removed = Vec::new();
     for d in decls.iter().filter(|d| !keep.contains(&d.name.as_str())) {
-        cuts.push(definition_span(&code, d)?);
+        cuts.push(d.definition(ptx)?);
         removed.push(d.name.as_str());
     }
     if removed.is_empty() {
@@ -67,28 +68,11 @@ pub(crate) fn shared_len(ptx: &str) -> usize {
     if only_entries(ptx, &[first.name.as_str()]).is_none() {
         return ptx.len();
     }
-    let code = blank_comments(ptx);
     let spans: Option<usize> = decls
         .iter()
-        .map(|d| definition_span(&code, d).map(|(s, e)| e - s))
+        .map(|d| d.definition(ptx).map(|(s, e)| e - s))
         .sum();
     ptx.len() - spans.unwrap_or(0)
-}
-
-/// The byte range of the entry's definition: from the start of its `.entry` line (where its
-/// linkage is) through the body's closing brace; `None` when the line holds anything else
-/// or the body does not close.
-fn definition_span(code: &str, d: &super::ptx::EntryDecl) -> Option<(usize, usize)> {
-    let (keyword, body) = d.at();
-    let start = code[..keyword].rfind('\n').map_or(0, |p| p + 1);
-    let linkage_only = code[start..keyword]
-        .split_ascii_whitespace()
-        .all(|w| matches!(w, ".visible" | ".weak"));
-    if !linkage_only {
-        return None;
-    }
-    let end = closing_brace(code, body)? + 1;
-    Some((start, end))
 }
 
 /// `text` without the byte ranges `cuts` (in order, not overlapping).
@@ -209,5 +193,31 @@ mod tests {
         assert_eq!(only_entries(&odd, &["second"]), None);
         let open = &PTX[..PTX.len() - 2];
         assert_eq!(only_entries(open, &["second"]), None);
+    }
+
+    /// A block comment that ends on a removed entry's line: cutting from the line's start
+    /// would cut its `*/` and comment out what follows.
+    #[test]
+    fn a_comment_that_ends_on_an_entry_line_keeps_the_module_whole() {
+        let comment = PTX.replace(
+            ".visible .entry third",
+            "/* a note\n*/ .visible .entry third",
+        );
+        assert_eq!(only_entries(&comment, &["first"]), None);
+        assert!(only_entries(&comment, &["third"]).is_some());
+    }
+
+    /// Found by the `ptx` fuzz target: an `.entry` inside another's body was read as an entry
+    /// of its own, and removing both cut overlapping ranges (a panic).
+    #[test]
+    fn an_entry_inside_another_body_is_not_cut_twice() {
+        let nested = PTX.replace(
+            "\tcall helper, ();",
+            "\t{\n.visible .entry inner()\n{\n}\n}",
+        );
+        let out = only_entries(&nested, &["first"]).unwrap();
+        let names: Vec<String> = entries(&out).unwrap().into_iter().map(|d| d.name).collect();
+        assert_eq!(names, ["first"]);
+        assert!(!out.contains(".entry inner") && !out.contains(".entry second"));
     }
 }
