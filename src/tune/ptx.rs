@@ -538,6 +538,10 @@ mod tests {
         assert_eq!(b["_Z1aPf"].to_string(), "32+smem");
     }
 
+    fn names(ptx: &str) -> Vec<String> {
+        entries(ptx).unwrap().into_iter().map(|d| d.name).collect()
+    }
+
     #[test]
     fn unknown_entry_and_malformed_input() {
         let b = BTreeMap::from([("nope".to_string(), Budget::regs(32))]);
@@ -547,46 +551,27 @@ mod tests {
         );
         assert!(entries(".entry k(").is_err());
         assert!(entries(".entry \n").is_err());
-        // Found by the `ptx` fuzz target: a header that runs on into the next entry's.
-        assert_eq!(
-            entries(".entry el\n.entry k(\n\tret;)\n{\n}\n"),
-            Err(PtxError::Malformed(0))
-        );
-        assert_eq!(
-            entries(".entry el\n.entry k{}"),
-            Err(PtxError::Malformed(0))
-        );
-        // Found by the `ptx` fuzz target: a keyword right after a `}`.
-        assert_eq!(
-            entries(".entry a{}\n.entry b{}.entry "),
-            Err(PtxError::Malformed(21))
-        );
-        // Found by the `ptx` fuzz target: a directive read as the name.
-        assert_eq!(
-            entries(".entry m{} .entry\n.entry a(;){}"),
-            Err(PtxError::Malformed(11))
-        );
-        // A body that does not close; an entry inside another's body is part of that body.
-        assert_eq!(
-            entries(".entry k()\n{\n{ ret;\n}\n"),
-            Err(PtxError::Malformed(0))
-        );
+        // Malformed where it starts, whatever follows (most found by the `ptx` fuzz target).
+        for (ptx, at) in [
+            // A header that runs on into the next entry's.
+            (".entry el\n.entry k(\n\tret;)\n{\n}\n", 0),
+            (".entry el\n.entry k{}", 0),
+            // A keyword right after a `}`.
+            (".entry a{}\n.entry b{}.entry ", 21),
+            // A directive read as the name.
+            (".entry m{} .entry\n.entry a(;){}", 11),
+            // A body that does not close.
+            (".entry k()\n{\n{ ret;\n}\n", 0),
+        ] {
+            assert_eq!(entries(ptx), Err(PtxError::Malformed(at)), "{ptx}");
+        }
+        // An entry inside another's body is part of that body.
         let nested = ".entry k()\n{\n{\n.entry j()\n{\n}\n}\n}\n.entry l()\n{\n}\n";
-        let names: Vec<String> = entries(nested)
-            .unwrap()
-            .into_iter()
-            .map(|d| d.name)
-            .collect();
-        assert_eq!(names, ["k", "l"]);
+        assert_eq!(names(nested), ["k", "l"]);
         // A declaration is not an entry to tune, last in the module too (found by the `ptx`
         // fuzz target: a trimmed round's last entry was a declaration).
         assert_eq!(entries(".extern .entry k();\n").unwrap(), vec![]);
-        let names: Vec<String> = entries(".entry j() {}\n.extern .entry k();")
-            .unwrap()
-            .into_iter()
-            .map(|d| d.name)
-            .collect();
-        assert_eq!(names, ["j"]);
+        assert_eq!(names(".entry j() {}\n.extern .entry k();"), ["j"]);
         // Found by the `ptx` fuzz target: a budget written where no space follows.
         let b = BTreeMap::from([("k".to_string(), Budget::regs(16))]);
         let set = with_budgets(".entry k 4{}", &b).unwrap();
