@@ -10,8 +10,8 @@
 //!   lower of its own `.maxnreg` and the budget; setting them again changes nothing;
 //! - a copy of the first entry: every entry of the module is still there, in order, and the
 //!   copy's name is there once for each entry of that name;
-//! - a trimmed round: it holds exactly the kept entries, in order, and the module's other
-//!   bytes; what every round parses is no longer than the module.
+//! - a trimmed round: it holds exactly the kept entries, in order, and is the module's bytes
+//!   in order with ranges taken out; what every round parses is no longer than the module.
 use std::collections::BTreeMap;
 
 use nvcc_orion::tune::ptx::{self, Budget};
@@ -94,5 +94,8 @@ fn check_trim(text: &str, names: &[&str], keep: &[&str]) {
     };
     let want: Vec<&str> = names.iter().copied().filter(|n| keep.contains(n)).collect();
     assert_eq!(names_of(&cut), want, "{cut}");
+    // Only whole ranges are removed: the cut is the module's bytes, in order, with gaps.
+    let mut module = text.bytes();
+    assert!(cut.bytes().all(|c| module.any(|m| m == c)), "{cut}");
     assert!(cut.len() < text.len());
 }
