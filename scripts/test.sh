@@ -13,6 +13,12 @@ step "scripts/setup.sh"
 eval "$(scripts/setup.sh)"
 # Tests find the toolkit through these; make the choice explicit for every test process.
 export NVCC_ORION_NVCC="${NVCC_ORION_NVCC:-$CUDA_HOME/bin/nvcc}"
+# ... behind the suite's memos of ptxas's and nvdisasm's clean results, which every test
+# process, nvcc and the product under test share: the real tools' own output for the same
+# bytes and arguments, computed once (scripts/toolkit-memo/; ORION_TEST_TOOLKIT_MEMO=0: none).
+if [[ "${ORION_TEST_TOOLKIT_MEMO:-1}" != 0 ]]; then
+    NVCC_ORION_NVCC=$(scripts/toolkit-memo/build.sh "$NVCC_ORION_NVCC" "${CARGO_TARGET_DIR:-$REPO/target}/tmp")
+fi
 # The test binaries (eleven, tests/<theme>/main.rs) are built without link-time optimisation: thin LTO redoes the
 # whole crate graph's optimisation at each one's link, most of a cold CI run's build time. The
 # code is the same (LTO changes no behaviour); `cargo build --release` still ships it with LTO.
@@ -39,7 +45,7 @@ trap report_skips EXIT
 
 if command -v shellcheck >/dev/null; then
     step "shellcheck"
-    shellcheck -x scripts/*.sh .ci/run
+    shellcheck -x scripts/*.sh scripts/toolkit-memo/* .ci/run
 fi
 
 step "cargo fmt --check"

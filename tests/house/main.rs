@@ -1,6 +1,7 @@
 //! House rules read from the repository: module layering, function length, every README and
 //! usage command block run, one registration per rewrite, one spelling per rewrite, and the
-//! ceilings on string errors, string-keyed report lookups and test binaries.
+//! ceilings on string errors, string-keyed report lookups and test binaries; and the suite's
+//! toolkit (the real tools behind memos), checked against the real toolkit.
 //!
 //! One test binary (issue 50): each module was a binary of its own, its file moved here whole.
 //! One module: `cargo nextest run --release --test house -E 'test(/^function_length::/)'`.
@@ -16,3 +17,4 @@ mod layers;
 mod one_registration;
 mod readme;
 mod spelling;
+mod toolkit_memo;

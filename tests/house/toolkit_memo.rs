@@ -1,0 +1,205 @@
+//! The suite's toolkit (`scripts/toolkit-memo/`): the real CUDA toolkit with ptxas and nvdisasm
+//! behind memos of their clean results, which `scripts/test.sh` hands every test process as
+//! `NVCC_ORION_NVCC`. What it gives back must be what the real tools give, byte for byte: a
+//! test that compared the product with it would otherwise compare with something we made.
+//! Each test builds a toolkit of its own with empty memos, so a miss and a hit are both seen.
+
+use crate::common;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The real nvcc behind whatever the suite was given (a memo toolkit's ptxas leads to it).
+fn real_nvcc(test: &str) -> Option<PathBuf> {
+    let nvcc = common::nvcc_or_skip(test)?;
+    Some(
+        match common::listing_memo::real_behind(&nvcc.with_file_name("ptxas")) {
+            Some(ptxas) => ptxas.with_file_name("nvcc"),
+            None => nvcc,
+        },
+    )
+}
+
+fn build(real: &Path, dir: &Path) -> PathBuf {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/toolkit-memo/build.sh");
+    let o = Command::new(script).arg(real).arg(dir).output().unwrap();
+    common::assert_ok(&o, "build.sh");
+    PathBuf::from(String::from_utf8(o.stdout).unwrap().trim_end())
+}
+
+fn run(exe: &Path, args: &[&str], cwd: &Path) -> Output {
+    Command::new(exe)
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .unwrap()
+}
+
+/// Stored compiles in a memo folder (`<key>.done` stamps).
+fn kept(memo: &Path) -> usize {
+    std::fs::read_dir(memo).map_or(0, |d| {
+        d.filter(|e| {
+            let p = e.as_ref().unwrap().path();
+            p.extension().is_some_and(|x| x == "done")
+        })
+        .count()
+    })
+}
+
+const KERNEL: &str = "__global__ void scale(float* a, int n) {\n\
+    int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+    if (i < n) a[i] = a[i] * 3.0f + 1.0f;\n}\n";
+
+/// ptxas through the memo: a compile, the same PTX under other names (a hit), a debug build
+/// that records its paths, and PTX ptxas refuses, against the real ptxas each time.
+#[test]
+fn the_suites_ptxas_writes_and_prints_what_ptxas_does() {
+    let Some(real) = real_nvcc("the_suites_ptxas_writes_and_prints_what_ptxas_does") else {
+        return;
+    };
+    let d = tempfile::tempdir().unwrap();
+    let nvcc = build(&real, &d.path().join("tk"));
+    let (memo_ptxas, real_ptxas) = (nvcc.with_file_name("ptxas"), real.with_file_name("ptxas"));
+    assert_eq!(
+        common::listing_memo::real_behind(&memo_ptxas).as_deref(),
+        Some(std::fs::canonicalize(&real_ptxas).unwrap().as_path())
+    );
+    let memo = nvcc.parent().unwrap().join("../memo/ptxas");
+    let w = d.path();
+    std::fs::write(w.join("k.cu"), KERNEL).unwrap();
+    common::assert_ok(
+        &run(
+            &real,
+            &["-ptx", "-arch=sm_90", "-lineinfo", "k.cu", "-o", "k.ptx"],
+            w,
+        ),
+        "nvcc -ptx",
+    );
+    std::fs::copy(w.join("k.ptx"), w.join("other name.ptx")).unwrap();
+    let args =
+        |ptx: &'static str, out: &'static str| ["-arch=sm_90", "-v", "-lineinfo", ptx, "-o", out];
+    let want = run(&real_ptxas, &args("k.ptx", "want.cubin"), w);
+    common::assert_ok(&want, "ptxas");
+    let want_cubin = std::fs::read(w.join("want.cubin")).unwrap();
+    for (ptx, out, stored) in [("k.ptx", "a.cubin", 1), ("other name.ptx", "b.cubin", 1)] {
+        let got = run(&memo_ptxas, &args(ptx, out), w);
+        common::assert_ok(&got, "memo ptxas");
+        assert_eq!(got.stdout, want.stdout, "{ptx}");
+        assert_eq!(
+            common::normalise_times(&String::from_utf8_lossy(&got.stderr)),
+            common::normalise_times(&String::from_utf8_lossy(&want.stderr)),
+            "{ptx}"
+        );
+        assert!(
+            std::fs::read(w.join(out)).unwrap() == want_cubin,
+            "{ptx}: another cubin"
+        );
+        assert_eq!(kept(&memo), stored, "{ptx}: one compile kept, then found");
+    }
+    // `-g` records the command line and the directory: each name gets its own, never another's.
+    for ptx in ["k.ptx", "other name.ptx"] {
+        let got = run(&memo_ptxas, &["-arch=sm_90", "-g", ptx, "-o", "g.cubin"], w);
+        common::assert_ok(&got, "memo ptxas -g");
+        let cubin = std::fs::read(w.join("g.cubin")).unwrap();
+        assert!(
+            cubin.windows(ptx.len()).any(|x| x == ptx.as_bytes()),
+            "{ptx}"
+        );
+    }
+    std::fs::write(w.join("bad.ptx"), ".version 9.0\n.target sm_90\nnot ptx\n").unwrap();
+    for _ in 0..2 {
+        let (want, got) = (
+            run(
+                &real_ptxas,
+                &["-arch=sm_90", "bad.ptx", "-o", "bad.cubin"],
+                w,
+            ),
+            run(
+                &memo_ptxas,
+                &["-arch=sm_90", "bad.ptx", "-o", "bad.cubin"],
+                w,
+            ),
+        );
+        assert_ne!(got.status.code(), Some(0));
+        assert_eq!(
+            (got.status.code(), &got.stdout, &got.stderr),
+            (want.status.code(), &want.stdout, &want.stderr)
+        );
+        assert!(String::from_utf8_lossy(&got.stderr).contains("bad.ptx"));
+    }
+    assert_eq!(kept(&memo), 1, "a debug build or a refusal is never kept");
+}
+
+/// nvcc started from the memo toolkit compiles, lists dependencies and plans its steps as the
+/// real one does: the same cubin, the same depfile (the real include folder), the same
+/// `--dryrun` but for where it was started from and the temporary files' names.
+#[test]
+fn the_suites_nvcc_is_the_real_one() {
+    let Some(real) = real_nvcc("the_suites_nvcc_is_the_real_one") else {
+        return;
+    };
+    let d = tempfile::tempdir().unwrap();
+    let nvcc = build(&real, &d.path().join("tk"));
+    assert_ne!(nvcc, real);
+    assert_eq!(build(&real, &d.path().join("tk")), nvcc, "built once");
+    let w = d.path();
+    std::fs::write(w.join("k.cu"), KERNEL).unwrap();
+    for (exe, name) in [(&real, "real.cubin"), (&nvcc, "memo.cubin")] {
+        common::assert_ok(
+            &run(exe, &["-cubin", "-arch=sm_90", "k.cu", "-o", name], w),
+            "nvcc",
+        );
+    }
+    assert!(
+        std::fs::read(w.join("real.cubin")).unwrap()
+            == std::fs::read(w.join("memo.cubin")).unwrap()
+    );
+    let (want, got) = (
+        run(&real, &["-M", "k.cu"], w),
+        run(&nvcc, &["-M", "k.cu"], w),
+    );
+    common::assert_ok(&got, "nvcc -M");
+    assert_eq!(
+        String::from_utf8_lossy(&got.stdout),
+        String::from_utf8_lossy(&want.stdout)
+    );
+    let plan = |exe: &Path| -> Vec<String> {
+        let o = run(exe, &["--dryrun", "-arch=sm_90", "-c", "k.cu"], w);
+        common::assert_ok(&o, "nvcc --dryrun");
+        let started_from = ["#$ _HERE_=", "#$ _THERE_=", "#$ CUDA_ROOT=", "#$ PATH="];
+        String::from_utf8_lossy(&o.stderr)
+            .lines()
+            .filter(|l| !started_from.iter().any(|s| l.starts_with(s)))
+            .map(common::normalise_tmpxft_text)
+            .collect()
+    };
+    let (want, got) = (plan(&real), plan(&nvcc));
+    assert!(want.len() > 5 && got == want, "{got:#?}\n{want:#?}");
+    let o = run(&nvcc, &["--dryrun", "-arch=sm_90", "-c", "k.cu"], w);
+    let path = String::from_utf8_lossy(&o.stderr)
+        .lines()
+        .find(|l| l.starts_with("#$ PATH="))
+        .unwrap()
+        .to_string();
+    let bin = nvcc.parent().unwrap().display().to_string();
+    assert!(
+        path.contains(&format!(":{bin}:")),
+        "nvcc finds the memos first: {path}"
+    );
+}
+
+/// A toolkit that does not look like one (no nvcc.profile beside the nvcc) is used as it is.
+#[test]
+fn an_unknown_nvcc_is_used_as_it_is() {
+    let d = tempfile::tempdir().unwrap();
+    let bin = d.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    for name in ["nvcc", "ptxas", "nvdisasm"] {
+        std::fs::write(bin.join(name), "#!/bin/sh\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(bin.join(name), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    for nvcc in [bin.join("nvcc"), d.path().join("missing/nvcc")] {
+        assert_eq!(build(&nvcc, &d.path().join("tk")), nvcc);
+    }
+    assert!(!d.path().join("tk").exists());
+}
