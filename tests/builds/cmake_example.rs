@@ -138,7 +138,9 @@ fn build_example(mode: Option<&str>) {
             && canon(Path::new(l.split_once('=').unwrap().1)) == canon(Path::new(ORION))),
         "{label}: CMAKE_CUDA_COMPILER is not nvcc-orion"
     );
-    let toolkit = canon(t.nvcc.parent().and_then(Path::parent).unwrap());
+    // Behind the suite's memos (scripts/toolkit-memo/) the root is the real toolkit's.
+    let real = common::real_nvcc(&t.nvcc);
+    let toolkit = canon(real.parent().and_then(Path::parent).unwrap());
     let root = toolkit_root(&build).expect("CMAKE_CUDA_COMPILER_TOOLKIT_ROOT in CMakeFiles");
     assert_eq!(
         canon(&root),

@@ -12,9 +12,10 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// The toolkit's real ptxas, or `None` (skipped; a failure under CI).
+/// The toolkit's real ptxas (not the suite's memo of it: these tests copy and link the file
+/// itself), or `None` (skipped; a failure under CI).
 fn real_ptxas(test: &str) -> Option<PathBuf> {
-    let found = common::find_nvcc().map(|nvcc| common::toolkit_tool(&nvcc, "ptxas"));
+    let found = common::find_nvcc().map(|nvcc| common::real_tool(&nvcc, "ptxas"));
     match found.filter(|p| p.is_file()) {
         Some(p) => Some(p),
         None => {

@@ -119,6 +119,23 @@ pub fn toolkit_tool(nvcc: &Path, name: &str) -> PathBuf {
     }
 }
 
+/// The toolkit's own `name` beside `nvcc`: behind the suite's memos (`scripts/toolkit-memo/`),
+/// the real tool they run, for a test whose subject is the tool's file itself (copied into a
+/// Triton layout, packed for a compile farm); else the sibling itself.
+pub fn real_tool(nvcc: &Path, name: &str) -> PathBuf {
+    let sibling = nvcc.with_file_name(name);
+    listing_memo::real_behind(&sibling).unwrap_or(sibling)
+}
+
+/// The real nvcc behind the suite's toolkit (its ptxas memo leads to it), else `nvcc` itself:
+/// for a test whose subject is the toolkit's folder (where CMake finds it, what a farm packs).
+pub fn real_nvcc(nvcc: &Path) -> PathBuf {
+    match listing_memo::real_behind(&nvcc.with_file_name("ptxas")) {
+        Some(ptxas) => ptxas.with_file_name("nvcc"),
+        None => nvcc.to_path_buf(),
+    }
+}
+
 /// What the real nvcc must do on a case: a guard against a case that silently tests nothing
 /// (an invocation meant to compile that fails for an unrelated reason, or the reverse).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

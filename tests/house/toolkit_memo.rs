@@ -10,13 +10,7 @@ use std::process::{Command, Output};
 
 /// The real nvcc behind whatever the suite was given (a memo toolkit's ptxas leads to it).
 fn real_nvcc(test: &str) -> Option<PathBuf> {
-    let nvcc = common::nvcc_or_skip(test)?;
-    Some(
-        match common::listing_memo::real_behind(&nvcc.with_file_name("ptxas")) {
-            Some(ptxas) => ptxas.with_file_name("nvcc"),
-            None => nvcc,
-        },
-    )
+    common::nvcc_or_skip(test).map(|nvcc| common::real_nvcc(&nvcc))
 }
 
 fn build(real: &Path, dir: &Path) -> PathBuf {
