@@ -13,6 +13,14 @@ fn real_nvcc(test: &str) -> Option<PathBuf> {
     common::nvcc_or_skip(test).map(|nvcc| common::real_nvcc(&nvcc))
 }
 
+/// The real nvcc, a scratch folder, and the nvcc of a memo toolkit built in it (`tk/`).
+fn fresh(test: &str) -> Option<(PathBuf, tempfile::TempDir, PathBuf)> {
+    let real = real_nvcc(test)?;
+    let d = tempfile::tempdir().unwrap();
+    let nvcc = build(&real, &d.path().join("tk"));
+    Some((real, d, nvcc))
+}
+
 fn build(real: &Path, dir: &Path) -> PathBuf {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/toolkit-memo/build.sh");
     let o = Command::new(script).arg(real).arg(dir).output().unwrap();
@@ -47,11 +55,9 @@ const KERNEL: &str = "__global__ void scale(float* a, int n) {\n\
 /// that records its paths, and PTX ptxas refuses, against the real ptxas each time.
 #[test]
 fn the_suites_ptxas_writes_and_prints_what_ptxas_does() {
-    let Some(real) = real_nvcc("the_suites_ptxas_writes_and_prints_what_ptxas_does") else {
+    let Some((real, d, nvcc)) = fresh("the_suites_ptxas_writes_and_prints_what_ptxas_does") else {
         return;
     };
-    let d = tempfile::tempdir().unwrap();
-    let nvcc = build(&real, &d.path().join("tk"));
     let (memo_ptxas, real_ptxas) = (nvcc.with_file_name("ptxas"), real.with_file_name("ptxas"));
     assert_eq!(
         common::listing_memo::real_behind(&memo_ptxas).as_deref(),
@@ -128,11 +134,9 @@ fn the_suites_ptxas_writes_and_prints_what_ptxas_does() {
 /// `--dryrun` but for where it was started from and the temporary files' names.
 #[test]
 fn the_suites_nvcc_is_the_real_one() {
-    let Some(real) = real_nvcc("the_suites_nvcc_is_the_real_one") else {
+    let Some((real, d, nvcc)) = fresh("the_suites_nvcc_is_the_real_one") else {
         return;
     };
-    let d = tempfile::tempdir().unwrap();
-    let nvcc = build(&real, &d.path().join("tk"));
     assert_ne!(nvcc, real);
     assert_eq!(build(&real, &d.path().join("tk")), nvcc, "built once");
     let w = d.path();
