@@ -52,7 +52,8 @@ const KERNEL: &str = "__global__ void scale(float* a, int n) {\n\
     if (i < n) a[i] = a[i] * 3.0f + 1.0f;\n}\n";
 
 /// ptxas through the memo: a compile, the same PTX under other names (a hit), a debug build
-/// that records its paths, and PTX ptxas refuses, against the real ptxas each time.
+/// that records its paths, PTX ptxas refuses, and PTX on standard input, against the real
+/// ptxas each time.
 #[test]
 fn the_suites_ptxas_writes_and_prints_what_ptxas_does() {
     let Some((real, d, nvcc)) = fresh("the_suites_ptxas_writes_and_prints_what_ptxas_does") else {
@@ -126,7 +127,42 @@ fn the_suites_ptxas_writes_and_prints_what_ptxas_does() {
         );
         assert!(String::from_utf8_lossy(&got.stderr).contains("bad.ptx"));
     }
-    assert_eq!(kept(&memo), 1, "a debug build or a refusal is never kept");
+    // PTX on standard input (`-`): two modules under the same arguments, each its own cubin
+    // (without line tables, which name the source's folder, so that a memo would keep them).
+    common::assert_ok(
+        &run(
+            &real,
+            &["-ptx", "-arch=sm_90", "k.cu", "-o", "plain.ptx"],
+            w,
+        ),
+        "nvcc -ptx",
+    );
+    let plain = std::fs::read_to_string(w.join("plain.ptx")).unwrap();
+    let other = plain.replace("0f40400000", "0f40A00000");
+    std::fs::write(w.join("other.ptx"), &other).unwrap();
+    for ptx in ["plain.ptx", "other.ptx"] {
+        let stdin = || std::fs::File::open(w.join(ptx)).unwrap();
+        let cubin = |exe: &Path, out: &str| {
+            let o = Command::new(exe)
+                .args(["-arch=sm_90", "-", "-o", out])
+                .current_dir(w)
+                .stdin(stdin())
+                .output()
+                .unwrap();
+            common::assert_ok(&o, "ptxas -");
+            std::fs::read(w.join(out)).unwrap()
+        };
+        assert!(
+            cubin(&memo_ptxas, "in.cubin") == cubin(&real_ptxas, "want_in.cubin"),
+            "{ptx} on standard input"
+        );
+    }
+    assert_ne!(plain, other, "two modules");
+    assert_eq!(
+        kept(&memo),
+        1,
+        "a debug build, standard input or a refusal is never kept"
+    );
 }
 
 /// nvcc started from the memo toolkit compiles, lists dependencies and plans its steps as the
