@@ -20,6 +20,7 @@ bin=$(cd "$(dirname "$nvcc")" 2>/dev/null && pwd -P) || {
     exit 0
 }
 profile="$bin/nvcc.profile"
+# shellcheck disable=SC2016 # `$(_HERE_)` is nvcc.profile's own variable, matched as written
 if [[ $(basename "$nvcc") != nvcc || ! -f "$profile" || ! -x "$bin/ptxas" || ! -x "$bin/nvdisasm" ]] ||
     ! grep -q '^TOP *=.*\$(_HERE_)' "$profile"; then
     echo "$nvcc"
@@ -44,7 +45,10 @@ if [[ ! -x "$dir/bin/nvcc" ]]; then
         name=${e##*/}
         case $name in
         nvcc) ln "$e" "$tmp/bin/nvcc" 2>/dev/null || cp -p "$e" "$tmp/bin/nvcc" ;;
-        nvcc.profile) sed '/^TOP *=/s|\$(_HERE_)|'"$bin"'|' "$e" >"$tmp/bin/nvcc.profile" ;;
+        nvcc.profile)
+            # shellcheck disable=SC2016 # as above
+            sed '/^TOP *=/s|\$(_HERE_)|'"$bin"'|' "$e" >"$tmp/bin/nvcc.profile"
+            ;;
         ptxas | nvdisasm)
             ln -s "$e" "$tmp/bin/.real/$name"
             cp "$src/$name" "$tmp/bin/$name"
