@@ -237,3 +237,35 @@ fn an_unknown_nvcc_is_used_as_it_is() {
     }
     assert!(!d.path().join("tk").exists());
 }
+
+/// nvdisasm through the memo keeps a listing of a regular file wherever it is: the product
+/// lists its cubins from `/dev/shm`, and a guard on `/dev` once sent all of them to the tool.
+#[test]
+fn a_cubin_in_dev_shm_is_listed_once() {
+    let Some((real, d, nvcc)) = fresh("a_cubin_in_dev_shm_is_listed_once") else {
+        return;
+    };
+    let shm = Path::new("/dev/shm");
+    if !shm.is_dir() {
+        return common::skipped("a_cubin_in_dev_shm_is_listed_once", "no /dev/shm");
+    }
+    let w = d.path();
+    std::fs::write(w.join("k.cu"), KERNEL).unwrap();
+    let cubin = tempfile::Builder::new()
+        .suffix(".cubin")
+        .tempfile_in(shm)
+        .unwrap();
+    let out = cubin.path().to_str().unwrap();
+    common::assert_ok(
+        &run(&real, &["-cubin", "-arch=sm_90", "k.cu", "-o", out], w),
+        "nvcc",
+    );
+    let want = run(&real.with_file_name("nvdisasm"), &["-c", out], w);
+    common::assert_ok(&want, "nvdisasm");
+    for _ in 0..2 {
+        let got = run(&nvcc.with_file_name("nvdisasm"), &["-c", out], w);
+        assert_eq!((&got.stdout, &got.stderr), (&want.stdout, &want.stderr));
+    }
+    let memo = nvcc.parent().unwrap().join("../memo/nvdisasm");
+    assert_eq!(kept(&memo), 1, "one listing kept, then found");
+}
