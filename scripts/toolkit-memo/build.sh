@@ -47,7 +47,7 @@ if [[ ! -x "$dir/bin/nvcc" ]]; then
         nvcc) ln "$e" "$tmp/bin/nvcc" 2>/dev/null || cp -p "$e" "$tmp/bin/nvcc" ;;
         nvcc.profile)
             # shellcheck disable=SC2016 # as above
-            sed '/^TOP *=/s|\$(_HERE_)|'"$bin"'|' "$e" >"$tmp/bin/nvcc.profile"
+            sed '/^TOP *=/s|\$(_HERE_)|'"$(printf '%s' "$bin" | sed 's/[\\|&]/\\&/g')"'|' "$e" >"$tmp/bin/nvcc.profile"
             ;;
         ptxas | nvdisasm)
             ln -s "$e" "$tmp/bin/.real/$name"

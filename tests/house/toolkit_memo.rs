@@ -269,3 +269,84 @@ fn a_cubin_in_dev_shm_is_listed_once() {
     let memo = nvcc.parent().unwrap().join("../memo/nvdisasm");
     assert_eq!(kept(&memo), 1, "one listing kept, then found");
 }
+
+/// What the key must not collapse: options whose values name files of the same bytes (each
+/// entry gets its own cubin). And an output that is not a regular file (`-o /dev/stdout` into
+/// a file) gives what ptxas gives, twice (ptxas 13.5 writes nothing there, so this part holds
+/// with or without the script's guard on such outputs: it pins the behaviour, not the guard).
+#[test]
+fn option_values_and_odd_outputs_are_not_confused() {
+    let Some((real, d, nvcc)) = fresh("option_values_and_odd_outputs_are_not_confused") else {
+        return;
+    };
+    let (memo_ptxas, real_ptxas) = (nvcc.with_file_name("ptxas"), real.with_file_name("ptxas"));
+    let w = d.path();
+    let two = "extern \"C\" __global__ void ka(float* a) { a[threadIdx.x] *= 2.0f; }\n\
+               extern \"C\" __global__ void kb(float* a) { a[threadIdx.x] += 7.0f; }\n";
+    std::fs::write(w.join("two.cu"), two).unwrap();
+    common::assert_ok(
+        &run(
+            &real,
+            &["-ptx", "-arch=sm_90", "two.cu", "-o", "two.ptx"],
+            w,
+        ),
+        "nvcc -ptx",
+    );
+    // Files named like the entries, with the same bytes: `--entry ka` is not `--entry kb`.
+    for name in ["ka", "kb"] {
+        std::fs::write(w.join(name), "same bytes\n").unwrap();
+    }
+    for entry in ["ka", "kb"] {
+        let args = |out: &'static str| ["-arch=sm_90", "--entry", entry, "two.ptx", "-o", out];
+        common::assert_ok(&run(&real_ptxas, &args("want.cubin"), w), "ptxas --entry");
+        common::assert_ok(&run(&memo_ptxas, &args("got.cubin"), w), "memo --entry");
+        assert!(
+            std::fs::read(w.join("got.cubin")).unwrap()
+                == std::fs::read(w.join("want.cubin")).unwrap(),
+            "--entry {entry}: another entry's cubin"
+        );
+    }
+    // `-o /dev/stdout` with standard output a regular file, twice.
+    let to_file = |exe: &Path, name: &str| {
+        let file = std::fs::File::create(w.join(name)).unwrap();
+        let o = Command::new(exe)
+            .args(["-arch=sm_90", "two.ptx", "-o", "/dev/stdout"])
+            .current_dir(w)
+            .stdout(file)
+            .output()
+            .unwrap();
+        common::assert_ok(&o, "ptxas -o /dev/stdout");
+        std::fs::read(w.join(name)).unwrap()
+    };
+    // (ptxas 13.5 leaves such a file empty; whatever it does, the memo does the same.)
+    let want = to_file(&real_ptxas, "want.out");
+    for _ in 0..2 {
+        assert!(to_file(&memo_ptxas, "got.out") == want, "-o /dev/stdout");
+    }
+}
+
+/// The real folder is written into the copy's `nvcc.profile` as it is, whatever it holds
+/// (`&` and `|` mean something to the `sed` that writes it).
+#[test]
+fn a_toolkit_folder_with_odd_characters_keeps_its_top() {
+    let d = tempfile::tempdir().unwrap();
+    let bin = d.path().join("cuda & co|13").join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for name in ["nvcc", "ptxas", "nvdisasm"] {
+        std::fs::write(bin.join(name), "#!/bin/sh\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(bin.join(name), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::fs::write(
+        bin.join("nvcc.profile"),
+        "\nTOP              = $(_HERE_)/..\n",
+    )
+    .unwrap();
+    let nvcc = build(&bin.join("nvcc"), &d.path().join("tk"));
+    let profile = std::fs::read_to_string(nvcc.with_file_name("nvcc.profile")).unwrap();
+    let real = std::fs::canonicalize(&bin).unwrap();
+    assert_eq!(
+        profile,
+        format!("\nTOP              = {}/..\n", real.display())
+    );
+}
