@@ -36,6 +36,16 @@ fn run(exe: &Path, args: &[&str], cwd: &Path) -> Output {
         .unwrap()
 }
 
+/// Executables named nvcc, ptxas and nvdisasm in `bin` that do nothing: enough for build.sh
+/// to look at, never run.
+fn stand_in_tools(bin: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    for name in ["nvcc", "ptxas", "nvdisasm"] {
+        std::fs::write(bin.join(name), "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(bin.join(name), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+}
+
 /// Stored compiles in a memo folder (`<key>.done` stamps).
 fn kept(memo: &Path) -> usize {
     std::fs::read_dir(memo).map_or(0, |d| {
@@ -227,11 +237,7 @@ fn an_unknown_nvcc_is_used_as_it_is() {
     let d = tempfile::tempdir().unwrap();
     let bin = d.path().join("bin");
     std::fs::create_dir(&bin).unwrap();
-    for name in ["nvcc", "ptxas", "nvdisasm"] {
-        std::fs::write(bin.join(name), "#!/bin/sh\n").unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(bin.join(name), std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
+    stand_in_tools(&bin);
     for nvcc in [bin.join("nvcc"), d.path().join("missing/nvcc")] {
         assert_eq!(build(&nvcc, &d.path().join("tk")), nvcc);
     }
@@ -332,11 +338,7 @@ fn a_toolkit_folder_with_odd_characters_keeps_its_top() {
     let d = tempfile::tempdir().unwrap();
     let bin = d.path().join("cuda & co|13").join("bin");
     std::fs::create_dir_all(&bin).unwrap();
-    for name in ["nvcc", "ptxas", "nvdisasm"] {
-        std::fs::write(bin.join(name), "#!/bin/sh\n").unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(bin.join(name), std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
+    stand_in_tools(&bin);
     std::fs::write(
         bin.join("nvcc.profile"),
         "\nTOP              = $(_HERE_)/..\n",
