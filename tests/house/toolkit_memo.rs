@@ -276,6 +276,53 @@ fn a_cubin_in_dev_shm_is_listed_once() {
     assert_eq!(kept(&memo), 1, "one listing kept, then found");
 }
 
+/// ptxas writing its cubin into `/dev/shm` (a regular file there) compiles once and gives
+/// back the real ptxas's bytes on the hit; only an output that is not a regular file goes to
+/// the tool every time.
+#[test]
+fn a_cubin_written_to_dev_shm_is_compiled_once() {
+    let Some((real, d, nvcc)) = fresh("a_cubin_written_to_dev_shm_is_compiled_once") else {
+        return;
+    };
+    let shm = Path::new("/dev/shm");
+    if !shm.is_dir() {
+        return common::skipped("a_cubin_written_to_dev_shm_is_compiled_once", "no /dev/shm");
+    }
+    let w = d.path();
+    std::fs::write(w.join("k.cu"), KERNEL).unwrap();
+    common::assert_ok(
+        &run(&real, &["-ptx", "-arch=sm_90", "k.cu"], w),
+        "nvcc -ptx",
+    );
+    let want = w.join("want.cubin");
+    let args = ["-arch=sm_90", "-m64", "k.ptx", "-o"];
+    let o = run(
+        &real.with_file_name("ptxas"),
+        &[&args[..], &[want.to_str().unwrap()]].concat(),
+        w,
+    );
+    common::assert_ok(&o, "ptxas");
+    for _ in 0..2 {
+        let cubin = tempfile::Builder::new()
+            .suffix(".cubin")
+            .tempfile_in(shm)
+            .unwrap();
+        let out = cubin.path().to_str().unwrap();
+        let o = run(
+            &nvcc.with_file_name("ptxas"),
+            &[&args[..], &[out]].concat(),
+            w,
+        );
+        common::assert_ok(&o, "the memo's ptxas");
+        assert!(
+            std::fs::read(out).unwrap() == std::fs::read(&want).unwrap(),
+            "the real cubin"
+        );
+    }
+    let memo = nvcc.parent().unwrap().join("../memo/ptxas");
+    assert_eq!(kept(&memo), 1, "one compile kept, then found");
+}
+
 /// What the key must not collapse: options whose values name files of the same bytes (each
 /// entry gets its own cubin). And an output that is not a regular file (`-o /dev/stdout` into
 /// a file) gives what ptxas gives, twice (ptxas 13.5 writes nothing there, so this part holds
