@@ -244,19 +244,26 @@ fn an_unknown_nvcc_is_used_as_it_is() {
     assert!(!d.path().join("tk").exists());
 }
 
+/// [`fresh`], with `KERNEL` written as `k.cu` in the working folder, where `/dev/shm` exists.
+fn fresh_with_shm(test: &str) -> Option<(PathBuf, tempfile::TempDir, PathBuf, &'static Path)> {
+    let shm = Path::new("/dev/shm");
+    if !shm.is_dir() {
+        common::skipped(test, "no /dev/shm");
+        return None;
+    }
+    let (real, d, nvcc) = fresh(test)?;
+    std::fs::write(d.path().join("k.cu"), KERNEL).unwrap();
+    Some((real, d, nvcc, shm))
+}
+
 /// nvdisasm through the memo keeps a listing of a regular file wherever it is: the product
 /// lists its cubins from `/dev/shm`, and a guard on `/dev` once sent all of them to the tool.
 #[test]
 fn a_cubin_in_dev_shm_is_listed_once() {
-    let Some((real, d, nvcc)) = fresh("a_cubin_in_dev_shm_is_listed_once") else {
+    let Some((real, d, nvcc, shm)) = fresh_with_shm("a_cubin_in_dev_shm_is_listed_once") else {
         return;
     };
-    let shm = Path::new("/dev/shm");
-    if !shm.is_dir() {
-        return common::skipped("a_cubin_in_dev_shm_is_listed_once", "no /dev/shm");
-    }
     let w = d.path();
-    std::fs::write(w.join("k.cu"), KERNEL).unwrap();
     let cubin = tempfile::Builder::new()
         .suffix(".cubin")
         .tempfile_in(shm)
@@ -281,15 +288,11 @@ fn a_cubin_in_dev_shm_is_listed_once() {
 /// the tool every time.
 #[test]
 fn a_cubin_written_to_dev_shm_is_compiled_once() {
-    let Some((real, d, nvcc)) = fresh("a_cubin_written_to_dev_shm_is_compiled_once") else {
+    let Some((real, d, nvcc, shm)) = fresh_with_shm("a_cubin_written_to_dev_shm_is_compiled_once")
+    else {
         return;
     };
-    let shm = Path::new("/dev/shm");
-    if !shm.is_dir() {
-        return common::skipped("a_cubin_written_to_dev_shm_is_compiled_once", "no /dev/shm");
-    }
     let w = d.path();
-    std::fs::write(w.join("k.cu"), KERNEL).unwrap();
     common::assert_ok(
         &run(&real, &["-ptx", "-arch=sm_90", "k.cu"], w),
         "nvcc -ptx",
