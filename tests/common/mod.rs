@@ -514,6 +514,13 @@ pub fn normalise_binary(data: &[u8], run: &RunResult) -> Vec<u8> {
     let mut d = data.to_vec();
     replace_same_len(&mut d, run.tmp.to_string_lossy().as_bytes());
     replace_same_len(&mut d, run.work.to_string_lossy().as_bytes());
+    zero_tmpxft(&mut d);
+    d
+}
+
+/// The hex digits of every tmpxft name in `d` made `0` (offsets kept): two nvcc runs of the
+/// same work differ in them alone.
+pub fn zero_tmpxft(d: &mut [u8]) {
     let key = b"tmpxft_";
     let mut i = 0;
     while i + key.len() <= d.len() {
@@ -529,7 +536,6 @@ pub fn normalise_binary(data: &[u8], run: &RunResult) -> Vec<u8> {
             i += 1;
         }
     }
-    d
 }
 
 /// Normalise a relative file name (`--keep` temporaries may carry tmpxft ids).

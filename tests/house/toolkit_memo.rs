@@ -1,7 +1,8 @@
-//! The suite's toolkit (`scripts/toolkit-memo/`): the real CUDA toolkit with ptxas and nvdisasm
-//! behind memos of their clean results, which `scripts/test.sh` hands every test process as
-//! `NVCC_ORION_NVCC`. What it gives back must be what the real tools give, byte for byte: a
-//! test that compared the product with it would otherwise compare with something we made.
+//! The suite's toolkit (`scripts/toolkit-memo/`): the real CUDA toolkit with ptxas, nvdisasm,
+//! cicc and cudafe++ behind memos of their clean results, which `scripts/test.sh` hands every
+//! test process as `NVCC_ORION_NVCC`. What it gives back must be what the real tools give,
+//! byte for byte: a test that compared the product with it would otherwise compare with
+//! something we made.
 //! Each test builds a toolkit of its own with empty memos, so a miss and a hit are both seen.
 
 use crate::common;
@@ -209,7 +210,13 @@ fn the_suites_nvcc_is_the_real_one() {
     let plan = |exe: &Path| -> Vec<String> {
         let o = run(exe, &["--dryrun", "-arch=sm_90", "-c", "k.cu"], w);
         common::assert_ok(&o, "nvcc --dryrun");
-        let started_from = ["#$ _HERE_=", "#$ _THERE_=", "#$ CUDA_ROOT=", "#$ PATH="];
+        let started_from = [
+            "#$ _HERE_=",
+            "#$ _THERE_=",
+            "#$ CUDA_ROOT=",
+            "#$ PATH=",
+            "#$ CICC_PATH=",
+        ];
         String::from_utf8_lossy(&o.stderr)
             .lines()
             .filter(|l| !started_from.iter().any(|s| l.starts_with(s)))
@@ -229,6 +236,96 @@ fn the_suites_nvcc_is_the_real_one() {
         path.contains(&format!(":{bin}:")),
         "nvcc finds the memos first: {path}"
     );
+    let cicc = nvcc.parent().unwrap().join("../nvvm/bin");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).lines().any(|l| l
+            .strip_prefix("#$ CICC_PATH=")
+            .is_some_and(|p| Path::new(p) == cicc.canonicalize().unwrap())),
+        "cicc is the memo's"
+    );
+}
+
+/// cicc and cudafe++ through the memo, for four kinds of build (an object, a relocatable object
+/// with line tables, a debug cubin and PTX, the last two made without cudafe++): a first compile, its answers
+/// checked against the real tools run again (`ORION_TOOLKIT_MEMO_CHECK`), then the same
+/// compiles with the real front end gone, so that only the memo can answer. Each time the
+/// output is the real nvcc's, but for the temporaries' names. A source the front end refuses
+/// gets the real nvcc's messages and status, and nothing is kept.
+#[test]
+fn the_suites_front_end_gives_what_cicc_and_cudafe_give() {
+    let test = "the_suites_front_end_gives_what_cicc_and_cudafe_give";
+    let Some((real, d, nvcc)) = fresh(test) else {
+        return;
+    };
+    let tk = nvcc.parent().unwrap().parent().unwrap().to_path_buf();
+    let w = d.path();
+    let source = format!(
+        "#include <cstdio>\n{KERNEL}\ntemplate <int N> __global__ void say(int* a) {{\n\
+         if (a[0] < 0) printf(\"%d\\n\", N);\n}}\n\
+         int main() {{ int* a; cudaMalloc(&a, 4); say<3><<<1, 1>>>(a); return 0; }}\n"
+    );
+    std::fs::write(w.join("k.cu"), source).unwrap();
+    let builds: [&[&str]; 4] = [
+        &["-c", "-arch=sm_90"],
+        &["-c", "-rdc=true", "-arch=sm_80", "-lineinfo"],
+        &["-cubin", "-G", "-arch=sm_80"],
+        &["-ptx", "-arch=sm_90"],
+    ];
+    // One output name for all: a debug cubin records ptxas's command line.
+    let compile = |exe: &Path, args: &[&str], check: Option<&Path>| -> Vec<u8> {
+        let mut c = Command::new(exe);
+        c.args(args).args(["k.cu", "-o", "k.out"]).current_dir(w);
+        if let Some(f) = check {
+            c.env("ORION_TOOLKIT_MEMO_CHECK", f);
+        }
+        common::assert_ok(&c.output().unwrap(), &format!("{args:?}"));
+        let mut b = std::fs::read(w.join("k.out")).unwrap();
+        common::zero_tmpxft(&mut b);
+        b
+    };
+    let want: Vec<Vec<u8>> = builds.iter().map(|a| compile(&real, a, None)).collect();
+    for (args, want) in builds.iter().zip(&want) {
+        assert!(compile(&nvcc, args, None) == *want, "{args:?}: a miss");
+    }
+    let kept_now = || (kept(&tk.join("memo/cicc")), kept(&tk.join("memo/cudafe++")));
+    assert_eq!(
+        kept_now(),
+        (4, 2),
+        "one cicc run per build, cudafe++ for objects"
+    );
+    let check = w.join("differences");
+    for (args, want) in builds.iter().zip(&want) {
+        assert!(
+            compile(&nvcc, args, Some(&check)) == *want,
+            "{args:?}: checked"
+        );
+    }
+    assert!(
+        !check.exists(),
+        "the memo gave what the real tools gave again"
+    );
+    std::fs::write(w.join("bad.cu"), "__global__ void k() { undeclared(); }\n").unwrap();
+    for _ in 0..2 {
+        let args = ["-c", "-arch=sm_90", "bad.cu", "-o", "bad.o"];
+        let (want, got) = (run(&real, &args, w), run(&nvcc, &args, w));
+        assert_ne!(got.status.code(), Some(0));
+        let text = |o: &Output| common::normalise_tmpxft_text(&String::from_utf8_lossy(&o.stderr));
+        assert_eq!(
+            (got.status.code(), &got.stdout, text(&got)),
+            (want.status.code(), &want.stdout, text(&want))
+        );
+    }
+    assert_eq!(kept_now(), (4, 2), "a refusal is never kept");
+    for real_tool in ["nvvm/bin/.real/cicc", "bin/.real/cudafe++"] {
+        let f = tk.join(real_tool);
+        std::fs::remove_file(&f).unwrap();
+        std::fs::write(&f, "#!/bin/sh\nexit 1\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    for (args, want) in builds.iter().zip(&want) {
+        assert!(compile(&nvcc, args, None) == *want, "{args:?}: a hit");
+    }
 }
 
 /// A toolkit that does not look like one (no nvcc.profile beside the nvcc) is used as it is.
