@@ -18,7 +18,7 @@ RUNS="${RUNS:-3}"
 # shellcheck source=scripts/bench-lib.sh
 source scripts/bench-lib.sh
 bench_setup
-ARCHS=(-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90)
+ARCHS=(-gencode "arch=compute_80,code=sm_80" -gencode "arch=compute_90,code=sm_90")
 read -r -a FILES <<<"${BENCH_FILES:-bench/build/instances.cu bench/build/measured.cu}"
 
 median() {

@@ -31,7 +31,7 @@ RESULT="${BENCH_OUT:-bench/results/build.md}"
 # shellcheck source=scripts/bench-lib.sh
 source scripts/bench-lib.sh
 bench_setup
-ARCHS=(-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90)
+ARCHS=(-gencode "arch=compute_80,code=sm_80" -gencode "arch=compute_90,code=sm_90")
 read -r -a FILES <<<"${BENCH_FILES:-$(echo bench/build/*.cu)}"
 
 # One run: "wall_s max_rss_kb cpu_s" (GNU time; CPU is user + system of the process and its

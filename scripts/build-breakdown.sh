@@ -15,7 +15,7 @@ source scripts/bench-lib.sh
 bench_setup
 FILE="${1:-bench/build/instances.cu}"
 FREQ="${FREQ:-499}"
-ARGS=(-c -O3 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 "$FILE" -o "$TMP/x.o")
+ARGS=(-c -O3 -gencode "arch=compute_80,code=sm_80" -gencode "arch=compute_90,code=sm_90" "$FILE" -o "$TMP/x.o")
 declare -A CMDS=(
     [nvcc]="$NVCC"
     [default]="env NVCC_ORION_CACHE=off $ORION"

@@ -32,6 +32,7 @@ for src in "$root"/tests/kernels/oracle/*.cu; do
     done
 done
 # One nvcc per (arch, source); xargs exits non-zero when any fails (nvcc's message is above).
+# shellcheck disable=SC2016 # the script's `$1`..`$3` are sh's own, expanded there
 printf '%s\n' "${jobs[@]}" | xargs -n 2 -P "${ORACLE_JOBS:-2}" sh -c '
     out="$1/$(basename "$3" .cu)_sm$2.cubin"
     rm -f "$out"

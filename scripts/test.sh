@@ -13,9 +13,10 @@ step "scripts/setup.sh"
 eval "$(scripts/setup.sh)"
 # Tests find the toolkit through these; make the choice explicit for every test process.
 export NVCC_ORION_NVCC="${NVCC_ORION_NVCC:-$CUDA_HOME/bin/nvcc}"
-# ... behind the suite's memos of ptxas's and nvdisasm's clean results, which every test
-# process, nvcc and the product under test share: the real tools' own output for the same
-# bytes and arguments, computed once (scripts/toolkit-memo/; ORION_TEST_TOOLKIT_MEMO=0: none).
+# ... behind the suite's memos of the clean results of ptxas, nvdisasm, cicc and cudafe++,
+# which every test process, nvcc and the product under test share: the real tools' own output
+# for the same bytes and arguments, computed once (scripts/toolkit-memo/;
+# ORION_TEST_TOOLKIT_MEMO=0: none).
 if [[ "${ORION_TEST_TOOLKIT_MEMO:-1}" != 0 ]]; then
     NVCC_ORION_NVCC=$(scripts/toolkit-memo/build.sh "$NVCC_ORION_NVCC" "${CARGO_TARGET_DIR:-$REPO/target}/tmp")
 fi
