@@ -248,7 +248,8 @@ fn the_suites_nvcc_is_the_real_one() {
 /// cicc and cudafe++ through the memo, for four kinds of build (an object, a relocatable object
 /// with line tables, a debug cubin and PTX, the last two made without cudafe++): a first compile, its answers
 /// checked against the real tools run again (`ORION_TOOLKIT_MEMO_CHECK`), then the same
-/// compiles with the real front end gone, so that only the memo can answer. Each time the
+/// compiles with the real front end gone and the temporaries in another folder, so that only
+/// the memo can answer. Each time the
 /// output is the real nvcc's, but for the temporaries' names. A source the front end refuses
 /// gets the real nvcc's messages and status, and nothing is kept.
 #[test]
@@ -272,11 +273,12 @@ fn the_suites_front_end_gives_what_cicc_and_cudafe_give() {
         &["-ptx", "-arch=sm_90"],
     ];
     // One output name for all: a debug cubin records ptxas's command line.
-    let compile = |exe: &Path, args: &[&str], check: Option<&Path>| -> Vec<u8> {
+    // `env`: ORION_TOOLKIT_MEMO_CHECK (the check), TMPDIR (another folder of temporaries).
+    let compile = |exe: &Path, args: &[&str], env: Option<(&str, &Path)>| -> Vec<u8> {
         let mut c = Command::new(exe);
         c.args(args).args(["k.cu", "-o", "k.out"]).current_dir(w);
-        if let Some(f) = check {
-            c.env("ORION_TOOLKIT_MEMO_CHECK", f);
+        if let Some((k, v)) = env {
+            c.env(k, v);
         }
         common::assert_ok(&c.output().unwrap(), &format!("{args:?}"));
         let mut b = std::fs::read(w.join("k.out")).unwrap();
@@ -296,7 +298,7 @@ fn the_suites_front_end_gives_what_cicc_and_cudafe_give() {
     let check = w.join("differences");
     for (args, want) in builds.iter().zip(&want) {
         assert!(
-            compile(&nvcc, args, Some(&check)) == *want,
+            compile(&nvcc, args, Some(("ORION_TOOLKIT_MEMO_CHECK", &check))) == *want,
             "{args:?}: checked"
         );
     }
@@ -323,8 +325,12 @@ fn the_suites_front_end_gives_what_cicc_and_cudafe_give() {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
+    // The temporaries elsewhere, as the product puts them: still the same run to the memo.
+    let elsewhere = w.join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
     for (args, want) in builds.iter().zip(&want) {
-        assert!(compile(&nvcc, args, None) == *want, "{args:?}: a hit");
+        let hit = compile(&nvcc, args, Some(("TMPDIR", &elsewhere)));
+        assert!(hit == *want, "{args:?}: a hit");
     }
 }
 
