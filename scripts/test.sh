@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole test suite: toolkit setup, formatting, clippy, then all tests (release build).
+# The whole test suite: toolkit setup, formatting, then all tests (release build) with clippy beside them.
 # With CI set, tests that need nvcc/cmake fail instead of skipping when the toolkit is missing.
 set -euo pipefail
 
