@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole test suite: toolkit setup, formatting, then all tests (release build) with clippy beside them.
+# The whole test suite: toolkit setup, formatting, clippy, then all tests (release build).
 # With CI set, tests that need nvcc/cmake fail instead of skipping when the toolkit is missing.
 set -euo pipefail
 
@@ -41,8 +41,6 @@ report_skips() {
         sort -u "$ORION_TEST_SKIP_LOG" >&2
     fi
     rm -f "$ORION_TEST_SKIP_LOG"
-    if [[ -n "${CLIPPY_PID:-}" ]]; then kill "$CLIPPY_PID" 2>/dev/null || true; fi
-    rm -f "${CLIPPY_LOG:-}"
 }
 trap report_skips EXIT
 
@@ -54,24 +52,8 @@ fi
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
-# clippy runs beside the tests, at low priority, in a target folder of its own (its check
-# artifacts share nothing with the release build's): on 2 cores it fills the time the tests'
-# build and run leave idle, a single-threaded front end or a test waiting on a tool
-# (bench/results/suite.md, seventeenth pass). Its verdict is printed and counted at the end.
-TARGET="${CARGO_TARGET_DIR:-$REPO/target}"
-CLIPPY_LOG="$(mktemp "${TMPDIR:-/tmp}/orion-clippy.XXXXXX")"
-step "cargo clippy --workspace --all-targets -- -D warnings (beside the tests, in $TARGET/clippy)"
-CARGO_TARGET_DIR="$TARGET/clippy" nice -n 10 \
-    cargo clippy --workspace --all-targets -- -D warnings >"$CLIPPY_LOG" 2>&1 &
-CLIPPY_PID=$!
-clippy_verdict() {
-    local rc=0
-    wait "$CLIPPY_PID" || rc=$?
-    CLIPPY_PID=""
-    step "cargo clippy: exit $rc"
-    if [[ $rc != 0 ]]; then cat "$CLIPPY_LOG" >&2; fi
-    return "$rc"
-}
+step "cargo clippy --workspace --all-targets -- -D warnings"
+cargo clippy --workspace --all-targets -- -D warnings
 
 TESTS_RAN=1
 if cargo nextest --version >/dev/null 2>&1; then
@@ -83,22 +65,15 @@ if cargo nextest --version >/dev/null 2>&1; then
     step "cargo nextest run --workspace --release --lib (nvcc-orion's at opt-level 0)"
     cargo nextest run --workspace --release --lib --no-fail-fast \
         --config 'profile.release.package.nvcc-orion.opt-level=0' || failed=1
-    # One test more than cores: a test often waits, on a tool's files or on a shared
-    # fixture another test is building, and on 2 cores that left a core idle (seventeenth pass).
     step "cargo nextest run --workspace --release --bins --test '*'"
-    NEXTEST_TEST_THREADS="${NEXTEST_TEST_THREADS:-$(($(nproc) + 1))}" \
-        cargo nextest run --workspace --release --bins --test '*' --no-fail-fast || failed=1
-    clippy_verdict || failed=1
+    cargo nextest run --workspace --release --bins --test '*' --no-fail-fast || failed=1
     [[ $failed == 0 ]]
     # nextest does not run doctests.
     step "cargo test --workspace --release --doc"
     cargo test --workspace --release --doc
 else
     step "cargo test --workspace --release"
-    failed=0
-    cargo test --workspace --release --no-fail-fast || failed=1
-    clippy_verdict || failed=1
-    [[ $failed == 0 ]]
+    cargo test --workspace --release --no-fail-fast
 fi
 
 step "all checks passed"
