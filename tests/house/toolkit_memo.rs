@@ -37,6 +37,29 @@ fn run(exe: &Path, args: &[&str], cwd: &Path) -> Output {
         .unwrap()
 }
 
+/// [`run`] in the memos' check mode, differences logged to `log`.
+fn checked(exe: &Path, args: &[&str], cwd: &Path, log: &Path) -> Output {
+    Command::new(exe)
+        .args(args)
+        .current_dir(cwd)
+        .env("ORION_TOOLKIT_MEMO_CHECK", log)
+        .output()
+        .unwrap()
+}
+
+/// The one kept entry's files in a memo folder: its key, and the path of its part `part`.
+fn the_entry(memo: &Path, part: &str) -> (String, PathBuf) {
+    assert_eq!(kept(memo), 1, "one entry kept");
+    let done = std::fs::read_dir(memo)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "done"))
+        .unwrap();
+    let key = done.file_stem().unwrap().to_str().unwrap().to_string();
+    let path = memo.join(format!("{key}.{part}"));
+    (key, path)
+}
+
 /// Executables named nvcc, ptxas and nvdisasm in `bin` that do nothing: enough for build.sh
 /// to look at, never run.
 fn stand_in_tools(bin: &Path) {
@@ -62,9 +85,9 @@ const KERNEL: &str = "__global__ void scale(float* a, int n) {\n\
     int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
     if (i < n) a[i] = a[i] * 3.0f + 1.0f;\n}\n";
 
-/// ptxas through the memo: a compile, the same PTX under other names (a hit), a debug build
-/// that records its paths, PTX ptxas refuses, and PTX on standard input, against the real
-/// ptxas each time.
+/// ptxas through the memo: a compile, the same PTX under other names (a hit), the check mode
+/// (on a true entry and a spoilt one), a debug build that records its paths, PTX ptxas
+/// refuses, and PTX on standard input, against the real ptxas each time.
 #[test]
 fn the_suites_ptxas_writes_and_prints_what_ptxas_does() {
     let Some((real, d, nvcc)) = fresh("the_suites_ptxas_writes_and_prints_what_ptxas_does") else {
@@ -107,6 +130,29 @@ fn the_suites_ptxas_writes_and_prints_what_ptxas_does() {
         );
         assert_eq!(kept(&memo), stored, "{ptx}: one compile kept, then found");
     }
+    // The check mode: a hit runs the real ptxas again and gives what it wrote; a kept part
+    // that differs from it is logged, the compile's time aside.
+    let log = w.join("differences");
+    let check = || {
+        let got = checked(&memo_ptxas, &args("k.ptx", "c.cubin"), w, &log);
+        common::assert_ok(&got, "memo ptxas, checked");
+        assert!(std::fs::read(w.join("c.cubin")).unwrap() == want_cubin);
+        assert_eq!(got.stdout, want.stdout);
+    };
+    check();
+    assert!(!log.exists(), "the kept compile is the real one");
+    let (key, cubin) = the_entry(&memo, "cubin");
+    std::fs::write(&cubin, b"not a cubin").unwrap();
+    std::fs::write(
+        memo.join(format!("{key}.err")),
+        b"ptxas info: not what it said\n",
+    )
+    .unwrap();
+    check();
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        format!("ptxas {key} cubin c.cubin\nptxas {key} err c.cubin\n")
+    );
     // `-g` records the command line and the directory: each name gets its own, never another's.
     for ptx in ["k.ptx", "other name.ptx"] {
         let got = run(&memo_ptxas, &["-arch=sm_90", "-g", ptx, "-o", "g.cubin"], w);
@@ -247,7 +293,8 @@ fn the_suites_nvcc_is_the_real_one() {
 
 /// cicc and cudafe++ through the memo, for four kinds of build (an object, a relocatable object
 /// with line tables, a debug cubin and PTX, the last two made without cudafe++): a first compile, its answers
-/// checked against the real tools run again (`ORION_TOOLKIT_MEMO_CHECK`), then the same
+/// checked against the real tools run again (`ORION_TOOLKIT_MEMO_CHECK`, which must log
+/// a kept answer made wrong), then the same
 /// compiles with the real front end gone and the temporaries in another folder, so that only
 /// the memo can answer. Each time the
 /// output is the real nvcc's, but for the temporaries' names. A source the front end refuses
@@ -306,6 +353,28 @@ fn the_suites_front_end_gives_what_cicc_and_cudafe_give() {
         !check.exists(),
         "the memo gave what the real tools gave again"
     );
+    // One kept answer made wrong (a cicc entry's output file): the check logs it, and the
+    // builds still get the real tools' bytes.
+    let cicc = tk.join("memo/cicc");
+    let spoilt = std::fs::read_dir(&cicc)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "0"))
+        .min()
+        .unwrap();
+    let kept_bytes = std::fs::read(&spoilt).unwrap();
+    std::fs::write(&spoilt, b"not what cicc wrote").unwrap();
+    for (args, want) in builds.iter().zip(&want) {
+        assert!(
+            compile(&nvcc, args, Some(("ORION_TOOLKIT_MEMO_CHECK", &check))) == *want,
+            "{args:?}: checked, one entry spoilt"
+        );
+    }
+    let key = spoilt.file_stem().unwrap().to_str().unwrap();
+    let log = std::fs::read_to_string(&check).unwrap();
+    assert_eq!(log.lines().count(), 1, "{log}");
+    assert!(log.starts_with(&format!("cicc {key} 0 ")), "{log}");
+    std::fs::write(&spoilt, kept_bytes).unwrap();
     std::fs::write(w.join("bad.cu"), "__global__ void k() { undeclared(); }\n").unwrap();
     for _ in 0..2 {
         let args = ["-c", "-arch=sm_90", "bad.cu", "-o", "bad.o"];
@@ -361,6 +430,7 @@ fn fresh_with_shm(test: &str) -> Option<(PathBuf, tempfile::TempDir, PathBuf, &'
 
 /// nvdisasm through the memo keeps a listing of a regular file wherever it is: the product
 /// lists its cubins from `/dev/shm`, and a guard on `/dev` once sent all of them to the tool.
+/// The check mode runs the real tool on a hit and logs a kept listing that differs.
 #[test]
 fn a_cubin_in_dev_shm_is_listed_once() {
     let Some((real, d, nvcc, shm)) = fresh_with_shm("a_cubin_in_dev_shm_is_listed_once") else {
@@ -384,6 +454,22 @@ fn a_cubin_in_dev_shm_is_listed_once() {
     }
     let memo = nvcc.parent().unwrap().join("../memo/nvdisasm");
     assert_eq!(kept(&memo), 1, "one listing kept, then found");
+    // The check mode: a hit runs the real nvdisasm again and gives its listing; a kept one
+    // that differs from it is logged.
+    let log = w.join("differences");
+    let check = || {
+        let got = checked(&nvcc.with_file_name("nvdisasm"), &["-c", out], w, &log);
+        assert_eq!((&got.stdout, &got.stderr), (&want.stdout, &want.stderr));
+    };
+    check();
+    assert!(!log.exists(), "the kept listing is the real one");
+    let (key, listing) = the_entry(&memo, "out");
+    std::fs::write(&listing, "not the listing\n").unwrap();
+    check();
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        format!("nvdisasm {key} out {out}\n")
+    );
 }
 
 /// ptxas writing its cubin into `/dev/shm` (a regular file there) compiles once and gives
