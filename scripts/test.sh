@@ -56,6 +56,10 @@ step "cargo clippy --workspace --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 
 TESTS_RAN=1
+# The integration tests' own crates at opt-level 0, the rest as the profile says (why:
+# scripts/suite-rustc.sh). Set for every build from here on, so that the steps below share
+# the libraries they build (cargo keys a workspace crate by its wrapper too).
+export RUSTC_WORKSPACE_WRAPPER="$REPO/scripts/suite-rustc.sh"
 if cargo nextest --version >/dev/null 2>&1; then
     # The libraries' unit tests first, nvcc-orion's at opt-level 0: at 3 its test harness is a
     # second full optimised compile of the crate (about 105 s of CPU cold, 19 s at 0) for 360
