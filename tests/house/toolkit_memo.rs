@@ -29,17 +29,21 @@ fn build(real: &Path, dir: &Path) -> PathBuf {
     PathBuf::from(String::from_utf8(o.stdout).unwrap().trim_end())
 }
 
+/// `exe` as a command outside the memos' check mode, whatever the suite runs under (a test
+/// here that wants the check sets it).
+fn tool(exe: &Path) -> Command {
+    let mut c = Command::new(exe);
+    c.env_remove("ORION_TOOLKIT_MEMO_CHECK");
+    c
+}
+
 fn run(exe: &Path, args: &[&str], cwd: &Path) -> Output {
-    Command::new(exe)
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .unwrap()
+    tool(exe).args(args).current_dir(cwd).output().unwrap()
 }
 
 /// [`run`] in the memos' check mode, differences logged to `log`.
 fn checked(exe: &Path, args: &[&str], cwd: &Path, log: &Path) -> Output {
-    Command::new(exe)
+    tool(exe)
         .args(args)
         .current_dir(cwd)
         .env("ORION_TOOLKIT_MEMO_CHECK", log)
@@ -200,7 +204,7 @@ fn the_suites_ptxas_writes_and_prints_what_ptxas_does() {
     for ptx in ["plain.ptx", "other.ptx"] {
         let stdin = || std::fs::File::open(w.join(ptx)).unwrap();
         let cubin = |exe: &Path, out: &str| {
-            let o = Command::new(exe)
+            let o = tool(exe)
                 .args(["-arch=sm_90", "-", "-o", out])
                 .current_dir(w)
                 .stdin(stdin())
@@ -322,7 +326,7 @@ fn the_suites_front_end_gives_what_cicc_and_cudafe_give() {
     // One output name for all: a debug cubin records ptxas's command line.
     // `env`: ORION_TOOLKIT_MEMO_CHECK (the check), TMPDIR (another folder of temporaries).
     let compile = |exe: &Path, args: &[&str], env: Option<(&str, &Path)>| -> Vec<u8> {
-        let mut c = Command::new(exe);
+        let mut c = tool(exe);
         c.args(args).args(["k.cu", "-o", "k.out"]).current_dir(w);
         if let Some((k, v)) = env {
             c.env(k, v);
@@ -401,6 +405,65 @@ fn the_suites_front_end_gives_what_cicc_and_cudafe_give() {
         let hit = compile(&nvcc, args, Some(("TMPDIR", &elsewhere)));
         assert!(hit == *want, "{args:?}: a hit");
     }
+}
+
+/// cudafe++ ends the module id of a source that defines only template instances with its own
+/// process id (`_<hash>_<len>_<name>_<hash>_<pid>`), so no other run of it could give what it
+/// wrote: the memo keeps no such run, and each build gets an id of its own, as from the real
+/// nvcc. A source with a kernel of its own (an id without the process id) is kept as before.
+#[test]
+fn a_module_id_made_from_the_tools_process_id_is_not_kept() {
+    let Some((real, d, nvcc)) = fresh("a_module_id_made_from_the_tools_process_id_is_not_kept")
+    else {
+        return;
+    };
+    let w = d.path();
+    let cudafe = nvcc.parent().unwrap().join("../memo/cudafe++");
+    std::fs::write(
+        w.join("t.cu"),
+        "template <int N> __global__ void t(int* a) { a[0] = N; }\n\
+         template __global__ void t<1>(int*);\n",
+    )
+    .unwrap();
+    std::fs::write(w.join("k.cu"), KERNEL).unwrap();
+    // The module id each build used: nvcc's `--keep` leaves it as `<name>.module_id`.
+    let module_id = |exe: &Path, name: &str| -> String {
+        let keep = w.join("keep");
+        std::fs::create_dir_all(&keep).unwrap();
+        let source = format!("{name}.cu");
+        let args = ["-c", "-arch=sm_90", "--keep", "--keep-dir"];
+        let o = tool(exe)
+            .args(args)
+            .arg(&keep)
+            .args([source.as_str(), "-o", "out.o"])
+            .current_dir(w)
+            .output()
+            .unwrap();
+        common::assert_ok(&o, &source);
+        let id = std::fs::read_to_string(keep.join(format!("{name}.module_id"))).unwrap();
+        std::fs::remove_dir_all(&keep).unwrap();
+        id
+    };
+    let real_ids = [module_id(&real, "t"), module_id(&real, "t")];
+    assert_ne!(
+        real_ids[0], real_ids[1],
+        "the real cudafe++ names its process"
+    );
+    // Through the memo, without --keep (which the memo leaves to the tool).
+    for _ in 0..2 {
+        common::assert_ok(
+            &run(&nvcc, &["-c", "-arch=sm_90", "t.cu", "-o", "t.o"], w),
+            "t.cu",
+        );
+    }
+    assert_eq!(kept(&cudafe), 0, "no run that named its process is kept");
+    for _ in 0..2 {
+        common::assert_ok(
+            &run(&nvcc, &["-c", "-arch=sm_90", "k.cu", "-o", "k.o"], w),
+            "k.cu",
+        );
+    }
+    assert_eq!(kept(&cudafe), 1, "a run that did not is kept");
 }
 
 /// A toolkit that does not look like one (no nvcc.profile beside the nvcc) is used as it is.
@@ -554,7 +617,7 @@ fn option_values_and_odd_outputs_are_not_confused() {
     // `-o /dev/stdout` with standard output a regular file, twice.
     let to_file = |exe: &Path, name: &str| {
         let file = std::fs::File::create(w.join(name)).unwrap();
-        let o = Command::new(exe)
+        let o = tool(exe)
             .args(["-arch=sm_90", "two.ptx", "-o", "/dev/stdout"])
             .current_dir(w)
             .stdout(file)
