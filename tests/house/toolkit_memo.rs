@@ -457,6 +457,36 @@ fn a_module_id_made_from_the_tools_process_id_is_not_kept() {
         );
     }
     assert_eq!(kept(&cudafe), 0, "no run that named its process is kept");
+    // cicc makes the id where cudafe++ does not run (a cubin): the same rule.
+    let cicc = nvcc.parent().unwrap().join("../memo/cicc");
+    let before = kept(&cicc);
+    assert!(
+        before > 0,
+        "the objects' cicc runs (which read the id) are kept"
+    );
+    for _ in 0..2 {
+        common::assert_ok(
+            &run(
+                &nvcc,
+                &["-cubin", "-arch=sm_90", "t.cu", "-o", "t.cubin"],
+                w,
+            ),
+            "t.cu -cubin",
+        );
+    }
+    assert_eq!(kept(&cicc), before, "nor a cicc run that did");
+    common::assert_ok(
+        &run(
+            &real,
+            &["-cubin", "-arch=sm_90", "t.cu", "-o", "want.cubin"],
+            w,
+        ),
+        "real t.cu -cubin",
+    );
+    assert!(
+        std::fs::read(w.join("t.cubin")).unwrap() == std::fs::read(w.join("want.cubin")).unwrap(),
+        "the real nvcc's cubin"
+    );
     for _ in 0..2 {
         common::assert_ok(
             &run(&nvcc, &["-c", "-arch=sm_90", "k.cu", "-o", "k.o"], w),
