@@ -449,13 +449,13 @@ fn a_module_id_made_from_the_tools_process_id_is_not_kept() {
         real_ids[0], real_ids[1],
         "the real cudafe++ names its process"
     );
-    // Through the memo, without --keep (which the memo leaves to the tool).
-    for _ in 0..2 {
-        common::assert_ok(
-            &run(&nvcc, &["-c", "-arch=sm_90", "t.cu", "-o", "t.o"], w),
-            "t.cu",
-        );
-    }
+    // Through the memo, twice each (without --keep, which the memo leaves to the tool).
+    let twice = |args: &[&str]| {
+        for _ in 0..2 {
+            common::assert_ok(&run(&nvcc, args, w), &format!("{args:?}"));
+        }
+    };
+    twice(&["-c", "-arch=sm_90", "t.cu", "-o", "t.o"]);
     assert_eq!(kept(&cudafe), 0, "no run that named its process is kept");
     // cicc makes the id where cudafe++ does not run (a cubin): the same rule.
     let cicc = nvcc.parent().unwrap().join("../memo/cicc");
@@ -464,35 +464,16 @@ fn a_module_id_made_from_the_tools_process_id_is_not_kept() {
         before > 0,
         "the objects' cicc runs (which read the id) are kept"
     );
-    for _ in 0..2 {
-        common::assert_ok(
-            &run(
-                &nvcc,
-                &["-cubin", "-arch=sm_90", "t.cu", "-o", "t.cubin"],
-                w,
-            ),
-            "t.cu -cubin",
-        );
-    }
+    twice(&["-cubin", "-arch=sm_90", "t.cu", "-o", "t.cubin"]);
     assert_eq!(kept(&cicc), before, "nor a cicc run that did");
-    common::assert_ok(
-        &run(
-            &real,
-            &["-cubin", "-arch=sm_90", "t.cu", "-o", "want.cubin"],
-            w,
-        ),
-        "real t.cu -cubin",
-    );
+    let want = ["-cubin", "-arch=sm_90", "t.cu", "-o", "want.cubin"];
+    common::assert_ok(&run(&real, &want, w), "real t.cu -cubin");
+    let bytes = |name: &str| std::fs::read(w.join(name)).unwrap();
     assert!(
-        std::fs::read(w.join("t.cubin")).unwrap() == std::fs::read(w.join("want.cubin")).unwrap(),
+        bytes("t.cubin") == bytes("want.cubin"),
         "the real nvcc's cubin"
     );
-    for _ in 0..2 {
-        common::assert_ok(
-            &run(&nvcc, &["-c", "-arch=sm_90", "k.cu", "-o", "k.o"], w),
-            "k.cu",
-        );
-    }
+    twice(&["-c", "-arch=sm_90", "k.cu", "-o", "k.o"]);
     assert_eq!(kept(&cudafe), 1, "a run that did not is kept");
 }
 
