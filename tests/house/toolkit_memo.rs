@@ -7,7 +7,7 @@
 
 use crate::common;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
 /// The real nvcc behind whatever the suite was given (a memo toolkit's ptxas leads to it).
 fn real_nvcc(test: &str) -> Option<PathBuf> {
@@ -468,7 +468,12 @@ fn a_module_id_made_from_the_tools_process_id_is_not_kept() {
     assert_eq!(kept(&cicc), before, "nor a cicc run that did");
     let want = ["-cubin", "-arch=sm_90", "t.cu", "-o", "want.cubin"];
     common::assert_ok(&run(&real, &want, w), "real t.cu -cubin");
-    let bytes = |name: &str| std::fs::read(w.join(name)).unwrap();
+    // nvcc records its temporaries' names in an object: those are made alike.
+    let bytes = |name: &str| {
+        let mut b = std::fs::read(w.join(name)).unwrap();
+        common::zero_tmpxft(&mut b);
+        b
+    };
     assert!(
         bytes("t.cubin") == bytes("want.cubin"),
         "the real nvcc's cubin"
@@ -664,4 +669,180 @@ fn a_toolkit_folder_with_odd_characters_keeps_its_top() {
         profile,
         format!("\nTOP              = {}/..\n", real.display())
     );
+}
+
+/// The same run asked for three times at once (nvcc's ptxas beside the product's own, two
+/// tests side by side) reaches the real tool once: the others wait for it and take what it
+/// kept, the real tools' bytes. Each real tool is put behind a stand-in that counts its runs
+/// and takes a second, so the three overlap.
+#[test]
+fn the_same_run_side_by_side_runs_the_tool_once() {
+    let Some((real, d, nvcc)) = fresh("the_same_run_side_by_side_runs_the_tool_once") else {
+        return;
+    };
+    let w = d.path();
+    let tk = nvcc.parent().unwrap().parent().unwrap().to_path_buf();
+    let runs = w.join("runs");
+    for link in [
+        "bin/.real/ptxas",
+        "bin/.real/nvdisasm",
+        "bin/.real/cudafe++",
+        "nvvm/bin/.real/cicc",
+    ] {
+        counted(&tk.join(link), &runs, 1);
+    }
+    std::fs::write(w.join("k.cu"), KERNEL).unwrap();
+    common::assert_ok(
+        &run(&real, &["-ptx", "-arch=sm_90", "k.cu", "-o", "k.ptx"], w),
+        "nvcc -ptx",
+    );
+    let want_cubin = run(
+        &real.with_file_name("ptxas"),
+        &["-arch=sm_90", "k.ptx", "-o", "want.cubin"],
+        w,
+    );
+    common::assert_ok(&want_cubin, "ptxas");
+    let want_listing = run(&real.with_file_name("nvdisasm"), &["-c", "want.cubin"], w);
+    common::assert_ok(&want_listing, "nvdisasm");
+    common::assert_ok(
+        &run(&real, &["-c", "-arch=sm_90", "k.cu", "-o", "want.o"], w),
+        "nvcc -c",
+    );
+    // nvcc records its temporaries' names in an object: those are made alike.
+    let bytes = |name: &str| {
+        let mut b = std::fs::read(w.join(name)).unwrap();
+        common::zero_tmpxft(&mut b);
+        b
+    };
+    // Three at once, `{}` in an argument standing for which of the three.
+    let three = |exe: &Path, args: &[&str]| -> Vec<Output> {
+        let started: Vec<_> = (0..3)
+            .map(|i| {
+                let mut c = tool(exe);
+                c.args(args.iter().map(|a| a.replace("{}", &i.to_string())));
+                c.current_dir(w)
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped());
+                c.spawn().unwrap()
+            })
+            .collect();
+        started
+            .into_iter()
+            .map(|c| c.wait_with_output().unwrap())
+            .collect()
+    };
+    let tally = || std::fs::read_to_string(&runs).unwrap_or_default();
+
+    for o in three(
+        &nvcc.with_file_name("ptxas"),
+        &["-arch=sm_90", "k.ptx", "-o", "a{}.cubin"],
+    ) {
+        common::assert_ok(&o, "memo ptxas");
+    }
+    assert_eq!(tally(), "ptxas\n", "one ptxas run for three");
+    for i in 0..3 {
+        assert!(
+            bytes(&format!("a{i}.cubin")) == bytes("want.cubin"),
+            "a{i}.cubin"
+        );
+    }
+
+    for o in three(&nvcc.with_file_name("nvdisasm"), &["-c", "want.cubin"]) {
+        assert_eq!(
+            (&o.stdout, &o.stderr),
+            (&want_listing.stdout, &want_listing.stderr)
+        );
+    }
+    assert_eq!(tally(), "ptxas\nnvdisasm\n", "one nvdisasm run for three");
+
+    for o in three(&nvcc, &["-c", "-arch=sm_90", "k.cu", "-o", "o{}.o"]) {
+        common::assert_ok(&o, "memo nvcc -c");
+    }
+    let mut after: Vec<_> = tally().lines().skip(2).map(str::to_string).collect();
+    after.sort();
+    assert_eq!(
+        after,
+        ["cicc", "cudafe++", "ptxas"],
+        "one of each for three builds"
+    );
+    for i in 0..3 {
+        assert!(bytes(&format!("o{i}.o")) == bytes("want.o"), "o{i}.o");
+    }
+}
+
+/// Puts the tool behind the link `link` behind a stand-in that appends the tool's name to
+/// `runs` and sleeps `pause` seconds before it becomes the tool (same process, so the front
+/// end's process id rule still sees the tool's).
+fn counted(link: &Path, runs: &Path, pause: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    let target = std::fs::canonicalize(link).unwrap();
+    let name = link.file_name().unwrap().to_str().unwrap();
+    std::fs::remove_file(link).unwrap();
+    std::fs::write(
+        link,
+        format!(
+            "#!/bin/sh\necho '{name}' >>'{}'\nsleep {pause}\nexec '{}' \"$@\"\n",
+            runs.display(),
+            target.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(link, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// One source built alike from two working directories (tests build the repository's kernels
+/// from folders of their own) runs the front end once; a debug build, whose PTX holds the
+/// directory as bytes, runs it in each, and each gets its own. Against the real nvcc in each.
+#[test]
+fn a_build_from_another_folder_runs_the_front_end_again_only_for_debug() {
+    let test = "a_build_from_another_folder_runs_the_front_end_again_only_for_debug";
+    let Some((real, d, nvcc)) = fresh(test) else {
+        return;
+    };
+    let w = d.path();
+    let tk = nvcc.parent().unwrap().parent().unwrap().to_path_buf();
+    let runs = w.join("runs");
+    counted(&tk.join("bin/.real/cudafe++"), &runs, 0);
+    counted(&tk.join("nvvm/bin/.real/cicc"), &runs, 0);
+    let source = w.join("k.cu");
+    std::fs::write(&source, KERNEL).unwrap();
+    let folders = [w.join("a"), w.join("b")];
+    for f in &folders {
+        std::fs::create_dir(f).unwrap();
+    }
+    let build = |exe: &Path, args: &[&str], cwd: &Path| -> Vec<u8> {
+        let mut c = tool(exe);
+        c.args(args)
+            .arg(&source)
+            .args(["-o", "out"])
+            .current_dir(cwd);
+        common::assert_ok(
+            &c.output().unwrap(),
+            &format!("{args:?} in {}", cwd.display()),
+        );
+        let mut b = std::fs::read(cwd.join("out")).unwrap();
+        common::zero_tmpxft(&mut b);
+        b
+    };
+    let cases: [(&[&str], &str); 3] = [
+        (&["-c", "-arch=sm_90"], "cudafe++\ncicc\n"),
+        (&["-ptx", "-arch=sm_90", "-lineinfo"], "cicc\n"),
+        (&["-ptx", "-arch=sm_90", "-G"], "cicc\ncicc\n"),
+    ];
+    for (args, once) in cases {
+        let want: Vec<_> = folders.iter().map(|f| build(&real, args, f)).collect();
+        let _ = std::fs::remove_file(&runs);
+        for (f, want) in folders.iter().zip(&want) {
+            assert!(
+                build(&nvcc, args, f) == *want,
+                "{args:?} in {}",
+                f.display()
+            );
+        }
+        let ran = std::fs::read_to_string(&runs).unwrap_or_default();
+        assert_eq!(ran, once, "{args:?}: the front end's runs from two folders");
+        if args.contains(&"-G") {
+            assert!(want[0] != want[1], "a debug build's PTX holds its folder");
+        }
+    }
 }
