@@ -792,10 +792,12 @@ fn counted(link: &Path, runs: &Path, pause: u32) {
 
 /// One source built alike from two working directories (tests build the repository's kernels
 /// from folders of their own) runs the front end once; a debug build, whose PTX holds the
-/// directory as bytes, runs it in each, and each gets its own. Against the real nvcc in each.
+/// directory as bytes, runs it in each, and each gets its own; so does a build whose output
+/// names the first directory as text. Against the real nvcc in each.
 #[test]
-fn a_build_from_another_folder_runs_the_front_end_again_only_for_debug() {
-    let test = "a_build_from_another_folder_runs_the_front_end_again_only_for_debug";
+fn a_build_from_another_folder_reuses_the_front_end_unless_its_output_holds_the_folder() {
+    let test =
+        "a_build_from_another_folder_reuses_the_front_end_unless_its_output_holds_the_folder";
     let Some((real, d, nvcc)) = fresh(test) else {
         return;
     };
@@ -804,16 +806,18 @@ fn a_build_from_another_folder_runs_the_front_end_again_only_for_debug() {
     let runs = w.join("runs");
     counted(&tk.join("bin/.real/cudafe++"), &runs, 0);
     counted(&tk.join("nvvm/bin/.real/cicc"), &runs, 0);
-    let source = w.join("k.cu");
-    std::fs::write(&source, KERNEL).unwrap();
     let folders = [w.join("a"), w.join("b")];
     for f in &folders {
         std::fs::create_dir(f).unwrap();
     }
-    let build = |exe: &Path, args: &[&str], cwd: &Path| -> Vec<u8> {
+    // One source beside the folders, one inside the first: the line table names it.
+    let (beside, inside) = (w.join("k.cu"), folders[0].join("in.cu"));
+    std::fs::write(&beside, KERNEL).unwrap();
+    std::fs::write(&inside, KERNEL).unwrap();
+    let build = |exe: &Path, args: &[&str], source: &Path, cwd: &Path| -> Vec<u8> {
         let mut c = tool(exe);
         c.args(args)
-            .arg(&source)
+            .arg(source)
             .args(["-o", "out"])
             .current_dir(cwd);
         common::assert_ok(
@@ -824,23 +828,35 @@ fn a_build_from_another_folder_runs_the_front_end_again_only_for_debug() {
         common::zero_tmpxft(&mut b);
         b
     };
-    let cases: [(&[&str], &str); 3] = [
-        (&["-c", "-arch=sm_90"], "cudafe++\ncicc\n"),
-        (&["-ptx", "-arch=sm_90", "-lineinfo"], "cicc\n"),
-        (&["-ptx", "-arch=sm_90", "-G"], "cicc\ncicc\n"),
+    let lineinfo: &[&str] = &["-ptx", "-arch=sm_90", "-lineinfo"];
+    let cases: [(&[&str], &Path, &str); 4] = [
+        (&["-c", "-arch=sm_90"], &beside, "cudafe++\ncicc\n"),
+        (lineinfo, &beside, "cicc\n"),
+        (&["-ptx", "-arch=sm_90", "-G"], &beside, "cicc\ncicc\n"),
+        // The PTX names the first folder as text: kept under that folder alone.
+        (lineinfo, &inside, "cicc\ncicc\n"),
     ];
-    for (args, once) in cases {
-        let want: Vec<_> = folders.iter().map(|f| build(&real, args, f)).collect();
+    for (args, source, once) in cases {
+        let want: Vec<_> = folders
+            .iter()
+            .map(|f| build(&real, args, source, f))
+            .collect();
         let _ = std::fs::remove_file(&runs);
         for (f, want) in folders.iter().zip(&want) {
             assert!(
-                build(&nvcc, args, f) == *want,
-                "{args:?} in {}",
+                build(&nvcc, args, source, f) == *want,
+                "{args:?} {} in {}",
+                source.display(),
                 f.display()
             );
         }
         let ran = std::fs::read_to_string(&runs).unwrap_or_default();
-        assert_eq!(ran, once, "{args:?}: the front end's runs from two folders");
+        assert_eq!(
+            ran,
+            once,
+            "{args:?} {}: the front end's runs from two folders",
+            source.display()
+        );
         if args.contains(&"-G") {
             assert!(want[0] != want[1], "a debug build's PTX holds its folder");
         }
