@@ -46,7 +46,7 @@ trap report_skips EXIT
 
 if command -v shellcheck >/dev/null; then
     step "shellcheck"
-    shellcheck -x scripts/*.sh scripts/toolkit-memo/* .ci/run
+    shellcheck -x scripts/*.sh scripts/toolkit-memo/* bench/suite/*.sh .ci/run
 fi
 
 step "cargo fmt --check"
