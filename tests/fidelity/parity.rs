@@ -1,10 +1,11 @@
 //! Acceptance test: nvcc-orion is a drop-in nvcc.
 //!
-//! Every case of the table below runs three times, each in a fresh directory holding the same
-//! inputs: (1) the real nvcc, (2) nvcc-orion with `NVCC_ORION=off`, (3) nvcc-orion with
-//! `NVCC_ORION=replay` (both with `NVCC_ORION_NVCC` set to the real nvcc). Runs 2 and 3 must
-//! match run 1: exit code, stdout, stderr (normalised, see `common/mod.rs`), the set of files
-//! left in the work directory and in `TMPDIR`, and every output file:
+//! Every case of the table below runs with the same inputs, each run in a fresh directory at
+//! the same path: (1) the real nvcc, (2) nvcc-orion with `NVCC_ORION=replay` (with
+//! `NVCC_ORION_NVCC` set to the real nvcc) and, for the cases of [`OFF_BUILDS`], (3) nvcc-orion
+//! with `NVCC_ORION=off`. Runs 2 and 3 must match run 1: exit code, stdout, stderr
+//! (normalised, see `common/mod.rs`), the set of files left in the work directory and in
+//! `TMPDIR`, and every output file:
 //!
 //! * `.cubin` (and any file of an unknown kind): byte-identical after tmpxft normalisation;
 //! * `.o`, executables, `.fatbin`: byte-identical after tmpxft normalisation; where they are
@@ -19,6 +20,11 @@
 //! compared with run 1 as above, its stderr without the `nvcc-orion: ` lines (one run where
 //! there were two, issue 50; replay's silence without the setting is checked on the other
 //! cases, which include tunable compiles of every kind).
+//!
+//! Off mode is a hand-over, and every case checks it as one ([`off_hands_over`]): a stand-in
+//! nvcc that records the arguments, working folder and environment it was started with records
+//! the same when nvcc-orion hands it the case under `NVCC_ORION=off` as when the case starts it
+//! directly, and nvcc-orion adds nothing to what it prints, its exit status or the files left.
 //!
 //! All cases run (in a small thread pool), then the test fails with the list of every
 //! mismatch. `PARITY_FILTER=substr` runs only the cases whose name contains `substr`;
@@ -669,6 +675,20 @@ const MUST_PASS_THROUGH: &[&str] = &[
     "link_exe",
 ];
 
+/// The cases whose `NVCC_ORION=off` run is a real build compared with nvcc's, as the replay's
+/// is: a tunable compile, a compile and link, a compile nvcc fails, preprocessing, an option
+/// nvcc refuses and one of ours taken out. Off mode hands every invocation to nvcc as it
+/// is, which [`off_hands_over`] checks on every case; these end to end besides (issue 50: the
+/// off builds of every case were about a quarter of the test's CPU).
+const OFF_BUILDS: &[&str] = &[
+    "c_default_arch",
+    "compile_and_link",
+    "syntax_error_default",
+    "preprocess_e",
+    "bad_option",
+    "orion_block_size_stripped",
+];
+
 /// The table with the replay checks attached.
 fn all_cases() -> Vec<Case> {
     let cases: Vec<Case> = cases()
@@ -683,10 +703,14 @@ fn all_cases() -> Vec<Case> {
             }
         })
         .collect();
-    for name in MUST_REPLAY.iter().chain(MUST_PASS_THROUGH) {
+    for name in MUST_REPLAY
+        .iter()
+        .chain(MUST_PASS_THROUGH)
+        .chain(OFF_BUILDS)
+    {
         assert!(
             cases.iter().any(|c| c.name == *name),
-            "replay check names an unknown case `{name}`"
+            "a list names an unknown case `{name}`"
         );
     }
     cases
@@ -726,20 +750,15 @@ fn fixtures(nvcc: &Path) -> &'static Path {
     .path()
 }
 
-/// The runs of a case: the real nvcc, off and replay; the replay verbose where `verbose_replay`
-/// (the cases whose replay is checked by what it says, [`check_replayed`]).
-fn variants(nvcc: &Path, verbose_replay: bool) -> Vec<Variant> {
+/// The runs of a case: the real nvcc, replay, and off where `off_build` ([`OFF_BUILDS`]); the
+/// replay verbose where `verbose_replay` (the cases whose replay is checked by what it says,
+/// [`check_replayed`]).
+fn variants(nvcc: &Path, verbose_replay: bool, off_build: bool) -> Vec<Variant> {
     let mut v = vec![
         Variant {
             label: "real",
             exe: nvcc.to_path_buf(),
             orion_mode: None,
-            verbose: false,
-        },
-        Variant {
-            label: "offm",
-            exe: PathBuf::from(ORION),
-            orion_mode: Some("off"),
             verbose: false,
         },
         Variant {
@@ -749,6 +768,14 @@ fn variants(nvcc: &Path, verbose_replay: bool) -> Vec<Variant> {
             verbose: verbose_replay,
         },
     ];
+    if off_build {
+        v.push(Variant {
+            label: "offm",
+            exe: PathBuf::from(ORION),
+            orion_mode: Some("off"),
+            verbose: false,
+        });
+    }
     if std::env::var_os("PARITY_SELF_CHECK").is_some() {
         v.push(Variant {
             label: "rea2",
@@ -1069,7 +1096,8 @@ fn indent(s: &str) -> String {
 fn run_case(index: usize, case: &Case, root: &Path, nvcc: &Path, cuobjdump: &Path) -> Vec<String> {
     let case_dir = root.join(format!("c{index:02}"));
     let fixture_dir = (!case.fixtures.is_empty()).then(|| fixtures(nvcc));
-    let runs: Vec<RunResult> = variants(nvcc, case.replay_check.is_some())
+    let off_build = OFF_BUILDS.contains(&case.name);
+    let runs: Vec<RunResult> = variants(nvcc, case.replay_check.is_some(), off_build)
         .iter()
         .map(|v| common::run_variant(case, v, &case_dir, fixture_dir, nvcc))
         .collect();
@@ -1110,9 +1138,137 @@ fn run_case(index: usize, case: &Case, root: &Path, nvcc: &Path, cuobjdump: &Pat
         );
     }
     if let Some(must_replay) = case.replay_check {
-        check_replayed(case, must_replay, &runs[2], &mut problems);
+        check_replayed(case, must_replay, &runs[1], &mut problems);
     }
+    off_hands_over(case, &case_dir, fixture_dir, &mut problems);
     problems
+}
+
+/// A stand-in nvcc: it records the arguments, working folder and environment it was started
+/// with (the environment as the kernel handed it over, in `/proc`) in `record` beside itself,
+/// says one line on each stream and exits with 23.
+const STAND_IN: &str = r#"#!/bin/bash
+{
+    printf 'argv'
+    for a in "$@"; do printf '\0%s' "$a"; done
+    printf '\ncwd %s\nenv ' "$(pwd -P)"
+    cat /proc/$$/environ
+} >"$(dirname "$0")/record"
+echo "stand-in nvcc: out"
+echo "stand-in nvcc: err" >&2
+exit 23
+"#;
+
+/// `NVCC_ORION=off` hands the invocation to nvcc: nvcc-orion replaces itself with it, with
+/// the same arguments (ours taken out), working folder and environment (ours taken out), so
+/// nvcc's output and exit status are the user's. Checked with [`STAND_IN`] as the nvcc: started
+/// by nvcc-orion under `off`, it must record what it records when the case starts it as the
+/// reference run starts the real nvcc, and nvcc-orion must add nothing to what it printed, its
+/// exit status, or the files left in the work folder and in `TMPDIR`.
+fn off_hands_over(
+    case: &Case,
+    case_dir: &Path,
+    fixture_dir: Option<&Path>,
+    problems: &mut Vec<String>,
+) {
+    use std::os::unix::fs::PermissionsExt;
+    let folder = case_dir.join("stand-in");
+    let stand_in = folder.join("nvcc");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(&stand_in, STAND_IN).unwrap();
+    std::fs::set_permissions(&stand_in, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let run = |label: &'static str, exe: &Path, orion_mode: Option<&'static str>| {
+        let v = Variant {
+            label,
+            exe: exe.to_path_buf(),
+            orion_mode,
+            verbose: false,
+        };
+        let r = common::run_variant(case, &v, case_dir, fixture_dir, &stand_in);
+        let record = std::fs::read(folder.join("record")).unwrap_or_default();
+        let _ = std::fs::remove_file(folder.join("record"));
+        (r, record)
+    };
+    let (direct, expected) = run("recd", &stand_in, None);
+    let (handed, got) = run("reco", Path::new(ORION), Some("off"));
+    let mut fail = |what: String| {
+        problems.push(format!(
+            "[{}] NVCC_ORION=off is not a hand-over to nvcc: {what}\n  direct: {}\n  handed: {}",
+            case.name, direct.command, handed.command
+        ))
+    };
+    if expected.is_empty() || direct.code != Some(23) {
+        fail(format!(
+            "the stand-in nvcc did not record, started directly (exit {:?})",
+            direct.code
+        ));
+        return;
+    }
+    if let Some(why) = record_difference(&expected, &got) {
+        fail(why);
+    }
+    if (handed.code, &handed.stdout, &handed.stderr)
+        != (direct.code, &direct.stdout, &direct.stderr)
+    {
+        fail(format!(
+            "exit {:?}, stdout {:?}, stderr {:?}; the stand-in's own: exit {:?}, {:?}, {:?}",
+            handed.code,
+            String::from_utf8_lossy(&handed.stdout),
+            String::from_utf8_lossy(&handed.stderr),
+            direct.code,
+            String::from_utf8_lossy(&direct.stdout),
+            String::from_utf8_lossy(&direct.stderr),
+        ));
+    }
+    let contents = |r: &RunResult| -> BTreeMap<String, Vec<u8>> {
+        r.files
+            .iter()
+            .map(|(name, path)| (name.clone(), std::fs::read(path).unwrap_or_default()))
+            .collect()
+    };
+    if contents(&handed) != contents(&direct) || handed.tmp_files != direct.tmp_files {
+        fail(format!(
+            "files left: {:?} and in TMPDIR {:?}; directly: {:?} and {:?}",
+            handed.files.keys(),
+            handed.tmp_files,
+            direct.files.keys(),
+            direct.tmp_files
+        ));
+    }
+}
+
+/// Where two records of [`STAND_IN`] differ, if they do: the arguments and folder as recorded,
+/// and the variables only one environment holds (their order is not compared).
+fn record_difference(expected: &[u8], got: &[u8]) -> Option<String> {
+    let parts = |r: &[u8]| -> (String, BTreeSet<Vec<u8>>) {
+        let text = String::from_utf8_lossy(r).into_owned();
+        let (head, env) = text.split_once("\nenv ").unwrap_or((&text, ""));
+        let env = env
+            .split('\0')
+            .filter(|v| !v.is_empty())
+            .map(|v| v.as_bytes().to_vec())
+            .collect();
+        (head.replace('\0', " | "), env)
+    };
+    let (eh, ee) = parts(expected);
+    let (gh, ge) = parts(got);
+    let mut out = Vec::new();
+    if eh != gh {
+        out.push(format!("recorded `{gh}`, directly `{eh}`"));
+    }
+    let only = |a: &BTreeSet<Vec<u8>>, b: &BTreeSet<Vec<u8>>| -> Vec<String> {
+        a.difference(b)
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+            .collect()
+    };
+    if ee != ge {
+        out.push(format!(
+            "environment only when handed: {:?}; only directly: {:?}",
+            only(&ge, &ee),
+            only(&ee, &ge)
+        ));
+    }
+    (!out.is_empty()).then(|| out.join("; "))
 }
 
 /// A silent fallback to the real nvcc would pass every comparison above, so for the cases that
