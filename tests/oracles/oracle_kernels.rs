@@ -1,8 +1,9 @@
 //! The oracle coverage kernels (`tests/kernels/oracle/`, built by `scripts/oracle-kernels.sh`
 //! for sm_75, 80, 86, 89, 90 and 90a) contain every instruction family the instruction-semantics
-//! oracle of issue 18 must see: the SASS of each arch (`cuobjdump -sass`) is searched for each
-//! family that arch supports, the table of families found is printed, and a missing family
-//! fails with the arch, the family and the forms expected.
+//! oracle of issue 18 must see: the SASS of each arch (the toolkit's disassembler, `nvdisasm
+//! -json`: the listing the oracle check reads, so the suite's memo lists each cubin once) is
+//! searched for each family that arch supports, the table of families found is printed, and a
+//! missing family fails with the arch, the family and the forms expected.
 //!
 //! Without nvcc the test prints a skip message and passes (with `CI` set it fails).
 
@@ -160,32 +161,20 @@ const FAMILIES: &[Family] = &[
     fam!("IADD3.X", 75, "IADD3.X", |o| o == "IADD3.X"),
 ];
 
-/// Opcodes with modifiers in `cuobjdump -sass` output (guard predicate dropped).
-fn opcodes(sass: &str) -> BTreeSet<String> {
-    let mut ops = BTreeSet::new();
-    for line in sass.lines() {
-        let t = line.trim_start();
-        let Some(rest) = t.strip_prefix("/*") else {
-            continue;
-        };
-        let Some((addr, body)) = rest.split_once("*/") else {
-            continue;
-        };
-        if !addr.chars().all(|c| c.is_ascii_hexdigit()) {
-            continue;
-        }
-        let mut words = body.split_whitespace();
-        let Some(mut op) = words.next() else { continue };
-        if op.starts_with('@') {
-            let Some(next) = words.next() else { continue };
-            op = next;
-        }
-        let op = op.trim_end_matches(';');
-        if op.starts_with(|c: char| c.is_ascii_uppercase()) {
-            ops.insert(op.to_string());
-        }
-    }
-    ops
+/// Opcodes with modifiers (`IMAD.WIDE.U32`; a guard predicate is a field of its own) in an
+/// `nvdisasm -json` listing. On the 54 coverage cubins these were, cubin for cubin, the
+/// opcodes `cuobjdump -sass` prints (2026-12-03, CUDA 13.5; bench/results/suite.md).
+fn opcodes(json: &[u8], cubin: &std::path::Path) -> BTreeSet<String> {
+    let listing: serde_json::Value = serde_json::from_slice(json)
+        .unwrap_or_else(|e| panic!("nvdisasm -json {}: {e}", cubin.display()));
+    let functions = listing[1]
+        .as_array()
+        .unwrap_or_else(|| panic!("nvdisasm -json {}: no functions", cubin.display()));
+    functions
+        .iter()
+        .flat_map(|f| f["sass-instructions"].as_array().into_iter().flatten())
+        .filter_map(|i| i["opcode"].as_str().map(str::to_string))
+        .collect()
 }
 
 #[test]
@@ -193,31 +182,31 @@ fn oracle_kernels_cover_every_family() {
     let Some(k) = common::oracle_kernels::oracle_kernels("oracle_kernels") else {
         return;
     };
-    let cuobjdump = common::toolkit_tool(&k.nvcc, "cuobjdump");
+    let nvdisasm = common::toolkit_tool(&k.nvcc, "nvdisasm");
     // arch → every opcode of every kernel file built for it.
     let mut seen: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
-    // One arch's cubins at a time, their cuobjdump runs side by side (each mostly waits).
+    // One arch's cubins at a time, their listings side by side (each mostly waits).
     for arch in &k.archs {
         let runs: Vec<_> = k
             .cubins
             .iter()
             .filter(|(a, _, _)| a == arch)
             .map(|(_, _, cubin)| {
-                let child = Command::new(&cuobjdump)
-                    .arg("-sass")
+                let child = Command::new(&nvdisasm)
+                    .arg("-json")
                     .arg(cubin)
                     .stdout(std::process::Stdio::piped())
                     .spawn()
-                    .expect("run cuobjdump");
+                    .expect("run nvdisasm");
                 (cubin, child)
             })
             .collect();
         for (cubin, child) in runs {
-            let out = child.wait_with_output().expect("cuobjdump output");
-            assert!(out.status.success(), "cuobjdump -sass {}", cubin.display());
+            let out = child.wait_with_output().expect("nvdisasm output");
+            assert!(out.status.success(), "nvdisasm -json {}", cubin.display());
             seen.entry(arch.as_str())
                 .or_default()
-                .extend(opcodes(&String::from_utf8_lossy(&out.stdout)));
+                .extend(opcodes(&out.stdout, cubin));
         }
     }
     assert_eq!(
