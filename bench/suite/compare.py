@@ -5,8 +5,9 @@ Per run: exit status, wall and busy CPU seconds (from the /proc/stat delta), the
 before and after, and the CPU of the toolkit's tools and of the Rust builds (rustc's last
 thread is sometimes named `ctrl-c` in the accounting; suite.md, twenty-first pass). With
 runs labelled m* and b*, it prints how much less time and CPU the m runs took than the b runs
-in all, and the same with each run's wall scaled by the mean probe over its own (an estimate
-of the machine's drift, not a measure).
+in all. The probe is printed, not used: it samples the machine for seconds at each end of a
+run, and in the twenty-second pass it called the baseline run the faster one while every
+tool's CPU per process said it was the slower (suite.md).
 """
 import os
 import sys
@@ -66,22 +67,16 @@ def main(labels):
         probes = "/".join(f"{v:.2f}" for v in vals) or "none"
         print(f"{label}: rc {rc}, wall {wall} s, busy {busy:.0f} s, probe {probes}; "
               f"{tools}; Rust {rust:.0f} s")
-    probed = all(r[2] for r in runs.values())
-    mean_probe = sum(r[2] for r in runs.values()) / len(runs) if probed else None
     m = [r for k, r in runs.items() if k.startswith("m")]
     b = [r for k, r in runs.items() if k.startswith("b")]
     if m and b:
-        def less(i, scale=lambda r: 1.0):
-            mine = sum(r[i] * scale(r) for r in m) / len(m)
-            base = sum(r[i] * scale(r) for r in b) / len(b)
+        def less(i):
+            mine = sum(r[i] for r in m) / len(m)
+            base = sum(r[i] for r in b) / len(b)
             return 100 * (1 - mine / base), base / mine
         t, speed = less(0)
         c, _ = less(1)
-        line = f"m against b: {t:.1f} % less time ({speed:.2f}x), {c:.1f} % less CPU"
-        if probed:
-            ts, speeds = less(0, lambda r: mean_probe / r[2])
-            line += f"; scaled by the probe: {ts:.1f} % less time ({speeds:.2f}x)"
-        print(line)
+        print(f"m against b: {t:.1f} % less time ({speed:.2f}x), {c:.1f} % less CPU")
 
 
 if __name__ == "__main__":

@@ -9,10 +9,10 @@
 #   LABEL.probe  seconds of CPU for a fixed piece of toolkit work, before and after the run
 #   LABEL.cpu    CPU seconds and process count per command name, from process accounting
 #                (only where `accton` and `dump-acct` exist and we may use them)
-# The probe is the machine's speed at the time: the same bytes through the real cicc, ptxas and
-# nvdisasm (not the suite's memos) five times over. Two runs minutes apart on this 2-core
-# machine have differed by 13 % in it (suite.md, twenty-first pass), so compare runs side by
-# side (abba.sh) and read the probe beside the times. Leave the machine alone while it runs.
+# The probe is the machine's speed at each end: the same bytes through the real cicc, ptxas and
+# nvdisasm (not the suite's memos) five times over. It is a snapshot of seconds, not the run's
+# speed (suite.md, twenty-second pass: it can disagree with the tools' own CPU per process), so
+# compare runs side by side (abba.sh). Leave the machine alone while it runs.
 set -euo pipefail
 label=$1
 commit=$2
