@@ -5,6 +5,9 @@
 # then prints compare.py's table. The ABBA order puts a slow hour on both sides. About 2.3 h
 # on 2 cores. WORK as measure.sh.
 set -uo pipefail
+# The whole script is one block, which bash reads before it runs any of it: an edit to this
+# file while a measure runs (hours) must not change what the running copy does.
+{
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 work=${WORK:-/tmp/orion-suite}
 main=$1
@@ -17,3 +20,5 @@ for spec in "m1:$main" "b1:$base" "b2:$base" "m2:$main"; do
     echo "$(date -u +%FT%TZ) end $label"
 done
 python3 "$here/compare.py" m1 b1 b2 m2
+exit
+}

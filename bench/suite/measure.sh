@@ -14,6 +14,9 @@
 # speed (suite.md, twenty-second pass: it can disagree with the tools' own CPU per process), so
 # compare runs side by side (abba.sh). Leave the machine alone while it runs.
 set -euo pipefail
+# The whole script is one block, which bash reads before it runs any of it: an edit to this
+# file while a measure runs (hours) must not change what the running copy does.
+{
 label=$1
 commit=$2
 repo=${3:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
@@ -82,3 +85,4 @@ if ((accounting)); then
             END { for (k in n) print c[k], n[k], k }' | sort -rn >"$label.cpu"
 fi
 exit "$rc"
+}
