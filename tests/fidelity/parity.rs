@@ -1140,7 +1140,7 @@ fn run_case(index: usize, case: &Case, root: &Path, nvcc: &Path, cuobjdump: &Pat
     if let Some(must_replay) = case.replay_check {
         check_replayed(case, must_replay, &runs[1], &mut problems);
     }
-    off_hands_over(case, &case_dir, fixture_dir, &mut problems);
+    off_hands_over(case, &case_dir, fixture_dir, None, &mut problems);
     problems
 }
 
@@ -1164,33 +1164,44 @@ exit 23
 /// nvcc's output and exit status are the user's. Checked with [`STAND_IN`] as the nvcc: started
 /// by nvcc-orion under `off`, it must record what it records when the case starts it as the
 /// reference run starts the real nvcc, and nvcc-orion must add nothing to what it printed, its
-/// exit status, or the files left in the work folder and in `TMPDIR`.
+/// exit status, or the files left in the work folder and in `TMPDIR`. With `meddler` (a bash
+/// script's body that ends by starting the stand-in beside it), nvcc-orion is pointed at that
+/// script instead: how [`a_meddled_hand_over_is_caught`] shows the check fails.
 fn off_hands_over(
     case: &Case,
     case_dir: &Path,
     fixture_dir: Option<&Path>,
+    meddler: Option<&str>,
     problems: &mut Vec<String>,
 ) {
     use std::os::unix::fs::PermissionsExt;
     let folder = case_dir.join("stand-in");
-    let stand_in = folder.join("nvcc");
     std::fs::create_dir_all(&folder).unwrap();
-    std::fs::write(&stand_in, STAND_IN).unwrap();
-    std::fs::set_permissions(&stand_in, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let run = |label: &'static str, exe: &Path, orion_mode: Option<&'static str>| {
+    let script = |name: &str, text: &str| {
+        let path = folder.join(name);
+        std::fs::write(&path, text).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    };
+    let stand_in = script("nvcc", STAND_IN);
+    let handed_to = match meddler {
+        Some(body) => script("meddler", &format!("#!/bin/bash\n{body}\n")),
+        None => stand_in.clone(),
+    };
+    let run = |label: &'static str, exe: &Path, orion_mode: Option<&'static str>, nvcc: &Path| {
         let v = Variant {
             label,
             exe: exe.to_path_buf(),
             orion_mode,
             verbose: false,
         };
-        let r = common::run_variant(case, &v, case_dir, fixture_dir, &stand_in);
+        let r = common::run_variant(case, &v, case_dir, fixture_dir, nvcc);
         let record = std::fs::read(folder.join("record")).unwrap_or_default();
         let _ = std::fs::remove_file(folder.join("record"));
         (r, record)
     };
-    let (direct, expected) = run("recd", &stand_in, None);
-    let (handed, got) = run("reco", Path::new(ORION), Some("off"));
+    let (direct, expected) = run("recd", &stand_in, None, &stand_in);
+    let (handed, got) = run("reco", Path::new(ORION), Some("off"), &handed_to);
     let mut fail = |what: String| {
         problems.push(format!(
             "[{}] NVCC_ORION=off is not a hand-over to nvcc: {what}\n  direct: {}\n  handed: {}",
@@ -1407,6 +1418,49 @@ fn nvcc_parity() {
         report.push_str("\nfailing cases: ");
         report.push_str(&failed.iter().map(|r| r.1).collect::<Vec<_>>().join(", "));
         panic!("{report}");
+    }
+}
+
+/// The hand-over check itself ([`off_hands_over`]): an nvcc-orion that handed nvcc a variable
+/// of its own, dropped an argument, printed a line or left a file under off mode would fail
+/// it, each with the difference named. (The stand-in is started through a bash script that
+/// meddles; no toolkit is needed.)
+#[test]
+fn a_meddled_hand_over_is_caught() {
+    let case = all_cases()
+        .into_iter()
+        .find(|c| c.name == "c_sm80")
+        .unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let stand_in = r#""$(dirname "$0")/nvcc""#;
+    let meddlers = [
+        (
+            format!("export ORION_MEDDLED=1; exec {stand_in} \"$@\""),
+            "ORION_MEDDLED=1",
+        ),
+        (
+            format!("exec {stand_in} \"${{@:1:$#-1}}\""),
+            "recorded `argv",
+        ),
+        (
+            format!("echo meddled >&2; exec {stand_in} \"$@\""),
+            "meddled",
+        ),
+        (
+            format!("touch \"$TMPDIR/meddled\"; exec {stand_in} \"$@\""),
+            "files left",
+        ),
+    ];
+    for (i, (meddler, names)) in meddlers.iter().enumerate() {
+        let mut problems = Vec::new();
+        let dir = root.path().join(format!("m{i}"));
+        off_hands_over(&case, &dir, None, Some(meddler), &mut problems);
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.contains("is not a hand-over") && p.contains(names)),
+            "`{meddler}` was not caught as {names:?}: {problems:?}"
+        );
     }
 }
 
