@@ -35,10 +35,7 @@ export ORION_TEST_SKIP_LOG
 TESTS_RAN=""
 report_skips() {
     if [[ -n "$TESTS_RAN" ]]; then
-        local n
-        n=$(sort -u "$ORION_TEST_SKIP_LOG" | grep -c . || true)
-        printf '\n== %s skipped\n' "$n" >&2
-        sort -u "$ORION_TEST_SKIP_LOG" >&2
+        scripts/report-skips.sh "$ORION_TEST_SKIP_LOG" >&2
     fi
     rm -f "$ORION_TEST_SKIP_LOG"
 }
